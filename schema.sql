@@ -1,0 +1,99 @@
+-- rsmirror catalog, schema version 1 (PRAGMA user_version).
+-- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
+-- them). Digests are lower-case hex. A column carries its unit in its name.
+
+-- What the user pointed rsmirror at; the mirror remembers it so cron lines stay short.
+CREATE TABLE sources (
+    id            INTEGER PRIMARY KEY,
+    url           TEXT NOT NULL UNIQUE,
+    added_at      TEXT NOT NULL
+);
+
+-- One command invocation.
+CREATE TABLE runs (
+    id            INTEGER PRIMARY KEY,
+    command       TEXT NOT NULL,               -- baseline | incremental | audit
+    source_id     INTEGER REFERENCES sources(id),
+    arguments     TEXT NOT NULL,               -- the command line, for the record
+    started_at    TEXT NOT NULL,
+    ended_at      TEXT,                        -- NULL while running (or if the process died)
+    outcome       TEXT,                        -- ok | partial | failed | interrupted | abandoned
+    exit_code     INTEGER,
+    counts_json   TEXT                         -- created/updated/unchanged/failed/refused/deleted/bytes
+);
+
+-- Every source document read: Source Descriptions, Capability Lists, lists, indexes.
+CREATE TABLE documents (
+    id            INTEGER PRIMARY KEY,
+    source_id     INTEGER NOT NULL REFERENCES sources(id),
+    url           TEXT NOT NULL,
+    capability    TEXT,                        -- rs:md capability; NULL for a plain Sitemap
+    root          TEXT NOT NULL,               -- urlset | sitemapindex
+    syntax        TEXT NOT NULL,               -- plain | alpha2012 | beta2013 | v1
+    at            TEXT,
+    completed     TEXT,
+    from_time     TEXT,
+    until_time    TEXT,
+    entry_count   INTEGER NOT NULL,
+    etag          TEXT,
+    last_modified TEXT,
+    fetched_at    TEXT NOT NULL,
+    run_id        INTEGER NOT NULL REFERENCES runs(id),
+    UNIQUE (source_id, url)
+);
+
+-- A resource is a URI; its states are its versions.
+CREATE TABLE resources (
+    id                 INTEGER PRIMARY KEY,
+    uri                TEXT NOT NULL UNIQUE,   -- as the source listed it (resolved, trimmed)
+    collection         TEXT NOT NULL,          -- the Capability List (or list) it belongs to
+    first_run_id       INTEGER NOT NULL REFERENCES runs(id),
+    current_version_id INTEGER                 -- the latest version; kept in the same transaction
+);
+
+-- Every state ever fetched. A tombstone (change = 'deleted') has no object.
+CREATE TABLE versions (
+    id                   INTEGER PRIMARY KEY,
+    resource_id          INTEGER NOT NULL REFERENCES resources(id),
+    run_id               INTEGER NOT NULL REFERENCES runs(id),
+    change               TEXT NOT NULL,        -- created | updated | deleted
+    event_time           TEXT,                 -- change time from the source, if any
+    lastmod              TEXT,                 -- <lastmod> the source declared
+    length_bytes         INTEGER,              -- computed length (NULL for a tombstone)
+    declared_length_bytes INTEGER,
+    declared_hash        TEXT,                 -- the source's digests, normalised: "md5:… sha-256:…"
+    md5_hex              TEXT,                 -- computed
+    sha1_hex             TEXT,                 -- computed only when the source declared sha-1
+    sha256_hex           TEXT,                 -- computed; names the object
+    media_type           TEXT,
+    arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone
+    fetched_from         TEXT,                 -- final URL after redirects (or dump package)
+    etag                 TEXT,
+    last_modified        TEXT,
+    recorded_at          TEXT NOT NULL
+);
+CREATE INDEX versions_by_resource ON versions(resource_id, id);
+CREATE INDEX versions_by_object ON versions(sha256_hex);
+
+-- Where each collection's mirror is guaranteed up to (ResourceSync 1.1 §10.1 step 5).
+CREATE TABLE sync_points (
+    collection    TEXT PRIMARY KEY,            -- Capability List URL (or list URL)
+    source_id     INTEGER NOT NULL REFERENCES sources(id),
+    at            TEXT,                        -- NULL for an unanchored baseline
+    anchored      INTEGER NOT NULL,            -- 0: plain Sitemap, no `at`; see `basis`
+    basis         TEXT NOT NULL,               -- what `at` came from
+    run_id        INTEGER NOT NULL REFERENCES runs(id),
+    updated_at    TEXT NOT NULL
+);
+
+-- Resources a run could not mirror, and why (failed, refused, gone at the source).
+CREATE TABLE run_problems (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs(id),
+    uri           TEXT NOT NULL,
+    class         TEXT NOT NULL,               -- failed | refused | gone | warning
+    reason        TEXT NOT NULL
+);
+CREATE INDEX run_problems_by_run ON run_problems(run_id);
+
+PRAGMA user_version = 1;

@@ -1,0 +1,120 @@
+//! What the user typed: clap types only. `settings.rs` turns these into checked options.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rsmirror",
+    version,
+    about = "A ResourceSync Destination: keep a verified, versioned local mirror of a web source",
+    long_about = "rsmirror keeps a local, verified, versioned mirror of a ResourceSync source in \
+                  an SQLite catalog plus a content-addressed object store \
+                  (MIRROR/objects/sha256/ab/cd/<sha256>).",
+    after_help = crate::exit::Exit::help_table()
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// First full copy: discover the source, read its Resource List, fetch and verify every
+    /// resource, record the sync point. Re-running fetches only what changed.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Baseline(BaselineArgs),
+    /// Run discovery and the readers only: list the documents a source publishes and every
+    /// problem met. Fetches no resources, writes nothing.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Inspect(InspectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    /// The mirror folder (catalog.sqlite, objects/, staging/).
+    #[arg(
+        long,
+        env = "RSMIRROR_DIR",
+        default_value = "./mirror",
+        value_name = "DIR"
+    )]
+    pub mirror: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// No progress bar and no summary; errors still go to stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Say more: the summary even on success under cron, warnings, unchanged resources.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// A machine-readable summary on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// Also accept resources on HOST (and its subdomains); repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Read URLs under URL_PREFIX from the local folder DIR instead of the network; repeatable.
+    #[arg(long, value_name = "URL_PREFIX=DIR")]
+    pub map: Vec<String>,
+    /// Read datetimes without a zone (not W3C, but published by some sources) as UTC.
+    #[arg(long)]
+    pub assume_utc: bool,
+    /// Connect and read timeout, in seconds.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// Attempts per request on connection errors, 429, 503 and other 5xx.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub tries: u32,
+    /// Longest Retry-After honoured, in seconds.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    pub max_retry_after: f64,
+    /// The User-Agent header.
+    #[arg(long, value_name = "STRING")]
+    pub user_agent: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// Site root, Source Description, Capability List, Resource List (or index), plain
+    /// Sitemap, .xml.gz of any of these, or a local file path.
+    pub source: String,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// Of several Capability Lists in the Source Description, mirror only this one.
+    #[arg(long, value_name = "URL")]
+    pub capability_list: Option<String>,
+    /// Tombstone resources that are gone from the source (only after a complete list).
+    #[arg(long)]
+    pub delete: bool,
+    /// With --delete: stop before the first delete when more than N would be deleted.
+    #[arg(long, value_name = "N")]
+    pub max_delete: Option<u64>,
+    /// Print the plan and write nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Parallel transfers.
+    #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
+    pub jobs: usize,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// What to inspect (as for baseline).
+    pub source: String,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    /// A machine-readable listing on stdout.
+    #[arg(long)]
+    pub json: bool,
+}

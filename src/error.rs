@@ -1,0 +1,53 @@
+//! The errors that end a command, and the one place they become exit codes.
+
+use crate::exit::Exit;
+use crate::net::FetchError;
+use crate::rs::sitemap::ReadError;
+use crate::settings::UsageError;
+use crate::store::lock::LockError;
+use crate::store::StoreError;
+
+/// A source document could not be had or understood: nothing is applied (exit 4).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{0}")]
+    Fetch(#[from] FetchError),
+    #[error("{0}")]
+    Read(#[from] ReadError),
+    #[error("{url}: {message}")]
+    Unusable { url: String, message: String },
+    #[error("{path}: {source}")]
+    Local {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why a command ended early.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Usage(#[from] UsageError),
+    #[error("source error: {0}")]
+    Source(#[from] SourceError),
+    #[error("store error: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Lock(#[from] LockError),
+    #[error("safety limit: {0}")]
+    SafetyLimit(String),
+}
+
+impl Error {
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Usage(_) => Exit::Usage,
+            Error::Source(_) => Exit::Source,
+            Error::Store(_) => Exit::Store,
+            Error::Lock(LockError::Held { .. }) => Exit::Locked,
+            Error::Lock(LockError::Io { .. }) => Exit::Store,
+            Error::SafetyLimit(_) => Exit::SafetyLimit,
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! Fetch-to-staging: one resource from the source into a new file under `staging/`, hashed in
+//! the same pass that writes it (DESIGN §4, "verify").
+//!
+//! The body streams through a fixed buffer into a uniquely named `.part` file; the declared
+//! length bounds it (we stop as soon as more arrives) and every usable declared digest is
+//! checked at the end. Bytes are hashed exactly as received: a `Content-Encoding` the source
+//! sent despite `Accept-Encoding: identity` is recorded in [`Staged`], not decoded. Any failure
+//! removes the file. Durability (fsync, rename into `objects/`) is the store's business, done
+//! per batch; the catalog is not touched here.
+
+use crate::net::agent::{DocumentResponse, Retries};
+use crate::net::{FetchError, Http, Scope, Validators};
+use crate::rs::digest::{mismatches, Algorithm, Computed, Digest, Hasher};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use url::Url;
+
+/// Read buffer size; writes go through a larger `BufWriter`.
+const READ_BUFFER: usize = 64 * 1024;
+const WRITE_BUFFER: usize = 256 * 1024;
+
+/// What the source declared about a representation.
+#[derive(Debug, Clone, Default)]
+pub struct Expected {
+    pub length: Option<u64>,
+    pub digests: Vec<Digest>,
+}
+
+/// A verified file in `staging/`, not yet in the object store.
+#[derive(Debug)]
+pub struct Staged {
+    pub path: PathBuf,
+    pub computed: Computed,
+    pub final_url: url::Url,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    /// The `Content-Type` header as served.
+    pub media_type: Option<String>,
+    /// `Content-Encoding` as served (never `identity`); the staged bytes are still encoded.
+    pub content_encoding: Option<String>,
+}
+
+/// Fetch `url` into a new file under `staging`, hashing while writing; verify length and
+/// every usable declared digest; on any failure the staging file is removed.
+///
+/// Retries (connection failures, timeouts, 429, 5xx, and a body that breaks off mid-transfer)
+/// share one budget of `HttpConfig::tries` attempts. A body that contradicts the declared
+/// length or digests is not retried: the source served it, the source is wrong.
+pub fn fetch_to_staging(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+) -> Result<Staged, FetchError> {
+    let with_sha1 = expected
+        .digests
+        .iter()
+        .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
+    let mut retries = http.retries();
+    loop {
+        match fetch_once(http, url, scope, staging, expected, with_sha1, &mut retries) {
+            Ok(staged) => return Ok(staged),
+            Err(Attempt::Final(e)) => return Err(e),
+            Err(Attempt::Retryable(e)) => match retries.next_wait(None) {
+                Some(wait) => std::thread::sleep(wait),
+                None => return Err(e),
+            },
+        }
+    }
+}
+
+/// Why one attempt failed, and whether a new GET may help.
+enum Attempt {
+    Final(FetchError),
+    /// The body broke off (timeout, reset, truncated): worth another GET.
+    Retryable(FetchError),
+}
+
+impl From<FetchError> for Attempt {
+    fn from(e: FetchError) -> Attempt {
+        Attempt::Final(e)
+    }
+}
+
+fn fetch_once(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+    with_sha1: bool,
+    retries: &mut Retries<'_>,
+) -> Result<Staged, Attempt> {
+    // No validators: a resource fetch always wants the bytes.
+    let body = match http.get_with(url, scope, &Validators::default(), retries)? {
+        DocumentResponse::Body(body) => body,
+        DocumentResponse::NotModified => {
+            return Err(Attempt::Final(FetchError::Status {
+                url: url.to_string(),
+                status: 304,
+            }))
+        }
+    };
+    let final_url = body.final_url.clone();
+    let url_text = final_url.to_string();
+    // The server announces a different length than the source declared: no need to download.
+    if let (Some(declared), Some(announced)) = (expected.length, body.content_length) {
+        if declared != announced {
+            return Err(Attempt::Final(FetchError::LengthMismatch {
+                url: url_text,
+                expected: declared,
+                actual: announced,
+            }));
+        }
+    }
+    let mut part = PartFile::create(staging)?;
+    let mut reader = body.reader;
+    let mut hasher = Hasher::new(with_sha1);
+    let mut buf = vec![0u8; READ_BUFFER];
+    let mut received: u64 = 0;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Attempt::Retryable(http.read_error(&final_url, e))),
+        };
+        received += n as u64;
+        if let Some(declared) = expected.length {
+            if received > declared {
+                return Err(Attempt::Final(FetchError::LengthMismatch {
+                    url: url_text,
+                    expected: declared,
+                    actual: received,
+                }));
+            }
+        }
+        hasher.update(&buf[..n]);
+        part.write_all(&buf[..n])?;
+    }
+    // ureq already fails a body that ends before its Content-Length; a mapped file that shrank
+    // while we read it lands here.
+    if let Some(announced) = body.content_length {
+        if received < announced {
+            return Err(Attempt::Retryable(FetchError::Transport {
+                url: url_text,
+                message: format!("truncated transfer: {received} of {announced} bytes"),
+            }));
+        }
+    }
+    if let Some(declared) = expected.length {
+        if received != declared {
+            return Err(Attempt::Final(FetchError::LengthMismatch {
+                url: url_text,
+                expected: declared,
+                actual: received,
+            }));
+        }
+    }
+    let computed = hasher.finish();
+    if let Some(m) = mismatches(&expected.digests, &computed).into_iter().next() {
+        return Err(Attempt::Final(FetchError::DigestMismatch {
+            url: url_text,
+            algorithm: m.algorithm.to_string(),
+            expected: m.expected,
+            actual: m.actual,
+        }));
+    }
+    let path = part.keep()?;
+    Ok(Staged {
+        path,
+        computed,
+        final_url,
+        etag: body.validators.etag,
+        last_modified: body.validators.last_modified,
+        media_type: body.media_type,
+        content_encoding: body.content_encoding,
+    })
+}
+
+/// A `.part` file in `staging/` that removes itself unless kept.
+struct PartFile {
+    path: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+static PART_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl PartFile {
+    /// A new file named `<pid>-<counter>.part`; never opens an existing one (a leftover of a
+    /// crashed run with the same pid is skipped, not overwritten).
+    fn create(staging: &Path) -> Result<PartFile, FetchError> {
+        let pid = std::process::id();
+        let mut last_error = None;
+        for _ in 0..1000 {
+            let n = PART_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = staging.join(format!("{pid}-{n}.part"));
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => {
+                    return Ok(PartFile {
+                        path,
+                        writer: Some(BufWriter::with_capacity(WRITE_BUFFER, file)),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
+                Err(e) => return Err(staging_error(&path, e)),
+            }
+        }
+        Err(FetchError::Staging(last_error.unwrap_or_else(|| {
+            io::Error::other("no free staging file name")
+        })))
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), FetchError> {
+        let writer = self.writer.as_mut().expect("written after keep");
+        writer
+            .write_all(bytes)
+            .map_err(|e| staging_error(&self.path, e))
+    }
+
+    /// Flush and close; the file stays.
+    fn keep(mut self) -> Result<PathBuf, FetchError> {
+        let writer = self.writer.take().expect("kept twice");
+        writer
+            .into_inner()
+            .map_err(|e| staging_error(&self.path, e.into_error()))?;
+        Ok(std::mem::take(&mut self.path))
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            self.writer = None;
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn staging_error(path: &Path, e: io::Error) -> FetchError {
+    FetchError::Staging(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::agent::test_server::{reply, TestServer};
+    use crate::net::HttpConfig;
+    use crate::rs::digest::parse_hash_attr;
+    use std::time::{Duration, Instant};
+
+    // md5 / sha-256 of "alpha\n" (ResourceSync §14's example).
+    const MD5: &str = "9f9f90dbe3e5ee1218c86b8839db1995";
+    const SHA256: &str = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+
+    fn http() -> Http {
+        Http::new(HttpConfig {
+            timeout: Duration::from_secs(1),
+            tries: 3,
+            max_retry_after: Duration::from_secs(2),
+            backoff: Duration::from_millis(10),
+            user_agent: "rsmirror-test/1".to_string(),
+            maps: Vec::new(),
+            max_redirects: 5,
+        })
+    }
+
+    fn staging_files(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    }
+
+    fn fetch(
+        server_body: &'static str,
+        expected: Expected,
+    ) -> (Result<Staged, FetchError>, tempfile::TempDir) {
+        let server = TestServer::start(move |_, _| {
+            reply(
+                200,
+                server_body,
+                &[("ETag", "\"e1\""), ("Content-Type", "text/plain")],
+            )
+        });
+        let url = server.url("/res/a.txt");
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let r = fetch_to_staging(&http(), &url, &scope, staging.path(), &expected);
+        (r, staging)
+    }
+
+    #[test]
+    fn success_computes_digests_and_keeps_the_file() {
+        let expected = Expected {
+            length: Some(6),
+            digests: parse_hash_attr(&format!("md5:{MD5} sha-256:{SHA256}")),
+        };
+        let (r, staging) = fetch("alpha\n", expected);
+        let staged = r.unwrap();
+        assert_eq!(staged.computed.length, 6);
+        assert_eq!(staged.computed.sha256_hex, SHA256);
+        assert_eq!(staged.computed.md5_hex, MD5);
+        assert_eq!(
+            staged.computed.sha1_hex, None,
+            "no sha-1 declared, none computed"
+        );
+        assert_eq!(staged.etag.as_deref(), Some("\"e1\""));
+        assert_eq!(staged.media_type.as_deref(), Some("text/plain"));
+        assert_eq!(staged.content_encoding, None);
+        assert!(staged.path.starts_with(staging.path()));
+        assert_eq!(std::fs::read(&staged.path).unwrap(), b"alpha\n");
+        assert_eq!(staging_files(staging.path()), vec![staged.path.clone()]);
+    }
+
+    #[test]
+    fn sha1_is_computed_only_when_declared() {
+        let expected = Expected {
+            length: None,
+            digests: parse_hash_attr("sha-1:d046cd9b7ffb7661e449683313d41f6fc33e3130"),
+        };
+        let (r, _staging) = fetch("alpha\n", expected);
+        let staged = r.unwrap();
+        assert_eq!(
+            staged.computed.sha1_hex.as_deref(),
+            Some("d046cd9b7ffb7661e449683313d41f6fc33e3130")
+        );
+    }
+
+    #[test]
+    fn digest_mismatch_leaves_no_file() {
+        let expected = Expected {
+            length: None,
+            digests: parse_hash_attr(
+                "sha-256:0000000000000000000000000000000000000000000000000000000000000000",
+            ),
+        };
+        let (r, staging) = fetch("alpha\n", expected);
+        match r {
+            Err(FetchError::DigestMismatch {
+                algorithm, actual, ..
+            }) => {
+                assert_eq!(algorithm, "sha-256");
+                assert_eq!(actual, SHA256);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn length_mismatch_leaves_no_file() {
+        for declared in [3, 100] {
+            let (r, staging) = fetch(
+                "alpha\n",
+                Expected {
+                    length: Some(declared),
+                    digests: vec![],
+                },
+            );
+            match r {
+                Err(FetchError::LengthMismatch {
+                    expected, actual, ..
+                }) => {
+                    assert_eq!(expected, declared);
+                    assert_eq!(actual, 6);
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(staging_files(staging.path()).is_empty());
+        }
+    }
+
+    /// A raw server that answers with `head` then `body` and then holds the connection open
+    /// (or closes it when `close`).
+    fn raw_server(head: &'static str, body: &'static [u8], close: bool) -> Url {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut req = [0u8; 4096];
+                let _ = stream.read(&mut req);
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(body);
+                let _ = stream.flush();
+                if !close {
+                    held.push(stream);
+                }
+            }
+        });
+        Url::parse(&format!("http://127.0.0.1:{port}/big.bin")).unwrap()
+    }
+
+    #[test]
+    fn more_bytes_than_declared_stop_early() {
+        // Without Content-Length: close-delimited; we must stop at declared + 1 bytes, not read
+        // until the server is done.
+        let url = raw_server(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n",
+            &[b'x'; 200_000],
+            true,
+        );
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let expected = Expected {
+            length: Some(10),
+            digests: vec![],
+        };
+        let r = fetch_to_staging(&http(), &url, &scope, staging.path(), &expected);
+        match r {
+            Err(FetchError::LengthMismatch {
+                expected: 10,
+                actual,
+                ..
+            }) => {
+                assert!(actual > 10 && actual <= 10 + READ_BUFFER as u64, "{actual}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn truncated_transfer_fails_and_leaves_no_file() {
+        let url = raw_server(
+            "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n",
+            b"only forty bytes of a hundred.........\n",
+            true,
+        );
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let r = fetch_to_staging(&http(), &url, &scope, staging.path(), &Expected::default());
+        assert!(matches!(r, Err(FetchError::Transport { .. })), "{r:?}");
+        assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn stalled_body_times_out() {
+        let url = raw_server(
+            "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n",
+            b"ten bytes.",
+            false,
+        );
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let http = Http::new(HttpConfig {
+            tries: 1,
+            ..http().config().clone()
+        });
+        let t = Instant::now();
+        let r = fetch_to_staging(&http, &url, &scope, staging.path(), &Expected::default());
+        assert!(matches!(r, Err(FetchError::Timeout { .. })), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn broken_body_is_retried_with_a_new_get() {
+        let server = TestServer::start(|_, i| {
+            if i == 0 {
+                // Announce more than we send: the client sees a truncated body.
+                let data = std::io::Cursor::new(b"alp".to_vec());
+                tiny_http::Response::new(200.into(), vec![], data, Some(6), None).boxed()
+            } else {
+                reply(200, "alpha\n", &[])
+            }
+        });
+        let url = server.url("/a.txt");
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let expected = Expected {
+            length: Some(6),
+            digests: parse_hash_attr(&format!("sha-256:{SHA256}")),
+        };
+        let staged = fetch_to_staging(&http(), &url, &scope, staging.path(), &expected).unwrap();
+        assert_eq!(staged.computed.sha256_hex, SHA256);
+        assert_eq!(server.requests(), 2);
+        assert_eq!(staging_files(staging.path()), vec![staged.path]);
+    }
+
+    #[test]
+    fn content_encoding_is_recorded_and_bytes_hashed_as_received() {
+        let server =
+            TestServer::start(|_, _| reply(200, "alpha\n", &[("Content-Encoding", "gzip")]));
+        let url = server.url("/a.txt.gz");
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let staged =
+            fetch_to_staging(&http(), &url, &scope, staging.path(), &Expected::default()).unwrap();
+        assert_eq!(staged.content_encoding.as_deref(), Some("gzip"));
+        assert_eq!(staged.computed.sha256_hex, SHA256);
+    }
+
+    #[test]
+    fn not_found_and_refusals_create_no_file() {
+        let server = TestServer::start(|_, _| reply(404, "", &[]));
+        let url = server.url("/missing");
+        let staging = tempfile::tempdir().unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let r = fetch_to_staging(&http(), &url, &scope, staging.path(), &Expected::default());
+        assert!(matches!(r, Err(FetchError::Status { status: 404, .. })));
+        let evil = Url::parse("http://evil.example.com/x").unwrap();
+        let r = fetch_to_staging(&http(), &evil, &scope, staging.path(), &Expected::default());
+        assert!(matches!(r, Err(FetchError::OutOfScope { .. })));
+        assert_eq!(server.requests(), 1);
+        assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn unique_part_names() {
+        let staging = tempfile::tempdir().unwrap();
+        let a = PartFile::create(staging.path()).unwrap();
+        let b = PartFile::create(staging.path()).unwrap();
+        assert_ne!(a.path, b.path);
+        assert!(a.path.to_string_lossy().ends_with(".part"));
+        drop(a);
+        drop(b);
+        assert!(staging_files(staging.path()).is_empty());
+    }
+}

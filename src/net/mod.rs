@@ -1,0 +1,55 @@
+//! The network layer: one keep-alive HTTP agent with timeouts, bounded retries and
+//! `Retry-After`, a scope every URL and every redirect hop is checked against, conditional GET
+//! for documents, local `--map` prefixes, and fetch-to-staging that hashes while it writes.
+//! It knows nothing of the catalog.
+
+pub mod agent;
+pub mod fetch;
+pub mod scope;
+
+pub use agent::{Body, DocumentResponse, Http, HttpConfig, Validators};
+pub use fetch::{fetch_to_staging, Expected, Staged};
+pub use scope::Scope;
+
+use std::time::Duration;
+
+/// Why a document or resource could not be fetched (or was refused).
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{url}: refused: {reason}")]
+    OutOfScope { url: String, reason: String },
+    #[error("{url}: HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url}: no response within {} s (--timeout)", .timeout.as_secs_f64())]
+    Timeout { url: String, timeout: Duration },
+    #[error("{url}: {message}")]
+    Transport { url: String, message: String },
+    #[error("{url}: more than {max} redirects")]
+    TooManyRedirects { url: String, max: u32 },
+    #[error("{url}: length mismatch: expected {expected} bytes, got {actual}")]
+    LengthMismatch {
+        url: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{url}: {algorithm} mismatch: expected {expected}, got {actual}")]
+    DigestMismatch {
+        url: String,
+        algorithm: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{url}: body larger than the {max}-byte limit")]
+    TooLarge { url: String, max: u64 },
+    #[error("{url}: not found in mapped folder {path}")]
+    MapNotFound { url: String, path: String },
+    #[error("staging: {0}")]
+    Staging(#[from] std::io::Error),
+}
+
+impl FetchError {
+    /// True for refusals (scope, scheme): the source is hostile or wrong, not failing.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, FetchError::OutOfScope { .. })
+    }
+}

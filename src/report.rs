@@ -1,0 +1,103 @@
+//! Run summaries: one line for people, one JSON document for machines (`--json`).
+
+use serde::Serialize;
+
+/// A resource a run could not mirror, or a notable event about one.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Problem {
+    pub uri: String,
+    /// `failed`, `refused`, `gone`, `deleted`, `document`.
+    pub class: &'static str,
+    pub reason: String,
+}
+
+/// What a `baseline` (or `incremental`) run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub command: &'static str,
+    pub source: String,
+    pub mirror: String,
+    pub run_id: Option<i64>,
+    pub dry_run: bool,
+    pub listed: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub unchanged: u64,
+    pub failed: u64,
+    pub refused: u64,
+    /// Listed before, not listed now.
+    pub gone: u64,
+    /// Tombstoned in this run.
+    pub deleted: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub sync_point: Option<String>,
+    pub anchored: bool,
+    pub exit_code: i32,
+    pub problems: Vec<Problem>,
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    /// The one summary line.
+    pub fn line(&self) -> String {
+        format!(
+            "{}{}: {} created, {} updated, {} unchanged, {} failed, {} refused, {} gone, {} deleted; {} in {:.2} s",
+            self.command,
+            if self.dry_run { " (dry run)" } else { "" },
+            self.created,
+            self.updated,
+            self.unchanged,
+            self.failed,
+            self.refused,
+            self.gone,
+            self.deleted,
+            human_bytes(self.bytes),
+            self.seconds
+        )
+    }
+
+    pub fn counts_json(&self) -> String {
+        serde_json::json!({
+            "listed": self.listed, "created": self.created, "updated": self.updated,
+            "unchanged": self.unchanged, "failed": self.failed, "refused": self.refused,
+            "gone": self.gone, "deleted": self.deleted, "bytes": self.bytes,
+        })
+        .to_string()
+    }
+}
+
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_line() {
+        let s = Summary {
+            command: "baseline",
+            created: 8,
+            bytes: 2048,
+            seconds: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(
+            s.line(),
+            "baseline: 8 created, 0 updated, 0 unchanged, 0 failed, 0 refused, 0 gone, 0 deleted; 2.0 KiB in 0.50 s"
+        );
+    }
+}

@@ -1,0 +1,306 @@
+//! Digests as sources declare them and as we compute them.
+//!
+//! ResourceSync 1.1 §4 (`hash` attribute): whitespace-separated `alg:digest` tokens, digest in
+//! lower-case hex. In the wild we also meet base64 md5 (resync < 1.0.6, the simulator, the
+//! 2012 draft's `rs:fixity`), upper-case hex, `sha256`/`SHA-256` spellings and undecodable
+//! placeholders (the spec's own patch examples). Everything is normalised to lower-case hex;
+//! an unknown algorithm or an undecodable value is kept but is *unusable*: it can never make a
+//! resource verified.
+
+use base64::Engine;
+use std::fmt;
+
+/// A digest algorithm, by its ResourceSync name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    Md5,
+    Sha1,
+    Sha256,
+    /// Any other name, lower-cased; kept, never verified.
+    Other(String),
+}
+
+impl Algorithm {
+    pub fn parse(name: &str) -> Algorithm {
+        let n = name.trim().to_ascii_lowercase();
+        match n.as_str() {
+            "md5" | "md-5" => Algorithm::Md5,
+            "sha-1" | "sha1" => Algorithm::Sha1,
+            "sha-256" | "sha256" => Algorithm::Sha256,
+            _ => Algorithm::Other(n),
+        }
+    }
+
+    /// The spec's spelling.
+    pub fn name(&self) -> &str {
+        match self {
+            Algorithm::Md5 => "md5",
+            Algorithm::Sha1 => "sha-1",
+            Algorithm::Sha256 => "sha-256",
+            Algorithm::Other(s) => s,
+        }
+    }
+
+    /// Digest length in bytes, for the algorithms we can compute.
+    pub fn byte_len(&self) -> Option<usize> {
+        match self {
+            Algorithm::Md5 => Some(16),
+            Algorithm::Sha1 => Some(20),
+            Algorithm::Sha256 => Some(32),
+            Algorithm::Other(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How the declared value was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Hex,
+    Base64,
+    /// Neither hex nor base64 of the right length, or an unknown algorithm.
+    Unusable,
+}
+
+/// One digest a source declared for a representation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digest {
+    pub algorithm: Algorithm,
+    /// The value exactly as written.
+    pub raw: String,
+    /// Lower-case hex, when the value could be decoded for a known algorithm.
+    pub hex: Option<String>,
+    pub encoding: Encoding,
+}
+
+impl Digest {
+    /// Decode one value for one algorithm (hex in either case, or base64 / url-safe base64).
+    pub fn new(algorithm: Algorithm, raw: &str) -> Digest {
+        let raw = raw.trim();
+        let (hex, encoding) = match algorithm.byte_len() {
+            None => (None, Encoding::Unusable),
+            Some(n) => decode(raw, n),
+        };
+        Digest {
+            algorithm,
+            raw: raw.to_string(),
+            hex,
+            encoding,
+        }
+    }
+
+    pub fn is_usable(&self) -> bool {
+        self.hex.is_some()
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.hex {
+            Some(h) => write!(f, "{}:{}", self.algorithm, h),
+            None => write!(f, "{}:{}", self.algorithm, self.raw),
+        }
+    }
+}
+
+fn decode(raw: &str, n: usize) -> (Option<String>, Encoding) {
+    if raw.len() == 2 * n && raw.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return (Some(raw.to_ascii_lowercase()), Encoding::Hex);
+    }
+    let engines = [
+        base64::engine::general_purpose::STANDARD,
+        base64::engine::general_purpose::URL_SAFE,
+        base64::engine::general_purpose::STANDARD_NO_PAD,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    for e in engines {
+        if let Ok(bytes) = e.decode(raw) {
+            if bytes.len() == n {
+                return (Some(hex::encode(bytes)), Encoding::Base64);
+            }
+        }
+    }
+    (None, Encoding::Unusable)
+}
+
+/// Parse a `hash` attribute: `md5:… sha-256:…`, tokens split on any XML whitespace.
+/// A token without `:` is kept as an unusable digest of an unknown algorithm.
+pub fn parse_hash_attr(value: &str) -> Vec<Digest> {
+    value
+        .split_ascii_whitespace()
+        .map(|token| match token.split_once(':') {
+            Some((alg, v)) => Digest::new(Algorithm::parse(alg), v),
+            None => Digest::new(Algorithm::Other(String::new()), token),
+        })
+        .collect()
+}
+
+/// The usable declared value for an algorithm, if any.
+pub fn declared_hex<'a>(digests: &'a [Digest], alg: &Algorithm) -> Option<&'a str> {
+    digests
+        .iter()
+        .find(|d| &d.algorithm == alg && d.hex.is_some())
+        .and_then(|d| d.hex.as_deref())
+}
+
+/// Digests computed by us over a byte stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Computed {
+    pub length: u64,
+    pub md5_hex: String,
+    pub sha256_hex: String,
+    /// Only computed when some source declared sha-1.
+    pub sha1_hex: Option<String>,
+}
+
+impl Computed {
+    pub fn hex_for(&self, alg: &Algorithm) -> Option<&str> {
+        match alg {
+            Algorithm::Md5 => Some(&self.md5_hex),
+            Algorithm::Sha256 => Some(&self.sha256_hex),
+            Algorithm::Sha1 => self.sha1_hex.as_deref(),
+            Algorithm::Other(_) => None,
+        }
+    }
+}
+
+/// One declared digest that the computed bytes contradict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub algorithm: Algorithm,
+    pub expected: String,
+    pub actual: String,
+}
+
+/// Check every usable declared digest against what was computed.
+pub fn mismatches(declared: &[Digest], computed: &Computed) -> Vec<Mismatch> {
+    declared
+        .iter()
+        .filter_map(|d| {
+            let expected = d.hex.as_ref()?;
+            let actual = computed.hex_for(&d.algorithm)?;
+            (expected != actual).then(|| Mismatch {
+                algorithm: d.algorithm.clone(),
+                expected: expected.clone(),
+                actual: actual.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// True when at least one declared digest is usable and was checked.
+pub fn any_verifiable(declared: &[Digest]) -> bool {
+    declared.iter().any(|d| d.is_usable())
+}
+
+/// A streaming hasher computing md5 + sha256 (+ sha1) in one pass.
+pub struct Hasher {
+    md5: md5::Md5,
+    sha256: sha2::Sha256,
+    sha1: Option<sha1::Sha1>,
+    length: u64,
+}
+
+impl Hasher {
+    pub fn new(with_sha1: bool) -> Hasher {
+        use sha2::Digest as _;
+        Hasher {
+            md5: md5::Md5::new(),
+            sha256: sha2::Sha256::new(),
+            sha1: with_sha1.then(sha1::Sha1::new),
+            length: 0,
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        use sha2::Digest as _;
+        self.md5.update(bytes);
+        self.sha256.update(bytes);
+        if let Some(s) = &mut self.sha1 {
+            s.update(bytes);
+        }
+        self.length += bytes.len() as u64;
+    }
+
+    pub fn finish(self) -> Computed {
+        use sha2::Digest as _;
+        Computed {
+            length: self.length,
+            md5_hex: hex::encode(self.md5.finalize()),
+            sha256_hex: hex::encode(self.sha256.finalize()),
+            sha1_hex: self.sha1.map(|s| hex::encode(s.finalize())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_hash_split_over_lines() {
+        let d = parse_hash_attr(
+            "md5:1584abdf8ebdc9802ac0c6a7402c03b6 \n   sha-256:854f61290e2e197a11bc91063afce22e43f8ccc655237050ace766adc68dc784",
+        );
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].algorithm, Algorithm::Md5);
+        assert_eq!(d[0].encoding, Encoding::Hex);
+        assert_eq!(d[1].algorithm, Algorithm::Sha256);
+        assert!(d[1].is_usable());
+    }
+
+    #[test]
+    fn base64_md5_is_decoded_to_hex() {
+        // ResourceSync §14: md5("alpha\n") in base64 and hex.
+        let d = parse_hash_attr("md5:n5+Q2+Pl7hIYyGuIOdsZlQ==");
+        assert_eq!(
+            d[0].hex.as_deref(),
+            Some("9f9f90dbe3e5ee1218c86b8839db1995")
+        );
+        assert_eq!(d[0].encoding, Encoding::Base64);
+    }
+
+    #[test]
+    fn uppercase_hex_and_spellings_normalise() {
+        let d = parse_hash_attr(
+            "SHA256:B6A98D9CE9A2D9149288FA3DF42D377C3E42737AFDCDAF714E33C0A100B51060",
+        );
+        assert_eq!(d[0].algorithm, Algorithm::Sha256);
+        assert_eq!(
+            d[0].hex.as_deref(),
+            Some("b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060")
+        );
+    }
+
+    #[test]
+    fn placeholders_and_unknown_algorithms_are_unusable() {
+        let d = parse_hash_attr("sha-256:f4OxZX_x_DFGFDgghgdfb6rtSx-iosjf6735432nklj crc32:abcd");
+        assert!(!d[0].is_usable());
+        assert_eq!(d[0].encoding, Encoding::Unusable);
+        assert_eq!(d[1].algorithm, Algorithm::Other("crc32".into()));
+        assert!(!any_verifiable(&d));
+    }
+
+    #[test]
+    fn hasher_and_mismatch() {
+        let mut h = Hasher::new(false);
+        h.update(b"alp");
+        h.update(b"ha\n");
+        let c = h.finish();
+        assert_eq!(c.length, 6);
+        assert_eq!(c.md5_hex, "9f9f90dbe3e5ee1218c86b8839db1995");
+        assert_eq!(
+            c.sha256_hex,
+            "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060"
+        );
+        let ok = parse_hash_attr("md5:9f9f90dbe3e5ee1218c86b8839db1995");
+        assert!(mismatches(&ok, &c).is_empty());
+        let bad = parse_hash_attr("md5:57a9abf56648bed40162ba3a384710ea");
+        assert_eq!(mismatches(&bad, &c).len(), 1);
+    }
+}

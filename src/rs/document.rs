@@ -1,0 +1,247 @@
+//! The typed items the ResourceSync readers yield: a document's header (root element,
+//! document-level `rs:md` / `rs:ln`) and its entries (`<url>` / `<sitemap>`), in one shape for
+//! ResourceSync 1.1, 1.0, the 2013 beta and 2012 alpha drafts, and plain Sitemaps. The readers
+//! (`sitemap.rs`) fill these; nothing here reads bytes or touches the network.
+
+use crate::rs::digest::Digest;
+use jiff::Timestamp;
+use std::fmt;
+use url::Url;
+
+/// The sitemap namespace (`urlset`, `sitemapindex`, `url`, `loc`, ...).
+pub const SITEMAP_NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
+/// The ResourceSync namespace; the trailing slash is part of it.
+pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
+/// Aliases seen in the wild, accepted with a warning (ResourceSync digest §1).
+pub const RS_NS_ALIASES: &[&str] = &[
+    "http://www.openarchives.org/rs/terms",
+    "http://resourcesync.org/schemas/resync/0.9",
+];
+/// The XHTML namespace the 2012 draft used for `xhtml:link` / `xhtml:meta`.
+pub const XHTML_NS: &str = "http://www.w3.org/1999/xhtml";
+
+/// `<urlset>` or `<sitemapindex>`: the only way to tell a list from its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    Urlset,
+    SitemapIndex,
+}
+
+/// Which generation of the syntax a document is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// A Sitemap with no ResourceSync metadata at the root.
+    Plain,
+    /// The August 2012 alpha draft (`rs:type="changeset"`, `rs:fixity`, `rs:size`,
+    /// `xhtml:meta DCTERMS.modified`, `lastmod rs:type`, `expires`).
+    Alpha2012,
+    /// 2013 beta drafts (`modified=` on the root `rs:md`).
+    Beta2013,
+    /// ResourceSync 1.0 / 1.1 (`rs:md capability=` with `at`/`from`).
+    V1,
+}
+
+/// `rs:md/@capability` (ResourceSync 1.1 §2), compared case-insensitively on input.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Capability {
+    Description,
+    CapabilityList,
+    ResourceList,
+    ResourceDump,
+    ResourceDumpManifest,
+    ChangeList,
+    ChangeDump,
+    ChangeDumpManifest,
+    ResourceListArchive,
+    ResourceDumpArchive,
+    ChangeListArchive,
+    ChangeDumpArchive,
+    /// Kept verbatim (lower-cased), logged, otherwise ignored.
+    Other(String),
+}
+
+impl Capability {
+    pub fn parse(s: &str) -> Capability {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "description" => Capability::Description,
+            "capabilitylist" => Capability::CapabilityList,
+            "resourcelist" => Capability::ResourceList,
+            "resourcedump" => Capability::ResourceDump,
+            "resourcedump-manifest" => Capability::ResourceDumpManifest,
+            "changelist" => Capability::ChangeList,
+            "changedump" => Capability::ChangeDump,
+            "changedump-manifest" => Capability::ChangeDumpManifest,
+            "resourcelist-archive" => Capability::ResourceListArchive,
+            "resourcedump-archive" => Capability::ResourceDumpArchive,
+            "changelist-archive" => Capability::ChangeListArchive,
+            "changedump-archive" => Capability::ChangeDumpArchive,
+            other => Capability::Other(other.to_string()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Capability::Description => "description",
+            Capability::CapabilityList => "capabilitylist",
+            Capability::ResourceList => "resourcelist",
+            Capability::ResourceDump => "resourcedump",
+            Capability::ResourceDumpManifest => "resourcedump-manifest",
+            Capability::ChangeList => "changelist",
+            Capability::ChangeDump => "changedump",
+            Capability::ChangeDumpManifest => "changedump-manifest",
+            Capability::ResourceListArchive => "resourcelist-archive",
+            Capability::ResourceDumpArchive => "resourcedump-archive",
+            Capability::ChangeListArchive => "changelist-archive",
+            Capability::ChangeDumpArchive => "changedump-archive",
+            Capability::Other(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `rs:md/@change`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Change {
+    Created,
+    Updated,
+    Deleted,
+}
+
+impl Change {
+    pub fn parse(s: &str) -> Option<Change> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "created" => Some(Change::Created),
+            "updated" => Some(Change::Updated),
+            "deleted" => Some(Change::Deleted),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Updated => "updated",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
+/// The attributes of one `rs:md` (document- or item-level); several `rs:md` in one element
+/// are merged (a warning says so).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Md {
+    pub capability: Option<Capability>,
+    pub at: Option<Timestamp>,
+    pub completed: Option<Timestamp>,
+    pub from: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub change: Option<Change>,
+    pub datetime: Option<Timestamp>,
+    pub hash: Vec<Digest>,
+    pub length: Option<u64>,
+    pub media_type: Option<String>,
+    pub encoding: Option<String>,
+    /// Dump manifest path exactly as written (leading `/` or not); resolved elsewhere.
+    pub path: Option<String>,
+}
+
+/// One `rs:ln` (or 2012 `xhtml:link`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    /// Lower-cased (`describedBy` = `describedby`); several space-separated rels kept as written.
+    pub rel: String,
+    pub href: Url,
+    /// 1..=999999, lower is preferred; absent = 999999.
+    pub pri: Option<u32>,
+    pub media_type: Option<String>,
+    pub length: Option<u64>,
+    pub hash: Vec<Digest>,
+    pub modified: Option<Timestamp>,
+    pub path: Option<String>,
+}
+
+impl Link {
+    pub fn has_rel(&self, rel: &str) -> bool {
+        self.rel.split_ascii_whitespace().any(|r| r == rel)
+    }
+}
+
+/// Everything about a document that is not an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub root: Root,
+    pub syntax: Syntax,
+    /// Document-level metadata (`rs:md` child of the root; beta `modified=` is mapped to
+    /// `at` for snapshot documents and to `from` for change documents; alpha
+    /// `DCTERMS.modified` likewise).
+    pub md: Md,
+    pub links: Vec<Link>,
+    /// The 2012 alpha `rs:type="changeset"` on the root: a Change List in old clothes.
+    pub alpha_changeset: bool,
+}
+
+impl Header {
+    /// The capability, with the alpha changeset mapped to `changelist`.
+    pub fn capability(&self) -> Option<Capability> {
+        if self.alpha_changeset {
+            return Some(Capability::ChangeList);
+        }
+        self.md.capability.clone()
+    }
+
+    pub fn link(&self, rel: &str) -> Option<&Link> {
+        self.links.iter().find(|l| l.has_rel(rel))
+    }
+
+    pub fn is_index(&self) -> bool {
+        self.root == Root::SitemapIndex
+    }
+}
+
+/// One `<url>` or `<sitemap>` element.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Line of the element's start tag in the (decompressed) document, 1-based.
+    pub line: u64,
+    /// `<loc>`, trimmed and resolved against the document URL.
+    pub loc: Url,
+    pub lastmod: Option<Timestamp>,
+    pub md: Md,
+    pub links: Vec<Link>,
+}
+
+impl Entry {
+    /// Event time for change documents: `datetime`, else `lastmod` (1.0, 2012 draft).
+    pub fn event_time(&self) -> Option<Timestamp> {
+        self.md.datetime.or(self.lastmod)
+    }
+
+    /// Mirrors (`rel="duplicate"`) in preference order (`pri`, absent = 999999).
+    pub fn duplicates(&self) -> Vec<&Link> {
+        let mut d: Vec<&Link> = self
+            .links
+            .iter()
+            .filter(|l| l.has_rel("duplicate"))
+            .collect();
+        d.sort_by_key(|l| l.pri.unwrap_or(999_999));
+        d
+    }
+}
+
+/// Something odd the reader tolerated; reported by `inspect` and `-v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub line: u64,
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}

@@ -1,0 +1,7 @@
+//! ResourceSync readers: pure functions from bytes to typed items. They know nothing of the
+//! network or the catalog, which keeps them unit-testable and fuzzable.
+
+pub mod digest;
+pub mod document;
+pub mod sitemap;
+pub mod w3c_datetime;

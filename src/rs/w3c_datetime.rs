@@ -1,0 +1,231 @@
+//! W3C Datetime (the ISO 8601 profile ResourceSync uses for `lastmod`, `at`, `from`, ...).
+//!
+//! Allowed forms (ResourceSync 1.1 §3): `YYYY`, `YYYY-MM`, `YYYY-MM-DD`, `YYYY-MM-DDThh:mmTZD`,
+//! `YYYY-MM-DDThh:mm:ssTZD`, `YYYY-MM-DDThh:mm:ss.sTZD`. A time part REQUIRES a zone; a value
+//! without one is an error naming the value, unless the caller opted into [`Zone::AssumeUtc`]
+//! (real CORE documents write `2020-03-18 01:20:10`), in which case it is read as UTC and
+//! flagged. UTC = local − offset (resync has this sign inverted; we do not copy it).
+
+use jiff::Timestamp;
+use std::fmt;
+
+/// What to do with a time that has no zone designator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Zone {
+    /// The spec's rule: an error.
+    #[default]
+    Required,
+    /// Read as UTC and report it (`--assume-utc`).
+    AssumeUtc,
+}
+
+/// A parse failure, carrying the offending value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatetimeError {
+    #[error("time without a zone in {0:?} (W3C Datetime requires Z or ±hh:mm; --assume-utc reads it as UTC)")]
+    NoZone(String),
+    #[error("not a W3C datetime: {0:?}")]
+    Malformed(String),
+}
+
+/// A parsed value and whether it was read leniently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parsed {
+    pub timestamp: Timestamp,
+    /// True when a zone-less or space-separated value was read as UTC.
+    pub assumed_utc: bool,
+}
+
+impl fmt::Display for Parsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.timestamp)
+    }
+}
+
+/// Parse a W3C datetime exactly.
+pub fn parse(value: &str, zone: Zone) -> Result<Parsed, DatetimeError> {
+    let s = value.trim();
+    let malformed = || DatetimeError::Malformed(value.to_string());
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Result<i32, DatetimeError> {
+        let part = s.get(r).ok_or_else(malformed)?;
+        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(malformed());
+        }
+        part.parse::<i32>().map_err(|_| malformed())
+    };
+    if b.len() < 4 {
+        return Err(malformed());
+    }
+    let year = num(0..4)?;
+    let (mut month, mut day) = (1, 1);
+    let mut pos = 4;
+    if b.len() > pos {
+        if b[pos] != b'-' {
+            return Err(malformed());
+        }
+        month = num(pos + 1..pos + 3)?;
+        pos += 3;
+        if b.len() > pos {
+            if b[pos] != b'-' {
+                return Err(malformed());
+            }
+            day = num(pos + 1..pos + 3)?;
+            pos += 3;
+        }
+    }
+    let date =
+        jiff::civil::Date::new(year as i16, month as i8, day as i8).map_err(|_| malformed())?;
+    if pos == b.len() {
+        // Date only (or year / year-month): midnight UTC.
+        let ts = date
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .map_err(|_| malformed())?
+            .timestamp();
+        return Ok(Parsed {
+            timestamp: ts,
+            assumed_utc: false,
+        });
+    }
+    if pos != 10 {
+        return Err(malformed());
+    }
+    let mut lenient = false;
+    match b[pos] {
+        b'T' => {}
+        b' ' if zone == Zone::AssumeUtc => lenient = true,
+        b' ' => return Err(DatetimeError::NoZone(value.to_string())),
+        _ => return Err(malformed()),
+    }
+    pos += 1;
+    let hour = num(pos..pos + 2)?;
+    if b.get(pos + 2) != Some(&b':') {
+        return Err(malformed());
+    }
+    let minute = num(pos + 3..pos + 5)?;
+    pos += 5;
+    let (mut second, mut nanos) = (0, 0i32);
+    if b.get(pos) == Some(&b':') {
+        second = num(pos + 1..pos + 3)?;
+        pos += 3;
+        if b.get(pos) == Some(&b'.') {
+            let start = pos + 1;
+            let mut end = start;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+            if end == start {
+                return Err(malformed());
+            }
+            // Keep sub-second precision up to nanoseconds; digits beyond are truncated.
+            let digits = &s[start..end.min(start + 9)];
+            nanos = format!("{digits:0<9}").parse().map_err(|_| malformed())?;
+            pos = end;
+        }
+    }
+    let offset_seconds: i32 = match &s[pos..] {
+        "" if zone == Zone::AssumeUtc || lenient => {
+            lenient = true;
+            0
+        }
+        "" => return Err(DatetimeError::NoZone(value.to_string())),
+        "Z" => 0,
+        tz => {
+            let tb = tz.as_bytes();
+            if tb.len() != 6 || (tb[0] != b'+' && tb[0] != b'-') || tb[3] != b':' {
+                return Err(malformed());
+            }
+            let h = num(pos + 1..pos + 3)?;
+            let m = num(pos + 4..pos + 6)?;
+            if h > 23 || m > 59 {
+                return Err(malformed());
+            }
+            let sign = if tb[0] == b'-' { -1 } else { 1 };
+            sign * (h * 3600 + m * 60)
+        }
+    };
+    if lenient && !matches!(zone, Zone::AssumeUtc) {
+        return Err(DatetimeError::NoZone(value.to_string()));
+    }
+    let time = jiff::civil::Time::new(hour as i8, minute as i8, second as i8, nanos)
+        .map_err(|_| malformed())?;
+    let offset = jiff::tz::Offset::from_seconds(offset_seconds).map_err(|_| malformed())?;
+    let ts = date
+        .to_datetime(time)
+        .to_zoned(jiff::tz::TimeZone::fixed(offset))
+        .map_err(|_| malformed())?
+        .timestamp();
+    Ok(Parsed {
+        timestamp: ts,
+        assumed_utc: lenient,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utc(s: &str) -> String {
+        parse(s, Zone::Required).unwrap().timestamp.to_string()
+    }
+
+    #[test]
+    fn all_allowed_forms() {
+        assert_eq!(utc("2024"), "2024-01-01T00:00:00Z");
+        assert_eq!(utc("2024-05"), "2024-05-01T00:00:00Z");
+        assert_eq!(utc("2024-05-01"), "2024-05-01T00:00:00Z");
+        assert_eq!(utc("2024-05-01T06:00Z"), "2024-05-01T06:00:00Z");
+        assert_eq!(utc("2024-05-01T06:00:07Z"), "2024-05-01T06:00:07Z");
+        assert_eq!(
+            utc("2015-06-04T08:12:45.297844Z"),
+            "2015-06-04T08:12:45.297844Z"
+        );
+    }
+
+    #[test]
+    fn offset_sign_is_utc_equals_local_minus_offset() {
+        // ResourceSync §3: 10:00+02:00 = 08:00Z (resync gets this backwards).
+        assert_eq!(utc("2024-04-29T10:00:00+02:00"), "2024-04-29T08:00:00Z");
+        assert_eq!(utc("2012-01-01T02:00:00-02:00"), "2012-01-01T04:00:00Z");
+    }
+
+    #[test]
+    fn a_time_without_zone_is_an_error_naming_the_value() {
+        let e = parse("2020-06-02T00:00:00", Zone::Required).unwrap_err();
+        assert_eq!(e, DatetimeError::NoZone("2020-06-02T00:00:00".into()));
+        assert!(e.to_string().contains("\"2020-06-02T00:00:00\""));
+        let e = parse("2020-03-18 01:20:10", Zone::Required).unwrap_err();
+        assert!(matches!(e, DatetimeError::NoZone(_)));
+    }
+
+    #[test]
+    fn assume_utc_reads_and_flags() {
+        let p = parse("2020-03-18 01:20:10", Zone::AssumeUtc).unwrap();
+        assert!(p.assumed_utc);
+        assert_eq!(p.timestamp.to_string(), "2020-03-18T01:20:10Z");
+        let p = parse("2020-06-02T00:00:00", Zone::AssumeUtc).unwrap();
+        assert!(p.assumed_utc);
+    }
+
+    #[test]
+    fn malformed_values() {
+        for bad in [
+            "",
+            "20",
+            "2024-13-01",
+            "2024-02-30",
+            "2024-05-01T25:00Z",
+            "yesterday",
+            "2024-05-01T06:00:00+0200",
+            "2024-05-01T06:00:00.Z",
+        ] {
+            assert!(
+                matches!(
+                    parse(bad, Zone::AssumeUtc),
+                    Err(DatetimeError::Malformed(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The SQLite catalog (`MIRROR/catalog.sqlite`, schema in `schema.sql`): sources, runs,
+//! documents, resources and their versions, sync points and per-run problems.
+//!
+//! WAL with `synchronous=FULL`. A version row is only written after its object is durable (the
+//! caller syncs the object store before committing the transaction that references it), so the
+//! catalog never points at bytes a crash could lose. Only one thread writes: the commands hand
+//! their writes to a single writer (see `sync::apply`).
+
+use crate::store::StoreError;
+use jiff::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The schema, applied to a new catalog.
+pub const SCHEMA: &str = include_str!("../../schema.sql");
+/// `PRAGMA user_version` this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+pub struct Catalog {
+    conn: Connection,
+}
+
+/// The current state of one resource, as the plan and audit compare it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentState {
+    pub resource_id: i64,
+    /// The collection the resource was first listed in.
+    pub collection: String,
+    pub version_id: i64,
+    pub deleted: bool,
+    pub lastmod: Option<Timestamp>,
+    pub length_bytes: Option<u64>,
+    pub md5_hex: Option<String>,
+    pub sha1_hex: Option<String>,
+    pub sha256_hex: Option<String>,
+}
+
+/// A version to record.
+#[derive(Debug, Clone, Default)]
+pub struct NewVersion {
+    pub uri: String,
+    pub collection: String,
+    pub change: &'static str,
+    pub event_time: Option<Timestamp>,
+    pub lastmod: Option<Timestamp>,
+    pub length_bytes: Option<u64>,
+    pub declared_length_bytes: Option<u64>,
+    pub declared_hash: Option<String>,
+    pub md5_hex: Option<String>,
+    pub sha1_hex: Option<String>,
+    pub sha256_hex: Option<String>,
+    pub media_type: Option<String>,
+    pub arrived_via: &'static str,
+    pub fetched_from: Option<String>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// A document read during a run.
+#[derive(Debug, Clone, Default)]
+pub struct DocumentRecord {
+    pub url: String,
+    pub capability: Option<String>,
+    pub root: &'static str,
+    pub syntax: &'static str,
+    pub at: Option<Timestamp>,
+    pub completed: Option<Timestamp>,
+    pub from: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub entry_count: u64,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// A collection's sync point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncPoint {
+    pub collection: String,
+    pub at: Option<Timestamp>,
+    pub anchored: bool,
+    pub basis: String,
+}
+
+fn now() -> String {
+    Timestamp::now().to_string()
+}
+
+fn ts(s: Option<String>) -> Option<Timestamp> {
+    s.and_then(|s| s.parse().ok())
+}
+
+fn opt_ts(t: Option<Timestamp>) -> Option<String> {
+    t.map(|t| t.to_string())
+}
+
+impl Catalog {
+    /// Open (creating and migrating when needed) the catalog of a mirror.
+    pub fn open(mirror: &Path) -> Result<Catalog, StoreError> {
+        let path = mirror.join("catalog.sqlite");
+        let conn = Connection::open(&path).map_err(|e| StoreError::sqlite(&path, e))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;",
+        )
+        .map_err(|e| StoreError::sqlite(&path, e))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| StoreError::sqlite(&path, e))?;
+        match version {
+            0 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
+                .map_err(|e| StoreError::sqlite(&path, e))?,
+            SCHEMA_VERSION => {}
+            v => {
+                return Err(StoreError::Schema {
+                    path: path.display().to_string(),
+                    found: v,
+                    expected: SCHEMA_VERSION,
+                })
+            }
+        }
+        Ok(Catalog { conn })
+    }
+
+    /// Open an existing catalog read-only, creating nothing (dry runs); `None` when the
+    /// mirror has no catalog yet.
+    pub fn open_read_only(mirror: &Path) -> Result<Option<Catalog>, StoreError> {
+        let path = mirror.join("catalog.sqlite");
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| StoreError::sqlite(&path, e))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| StoreError::sqlite(&path, e))?;
+        if version != SCHEMA_VERSION {
+            return Err(StoreError::Schema {
+                path: path.display().to_string(),
+                found: version,
+                expected: SCHEMA_VERSION,
+            });
+        }
+        Ok(Some(Catalog { conn }))
+    }
+
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
+        self.conn.transaction().map_err(StoreError::from)
+    }
+
+    /// The id of a source URL, added when new.
+    pub fn source_id(&self, url: &str) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO sources (url, added_at) VALUES (?1, ?2) ON CONFLICT(url) DO NOTHING",
+            params![url, now()],
+        )?;
+        Ok(self
+            .conn
+            .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))?)
+    }
+
+    /// The source the mirror remembers (the most recently added one).
+    pub fn remembered_source(&self) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT url FROM sources ORDER BY id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Runs left without an end by a process that died are marked `abandoned`.
+    pub fn abandon_unfinished_runs(&self) -> Result<usize, StoreError> {
+        Ok(self.conn.execute(
+            "UPDATE runs SET outcome = 'abandoned', ended_at = ?1 WHERE ended_at IS NULL",
+            [now()],
+        )?)
+    }
+
+    pub fn begin_run(
+        &self,
+        command: &str,
+        source_id: Option<i64>,
+        arguments: &str,
+    ) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO runs (command, source_id, arguments, started_at) VALUES (?1, ?2, ?3, ?4)",
+            params![command, source_id, arguments, now()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn end_run(
+        &self,
+        run_id: i64,
+        outcome: &str,
+        exit_code: i32,
+        counts_json: &str,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET ended_at = ?2, outcome = ?3, exit_code = ?4, counts_json = ?5 WHERE id = ?1",
+            params![run_id, now(), outcome, exit_code, counts_json],
+        )?;
+        Ok(())
+    }
+
+    /// Current state of every resource (tombstones included), keyed by URI.
+    pub fn current_states(&self) -> Result<HashMap<String, CurrentState>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.uri, r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
+                    r.collection
+             FROM resources r JOIN versions v ON v.id = r.current_version_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                CurrentState {
+                    resource_id: r.get(1)?,
+                    version_id: r.get(2)?,
+                    deleted: r.get::<_, String>(3)? == "deleted",
+                    lastmod: ts(r.get(4)?),
+                    length_bytes: r.get::<_, Option<i64>>(5)?.map(|n| n as u64),
+                    md5_hex: r.get(6)?,
+                    sha1_hex: r.get(7)?,
+                    sha256_hex: r.get(8)?,
+                    collection: r.get(9)?,
+                },
+            ))
+        })?;
+        let mut map = HashMap::new();
+        for row in rows {
+            let (uri, state) = row?;
+            map.insert(uri, state);
+        }
+        Ok(map)
+    }
+
+    pub fn sync_point(&self, collection: &str) -> Result<Option<SyncPoint>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT collection, at, anchored, basis FROM sync_points WHERE collection = ?1",
+                [collection],
+                |r| {
+                    Ok(SyncPoint {
+                        collection: r.get(0)?,
+                        at: ts(r.get(1)?),
+                        anchored: r.get::<_, i64>(2)? != 0,
+                        basis: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    pub fn sync_points(&self) -> Result<Vec<SyncPoint>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT collection, at, anchored, basis FROM sync_points ORDER BY collection",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(SyncPoint {
+                collection: r.get(0)?,
+                at: ts(r.get(1)?),
+                anchored: r.get::<_, i64>(2)? != 0,
+                basis: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// `PRAGMA integrity_check`: "ok" or the problems SQLite lists.
+    pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// Writes that happen inside a writer's transaction.
+pub mod write {
+    use super::*;
+
+    /// Record a version and make it the resource's current one. Returns the version id.
+    pub fn version(tx: &Transaction<'_>, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
+        tx.execute(
+            "INSERT INTO resources (uri, collection, first_run_id) VALUES (?1, ?2, ?3)
+             ON CONFLICT(uri) DO NOTHING",
+            params![v.uri, v.collection, run_id],
+        )?;
+        let resource_id: i64 =
+            tx.query_row("SELECT id FROM resources WHERE uri = ?1", [&v.uri], |r| {
+                r.get(0)
+            })?;
+        tx.execute(
+            "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
+                declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
+                arrived_via, fetched_from, etag, last_modified, recorded_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            params![
+                resource_id,
+                run_id,
+                v.change,
+                opt_ts(v.event_time),
+                opt_ts(v.lastmod),
+                v.length_bytes.map(|n| n as i64),
+                v.declared_length_bytes.map(|n| n as i64),
+                v.declared_hash,
+                v.md5_hex,
+                v.sha1_hex,
+                v.sha256_hex,
+                v.media_type,
+                v.arrived_via,
+                v.fetched_from,
+                v.etag,
+                v.last_modified,
+                now(),
+            ],
+        )?;
+        let version_id = tx.last_insert_rowid();
+        tx.execute(
+            "UPDATE resources SET current_version_id = ?2 WHERE id = ?1",
+            params![resource_id, version_id],
+        )?;
+        Ok(version_id)
+    }
+
+    pub fn document(
+        tx: &Transaction<'_>,
+        source_id: i64,
+        run_id: i64,
+        d: &DocumentRecord,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO documents (source_id, url, capability, root, syntax, at, completed,
+                from_time, until_time, entry_count, etag, last_modified, fetched_at, run_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT(source_id, url) DO UPDATE SET capability = excluded.capability,
+                root = excluded.root, syntax = excluded.syntax, at = excluded.at,
+                completed = excluded.completed, from_time = excluded.from_time,
+                until_time = excluded.until_time, entry_count = excluded.entry_count,
+                etag = excluded.etag, last_modified = excluded.last_modified,
+                fetched_at = excluded.fetched_at, run_id = excluded.run_id",
+            params![
+                source_id,
+                d.url,
+                d.capability,
+                d.root,
+                d.syntax,
+                opt_ts(d.at),
+                opt_ts(d.completed),
+                opt_ts(d.from),
+                opt_ts(d.until),
+                d.entry_count as i64,
+                d.etag,
+                d.last_modified,
+                now(),
+                run_id
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn sync_point(
+        tx: &Transaction<'_>,
+        source_id: i64,
+        run_id: i64,
+        sp: &SyncPoint,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO sync_points (collection, source_id, at, anchored, basis, run_id, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT(collection) DO UPDATE SET source_id = excluded.source_id, at = excluded.at,
+                anchored = excluded.anchored, basis = excluded.basis, run_id = excluded.run_id,
+                updated_at = excluded.updated_at",
+            params![
+                sp.collection,
+                source_id,
+                opt_ts(sp.at),
+                sp.anchored as i64,
+                sp.basis,
+                run_id,
+                now()
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn problem(
+        tx: &Transaction<'_>,
+        run_id: i64,
+        uri: &str,
+        class: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO run_problems (run_id, uri, class, reason) VALUES (?1, ?2, ?3, ?4)",
+            params![run_id, uri, class, reason],
+        )?;
+        Ok(())
+    }
+}

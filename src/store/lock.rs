@@ -1,0 +1,86 @@
+//! `MIRROR/.lock`: one writer at a time. An OS advisory lock (`File::try_lock`), so a process
+//! that dies — even by SIGKILL — releases it; the file holds the holder's pid for the message.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug)]
+pub struct MirrorLock {
+    _file: File,
+    path: PathBuf,
+}
+
+/// Why the lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("another rsmirror run (pid {holder}) holds the lock {path}; wait for it to finish")]
+    Held { path: String, holder: String },
+    #[error("cannot lock {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl MirrorLock {
+    pub fn acquire(mirror: &Path) -> Result<MirrorLock, LockError> {
+        let path = mirror.join(".lock");
+        let io = |source| LockError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(LockError::Held {
+                    path: path.display().to_string(),
+                    holder: if holder.is_empty() {
+                        "unknown".into()
+                    } else {
+                        holder.into()
+                    },
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(io(e)),
+        }
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        write!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(MirrorLock { _file: file, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = MirrorLock::acquire(dir.path()).unwrap();
+        let err = MirrorLock::acquire(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
+        drop(first);
+        MirrorLock::acquire(dir.path()).unwrap();
+    }
+}

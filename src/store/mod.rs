@@ -1,0 +1,55 @@
+//! The mirror on disk: the SQLite catalog, the content-addressed object store, the staging
+//! folder and the lock (DESIGN.md §3). Nothing here knows about HTTP or ResourceSync syntax.
+
+pub mod catalog;
+pub mod lock;
+pub mod objects;
+
+pub use catalog::Catalog;
+pub use lock::MirrorLock;
+pub use objects::ObjectStore;
+
+use std::path::Path;
+
+/// The catalog or the object store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("catalog: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("catalog {path}: {source}")]
+    SqliteAt {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("catalog {path} has schema version {found}; this rsmirror reads version {expected}")]
+    Schema {
+        path: String,
+        found: i64,
+        expected: i64,
+    },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    pub fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
+        StoreError::SqliteAt {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+
+    pub fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            what,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The content-addressed object store: `objects/sha256/<2 hex>/<2 hex>/<64 hex>`.
+//!
+//! This layout is a contract (README, "The mirror on disk"): scripts may read objects by
+//! sha256. Objects are write-once: a verified staging file is renamed into place, never written
+//! in place, so a crash leaves either the old state or the new one. Durability is arranged per
+//! batch by [`ObjectStore::sync`] (one `syncfs`) before the catalog transaction that references
+//! the batch commits. Source strings never become file names.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct ObjectStore {
+    root: PathBuf,
+}
+
+impl ObjectStore {
+    /// `mirror/objects`; created when missing.
+    pub fn open(mirror: &Path) -> io::Result<ObjectStore> {
+        let root = mirror.join("objects");
+        fs::create_dir_all(root.join("sha256"))?;
+        Ok(ObjectStore { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the object with this sha256 lives (whether or not it exists).
+    pub fn path_for(&self, sha256_hex: &str) -> PathBuf {
+        debug_assert!(is_sha256_hex(sha256_hex));
+        self.root
+            .join("sha256")
+            .join(&sha256_hex[0..2])
+            .join(&sha256_hex[2..4])
+            .join(sha256_hex)
+    }
+
+    /// Move a verified staging file into the store under its sha256. An existing object is
+    /// replaced by the fresh copy (same content by construction; a copy torn by an earlier
+    /// crash is healed this way). The object is made read-only.
+    pub fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<PathBuf> {
+        if !is_sha256_hex(sha256_hex) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a sha256: {sha256_hex:?}"),
+            ));
+        }
+        let dest = self.path_for(sha256_hex);
+        let dir = dest.parent().expect("object path has a parent");
+        fs::create_dir_all(dir)?;
+        let mut perms = fs::metadata(staged)?.permissions();
+        perms.set_readonly(true);
+        fs::set_permissions(staged, perms)?;
+        fs::rename(staged, &dest)?;
+        Ok(dest)
+    }
+
+    /// Flush everything written to the file system holding the mirror (data and directory
+    /// entries) — one call per batch instead of one fsync per file.
+    pub fn sync(&self) -> io::Result<()> {
+        sync_filesystem(&self.root)
+    }
+
+    /// Every object file under `objects/sha256`, as (sha256 hex as named, path). Names that are
+    /// not 64 hex digits are returned too (a stray file is a finding for audit).
+    pub fn walk(&self) -> io::Result<Vec<(String, PathBuf)>> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.join("sha256")];
+        while let Some(dir) = stack.pop() {
+            for entry in fs::read_dir(&dir)? {
+                let entry = entry?;
+                let ft = entry.file_type()?;
+                let path = entry.path();
+                if ft.is_dir() {
+                    stack.push(path);
+                } else {
+                    out.push((entry.file_name().to_string_lossy().into_owned(), path));
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(target_os = "linux")]
+fn sync_filesystem(path: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let dir = fs::File::open(path)?;
+    // SAFETY: syncfs takes a valid open file descriptor, which `dir` holds for the call.
+    let rc = unsafe { libc::syncfs(dir.as_raw_fd()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sync_filesystem(_path: &Path) -> io::Result<()> {
+    // SAFETY: sync() has no preconditions.
+    unsafe { libc::sync() };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_the_documented_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        let staged = dir.path().join("x.part");
+        fs::write(&staged, b"alpha\n").unwrap();
+        let p = store.ingest(&staged, sha).unwrap();
+        assert_eq!(p, dir.path().join("objects/sha256/b6/a9").join(sha));
+        assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
+        assert!(!staged.exists());
+        assert!(fs::metadata(&p).unwrap().permissions().readonly());
+        store.sync().unwrap();
+        assert_eq!(store.walk().unwrap().len(), 1);
+        // Re-ingesting the same content replaces the object atomically.
+        fs::write(&staged, b"alpha\n").unwrap();
+        store.ingest(&staged, sha).unwrap();
+        assert!(store.ingest(&staged, "../../etc/passwd").is_err());
+    }
+}

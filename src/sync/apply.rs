@@ -1,0 +1,214 @@
+//! Transfer and commit: a bounded pool of blocking HTTP workers over the shared agent, and one
+//! writer (the calling thread) that batches catalog writes.
+//!
+//! A worker fetches into `staging/`, verifies length and digests in the same pass, and moves
+//! the verified file into the object store. The writer collects results; before each catalog
+//! transaction it makes the batch's objects durable with one `syncfs`, so a version row never
+//! references bytes a crash could lose.
+
+use crate::net::fetch::fetch_to_staging;
+use crate::net::{Expected, Http, Scope};
+use crate::rs::digest::Computed;
+use crate::store::catalog::{write, NewVersion};
+use crate::store::{Catalog, ObjectStore, StoreError};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// One resource to fetch.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The caller's index for this job.
+    pub index: usize,
+    /// The primary URL, then `duplicate` mirrors in preference order.
+    pub urls: Vec<Url>,
+    pub expected: Expected,
+    pub scope: Arc<Scope>,
+}
+
+/// A verified object now in the store.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub computed: Computed,
+    pub final_url: Url,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub media_type: Option<String>,
+}
+
+/// What became of a job.
+#[derive(Debug)]
+pub enum JobResult {
+    Fetched(usize, Box<Fetched>),
+    /// Every URL failed; `refused` when the reason was the scope.
+    Failed {
+        index: usize,
+        reason: String,
+        refused: bool,
+    },
+}
+
+/// Run `jobs` on `workers` threads; `on_result` runs on the calling thread for each result in
+/// completion order. An error from `on_result` stops the transfer (the workers finish the
+/// job in hand and exit).
+pub fn transfer<E>(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    jobs: Vec<Job>,
+    workers: usize,
+    mut on_result: impl FnMut(JobResult) -> Result<(), E>,
+) -> Result<(), E> {
+    let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>(workers * 4);
+    let (res_tx, res_rx) = crossbeam_channel::bounded::<JobResult>(workers * 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers.max(1) {
+            let job_rx = job_rx.clone();
+            let res_tx = res_tx.clone();
+            s.spawn(move || {
+                for job in job_rx {
+                    if res_tx.send(run_job(http, staging, objects, job)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(res_tx);
+        drop(job_rx);
+        let feeder = s.spawn(move || {
+            for job in jobs {
+                if job_tx.send(job).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut outcome = Ok(());
+        for r in res_rx.iter() {
+            if let Err(e) = on_result(r) {
+                outcome = Err(e);
+                break;
+            }
+        }
+        // Dropping the receiver makes the workers' next send fail, so they stop.
+        drop(res_rx);
+        let _ = feeder.join();
+        outcome
+    })
+}
+
+fn run_job(http: &Http, staging: &Path, objects: &ObjectStore, job: Job) -> JobResult {
+    let mut reasons = Vec::new();
+    let mut all_refused = true;
+    for url in &job.urls {
+        if let Err(reason) = job.scope.check(url) {
+            reasons.push(format!("{url}: refused: {reason}"));
+            continue;
+        }
+        match fetch_to_staging(http, url, &job.scope, staging, &job.expected) {
+            Ok(staged) => match objects.ingest(&staged.path, &staged.computed.sha256_hex) {
+                Ok(_) => {
+                    return JobResult::Fetched(
+                        job.index,
+                        Box::new(Fetched {
+                            computed: staged.computed,
+                            final_url: staged.final_url,
+                            etag: staged.etag,
+                            last_modified: staged.last_modified,
+                            media_type: staged.media_type,
+                        }),
+                    )
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_file(&staged.path);
+                    all_refused = false;
+                    reasons.push(format!("{url}: cannot store object: {e}"));
+                }
+            },
+            Err(e) => {
+                all_refused &= e.is_refusal();
+                reasons.push(e.to_string());
+            }
+        }
+    }
+    JobResult::Failed {
+        index: job.index,
+        reason: reasons.join("; then "),
+        refused: all_refused && !reasons.is_empty(),
+    }
+}
+
+/// The single writer: versions and problems accumulate and are committed in batches, each
+/// after one `syncfs` of the object store.
+pub struct Writer<'a> {
+    catalog: &'a mut Catalog,
+    objects: &'a ObjectStore,
+    run_id: i64,
+    versions: Vec<NewVersion>,
+    problems: Vec<(String, &'static str, String)>,
+    last_flush: Instant,
+}
+
+/// Versions per transaction, and the longest a result waits for its commit.
+const BATCH: usize = 512;
+const BATCH_AGE: Duration = Duration::from_millis(500);
+
+impl<'a> Writer<'a> {
+    pub fn new(catalog: &'a mut Catalog, objects: &'a ObjectStore, run_id: i64) -> Writer<'a> {
+        Writer {
+            catalog,
+            objects,
+            run_id,
+            versions: Vec::new(),
+            problems: Vec::new(),
+            last_flush: Instant::now(),
+        }
+    }
+
+    pub fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
+        self.versions.push(v);
+        self.maybe_flush()
+    }
+
+    pub fn problem(
+        &mut self,
+        uri: &str,
+        class: &'static str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.problems
+            .push((uri.to_string(), class, reason.to_string()));
+        self.maybe_flush()
+    }
+
+    fn maybe_flush(&mut self) -> Result<(), StoreError> {
+        if self.versions.len() >= BATCH || self.last_flush.elapsed() >= BATCH_AGE {
+            self.flush(|_| Ok(()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Commit what is pending, plus whatever `extra` writes, in one transaction.
+    pub fn flush(
+        &mut self,
+        extra: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        if !self.versions.is_empty() {
+            self.objects
+                .sync()
+                .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
+        }
+        let tx = self.catalog.transaction()?;
+        for v in self.versions.drain(..) {
+            write::version(&tx, self.run_id, &v)?;
+        }
+        for (uri, class, reason) in self.problems.drain(..) {
+            write::problem(&tx, self.run_id, &uri, class, &reason)?;
+        }
+        extra(&tx)?;
+        tx.commit()?;
+        self.last_flush = Instant::now();
+        Ok(())
+    }
+}

@@ -1,0 +1,466 @@
+//! `rsmirror baseline`: discover, read every Resource List, plan against the catalog, fetch and
+//! verify what is new or changed, record versions, report (or tombstone, with `--delete`) what
+//! is gone, and record the sync point (ResourceSync 1.1 §10.1).
+//!
+//! Every snapshot is read completely before anything is fetched, so a malformed or unreachable
+//! list stops the run with nothing applied (exit 4). Resources that fail are collected; the run
+//! finishes the rest and exits 3. The sync point is recorded only when every listed resource is
+//! in the mirror.
+
+use crate::error::{Error, SourceError};
+use crate::exit::Exit;
+use crate::net::{Expected, Http};
+use crate::progress::Progress;
+use crate::report::{Problem, Summary};
+use crate::rs::digest::Digest;
+use crate::rs::document::Capability;
+use crate::rs::sitemap::ReadOptions;
+use crate::settings;
+use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
+use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
+use crate::sync::apply::{self, Job, JobResult, Writer};
+use crate::sync::discover::{self, Discovery};
+use crate::sync::documents::Documents;
+use crate::sync::plan::{self, Action, Listed};
+use crate::sync::snapshot::{self, Snapshot};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+
+/// How a baseline ended (when it did not end in an [`Error`]).
+pub struct Outcome {
+    pub summary: Summary,
+    pub exit: Exit,
+}
+
+/// One collection's snapshot and what to do with it.
+struct Planned {
+    collection: String,
+    snapshot: Snapshot,
+    actions: Vec<Action>,
+    gone: Vec<String>,
+}
+
+pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
+    let started = Instant::now();
+    let http = Http::new(s.source.http.clone());
+    let docs = Documents {
+        http: &http,
+        options: ReadOptions {
+            zone: s.source.zone,
+            ..Default::default()
+        },
+        allow_hosts: &s.source.allow_hosts,
+    };
+    let source_url = discover::source_url(&s.source.source)?.to_string();
+    let mut summary = Summary {
+        command: "baseline",
+        source: source_url.clone(),
+        mirror: s.mirror.display().to_string(),
+        dry_run: s.dry_run,
+        ..Default::default()
+    };
+
+    if s.dry_run {
+        let states = match Catalog::open_read_only(&s.mirror)? {
+            Some(c) => c.current_states()?,
+            None => HashMap::new(),
+        };
+        let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
+        let planned = plan_all(&docs, discovery, &states)?;
+        print_plan(&planned, &states, s, &mut summary);
+        summary.seconds = started.elapsed().as_secs_f64();
+        let exit = if summary.refused > 0 || planned.iter().any(|p| !p.snapshot.complete()) {
+            Exit::Partial
+        } else {
+            Exit::Ok
+        };
+        summary.exit_code = exit.code();
+        return Ok(Outcome { summary, exit });
+    }
+
+    std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
+    let _lock = MirrorLock::acquire(&s.mirror)?;
+    let mut catalog = Catalog::open(&s.mirror)?;
+    catalog.abandon_unfinished_runs()?;
+    let objects = ObjectStore::open(&s.mirror)
+        .map_err(|e| StoreError::io("creating", &s.mirror.join("objects"), e))?;
+    let staging = s.mirror.join("staging");
+    clean_staging(&staging)?;
+    let source_id = catalog.source_id(&source_url)?;
+    let run_id = catalog.begin_run("baseline", Some(source_id), arguments)?;
+    summary.run_id = Some(run_id);
+
+    let result = (|| {
+        let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
+        let states = catalog.current_states()?;
+        let planned = plan_all(&docs, discovery, &states)?;
+        let mut writer = Writer::new(&mut catalog, &objects, run_id);
+        for p in planned {
+            apply_collection(
+                &http,
+                &staging,
+                &objects,
+                &mut writer,
+                s,
+                p,
+                &states,
+                source_id,
+                run_id,
+                &mut summary,
+                progress,
+            )?;
+        }
+        Ok::<(), Error>(())
+    })();
+    progress.finish();
+    summary.seconds = started.elapsed().as_secs_f64();
+    let exit = match &result {
+        Ok(())
+            if summary.failed > 0
+                || summary.refused > 0
+                || summary.problems.iter().any(|p| p.class == "document") =>
+        {
+            Exit::Partial
+        }
+        Ok(()) => Exit::Ok,
+        Err(e) => e.exit(),
+    };
+    summary.exit_code = exit.code();
+    let outcome = match exit {
+        Exit::Ok => "ok",
+        Exit::Partial => "partial",
+        _ => "failed",
+    };
+    catalog.end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
+    result.map(|()| Outcome { summary, exit })
+}
+
+/// Read every collection's snapshot and plan it; any unreadable top-level list is fatal.
+fn plan_all(
+    docs: &Documents<'_>,
+    discovery: Discovery,
+    states: &HashMap<String, CurrentState>,
+) -> Result<Vec<Planned>, Error> {
+    let mut planned = Vec::new();
+    for collection in discovery.collections {
+        let top = match collection.opened {
+            Some(doc) => doc,
+            None => {
+                let url = collection
+                    .url_of(&Capability::ResourceList)
+                    .ok_or_else(|| SourceError::Unusable {
+                        url: collection.id.clone(),
+                        message: "the Capability List names no resourcelist".into(),
+                    })?;
+                docs.fetch(url, &docs.scope_for(url))?
+            }
+        };
+        let snapshot = snapshot::read(docs, top)?;
+        let actions = snapshot
+            .listed
+            .iter()
+            .map(|l| plan::action(&l.declared, states.get(l.uri.as_str())))
+            .collect();
+        let listed: HashSet<&str> = snapshot.listed.iter().map(|l| l.uri.as_str()).collect();
+        let mut gone: Vec<String> = states
+            .iter()
+            .filter(|(uri, st)| {
+                !st.deleted && st.collection == collection.id && !listed.contains(uri.as_str())
+            })
+            .map(|(uri, _)| uri.clone())
+            .collect();
+        gone.sort();
+        planned.push(Planned {
+            collection: collection.id,
+            snapshot,
+            actions,
+            gone,
+        });
+    }
+    Ok(planned)
+}
+
+fn print_plan(
+    planned: &[Planned],
+    _states: &HashMap<String, CurrentState>,
+    s: &settings::Baseline,
+    summary: &mut Summary,
+) {
+    for p in planned {
+        summary.listed += p.snapshot.listed.len() as u64;
+        for (l, a) in p.snapshot.listed.iter().zip(&p.actions) {
+            match a {
+                Action::Create => {
+                    summary.created += 1;
+                    println!("+ {}", l.uri);
+                }
+                Action::Update(diffs) => {
+                    summary.updated += 1;
+                    let why: Vec<String> = diffs
+                        .iter()
+                        .map(|d| format!("{}: {} -> {}", d.field, d.actual, d.expected))
+                        .collect();
+                    println!("* {} ({})", l.uri, why.join(", "));
+                }
+                Action::Check => {
+                    summary.updated += 1;
+                    println!(
+                        "? {} (nothing to compare: will fetch and compare bytes)",
+                        l.uri
+                    );
+                }
+                Action::Keep => {
+                    summary.unchanged += 1;
+                    if s.output.verbose > 0 {
+                        println!("= {}", l.uri);
+                    }
+                }
+            }
+        }
+        for r in &p.snapshot.refused {
+            summary.refused += 1;
+            println!("! {} refused: {}", r.uri, r.reason);
+        }
+        for f in &p.snapshot.failed_parts {
+            println!("! {f}");
+        }
+        for g in &p.gone {
+            summary.gone += 1;
+            let what = if s.delete && p.snapshot.complete() {
+                "would be deleted"
+            } else {
+                "gone from the source"
+            };
+            println!("- {g} ({what})");
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_collection(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    writer: &mut Writer<'_>,
+    s: &settings::Baseline,
+    p: Planned,
+    states: &HashMap<String, CurrentState>,
+    source_id: i64,
+    run_id: i64,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let snap = &p.snapshot;
+    summary.listed += snap.listed.len() as u64;
+    summary.warnings.extend(snap.warnings.iter().cloned());
+    for r in &snap.refused {
+        summary.refused += 1;
+        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
+        writer.problem(&r.uri, "refused", &r.reason)?;
+        summary.problems.push(Problem {
+            uri: r.uri.clone(),
+            class: "refused",
+            reason: r.reason.clone(),
+        });
+    }
+    for f in &snap.failed_parts {
+        progress.println(&format!("failed: part of the Resource List: {f}"));
+        writer.problem(&p.collection, "document", f)?;
+        summary.problems.push(Problem {
+            uri: p.collection.clone(),
+            class: "document",
+            reason: f.clone(),
+        });
+    }
+
+    let mut jobs = Vec::new();
+    for (i, (l, a)) in snap.listed.iter().zip(&p.actions).enumerate() {
+        if *a == Action::Keep {
+            summary.unchanged += 1;
+            continue;
+        }
+        let mut urls = vec![l.uri.clone()];
+        urls.extend(l.duplicates.iter().cloned());
+        jobs.push(Job {
+            index: i,
+            urls,
+            expected: Expected {
+                length: l.declared.length,
+                digests: l.declared.digests.clone(),
+            },
+            scope: l.scope.clone(),
+        });
+    }
+    progress.start("baseline", jobs.len() as u64);
+    let mut failed_here = 0u64;
+    apply::transfer(
+        http,
+        staging,
+        objects,
+        jobs,
+        s.jobs,
+        |r| -> Result<(), Error> {
+            match r {
+                JobResult::Fetched(i, f) => {
+                    let l = &snap.listed[i];
+                    let current = states.get(l.uri.as_str()).filter(|c| !c.deleted);
+                    progress.item(f.computed.length);
+                    summary.bytes += f.computed.length;
+                    if p.actions[i] == Action::Check
+                        && current.and_then(|c| c.sha256_hex.as_deref())
+                            == Some(f.computed.sha256_hex.as_str())
+                    {
+                        summary.unchanged += 1;
+                        return Ok(());
+                    }
+                    let change = if current.is_some() {
+                        summary.updated += 1;
+                        "updated"
+                    } else {
+                        summary.created += 1;
+                        "created"
+                    };
+                    writer.version(version_from(l, &f, change, &p.collection))?;
+                }
+                JobResult::Failed {
+                    index,
+                    reason,
+                    refused,
+                } => {
+                    let l = &snap.listed[index];
+                    progress.item(0);
+                    let class = if refused {
+                        summary.refused += 1;
+                        "refused"
+                    } else {
+                        summary.failed += 1;
+                        failed_here += 1;
+                        "failed"
+                    };
+                    // Errors go to stderr even with -q: cron mails them.
+                    progress.println(&format!("{class}: {}: {reason}", l.uri));
+                    writer.problem(l.uri.as_str(), class, &reason)?;
+                    summary.problems.push(Problem {
+                        uri: l.uri.to_string(),
+                        class,
+                        reason,
+                    });
+                }
+            }
+            Ok(())
+        },
+    )?;
+    writer.flush(|_| Ok(()))?;
+
+    // Gone resources: reported; tombstoned only with --delete after a complete list.
+    summary.gone += p.gone.len() as u64;
+    let may_delete = s.delete && snap.complete();
+    if may_delete {
+        if let Some(max) = s.max_delete {
+            if p.gone.len() as u64 > max {
+                return Err(Error::SafetyLimit(format!(
+                    "{} resources of {} are gone from the source, more than --max-delete {max}; nothing was deleted",
+                    p.gone.len(),
+                    p.collection
+                )));
+            }
+        }
+    }
+    for uri in &p.gone {
+        if may_delete {
+            summary.deleted += 1;
+            writer.version(NewVersion {
+                uri: uri.clone(),
+                collection: p.collection.clone(),
+                change: "deleted",
+                event_time: snap.at,
+                arrived_via: "tombstone",
+                ..Default::default()
+            })?;
+        } else {
+            let reason = if s.delete {
+                "no longer listed; not deleted because part of the list could not be read"
+                    .to_string()
+            } else {
+                "no longer listed by the source; run with --delete to tombstone it".to_string()
+            };
+            writer.problem(uri, "gone", &reason)?;
+            summary.problems.push(Problem {
+                uri: uri.clone(),
+                class: "gone",
+                reason,
+            });
+        }
+    }
+
+    // The sync point advances with the last batch, only when the whole snapshot is mirrored.
+    let record_sync_point = failed_here == 0 && snap.complete();
+    let sync_point = SyncPoint {
+        collection: p.collection.clone(),
+        at: snap.at,
+        anchored: snap.anchored,
+        basis: snap.basis.clone(),
+    };
+    if record_sync_point {
+        summary.sync_point = snap.at.map(|t| t.to_string());
+        summary.anchored = snap.anchored;
+    }
+    let documents = &snap.documents;
+    writer.flush(|tx| {
+        for d in documents {
+            write::document(tx, source_id, run_id, d)?;
+        }
+        if record_sync_point {
+            write::sync_point(tx, source_id, run_id, &sync_point)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn version_from(
+    l: &Listed,
+    f: &apply::Fetched,
+    change: &'static str,
+    collection: &str,
+) -> NewVersion {
+    NewVersion {
+        uri: l.uri.to_string(),
+        collection: collection.to_string(),
+        change,
+        event_time: None,
+        lastmod: l.declared.lastmod,
+        length_bytes: Some(f.computed.length),
+        declared_length_bytes: l.declared.length,
+        declared_hash: declared_hash(&l.declared.digests),
+        md5_hex: Some(f.computed.md5_hex.clone()),
+        sha1_hex: f.computed.sha1_hex.clone(),
+        sha256_hex: Some(f.computed.sha256_hex.clone()),
+        media_type: l.media_type.clone().or_else(|| f.media_type.clone()),
+        arrived_via: "http",
+        fetched_from: Some(f.final_url.to_string()),
+        etag: f.etag.clone(),
+        last_modified: f.last_modified.clone(),
+    }
+}
+
+/// The source's digests as one normalised string (`md5:… sha-256:…`), or None.
+pub fn declared_hash(digests: &[Digest]) -> Option<String> {
+    (!digests.is_empty()).then(|| {
+        digests
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// Staging holds only downloads in flight; anything there at the start of a run (we hold the
+/// lock) is left over from a run that died, and is never referenced by the catalog.
+fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
+    }
+    std::fs::create_dir_all(staging).map_err(|e| StoreError::io("creating", staging, e))
+}

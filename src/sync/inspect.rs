@@ -1,0 +1,195 @@
+//! `rsmirror inspect`: discovery and the readers only. Lists every document reachable from the
+//! source (type, URL, times, entries, digest algorithms seen) and every problem met; fetches
+//! no resources and writes nothing. A malformed document gives the same error `baseline` would.
+
+use crate::error::{Error, SourceError};
+use crate::net::Http;
+use crate::rs::document::{Capability, Root};
+use crate::rs::sitemap::ReadOptions;
+use crate::settings::SourceSettings;
+use crate::sync::discover;
+use crate::sync::documents::{syntax_name, Documents, OpenedDocument};
+use serde::Serialize;
+use std::collections::{BTreeSet, HashSet};
+use url::Url;
+
+/// How deep indexes are followed.
+const MAX_DEPTH: usize = 4;
+
+/// One document as `inspect` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentReport {
+    pub url: String,
+    /// `resourcelist`, `resourcelist index`, `plain sitemap`, ...
+    pub kind: String,
+    pub syntax: &'static str,
+    pub at: Option<String>,
+    pub completed: Option<String>,
+    pub from: Option<String>,
+    pub until: Option<String>,
+    pub entries: u64,
+    pub digests: Vec<String>,
+    pub up: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Everything `inspect` found.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Inspection {
+    pub source: String,
+    pub trail: Vec<String>,
+    pub documents: Vec<DocumentReport>,
+    /// Documents that could not be fetched or read, with the error.
+    pub errors: Vec<String>,
+}
+
+impl Inspection {
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for d in &self.documents {
+            out.push_str(&format!("{}  {}\n", d.kind, d.url));
+            let mut facts = vec![
+                format!("syntax={}", d.syntax),
+                format!("entries={}", d.entries),
+            ];
+            for (k, v) in [
+                ("at", &d.at),
+                ("completed", &d.completed),
+                ("from", &d.from),
+                ("until", &d.until),
+            ] {
+                if let Some(v) = v {
+                    facts.push(format!("{k}={v}"));
+                }
+            }
+            if !d.digests.is_empty() {
+                facts.push(format!("digests={}", d.digests.join(",")));
+            }
+            if let Some(up) = &d.up {
+                facts.push(format!("up={up}"));
+            }
+            out.push_str(&format!("    {}\n", facts.join(" ")));
+            for w in &d.warnings {
+                out.push_str(&format!("    warning: {w}\n"));
+            }
+        }
+        for e in &self.errors {
+            out.push_str(&format!("error: {e}\n"));
+        }
+        out
+    }
+}
+
+pub fn run(s: &SourceSettings) -> Result<Inspection, Error> {
+    let http = Http::new(s.http.clone());
+    let docs = Documents {
+        http: &http,
+        options: ReadOptions {
+            zone: s.zone,
+            ..Default::default()
+        },
+        allow_hosts: &s.allow_hosts,
+    };
+    let discovery = discover::discover(&docs, &s.source, None)?;
+    let mut inspection = Inspection {
+        source: s.source.clone(),
+        trail: discovery.trail,
+        ..Default::default()
+    };
+    let mut seen = HashSet::new();
+    for collection in discovery.collections {
+        if let Some(cl) = &collection.capability_list {
+            // The Capability List itself, then each capability document it names.
+            walk_url(&docs, cl, 0, &mut seen, &mut inspection);
+            for (_, url) in &collection.capabilities {
+                walk_url(&docs, url, 0, &mut seen, &mut inspection);
+            }
+        } else if let Some(doc) = collection.opened {
+            seen.insert(doc.url.to_string());
+            walk(&docs, doc, 0, &mut seen, &mut inspection);
+        }
+    }
+    Ok(inspection)
+}
+
+fn walk_url(
+    docs: &Documents<'_>,
+    url: &Url,
+    depth: usize,
+    seen: &mut HashSet<String>,
+    out: &mut Inspection,
+) {
+    if !seen.insert(url.to_string()) {
+        return;
+    }
+    match docs.fetch(url, &docs.scope_for(url)) {
+        Ok(doc) => walk(docs, doc, depth, seen, out),
+        Err(e) => out.errors.push(e.to_string()),
+    }
+}
+
+fn walk(
+    docs: &Documents<'_>,
+    mut doc: OpenedDocument,
+    depth: usize,
+    seen: &mut HashSet<String>,
+    out: &mut Inspection,
+) {
+    let header = doc.header().clone();
+    let cap = header.capability();
+    let kind = format!(
+        "{}{}",
+        cap.as_ref().map(|c| c.name()).unwrap_or("plain sitemap"),
+        if header.root == Root::SitemapIndex {
+            " index"
+        } else {
+            ""
+        }
+    );
+    let mut entries = 0;
+    let mut algorithms = BTreeSet::new();
+    let mut children = Vec::new();
+    let result: Result<(), SourceError> = (|| {
+        while let Some(e) = doc.reader.next_entry()? {
+            entries += 1;
+            for d in &e.md.hash {
+                algorithms.insert(d.algorithm.name().to_string());
+            }
+            let follow = header.root == Root::SitemapIndex
+                || (header.capability() == Some(Capability::Description)
+                    && e.md.capability == Some(Capability::CapabilityList));
+            if follow {
+                children.push(e.loc);
+            }
+        }
+        Ok(())
+    })();
+    let report = DocumentReport {
+        url: doc.url.to_string(),
+        kind,
+        syntax: syntax_name(header.syntax),
+        at: header.md.at.map(|t| t.to_string()),
+        completed: header.md.completed.map(|t| t.to_string()),
+        from: header.md.from.map(|t| t.to_string()),
+        until: header.md.until.map(|t| t.to_string()),
+        entries,
+        digests: algorithms.into_iter().collect(),
+        up: header.link("up").map(|l| l.href.to_string()),
+        warnings: doc
+            .reader
+            .take_warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .collect(),
+    };
+    out.documents.push(report);
+    if let Err(e) = result {
+        out.errors.push(e.to_string());
+        return;
+    }
+    if depth < MAX_DEPTH {
+        for c in children {
+            walk_url(docs, &c, depth + 1, seen, out);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The commands: they wire readers, the network and the store together
+//! (discover -> read -> plan -> transfer -> verify -> commit -> report).
+
+pub mod apply;
+pub mod baseline;
+pub mod discover;
+pub mod documents;
+pub mod inspect;
+pub mod plan;
+pub mod snapshot;

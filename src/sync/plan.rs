@@ -1,0 +1,219 @@
+//! The comparison baseline and audit share (ResourceSync 1.1 §10.3): what the source declares
+//! about a resource against the mirror's current version of it.
+//!
+//! Same: no contradiction among the metadata both sides have — every digest algorithm present
+//! on both sides equal, length equal, lastmod equal within a second (W3C datetimes are often
+//! second-granular). Missing metadata on one side is no proof of inequality; when *nothing*
+//! can be compared the verdict says so, and the caller decides (baseline re-fetches and keeps
+//! a new version only if the bytes differ; audit reports `?`).
+
+use crate::rs::digest::{Algorithm, Digest};
+use crate::store::catalog::CurrentState;
+use jiff::Timestamp;
+use url::Url;
+
+/// What a source declares about a representation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Declared {
+    pub lastmod: Option<Timestamp>,
+    pub length: Option<u64>,
+    pub digests: Vec<Digest>,
+}
+
+/// One resource as a list names it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub uri: Url,
+    pub declared: Declared,
+    pub media_type: Option<String>,
+    /// `rs:ln rel="duplicate"` mirrors in `pri` order.
+    pub duplicates: Vec<Url>,
+    /// Where it was listed: document URL and line.
+    pub document: String,
+    pub line: u64,
+    /// The scope of the listing document (fetches and redirects are checked against it).
+    pub scope: std::sync::Arc<crate::net::Scope>,
+}
+
+/// One field on which the two sides disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// `md5`, `sha-1`, `sha-256`, `length` or `lastmod`.
+    pub field: String,
+    /// The source's value.
+    pub expected: String,
+    /// The mirror's value.
+    pub actual: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Comparison {
+    /// At least one piece of evidence agrees and none disagrees; `by_digest` when a digest
+    /// was among the evidence.
+    Same {
+        by_digest: bool,
+    },
+    Differs(Vec<Difference>),
+    /// Nothing the two sides both have.
+    NoEvidence,
+}
+
+/// What to do with a listed resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Not in the mirror (or tombstoned there): fetch.
+    Create,
+    /// In the mirror, and the source's metadata contradicts it: fetch.
+    Update(Vec<Difference>),
+    /// In the mirror and nothing says otherwise.
+    Keep,
+    /// In the mirror but nothing to compare: fetch, keep a new version only if the bytes differ.
+    Check,
+}
+
+/// Compare what the source declares with the mirror's current version.
+pub fn compare(declared: &Declared, current: &CurrentState) -> Comparison {
+    let mut differences = Vec::new();
+    let mut agreed = false;
+    let mut by_digest = false;
+    for alg in [Algorithm::Md5, Algorithm::Sha1, Algorithm::Sha256] {
+        let Some(expected) = crate::rs::digest::declared_hex(&declared.digests, &alg) else {
+            continue;
+        };
+        let actual = match alg {
+            Algorithm::Md5 => current.md5_hex.as_deref(),
+            Algorithm::Sha1 => current.sha1_hex.as_deref(),
+            _ => current.sha256_hex.as_deref(),
+        };
+        let Some(actual) = actual else { continue };
+        if expected == actual {
+            agreed = true;
+            by_digest = true;
+        } else {
+            differences.push(Difference {
+                field: alg.name().to_string(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    if let (Some(e), Some(a)) = (declared.length, current.length_bytes) {
+        if e == a {
+            agreed = true;
+        } else {
+            differences.push(Difference {
+                field: "length".into(),
+                expected: e.to_string(),
+                actual: a.to_string(),
+            });
+        }
+    }
+    if let (Some(e), Some(a)) = (declared.lastmod, current.lastmod) {
+        if e.duration_since(a).abs() < jiff::SignedDuration::from_secs(1) {
+            agreed = true;
+        } else {
+            differences.push(Difference {
+                field: "lastmod".into(),
+                expected: e.to_string(),
+                actual: a.to_string(),
+            });
+        }
+    }
+    if !differences.is_empty() {
+        Comparison::Differs(differences)
+    } else if agreed {
+        Comparison::Same { by_digest }
+    } else {
+        Comparison::NoEvidence
+    }
+}
+
+/// The baseline action for a listed resource.
+pub fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
+    match current {
+        None => Action::Create,
+        Some(c) if c.deleted => Action::Create,
+        Some(c) => match compare(declared, c) {
+            Comparison::Same { .. } => Action::Keep,
+            Comparison::Differs(d) => Action::Update(d),
+            Comparison::NoEvidence => Action::Check,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rs::digest::parse_hash_attr;
+
+    fn state() -> CurrentState {
+        CurrentState {
+            resource_id: 1,
+            collection: "c".into(),
+            version_id: 1,
+            deleted: false,
+            lastmod: Some("2024-05-01T03:00:00Z".parse().unwrap()),
+            length_bytes: Some(6),
+            md5_hex: Some("9f9f90dbe3e5ee1218c86b8839db1995".into()),
+            sha1_hex: None,
+            sha256_hex: Some(
+                "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060".into(),
+            ),
+        }
+    }
+
+    #[test]
+    fn digest_agreement_is_same_by_digest() {
+        let d = Declared {
+            digests: parse_hash_attr("md5:n5+Q2+Pl7hIYyGuIOdsZlQ=="),
+            ..Default::default()
+        };
+        assert_eq!(compare(&d, &state()), Comparison::Same { by_digest: true });
+    }
+
+    #[test]
+    fn any_contradiction_differs() {
+        let d = Declared {
+            digests: parse_hash_attr("md5:9f9f90dbe3e5ee1218c86b8839db1995"),
+            length: Some(7),
+            ..Default::default()
+        };
+        let Comparison::Differs(diffs) = compare(&d, &state()) else {
+            panic!()
+        };
+        assert_eq!(diffs.len(), 1);
+        assert_eq!(diffs[0].field, "length");
+        assert_eq!(
+            (diffs[0].expected.as_str(), diffs[0].actual.as_str()),
+            ("7", "6")
+        );
+    }
+
+    #[test]
+    fn lastmod_within_a_second_is_equal() {
+        let d = Declared {
+            lastmod: Some("2024-05-01T03:00:00.4Z".parse().unwrap()),
+            ..Default::default()
+        };
+        assert_eq!(compare(&d, &state()), Comparison::Same { by_digest: false });
+        let d = Declared {
+            lastmod: Some("2024-05-01T03:00:02Z".parse().unwrap()),
+            ..Default::default()
+        };
+        assert!(matches!(compare(&d, &state()), Comparison::Differs(_)));
+    }
+
+    #[test]
+    fn nothing_comparable_is_no_evidence_and_a_check() {
+        let d = Declared {
+            digests: parse_hash_attr("sha-1:0123456789012345678901234567890123456789"),
+            ..Default::default()
+        };
+        assert_eq!(compare(&d, &state()), Comparison::NoEvidence);
+        assert_eq!(action(&d, Some(&state())), Action::Check);
+        let mut gone = state();
+        gone.deleted = true;
+        assert_eq!(action(&d, Some(&gone)), Action::Create);
+        assert_eq!(action(&d, None), Action::Create);
+    }
+}

@@ -1,0 +1,550 @@
+//! `rsmirror baseline` against a real HTTP server: discovery paths, syntax generations, every
+//! broken input (exit code, message, and a mirror with nothing wrong in it afterwards), the
+//! lock, and a SIGKILL in the middle of a run.
+
+use crate::server::{testdata, Rule, TestServer};
+use crate::support::*;
+use std::time::{Duration, Instant};
+
+const SAMPLE: &[&str] = &[
+    "/res/a.txt",
+    "/res/b.txt",
+    "/res/data.json",
+    "/res/image.png",
+    "/res/sub/nested.txt",
+    "/res/with%20space.txt",
+    "/res/empty.txt",
+    "/res/page.html",
+];
+const ABC: &[&str] = &["/res/a.txt", "/res/b.txt", "/res/c.txt"];
+
+fn run_ok(source: &str, mirror: &std::path::Path) {
+    let out = baseline(source, mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr_of(&out));
+}
+
+#[test]
+fn discovery_from_the_site_root() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
+    assert_eq!(srv.count("/.well-known/resourcesync"), 1);
+    // Anchored at the list's `at`.
+    assert_eq!(
+        sync_point(dir.path()),
+        Some((Some("2026-01-01T00:00:00Z".into()), true))
+    );
+}
+
+#[test]
+fn discovery_from_robots_txt() {
+    let srv = TestServer::start(testdata("syntax/discovery_robots"));
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    assert_mirror_is(
+        dir.path(),
+        &srv.base(),
+        &testdata("syntax/discovery_robots"),
+        ABC,
+    );
+    assert_eq!(srv.count("/robots.txt"), 1);
+}
+
+#[test]
+fn discovery_from_a_capability_list_and_from_an_index() {
+    let srv = TestServer::start(testdata("sample"));
+    for entry in ["/rs/capabilitylist.xml", "/rs/resourcelist-index.xml"] {
+        let dir = tempfile::tempdir().unwrap();
+        run_ok(&srv.url(entry), dir.path());
+        assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
+    }
+}
+
+#[test]
+fn resourcesync_1_1_1_0_alpha_2012_plain_and_gzip() {
+    for (tree, entry) in [
+        ("syntax/v1_1", "/resourcelist.xml"),
+        ("syntax/v1_0", "/resourcelist.xml"),
+        ("syntax/alpha2012", "/resourcelist.xml"),
+        ("syntax/plain", "/resourcelist.xml"),
+        ("syntax/gzip", "/"),
+    ] {
+        let srv = TestServer::start(testdata(tree));
+        let dir = tempfile::tempdir().unwrap();
+        run_ok(&srv.url(entry), dir.path());
+        assert_mirror_is(dir.path(), &srv.base(), &testdata(tree), ABC);
+        let anchored = sync_point(dir.path()).map(|(_, a)| a);
+        match tree {
+            "syntax/plain" | "syntax/alpha2012" => assert_eq!(anchored, Some(false), "{tree}"),
+            _ => assert_eq!(anchored, Some(true), "{tree}"),
+        }
+    }
+}
+
+#[test]
+fn rerun_fetches_nothing_when_nothing_changed() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    srv.clear_requests();
+    let out = baseline(&srv.url("/"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["unchanged"], 8);
+    assert_eq!(summary["created"], 0);
+    assert!(srv.requests().iter().all(|r| !r.path.starts_with("/res/")));
+    assert_eq!(version_count(dir.path()), 8);
+}
+
+/// A broken list: exit 4, the message, and no resource in the mirror.
+fn assert_source_error(tree: &str, needles: &[&str]) {
+    let srv = TestServer::start(testdata(tree));
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{tree}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{tree}: {err:?} lacks {n:?}");
+    }
+    assert!(current(dir.path()).is_empty(), "{tree}");
+    assert_eq!(sync_point(dir.path()), None);
+    assert!(
+        srv.requests().iter().all(|r| !r.path.starts_with("/res/")),
+        "{tree}: fetched resources"
+    );
+    assert_consistent(dir.path());
+}
+
+#[test]
+fn malformed_xml() {
+    assert_source_error(
+        "broken/malformed_xml",
+        &["resourcelist.xml: line ", "malformed XML"],
+    );
+}
+
+#[test]
+fn truncated_list() {
+    assert_source_error(
+        "broken/truncated",
+        &[
+            "resourcelist.xml: line ",
+            "document ends before </urlset>: truncated",
+        ],
+    );
+}
+
+#[test]
+fn doctype_is_refused() {
+    assert_source_error("broken/doctype", &["DOCTYPE or entity declaration refused"]);
+}
+
+#[test]
+fn wrong_namespace() {
+    assert_source_error(
+        "broken/wrong_namespace",
+        &["is not a Sitemap <urlset> or <sitemapindex>"],
+    );
+}
+
+#[test]
+fn a_time_without_a_zone() {
+    assert_source_error(
+        "broken/no_zone",
+        &[
+            "time without a zone in \"2026-01-01T00:00:00\"",
+            "--assume-utc",
+        ],
+    );
+    // With --assume-utc the same list mirrors.
+    let srv = TestServer::start(testdata("broken/no_zone"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .arg("--assume-utc")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+/// One bad resource: exit 3, the others land, the bad one is reported and absent.
+fn assert_partial(srv: &TestServer, tree: &str, good: &[&str], class: &str, needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{tree}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{tree}: {err:?} lacks {n:?}");
+    }
+    assert_mirror_is(dir.path(), &srv.base(), &testdata(tree), good);
+    let problems = last_run_problems(dir.path());
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].1, class);
+    // A baseline with failures records no sync point: an incremental must not start from it.
+    // Refusals are policy, not accidents: they do not hold the sync point back.
+    if class == "failed" {
+        assert_eq!(sync_point(dir.path()), None);
+    } else {
+        assert!(sync_point(dir.path()).is_some());
+    }
+    assert!(
+        std::fs::read_dir(dir.path().join("staging"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "staging left over"
+    );
+}
+
+#[test]
+fn digest_mismatch() {
+    let srv = TestServer::start(testdata("broken/digest_mismatch"));
+    assert_partial(
+        &srv,
+        "broken/digest_mismatch",
+        &["/res/a.txt", "/res/c.txt"],
+        "failed",
+        &["b.txt", "md5 mismatch: expected"],
+    );
+}
+
+#[test]
+fn length_mismatch() {
+    let srv = TestServer::start(testdata("broken/length_mismatch"));
+    assert_partial(
+        &srv,
+        "broken/length_mismatch",
+        &["/res/a.txt", "/res/c.txt"],
+        "failed",
+        &["b.txt", "length mismatch: expected"],
+    );
+}
+
+#[test]
+fn a_404_for_one_resource() {
+    let srv = TestServer::start(testdata("broken/missing_resource"));
+    assert_partial(
+        &srv,
+        "broken/missing_resource",
+        &["/res/a.txt", "/res/c.txt"],
+        "failed",
+        &["b.txt: HTTP 404"],
+    );
+    assert_eq!(srv.count("/res/b.txt"), 1, "a 404 is not retried");
+}
+
+#[test]
+fn out_of_scope_url() {
+    let srv = TestServer::start(testdata("broken/out_of_scope"));
+    assert_partial(
+        &srv,
+        "broken/out_of_scope",
+        ABC,
+        "refused",
+        &["evil.example.net", "outside the source's scope"],
+    );
+}
+
+#[test]
+fn file_url_in_a_list() {
+    let srv = TestServer::start(testdata("broken/file_url"));
+    assert_partial(
+        &srv,
+        "broken/file_url",
+        ABC,
+        "refused",
+        &["file:///etc/passwd", "scheme file"],
+    );
+}
+
+#[test]
+fn redirect_to_another_host() {
+    let srv = TestServer::start(testdata("broken/redirect_offsite"));
+    srv.set_rule(
+        "/res/moved",
+        Rule::Redirect {
+            location: "http://evil.example.net/moved".into(),
+            status: 302,
+        },
+    );
+    let listed: Vec<&str> = vec!["/res/a.txt", "/res/b.txt", "/res/c.txt"];
+    assert_partial(
+        &srv,
+        "broken/redirect_offsite",
+        &listed,
+        "refused",
+        &["evil.example.net"],
+    );
+    // A redirect within the site is followed and verified.
+    srv.set_rule(
+        "/res/moved",
+        Rule::Redirect {
+            location: "/res/moved-target".into(),
+            status: 301,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/resourcelist.xml"), dir.path());
+}
+
+#[test]
+fn retried_503_then_200_lands() {
+    let srv = TestServer::start(testdata("sample"));
+    srv.set_rule(
+        "/res/a.txt",
+        Rule::FailThen {
+            status: 503,
+            times: 2,
+            retry_after: None,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
+    assert_eq!(srv.count("/res/a.txt"), 3);
+}
+
+#[test]
+fn retry_after_is_honoured() {
+    let srv = TestServer::start(testdata("sample"));
+    srv.set_rule(
+        "/res/b.txt",
+        Rule::FailThen {
+            status: 429,
+            times: 1,
+            retry_after: Some("2".into()),
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    let times: Vec<Instant> = srv
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/res/b.txt")
+        .map(|r| r.at)
+        .collect();
+    assert_eq!(times.len(), 2);
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(1900),
+        "waited {:?}",
+        times[1] - times[0]
+    );
+}
+
+#[test]
+fn a_stalled_server_cannot_hang_the_run() {
+    let srv = TestServer::start(testdata("sample"));
+    srv.set_rule("/res/b.txt", Rule::Stall);
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = baseline(&srv.url("/"), dir.path())
+        .args(["--timeout", "1", "--tries", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("b.txt: no response within 1 s"),
+        "{}",
+        stderr_of(&out)
+    );
+    let good: Vec<&str> = SAMPLE
+        .iter()
+        .copied()
+        .filter(|p| *p != "/res/b.txt")
+        .collect();
+    assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), &good);
+}
+
+#[test]
+fn a_second_run_while_the_first_holds_the_lock() {
+    let srv = TestServer::start(testdata("sample"));
+    srv.set_delay(Duration::from_millis(400));
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["baseline", &srv.url("/"), "-q", "-j", "1", "--mirror"])
+        .arg(dir.path())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is fetching resources (it holds the lock by then).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !srv.requests().iter().any(|r| r.path.starts_with("/res/")) {
+        assert!(
+            Instant::now() < deadline,
+            "first run never started fetching"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = baseline(&srv.url("/"), dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(&format!(
+            "another rsmirror run (pid {}) holds the lock",
+            first.id()
+        )),
+        "{err}"
+    );
+    assert!(first.wait().unwrap().success());
+    assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
+}
+
+#[test]
+fn sigkill_mid_run_then_rerun_converges() {
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 300, 2048);
+    let srv = TestServer::start(tree.path());
+    srv.set_delay(Duration::from_millis(15));
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args([
+            "baseline",
+            &srv.url("/resourcelist.xml"),
+            "-q",
+            "-j",
+            "2",
+            "--mirror",
+        ])
+        .arg(dir.path())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .count()
+        < 120
+    {
+        assert!(Instant::now() < deadline, "run never got going");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let landed = current(dir.path()).len();
+    assert!(
+        landed < 300,
+        "the kill came too late to test anything ({landed} landed)"
+    );
+    assert_consistent(dir.path());
+
+    srv.set_delay(Duration::ZERO);
+    run_ok(&srv.url("/resourcelist.xml"), dir.path());
+    let reference = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/resourcelist.xml"), reference.path());
+    assert_eq!(current(dir.path()), current(reference.path()));
+    assert_eq!(current(dir.path()).len(), 300);
+    assert_eq!(
+        version_count(dir.path()),
+        300,
+        "no duplicate versions after the re-run"
+    );
+    assert_eq!(sync_point(dir.path()), sync_point(reference.path()));
+    assert_consistent(dir.path());
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    let abandoned: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM runs WHERE outcome = 'abandoned'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(abandoned, 1, "the killed run is recorded as abandoned");
+}
+
+#[test]
+fn gone_resources_are_reported_and_deleted_only_with_delete() {
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 10, 100);
+    let srv = TestServer::start(tree.path());
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/resourcelist.xml"), dir.path());
+    // The source drops three resources.
+    let smaller = tempfile::tempdir().unwrap();
+    generate_source(smaller.path(), 7, 100);
+    srv.set_root(smaller.path());
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["gone"].as_u64(), s["deleted"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert_eq!(current(dir.path()).len(), 10);
+    // --max-delete below the count stops before the first delete.
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["--delete", "--max-delete", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("more than --max-delete 2"));
+    assert!(tombstoned(dir.path()).is_empty());
+    // A list that fails to load never deletes.
+    srv.set_rule("/resourcelist.xml", Rule::Status(500));
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["--delete", "--tries", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(tombstoned(dir.path()).is_empty());
+    srv.clear_rule("/resourcelist.xml");
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .arg("--delete")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(tombstoned(dir.path()).len(), 3);
+    assert_eq!(current(dir.path()).len(), 7);
+    // Bytes stay: every version's object (the tombstoned ones' too) is still there.
+    assert_eq!(version_count(dir.path()), 13);
+    assert_consistent(dir.path());
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_writes_nothing() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("m");
+    let out = baseline(&srv.url("/"), &mirror).arg("-n").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let plan = stdout_of(&out);
+    assert_eq!(
+        plan.lines().filter(|l| l.starts_with("+ ")).count(),
+        8,
+        "{plan}"
+    );
+    assert!(!mirror.exists(), "a dry run created the mirror");
+    assert!(srv.requests().iter().all(|r| !r.path.starts_with("/res/")));
+}
+
+#[test]
+fn index_part_that_fails_means_partial_and_no_deletes() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    srv.set_rule("/rs/resourcelist-2.xml", Rule::Status(404));
+    let out = baseline(&srv.url("/"), dir.path())
+        .arg("--delete")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(
+        tombstoned(dir.path()).is_empty(),
+        "deleted after an incomplete list"
+    );
+    assert_eq!(current(dir.path()).len(), 8);
+}

@@ -1,0 +1,37 @@
+//! The command line: the exit-code table is the same in the code, `--help` and the README;
+//! usage errors exit 2.
+
+use crate::support::*;
+use rsmirror::exit::TABLE;
+
+#[test]
+fn exit_codes_agree_in_code_help_and_readme() {
+    let help = rsmirror().arg("--help").output().unwrap();
+    let help = stdout_of(&help);
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for (_, code, meaning) in TABLE {
+        assert!(
+            help.contains(&format!("{code:>3}  {meaning}")),
+            "--help lacks {code}"
+        );
+        assert!(
+            readme.contains(&format!("| {code} | {meaning} |")),
+            "README lacks {code}: {meaning}"
+        );
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["baseline"],
+        vec!["baseline", "http://x.invalid/", "--jobs", "0"],
+        vec!["baseline", "http://x.invalid/", "--max-delete", "3"],
+        vec!["baseline", "http://x.invalid/", "--map", "nodelimiter"],
+        vec!["frobnicate"],
+    ] {
+        let out = rsmirror().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr_of(&out));
+    }
+}

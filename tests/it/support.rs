@@ -1,0 +1,193 @@
+//! Shared pieces of the black-box tests: running the real binary, and reading a mirror back.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The real binary, with a short timeout and quick retries so failures are fast.
+pub fn rsmirror() -> Command {
+    let mut c = Command::cargo_bin("rsmirror").expect("binary built");
+    c.env_remove("RSMIRROR_DIR");
+    c.timeout(std::time::Duration::from_secs(120));
+    c
+}
+
+/// `rsmirror baseline SOURCE --mirror DIR`.
+pub fn baseline(source: &str, mirror: &Path) -> Command {
+    let mut c = rsmirror();
+    c.args(["baseline", source, "--mirror"]).arg(mirror);
+    c
+}
+
+/// The current state of a mirror: URI -> sha256 of its current version (tombstones omitted).
+pub fn current(mirror: &Path) -> BTreeMap<String, String> {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT r.uri, v.sha256_hex FROM resources r JOIN versions v ON v.id = r.current_version_id
+             WHERE v.change != 'deleted'",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// URIs whose current version is a tombstone.
+pub fn tombstoned(mirror: &Path) -> Vec<String> {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id
+             WHERE v.change = 'deleted' ORDER BY r.uri",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// Number of version rows.
+pub fn version_count(mirror: &Path) -> i64 {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    conn.query_row("SELECT count(*) FROM versions", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// The sync point of the only collection: (at, anchored).
+pub fn sync_point(mirror: &Path) -> Option<(Option<String>, bool)> {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    conn.query_row("SELECT at, anchored FROM sync_points", [], |r| {
+        Ok((r.get(0)?, r.get::<_, i64>(1)? != 0))
+    })
+    .ok()
+}
+
+/// Everything a healthy mirror promises: the catalog passes integrity_check, every version's
+/// object exists and hashes to its name, nothing in staging is referenced.
+pub fn assert_consistent(mirror: &Path) {
+    use sha2::Digest as _;
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let ic: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ic, "ok");
+    let mut stmt = conn
+        .prepare("SELECT sha256_hex, length_bytes FROM versions WHERE sha256_hex IS NOT NULL")
+        .unwrap();
+    let rows: Vec<(String, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    for (sha, len) in rows {
+        let path = mirror
+            .join("objects/sha256")
+            .join(&sha[0..2])
+            .join(&sha[2..4])
+            .join(&sha);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(bytes.len() as i64, len, "{}", path.display());
+        assert_eq!(
+            hex::encode(sha2::Sha256::digest(&bytes)),
+            sha,
+            "{}",
+            path.display()
+        );
+        assert!(!path.starts_with(mirror.join("staging")));
+    }
+    let referenced_staging: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM versions WHERE fetched_from LIKE '%/staging/%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(referenced_staging, 0);
+}
+
+/// Problems recorded for the last run: (uri, class, reason).
+pub fn last_run_problems(mirror: &Path) -> Vec<(String, String, String)> {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT uri, class, reason FROM run_problems WHERE run_id = (SELECT max(id) FROM runs) ORDER BY uri",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+pub fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// sha256 hex of a file.
+pub fn sha256_file(path: &Path) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+/// The mirror holds exactly `paths` of the tree served at `base`, with the tree's bytes.
+pub fn assert_mirror_is(mirror: &Path, base: &str, tree: &Path, paths: &[&str]) {
+    let got = current(mirror);
+    let want: BTreeMap<String, String> = paths
+        .iter()
+        .map(|p| {
+            let file = tree.join(percent_decode(p.trim_start_matches('/')));
+            (format!("{base}{p}"), sha256_file(&file))
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_consistent(mirror);
+}
+
+fn percent_decode(s: &str) -> String {
+    s.replace("%20", " ")
+}
+
+/// Write a synthetic source of `n` resources of `size` bytes under `dir`: `resourcelist.xml`
+/// (md5 + sha-256, lengths, at) and `res/NNNNNN`; URLs use the fixtures' placeholder origin.
+pub fn generate_source(dir: &Path, n: usize, size: usize) {
+    use md5::Digest as _;
+    use std::fmt::Write as _;
+    std::fs::create_dir_all(dir.join("res")).unwrap();
+    let mut xml = String::from(concat!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+        "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n",
+        "<rs:md capability=\"resourcelist\" at=\"2026-01-01T00:00:00Z\"/>\n"
+    ));
+    for i in 0..n {
+        let mut body = vec![0u8; size];
+        let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        for b in body.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = b'a' + (x % 26) as u8;
+        }
+        let name = format!("{i:06}");
+        std::fs::write(dir.join("res").join(&name), &body).unwrap();
+        let md5 = hex::encode(md5::Md5::digest(&body));
+        let sha = hex::encode(sha2::Sha256::digest(&body));
+        writeln!(
+            xml,
+            "<url><loc>http://sample.example.org/res/{name}</loc><lastmod>2025-12-31T00:00:00Z</lastmod>\
+             <rs:md hash=\"md5:{md5} sha-256:{sha}\" length=\"{size}\" type=\"text/plain\"/></url>"
+        )
+        .unwrap();
+    }
+    xml.push_str("</urlset>\n");
+    std::fs::write(dir.join("resourcelist.xml"), xml).unwrap();
+}
