@@ -96,4 +96,44 @@ CREATE TABLE run_problems (
 );
 CREATE INDEX run_problems_by_run ON run_problems(run_id);
 
+-- Every change an incremental run applied (or skipped as already applied), for the change
+-- history of the mirror and the feed.
+CREATE TABLE change_events (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs(id),
+    collection    TEXT NOT NULL,
+    uri           TEXT NOT NULL,
+    change        TEXT NOT NULL,               -- created | updated | deleted
+    event_time    TEXT,                        -- NULL: the source gave none
+    document_url  TEXT NOT NULL,               -- the Change List it came from
+    version_id    INTEGER REFERENCES versions(id),
+    outcome       TEXT NOT NULL                -- applied | unchanged | unknown-delete | failed
+);
+CREATE INDEX change_events_by_run ON change_events(run_id);
+CREATE INDEX change_events_by_uri ON change_events(uri);
+
+-- Closed Change Lists fully processed: never fetched again (ResourceSync 1.1 §10.2 step 6).
+CREATE TABLE processed_change_lists (
+    url           TEXT PRIMARY KEY,
+    collection    TEXT NOT NULL,
+    from_time     TEXT,
+    until_time    TEXT NOT NULL,
+    run_id        INTEGER NOT NULL REFERENCES runs(id)
+);
+
+-- What each audit found, one row per finding.
+CREATE TABLE audit_findings (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs(id),
+    mark          TEXT NOT NULL,               -- = + - * ! ?
+    class         TEXT NOT NULL,               -- in-sync | missing | extra | changed | corrupt | missing-object | unreadable | stray-object | catalog | unverifiable
+    uri           TEXT,
+    object        TEXT,                        -- sha256 hex of the object concerned
+    field         TEXT,                        -- md5 | sha-256 | length | lastmod | ...
+    expected      TEXT,
+    actual        TEXT,
+    hint          TEXT
+);
+CREATE INDEX audit_findings_by_run ON audit_findings(run_id);
+
 PRAGMA user_version = 1;

@@ -24,6 +24,14 @@ pub enum Command {
     /// resource, record the sync point. Re-running fetches only what changed.
     #[command(after_help = crate::exit::Exit::help_table())]
     Baseline(BaselineArgs),
+    /// Follow the source's Change Lists from the sync point: apply created / updated /
+    /// deleted in event-time order and advance the sync point.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Incremental(IncrementalArgs),
+    /// Prove the mirror matches the source (lastmod, length, digests) and its own bytes
+    /// (re-hash every stored object); write a report; exit 1 on any difference.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Audit(AuditArgs),
     /// Run discovery and the readers only: list the documents a source publishes and every
     /// problem met. Fetches no resources, writes nothing.
     #[command(after_help = crate::exit::Exit::help_table())]
@@ -117,4 +125,81 @@ pub struct InspectArgs {
     /// A machine-readable listing on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IncrementalArgs {
+    /// Change List, Change List Index, Capability List or site root; default: the source
+    /// the mirror remembers.
+    pub source: Option<String>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// Start from this W3C datetime instead of the stored sync point (this run only).
+    #[arg(long, value_name = "DATETIME")]
+    pub from: Option<String>,
+    /// Print the changes that would be applied and write nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Parallel transfers.
+    #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
+    pub jobs: usize,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How deep an audit looks at each object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditLevel {
+    /// The object file exists.
+    Presence,
+    /// ... and has the recorded length.
+    Size,
+    /// ... and hashes to the recorded digests.
+    Fixity,
+}
+
+/// Report file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Resource List (or anything baseline takes); default: the source the mirror remembers.
+    pub source: Option<String>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// presence, size or fixity (default).
+    #[arg(long, value_enum, default_value_t = AuditLevel::Fixity)]
+    pub level: AuditLevel,
+    /// Check only slice N of M (1-based), deterministically; M nights cover everything once.
+    #[arg(long, value_name = "N/M")]
+    pub sample: Option<String>,
+    /// Local fixity only: do not contact the source.
+    #[arg(long)]
+    pub offline: bool,
+    /// Check every stored version, not just the current ones.
+    #[arg(long)]
+    pub all_versions: bool,
+    /// Count `?` (nothing to compare) as a difference.
+    #[arg(long)]
+    pub require_fixity: bool,
+    /// Also write the report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
+    /// Format of --report.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Hashing threads (default: all cores).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

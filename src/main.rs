@@ -11,6 +11,8 @@ fn main() {
     let arguments = std::env::args().collect::<Vec<_>>().join(" ");
     let exit = match cli.command {
         Command::Baseline(a) => baseline(&a, &arguments),
+        Command::Incremental(a) => incremental(&a, &arguments),
+        Command::Audit(a) => audit(&a, &arguments),
         Command::Inspect(a) => inspect(&a),
     };
     std::process::exit(exit.code());
@@ -27,9 +29,38 @@ fn baseline(a: &rsmirror::cli::BaselineArgs, arguments: &str) -> Exit {
         Err(e) => return fail(&e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    match sync::baseline::run(&s, arguments, &progress) {
+    summarise(sync::baseline::run(&s, arguments, &progress), &s.output)
+}
+
+fn incremental(a: &rsmirror::cli::IncrementalArgs, arguments: &str) -> Exit {
+    let s = match settings::Incremental::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    let progress = Progress::new(s.output.quiet);
+    summarise(sync::incremental::run(&s, arguments, &progress), &s.output)
+}
+
+fn audit(a: &rsmirror::cli::AuditArgs, arguments: &str) -> Exit {
+    let s = match settings::Audit::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    match sync::audit::run(&s, arguments) {
+        Ok(exit) => exit,
+        Err(e) => fail(&e),
+    }
+}
+
+/// Print a baseline / incremental outcome the way DESIGN.md §5 asks: JSON on stdout with
+/// --json; quiet under cron on success; the summary line otherwise.
+fn summarise(
+    result: Result<sync::baseline::Outcome, rsmirror::error::Error>,
+    output: &settings::Output,
+) -> Exit {
+    match result {
         Ok(o) => {
-            if s.output.json {
+            if output.json {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&o.summary).expect("serialisable")
@@ -37,10 +68,10 @@ fn baseline(a: &rsmirror::cli::BaselineArgs, arguments: &str) -> Exit {
             }
             // Quiet under cron: on success the summary is shown on a terminal or with -v.
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            if !s.output.quiet && (o.exit != Exit::Ok || tty || s.output.verbose > 0) {
+            if !output.quiet && (o.exit != Exit::Ok || tty || output.verbose > 0) {
                 eprintln!("{}", o.summary.line());
             }
-            if s.output.verbose > 0 {
+            if output.verbose > 0 {
                 for w in &o.summary.warnings {
                     eprintln!("warning: {w}");
                 }

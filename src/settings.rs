@@ -126,12 +126,6 @@ pub struct Baseline {
 
 impl Baseline {
     pub fn new(a: &cli::BaselineArgs) -> Result<Baseline, UsageError> {
-        if a.jobs == 0 || a.jobs > 256 {
-            return Err(UsageError(format!(
-                "--jobs must be between 1 and 256, not {}",
-                a.jobs
-            )));
-        }
         if a.max_delete.is_some() && !a.delete {
             return Err(UsageError(
                 "--max-delete only makes sense with --delete".into(),
@@ -144,8 +138,97 @@ impl Baseline {
             delete: a.delete,
             max_delete: a.max_delete,
             dry_run: a.dry_run,
-            jobs: a.jobs,
+            jobs: jobs(a.jobs)?,
             output: Output::from(&a.output),
         })
     }
+}
+
+/// `incremental`, checked. `source` is None when the mirror's remembered source is to be used.
+#[derive(Debug, Clone)]
+pub struct Incremental {
+    pub mirror: PathBuf,
+    pub source: SourceSettings,
+    pub source_given: bool,
+    pub from: Option<jiff::Timestamp>,
+    pub dry_run: bool,
+    pub jobs: usize,
+    pub output: Output,
+}
+
+impl Incremental {
+    pub fn new(a: &cli::IncrementalArgs) -> Result<Incremental, UsageError> {
+        let from = match &a.from {
+            None => None,
+            Some(v) => Some(
+                crate::rs::w3c_datetime::parse(v, Zone::Required)
+                    .map_err(|e| UsageError(format!("--from: {e}")))?
+                    .timestamp,
+            ),
+        };
+        Ok(Incremental {
+            mirror: a.mirror.mirror.clone(),
+            source: SourceSettings::new(a.source.as_deref().unwrap_or(""), &a.source_args)?,
+            source_given: a.source.is_some(),
+            from,
+            dry_run: a.dry_run,
+            jobs: jobs(a.jobs)?,
+            output: Output::from(&a.output),
+        })
+    }
+}
+
+/// `audit`, checked.
+#[derive(Debug, Clone)]
+pub struct Audit {
+    pub mirror: PathBuf,
+    pub source: SourceSettings,
+    pub source_given: bool,
+    pub level: cli::AuditLevel,
+    /// (n, m): slice n of m, 1-based.
+    pub sample: Option<(u64, u64)>,
+    pub offline: bool,
+    pub all_versions: bool,
+    pub require_fixity: bool,
+    pub report: Option<(PathBuf, cli::ReportFormat)>,
+    pub jobs: usize,
+    pub output: Output,
+}
+
+impl Audit {
+    pub fn new(a: &cli::AuditArgs) -> Result<Audit, UsageError> {
+        let sample = match &a.sample {
+            None => None,
+            Some(v) => {
+                let bad = || UsageError(format!("--sample {v:?}: expected N/M with 1 <= N <= M, such as 3/7"));
+                let (n, m) = v.split_once('/').ok_or_else(bad)?;
+                let (n, m): (u64, u64) = (n.trim().parse().map_err(|_| bad())?, m.trim().parse().map_err(|_| bad())?);
+                if n == 0 || m == 0 || n > m {
+                    return Err(bad());
+                }
+                Some((n, m))
+            }
+        };
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Ok(Audit {
+            mirror: a.mirror.mirror.clone(),
+            source: SourceSettings::new(a.source.as_deref().unwrap_or(""), &a.source_args)?,
+            source_given: a.source.is_some(),
+            level: a.level,
+            sample,
+            offline: a.offline,
+            all_versions: a.all_versions,
+            require_fixity: a.require_fixity,
+            report: a.report.clone().map(|p| (p, a.format)),
+            jobs: jobs(a.jobs.unwrap_or(cores))?,
+            output: Output::from(&a.output),
+        })
+    }
+}
+
+fn jobs(n: usize) -> Result<usize, UsageError> {
+    if n == 0 || n > 256 {
+        return Err(UsageError(format!("--jobs must be between 1 and 256, not {n}")));
+    }
+    Ok(n)
 }

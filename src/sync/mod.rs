@@ -2,9 +2,11 @@
 //! (discover -> read -> plan -> transfer -> verify -> commit -> report).
 
 pub mod apply;
+pub mod audit;
 pub mod baseline;
 pub mod discover;
 pub mod documents;
+pub mod incremental;
 pub mod inspect;
 pub mod plan;
 pub mod snapshot;
