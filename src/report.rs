@@ -29,6 +29,8 @@ pub struct Summary {
     pub gone: u64,
     /// Tombstoned in this run.
     pub deleted: u64,
+    /// Deletes for resources the mirror never had (incremental): counted, not an error.
+    pub unknown_deletes: u64,
     pub bytes: u64,
     pub seconds: f64,
     pub sync_point: Option<String>,
@@ -61,7 +63,8 @@ impl Summary {
         serde_json::json!({
             "listed": self.listed, "created": self.created, "updated": self.updated,
             "unchanged": self.unchanged, "failed": self.failed, "refused": self.refused,
-            "gone": self.gone, "deleted": self.deleted, "bytes": self.bytes,
+            "gone": self.gone, "deleted": self.deleted, "unknown_deletes": self.unknown_deletes,
+            "bytes": self.bytes,
         })
         .to_string()
     }

@@ -200,16 +200,25 @@ impl Audit {
         let sample = match &a.sample {
             None => None,
             Some(v) => {
-                let bad = || UsageError(format!("--sample {v:?}: expected N/M with 1 <= N <= M, such as 3/7"));
+                let bad = || {
+                    UsageError(format!(
+                        "--sample {v:?}: expected N/M with 1 <= N <= M, such as 3/7"
+                    ))
+                };
                 let (n, m) = v.split_once('/').ok_or_else(bad)?;
-                let (n, m): (u64, u64) = (n.trim().parse().map_err(|_| bad())?, m.trim().parse().map_err(|_| bad())?);
+                let (n, m): (u64, u64) = (
+                    n.trim().parse().map_err(|_| bad())?,
+                    m.trim().parse().map_err(|_| bad())?,
+                );
                 if n == 0 || m == 0 || n > m {
                     return Err(bad());
                 }
                 Some((n, m))
             }
         };
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         Ok(Audit {
             mirror: a.mirror.mirror.clone(),
             source: SourceSettings::new(a.source.as_deref().unwrap_or(""), &a.source_args)?,
@@ -228,7 +237,9 @@ impl Audit {
 
 fn jobs(n: usize) -> Result<usize, UsageError> {
     if n == 0 || n > 256 {
-        return Err(UsageError(format!("--jobs must be between 1 and 256, not {n}")));
+        return Err(UsageError(format!(
+            "--jobs must be between 1 and 256, not {n}"
+        )));
     }
     Ok(n)
 }

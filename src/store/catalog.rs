@@ -57,6 +57,18 @@ pub struct NewVersion {
     pub last_modified: Option<String>,
 }
 
+/// One change event as an incremental run disposed of it.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeEventRecord {
+    pub collection: String,
+    pub uri: String,
+    pub change: &'static str,
+    pub event_time: Option<Timestamp>,
+    pub document_url: String,
+    /// applied | unchanged | superseded | unknown-delete | failed | refused
+    pub outcome: &'static str,
+}
+
 /// A document read during a run.
 #[derive(Debug, Clone, Default)]
 pub struct DocumentRecord {
@@ -274,6 +286,39 @@ impl Catalog {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// True when this closed Change List was fully processed by an earlier run.
+    pub fn change_list_processed(&self, url: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM processed_change_lists WHERE url = ?1",
+                [url],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// The ETag / Last-Modified recorded for an open Change List (a `urlset` without
+    /// `until`), for a conditional GET; nothing for any other document (an index must be
+    /// re-read: its open child may have changed while it did not).
+    pub fn open_list_validators(
+        &self,
+        url: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT etag, last_modified FROM documents
+                 WHERE url = ?1 AND root = 'urlset' AND until_time IS NULL
+                 ORDER BY id DESC LIMIT 1",
+                [url],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((None, None)))
+    }
+
     /// `PRAGMA integrity_check`: "ok" or the problems SQLite lists.
     pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
@@ -386,6 +431,45 @@ pub mod write {
                 sp.basis,
                 run_id,
                 now()
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn processed_change_list(
+        tx: &Transaction<'_>,
+        run_id: i64,
+        collection: &str,
+        url: &str,
+        from: Option<Timestamp>,
+        until: Timestamp,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO processed_change_lists (url, collection, from_time, until_time, run_id)
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(url) DO NOTHING",
+            params![url, collection, opt_ts(from), until.to_string(), run_id],
+        )?;
+        Ok(())
+    }
+
+    pub fn change_event(
+        tx: &Transaction<'_>,
+        run_id: i64,
+        e: &ChangeEventRecord,
+        version_id: Option<i64>,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO change_events (run_id, collection, uri, change, event_time, document_url, version_id, outcome)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                run_id,
+                e.collection,
+                e.uri,
+                e.change,
+                opt_ts(e.event_time),
+                e.document_url,
+                version_id,
+                e.outcome
             ],
         )?;
         Ok(())

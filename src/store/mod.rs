@@ -28,6 +28,8 @@ pub enum StoreError {
         found: i64,
         expected: i64,
     },
+    #[error("no mirror at {path}: run rsmirror baseline first")]
+    Missing { path: String },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

@@ -9,7 +9,7 @@
 use crate::net::fetch::fetch_to_staging;
 use crate::net::{Expected, Http, Scope};
 use crate::rs::digest::Computed;
-use crate::store::catalog::{write, NewVersion};
+use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use std::path::Path;
 use std::sync::Arc;
@@ -144,7 +144,8 @@ pub struct Writer<'a> {
     catalog: &'a mut Catalog,
     objects: &'a ObjectStore,
     run_id: i64,
-    versions: Vec<NewVersion>,
+    versions: Vec<(NewVersion, Option<ChangeEventRecord>)>,
+    events: Vec<ChangeEventRecord>,
     problems: Vec<(String, &'static str, String)>,
     last_flush: Instant,
 }
@@ -160,13 +161,30 @@ impl<'a> Writer<'a> {
             objects,
             run_id,
             versions: Vec::new(),
+            events: Vec::new(),
             problems: Vec::new(),
             last_flush: Instant::now(),
         }
     }
 
     pub fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
-        self.versions.push(v);
+        self.versions.push((v, None));
+        self.maybe_flush()
+    }
+
+    /// A version that applies a change event; the event is recorded with the version's id.
+    pub fn version_for_event(
+        &mut self,
+        v: NewVersion,
+        e: ChangeEventRecord,
+    ) -> Result<(), StoreError> {
+        self.versions.push((v, Some(e)));
+        self.maybe_flush()
+    }
+
+    /// A change event that produced no version (unchanged, superseded, failed, ...).
+    pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
+        self.events.push(e);
         self.maybe_flush()
     }
 
@@ -200,8 +218,14 @@ impl<'a> Writer<'a> {
                 .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
         }
         let tx = self.catalog.transaction()?;
-        for v in self.versions.drain(..) {
-            write::version(&tx, self.run_id, &v)?;
+        for (v, event) in self.versions.drain(..) {
+            let id = write::version(&tx, self.run_id, &v)?;
+            if let Some(e) = event {
+                write::change_event(&tx, self.run_id, &e, Some(id))?;
+            }
+        }
+        for e in self.events.drain(..) {
+            write::change_event(&tx, self.run_id, &e, None)?;
         }
         for (uri, class, reason) in self.problems.drain(..) {
             write::problem(&tx, self.run_id, &uri, class, &reason)?;

@@ -458,7 +458,7 @@ pub fn declared_hash(digests: &[Digest]) -> Option<String> {
 
 /// Staging holds only downloads in flight; anything there at the start of a run (we hold the
 /// lock) is left over from a run that died, and is never referenced by the catalog.
-fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
     if staging.exists() {
         std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
     }

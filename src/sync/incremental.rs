@@ -1,9 +1,552 @@
-//! STUB — being written: `rsmirror incremental`.
-use crate::error::Error;
-use crate::progress::Progress;
-use crate::settings;
-use crate::sync::baseline::Outcome;
+//! `rsmirror incremental`: apply exactly the changes the source published since the sync
+//! point, in event-time order, and advance the sync point (ResourceSync 1.1 §10.2).
+//!
+//! Changes are collected for every collection before anything is fetched, so a gap or a
+//! malformed list stops the run with nothing applied (exit 4). Several events for one URI are
+//! coalesced to the last (created->deleted = deleted, deleted->created = fetch); the
+//! superseded ones are recorded too. The sync point advances with the last batch, to the
+//! `until` of the last fully processed closed list or the latest applied event time — never
+//! past an event that failed, so a re-run retries it.
 
-pub fn run(_s: &settings::Incremental, _arguments: &str, _progress: &Progress) -> Result<Outcome, Error> {
-    Err(Error::Usage(crate::settings::UsageError("incremental is not built yet".into())))
+use crate::error::{Error, SourceError};
+use crate::exit::Exit;
+use crate::net::{Expected, Http};
+use crate::progress::Progress;
+use crate::report::{Problem, Summary};
+use crate::rs::document::{Capability, Change};
+use crate::rs::sitemap::ReadOptions;
+use crate::settings;
+use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
+use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
+use crate::sync::apply::{self, Job, JobResult, Writer};
+use crate::sync::baseline::{clean_staging, declared_hash, Outcome};
+use crate::sync::changes::{Changes, Collector, Event, CHANGESET_REL};
+use crate::sync::discover::{self, Collection};
+use crate::sync::documents::{Documents, OpenedDocument};
+use jiff::Timestamp;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+use url::Url;
+
+/// One collection's collected changes, ready to apply.
+struct Pending {
+    collection: String,
+    since: Timestamp,
+    changes: Changes,
+    /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
+    apply: Vec<usize>,
+}
+
+pub fn run(
+    s: &settings::Incremental,
+    arguments: &str,
+    progress: &Progress,
+) -> Result<Outcome, Error> {
+    let started = Instant::now();
+    let http = Http::new(s.source.http.clone());
+    let docs = Documents {
+        http: &http,
+        options: ReadOptions {
+            zone: s.source.zone,
+            ..Default::default()
+        },
+        allow_hosts: &s.source.allow_hosts,
+    };
+    let mut summary = Summary {
+        command: "incremental",
+        mirror: s.mirror.display().to_string(),
+        dry_run: s.dry_run,
+        ..Default::default()
+    };
+    let no_mirror = || {
+        Error::Store(StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        })
+    };
+
+    if s.dry_run {
+        let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(no_mirror)?;
+        let source = source_of(s, &catalog)?;
+        summary.source = source.clone();
+        let pending = collect_all(&docs, &catalog, s, &source)?;
+        let states = catalog.current_states()?;
+        print_plan(&pending, &states, &mut summary);
+        summary.seconds = started.elapsed().as_secs_f64();
+        let exit = if summary.refused > 0 {
+            Exit::Partial
+        } else {
+            Exit::Ok
+        };
+        summary.exit_code = exit.code();
+        return Ok(Outcome { summary, exit });
+    }
+
+    if !s.mirror.join("catalog.sqlite").exists() {
+        return Err(no_mirror());
+    }
+    let _lock = MirrorLock::acquire(&s.mirror)?;
+    let mut catalog = Catalog::open(&s.mirror)?;
+    catalog.abandon_unfinished_runs()?;
+    let objects = ObjectStore::open(&s.mirror)
+        .map_err(|e| StoreError::io("opening", &s.mirror.join("objects"), e))?;
+    let staging = s.mirror.join("staging");
+    clean_staging(&staging)?;
+    let source = source_of(s, &catalog)?;
+    summary.source = source.clone();
+    let source_id = catalog.source_id(discover::source_url(&source)?.as_str())?;
+    let run_id = catalog.begin_run("incremental", Some(source_id), arguments)?;
+    summary.run_id = Some(run_id);
+
+    let result = (|| {
+        let pending = collect_all(&docs, &catalog, s, &source)?;
+        let states = catalog.current_states()?;
+        let mut writer = Writer::new(&mut catalog, &objects, run_id);
+        for p in pending {
+            apply_collection(
+                &http,
+                &staging,
+                &objects,
+                &mut writer,
+                s,
+                p,
+                &states,
+                source_id,
+                run_id,
+                &mut summary,
+                progress,
+            )?;
+        }
+        Ok::<(), Error>(())
+    })();
+    progress.finish();
+    summary.seconds = started.elapsed().as_secs_f64();
+    let exit = match &result {
+        Ok(()) if summary.failed > 0 || summary.refused > 0 => Exit::Partial,
+        Ok(()) => Exit::Ok,
+        Err(e) => e.exit(),
+    };
+    summary.exit_code = exit.code();
+    let outcome = match exit {
+        Exit::Ok => "ok",
+        Exit::Partial => "partial",
+        _ => "failed",
+    };
+    catalog.end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
+    result.map(|()| Outcome { summary, exit })
+}
+
+/// The SOURCE given, else the one the mirror remembers.
+fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Error> {
+    if s.source_given {
+        return Ok(s.source.source.clone());
+    }
+    catalog.remembered_source()?.ok_or_else(|| {
+        Error::Usage(settings::UsageError(format!(
+            "the mirror at {} remembers no source: give SOURCE, or run rsmirror baseline first",
+            s.mirror.display()
+        )))
+    })
+}
+
+/// Collect every collection's changes; any gap or unreadable list is fatal (nothing applied).
+fn collect_all(
+    docs: &Documents<'_>,
+    catalog: &Catalog,
+    s: &settings::Incremental,
+    source: &str,
+) -> Result<Vec<Pending>, Error> {
+    let discovery = discover::discover(docs, source, None)?;
+    let mut pending = Vec::new();
+    for collection in discovery.collections {
+        let since = match s.from {
+            Some(t) => t,
+            None => catalog
+                .sync_point(&collection.id)?
+                .and_then(|sp| sp.at)
+                .ok_or_else(|| {
+                    Error::Usage(settings::UsageError(format!(
+                        "no sync point for {}: run rsmirror baseline first, or give --from DATETIME",
+                        collection.id
+                    )))
+                })?,
+        };
+        let id = collection.id.clone();
+        let (url, opened, archive) = change_list_of(docs, collection)?;
+        let mut collector = Collector::new(docs, Some(catalog), &id, since);
+        collector.conditional = s.from.is_none();
+        let changes = collector.collect(&url, opened, archive.as_ref())?;
+        let apply = coalesce(&changes.events);
+        pending.push(Pending {
+            collection: id,
+            since,
+            changes,
+            apply,
+        });
+    }
+    Ok(pending)
+}
+
+/// Where a collection's changes are: the Capability List's `changelist`, the document given
+/// directly, a Resource List's `up` Capability List, or a 2012 list's `current` change set.
+fn change_list_of(
+    docs: &Documents<'_>,
+    collection: Collection,
+) -> Result<(Url, Option<OpenedDocument>, Option<Url>), SourceError> {
+    let archive = collection.url_of(&Capability::ChangeListArchive).cloned();
+    if let Some(url) = collection.url_of(&Capability::ChangeList) {
+        let url = url.clone();
+        let opened = collection
+            .opened
+            .filter(|d| d.url == url || d.header().capability() == Some(Capability::ChangeList));
+        return Ok((url, opened, archive));
+    }
+    let none = |why: &str| SourceError::Unusable {
+        url: collection.id.clone(),
+        message: format!("no Change List found: {why}"),
+    };
+    let Some(doc) = collection.opened else {
+        return Err(none("the Capability List names no changelist"));
+    };
+    let header = doc.header();
+    if let Some(l) = header
+        .links
+        .iter()
+        .find(|l| l.has_rel("current") && l.has_rel(CHANGESET_REL))
+    {
+        return Ok((l.href.clone(), None, None));
+    }
+    let up = header
+        .link("up")
+        .or_else(|| header.link("resourcesync"))
+        .map(|l| l.href.clone());
+    let Some(up) = up else {
+        return Err(none(
+            "the list has no rs:ln rel=\"up\" to a Capability List",
+        ));
+    };
+    let mut cl = docs.fetch(&up, &docs.scope_for(&up))?;
+    if cl.header().capability() != Some(Capability::CapabilityList) {
+        return Err(none(&format!("its up link {up} is not a Capability List")));
+    }
+    let mut changelist = None;
+    let mut archive = None;
+    while let Some(e) = cl.reader.next_entry()? {
+        match e.md.capability {
+            Some(Capability::ChangeList) => changelist = Some(e.loc),
+            Some(Capability::ChangeListArchive) => archive = Some(e.loc),
+            _ => {}
+        }
+    }
+    match changelist {
+        Some(u) => Ok((u, None, archive)),
+        None => Err(none(&format!(
+            "the Capability List {up} names no changelist"
+        ))),
+    }
+}
+
+/// The last event per URI, in event order (§10.2 step 4: created->deleted = deleted,
+/// deleted->created = fetch; both fall out of "the last one wins").
+fn coalesce(events: &[Event]) -> Vec<usize> {
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        last.insert(e.uri.as_str(), i);
+    }
+    (0..events.len())
+        .filter(|i| last[events[*i].uri.as_str()] == *i)
+        .collect()
+}
+
+fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summary: &mut Summary) {
+    for p in pending {
+        for t in &p.changes.trail {
+            eprintln!("{t}");
+        }
+        for &i in &p.apply {
+            let e = &p.changes.events[i];
+            let when = e
+                .time
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "no time given".into());
+            let known = states.get(e.uri.as_str()).is_some_and(|c| !c.deleted);
+            match e.change {
+                Change::Deleted if known => {
+                    summary.deleted += 1;
+                    println!("- {} (deleted at {when})", e.uri);
+                }
+                Change::Deleted => {
+                    summary.unknown_deletes += 1;
+                    println!("- {} (deleted at {when}; not in the mirror)", e.uri);
+                }
+                Change::Created | Change::Updated if known => {
+                    summary.updated += 1;
+                    println!("* {} ({} at {when})", e.uri, e.change.name());
+                }
+                _ => {
+                    summary.created += 1;
+                    println!("+ {} ({} at {when})", e.uri, e.change.name());
+                }
+            }
+        }
+        for r in &p.changes.refused {
+            summary.refused += 1;
+            println!("! {} refused: {}", r.uri, r.reason);
+        }
+    }
+}
+
+fn event_record(collection: &str, e: &Event, outcome: &'static str) -> ChangeEventRecord {
+    ChangeEventRecord {
+        collection: collection.to_string(),
+        uri: e.uri.to_string(),
+        change: e.change.name(),
+        event_time: e.time,
+        document_url: e.document.clone(),
+        outcome,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_collection(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    writer: &mut Writer<'_>,
+    s: &settings::Incremental,
+    p: Pending,
+    states: &HashMap<String, CurrentState>,
+    source_id: i64,
+    run_id: i64,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let events = &p.changes.events;
+    summary.warnings.extend(p.changes.warnings.iter().cloned());
+    summary.listed += events.len() as u64;
+    if s.output.verbose > 0 {
+        for t in &p.changes.trail {
+            progress.println(t);
+        }
+    }
+    for r in &p.changes.refused {
+        summary.refused += 1;
+        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
+        writer.problem(&r.uri, "refused", &r.reason)?;
+        summary.problems.push(Problem {
+            uri: r.uri.clone(),
+            class: "refused",
+            reason: r.reason.clone(),
+        });
+    }
+    let applied: HashSet<usize> = p.apply.iter().copied().collect();
+    for (i, e) in events.iter().enumerate() {
+        if !applied.contains(&i) {
+            writer.event(event_record(&p.collection, e, "superseded"))?;
+        }
+    }
+
+    let mut applied_max: Option<Timestamp> = None;
+    let mut failed_min: Option<Timestamp> = None;
+    let mut failed_docs: HashSet<&str> = HashSet::new();
+    let mut jobs = Vec::new();
+    for &i in &p.apply {
+        let e = &events[i];
+        let current = states.get(e.uri.as_str());
+        match e.change {
+            Change::Deleted => {
+                let outcome = match current {
+                    Some(c) if !c.deleted => {
+                        summary.deleted += 1;
+                        writer.version_for_event(
+                            NewVersion {
+                                uri: e.uri.to_string(),
+                                collection: p.collection.clone(),
+                                change: "deleted",
+                                event_time: e.time,
+                                lastmod: e.declared.lastmod,
+                                arrived_via: "tombstone",
+                                ..Default::default()
+                            },
+                            event_record(&p.collection, e, "applied"),
+                        )?;
+                        applied_max = applied_max.max(e.order_time);
+                        continue;
+                    }
+                    Some(_) => {
+                        summary.unchanged += 1;
+                        "unchanged"
+                    }
+                    None => {
+                        summary.unknown_deletes += 1;
+                        "unknown-delete"
+                    }
+                };
+                applied_max = applied_max.max(e.order_time);
+                writer.event(event_record(&p.collection, e, outcome))?;
+            }
+            Change::Created | Change::Updated => {
+                let mut urls = vec![e.uri.clone()];
+                urls.extend(e.duplicates.iter().cloned());
+                jobs.push(Job {
+                    index: i,
+                    urls,
+                    expected: Expected {
+                        length: e.declared.length,
+                        digests: e.declared.digests.clone(),
+                    },
+                    scope: e.scope.clone(),
+                });
+            }
+        }
+    }
+
+    progress.start("incremental", jobs.len() as u64);
+    apply::transfer(
+        http,
+        staging,
+        objects,
+        jobs,
+        s.jobs,
+        |r| -> Result<(), Error> {
+            match r {
+                JobResult::Fetched(i, f) => {
+                    let e = &events[i];
+                    progress.item(f.computed.length);
+                    summary.bytes += f.computed.length;
+                    applied_max = applied_max.max(e.order_time);
+                    let current = states.get(e.uri.as_str()).filter(|c| !c.deleted);
+                    if current.and_then(|c| c.sha256_hex.as_deref())
+                        == Some(f.computed.sha256_hex.as_str())
+                    {
+                        summary.unchanged += 1;
+                        return Ok(writer.event(event_record(&p.collection, e, "unchanged"))?);
+                    }
+                    let change = if current.is_some() {
+                        summary.updated += 1;
+                        "updated"
+                    } else {
+                        summary.created += 1;
+                        "created"
+                    };
+                    writer.version_for_event(
+                        NewVersion {
+                            uri: e.uri.to_string(),
+                            collection: p.collection.clone(),
+                            change,
+                            event_time: e.time,
+                            lastmod: e.declared.lastmod,
+                            length_bytes: Some(f.computed.length),
+                            declared_length_bytes: e.declared.length,
+                            declared_hash: declared_hash(&e.declared.digests),
+                            md5_hex: Some(f.computed.md5_hex.clone()),
+                            sha1_hex: f.computed.sha1_hex.clone(),
+                            sha256_hex: Some(f.computed.sha256_hex.clone()),
+                            media_type: e.media_type.clone().or_else(|| f.media_type.clone()),
+                            arrived_via: "http",
+                            fetched_from: Some(f.final_url.to_string()),
+                            etag: f.etag.clone(),
+                            last_modified: f.last_modified.clone(),
+                        },
+                        event_record(&p.collection, e, "applied"),
+                    )?;
+                }
+                JobResult::Failed {
+                    index,
+                    reason,
+                    refused,
+                } => {
+                    let e = &events[index];
+                    progress.item(0);
+                    let class = if refused {
+                        summary.refused += 1;
+                        "refused"
+                    } else {
+                        summary.failed += 1;
+                        // Never advance past a change that failed: the next run retries it.
+                        failed_min = match (failed_min, e.order_time) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                        failed_docs.insert(e.document.as_str());
+                        "failed"
+                    };
+                    progress.println(&format!("{class}: {}: {reason}", e.uri));
+                    writer.problem(e.uri.as_str(), class, &reason)?;
+                    writer.event(event_record(
+                        &p.collection,
+                        e,
+                        if refused { "refused" } else { "failed" },
+                    ))?;
+                    summary.problems.push(Problem {
+                        uri: e.uri.to_string(),
+                        class,
+                        reason,
+                    });
+                }
+            }
+            Ok(())
+        },
+    )?;
+
+    // The new sync point: the later of the last fully processed closed list's `until` and the
+    // latest applied event time, never past a failed event, never backwards.
+    let closed_ok: Vec<_> = p
+        .changes
+        .closed_read
+        .iter()
+        .filter(|c| !failed_docs.contains(c.url.as_str()))
+        .collect();
+    let until_max = closed_ok.iter().map(|c| c.until).max();
+    let mut at = p
+        .since
+        .max(until_max.unwrap_or(p.since))
+        .max(applied_max.unwrap_or(p.since));
+    let mut basis = match (until_max, applied_max) {
+        (Some(u), Some(a)) if a > u => "latest applied event time".to_string(),
+        (Some(_), _) => "until of the last closed Change List processed".to_string(),
+        (None, Some(_)) => "latest applied event time".to_string(),
+        (None, None) => "unchanged: no new changes".to_string(),
+    };
+    if let Some(f) = failed_min {
+        if f < at {
+            at = f.max(p.since);
+            basis = "time of the earliest failed change (it is retried next run)".to_string();
+        }
+    }
+    summary.sync_point = Some(at.to_string());
+    summary.anchored = true;
+    let sync_point = SyncPoint {
+        collection: p.collection.clone(),
+        at: Some(at),
+        anchored: true,
+        basis,
+    };
+    // A list with a failed change keeps no validators: the next run must read it again
+    // even if it did not change, to retry that change.
+    let documents: Vec<_> = p
+        .changes
+        .documents
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            if failed_docs.contains(d.url.as_str()) {
+                d.etag = None;
+                d.last_modified = None;
+            }
+            d
+        })
+        .collect();
+    let collection = &p.collection;
+    writer.flush(|tx| {
+        for d in &documents {
+            write::document(tx, source_id, run_id, d)?;
+        }
+        for c in &closed_ok {
+            write::processed_change_list(tx, run_id, collection, &c.url, c.from, c.until)?;
+        }
+        write::sync_point(tx, source_id, run_id, &sync_point)?;
+        Ok(())
+    })?;
+    Ok(())
 }

@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod audit;
 pub mod baseline;
+pub mod changes;
 pub mod discover;
 pub mod documents;
 pub mod incremental;

@@ -345,17 +345,18 @@ fn a_stalled_server_cannot_hang_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let out = baseline(&srv.url("/"), dir.path())
-        .args(["--timeout", "1", "--tries", "2"])
+        .args(["--timeout", "3", "--tries", "2"])
         .output()
         .unwrap();
+    // Two tries of 3 s each plus one backoff; generous for a loaded machine, far from a hang.
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(30),
         "took {:?}",
         started.elapsed()
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
     assert!(
-        stderr_of(&out).contains("b.txt: no response within 1 s"),
+        stderr_of(&out).contains("b.txt: no response within 3 s"),
         "{}",
         stderr_of(&out)
     );

@@ -4,5 +4,6 @@
 mod baseline;
 mod cli;
 mod corpus;
+mod incremental;
 mod server;
 mod support;

@@ -191,3 +191,152 @@ pub fn generate_source(dir: &Path, n: usize, size: usize) {
     xml.push_str("</urlset>\n");
     std::fs::write(dir.join("resourcelist.xml"), xml).unwrap();
 }
+
+/// A source tree built by a test, served as a site root: resources under `res/`, documents
+/// at the root, URLs with the fixtures' placeholder origin (the TestServer rewrites it).
+pub struct Tree {
+    pub dir: tempfile::TempDir,
+}
+
+pub const ORIGIN: &str = "http://sample.example.org";
+
+fn md_hash(bytes: &[u8]) -> String {
+    use md5::Digest as _;
+    format!(
+        "md5:{} sha-256:{}",
+        hex::encode(md5::Md5::digest(bytes)),
+        hex::encode(sha2::Sha256::digest(bytes))
+    )
+}
+
+const HEAD: &str = concat!(
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+    "<{root} xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n"
+);
+
+impl Tree {
+    pub fn new() -> Tree {
+        let t = Tree {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(t.dir.path().join("res")).unwrap();
+        t
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write resource `res/NAME`.
+    pub fn put(&self, name: &str, bytes: &[u8]) {
+        std::fs::write(self.dir.path().join("res").join(name), bytes).unwrap();
+    }
+
+    pub fn remove(&self, name: &str) {
+        let _ = std::fs::remove_file(self.dir.path().join("res").join(name));
+    }
+
+    fn read(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.dir.path().join("res").join(name)).unwrap()
+    }
+
+    fn write_doc(&self, file: &str, root: &str, head: &str, body: &str) {
+        let mut s = HEAD.replace("{root}", root);
+        s.push_str(head);
+        s.push_str(body);
+        s.push_str(&format!("</{root}>\n"));
+        std::fs::write(self.dir.path().join(file), s).unwrap();
+    }
+
+    /// `/capabilitylist.xml` naming a resourcelist and a changelist document.
+    pub fn capability_list(&self, changelist: &str) {
+        self.write_doc(
+            "capabilitylist.xml",
+            "urlset",
+            "<rs:md capability=\"capabilitylist\"/>\n",
+            &format!(
+                "<url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
+                 <url><loc>{ORIGIN}/{changelist}</loc><rs:md capability=\"changelist\"/></url>\n"
+            ),
+        );
+    }
+
+    /// `/resourcelist.xml` of the named resources, with their current hashes and lengths.
+    pub fn resource_list(&self, at: &str, names: &[&str]) {
+        let mut body = String::new();
+        for n in names {
+            let b = self.read(n);
+            body.push_str(&format!(
+                "<url><loc>{ORIGIN}/res/{n}</loc><rs:md hash=\"{}\" length=\"{}\"/></url>\n",
+                md_hash(&b),
+                b.len()
+            ));
+        }
+        self.write_doc(
+            "resourcelist.xml",
+            "urlset",
+            &format!("<rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n<rs:md capability=\"resourcelist\" at=\"{at}\"/>\n"),
+            &body,
+        );
+    }
+
+    /// A Change List `file`: entries (name, change, datetime); created/updated entries carry
+    /// the current file's hash and length.
+    pub fn change_list(
+        &self,
+        file: &str,
+        from: &str,
+        until: Option<&str>,
+        entries: &[(&str, &str, &str)],
+    ) {
+        let mut body = String::new();
+        for (n, change, at) in entries {
+            let md = if *change == "deleted" {
+                String::new()
+            } else {
+                let b = self.read(n);
+                format!(" hash=\"{}\" length=\"{}\"", md_hash(&b), b.len())
+            };
+            body.push_str(&format!(
+                "<url><loc>{ORIGIN}/res/{n}</loc><rs:md change=\"{change}\" datetime=\"{at}\"{md}/></url>\n"
+            ));
+        }
+        let until = until.map(|u| format!(" until=\"{u}\"")).unwrap_or_default();
+        self.write_doc(
+            file,
+            "urlset",
+            &format!(
+                "<rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n<rs:md capability=\"changelist\" from=\"{from}\"{until}/>\n"
+            ),
+            &body,
+        );
+    }
+
+    /// A Change List Index `file` of (list file, from, until).
+    pub fn change_list_index(&self, file: &str, from: &str, lists: &[(&str, &str, Option<&str>)]) {
+        let mut body = String::new();
+        for (f, lfrom, luntil) in lists {
+            let until = luntil
+                .map(|u| format!(" until=\"{u}\""))
+                .unwrap_or_default();
+            body.push_str(&format!(
+                "<sitemap><loc>{ORIGIN}/{f}</loc><rs:md from=\"{lfrom}\"{until}/></sitemap>\n"
+            ));
+        }
+        self.write_doc(
+            file,
+            "sitemapindex",
+            &format!(
+                "<rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n<rs:md capability=\"changelist\" from=\"{from}\"/>\n"
+            ),
+            &body,
+        );
+    }
+}
+
+/// `rsmirror incremental --mirror DIR` (the source is the one the mirror remembers).
+pub fn incremental(mirror: &Path) -> Command {
+    let mut c = rsmirror();
+    c.args(["incremental", "--mirror"]).arg(mirror);
+    c
+}
