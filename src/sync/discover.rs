@@ -45,6 +45,9 @@ pub struct Discovery {
     pub collections: Vec<Collection>,
     /// One line per step, for `inspect` and `-v`.
     pub trail: Vec<String>,
+    /// The first documents read: the Source Description, the robots.txt sitemaps, or the
+    /// document given (where `inspect` starts its walk).
+    pub entries: Vec<Url>,
 }
 
 /// Turn the SOURCE argument into a URL: http(s) URLs as given, anything else a local path.
@@ -89,12 +92,14 @@ pub fn discover(
         out: Discovery {
             collections: Vec::new(),
             trail: Vec::new(),
+            entries: Vec::new(),
         },
     };
     let scope = docs.scope_for(&url);
     if url.scheme() != "file" && matches!(url.path(), "" | "/") && url.query().is_none() {
         d.site_root(&url, &scope)?;
     } else {
+        d.out.entries.push(url.clone());
         d.document(&url, &scope, 0)?;
     }
     if let Some(only) = &d.only {
@@ -134,6 +139,7 @@ impl Discoverer<'_, '_> {
         match self.docs.fetch(&well_known, scope) {
             Ok(doc) => {
                 self.out.trail.push(format!("{well_known}: found"));
+                self.out.entries.push(doc.url.clone());
                 return self.opened(doc, scope, 0);
             }
             Err(SourceError::Fetch(e)) if is_absent(&e) => {
@@ -157,6 +163,7 @@ impl Discoverer<'_, '_> {
         }
         for s in sitemaps {
             self.out.trail.push(format!("{robots}: Sitemap: {s}"));
+            self.out.entries.push(s.clone());
             self.document(&s, scope, 0)?;
         }
         Ok(())

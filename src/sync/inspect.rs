@@ -97,17 +97,8 @@ pub fn run(s: &SourceSettings) -> Result<Inspection, Error> {
         ..Default::default()
     };
     let mut seen = HashSet::new();
-    for collection in discovery.collections {
-        if let Some(cl) = &collection.capability_list {
-            // The Capability List itself, then each capability document it names.
-            walk_url(&docs, cl, 0, &mut seen, &mut inspection);
-            for (_, url) in &collection.capabilities {
-                walk_url(&docs, url, 0, &mut seen, &mut inspection);
-            }
-        } else if let Some(doc) = collection.opened {
-            seen.insert(doc.url.to_string());
-            walk(&docs, doc, 0, &mut seen, &mut inspection);
-        }
+    for entry in &discovery.entries {
+        walk_url(&docs, entry, 0, &mut seen, &mut inspection);
     }
     Ok(inspection)
 }
@@ -155,9 +146,12 @@ fn walk(
             for d in &e.md.hash {
                 algorithms.insert(d.algorithm.name().to_string());
             }
+            // Down the tree: index parts, a Source Description's Capability Lists, a
+            // Capability List's capability documents.
             let follow = header.root == Root::SitemapIndex
                 || (header.capability() == Some(Capability::Description)
-                    && e.md.capability == Some(Capability::CapabilityList));
+                    && e.md.capability == Some(Capability::CapabilityList))
+                || header.capability() == Some(Capability::CapabilityList);
             if follow {
                 children.push(e.loc);
             }

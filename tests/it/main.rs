@@ -5,5 +5,6 @@ mod baseline;
 mod cli;
 mod corpus;
 mod incremental;
+mod inspect;
 mod server;
 mod support;
