@@ -22,12 +22,17 @@ pub enum Algorithm {
 
 impl Algorithm {
     pub fn parse(name: &str) -> Algorithm {
-        let n = name.trim().to_ascii_lowercase();
-        match n.as_str() {
-            "md5" | "md-5" => Algorithm::Md5,
-            "sha-1" | "sha1" => Algorithm::Sha1,
-            "sha-256" | "sha256" => Algorithm::Sha256,
-            _ => Algorithm::Other(n),
+        // A hot path (every entry of every list): no allocation for the known names.
+        let n = name.trim();
+        let is = |a: &str| n.eq_ignore_ascii_case(a);
+        if is("md5") || is("md-5") {
+            Algorithm::Md5
+        } else if is("sha-256") || is("sha256") {
+            Algorithm::Sha256
+        } else if is("sha-1") || is("sha1") {
+            Algorithm::Sha1
+        } else {
+            Algorithm::Other(n.to_ascii_lowercase())
         }
     }
 
@@ -111,6 +116,10 @@ impl fmt::Display for Digest {
 fn decode(raw: &str, n: usize) -> (Option<String>, Encoding) {
     if raw.len() == 2 * n && raw.bytes().all(|b| b.is_ascii_hexdigit()) {
         return (Some(raw.to_ascii_lowercase()), Encoding::Hex);
+    }
+    if raw.len() < 4 * n.div_ceil(3) - 2 || raw.len() > 4 * n.div_ceil(3) {
+        // Not the length of a base64 encoding of n bytes (with or without padding).
+        return (None, Encoding::Unusable);
     }
     let engines = [
         base64::engine::general_purpose::STANDARD,
