@@ -549,3 +549,71 @@ fn index_part_that_fails_means_partial_and_no_deletes() {
     );
     assert_eq!(current(dir.path()).len(), 8);
 }
+
+/// Two Capability Lists behind one Source Description: both mirrored, or the one chosen.
+#[test]
+fn several_capability_lists_all_or_the_one_chosen() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    let ns = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
+    let o = "http://sample.example.org";
+    std::fs::create_dir_all(root.join(".well-known")).unwrap();
+    std::fs::create_dir_all(root.join("res")).unwrap();
+    std::fs::write(
+        root.join(".well-known/resourcesync"),
+        format!(
+            "<urlset {ns}><rs:md capability=\"description\"/>\
+             <url><loc>{o}/texts/cl.xml</loc><rs:md capability=\"capabilitylist\"/></url>\
+             <url><loc>{o}/images/cl.xml</loc><rs:md capability=\"capabilitylist\"/></url></urlset>"
+        ),
+    )
+    .unwrap();
+    for set in ["texts", "images"] {
+        std::fs::create_dir_all(root.join(set)).unwrap();
+        std::fs::write(root.join("res").join(set), format!("{set}\n")).unwrap();
+        std::fs::write(
+            root.join(set).join("cl.xml"),
+            format!(
+                "<urlset {ns}><rs:md capability=\"capabilitylist\"/>\
+                 <url><loc>{o}/{set}/rl.xml</loc><rs:md capability=\"resourcelist\"/></url></urlset>"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join(set).join("rl.xml"),
+            format!(
+                "<urlset {ns}><rs:md capability=\"resourcelist\" at=\"2026-01-01T00:00:00Z\"/>\
+                 <url><loc>{o}/res/{set}</loc></url></urlset>"
+            ),
+        )
+        .unwrap();
+    }
+    let srv = TestServer::start(root);
+    let all = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), all.path());
+    assert_mirror_is(
+        all.path(),
+        &srv.base(),
+        root,
+        &["/res/texts", "/res/images"],
+    );
+    let conn = rusqlite::Connection::open(all.path().join("catalog.sqlite")).unwrap();
+    let points: i64 = conn
+        .query_row("SELECT count(*) FROM sync_points", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(points, 2, "one sync point per Capability List");
+
+    let one = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/"), one.path())
+        .args(["--capability-list", &srv.url("/images/cl.xml")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_mirror_is(one.path(), &srv.base(), root, &["/res/images"]);
+    let out = baseline(&srv.url("/"), one.path())
+        .args(["--capability-list", &srv.url("/nope.xml")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr_of(&out).contains("is not among the Capability Lists found"));
+}
