@@ -15,6 +15,7 @@ pub mod net;
 pub mod progress;
 pub mod report;
 pub mod rs;
+pub mod scp;
 pub mod settings;
 pub mod store;
 pub mod sync;

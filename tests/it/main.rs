@@ -6,5 +6,6 @@ mod cli;
 mod corpus;
 mod incremental;
 mod inspect;
+mod scp_reader;
 mod server;
 mod support;
