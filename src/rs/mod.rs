@@ -3,5 +3,7 @@
 
 pub mod digest;
 pub mod document;
+pub mod dump;
+pub mod manifest_path;
 pub mod sitemap;
 pub mod w3c_datetime;

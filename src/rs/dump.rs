@@ -1,0 +1,1380 @@
+//! One dump package, opened and read as hostile input (ResourceSync 1.1 §9; our spec notes §6,
+//! §9, §13): a ZIP file with `manifest.xml` at its root, whose manifest names one bitstream per
+//! `<url>` by `path`.
+//!
+//! It owns: telling the package format from its first bytes (ZIP is read; xz, gzip, tar and
+//! the rest are reported as unsupported, never guessed at), the archive-wide safety checks
+//! done before anything is read (entry names, symbolic links, duplicate names, expansion caps
+//! derived from the package size), reading the manifest with the Sitemap reader, selecting the
+//! entry each manifest path names ([`crate::rs::manifest_path`]), and streaming one bitstream
+//! into a new file under a caller-given staging folder while hashing it, with the entry's
+//! declared size and CRC enforced while reading and the manifest's length and digests checked
+//! at the end.
+//!
+//! Two kinds of failure are kept apart. A [`DumpError`] refuses the whole package: nothing
+//! staged from it may be committed (the commands discard what they staged; [`Package::stage_all`]
+//! does it for them). An [`EntryError`] fails one resource, the others still land. Entries of
+//! the archive that the manifest does not name are listed by [`Package::extras`] and never read.
+//!
+//! It leaves to others: downloading the package and checking it against the dump's length and
+//! hash (the network layer), where a staged file goes and what it is called (the object store,
+//! keyed by sha-256), the catalog, and what the manifest's order and times mean (the commands).
+//! No name from the package ever becomes a file-system path: an entry is selected by name, its
+//! bytes land in `<staging>/<pid>-dump-<n>.part`.
+
+use crate::rs::digest::{mismatches, Algorithm, Computed, Digest, Hasher};
+use crate::rs::document::{Capability, Change, Header, Root, Warning};
+use crate::rs::manifest_path::{
+    check_entry_name, check_entry_name_bytes, resolve_manifest_path, PathError,
+};
+use crate::rs::sitemap::{self, ReadError, ReadOptions};
+use jiff::Timestamp;
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use url::Url;
+use zip::read::ZipFile;
+use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
+
+/// The manifest's name: exactly this, at the top level of the package (ResourceSync 1.1 §6).
+pub const MANIFEST_NAME: &str = "manifest.xml";
+
+/// Bytes [`PackageFormat::sniff`] looks at (tar's `ustar` magic sits at offset 257).
+pub const SNIFF_LEN: usize = 512;
+
+const READ_BUFFER: usize = 64 * 1024;
+/// Buffer under the archive: the central directory is read in small pieces.
+const ARCHIVE_BUFFER: usize = 16 * 1024;
+
+/// A package format, told by magic bytes, never by URL or media type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackageFormat {
+    /// `50 4B 03 04`: a local file header.
+    Zip,
+    /// `50 4B 05 06`: an end-of-central-directory record alone, a ZIP without entries.
+    EmptyZip,
+    /// `FD 37 7A 58 5A 00` (CORE publishes `.tar.xz` packages).
+    Xz,
+    /// `1F 8B`.
+    Gzip,
+    /// `42 5A 68` (`BZh`).
+    Bzip2,
+    /// `28 B5 2F FD`.
+    Zstd,
+    /// `37 7A BC AF 27 1C`.
+    SevenZip,
+    /// `ustar` at offset 257.
+    Tar,
+    /// `WARC/` (the 2012 draft's alternative dump format).
+    Warc,
+    /// A file of zero bytes.
+    Empty,
+    Unknown,
+}
+
+impl PackageFormat {
+    /// The format of a file starting with `head` (pass at least [`SNIFF_LEN`] bytes when the
+    /// file has them).
+    pub fn sniff(head: &[u8]) -> PackageFormat {
+        const MAGIC: &[(&[u8], PackageFormat)] = &[
+            (b"PK\x03\x04", PackageFormat::Zip),
+            (b"PK\x05\x06", PackageFormat::EmptyZip),
+            (b"\xFD7zXZ\x00", PackageFormat::Xz),
+            (b"\x1F\x8B", PackageFormat::Gzip),
+            (b"BZh", PackageFormat::Bzip2),
+            (b"\x28\xB5\x2F\xFD", PackageFormat::Zstd),
+            (b"7z\xBC\xAF\x27\x1C", PackageFormat::SevenZip),
+            (b"WARC/", PackageFormat::Warc),
+        ];
+        if head.is_empty() {
+            return PackageFormat::Empty;
+        }
+        if let Some((_, f)) = MAGIC.iter().find(|(m, _)| head.starts_with(m)) {
+            return *f;
+        }
+        if head.len() >= 262 && &head[257..262] == b"ustar" {
+            return PackageFormat::Tar;
+        }
+        PackageFormat::Unknown
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PackageFormat::Zip => "ZIP",
+            PackageFormat::EmptyZip => "ZIP (no entries)",
+            PackageFormat::Xz => "xz",
+            PackageFormat::Gzip => "gzip",
+            PackageFormat::Bzip2 => "bzip2",
+            PackageFormat::Zstd => "zstd",
+            PackageFormat::SevenZip => "7z",
+            PackageFormat::Tar => "tar",
+            PackageFormat::Warc => "WARC",
+            PackageFormat::Empty => "empty file",
+            PackageFormat::Unknown => "unknown format",
+        }
+    }
+
+    /// Only ZIP is read (ResourceSync 1.1 §9: the default and recommended format).
+    pub fn is_supported(self) -> bool {
+        matches!(self, PackageFormat::Zip | PackageFormat::EmptyZip)
+    }
+
+    /// The name and the first bytes, for an error message.
+    fn describe(self, head: &[u8]) -> String {
+        let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02X}")).collect();
+        if shown.is_empty() {
+            self.name().to_string()
+        } else {
+            format!("{} (starts {})", self.name(), shown.join(" "))
+        }
+    }
+}
+
+/// Caps on how far a package may expand (zip bombs), derived from its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DumpLimits {
+    /// Largest accepted ratio of expanded to compressed bytes, per entry (against its
+    /// compressed size) and in total (against the package size).
+    pub max_ratio: u64,
+    /// Every entry may expand to this many bytes whatever its ratio, and so may the package:
+    /// small files compress unpredictably.
+    pub min_cap_bytes: u64,
+}
+
+impl Default for DumpLimits {
+    fn default() -> Self {
+        DumpLimits {
+            max_ratio: 100,
+            min_cap_bytes: 1 << 20,
+        }
+    }
+}
+
+impl DumpLimits {
+    /// The most one entry of `compressed_bytes` may expand to.
+    pub fn entry_cap(&self, compressed_bytes: u64) -> u64 {
+        self.max_ratio
+            .saturating_mul(compressed_bytes)
+            .max(self.min_cap_bytes)
+    }
+
+    /// The most all entries of a package of `package_bytes` may expand to together.
+    pub fn total_cap(&self, package_bytes: u64) -> u64 {
+        self.max_ratio
+            .saturating_mul(package_bytes)
+            .max(self.min_cap_bytes)
+    }
+}
+
+/// One `<url>` of the manifest: one bitstream (or, in a Change Dump, one deletion).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestItem {
+    /// Line of the `<url>` in `manifest.xml`.
+    pub line: u64,
+    /// The URI the source associates with the bitstream: where it is stored in the mirror.
+    pub loc: Url,
+    pub lastmod: Option<Timestamp>,
+    pub change: Option<Change>,
+    pub datetime: Option<Timestamp>,
+    /// Declared length in bytes.
+    pub length: Option<u64>,
+    pub hash: Vec<Digest>,
+    pub media_type: Option<String>,
+    /// `encoding=`: the bitstream is stored encoded, as the source would serve it.
+    pub encoding: Option<String>,
+    /// `path` as written (the 2012 `<rs:path>` arrives with a `/` prepended).
+    pub path: Option<String>,
+    /// The ZIP entry `path` selects; `None` without a path.
+    pub entry_name: Option<String>,
+    /// Index of that entry in the archive; `None` when the package lacks it.
+    zip_index: Option<usize>,
+}
+
+impl ManifestItem {
+    /// `change="deleted"` (Change Dump Manifest): no bitstream.
+    pub fn is_deleted(&self) -> bool {
+        self.change == Some(Change::Deleted)
+    }
+
+    /// Event time: `datetime`, else `lastmod`.
+    pub fn event_time(&self) -> Option<Timestamp> {
+        self.datetime.or(self.lastmod)
+    }
+
+    /// True when the manifest names an entry that the package does not hold.
+    pub fn is_missing(&self) -> bool {
+        !self.is_deleted() && self.entry_name.is_some() && self.zip_index.is_none()
+    }
+}
+
+/// A bitstream written to staging, hashed and verified against the manifest; not yet in the
+/// object store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedBitstream {
+    /// A new file under the staging folder, named by us.
+    pub path: PathBuf,
+    pub computed: Computed,
+    /// The ZIP entry it was read from.
+    pub entry_name: String,
+}
+
+/// How the data of an entry disagreed with the size its header declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeFound {
+    /// More bytes than declared; reading stopped one byte past the declared size.
+    Longer,
+    /// The data ended after this many bytes.
+    Shorter(u64),
+}
+
+impl fmt::Display for SizeFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SizeFound::Longer => f.write_str("the data is longer (reading stopped there)"),
+            SizeFound::Shorter(n) => write!(f, "the data ends after {n} bytes"),
+        }
+    }
+}
+
+/// The package is refused: nothing from it may be committed.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error("{package}: cannot read the package file {}: {source}", path.display())]
+    Io {
+        package: String,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{package}: unsupported package format: {detected}; only ZIP packages are read")]
+    UnsupportedFormat { package: String, detected: String },
+    #[error("{package}: not a readable ZIP archive: {message}")]
+    NotZip { package: String, message: String },
+    #[error("{package}: no {MANIFEST_NAME} at the package root")]
+    MissingManifest { package: String },
+    #[error("{package}: {MANIFEST_NAME} cannot be read: {reason}")]
+    UnreadableManifest { package: String, reason: String },
+    #[error("{source}")]
+    Manifest {
+        package: String,
+        #[source]
+        source: Box<ReadError>,
+    },
+    #[error("{package}: {MANIFEST_NAME} is a <sitemapindex>, not a <urlset>")]
+    ManifestIsIndex { package: String },
+    #[error(
+        "{package}: {MANIFEST_NAME} has capability {found:?}, not resourcedump-manifest or changedump-manifest"
+    )]
+    WrongCapability { package: String, found: String },
+    #[error("{package}: {MANIFEST_NAME} line {line} ({loc}): path {path:?} refused: {reason}")]
+    UnsafeManifestPath {
+        package: String,
+        line: u64,
+        loc: String,
+        path: String,
+        reason: PathError,
+    },
+    #[error("{package}: entry {entry:?} refused: {reason}")]
+    UnsafeEntryName {
+        package: String,
+        entry: String,
+        reason: PathError,
+    },
+    #[error("{package}: entry {entry:?} refused: symbolic link")]
+    SymlinkEntry { package: String, entry: String },
+    #[error("{package}: entry {entry:?} refused: the name occurs more than once")]
+    DuplicateEntry { package: String, entry: String },
+    #[error(
+        "{package}: entry {entry:?} refused: declares {declared} bytes from {compressed} compressed, over the {cap}-byte cap (zip bomb?)"
+    )]
+    EntryTooLarge {
+        package: String,
+        entry: String,
+        declared: u64,
+        compressed: u64,
+        cap: u64,
+    },
+    #[error(
+        "{package}: refused: entries expand to {total} bytes, over the {cap}-byte cap for a {package_bytes}-byte package (zip bomb?)"
+    )]
+    PackageTooLarge {
+        package: String,
+        total: u64,
+        cap: u64,
+        package_bytes: u64,
+    },
+    #[error(
+        "{package}: entry {entry:?} refused: its header declares {declared} bytes but {found}"
+    )]
+    SizeMismatch {
+        package: String,
+        entry: String,
+        declared: u64,
+        found: SizeFound,
+    },
+    #[error("{package}: entry {entry:?} refused: {message}")]
+    BrokenEntry {
+        package: String,
+        entry: String,
+        message: String,
+    },
+    #[error("{package}: refused by an earlier error; nothing from it may be committed")]
+    Refused { package: String },
+}
+
+impl DumpError {
+    /// The package, as given to [`Package::open`].
+    pub fn package(&self) -> &str {
+        match self {
+            DumpError::Io { package, .. }
+            | DumpError::UnsupportedFormat { package, .. }
+            | DumpError::NotZip { package, .. }
+            | DumpError::MissingManifest { package }
+            | DumpError::UnreadableManifest { package, .. }
+            | DumpError::Manifest { package, .. }
+            | DumpError::ManifestIsIndex { package }
+            | DumpError::WrongCapability { package, .. }
+            | DumpError::UnsafeManifestPath { package, .. }
+            | DumpError::UnsafeEntryName { package, .. }
+            | DumpError::SymlinkEntry { package, .. }
+            | DumpError::DuplicateEntry { package, .. }
+            | DumpError::EntryTooLarge { package, .. }
+            | DumpError::PackageTooLarge { package, .. }
+            | DumpError::SizeMismatch { package, .. }
+            | DumpError::BrokenEntry { package, .. }
+            | DumpError::Refused { package } => package,
+        }
+    }
+}
+
+/// One resource of the package failed; the others may still land.
+#[derive(Debug, thiserror::Error)]
+#[error("{package}: {MANIFEST_NAME} line {line} ({loc}): {kind}")]
+pub struct EntryError {
+    pub package: String,
+    /// Line of the `<url>` in the manifest.
+    pub line: u64,
+    pub loc: String,
+    pub kind: EntryErrorKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EntryErrorKind {
+    #[error("no path (only deletions may lack one)")]
+    NoPath,
+    #[error("bitstream {entry:?} is not in the package")]
+    Missing { entry: String },
+    #[error("entry {entry:?}: {what} is not supported")]
+    Unsupported { entry: String, what: String },
+    #[error("entry {entry:?}: CRC-32 mismatch: header {expected:08x}, data {actual:08x}")]
+    Crc {
+        entry: String,
+        expected: u32,
+        actual: u32,
+    },
+    #[error("entry {entry:?}: corrupt data: {message}")]
+    Corrupt { entry: String, message: String },
+    #[error(
+        "length mismatch: the manifest declares {expected} bytes, entry {entry:?} holds {actual}"
+    )]
+    LengthMismatch {
+        entry: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{algorithm} mismatch: the manifest declares {expected}, entry {entry:?} hashes to {actual}")]
+    DigestMismatch {
+        entry: String,
+        algorithm: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("staging {}: {source}", path.display())]
+    Staging {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// One manifest entry after staging: the bitstream, nothing (a deletion), or why that
+/// resource failed.
+pub type EntryResult = Result<Option<StagedBitstream>, EntryError>;
+
+/// Why [`Package::stage`] did not stage a bitstream.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// This resource fails.
+    #[error(transparent)]
+    Entry(Box<EntryError>),
+    /// The package is refused: discard everything staged from it.
+    #[error(transparent)]
+    Package(Box<DumpError>),
+}
+
+/// What the central directory says about one entry.
+#[derive(Debug, Clone)]
+struct ZipEntry {
+    name: String,
+    size: u64,
+    crc32: u32,
+    method: CompressionMethod,
+    encrypted: bool,
+    is_dir: bool,
+}
+
+type Archive = ZipArchive<BufReader<File>>;
+
+/// An opened, checked package: the archive and its parsed manifest.
+pub struct Package {
+    label: String,
+    package_bytes: u64,
+    archive: Archive,
+    zip_entries: Vec<ZipEntry>,
+    header: Header,
+    items: Vec<ManifestItem>,
+    extras: Vec<String>,
+    warnings: Vec<Warning>,
+    total_cap: u64,
+    /// Bytes actually expanded so far, each entry counted once.
+    expanded: u64,
+    counted: Vec<bool>,
+    /// A package error was found while staging: every later call fails too.
+    refused: bool,
+    /// The copy buffer, reused for every entry.
+    buf: Vec<u8>,
+}
+
+impl fmt::Debug for Package {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Package")
+            .field("package", &self.label)
+            .field("package_bytes", &self.package_bytes)
+            .field("entries", &self.items.len())
+            .field("extras", &self.extras.len())
+            .field("refused", &self.refused)
+            .finish()
+    }
+}
+
+impl Package {
+    /// Open the package file at `path`, downloaded from `package_url` (which names it in
+    /// every error, and against which relative `<loc>`s resolve), check the archive as a
+    /// whole and read its manifest. Nothing is decompressed but `manifest.xml`.
+    pub fn open(
+        path: &Path,
+        package_url: &Url,
+        limits: DumpLimits,
+        read: ReadOptions,
+    ) -> Result<Package, DumpError> {
+        let label = package_url.as_str().to_string();
+        let io_err = |source: io::Error| DumpError::Io {
+            package: label.clone(),
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io_err)?;
+        let package_bytes = file.metadata().map_err(io_err)?.len();
+        let mut head = Vec::with_capacity(SNIFF_LEN);
+        (&mut file)
+            .take(SNIFF_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(io_err)?;
+        let format = PackageFormat::sniff(&head);
+        if !format.is_supported() {
+            return Err(DumpError::UnsupportedFormat {
+                package: label,
+                detected: format.describe(&head),
+            });
+        }
+        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        let mut archive =
+            ZipArchive::new(BufReader::with_capacity(ARCHIVE_BUFFER, file)).map_err(|e| {
+                DumpError::NotZip {
+                    package: label.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+
+        if archive.has_duplicate_names() {
+            // The reader keeps one entry per name; find which name came twice.
+            let entry = duplicated_name(path, archive.central_directory_start())
+                .ok()
+                .flatten()
+                .map(|raw| String::from_utf8_lossy(&raw).into_owned())
+                .unwrap_or_else(|| "(not recoverable)".into());
+            return Err(DumpError::DuplicateEntry {
+                package: label,
+                entry,
+            });
+        }
+
+        let zip_entries = check_entries(&archive, &label, limits)?;
+        let total: u64 = zip_entries
+            .iter()
+            .fold(0u64, |sum, e| sum.saturating_add(e.size));
+        let total_cap = limits.total_cap(package_bytes);
+        if total > total_cap {
+            return Err(DumpError::PackageTooLarge {
+                package: label,
+                total,
+                cap: total_cap,
+                package_bytes,
+            });
+        }
+        let by_name: HashMap<&str, usize> = zip_entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.as_str(), i))
+            .collect();
+        let Some(&manifest_index) = by_name.get(MANIFEST_NAME) else {
+            return Err(DumpError::MissingManifest { package: label });
+        };
+        let mut doc_url = package_url.clone();
+        doc_url.set_fragment(Some(MANIFEST_NAME));
+        let manifest = read_manifest(
+            &mut archive,
+            &zip_entries[manifest_index],
+            manifest_index,
+            &doc_url,
+            read,
+            &label,
+            &by_name,
+        )?;
+
+        let mut referenced = vec![false; zip_entries.len()];
+        referenced[manifest_index] = true;
+        for i in manifest.items.iter().filter_map(|m| m.zip_index) {
+            referenced[i] = true;
+        }
+        let extras = zip_entries
+            .iter()
+            .zip(&referenced)
+            .filter(|(e, used)| !e.is_dir && !**used)
+            .map(|(e, _)| e.name.clone())
+            .collect();
+        let counted = vec![false; zip_entries.len()];
+        Ok(Package {
+            label,
+            package_bytes,
+            archive,
+            zip_entries,
+            header: manifest.header,
+            items: manifest.items,
+            extras,
+            warnings: manifest.warnings,
+            total_cap,
+            expanded: 0,
+            counted,
+            refused: false,
+            buf: vec![0u8; READ_BUFFER],
+        })
+    }
+
+    /// The package as named in errors (its URL).
+    pub fn package(&self) -> &str {
+        &self.label
+    }
+
+    /// Size of the package file in bytes.
+    pub fn package_bytes(&self) -> u64 {
+        self.package_bytes
+    }
+
+    /// The manifest's header: capability, `at`/`completed` or `from`/`until`, links.
+    pub fn manifest_header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The manifest's `<url>`s, in manifest order (a Change Dump's order of application;
+    /// several bitstreams for one URI stay in that order).
+    pub fn entries(&self) -> &[ManifestItem] {
+        &self.items
+    }
+
+    /// Entries of the archive that the manifest does not name (directories and
+    /// `manifest.xml` aside), in archive order: ignored, to be reported.
+    pub fn extras(&self) -> &[String] {
+        &self.extras
+    }
+
+    /// What the Sitemap reader tolerated in `manifest.xml`.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// True once a package error was found while staging.
+    pub fn is_refused(&self) -> bool {
+        self.refused
+    }
+
+    /// Stream the bitstream of manifest entry `index` into a new file under `staging`,
+    /// hashing while writing, and verify it: the entry's declared size and CRC-32 while
+    /// reading (more bytes than declared stops the read), then the manifest's `length` and
+    /// every usable digest. `Ok(None)` for a deletion (no bitstream).
+    ///
+    /// On any error the staged file is removed. A [`StageError::Package`] means the package
+    /// is refused: the caller must discard everything staged from it, and every later call
+    /// fails the same way. So stage every entry before committing any.
+    ///
+    /// Panics when `index` is not below `entries().len()`.
+    pub fn stage(
+        &mut self,
+        index: usize,
+        staging: &Path,
+    ) -> Result<Option<StagedBitstream>, StageError> {
+        if self.refused {
+            return Err(StageError::Package(Box::new(DumpError::Refused {
+                package: self.label.clone(),
+            })));
+        }
+        let item = &self.items[index];
+        if item.is_deleted() {
+            return Ok(None);
+        }
+        let entry_error = |kind| {
+            StageError::Entry(Box::new(EntryError {
+                package: self.label.clone(),
+                line: item.line,
+                loc: item.loc.to_string(),
+                kind,
+            }))
+        };
+        let Some(name) = item.entry_name.clone() else {
+            return Err(entry_error(EntryErrorKind::NoPath));
+        };
+        let Some(zip_index) = item.zip_index else {
+            return Err(entry_error(EntryErrorKind::Missing { entry: name }));
+        };
+        let meta = &self.zip_entries[zip_index];
+        if let Some(what) = unsupported(meta) {
+            return Err(entry_error(EntryErrorKind::Unsupported {
+                entry: name,
+                what,
+            }));
+        }
+        let with_sha1 = item
+            .hash
+            .iter()
+            .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
+        let mut part = match PartFile::create(staging) {
+            Ok(p) => p,
+            Err((path, source)) => {
+                return Err(entry_error(EntryErrorKind::Staging { path, source }))
+            }
+        };
+        let mut reader = match EntryReader::open(&mut self.archive, zip_index, meta) {
+            Ok(r) => r,
+            Err(message) => {
+                self.refused = true;
+                return Err(StageError::Package(Box::new(DumpError::BrokenEntry {
+                    package: self.label.clone(),
+                    entry: name,
+                    message,
+                })));
+            }
+        };
+        let mut hasher = Hasher::new(with_sha1);
+        let buf = &mut self.buf;
+        let mut write_error = None;
+        let mut read_error = None;
+        loop {
+            match reader.read(buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&buf[..n]);
+                    if let Err(e) = part.write_all(&buf[..n]) {
+                        write_error = Some(e);
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    read_error = Some(e);
+                    break;
+                }
+            }
+        }
+        // Every read error records its fault; the fallback is for safety only.
+        let fault = reader
+            .fault
+            .take()
+            .or_else(|| read_error.map(|e| Fault::Corrupt(e.to_string())));
+        let produced = reader.produced;
+        drop(reader);
+        match fault {
+            None => {}
+            Some(Fault::Size(found)) => {
+                self.refused = true;
+                return Err(StageError::Package(Box::new(DumpError::SizeMismatch {
+                    package: self.label.clone(),
+                    entry: name,
+                    declared: meta.size,
+                    found,
+                })));
+            }
+            Some(Fault::Crc { expected, actual }) => {
+                return Err(entry_error(EntryErrorKind::Crc {
+                    entry: name,
+                    expected,
+                    actual,
+                }))
+            }
+            Some(Fault::Corrupt(message)) => {
+                return Err(entry_error(EntryErrorKind::Corrupt {
+                    entry: name,
+                    message,
+                }))
+            }
+        }
+        if let Some(source) = write_error {
+            return Err(entry_error(EntryErrorKind::Staging {
+                path: part.path.clone(),
+                source,
+            }));
+        }
+        // Defence in depth: the per-entry checks already bound the total.
+        if !self.counted[zip_index] {
+            self.counted[zip_index] = true;
+            self.expanded = self.expanded.saturating_add(produced);
+            if self.expanded > self.total_cap {
+                self.refused = true;
+                return Err(StageError::Package(Box::new(DumpError::PackageTooLarge {
+                    package: self.label.clone(),
+                    total: self.expanded,
+                    cap: self.total_cap,
+                    package_bytes: self.package_bytes,
+                })));
+            }
+        }
+        let computed = hasher.finish();
+        if let Some(expected) = item.length {
+            if expected != computed.length {
+                return Err(entry_error(EntryErrorKind::LengthMismatch {
+                    entry: name,
+                    expected,
+                    actual: computed.length,
+                }));
+            }
+        }
+        if let Some(m) = mismatches(&item.hash, &computed).into_iter().next() {
+            return Err(entry_error(EntryErrorKind::DigestMismatch {
+                entry: name,
+                algorithm: m.algorithm.to_string(),
+                expected: m.expected,
+                actual: m.actual,
+            }));
+        }
+        Ok(Some(StagedBitstream {
+            path: part.keep(),
+            computed,
+            entry_name: name,
+        }))
+    }
+
+    /// Stage every manifest entry in order: one result per entry (`Ok(None)` for
+    /// deletions). On a package error every file staged so far is removed and the error
+    /// returned: nothing from a refused package survives in staging.
+    pub fn stage_all(&mut self, staging: &Path) -> Result<Vec<EntryResult>, DumpError> {
+        let mut out = Vec::with_capacity(self.items.len());
+        for i in 0..self.items.len() {
+            match self.stage(i, staging) {
+                Ok(s) => out.push(Ok(s)),
+                Err(StageError::Entry(e)) => out.push(Err(*e)),
+                Err(StageError::Package(e)) => {
+                    for staged in out.iter().flatten().flatten() {
+                        let _ = std::fs::remove_file(&staged.path);
+                    }
+                    return Err(*e);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Compression or encryption this reader does not handle, if any.
+fn unsupported(meta: &ZipEntry) -> Option<String> {
+    if meta.encrypted {
+        return Some("encryption".into());
+    }
+    match meta.method {
+        CompressionMethod::Stored | CompressionMethod::Deflated => None,
+        other => Some(format!("compression method {other:?}")),
+    }
+}
+
+/// The archive-wide checks on every entry of the central directory: names, symbolic links,
+/// names that decode alike, and the per-entry expansion cap.
+fn check_entries(
+    archive: &Archive,
+    label: &str,
+    limits: DumpLimits,
+) -> Result<Vec<ZipEntry>, DumpError> {
+    let mut out = Vec::with_capacity(archive.len());
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(archive.len());
+    for i in 0..archive.len() {
+        let e = archive.by_index_data(i).map_err(|e| DumpError::NotZip {
+            package: label.to_string(),
+            message: e.to_string(),
+        })?;
+        let raw = e.name_raw();
+        let shown = || String::from_utf8_lossy(raw).into_owned();
+        let unsafe_name = |reason| DumpError::UnsafeEntryName {
+            package: label.to_string(),
+            entry: shown(),
+            reason,
+        };
+        check_entry_name_bytes(raw).map_err(unsafe_name)?;
+        let name = match e.name() {
+            Ok(n) => n.into_owned(),
+            Err(err) => {
+                return Err(DumpError::NotZip {
+                    package: label.to_string(),
+                    message: format!("entry {:?}: {err}", shown()),
+                })
+            }
+        };
+        let is_dir = e.is_dir();
+        check_entry_name(&name, is_dir).map_err(unsafe_name)?;
+        // Unix mode S_IFLNK in the high half of the external attributes, whatever system
+        // the archive claims to come from.
+        const S_IFMT: u32 = 0o170000;
+        const S_IFLNK: u32 = 0o120000;
+        if e.is_symlink() || (e.external_attributes() >> 16) & S_IFMT == S_IFLNK {
+            return Err(DumpError::SymlinkEntry {
+                package: label.to_string(),
+                entry: name,
+            });
+        }
+        let (size, compressed) = (e.size(), e.compressed_size());
+        let cap = limits.entry_cap(compressed);
+        if size > cap {
+            return Err(DumpError::EntryTooLarge {
+                package: label.to_string(),
+                entry: name,
+                declared: size,
+                compressed,
+                cap,
+            });
+        }
+        // Distinct raw names that decode to one name (CP437 vs UTF-8) are duplicates too.
+        if seen.insert(name.clone(), i).is_some() {
+            return Err(DumpError::DuplicateEntry {
+                package: label.to_string(),
+                entry: name,
+            });
+        }
+        out.push(ZipEntry {
+            name,
+            size,
+            crc32: e.crc32(),
+            method: e.compression(),
+            encrypted: e.encrypted(),
+            is_dir,
+        });
+    }
+    Ok(out)
+}
+
+struct Manifest {
+    header: Header,
+    items: Vec<ManifestItem>,
+    warnings: Vec<Warning>,
+}
+
+/// Read `manifest.xml` through the same bounded entry reader as any bitstream, then check
+/// its capability and every path.
+fn read_manifest(
+    archive: &mut Archive,
+    meta: &ZipEntry,
+    zip_index: usize,
+    doc_url: &Url,
+    read: ReadOptions,
+    label: &str,
+    by_name: &HashMap<&str, usize>,
+) -> Result<Manifest, DumpError> {
+    let unreadable = |reason: String| DumpError::UnreadableManifest {
+        package: label.to_string(),
+        reason,
+    };
+    if let Some(what) = unsupported(meta) {
+        return Err(unreadable(format!("{what} is not supported")));
+    }
+    let mut reader =
+        EntryReader::open(archive, zip_index, meta).map_err(|message| DumpError::BrokenEntry {
+            package: label.to_string(),
+            entry: MANIFEST_NAME.into(),
+            message,
+        })?;
+    let parsed = parse_manifest(&mut reader, doc_url, read, label, by_name);
+    // Read to the end so that the size and CRC are checked even past `</urlset>`.
+    if parsed.is_ok() {
+        let _ = io::copy(&mut reader, &mut io::sink());
+    }
+    match reader.fault.take() {
+        None => {}
+        Some(Fault::Size(found)) => {
+            return Err(DumpError::SizeMismatch {
+                package: label.to_string(),
+                entry: MANIFEST_NAME.into(),
+                declared: meta.size,
+                found,
+            })
+        }
+        Some(Fault::Crc { expected, actual }) => {
+            return Err(unreadable(format!(
+                "CRC-32 mismatch: header {expected:08x}, data {actual:08x}"
+            )))
+        }
+        Some(Fault::Corrupt(message)) => {
+            return Err(unreadable(format!("corrupt data: {message}")))
+        }
+    }
+    parsed
+}
+
+fn parse_manifest(
+    input: impl Read,
+    doc_url: &Url,
+    read: ReadOptions,
+    label: &str,
+    by_name: &HashMap<&str, usize>,
+) -> Result<Manifest, DumpError> {
+    let read_error = |source: ReadError| DumpError::Manifest {
+        package: label.to_string(),
+        source: Box::new(source),
+    };
+    let mut reader = sitemap::open(input, doc_url, read).map_err(read_error)?;
+    let header = reader.header().clone();
+    if header.root != Root::Urlset {
+        return Err(DumpError::ManifestIsIndex {
+            package: label.to_string(),
+        });
+    }
+    // ResourceSync 1.1 §6: a 1.1 manifest says what it is; the 2012 draft's did not.
+    match header.capability() {
+        None | Some(Capability::ResourceDumpManifest) | Some(Capability::ChangeDumpManifest) => {}
+        Some(other) => {
+            return Err(DumpError::WrongCapability {
+                package: label.to_string(),
+                found: other.name().to_string(),
+            })
+        }
+    }
+    let mut items = Vec::new();
+    while let Some(entry) = reader.next_entry().map_err(read_error)? {
+        let md = entry.md;
+        let entry_name = match &md.path {
+            None => None,
+            // A deletion's path, if any, must still be safe: a hostile name refuses the
+            // package wherever it appears.
+            Some(path) => Some(resolve_manifest_path(path).map_err(|reason| {
+                DumpError::UnsafeManifestPath {
+                    package: label.to_string(),
+                    line: entry.line,
+                    loc: entry.loc.to_string(),
+                    path: path.clone(),
+                    reason,
+                }
+            })?),
+        };
+        let deleted = md.change == Some(Change::Deleted);
+        let zip_index = match &entry_name {
+            Some(n) if !deleted => by_name.get(n.as_str()).copied(),
+            _ => None,
+        };
+        items.push(ManifestItem {
+            line: entry.line,
+            loc: entry.loc,
+            lastmod: entry.lastmod,
+            change: md.change,
+            datetime: md.datetime,
+            length: md.length,
+            hash: md.hash,
+            media_type: md.media_type,
+            encoding: md.encoding,
+            path: md.path,
+            entry_name,
+            zip_index,
+        });
+    }
+    items.shrink_to_fit();
+    let warnings = reader.take_warnings();
+    Ok(Manifest {
+        header,
+        items,
+        warnings,
+    })
+}
+
+/// The name that occurs twice in the central directory starting at `dir_start`, read with
+/// our own small parser: the ZIP reader keeps only one entry per name.
+fn duplicated_name(path: &Path, dir_start: u64) -> io::Result<Option<Vec<u8>>> {
+    const CENTRAL_HEADER: [u8; 4] = *b"PK\x01\x02";
+    let mut r = BufReader::new(File::open(path)?);
+    r.seek(SeekFrom::Start(dir_start))?;
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let mut sig = [0u8; 4];
+        if r.read_exact(&mut sig).is_err() || sig != CENTRAL_HEADER {
+            return Ok(None);
+        }
+        // APPNOTE 4.3.12: 42 fixed bytes after the signature; name, extra and comment
+        // lengths at offsets 24, 26 and 28.
+        let mut fixed = [0u8; 42];
+        r.read_exact(&mut fixed)?;
+        let len = |at: usize| u16::from_le_bytes([fixed[at], fixed[at + 1]]);
+        let mut name = vec![0u8; usize::from(len(24))];
+        r.read_exact(&mut name)?;
+        r.seek_relative(i64::from(len(26)) + i64::from(len(28)))?;
+        if let Some(dup) = seen.replace(name) {
+            return Ok(Some(dup));
+        }
+    }
+}
+
+/// What went wrong while reading one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fault {
+    /// The data disagrees with the header's uncompressed size: the header lies.
+    Size(SizeFound),
+    Crc {
+        expected: u32,
+        actual: u32,
+    },
+    Corrupt(String),
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Size(found) => write!(f, "size differs from the header: {found}"),
+            Fault::Crc { expected, actual } => {
+                write!(
+                    f,
+                    "CRC-32 mismatch: header {expected:08x}, data {actual:08x}"
+                )
+            }
+            Fault::Corrupt(m) => write!(f, "corrupt data: {m}"),
+        }
+    }
+}
+
+enum Decoder<'a> {
+    Stored(ZipFile<'a, BufReader<File>>),
+    Deflated(Box<flate2::read::DeflateDecoder<ZipFile<'a, BufReader<File>>>>),
+}
+
+/// The expanded bytes of one entry, never more than its declared size plus one byte: the
+/// declared size was checked against the cap before, so the cap holds while reading, in
+/// bounded memory, whatever the compressed stream says. We decompress ourselves (from the
+/// ZIP reader's raw stream) to tell "longer than declared" (the header lies) from corrupt
+/// data; the first fault sticks and every later read fails with it.
+struct EntryReader<'a> {
+    decoder: Decoder<'a>,
+    declared: u64,
+    produced: u64,
+    crc: flate2::Crc,
+    expected_crc: u32,
+    fault: Option<Fault>,
+}
+
+impl<'a> EntryReader<'a> {
+    /// Check the local header against the central directory, then open the raw data.
+    fn open(
+        archive: &'a mut Archive,
+        index: usize,
+        meta: &ZipEntry,
+    ) -> Result<EntryReader<'a>, String> {
+        archive
+            .by_index_with_options(
+                index,
+                ZipReadOptions::new().enforce_header_consistency(true),
+            )
+            .map(drop)
+            .map_err(|e| e.to_string())?;
+        let raw = archive.by_index_raw(index).map_err(|e| e.to_string())?;
+        let decoder = match meta.method {
+            CompressionMethod::Stored => Decoder::Stored(raw),
+            _ => Decoder::Deflated(Box::new(flate2::read::DeflateDecoder::new(raw))),
+        };
+        Ok(EntryReader {
+            decoder,
+            declared: meta.size,
+            produced: 0,
+            crc: flate2::Crc::new(),
+            expected_crc: meta.crc32,
+            fault: None,
+        })
+    }
+
+    fn fail(&mut self, fault: Fault) -> io::Error {
+        let e = io::Error::new(io::ErrorKind::InvalidData, fault.to_string());
+        self.fault = Some(fault);
+        e
+    }
+}
+
+impl Read for EntryReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(f) = &self.fault {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, f.to_string()));
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // One byte of room past the declared size, to notice a longer stream.
+        let room = (self.declared - self.produced).saturating_add(1);
+        let want = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let result = match &mut self.decoder {
+            Decoder::Stored(r) => r.read(&mut buf[..want]),
+            Decoder::Deflated(r) => r.read(&mut buf[..want]),
+        };
+        let n = match result {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => return Err(self.fail(Fault::Corrupt(e.to_string()))),
+        };
+        if n == 0 {
+            if self.produced < self.declared {
+                return Err(self.fail(Fault::Size(SizeFound::Shorter(self.produced))));
+            }
+            let actual = self.crc.sum();
+            if actual != self.expected_crc {
+                return Err(self.fail(Fault::Crc {
+                    expected: self.expected_crc,
+                    actual,
+                }));
+            }
+            return Ok(0);
+        }
+        self.produced += n as u64;
+        if self.produced > self.declared {
+            return Err(self.fail(Fault::Size(SizeFound::Longer)));
+        }
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// A `.part` file in staging, named by us, removed unless kept. Unbuffered: it is written
+/// in the reader's 64 KiB chunks.
+struct PartFile {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+static PART_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl PartFile {
+    /// A new file `<pid>-dump-<counter>.part`; never opens an existing one.
+    fn create(staging: &Path) -> Result<PartFile, (PathBuf, io::Error)> {
+        let pid = std::process::id();
+        let mut last = None;
+        for _ in 0..1000 {
+            let n = PART_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = staging.join(format!("{pid}-dump-{n}.part"));
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => {
+                    return Ok(PartFile {
+                        path,
+                        file: Some(file),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some((path, e)),
+                Err(e) => return Err((path, e)),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            (
+                staging.to_path_buf(),
+                io::Error::other("no free staging file name"),
+            )
+        }))
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file
+            .as_mut()
+            .expect("written after keep")
+            .write_all(bytes)
+    }
+
+    /// Close; the file stays. Durability (fsync) is the object store's business.
+    fn keep(mut self) -> PathBuf {
+        self.file = None;
+        std::mem::take(&mut self.path)
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+    use zip::write::SimpleFileOptions;
+
+    fn url() -> Url {
+        Url::parse("https://data.example.org/rs/texts/texts-0001.zip").unwrap()
+    }
+
+    const MANIFEST: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/">
+  <rs:ln rel="up" href="https://data.example.org/rs/texts/capabilitylist.xml"/>
+  <rs:md capability="resourcedump-manifest" at="2024-05-01T06:00:00Z" completed="2024-05-01T06:02:00Z"/>
+  <url>
+    <loc>https://data.example.org/r/alpha</loc>
+    <lastmod>2024-05-01T03:00:00Z</lastmod>
+    <rs:md path="/r/alpha.txt" type="text/plain" length="6"
+           hash="md5:9f9f90dbe3e5ee1218c86b8839db1995"/>
+  </url>
+  <url>
+    <loc>https://data.example.org/r/beta</loc>
+    <rs:md path="/r/beta.txt" type="text/plain" length="10"
+           hash="md5:57a9abf56648bed40162ba3a384710ea"/>
+  </url>
+</urlset>
+"#;
+
+    fn zip_bytes(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, data) in files {
+            w.start_file(*name, SimpleFileOptions::default()).unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn write_package(dir: &Path, bytes: &[u8]) -> PathBuf {
+        let path = dir.join("package.zip");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn sniffing() {
+        assert_eq!(PackageFormat::sniff(b"PK\x03\x04rest"), PackageFormat::Zip);
+        assert_eq!(
+            PackageFormat::sniff(b"PK\x05\x06\0\0"),
+            PackageFormat::EmptyZip
+        );
+        assert_eq!(
+            PackageFormat::sniff(b"\xFD7zXZ\x00\x00\x04"),
+            PackageFormat::Xz
+        );
+        assert_eq!(PackageFormat::sniff(b"\x1F\x8B\x08"), PackageFormat::Gzip);
+        assert_eq!(PackageFormat::sniff(b""), PackageFormat::Empty);
+        assert_eq!(PackageFormat::sniff(b"<?xml"), PackageFormat::Unknown);
+        let mut tar = vec![0u8; 512];
+        tar[..8].copy_from_slice(b"file.txt");
+        tar[257..263].copy_from_slice(b"ustar\0");
+        assert_eq!(PackageFormat::sniff(&tar), PackageFormat::Tar);
+        assert!(!PackageFormat::Tar.is_supported());
+        assert_eq!(
+            PackageFormat::Xz.describe(b"\xFD7zXZ\x00\x00\x04\xE6\xD6"),
+            "xz (starts FD 37 7A 58 5A 00 00 04)"
+        );
+    }
+
+    #[test]
+    fn caps() {
+        let l = DumpLimits::default();
+        assert_eq!(l.entry_cap(10), 1 << 20);
+        assert_eq!(l.entry_cap(1 << 20), 100 << 20);
+        assert_eq!(l.entry_cap(u64::MAX), u64::MAX);
+        assert_eq!(l.total_cap(3 << 20), 300 << 20);
+    }
+
+    #[test]
+    fn spec_example_e_reads_and_stages() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join("staging");
+        std::fs::create_dir(&staging).unwrap();
+        let bytes = zip_bytes(&[
+            ("manifest.xml", MANIFEST.as_bytes()),
+            ("r/alpha.txt", b"alpha\n"),
+            ("r/beta.txt", b"beta beta\n"),
+        ]);
+        let path = write_package(dir.path(), &bytes);
+        let mut p =
+            Package::open(&path, &url(), DumpLimits::default(), ReadOptions::default()).unwrap();
+        assert_eq!(
+            p.manifest_header().capability(),
+            Some(Capability::ResourceDumpManifest)
+        );
+        assert_eq!(p.entries().len(), 2);
+        assert_eq!(p.entries()[0].entry_name.as_deref(), Some("r/alpha.txt"));
+        assert_eq!(p.entries()[0].line, 6);
+        assert!(p.extras().is_empty());
+        let s = p.stage(0, &staging).unwrap().unwrap();
+        assert_eq!(std::fs::read(&s.path).unwrap(), b"alpha\n");
+        assert_eq!(s.computed.length, 6);
+        assert!(s.path.starts_with(&staging));
+        let s = p.stage(1, &staging).unwrap().unwrap();
+        assert_eq!(s.computed.md5_hex, "57a9abf56648bed40162ba3a384710ea");
+    }
+
+    #[test]
+    fn entry_reader_stops_one_byte_past_the_declared_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = zip_bytes(&[("a", &[7u8; 5000])]);
+        let path = write_package(dir.path(), &bytes);
+        let mut archive = ZipArchive::new(BufReader::new(File::open(&path).unwrap())).unwrap();
+        let meta = ZipEntry {
+            name: "a".into(),
+            size: 100,
+            crc32: 0,
+            method: CompressionMethod::Deflated,
+            encrypted: false,
+            is_dir: false,
+        };
+        let mut r = EntryReader::open(&mut archive, 0, &meta).unwrap();
+        let mut out = Vec::new();
+        assert!(r.read_to_end(&mut out).is_err());
+        assert_eq!(r.fault, Some(Fault::Size(SizeFound::Longer)));
+        assert_eq!(r.produced, 101);
+        assert!(out.len() <= 101);
+        drop(r);
+
+        let meta = ZipEntry { size: 6000, ..meta };
+        let mut r = EntryReader::open(&mut archive, 0, &meta).unwrap();
+        assert!(io::copy(&mut r, &mut io::sink()).is_err());
+        assert_eq!(r.fault, Some(Fault::Size(SizeFound::Shorter(5000))));
+    }
+
+    #[test]
+    fn duplicated_name_is_found_in_the_central_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = zip_bytes(&[("aa", b"1"), ("ab", b"2")]);
+        // Rename "ab" to "aa" in the local and the central header.
+        let positions: Vec<usize> = bytes
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w == b"ab")
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(positions.len(), 2);
+        for i in positions {
+            bytes[i + 1] = b'a';
+        }
+        let path = write_package(dir.path(), &bytes);
+        let archive = ZipArchive::new(BufReader::new(File::open(&path).unwrap())).unwrap();
+        assert!(archive.has_duplicate_names());
+        assert_eq!(
+            duplicated_name(&path, archive.central_directory_start()).unwrap(),
+            Some(b"aa".to_vec())
+        );
+    }
+}
