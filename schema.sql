@@ -6,6 +6,7 @@
 CREATE TABLE sources (
     id            INTEGER PRIMARY KEY,
     url           TEXT NOT NULL UNIQUE,
+    kind          TEXT NOT NULL DEFAULT 'resourcesync', -- resourcesync | scp | arc
     added_at      TEXT NOT NULL
 );
 

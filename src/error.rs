@@ -6,6 +6,7 @@ use crate::rs::sitemap::ReadError;
 use crate::settings::UsageError;
 use crate::store::lock::LockError;
 use crate::store::StoreError;
+use url::Url;
 
 /// A source document could not be had or understood: nothing is applied (exit 4).
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +17,9 @@ pub enum SourceError {
     Read(#[from] ReadError),
     #[error("{url}: {message}")]
     Unusable { url: String, message: String },
+    /// A JSON document where XML was expected: an ARC sitemap, handled by `sync::arc_mirror`.
+    #[error("{url}: a JSON document, not a Sitemap")]
+    Json { url: Url },
     #[error("{path}: {source}")]
     Local {
         path: String,

@@ -183,6 +183,9 @@ pub struct Header {
     pub links: Vec<Link>,
     /// The 2012 alpha `rs:type="changeset"` on the root: a Change List in old clothes.
     pub alpha_changeset: bool,
+    /// Namespace URIs declared on the root element (a Sitemap extension such as SCP's
+    /// announces itself this way).
+    pub namespaces: Vec<String>,
 }
 
 impl Header {

@@ -185,6 +185,14 @@ impl<R: BufRead> SitemapReader<R> {
                 }
             };
             self.st.set_root(root);
+            // Namespaces declared on the root: how a Sitemap extension (SCP) announces itself.
+            for attr in e.attributes().flatten() {
+                if attr.key.as_namespace_binding().is_some() {
+                    if let Ok(v) = attr.normalized_value(XmlVersion::Implicit1_0) {
+                        self.st.header.namespaces.push(v.into_owned());
+                    }
+                }
+            }
             // ResourceSync 1.1 §13: the 2012 alpha marks a Change Set on the root element.
             for_each_attr(&mut self.st, resolver, &e, |st, ns, local, value| {
                 if ns == AttrNs::Rs && local == "type" {
@@ -1169,6 +1177,7 @@ impl State {
                 md: Md::default(),
                 links: Vec::new(),
                 alpha_changeset: false,
+                namespaces: Vec::new(),
             },
             warnings: Vec::new(),
             line: 1,

@@ -175,6 +175,26 @@ impl Catalog {
             .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))?)
     }
 
+    /// Record which protocol a source speaks (`resourcesync`, `scp`, `arc`), so later runs
+    /// go straight to it without rediscovering (and without unconditional requests).
+    pub fn set_source_kind(&self, source_id: i64, kind: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sources SET kind = ?2 WHERE id = ?1",
+            params![source_id, kind],
+        )?;
+        Ok(())
+    }
+
+    /// The protocol recorded for a source URL, if the mirror knows the source.
+    pub fn source_kind(&self, url: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT kind FROM sources WHERE url = ?1", [url], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
     /// The source the mirror remembers (the most recently added one).
     pub fn remembered_source(&self) -> Result<Option<String>, StoreError> {
         Ok(self

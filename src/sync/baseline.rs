@@ -19,10 +19,12 @@ use crate::settings;
 use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
 use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
-use crate::sync::discover::{self, Discovery};
+use crate::sync::context::RunContext;
+use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::plan::{self, Action, Listed};
 use crate::sync::snapshot::{self, Snapshot};
+use crate::sync::{arc_mirror, scp_mirror};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
@@ -67,7 +69,15 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
             None => HashMap::new(),
         };
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
-        let planned = plan_all(&docs, discovery, &states)?;
+        let (rs, others) = by_kind(discovery.collections);
+        if let Some(c) = others.first() {
+            return Err(Error::Usage(settings::UsageError(format!(
+                "--dry-run is not supported for {} sources ({})",
+                c.kind.name(),
+                c.id
+            ))));
+        }
+        let planned = plan_all(&docs, rs, &states)?;
         print_plan(&planned, &states, s, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
         let exit = if summary.refused > 0 || planned.iter().any(|p| !p.snapshot.complete()) {
@@ -93,8 +103,9 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
 
     let result = (|| {
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
+        let (rs, others) = by_kind(discovery.collections);
         let states = catalog.current_states()?;
-        let planned = plan_all(&docs, discovery, &states)?;
+        let planned = plan_all(&docs, rs, &states)?;
         let mut writer = Writer::new(&mut catalog, &objects, run_id);
         for p in planned {
             apply_collection(
@@ -110,6 +121,27 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
                 &mut summary,
                 progress,
             )?;
+        }
+        // SCP and ARC collections are mirrored by their own modules.
+        for c in others {
+            let url = url::Url::parse(&c.id).expect("collection ids of other kinds are URLs");
+            let mut ctx = RunContext {
+                http: &http,
+                docs: &docs,
+                catalog: &mut catalog,
+                objects: &objects,
+                staging: &staging,
+                source_id,
+                run_id,
+                summary: &mut summary,
+                progress,
+            };
+            match c.kind {
+                SourceKind::Scp => scp_mirror::baseline(&mut ctx, s, &url)?,
+                SourceKind::Arc => arc_mirror::baseline(&mut ctx, s, &url)?,
+                SourceKind::ResourceSync => unreachable!("partitioned out"),
+            }
+            catalog.set_source_kind(source_id, c.kind.name())?;
         }
         Ok::<(), Error>(())
     })();
@@ -136,14 +168,21 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
     result.map(|()| Outcome { summary, exit })
 }
 
+/// ResourceSync collections, and the others (SCP, ARC).
+pub fn by_kind(collections: Vec<Collection>) -> (Vec<Collection>, Vec<Collection>) {
+    collections
+        .into_iter()
+        .partition(|c| c.kind == SourceKind::ResourceSync)
+}
+
 /// Read every collection's snapshot and plan it; any unreadable top-level list is fatal.
 fn plan_all(
     docs: &Documents<'_>,
-    discovery: Discovery,
+    collections: Vec<Collection>,
     states: &HashMap<String, CurrentState>,
 ) -> Result<Vec<Planned>, Error> {
     let mut planned = Vec::new();
-    for collection in discovery.collections {
+    for collection in collections {
         let top = match collection.opened {
             Some(doc) => doc,
             None => {

@@ -21,8 +21,10 @@ const MAX_ROBOTS_BYTES: u64 = 512 * 1024;
 /// A set of resources with its capability documents (one Capability List, or a list given
 /// directly).
 pub struct Collection {
+    /// ResourceSync (any generation), or another protocol found where a Sitemap was expected.
+    pub kind: SourceKind,
     /// The collection's identity in the catalog: the Capability List URL, else the
-    /// document's `up` link, else the document's own URL.
+    /// document's `up` link, else the document's own URL (for SCP and ARC: the sitemap URL).
     pub id: String,
     pub capability_list: Option<Url>,
     /// (capability, document URL) as the Capability List names them.
@@ -31,7 +33,48 @@ pub struct Collection {
     pub opened: Option<OpenedDocument>,
 }
 
+/// Which protocol a collection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    ResourceSync,
+    /// A `sitemap.xml` carrying the SCP extension namespace.
+    Scp,
+    /// An ARC sitemap (JSON).
+    Arc,
+}
+
+impl SourceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceKind::ResourceSync => "resourcesync",
+            SourceKind::Scp => "scp",
+            SourceKind::Arc => "arc",
+        }
+    }
+
+    pub fn parse(s: &str) -> SourceKind {
+        match s {
+            "scp" => SourceKind::Scp,
+            "arc" => SourceKind::Arc,
+            _ => SourceKind::ResourceSync,
+        }
+    }
+}
+
+/// The SCP sitemap extension namespace (SCP 0.1).
+pub const SCP_NS: &str = "https://scp-protocol.org/schemas/sitemap/1.0";
+
 impl Collection {
+    fn other(kind: SourceKind, url: &Url) -> Collection {
+        Collection {
+            kind,
+            id: url.to_string(),
+            capability_list: None,
+            capabilities: Vec::new(),
+            opened: None,
+        }
+    }
+
     pub fn url_of(&self, cap: &Capability) -> Option<&Url> {
         self.capabilities
             .iter()
@@ -156,9 +199,25 @@ impl Discoverer<'_, '_> {
             Err(e) => return Err(e),
         };
         if sitemaps.is_empty() {
+            // ARC sitemaps live at fixed paths.
+            for path in ["/.well-known/arc-sitemap.json", "/arc-sitemap.json"] {
+                let url = root.join(path).expect("valid path");
+                match self.docs.fetch(&url, scope) {
+                    Err(SourceError::Json { url }) => {
+                        self.out.trail.push(format!("{url}: ARC sitemap"));
+                        self.out
+                            .collections
+                            .push(Collection::other(SourceKind::Arc, &url));
+                        return Ok(());
+                    }
+                    Err(SourceError::Fetch(e)) if is_absent(&e) => {}
+                    Err(e) => return Err(e),
+                    Ok(_) => {}
+                }
+            }
             return Err(SourceError::Unusable {
                 url: root.to_string(),
-                message: "no /.well-known/resourcesync and no Sitemap: line in robots.txt".into(),
+                message: "no /.well-known/resourcesync, no Sitemap: line in robots.txt and no ARC sitemap".into(),
             });
         }
         for s in sitemaps {
@@ -210,8 +269,17 @@ impl Discoverer<'_, '_> {
                 message: format!("Source Descriptions nested deeper than {MAX_DEPTH} levels"),
             });
         }
-        let doc = self.docs.fetch(url, scope)?;
-        self.opened(doc, scope, depth)
+        match self.docs.fetch(url, scope) {
+            Ok(doc) => self.opened(doc, scope, depth),
+            Err(SourceError::Json { url }) => {
+                self.out.trail.push(format!("{url}: JSON (an ARC sitemap)"));
+                self.out
+                    .collections
+                    .push(Collection::other(SourceKind::Arc, &url));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn opened(
@@ -267,11 +335,20 @@ impl Discoverer<'_, '_> {
                     }
                 }
                 self.out.collections.push(Collection {
+                    kind: SourceKind::ResourceSync,
                     id: doc.url.to_string(),
                     capability_list: Some(doc.url.clone()),
                     capabilities,
                     opened: None,
                 });
+                Ok(())
+            }
+            None if header.namespaces.iter().any(|n| n == SCP_NS) => {
+                // SCP 0.1: a sitemap.xml with the scp: extension is an SCP source.
+                self.out.trail.push(format!("{}: SCP sitemap", doc.url));
+                self.out
+                    .collections
+                    .push(Collection::other(SourceKind::Scp, &doc.url));
                 Ok(())
             }
             other => {
@@ -282,6 +359,7 @@ impl Discoverer<'_, '_> {
                     .map(|l| l.href.to_string())
                     .unwrap_or_else(|| doc.url.to_string());
                 self.out.collections.push(Collection {
+                    kind: SourceKind::ResourceSync,
                     id,
                     capability_list: None,
                     capabilities: vec![(capability, doc.url.clone())],

@@ -89,7 +89,21 @@ impl Documents<'_> {
         match self.http.get(url, scope, validators)? {
             DocumentResponse::NotModified => Ok(None),
             DocumentResponse::Body(body) => {
-                let reader = sitemap::open(body.reader, &body.final_url, self.options)?;
+                // JSON where a Sitemap was expected: an ARC sitemap (told apart by content).
+                let mut input = std::io::BufReader::with_capacity(64 * 1024, body.reader);
+                let head = input
+                    .fill_buf()
+                    .map_err(|e| self.http.read_error(&body.final_url, e))?;
+                let first = head
+                    .iter()
+                    .copied()
+                    .find(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF);
+                if first == Some(b'{') {
+                    return Err(SourceError::Json {
+                        url: body.final_url,
+                    });
+                }
+                let reader = sitemap::open(input, &body.final_url, self.options)?;
                 Ok(Some(OpenedDocument {
                     url: body.final_url,
                     reader,

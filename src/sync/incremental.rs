@@ -21,13 +21,18 @@ use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
 use crate::sync::baseline::{clean_staging, declared_hash, Outcome};
 use crate::sync::changes::{Changes, Collector, Event, CHANGESET_REL};
-use crate::sync::discover::{self, Collection};
+use crate::sync::context::RunContext;
+use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
+use crate::sync::{arc_mirror, scp_mirror};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 use url::Url;
+
+/// A collection of another protocol (SCP, ARC), mirrored by its own module.
+type Other = (SourceKind, Url);
 
 /// One collection's collected changes, ready to apply.
 struct Pending {
@@ -69,7 +74,13 @@ pub fn run(
         let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(no_mirror)?;
         let source = source_of(s, &catalog)?;
         summary.source = source.clone();
-        let pending = collect_all(&docs, &catalog, s, &source)?;
+        let (pending, others) = collect_all(&docs, &catalog, s, &source)?;
+        if let Some((kind, url)) = others.first() {
+            return Err(Error::Usage(settings::UsageError(format!(
+                "--dry-run is not supported for {} sources ({url})",
+                kind.name()
+            ))));
+        }
         let states = catalog.current_states()?;
         print_plan(&pending, &states, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
@@ -94,28 +105,58 @@ pub fn run(
     clean_staging(&staging)?;
     let source = source_of(s, &catalog)?;
     summary.source = source.clone();
-    let source_id = catalog.source_id(discover::source_url(&source)?.as_str())?;
+    let source_url = discover::source_url(&source)?;
+    let source_id = catalog.source_id(source_url.as_str())?;
     let run_id = catalog.begin_run("incremental", Some(source_id), arguments)?;
     summary.run_id = Some(run_id);
 
     let result = (|| {
-        let pending = collect_all(&docs, &catalog, s, &source)?;
-        let states = catalog.current_states()?;
-        let mut writer = Writer::new(&mut catalog, &objects, run_id);
-        for p in pending {
-            apply_collection(
-                &http,
-                &staging,
-                &objects,
-                &mut writer,
-                s,
-                p,
-                &states,
+        // A source the mirror knows to be SCP or ARC goes straight to its module: no
+        // rediscovery, so a run with nothing new makes only conditional requests.
+        let known = catalog
+            .source_kind(source_url.as_str())?
+            .map(|k| SourceKind::parse(&k));
+        let others = match known {
+            Some(kind @ (SourceKind::Scp | SourceKind::Arc)) => vec![(kind, source_url.clone())],
+            _ => {
+                let (pending, others) = collect_all(&docs, &catalog, s, &source)?;
+                let states = catalog.current_states()?;
+                let mut writer = Writer::new(&mut catalog, &objects, run_id);
+                for p in pending {
+                    apply_collection(
+                        &http,
+                        &staging,
+                        &objects,
+                        &mut writer,
+                        s,
+                        p,
+                        &states,
+                        source_id,
+                        run_id,
+                        &mut summary,
+                        progress,
+                    )?;
+                }
+                others
+            }
+        };
+        for (kind, url) in others {
+            let mut ctx = RunContext {
+                http: &http,
+                docs: &docs,
+                catalog: &mut catalog,
+                objects: &objects,
+                staging: &staging,
                 source_id,
                 run_id,
-                &mut summary,
+                summary: &mut summary,
                 progress,
-            )?;
+            };
+            match kind {
+                SourceKind::Scp => scp_mirror::incremental(&mut ctx, s, &url)?,
+                SourceKind::Arc => arc_mirror::incremental(&mut ctx, s, &url)?,
+                SourceKind::ResourceSync => unreachable!("partitioned out"),
+            }
         }
         Ok::<(), Error>(())
     })();
@@ -155,10 +196,20 @@ fn collect_all(
     catalog: &Catalog,
     s: &settings::Incremental,
     source: &str,
-) -> Result<Vec<Pending>, Error> {
+) -> Result<(Vec<Pending>, Vec<Other>), Error> {
     let discovery = discover::discover(docs, source, None)?;
+    let (rs, others) = crate::sync::baseline::by_kind(discovery.collections);
+    let others = others
+        .into_iter()
+        .map(|c| {
+            (
+                c.kind,
+                Url::parse(&c.id).expect("collection ids of other kinds are URLs"),
+            )
+        })
+        .collect();
     let mut pending = Vec::new();
-    for collection in discovery.collections {
+    for collection in rs {
         let since = match s.from {
             Some(t) => t,
             None => catalog
@@ -184,7 +235,7 @@ fn collect_all(
             apply,
         });
     }
-    Ok(pending)
+    Ok((pending, others))
 }
 
 /// Where a collection's changes are: the Capability List's `changelist`, the document given

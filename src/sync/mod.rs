@@ -2,12 +2,15 @@
 //! (discover -> read -> plan -> transfer -> verify -> commit -> report).
 
 pub mod apply;
+pub mod arc_mirror;
 pub mod audit;
 pub mod baseline;
 pub mod changes;
+pub mod context;
 pub mod discover;
 pub mod documents;
 pub mod incremental;
 pub mod inspect;
 pub mod plan;
+pub mod scp_mirror;
 pub mod snapshot;

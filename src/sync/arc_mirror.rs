@@ -1,0 +1,30 @@
+//! STUB — being written: mirroring a ARC sitemap source (issue 8).
+use crate::error::Error;
+use crate::settings;
+use crate::sync::context::RunContext;
+use url::Url;
+
+/// `baseline` of the ARC source whose sitemap is at `sitemap`.
+pub fn baseline(
+    _ctx: &mut RunContext<'_, '_>,
+    _s: &settings::Baseline,
+    sitemap: &Url,
+) -> Result<(), Error> {
+    Err(not_yet(sitemap))
+}
+
+/// `incremental` of the ARC source whose sitemap is at `sitemap`.
+pub fn incremental(
+    _ctx: &mut RunContext<'_, '_>,
+    _s: &settings::Incremental,
+    sitemap: &Url,
+) -> Result<(), Error> {
+    Err(not_yet(sitemap))
+}
+
+fn not_yet(url: &Url) -> Error {
+    Error::Source(crate::error::SourceError::Unusable {
+        url: url.to_string(),
+        message: "an ARC sitemap; mirroring ARC sources is not built yet".into(),
+    })
+}
