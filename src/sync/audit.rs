@@ -4,5 +4,7 @@ use crate::exit::Exit;
 use crate::settings;
 
 pub fn run(_s: &settings::Audit, _arguments: &str) -> Result<Exit, Error> {
-    Err(Error::Usage(crate::settings::UsageError("audit is not built yet".into())))
+    Err(Error::Usage(crate::settings::UsageError(
+        "audit is not built yet".into(),
+    )))
 }

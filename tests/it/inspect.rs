@@ -12,24 +12,67 @@ fn inspect(source: &str) -> std::process::Output {
 fn output_for_the_sample_source_is_pinned() {
     let out = rsmirror()
         .args(["inspect", "http://sample.example.org/", "--map"])
-        .arg(format!("http://sample.example.org/={}", testdata("sample").display()))
+        .arg(format!(
+            "http://sample.example.org/={}",
+            testdata("sample").display()
+        ))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let expected = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/expected/inspect-sample.txt")).unwrap();
+    let expected = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/it/expected/inspect-sample.txt"
+    ))
+    .unwrap();
     assert_eq!(stdout_of(&out), expected);
 }
 
 #[test]
 fn every_testdata_source_lists_its_documents_and_fetches_no_resource() {
     for (tree, entry, kinds) in [
-        ("sample", "/", &["description", "capabilitylist", "resourcelist index", "resourcelist", "changelist"][..]),
-        ("syntax/v1_1", "/", &["description", "capabilitylist", "resourcelist", "changelist"][..]),
-        ("syntax/v1_0", "/", &["description", "capabilitylist", "resourcelist", "changelist"][..]),
-        ("syntax/alpha2012", "/resourcelist.xml", &["plain sitemap"][..]),
+        (
+            "sample",
+            "/",
+            &[
+                "description",
+                "capabilitylist",
+                "resourcelist index",
+                "resourcelist",
+                "changelist",
+            ][..],
+        ),
+        (
+            "syntax/v1_1",
+            "/",
+            &[
+                "description",
+                "capabilitylist",
+                "resourcelist",
+                "changelist",
+            ][..],
+        ),
+        (
+            "syntax/v1_0",
+            "/",
+            &[
+                "description",
+                "capabilitylist",
+                "resourcelist",
+                "changelist",
+            ][..],
+        ),
+        (
+            "syntax/alpha2012",
+            "/resourcelist.xml",
+            &["plain sitemap"][..],
+        ),
         ("syntax/alpha2012", "/changeset.xml", &["changelist"][..]),
         ("syntax/plain", "/", &["plain sitemap"][..]),
-        ("syntax/gzip", "/", &["description", "capabilitylist", "resourcelist"][..]),
+        (
+            "syntax/gzip",
+            "/",
+            &["description", "capabilitylist", "resourcelist"][..],
+        ),
         ("syntax/discovery_robots", "/", &["resourcelist"][..]),
     ] {
         let srv = TestServer::start(testdata(tree));
@@ -37,9 +80,15 @@ fn every_testdata_source_lists_its_documents_and_fetches_no_resource() {
         let text = stdout_of(&out);
         assert_eq!(out.status.code(), Some(0), "{tree}: {}", stderr_of(&out));
         for k in kinds {
-            assert!(text.lines().any(|l| l.starts_with(&format!("{k}  "))), "{tree}: no {k} in {text}");
+            assert!(
+                text.lines().any(|l| l.starts_with(&format!("{k}  "))),
+                "{tree}: no {k} in {text}"
+            );
         }
-        assert!(srv.requests().iter().all(|r| !r.path.starts_with("/res/")), "{tree}: fetched a resource");
+        assert!(
+            srv.requests().iter().all(|r| !r.path.starts_with("/res/")),
+            "{tree}: fetched a resource"
+        );
     }
     // A gzip'd list is read and its entries counted.
     let srv = TestServer::start(testdata("syntax/gzip"));
@@ -50,10 +99,19 @@ fn every_testdata_source_lists_its_documents_and_fetches_no_resource() {
 fn broken_fixtures_give_the_exact_errors_baseline_gives() {
     for (tree, error) in [
         ("broken/malformed_xml", "malformed XML"),
-        ("broken/truncated", "document ends before </urlset>: truncated"),
+        (
+            "broken/truncated",
+            "document ends before </urlset>: truncated",
+        ),
         ("broken/doctype", "DOCTYPE or entity declaration refused"),
-        ("broken/wrong_namespace", "is not a Sitemap <urlset> or <sitemapindex>"),
-        ("broken/no_zone", "time without a zone in \"2026-01-01T00:00:00\""),
+        (
+            "broken/wrong_namespace",
+            "is not a Sitemap <urlset> or <sitemapindex>",
+        ),
+        (
+            "broken/no_zone",
+            "time without a zone in \"2026-01-01T00:00:00\"",
+        ),
     ] {
         let srv = TestServer::start(testdata(tree));
         let url = srv.url("/resourcelist.xml");
@@ -66,10 +124,20 @@ fn broken_fixtures_give_the_exact_errors_baseline_gives() {
         // The very same message (the line names the document and the line number).
         let line = err.lines().find(|l| l.contains(error)).unwrap();
         let detail = &line[line.find(url.as_str()).unwrap()..];
-        assert!(stderr_of(&b).contains(detail), "{tree}: baseline said {}", stderr_of(&b));
+        assert!(
+            stderr_of(&b).contains(detail),
+            "{tree}: baseline said {}",
+            stderr_of(&b)
+        );
     }
     // Lists whose defects are in the resources read fine.
-    for tree in ["broken/digest_mismatch", "broken/length_mismatch", "broken/missing_resource", "broken/out_of_scope", "broken/file_url"] {
+    for tree in [
+        "broken/digest_mismatch",
+        "broken/length_mismatch",
+        "broken/missing_resource",
+        "broken/out_of_scope",
+        "broken/file_url",
+    ] {
         let srv = TestServer::start(testdata(tree));
         let out = inspect(&srv.url("/resourcelist.xml"));
         assert_eq!(out.status.code(), Some(0), "{tree}: {}", stderr_of(&out));
@@ -81,7 +149,11 @@ fn broken_fixtures_give_the_exact_errors_baseline_gives() {
 fn inspect_writes_nothing() {
     let srv = TestServer::start(testdata("sample"));
     let dir = tempfile::tempdir().unwrap();
-    let out = rsmirror().current_dir(dir.path()).args(["inspect", &srv.url("/")]).output().unwrap();
+    let out = rsmirror()
+        .current_dir(dir.path())
+        .args(["inspect", &srv.url("/")])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
