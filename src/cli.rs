@@ -83,6 +83,9 @@ pub struct SourceArgs {
     /// Longest Retry-After honoured, in seconds.
     #[arg(long, default_value_t = 120.0, value_name = "SECS")]
     pub max_retry_after: f64,
+    /// Wait at least this long between requests to one host, in seconds (politeness).
+    #[arg(long, value_name = "SECS")]
+    pub delay: Option<f64>,
     /// The User-Agent header.
     #[arg(long, value_name = "STRING")]
     pub user_agent: Option<String>,
@@ -98,6 +101,9 @@ pub struct BaselineArgs {
     /// Of several Capability Lists in the Source Description, mirror only this one.
     #[arg(long, value_name = "URL")]
     pub capability_list: Option<String>,
+    /// SCP sources: mirror only this section (`all` when the site publishes one).
+    #[arg(long, value_name = "NAME")]
+    pub section: Option<String>,
     /// Tombstone resources that are gone from the source (only after a complete list).
     #[arg(long)]
     pub delete: bool,

@@ -34,6 +34,9 @@ impl From<&cli::OutputArgs> for Output {
 #[derive(Debug, Clone)]
 pub struct SourceSettings {
     pub source: String,
+    /// `--delay`: the least time between two requests to one host; None when not set (an
+    /// ARC sitemap's crawl_rate may then set it).
+    pub delay: Option<Duration>,
     pub allow_hosts: Vec<String>,
     pub zone: Zone,
     pub http: HttpConfig,
@@ -81,8 +84,18 @@ impl SourceSettings {
                 )));
             }
         }
+        let delay = match a.delay {
+            None => None,
+            Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
+            Some(d) => {
+                return Err(UsageError(format!(
+                    "--delay must be a non-negative number of seconds, not {d}"
+                )))
+            }
+        };
         Ok(SourceSettings {
             source: source.to_string(),
+            delay,
             allow_hosts: a
                 .allow_host
                 .iter()
@@ -111,12 +124,30 @@ impl SourceSettings {
     }
 }
 
+impl SourceSettings {
+    /// The HTTP agent for a run, with the `--delay` per host when one was given.
+    pub fn http(&self) -> crate::net::Http {
+        self.http_with_delay(self.delay)
+    }
+
+    /// The HTTP agent with a given per-host delay (an ARC sitemap's crawl_rate applies when the
+    /// user set no `--delay`).
+    pub fn http_with_delay(&self, delay: Option<Duration>) -> crate::net::Http {
+        let http = crate::net::Http::new(self.http.clone());
+        match delay {
+            Some(d) if !d.is_zero() => http.with_host_delay(d),
+            _ => http,
+        }
+    }
+}
+
 /// `baseline`, checked.
 #[derive(Debug, Clone)]
 pub struct Baseline {
     pub mirror: PathBuf,
     pub source: SourceSettings,
     pub capability_list: Option<String>,
+    pub section: Option<String>,
     pub delete: bool,
     pub max_delete: Option<u64>,
     pub dry_run: bool,
@@ -135,6 +166,7 @@ impl Baseline {
             mirror: a.mirror.mirror.clone(),
             source: SourceSettings::new(&a.source, &a.source_args)?,
             capability_list: a.capability_list.clone(),
+            section: a.section.clone(),
             delete: a.delete,
             max_delete: a.max_delete,
             dry_run: a.dry_run,

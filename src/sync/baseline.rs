@@ -45,7 +45,7 @@ struct Planned {
 
 pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
     let started = Instant::now();
-    let http = Http::new(s.source.http.clone());
+    let http = s.source.http();
     let docs = Documents {
         http: &http,
         options: ReadOptions {

@@ -49,7 +49,7 @@ pub fn run(
     progress: &Progress,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
-    let http = Http::new(s.source.http.clone());
+    let http = s.source.http();
     let docs = Documents {
         http: &http,
         options: ReadOptions {

@@ -3,7 +3,6 @@
 //! no resources and writes nothing. A malformed document gives the same error `baseline` would.
 
 use crate::error::{Error, SourceError};
-use crate::net::Http;
 use crate::rs::document::{Capability, Root};
 use crate::rs::sitemap::ReadOptions;
 use crate::settings::SourceSettings;
@@ -81,7 +80,7 @@ impl Inspection {
 }
 
 pub fn run(s: &SourceSettings) -> Result<Inspection, Error> {
-    let http = Http::new(s.http.clone());
+    let http = s.http();
     let docs = Documents {
         http: &http,
         options: ReadOptions {
