@@ -1,0 +1,627 @@
+#!/usr/bin/env python3
+"""The benchmark steps, their verification and benches/RESULTS.md (stdlib only).
+
+Called by benches/run.sh, which builds rsmirror, installs resync and serves
+benches/.work/serve/current (state A or B of the source, a symlink this script switches)
+and benches/.work/index/site with nginx. Settings come from the BENCH_* environment variables
+that run.sh documents. A step that fails (or a command that does not exist yet) is recorded
+as a failure in the table; it never stops the harness.
+"""
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ALL_STEPS = ["limits", "baseline", "baseline-dump", "audit", "audit-offline", "incremental", "audit-index"]
+TOOLS = ["rsmirror", "resync"]
+LIMITS = [
+    ("fetch", "plain parallel fetch: `curl --parallel --parallel-max 8` into /dev/null"),
+    ("sha256sum", "hashing: coreutils `sha256sum`, one process"),
+    ("openssl", "hashing: `openssl dgst -sha256`, one process"),
+]
+STEP_TEXT = {
+    "baseline": "baseline from the Resource List",
+    "baseline-dump": "baseline from the Resource Dump (`--via dump`)",
+    "audit": "audit against the source (lastmod, length, digests; re-hash)",
+    "audit-offline": "audit `--offline` (local fixity: re-hash every object)",
+    "incremental": "incremental after the 1% change",
+    "audit-index": "audit against the Resource List Index (`--level size`)",
+}
+# Steps resync has no counterpart for.
+RESYNC_NA = {"baseline-dump": "no dump client", "audit-offline": "no offline audit"}
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_manifest(path):
+    """uri -> (sha256, length)"""
+    m = {}
+    with open(path) as f:
+        for line in f:
+            uri, sha, _md5, n = line.rstrip("\n").split("\t")
+            m[uri] = (sha, int(n))
+    return m
+
+
+def verify_rsmirror(mirror, expected):
+    """None when the mirror's catalog lists exactly the expected resources with their SHA-256
+    and length and every object file hashes to its name; else what is wrong."""
+    db = os.path.join(mirror, "catalog.sqlite")
+    if not os.path.exists(db):
+        return "no catalog.sqlite"
+    try:
+        con = sqlite3.connect(db)
+        rows = con.execute(
+            "SELECT r.uri, v.sha256_hex, v.length_bytes FROM resources r"
+            " JOIN versions v ON v.id = r.current_version_id WHERE v.change != 'deleted'").fetchall()
+        con.close()
+    except sqlite3.Error as e:
+        return f"catalog unreadable: {e}"
+    got = {uri: (sha, n) for uri, sha, n in rows}
+    if len(got) != len(expected):
+        return f"catalog holds {len(got)} current resources, expected {len(expected)}"
+    bad = [uri for uri, want in expected.items() if got.get(uri) != want]
+    if bad:
+        return f"{len(bad)} resources missing or with a wrong digest/length in the catalog, e.g. {bad[0]}"
+    for uri, (sha, n) in expected.items():
+        obj = os.path.join(mirror, "objects", "sha256", sha[:2], sha[2:4], sha)
+        try:
+            if os.path.getsize(obj) != n or file_sha256(obj) != sha:
+                return f"object {obj} does not hold the bytes of {uri}"
+        except OSError as e:
+            return f"object of {uri}: {e}"
+    return None
+
+
+def verify_tree(dst, prefix, expected):
+    """None when the folder holds exactly the expected resources (uri = prefix/relative path)
+    with the right SHA-256; else what is wrong."""
+    got = {}
+    for root, _dirs, files in os.walk(dst):
+        for name in files:
+            path = os.path.join(root, name)
+            got[prefix + "/" + os.path.relpath(path, dst)] = path
+    if len(got) != len(expected):
+        return f"destination holds {len(got)} files, expected {len(expected)}"
+    for uri, (sha, n) in expected.items():
+        path = got.get(uri)
+        if path is None:
+            return f"{uri} missing"
+        if os.path.getsize(path) != n or file_sha256(path) != sha:
+            return f"{uri}: wrong bytes"
+    return None
+
+
+def cmd_out(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+class Harness:
+    def __init__(self, a):
+        self.a = a
+        self.work = a.work
+        self.base = a.base.rstrip("/")
+        self.ns = [int(x) for x in os.environ.get("BENCH_N", "10000").replace(" ", ",").split(",") if x]
+        self.size = int(os.environ.get("BENCH_SIZE", "8192"))
+        self.reps = max(1, int(os.environ.get("BENCH_REPS", "3")))
+        steps = os.environ.get("BENCH_STEPS", ",".join(ALL_STEPS)).split(",")
+        unknown = [s for s in steps if s and s not in ALL_STEPS]
+        if unknown:
+            sys.exit(f"harness: unknown step(s) {unknown}; known: {ALL_STEPS}")
+        self.steps = [s for s in ALL_STEPS if s in steps]
+        self.index_n = int(os.environ.get("BENCH_INDEX_N", "1000000"))
+        tools = os.environ.get("BENCH_TOOLS", "rsmirror,resync").split(",")
+        self.tools = [t for t in TOOLS if t in tools and (t != "resync" or a.resync)]
+        self.out = os.environ.get("BENCH_OUT", os.path.join(HERE, "RESULTS.md"))
+        self.label = os.environ.get("BENCH_LABEL", "")
+        self.timeout = float(os.environ.get("BENCH_TIMEOUT", "3600"))
+        self.runs = []
+        self.sections = []  # (key, title, meta)
+        self.logs = os.path.join(self.work, "logs")
+        shutil.rmtree(self.logs, ignore_errors=True)
+        os.makedirs(self.logs)
+        self.load_before = os.getloadavg()
+        self.current = None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.interrupted)
+
+    def interrupted(self, signum, _frame):
+        if self.current is not None:
+            try:
+                os.killpg(self.current.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        print(f"harness: stopped by signal {signum}; {self.out} not written", file=sys.stderr)
+        sys.exit(130)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def serve(self, tree):
+        link = os.path.join(self.work, "serve", "current")
+        tmp = link + ".tmp"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.symlink(tree, tmp)
+        os.replace(tmp, link)
+
+    def timed(self, label, argv, cwd=None):
+        """Run argv under /usr/bin/time; (exit code or 'timeout', wall seconds, peak RSS KiB)."""
+        base = os.path.join(self.logs, label)
+        tfile = base + ".time"
+        # Write back what earlier steps left dirty (mirrors written, folders deleted), so that
+        # no run pays for another's writeback (rsmirror's syncfs would).
+        os.sync()
+        with open(base + ".out", "wb") as out, open(base + ".err", "wb") as err:
+            t0 = time.perf_counter()
+            # In its own process group, so that a timeout or a signal to the harness ends the
+            # whole run (time and the command under it).
+            p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M", "-o", tfile] + argv, cwd=cwd,
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+            self.current = p
+            try:
+                rc = p.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                rc = "timeout"
+            finally:
+                self.current = None
+            wall = time.perf_counter() - t0
+        rss = None
+        try:
+            with open(tfile) as f:
+                last = f.read().strip().splitlines()[-1].split()
+            rss = int(last[1])
+        except (OSError, IndexError, ValueError):
+            pass
+        return rc, wall, rss
+
+    def log_text(self, label):
+        text = ""
+        for ext in (".err", ".out"):
+            try:
+                with open(os.path.join(self.logs, label + ext), errors="replace") as f:
+                    text += f.read()
+            except OSError:
+                pass
+        return text
+
+    def first_error(self, label):
+        for line in self.log_text(label).splitlines():
+            line = line.strip()
+            if line and not line.startswith("Ignoring file"):
+                return line[:200]
+        return ""
+
+    def record(self, section, step, tool, rep, rc, wall, rss, problem):
+        ok = problem is None
+        self.runs.append({"section": section, "step": step, "tool": tool, "rep": rep, "ok": ok,
+                          "exit": rc, "wall_s": round(wall, 4), "rss_kib": rss, "problem": problem})
+        state = "verified" if ok else f"FAILED: {problem}"
+        rss_s = f"{rss / 1024:.0f} MiB" if rss else "? MiB"
+        print(f"[{section} rep {rep}/{self.reps}] {step:<14} {tool:<9} {wall:8.2f} s {rss_s:>9}  {state}",
+              file=sys.stderr, flush=True)
+
+    def run_step(self, section, step, tool, rep, argv, check, cwd=None):
+        """Time argv, then check() -> None or a problem. True when the run counts."""
+        label = f"{section}-r{rep}-{step}-{tool}"
+        rc, wall, rss = self.timed(label, argv, cwd)
+        if rc != 0:
+            problem = f"exit {rc}: {self.first_error(label)}"
+        else:
+            problem = check(self.log_text(label))
+        self.record(section, step, tool, rep, rc, wall, rss, problem)
+        return problem is None
+
+    # -- the synthetic source ---------------------------------------------------------------
+
+    def generate(self, kind, out, extra):
+        """Run gen.py unless `out` already holds the same generation (same arguments, same
+        generator)."""
+        with open(os.path.join(HERE, "gen.py"), "rb") as f:
+            key = {"args": [kind, self.base] + extra, "gen": hashlib.sha256(f.read()).hexdigest()}
+        if kind == "index":
+            with open(os.path.join(self.a.crate, "schema.sql"), "rb") as f:
+                key["schema"] = hashlib.sha256(f.read()).hexdigest()
+        stamp = os.path.join(out, "generated.json")
+        try:
+            with open(stamp) as f:
+                if json.load(f) == key:
+                    print(f"== reusing {out}", file=sys.stderr)
+                    return True
+        except (OSError, ValueError):
+            pass
+        argv = [sys.executable, os.path.join(HERE, "gen.py"), kind, "--out", out, "--base", self.base] + extra
+        t0 = time.perf_counter()
+        if subprocess.run(argv, stdin=subprocess.DEVNULL).returncode != 0:
+            return False
+        print(f"== generated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        with open(stamp, "w") as f:
+            json.dump(key, f)
+        return True
+
+    # -- one source size --------------------------------------------------------------------
+
+    def section_n(self, n):
+        key = f"N{n}"
+        src = os.path.join(self.work, f"src-{n}")
+        if not self.generate("source", src, ["--n", str(n), "--size", str(self.size)]):
+            sys.exit("harness: gen.py source failed")
+        with open(os.path.join(src, "meta.json")) as f:
+            meta = json.load(f)
+        self.sections.append((key, n, meta))
+        man_a = load_manifest(os.path.join(src, "manifest-A.tsv"))
+        man_b = load_manifest(os.path.join(src, "manifest-B.tsv"))
+        runs_dir = os.path.join(self.work, "runs")
+        root = self.base + "/"
+        rs = self.a.rsmirror
+        y = self.a.resync
+
+        def mapping(d):
+            """resync's `uri=path` argument: the resources below /r/ go to the folder d."""
+            return f"{self.base}/r={d}"
+
+        steps = self.steps
+        need_base = any(s in steps for s in ("audit", "audit-offline", "incremental"))
+
+        for rep in range(1, self.reps + 1):
+            order = self.tools if rep % 2 else list(reversed(self.tools))
+            shutil.rmtree(runs_dir, ignore_errors=True)
+            os.makedirs(runs_dir)
+            mirror = {t: os.path.join(runs_dir, t) for t in TOOLS}  # the rsmirror mirror / resync workdir
+            dst = os.path.join(mirror["resync"], "dst")
+            have = {}
+            self.serve(os.path.join(src, "A"))
+
+            if "limits" in steps:
+                files = os.path.join(src, "files-A.nul")
+                self.run_step(key, "limits", "fetch", rep,
+                              ["curl", "-s", "--fail", "--parallel", "--parallel-max", "8", "-K",
+                               os.path.join(src, "fetch-A.curl")], lambda _: None)
+                self.run_step(key, "limits", "sha256sum", rep,
+                              ["sh", "-c", 'xargs -0 -a "$1" sha256sum >/dev/null', "sh", files], lambda _: None)
+                self.run_step(key, "limits", "openssl", rep,
+                              ["sh", "-c", 'xargs -0 -a "$1" openssl dgst -sha256 >/dev/null', "sh", files],
+                              lambda _: None)
+
+            if "baseline" in steps or need_base:
+                step = "baseline" if "baseline" in steps else "setup-baseline"
+                for tool in order:
+                    if tool == "rsmirror":
+                        have[tool] = self.run_step(key, step, tool, rep,
+                                                   [rs, "baseline", root, "--mirror", mirror[tool], "-q"],
+                                                   lambda _: verify_rsmirror(mirror["rsmirror"], man_a))
+                    else:
+                        os.makedirs(mirror[tool], exist_ok=True)
+                        have[tool] = self.run_step(
+                            key, step, tool, rep,
+                            [y, "--baseline", "--hash", "md5", "--hash", "sha-256", mapping(dst)],
+                            lambda log: (None if re.search(r"Status:\s+SYNCED", log) else "no 'Status: SYNCED'")
+                            or verify_tree(dst, f"{self.base}/r", man_a),
+                            cwd=mirror[tool])
+
+            if "baseline-dump" in steps and "rsmirror" in self.tools:
+                m = os.path.join(runs_dir, "rsmirror-dump")
+                self.run_step(key, "baseline-dump", "rsmirror", rep,
+                              [rs, "baseline", root, "--via", "dump", "--mirror", m, "-q"],
+                              lambda _: verify_rsmirror(m, man_a))
+                shutil.rmtree(m, ignore_errors=True)
+
+            if "audit" in steps:
+                for tool in order:
+                    if not have.get(tool):
+                        self.record(key, "audit", tool, rep, "-", 0, None, "no baseline mirror to audit")
+                    elif tool == "rsmirror":
+                        self.run_step(key, "audit", tool, rep, [rs, "audit", root, "--mirror", mirror[tool], "-q"],
+                                      lambda _: verify_rsmirror(mirror["rsmirror"], man_a))
+                    else:
+                        self.run_step(
+                            key, "audit", tool, rep,
+                            [y, "--audit", "--hash", "md5", "--hash", "sha-256", mapping(dst)],
+                            lambda log: (None if re.search(r"Status:\s+IN SYNC", log) else "no 'Status: IN SYNC'")
+                            or verify_tree(dst, f"{self.base}/r", man_a),
+                            cwd=mirror[tool])
+
+            if "audit-offline" in steps and "rsmirror" in self.tools:
+                if not have.get("rsmirror"):
+                    self.record(key, "audit-offline", "rsmirror", rep, "-", 0, None, "no baseline mirror to audit")
+                else:
+                    self.run_step(key, "audit-offline", "rsmirror", rep,
+                                  [rs, "audit", "--offline", "--mirror", mirror["rsmirror"], "-q"],
+                                  lambda _: verify_rsmirror(mirror["rsmirror"], man_a))
+
+            if "incremental" in steps:
+                self.serve(os.path.join(src, "B"))
+                for tool in order:
+                    if not have.get(tool):
+                        self.record(key, "incremental", tool, rep, "-", 0, None, "no baseline mirror to update")
+                    elif tool == "rsmirror":
+                        self.run_step(key, "incremental", tool, rep,
+                                      [rs, "incremental", root, "--mirror", mirror[tool], "-q"],
+                                      lambda _: verify_rsmirror(mirror["rsmirror"], man_b))
+                    else:
+                        # No --hash here: resync 2.0.1 --incremental with --hash crashes
+                        # ('ChangeList' object has no attribute 'hashes').
+                        self.run_step(
+                            key, "incremental", tool, rep,
+                            [y, "--incremental", "--delete", "--changelist-uri", meta["changelist"], mapping(dst)],
+                            lambda log: (None if re.search(r"Status:\s+CHANGES APPLIED", log)
+                                         else "no 'Status: CHANGES APPLIED'")
+                            or verify_tree(dst, f"{self.base}/r", man_b),
+                            cwd=mirror[tool])
+                self.serve(os.path.join(src, "A"))
+        shutil.rmtree(runs_dir, ignore_errors=True)
+
+    # -- the 1,000,000-entry Resource List Index --------------------------------------------
+
+    def section_index(self):
+        n = self.index_n
+        out = os.path.join(self.work, "index")
+        if not self.generate("index", out, ["--n", str(n), "--schema", os.path.join(self.a.crate, "schema.sql")]):
+            sys.exit("harness: gen.py index failed")
+        with open(os.path.join(out, "meta.json")) as f:
+            meta = json.load(f)
+        self.sections.append(("index", n, meta))
+        mirror = os.path.join(out, "mirror")
+        catalog = os.path.join(mirror, "catalog.sqlite")
+        pristine = os.path.join(out, "catalog.pristine.sqlite")
+        if not os.path.exists(pristine):
+            shutil.copyfile(catalog, pristine)
+        dst = os.path.join(out, "resync-dst")
+        resync_cwd = os.path.join(out, "resync-cwd")
+        os.makedirs(resync_cwd, exist_ok=True)
+
+        def count_current(_log):
+            con = sqlite3.connect(catalog)
+            k = con.execute("SELECT count(*) FROM resources r JOIN versions v ON v.id = r.current_version_id"
+                            " WHERE v.change != 'deleted'").fetchone()[0]
+            con.close()
+            return None if k == n else f"catalog holds {k} resources, expected {n}"
+
+        def resync_in_sync(log):
+            m = re.search(r"Status:\s+IN SYNC \(same=(\d+)", log)
+            return None if m and int(m.group(1)) == n else "no 'Status: IN SYNC (same=N'"
+
+        for rep in range(1, self.reps + 1):
+            order = self.tools if rep % 2 else list(reversed(self.tools))
+            for tool in order:
+                if tool == "rsmirror":
+                    # Every run starts from the same catalog (an audit records its findings).
+                    for extra in ("-wal", "-shm"):
+                        if os.path.exists(catalog + extra):
+                            os.unlink(catalog + extra)
+                    shutil.copyfile(pristine, catalog)
+                    self.run_step("index", "audit-index", tool, rep,
+                                  [self.a.rsmirror, "audit", meta["index"], "--level", "size", "--mirror", mirror, "-q"],
+                                  count_current)
+                else:
+                    self.run_step("index", "audit-index", tool, rep,
+                                  [self.a.resync, "--audit", "--sitemap", meta["index"], f"{self.base}/idx/r={dst}"],
+                                  resync_in_sync, cwd=resync_cwd)
+
+    # -- RESULTS.md -------------------------------------------------------------------------
+
+    def machine(self):
+        def read(path):
+            try:
+                with open(path) as f:
+                    return f.read()
+            except OSError:
+                return ""
+        cpu = re.search(r"^model name\s*:\s*(.*)$", read("/proc/cpuinfo"), re.M)
+        mem = re.search(r"^MemTotal:\s*(\d+)", read("/proc/meminfo"), re.M)
+        osname = re.search(r'^PRETTY_NAME="?([^"\n]*)', read("/etc/os-release"), re.M)
+        crate = self.a.crate
+        commit = cmd_out(["git", "-C", crate, "rev-parse", "--short=12", "HEAD"]) or "unknown"
+        if cmd_out(["git", "--no-optional-locks", "-C", crate, "status", "--porcelain", "--untracked-files=no"]):
+            commit += " + uncommitted changes"
+        resync = (f"resync {cmd_out([os.path.join(os.path.dirname(self.a.resync), 'pip'), 'show', 'resync']).split('Version: ')[-1].splitlines()[0]}"
+                  f" ({cmd_out([os.path.join(os.path.dirname(self.a.resync), 'python'), '--version'])})"
+                  if self.a.resync else self.a.resync_note or "not run")
+        load_after = os.getloadavg()
+        return [
+            ("date (UTC)", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")),
+            ("CPU", f"{cpu.group(1) if cpu else platform.processor()} × {os.cpu_count()} (nproc {cmd_out(['nproc'])})"),
+            ("memory", f"{int(mem.group(1)) / 1048576:.1f} GiB" if mem else "?"),
+            ("kernel", platform.release()),
+            ("OS", osname.group(1) if osname else platform.platform()),
+            ("rsmirror", f"commit {commit}; {cmd_out([self.a.rsmirror, '--version'])}; {cmd_out(['rustc', '--version'])}"),
+            ("reference client", resync),
+            ("server", f"{self.a.nginx_version.replace('nginx version: ', '')} on 127.0.0.1 (sendfile, keep-alive)"),
+            ("limits", f"{cmd_out(['curl', '--version']).splitlines()[0].split(' (')[0] if cmd_out(['curl', '--version']) else 'curl ?'}; "
+                       f"{cmd_out(['openssl', 'version'])}; "
+                       f"{cmd_out(['sha256sum', '--version']).splitlines()[0] if cmd_out(['sha256sum', '--version']) else ''}"),
+            ("load average (1/5/15 min)", f"before {'/'.join(f'{x:.2f}' for x in self.load_before)}, "
+                                          f"after {'/'.join(f'{x:.2f}' for x in load_after)}"),
+            ("settings", f"BENCH_N={','.join(map(str, self.ns))} BENCH_SIZE={self.size} BENCH_REPS={self.reps} "
+                         f"BENCH_INDEX_N={self.index_n} BENCH_STEPS={','.join(self.steps)} "
+                         f"BENCH_TOOLS={os.environ.get('BENCH_TOOLS', 'rsmirror,resync')}"),
+        ]
+
+    def stats(self, section, step, tool):
+        """(median wall s, max peak RSS KiB, 'ok/total', all walls) over the counted runs."""
+        rs = [r for r in self.runs if (r["section"], r["step"], r["tool"]) == (section, step, tool)]
+        ok = [r for r in rs if r["ok"]]
+        walls = [r["wall_s"] for r in ok]
+        med = statistics.median(walls) if walls else None
+        rss = max((r["rss_kib"] or 0 for r in ok), default=None)
+        return med, rss, f"{len(ok)}/{len(rs)}", walls
+
+    def write(self):
+        L = []
+        L.append("# rsmirror benchmarks: rsmirror vs resync 2.0.1, and the machine's limits\n")
+        if self.label:
+            L.append(f"> **{self.label}**\n")
+        L.append("Written by `benches/run.sh` (see `benches/README.md`). Each time is the median of the "
+                 f"runs that counted ({self.reps} per step and tool, the tools alternating); a run counts only "
+                 "when the command succeeded and the harness then verified the mirror: every resource of the "
+                 "source state present, with the right SHA-256 (rsmirror: catalog and object files; resync: the "
+                 "files it wrote). Peak RSS is the largest of the counted runs. MB = 10^6 bytes. "
+                 "`runs` lists every counted wall time; `ok` is counted runs / runs.\n")
+        L.append("## Machine\n")
+        L.append("| | |")
+        L.append("|---|---|")
+        for k, v in self.machine():
+            L.append(f"| {k} | {v} |")
+        L.append("")
+
+        def fmt(x, spec):
+            return "–" if x is None else format(x, spec)
+
+        failures = []
+        for r in self.runs:
+            if not r["ok"]:
+                failures.append(f"- {r['section']} run {r['rep']}, {r['step']}, {r['tool']}: {r['problem']}")
+
+        for key, n, meta in self.sections:
+            if key == "index":
+                continue
+            total = meta["bytes_a"]
+            ch = meta["changes"]
+            n_changes = ch["updated"] + ch["created"] + ch["deleted"]
+            work = {s: (n, total) for s in ("baseline", "baseline-dump", "audit", "audit-offline")}
+            work["incremental"] = (n_changes, meta["change_bytes"])
+            L.append(f"## N = {n:,} resources × {self.size:,} bytes ({total / 1e6:.1f} MB)\n")
+            lim = {}
+            if "limits" in self.steps:
+                L.append("Limits, measured in the same run over the same bytes (state A):\n")
+                L.append("| limit | median s | resources/s | MB/s | peak RSS MiB | ok | runs (s) |")
+                L.append("|---|---:|---:|---:|---:|---:|---|")
+                for name, text in LIMITS:
+                    med, rss, okc, walls = self.stats(key, "limits", name)
+                    lim[name] = med
+                    L.append(f"| {text} | {fmt(med, '.3f')} | {fmt(n / med if med else None, ',.0f')} | "
+                             f"{fmt(total / 1e6 / med if med else None, ',.1f')} | "
+                             f"{fmt(rss / 1024 if rss else None, '.0f')} | {okc} | "
+                             f"{' '.join(f'{w:.3f}' for w in walls)} |")
+                L.append("")
+            L.append(f"Changes between state A and B: {ch['updated']} updated, {ch['created']} created, "
+                     f"{ch['deleted']} deleted ({n_changes} resources, {meta['change_bytes'] / 1e6:.2f} MB to fetch). "
+                     "`rsmirror × fetch` (steps that fetch resources) and `rsmirror × openssl` are rsmirror's time "
+                     "over the time the limit needs for the same bytes (the limit's MB/s applied to the step's "
+                     "bytes): 1.0 = as fast as the limit. `resync / rsmirror` > 1: rsmirror is faster.\n")
+            L.append("| step | resources | rsmirror s | res/s | MB/s | RSS MiB | ok | resync s | res/s | MB/s | "
+                     "RSS MiB | ok | resync / rsmirror | rsmirror × fetch | rsmirror × openssl | rsmirror runs (s) | "
+                     "resync runs (s) |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+            for step in self.steps:
+                if step in ("limits", "audit-index"):
+                    continue
+                res, nbytes = work[step]
+                cells = [STEP_TEXT[step], f"{res:,}"]
+                meds = {}
+                walls_of = {}
+                for tool in TOOLS:
+                    med, rss, okc, walls = self.stats(key, step, tool)
+                    meds[tool] = med
+                    walls_of[tool] = " ".join(f"{w:.3f}" for w in walls)
+                    if tool == "resync" and step in RESYNC_NA:
+                        cells += ["n/a", "", "", "", RESYNC_NA[step]]
+                        continue
+                    if tool not in self.tools:
+                        cells += ["not run", "", "", "", ""]
+                        continue
+                    cells += [fmt(med, ".3f") if med else "FAIL",
+                              fmt(res / med if med else None, ",.0f"),
+                              fmt(nbytes / 1e6 / med if med else None, ",.1f"),
+                              fmt(rss / 1024 if rss else None, ".0f"), okc]
+                r = meds["rsmirror"]
+                ratio = meds["resync"] / r if r and meds["resync"] else None
+                fetches = step in ("baseline", "baseline-dump", "incremental")
+                x_fetch = r * (total / lim["fetch"]) / nbytes if fetches and r and lim.get("fetch") else None
+                x_ossl = r * (total / lim["openssl"]) / nbytes if r and lim.get("openssl") else None
+                cells += [fmt(ratio, ".1f"), fmt(x_fetch, ".2f"), fmt(x_ossl, ".2f"),
+                          walls_of["rsmirror"], walls_of["resync"]]
+                L.append("| " + " | ".join(cells) + " |")
+            L.append("")
+
+        for key, n, meta in self.sections:
+            if key != "index":
+                continue
+            L.append(f"## Audit against a {n:,}-entry Resource List Index\n")
+            L.append(f"`{meta['index']}`: {(n + 49_999) // 50_000} Resource Lists of at most 50,000 entries "
+                     f"({meta['list_bytes'] / 1e6:.0f} MB of XML, md5 and sha-256 on every entry). The mirrors were "
+                     "built directly by `benches/gen.py index` (catalog rows shaped like `rsmirror baseline`'s, one "
+                     "object file per resource; resync's destination hard-links the same files, mtime = lastmod), not "
+                     "fetched. rsmirror runs `audit --level size` (lastmod, length and digests against the list; "
+                     "each object present with its length); resync runs `--audit` without `--hash` (lastmod and "
+                     "size of each file). MB/s counts the list bytes. Counted runs: rsmirror exit 0 (in sync) and "
+                     f"{n:,} current resources in the catalog; resync `Status: IN SYNC (same={n})`.\n")
+            L.append("| step | entries | rsmirror s | entries/s | MB/s | RSS MiB | ok | resync s | entries/s | MB/s | "
+                     "RSS MiB | ok | resync / rsmirror | rsmirror runs (s) | resync runs (s) |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+            cells = [STEP_TEXT["audit-index"], f"{n:,}"]
+            meds, walls_of = {}, {}
+            for tool in TOOLS:
+                med, rss, okc, walls = self.stats("index", "audit-index", tool)
+                meds[tool] = med
+                walls_of[tool] = " ".join(f"{w:.3f}" for w in walls)
+                if tool not in self.tools:
+                    cells += ["not run", "", "", "", ""]
+                    continue
+                cells += [fmt(med, ".3f") if med else "FAIL", fmt(n / med if med else None, ",.0f"),
+                          fmt(meta["list_bytes"] / 1e6 / med if med else None, ",.1f"),
+                          fmt(rss / 1024 if rss else None, ".0f"), okc]
+            ratio = meds["resync"] / meds["rsmirror"] if meds["rsmirror"] and meds["resync"] else None
+            cells += [fmt(ratio, ".1f"), walls_of["rsmirror"], walls_of["resync"]]
+            L.append("| " + " | ".join(cells) + " |")
+            L.append("")
+
+        L.append("## Failures\n")
+        if self.a.resync_note:
+            L.append(f"- {self.a.resync_note}")
+        L += failures or ["- none"]
+        L.append("")
+        L.append("Logs of every run: `benches/.work/logs/`; every run as JSON: `benches/.work/results.json`.\n")
+        tmp = self.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("\n".join(L))
+        os.replace(tmp, self.out)
+        with open(os.path.join(self.work, "results.json"), "w") as f:
+            json.dump({"sections": self.sections, "runs": self.runs}, f, indent=1)
+
+    def main(self):
+        print(f"== steps {self.steps}, tools {self.tools}, N {self.ns}, reps {self.reps}", file=sys.stderr)
+        for n in self.ns:
+            if any(s != "audit-index" for s in self.steps):
+                self.section_n(n)
+        if "audit-index" in self.steps and self.index_n > 0:
+            self.section_index()
+        self.write()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--work", required=True)
+    p.add_argument("--crate", required=True)
+    p.add_argument("--base", required=True, help="http://127.0.0.1:PORT, served by run.sh's nginx")
+    p.add_argument("--rsmirror", required=True)
+    p.add_argument("--resync", default="", help="resync-sync, or empty when it could not be installed")
+    p.add_argument("--resync-note", default="")
+    p.add_argument("--nginx-version", default="nginx")
+    Harness(p.parse_args()).main()
+
+
+if __name__ == "__main__":
+    main()
