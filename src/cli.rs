@@ -101,6 +101,10 @@ pub struct BaselineArgs {
     /// Of several Capability Lists in the Source Description, mirror only this one.
     #[arg(long, value_name = "URL")]
     pub capability_list: Option<String>,
+    /// Where the bytes come from: the Resource List (one request per resource), the Resource
+    /// Dump (ZIP packages), or auto: the dump when the source offers one.
+    #[arg(long, value_enum, default_value_t = Via::Auto)]
+    pub via: Via,
     /// SCP sources: mirror only this section (`all` when the site publishes one).
     #[arg(long, value_name = "NAME")]
     pub section: Option<String>,
@@ -208,4 +212,12 @@ pub struct AuditArgs {
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// Where a baseline takes the bytes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    List,
+    Dump,
+    Auto,
 }

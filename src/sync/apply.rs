@@ -35,6 +35,8 @@ pub struct Fetched {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub media_type: Option<String>,
+    /// How the bytes arrived: `http`, or `dump` (then `final_url` is the package).
+    pub via: &'static str,
 }
 
 /// What became of a job.
@@ -116,6 +118,7 @@ fn run_job(http: &Http, staging: &Path, objects: &ObjectStore, job: Job) -> JobR
                             etag: staged.etag,
                             last_modified: staged.last_modified,
                             media_type: staged.media_type,
+                            via: "http",
                         }),
                     )
                 }

@@ -7,6 +7,7 @@
 //! finishes the rest and exits 3. The sync point is recorded only when every listed resource is
 //! in the mirror.
 
+use crate::cli::Via;
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::net::{Expected, Http};
@@ -22,6 +23,7 @@ use crate::sync::apply::{self, Job, JobResult, Writer};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
+use crate::sync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
 use crate::sync::plan::{self, Action, Listed};
 use crate::sync::snapshot::{self, Snapshot};
 use crate::sync::{arc_mirror, scp_mirror};
@@ -41,6 +43,16 @@ struct Planned {
     snapshot: Snapshot,
     actions: Vec<Action>,
     gone: Vec<String>,
+    /// The packages holding the bytes, when the snapshot came from a Resource Dump.
+    dump: Option<DumpSnapshot>,
+}
+
+/// What a plan needs besides the documents: where dump packages are staged, how to read them.
+struct PlanInputs<'a> {
+    http: &'a Http,
+    staging: &'a Path,
+    via: Via,
+    options: ReadOptions,
 }
 
 pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
@@ -77,7 +89,19 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
                 c.id
             ))));
         }
-        let planned = plan_all(&docs, rs, &states)?;
+        let dry_staging =
+            std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dry_staging)
+            .map_err(|e| StoreError::io("creating", &dry_staging, e))?;
+        let inputs = PlanInputs {
+            http: &http,
+            staging: &dry_staging,
+            via: s.via,
+            options: docs.options,
+        };
+        let planned = plan_all(&docs, &inputs, rs, &states);
+        let _ = std::fs::remove_dir_all(&dry_staging);
+        let planned = planned?;
         print_plan(&planned, &states, s, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
         let exit = if summary.refused > 0 || planned.iter().any(|p| !p.snapshot.complete()) {
@@ -105,7 +129,13 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
         let (rs, others) = by_kind(discovery.collections);
         let states = catalog.current_states()?;
-        let planned = plan_all(&docs, rs, &states)?;
+        let inputs = PlanInputs {
+            http: &http,
+            staging: &staging,
+            via: s.via,
+            options: docs.options,
+        };
+        let planned = plan_all(&docs, &inputs, rs, &states)?;
         let mut writer = Writer::new(&mut catalog, &objects, run_id);
         for p in planned {
             apply_collection(
@@ -178,24 +208,47 @@ pub fn by_kind(collections: Vec<Collection>) -> (Vec<Collection>, Vec<Collection
 /// Read every collection's snapshot and plan it; any unreadable top-level list is fatal.
 fn plan_all(
     docs: &Documents<'_>,
+    inputs: &PlanInputs<'_>,
     collections: Vec<Collection>,
     states: &HashMap<String, CurrentState>,
 ) -> Result<Vec<Planned>, Error> {
     let mut planned = Vec::new();
-    for collection in collections {
-        let top = match collection.opened {
-            Some(doc) => doc,
-            None => {
-                let url = collection
-                    .url_of(&Capability::ResourceList)
-                    .ok_or_else(|| SourceError::Unusable {
-                        url: collection.id.clone(),
-                        message: "the Capability List names no resourcelist".into(),
-                    })?;
-                docs.fetch(url, &docs.scope_for(url))?
+    for mut collection in collections {
+        let (snapshot, dump) = match (inputs.via, dump_location(&mut collection)) {
+            (Via::Dump, None) => {
+                return Err(SourceError::Unusable {
+                    url: collection.id.clone(),
+                    message: "--via dump: the source offers no Resource Dump".into(),
+                }
+                .into())
+            }
+            (Via::Dump | Via::Auto, Some(location)) => {
+                let mut d = DumpSnapshot::read(
+                    docs,
+                    inputs.http,
+                    inputs.staging,
+                    location,
+                    inputs.options,
+                )?;
+                (std::mem::take(&mut d.snapshot), Some(d))
+            }
+            (Via::List | Via::Auto, _) => {
+                let top = match collection.opened.take() {
+                    Some(doc) => doc,
+                    None => {
+                        let url =
+                            collection
+                                .url_of(&Capability::ResourceList)
+                                .ok_or_else(|| SourceError::Unusable {
+                                    url: collection.id.clone(),
+                                    message: "the Capability List names no resourcelist".into(),
+                                })?;
+                        docs.fetch(url, &docs.scope_for(url))?
+                    }
+                };
+                (snapshot::read(docs, top)?, None)
             }
         };
-        let snapshot = snapshot::read(docs, top)?;
         let actions = snapshot
             .listed
             .iter()
@@ -215,9 +268,31 @@ fn plan_all(
             snapshot,
             actions,
             gone,
+            dump,
         });
     }
     Ok(planned)
+}
+
+/// Where a collection's Resource Dump is, if it offers one: the Capability List's
+/// `resourcedump`, a dump given directly, or a 2012 Sitemap's dump link.
+fn dump_location(c: &mut Collection) -> Option<DumpLocation> {
+    if let Some(url) = c.url_of(&Capability::ResourceDump) {
+        if c.opened
+            .as_ref()
+            .is_none_or(|d| d.header().capability() != Some(Capability::ResourceDump))
+        {
+            return Some(DumpLocation::Document(url.clone()));
+        }
+        return c.opened.take().map(|d| DumpLocation::Opened(Box::new(d)));
+    }
+    let doc = c.opened.as_ref()?;
+    let link = doc
+        .header()
+        .links
+        .iter()
+        .find(|l| l.has_rel(ALPHA_DUMP_REL))?;
+    Some(DumpLocation::AlphaPackage(link.href.clone()))
 }
 
 fn print_plan(
@@ -283,13 +358,14 @@ fn apply_collection(
     objects: &ObjectStore,
     writer: &mut Writer<'_>,
     s: &settings::Baseline,
-    p: Planned,
+    mut p: Planned,
     states: &HashMap<String, CurrentState>,
     source_id: i64,
     run_id: i64,
     summary: &mut Summary,
     progress: &Progress,
 ) -> Result<(), Error> {
+    let mut dump = p.dump.take();
     let snap = &p.snapshot;
     summary.listed += snap.listed.len() as u64;
     summary.warnings.extend(snap.warnings.iter().cloned());
@@ -333,63 +409,65 @@ fn apply_collection(
     }
     progress.start("baseline", jobs.len() as u64);
     let mut failed_here = 0u64;
-    apply::transfer(
-        http,
-        staging,
-        objects,
-        jobs,
-        s.jobs,
-        |r| -> Result<(), Error> {
-            match r {
-                JobResult::Fetched(i, f) => {
-                    let l = &snap.listed[i];
-                    let current = states.get(l.uri.as_str()).filter(|c| !c.deleted);
-                    progress.item(f.computed.length);
-                    summary.bytes += f.computed.length;
-                    if p.actions[i] == Action::Check
-                        && current.and_then(|c| c.sha256_hex.as_deref())
-                            == Some(f.computed.sha256_hex.as_str())
-                    {
-                        summary.unchanged += 1;
-                        return Ok(());
-                    }
-                    let change = if current.is_some() {
-                        summary.updated += 1;
-                        "updated"
-                    } else {
-                        summary.created += 1;
-                        "created"
-                    };
-                    writer.version(version_from(l, &f, change, &p.collection))?;
+    let on_result = |r| -> Result<(), Error> {
+        match r {
+            JobResult::Fetched(i, f) => {
+                let l = &snap.listed[i];
+                let current = states.get(l.uri.as_str()).filter(|c| !c.deleted);
+                progress.item(f.computed.length);
+                summary.bytes += f.computed.length;
+                if p.actions[i] == Action::Check
+                    && current.and_then(|c| c.sha256_hex.as_deref())
+                        == Some(f.computed.sha256_hex.as_str())
+                {
+                    summary.unchanged += 1;
+                    return Ok(());
                 }
-                JobResult::Failed {
-                    index,
-                    reason,
-                    refused,
-                } => {
-                    let l = &snap.listed[index];
-                    progress.item(0);
-                    let class = if refused {
-                        summary.refused += 1;
-                        "refused"
-                    } else {
-                        summary.failed += 1;
-                        failed_here += 1;
-                        "failed"
-                    };
-                    // Errors go to stderr even with -q: cron mails them.
-                    progress.println(&format!("{class}: {}: {reason}", l.uri));
-                    writer.problem(l.uri.as_str(), class, &reason)?;
-                    summary.problems.push(Problem {
-                        uri: l.uri.to_string(),
-                        class,
-                        reason,
-                    });
-                }
+                let change = if current.is_some() {
+                    summary.updated += 1;
+                    "updated"
+                } else {
+                    summary.created += 1;
+                    "created"
+                };
+                writer.version(version_from(l, &f, change, &p.collection))?;
             }
-            Ok(())
-        },
-    )?;
+            JobResult::Failed {
+                index,
+                reason,
+                refused,
+            } => {
+                let l = &snap.listed[index];
+                progress.item(0);
+                let class = if refused {
+                    summary.refused += 1;
+                    "refused"
+                } else {
+                    summary.failed += 1;
+                    failed_here += 1;
+                    "failed"
+                };
+                // Errors go to stderr even with -q: cron mails them.
+                progress.println(&format!("{class}: {}: {reason}", l.uri));
+                writer.problem(l.uri.as_str(), class, &reason)?;
+                summary.problems.push(Problem {
+                    uri: l.uri.to_string(),
+                    class,
+                    reason,
+                });
+            }
+        }
+        Ok(())
+    };
+    match dump.as_mut() {
+        // A Resource Dump: the bytes come out of the packages already downloaded.
+        Some(d) => {
+            let wanted: Vec<usize> = jobs.iter().map(|j| j.index).collect();
+            d.stage(&wanted, staging, objects, on_result)?;
+        }
+        None => apply::transfer(http, staging, objects, jobs, s.jobs, on_result)?,
+    }
+    drop(dump);
     writer.flush(|_| Ok(()))?;
 
     // Gone resources: reported; tombstoned only with --delete after a complete list.
@@ -477,7 +555,7 @@ fn version_from(
         sha1_hex: f.computed.sha1_hex.clone(),
         sha256_hex: Some(f.computed.sha256_hex.clone()),
         media_type: l.media_type.clone().or_else(|| f.media_type.clone()),
-        arrived_via: "http",
+        arrived_via: f.via,
         fetched_from: Some(f.final_url.to_string()),
         etag: f.etag.clone(),
         last_modified: f.last_modified.clone(),

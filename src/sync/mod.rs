@@ -9,6 +9,7 @@ pub mod changes;
 pub mod context;
 pub mod discover;
 pub mod documents;
+pub mod dump_source;
 pub mod incremental;
 pub mod inspect;
 pub mod plan;

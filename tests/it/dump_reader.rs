@@ -233,7 +233,7 @@ fn normal_package() -> Vec<u8> {
 }
 
 /// Byte offsets of every occurrence of `needle`.
-fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+pub(crate) fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
     hay.windows(needle.len())
         .enumerate()
         .filter(|(_, w)| *w == needle)
@@ -243,7 +243,7 @@ fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
 
 /// Replace every occurrence of an entry name (local and central header) by another of the
 /// same length: how hostile names the writer would refuse are made.
-fn rename_entry(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+pub(crate) fn rename_entry(bytes: &mut [u8], from: &[u8], to: &[u8]) {
     assert_eq!(from.len(), to.len());
     let at = find_all(bytes, from);
     assert!(!at.is_empty(), "{from:?} not found");
@@ -253,7 +253,7 @@ fn rename_entry(bytes: &mut [u8], from: &[u8], to: &[u8]) {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Headers {
+pub(crate) enum Headers {
     Local,
     Central,
     Both,
@@ -261,7 +261,7 @@ enum Headers {
 
 /// Set the uncompressed-size field of entry `name` (APPNOTE 4.3.7: offset 22 in the local
 /// header, 4.3.12: offset 24 in the central one).
-fn patch_uncompressed_size(bytes: &mut [u8], name: &[u8], size: u32, which: Headers) {
+pub(crate) fn patch_uncompressed_size(bytes: &mut [u8], name: &[u8], size: u32, which: Headers) {
     let mut patched = 0;
     for at in find_all(bytes, name) {
         if at >= 30 && bytes[at - 30..at - 26] == *b"PK\x03\x04" && which != Headers::Central {

@@ -4,6 +4,7 @@
 mod baseline;
 mod cli;
 mod corpus;
+mod dump;
 mod dump_reader;
 mod incremental;
 mod inspect;

@@ -1,0 +1,363 @@
+//! A Resource Dump as the source of a baseline's bytes (ResourceSync 1.1 §6, §9; the 2012
+//! draft's `xhtml:link rel="http://www.openarchives.org/rs/dump"`).
+//!
+//! Every package is downloaded to `staging/` (verified against the dump entry's length and
+//! digests when given) and opened by the hostile-package reader (`rs::dump`); the manifests
+//! become the snapshot the shared plan compares with the mirror, exactly as a Resource List
+//! would. When the bytes are needed they are staged from the packages, package by package: a
+//! package refused half-way (a header that lies, say) contributes nothing, and each bitstream
+//! lands under its `<loc>` exactly as if it had been fetched by HTTP.
+
+use crate::error::SourceError;
+use crate::net::fetch::fetch_to_staging;
+use crate::net::{Expected, Http};
+use crate::rs::document::{Capability, Root};
+use crate::rs::dump::{DumpLimits, Package, StageError};
+use crate::rs::sitemap::ReadOptions;
+use crate::store::ObjectStore;
+use crate::sync::apply::{Fetched, JobResult};
+use crate::sync::documents::{Documents, OpenedDocument};
+use crate::sync::plan::{Declared, Listed};
+use crate::sync::snapshot::{Refused, Snapshot};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use url::Url;
+
+/// The 2012 draft's link from a Sitemap to its dump package.
+pub const ALPHA_DUMP_REL: &str = "http://www.openarchives.org/rs/dump";
+/// How deep Resource Dump Indexes may nest.
+const MAX_DEPTH: usize = 3;
+
+/// A snapshot read from dump manifests, with the packages that hold its bytes.
+pub struct DumpSnapshot {
+    pub snapshot: Snapshot,
+    packages: Vec<Opened>,
+    /// For each listed resource: (package, manifest entry).
+    origin: Vec<(usize, usize)>,
+}
+
+struct Opened {
+    url: Url,
+    file: PathBuf,
+    /// None when the package could not be used (recorded in `failed_parts`).
+    package: Option<Package>,
+}
+
+/// A package a dump names.
+struct PackageRef {
+    url: Url,
+    expected: Expected,
+}
+
+/// Where a collection's dump is: its Capability List's `resourcedump`, the document given,
+/// or a 2012 Sitemap's dump link (straight to one package).
+pub enum DumpLocation {
+    Document(Url),
+    Opened(Box<OpenedDocument>),
+    AlphaPackage(Url),
+}
+
+impl DumpSnapshot {
+    /// Download every package and read every manifest. A dump document that cannot be read is
+    /// fatal; a package that cannot be fetched or opened is a failed part (no deletes).
+    pub fn read(
+        docs: &Documents<'_>,
+        http: &Http,
+        staging: &Path,
+        location: DumpLocation,
+        options: ReadOptions,
+    ) -> Result<DumpSnapshot, SourceError> {
+        let mut snapshot = Snapshot::default();
+        let mut refs = Vec::new();
+        let (scope_doc, header_at) = match location {
+            DumpLocation::AlphaPackage(url) => {
+                refs.push(PackageRef {
+                    url: url.clone(),
+                    expected: Expected::default(),
+                });
+                (url, None)
+            }
+            DumpLocation::Document(url) => {
+                let doc = docs.fetch(&url, &docs.scope_for(&url))?;
+                let at = doc.header().md.at;
+                let u = doc.url.clone();
+                collect_packages(docs, doc, 0, &mut refs, &mut snapshot)?;
+                (u, at)
+            }
+            DumpLocation::Opened(doc) => {
+                let doc = *doc;
+                let at = doc.header().md.at;
+                let u = doc.url.clone();
+                collect_packages(docs, doc, 0, &mut refs, &mut snapshot)?;
+                (u, at)
+            }
+        };
+        let scope = Arc::new(docs.scope_for(&scope_doc));
+        let mut dump = DumpSnapshot {
+            snapshot,
+            packages: Vec::new(),
+            origin: Vec::new(),
+        };
+        let mut index_of: HashMap<String, usize> = HashMap::new();
+        let mut manifest_at = None;
+        for r in refs {
+            let p = dump.packages.len();
+            let opened = fetch_to_staging(http, &r.url, &scope, staging, &r.expected)
+                .map_err(|e| e.to_string())
+                .and_then(|staged| {
+                    Package::open(&staged.path, &r.url, DumpLimits::default(), options)
+                        .map(|pkg| (staged.path.clone(), Some(pkg)))
+                        .map_err(|e| {
+                            let _ = std::fs::remove_file(&staged.path);
+                            e.to_string()
+                        })
+                });
+            let (file, package) = match opened {
+                Ok(x) => x,
+                Err(reason) => {
+                    dump.snapshot
+                        .failed_parts
+                        .push(format!("package {}: {reason}", r.url));
+                    dump.packages.push(Opened {
+                        url: r.url,
+                        file: PathBuf::new(),
+                        package: None,
+                    });
+                    continue;
+                }
+            };
+            let pkg = package.as_ref().expect("opened");
+            manifest_at = manifest_at.or(pkg.manifest_header().md.at);
+            for w in pkg.warnings() {
+                dump.snapshot
+                    .warnings
+                    .push(format!("{}#manifest.xml: {w}", r.url));
+            }
+            for extra in pkg.extras() {
+                dump.snapshot.warnings.push(format!(
+                    "{}: entry {extra:?} is not in the manifest; ignored",
+                    r.url
+                ));
+            }
+            for (e, item) in pkg.entries().iter().enumerate() {
+                if item.is_deleted() {
+                    continue;
+                }
+                if let Err(reason) = scope.check(&item.loc) {
+                    dump.snapshot.refused.push(Refused {
+                        uri: item.loc.to_string(),
+                        reason: format!("{reason} (manifest of {}, line {})", r.url, item.line),
+                    });
+                    continue;
+                }
+                let listed = Listed {
+                    uri: item.loc.clone(),
+                    declared: Declared {
+                        lastmod: item.lastmod,
+                        length: item.length,
+                        digests: item.hash.clone(),
+                    },
+                    media_type: item.media_type.clone(),
+                    duplicates: Vec::new(),
+                    document: r.url.to_string(),
+                    line: item.line,
+                    scope: scope.clone(),
+                };
+                match index_of.get(item.loc.as_str()) {
+                    Some(&i) => {
+                        dump.snapshot.listed[i] = listed;
+                        dump.origin[i] = (p, e);
+                    }
+                    None => {
+                        index_of.insert(item.loc.to_string(), dump.snapshot.listed.len());
+                        dump.snapshot.listed.push(listed);
+                        dump.origin.push((p, e));
+                    }
+                }
+            }
+            dump.packages.push(Opened {
+                url: r.url,
+                file,
+                package,
+            });
+        }
+        dump.snapshot.at = header_at.or(manifest_at);
+        dump.snapshot.anchored = dump.snapshot.at.is_some();
+        dump.snapshot.basis = if header_at.is_some() {
+            "at of the Resource Dump".into()
+        } else if manifest_at.is_some() {
+            "at of the dump manifest".into()
+        } else {
+            "2012-draft dump without a time (unanchored)".into()
+        };
+        Ok(dump)
+    }
+
+    /// Stage the bitstreams of the listed resources `wanted`, package by package, move them
+    /// into the object store and report each as a [`JobResult`]. Nothing from a package that is
+    /// refused while staging is reported as fetched.
+    pub fn stage<E>(
+        &mut self,
+        wanted: &[usize],
+        staging: &Path,
+        objects: &ObjectStore,
+        mut on_result: impl FnMut(JobResult) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut by_package: Vec<Vec<usize>> = vec![Vec::new(); self.packages.len()];
+        for &i in wanted {
+            by_package[self.origin[i].0].push(i);
+        }
+        for (p, listed) in by_package.into_iter().enumerate() {
+            if listed.is_empty() {
+                continue;
+            }
+            let opened = &mut self.packages[p];
+            let Some(package) = opened.package.as_mut() else {
+                for i in listed {
+                    on_result(JobResult::Failed {
+                        index: i,
+                        reason: format!("package {} could not be used", opened.url),
+                        refused: false,
+                    })?;
+                }
+                continue;
+            };
+            let mut staged = Vec::new();
+            let mut failed = Vec::new();
+            let mut refusal = None;
+            for &i in &listed {
+                match package.stage(self.origin[i].1, staging) {
+                    Ok(Some(sb)) => staged.push((i, sb)),
+                    Ok(None) => failed.push((i, "a deletion has no bitstream".to_string())),
+                    Err(StageError::Entry(e)) => failed.push((i, e.to_string())),
+                    Err(StageError::Package(e)) => {
+                        refusal = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            if let Some(reason) = refusal {
+                for (_, sb) in staged {
+                    let _ = std::fs::remove_file(&sb.path);
+                }
+                for i in listed {
+                    on_result(JobResult::Failed {
+                        index: i,
+                        reason: format!("package refused, nothing from it is kept: {reason}"),
+                        refused: false,
+                    })?;
+                }
+                continue;
+            }
+            for (i, reason) in failed {
+                on_result(JobResult::Failed {
+                    index: i,
+                    reason,
+                    refused: false,
+                })?;
+            }
+            for (i, sb) in staged {
+                let result = match objects.ingest(&sb.path, &sb.computed.sha256_hex) {
+                    Ok(_) => JobResult::Fetched(
+                        i,
+                        Box::new(Fetched {
+                            computed: sb.computed,
+                            final_url: opened.url.clone(),
+                            etag: None,
+                            last_modified: None,
+                            media_type: None,
+                            via: "dump",
+                        }),
+                    ),
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&sb.path);
+                        JobResult::Failed {
+                            index: i,
+                            reason: format!("cannot store object: {e}"),
+                            refused: false,
+                        }
+                    }
+                };
+                on_result(result)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DumpSnapshot {
+    fn drop(&mut self) {
+        // The package files are downloads in flight: gone when the run is done with them.
+        for p in &self.packages {
+            if !p.file.as_os_str().is_empty() {
+                let _ = std::fs::remove_file(&p.file);
+            }
+        }
+    }
+}
+
+/// Read a Resource Dump (or Dump Index) document into package references.
+fn collect_packages(
+    docs: &Documents<'_>,
+    mut doc: OpenedDocument,
+    depth: usize,
+    refs: &mut Vec<PackageRef>,
+    snapshot: &mut Snapshot,
+) -> Result<(), SourceError> {
+    match doc.header().capability() {
+        Some(Capability::ResourceDump) => {}
+        other => {
+            return Err(SourceError::Unusable {
+                url: doc.url.to_string(),
+                message: format!(
+                    "expected a Resource Dump, found a {} document",
+                    other
+                        .map(|c| c.name().to_string())
+                        .unwrap_or_else(|| "plain sitemap".into())
+                ),
+            })
+        }
+    }
+    let index = doc.header().root == Root::SitemapIndex;
+    let scope = docs.scope_for(&doc.url);
+    let mut count = 0;
+    let mut children = Vec::new();
+    while let Some(e) = doc.reader.next_entry()? {
+        count += 1;
+        if let Err(reason) = scope.check(&e.loc) {
+            snapshot
+                .failed_parts
+                .push(format!("{}: refused: {reason}", e.loc));
+            continue;
+        }
+        if index {
+            children.push(e.loc);
+        } else {
+            refs.push(PackageRef {
+                url: e.loc,
+                expected: Expected {
+                    length: e.md.length,
+                    digests: e.md.hash,
+                },
+            });
+        }
+    }
+    for w in doc.reader.take_warnings() {
+        snapshot.warnings.push(format!("{}: {w}", doc.url));
+    }
+    snapshot.documents.push(doc.record(count));
+    for child in children {
+        if depth + 1 > MAX_DEPTH {
+            snapshot
+                .failed_parts
+                .push(format!("{child}: Resource Dump Indexes nested too deep"));
+            continue;
+        }
+        match docs.fetch(&child, &scope) {
+            Ok(d) => collect_packages(docs, d, depth + 1, refs, snapshot)?,
+            Err(e) => snapshot.failed_parts.push(e.to_string()),
+        }
+    }
+    Ok(())
+}

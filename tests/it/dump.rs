@@ -1,0 +1,274 @@
+//! `baseline --via dump` against a real HTTP server: the same mirror as from the equivalent
+//! Resource List, and hostile packages refused at the command level (nothing outside the
+//! mirror, nothing from a refused package current).
+
+use crate::dump_reader::{patch_uncompressed_size, rename_entry, Headers};
+use crate::server::TestServer;
+use crate::support::*;
+use std::io::{Cursor, Write};
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipWriter};
+
+const AT: &str = "2026-04-01T00:00:00Z";
+const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
+
+fn hashes(bytes: &[u8]) -> String {
+    use md5::Digest as _;
+    format!(
+        "md5:{} sha-256:{}",
+        hex::encode(md5::Md5::digest(bytes)),
+        hex::encode(sha2::Sha256::digest(bytes))
+    )
+}
+
+/// A package of resources `res/NAME` (the manifest names them `/res/NAME` under `origin`: the
+/// server does not rewrite inside ZIPs), plus raw extras.
+fn package(tree: &Tree, origin: &str, names: &[&str], extra: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut manifest = format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"resourcedump-manifest\" at=\"{AT}\"/>\n");
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for n in names {
+        let bytes = std::fs::read(tree.path().join("res").join(n)).unwrap();
+        manifest.push_str(&format!(
+            "<url><loc>{origin}/res/{n}</loc><rs:md path=\"/res/{n}\" length=\"{}\" hash=\"{}\"/></url>\n",
+            bytes.len(),
+            hashes(&bytes)
+        ));
+        files.push((format!("res/{n}"), bytes));
+    }
+    manifest.push_str("</urlset>\n");
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+    w.start_file("manifest.xml", opts).unwrap();
+    w.write_all(manifest.as_bytes()).unwrap();
+    for (name, bytes) in files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .chain(extra.iter().copied())
+    {
+        w.start_file(name, opts).unwrap();
+        w.write_all(bytes).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// `/resourcedump.xml` naming the packages (with their lengths and digests), and a Capability
+/// List offering both the list and the dump.
+fn publish_dump(tree: &Tree, packages: &[(&str, &[u8])]) {
+    let mut body = String::new();
+    for (name, bytes) in packages {
+        std::fs::write(tree.path().join(name), bytes).unwrap();
+        body.push_str(&format!(
+            "<url><loc>{ORIGIN}/{name}</loc><rs:md type=\"application/zip\" length=\"{}\" hash=\"{}\"/></url>\n",
+            bytes.len(),
+            hashes(bytes)
+        ));
+    }
+    std::fs::write(
+        tree.path().join("resourcedump.xml"),
+        format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"resourcedump\" at=\"{AT}\"/>\n{body}</urlset>\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.path().join("capabilitylist.xml"),
+        format!(
+            "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
+             <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
+             <url><loc>{ORIGIN}/resourcedump.xml</loc><rs:md capability=\"resourcedump\"/></url>\n</urlset>\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn six() -> Tree {
+    let t = Tree::new();
+    for i in 1..=6 {
+        t.put(
+            &format!("r{i}"),
+            format!("resource {i}\n").repeat(i * 40).as_bytes(),
+        );
+    }
+    t.resource_list(AT, &["r1", "r2", "r3", "r4", "r5", "r6"]);
+    t
+}
+
+#[test]
+fn baseline_from_a_two_package_dump_equals_baseline_from_the_list() {
+    let t = six();
+    let srv = TestServer::start(t.path());
+    let p1 = package(&t, &srv.base(), &["r1", "r2", "r3"], &[]);
+    let p2 = package(&t, &srv.base(), &["r4", "r5", "r6"], &[]);
+    publish_dump(&t, &[("p1.zip", &p1), ("p2.zip", &p2)]);
+    let from_dump = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), from_dump.path())
+        .args(["--via", "dump"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        srv.requests().iter().all(|r| !r.path.starts_with("/res/")),
+        "a dump baseline fetched resources"
+    );
+    let from_list = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), from_list.path())
+        .args(["--via", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(from_dump.path()), current(from_list.path()));
+    assert_eq!(current(from_dump.path()).len(), 6);
+    assert_consistent(from_dump.path());
+    // Each version records that it came from a dump, and which package.
+    let conn = rusqlite::Connection::open(from_dump.path().join("catalog.sqlite")).unwrap();
+    let via: Vec<(String, String)> = conn
+        .prepare("SELECT arrived_via, fetched_from FROM versions ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(via.iter().all(|(v, _)| v == "dump"), "{via:?}");
+    assert_eq!(via[0].1, format!("{}/p1.zip", srv.base()));
+    assert_eq!(via[5].1, format!("{}/p2.zip", srv.base()));
+    // auto takes the dump when offered; a re-run changes nothing.
+    let out = baseline(&srv.url("/capabilitylist.xml"), from_dump.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["unchanged"], 6, "{s}");
+    assert!(
+        std::fs::read_dir(from_dump.path().join("staging"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "package left in staging"
+    );
+}
+
+#[test]
+fn hostile_packages_are_refused_and_nothing_from_them_lands() {
+    type Make = fn(&Tree, &str) -> Vec<u8>;
+    let cases: Vec<(&str, Make, &str)> = vec![
+        (
+            "dotdot entry name",
+            |t, o| {
+                let mut z = package(t, o, &["r4"], &[("xx/evil", b"evil")]);
+                rename_entry(&mut z, b"xx/evil", b"../evil");
+                z
+            },
+            "p2.zip",
+        ),
+        (
+            "absolute entry name",
+            |t, o| {
+                let mut z = package(t, o, &["r4"], &[("xevil", b"evil")]);
+                rename_entry(&mut z, b"xevil", b"/evil");
+                z
+            },
+            "p2.zip",
+        ),
+        (
+            "duplicate entry names",
+            |t, o| {
+                let mut z = package(t, o, &["r4"], &[("res/r5", b"shadow")]);
+                rename_entry(&mut z, b"res/r5", b"res/r4");
+                z
+            },
+            "p2.zip",
+        ),
+        (
+            "lying size header",
+            |t, o| {
+                let mut z = package(t, o, &["r4", "r5"], &[]);
+                patch_uncompressed_size(&mut z, b"res/r5", 10, Headers::Both);
+                z
+            },
+            "p2.zip",
+        ),
+        (
+            "not a zip",
+            |_, _| b"\xFD7zXZ\x00 pretend xz".to_vec(),
+            "p2.zip",
+        ),
+    ];
+    for (what, make, package_name) in cases {
+        let t = six();
+        let srv = TestServer::start(t.path());
+        let p1 = package(&t, &srv.base(), &["r1", "r2", "r3"], &[]);
+        let p2 = make(&t, &srv.base());
+        publish_dump(&t, &[("p1.zip", &p1), ("p2.zip", &p2)]);
+        let outer = tempfile::tempdir().unwrap();
+        let mirror = outer.path().join("mirror");
+        let canary = outer.path().join("canary");
+        std::fs::create_dir_all(&canary).unwrap();
+        std::fs::write(canary.join("keep"), b"canary").unwrap();
+        let out = baseline(&srv.url("/capabilitylist.xml"), &mirror)
+            .args(["--via", "dump"])
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(3), "{what}: {err}");
+        assert!(
+            err.contains(package_name),
+            "{what}: the error names no package: {err}"
+        );
+        // p1 landed; nothing from the refused package is current.
+        let got = current(&mirror);
+        assert_eq!(got.len(), 3, "{what}: {got:?}");
+        assert!(
+            got.keys().all(|k| k.ends_with("/res/r1")
+                || k.ends_with("/res/r2")
+                || k.ends_with("/res/r3")),
+            "{what}"
+        );
+        // Nothing written outside the mirror.
+        let beside: Vec<_> = std::fs::read_dir(outer.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beside.len(), 2, "{what}: {beside:?}");
+        assert_eq!(std::fs::read_dir(&canary).unwrap().count(), 1, "{what}");
+        assert_eq!(std::fs::read(canary.join("keep")).unwrap(), b"canary");
+        assert!(!outer.path().join("evil").exists());
+        assert_consistent(&mirror);
+        // A refused package means an incomplete snapshot: no sync point, no deletes.
+        assert_eq!(sync_point(&mirror), None, "{what}");
+    }
+}
+
+#[test]
+fn a_missing_bitstream_fails_that_resource_and_extras_are_reported() {
+    let t = six();
+    let srv = TestServer::start(t.path());
+    let p1 = package(
+        &t,
+        &srv.base(),
+        &["r1", "r2", "r3"],
+        &[("res/unlisted", b"not in the manifest")],
+    );
+    // p2's manifest names r4..r6 but the archive lacks r6.
+    let full = package(&t, &srv.base(), &["r4", "r5", "r6"], &[]);
+    let mut z = zip::ZipArchive::new(Cursor::new(full)).unwrap();
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    for i in 0..z.len() {
+        let f = z.by_index_raw(i).unwrap();
+        if f.name().unwrap() != "res/r6" {
+            w.raw_copy_file(f).unwrap();
+        }
+    }
+    let p2 = w.finish().unwrap().into_inner();
+    publish_dump(&t, &[("p1.zip", &p1), ("p2.zip", &p2)]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .args(["--via", "dump", "-v"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("res/r6"), "{err}");
+    assert!(
+        err.contains("\"res/unlisted\" is not in the manifest"),
+        "{err}"
+    );
+    assert_eq!(current(dir.path()).len(), 5);
+}
