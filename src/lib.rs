@@ -11,6 +11,7 @@
 pub mod cli;
 pub mod error;
 pub mod exit;
+pub mod finding;
 pub mod net;
 pub mod progress;
 pub mod report;

@@ -85,6 +85,93 @@ impl ObjectStore {
     }
 }
 
+/// One entry met by [`ObjectStore::visit_sorted`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Visited {
+    /// The entry's file name.
+    pub name: String,
+    pub path: PathBuf,
+    /// True when the entry sits where an object of that name belongs
+    /// (`sha256/<2 hex>/<2 hex>/<64 hex>`); anything else is never an object.
+    pub placed: bool,
+}
+
+impl ObjectStore {
+    /// The object store of `mirror`, creating nothing (readers such as audit).
+    pub fn at(mirror: &Path) -> ObjectStore {
+        ObjectStore {
+            root: mirror.join("objects"),
+        }
+    }
+
+    /// Every entry of the store in name order, in bounded memory (one folder listing at a
+    /// time): placed objects come in strictly increasing name order, so a caller can
+    /// merge-join them with a sorted list of referenced digests. Entries that are not where an
+    /// object belongs (files beside `sha256/`, in the two fan-out levels, folders at the
+    /// object level) are visited too, with `placed == false` (except that a folder in an
+    /// object's place keeps `placed` true: it occupies that object's name). A missing store
+    /// visits nothing.
+    pub fn visit_sorted(&self, mut f: impl FnMut(Visited) -> io::Result<()>) -> io::Result<()> {
+        fn sorted(dir: &Path) -> io::Result<Vec<(String, PathBuf, bool)>> {
+            let mut out = Vec::new();
+            for entry in fs::read_dir(dir)? {
+                let entry = entry?;
+                let is_dir = entry.file_type()?.is_dir();
+                out.push((
+                    entry.file_name().to_string_lossy().into_owned(),
+                    entry.path(),
+                    is_dir,
+                ));
+            }
+            out.sort();
+            Ok(out)
+        }
+        let is_fan = |n: &str| n.len() == 2 && is_sha256_hex(&format!("{n:0<64}"));
+        if !self.root.is_dir() {
+            return Ok(());
+        }
+        for (name, path, is_dir) in sorted(&self.root)? {
+            if name == "sha256" && is_dir {
+                continue;
+            }
+            f(Visited {
+                name,
+                path,
+                placed: false,
+            })?;
+        }
+        let top = self.root.join("sha256");
+        if !top.is_dir() {
+            return Ok(());
+        }
+        for (a, a_path, a_dir) in sorted(&top)? {
+            if !(a_dir && is_fan(&a)) {
+                f(Visited {
+                    name: a,
+                    path: a_path,
+                    placed: false,
+                })?;
+                continue;
+            }
+            for (b, b_path, b_dir) in sorted(&a_path)? {
+                if !(b_dir && is_fan(&b)) {
+                    f(Visited {
+                        name: b,
+                        path: b_path,
+                        placed: false,
+                    })?;
+                    continue;
+                }
+                for (name, path, _) in sorted(&b_path)? {
+                    let placed = is_sha256_hex(&name) && name[0..2] == a && name[2..4] == b;
+                    f(Visited { name, path, placed })?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }

@@ -1,10 +1,710 @@
-//! STUB — being written: `rsmirror audit`.
-use crate::error::Error;
-use crate::exit::Exit;
-use crate::settings;
+//! `rsmirror audit`: prove the mirror matches the source and its own bytes (ResourceSync 1.1
+//! §10.3), and say so in a report people can file.
+//!
+//! Three checks, each a collector of [`Finding`]s that never stops at the first problem:
+//! the catalog (`PRAGMA integrity_check`, or `quick_check` below `--level fixity`); local
+//! fixity of the stored objects (`sync::fixity`); and, unless `--offline`, the source's
+//! expected state compared resource by resource with the mirror's current state through
+//! `plan::compare`, the comparison baseline plans with. The mirror's side is held in a compact
+//! index (`sync::mirror_states`) and the source's list is streamed through it
+//! (`sync::resource_list`), so a list of a million entries is audited in bounded memory.
+//!
+//! Findings are reported after every check has run, in URI order, the same ones to every
+//! form (lines on stdout, `--json`, `--report FILE`) and, except the `=` ones, to the
+//! catalog's `audit_findings`. If the source cannot be read, nothing is said about it: no
+//! resource is called in sync, the local findings are still reported, and the exit code is 4.
+//! Audit takes the lock and records its run, and never writes content.
 
-pub fn run(_s: &settings::Audit, _arguments: &str) -> Result<Exit, Error> {
-    Err(Error::Usage(crate::settings::UsageError(
-        "audit is not built yet".into(),
-    )))
+use crate::cli::{AuditLevel, ReportFormat};
+use crate::error::{Error, SourceError};
+use crate::exit::Exit;
+use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals};
+use crate::net::Http;
+use crate::rs::document::Capability;
+use crate::rs::sitemap::ReadOptions;
+use crate::settings::{self, UsageError};
+use crate::store::{Catalog, MirrorLock, StoreError};
+use crate::sync::discover::{self, Collection};
+use crate::sync::documents::Documents;
+use crate::sync::fixity::{self, Fixity};
+use crate::sync::mirror_states::{in_sample, mark, uri_key, MirrorStates};
+use crate::sync::plan::{self, Comparison};
+use crate::sync::resource_list::{self, Item, Walked, Warnings};
+use rusqlite::{params, OptionalExtension};
+use std::collections::BTreeMap;
+use std::io::{self, BufWriter, IsTerminal};
+use std::iter::Peekable;
+use std::time::Instant;
+
+pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
+    let started = Instant::now();
+    let started_at = jiff::Timestamp::now().to_string();
+    if !s.mirror.join("catalog.sqlite").is_file() {
+        return Err(StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        }
+        .into());
+    }
+    let _lock = MirrorLock::acquire(&s.mirror)?;
+    let catalog = Catalog::open(&s.mirror)?;
+    catalog.abandon_unfinished_runs()?;
+    let source = match s.offline {
+        true => None,
+        false => Some(source_of(s, &catalog)?),
+    };
+    let report_file = match &s.report {
+        None => None,
+        Some((path, format)) => {
+            let file = std::fs::File::create(path).map_err(|e| {
+                UsageError(format!("--report {}: cannot write it: {e}", path.display()))
+            })?;
+            let form = match format {
+                ReportFormat::Text => Form::Text,
+                ReportFormat::Json => Form::Json,
+                ReportFormat::Csv => Form::Csv,
+            };
+            Some(Sink::new(Box::new(BufWriter::new(file)), form))
+        }
+    };
+    let source_id = match &source {
+        Some(src) => known_source_id(&catalog, src)?,
+        None => None,
+    };
+    let run_id = catalog.begin_run("audit", source_id, arguments)?;
+    let header = Header {
+        run_id: Some(run_id),
+        started_at,
+        mirror: s.mirror.display().to_string(),
+        source: source.clone(),
+        level: match s.level {
+            AuditLevel::Presence => "presence",
+            AuditLevel::Size => "size",
+            AuditLevel::Fixity => "fixity",
+        },
+        sample: s.sample.map(|(n, m)| format!("{n}/{m}")),
+        all_versions: s.all_versions,
+        offline: s.offline,
+        require_fixity: s.require_fixity,
+    };
+    let mut sinks = Vec::new();
+    sinks.push(Sink::new(
+        Box::new(BufWriter::new(io::stdout().lock())),
+        if s.output.json {
+            Form::Json
+        } else {
+            Form::Lines {
+                verbose: s.output.verbose > 0,
+            }
+        },
+    ));
+    let has_file = report_file.is_some();
+    sinks.extend(report_file);
+    for sink in &mut sinks {
+        sink.begin(&header);
+    }
+
+    let mut totals = Totals::default();
+    let result = check_and_report(
+        s,
+        &catalog,
+        source.as_deref(),
+        run_id,
+        &mut sinks,
+        &mut totals,
+    );
+    totals.seconds = started.elapsed().as_secs_f64();
+    let exit = match &result {
+        Err(e) => e.exit(),
+        Ok(Verdict::SourceIncomplete) => Exit::Source,
+        Ok(Verdict::Done) if totals.counts.differences(s.require_fixity) > 0 => Exit::Differences,
+        Ok(Verdict::Done) => Exit::Ok,
+    };
+    totals.exit_code = exit.code();
+    if let Err(e) = &result {
+        totals.error = Some(e.to_string());
+    }
+    for sink in &mut sinks {
+        sink.end(&totals);
+    }
+    let report_broken = has_file
+        .then(|| sinks.last().and_then(|k| k.error()).map(|e| e.to_string()))
+        .flatten();
+    drop(sinks);
+    let (outcome, recorded_exit) = match &result {
+        _ if report_broken.is_some() => ("failed", Exit::Store),
+        Ok(Verdict::Done) => ("ok", exit),
+        Ok(Verdict::SourceIncomplete) => ("partial", exit),
+        Err(_) => ("failed", exit),
+    };
+    catalog.end_run(run_id, outcome, recorded_exit.code(), &counts_json(&totals))?;
+
+    let tty = io::stderr().is_terminal();
+    if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
+        eprintln!("{}", totals.line());
+    }
+    if s.output.verbose > 0 {
+        for w in &totals.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    if s.output.verbose > 1 {
+        for (phase, secs) in &totals.phases {
+            eprintln!("time: {phase}: {secs:.3} s");
+        }
+    }
+    if let Ok(Verdict::SourceIncomplete) = &result {
+        eprintln!(
+            "rsmirror: source error: {} part(s) of the source's list could not be read (the `!` source findings); what they list was not compared",
+            totals.counts.get(Class::Source)
+        );
+    }
+    if let Some(e) = report_broken {
+        let path = s
+            .report
+            .as_ref()
+            .map(|(p, _)| p.as_path())
+            .unwrap_or(std::path::Path::new(""));
+        return Err(StoreError::io("writing the report", path, io::Error::other(e)).into());
+    }
+    result.map(|_| exit)
+}
+
+/// How the checks ended (when they did not end in an [`Error`]).
+enum Verdict {
+    Done,
+    /// Part of the source's list could not be read: whatever was compared is reported, but
+    /// the audit cannot call the mirror complete (exit 4).
+    SourceIncomplete,
+}
+
+/// Run every check, then report every finding in order. A source that cannot be read at all
+/// ends in `Err(Source)` after the local findings are reported.
+fn check_and_report(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    source: Option<&str>,
+    run_id: i64,
+    sinks: &mut [Sink],
+    totals: &mut Totals,
+) -> Result<Verdict, Error> {
+    let started = Instant::now();
+    let since = |t: Instant| t.elapsed().as_secs_f64();
+    // Local fixity and the catalog check run on their own threads and read-only connections,
+    // while the main thread loads the index of current states and compares with the source.
+    let fixity_options = fixity::Options {
+        level: s.level,
+        all_versions: s.all_versions,
+        sample: s.sample,
+        jobs: s.jobs,
+        quiet: s.output.quiet,
+    };
+    let (fixity, main) = std::thread::scope(|sc| {
+        let local = sc.spawn(|| fixity::check(&s.mirror, fixity_options));
+        let check = sc.spawn(|| {
+            let t = Instant::now();
+            let found = fixity::open_for_scan(&s.mirror).and_then(|c| catalog_check(&c, s.level));
+            (found, since(t))
+        });
+        let main = (|| {
+            let t = Instant::now();
+            let mut states = MirrorStates::load(catalog, s.sample)?;
+            totals.phases.push(("loading current states", since(t)));
+            let t = Instant::now();
+            let compared = match source {
+                None => Compared::Offline,
+                Some(src) => match compare_with_source(s, src, &mut states) {
+                    Ok(c) => Compared::Source(c),
+                    Err(e) => Compared::Failed(e),
+                },
+            };
+            totals.phases.push(("source comparison", since(t)));
+            Ok::<_, StoreError>((states, compared))
+        })();
+        let (catalog_findings, t) = check.join().expect("the catalog check does not panic");
+        totals.phases.push(("catalog check", t));
+        (
+            local.join().expect("local fixity does not panic"),
+            catalog_findings.and_then(|f| main.map(|m| (f, m))),
+        )
+    });
+    let (catalog_findings, (mut states, mut compared)) = main?;
+    let fixity = fixity?;
+    if states.collisions > 0 {
+        totals.warnings.push(format!(
+            "{} URIs share a 128-bit key with another: those are compared as one",
+            states.collisions
+        ));
+    }
+    for f in &fixity.by_uri {
+        if let Some(uri) = &f.uri {
+            states.set_by_uri(uri, mark::LOCAL_BAD);
+        }
+    }
+    totals.objects_checked = fixity.objects_checked;
+    totals.bytes_hashed = fixity.bytes_hashed;
+    totals.hashing_seconds = fixity.seconds;
+    totals
+        .phases
+        .push(("local fixity: objects", fixity.seconds));
+    totals
+        .phases
+        .push(("local fixity: strays", fixity.strays_seconds));
+    totals
+        .phases
+        .push(("all checks (concurrent)", since(started)));
+    let report_started = Instant::now();
+
+    let tx = catalog
+        .conn()
+        .unchecked_transaction()
+        .map_err(StoreError::from)?;
+    let mut emitter = Emitter {
+        sinks,
+        counts: Counts::default(),
+        insert: tx.prepare(
+            "INSERT INTO audit_findings (run_id, mark, class, uri, object, field, expected, actual, hint)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        ).map_err(StoreError::from)?,
+        run_id,
+    };
+    let mut source_findings = BTreeMap::new();
+    let mut failed_parts = Vec::new();
+    let mut complete = false;
+    match &mut compared {
+        Compared::Source(c) => {
+            totals.listed = c.listed;
+            totals.warnings.append(&mut c.warnings);
+            std::mem::swap(&mut source_findings, &mut c.findings);
+            std::mem::swap(&mut failed_parts, &mut c.failed_parts);
+            complete = failed_parts.is_empty();
+        }
+        Compared::Failed(_) | Compared::Offline => {}
+    }
+    let mode = match &compared {
+        Compared::Offline => Mode::Offline,
+        Compared::Source(_) => Mode::Source { complete },
+        Compared::Failed(_) => Mode::Failed,
+    };
+    let Fixity { by_uri, other, .. } = fixity;
+    totals.resources = report_by_uri(
+        catalog,
+        &states,
+        s.sample,
+        mode,
+        source_findings,
+        by_uri,
+        &mut emitter,
+    )?;
+    for f in other {
+        emitter.emit(f)?;
+    }
+    for (url, why) in failed_parts.iter() {
+        emitter.emit(
+            Finding::new(Class::Source)
+                .uri(url.clone())
+                .actual(why.clone()),
+        )?;
+    }
+    for f in catalog_findings {
+        emitter.emit(f)?;
+    }
+    totals.counts = std::mem::take(&mut emitter.counts);
+    drop(emitter);
+    tx.commit().map_err(StoreError::from)?;
+    totals.phases.push(("report", since(report_started)));
+    match compared {
+        Compared::Failed(e) => Err(e.into()),
+        _ if !failed_parts.is_empty() => Ok(Verdict::SourceIncomplete),
+        _ => Ok(Verdict::Done),
+    }
+}
+
+/// What the source comparison gave.
+enum Compared {
+    Offline,
+    Source(SourceComparison),
+    /// The source could not be read: nothing about it is reported.
+    Failed(SourceError),
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Offline,
+    Source { complete: bool },
+    Failed,
+}
+
+#[derive(Default)]
+struct SourceComparison {
+    /// Findings per URI that need the source's side to say (`*`, `+`, refused), held until
+    /// the whole list has been read.
+    findings: BTreeMap<String, Vec<Finding>>,
+    failed_parts: Vec<(String, String)>,
+    warnings: Vec<String>,
+    listed: u64,
+}
+
+/// Discover the source and compare every collection's expected state with the mirror, marking
+/// the states as they are met.
+fn compare_with_source(
+    s: &settings::Audit,
+    source: &str,
+    states: &mut MirrorStates,
+) -> Result<SourceComparison, SourceError> {
+    let http = Http::new(s.source.http.clone());
+    let docs = Documents {
+        http: &http,
+        options: ReadOptions {
+            zone: s.source.zone,
+            ..Default::default()
+        },
+        allow_hosts: &s.source.allow_hosts,
+    };
+    let discovery = discover::discover(&docs, source, None)?;
+    let mut out = SourceComparison::default();
+    let mut warnings = Warnings::default();
+    for collection in discovery.collections {
+        let walked = expected_state(&docs, collection, &mut |item| {
+            compare_item(
+                item,
+                states,
+                s.sample,
+                &mut out.findings,
+                &mut warnings,
+                &mut out.listed,
+            );
+            Ok(())
+        })?;
+        for w in walked.warnings {
+            warnings.push(w);
+        }
+        out.failed_parts.extend(walked.failed_parts);
+    }
+    out.warnings = warnings.into_vec();
+    Ok(out)
+}
+
+/// The expected state of one collection, streamed to `visit`: today its Resource List (or
+/// index) as the source publishes it now.
+///
+/// ResourceSync 1.1 §10.3 defines the expected state as the Resource List *with every change
+/// after its `at` applied from the Change Lists*. The change-list overlay plugs in here, once
+/// incremental's change-list reader (`sync::changes`) is settled: after opening the top
+/// document (its `at` is in the header), collect the changes after `at` into a map URI -> last
+/// change (small: a change list, not a snapshot); then while walking, hand an entry that
+/// changed later to `visit` with the change's declared state (or not at all when deleted),
+/// and after the walk hand over the created URIs that were not listed. Resources whose change
+/// lies in (at, completed] may differ from their list entry legitimately ("changed during
+/// snapshot"); the overlay should report them as such rather than `*`.
+fn expected_state(
+    docs: &Documents<'_>,
+    collection: Collection,
+    visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+) -> Result<Walked, SourceError> {
+    let top = match collection.opened {
+        Some(doc) => doc,
+        None => {
+            let url = collection
+                .url_of(&Capability::ResourceList)
+                .ok_or_else(|| SourceError::Unusable {
+                    url: collection.id.clone(),
+                    message: "the Capability List names no resourcelist".into(),
+                })?;
+            docs.fetch(url, &docs.scope_for(url))?
+        }
+    };
+    resource_list::walk(docs, top, visit)
+}
+
+/// Compare one entry of the source's list with the mirror's current state.
+fn compare_item(
+    item: Item,
+    states: &mut MirrorStates,
+    sample: Option<(u64, u64)>,
+    findings: &mut BTreeMap<String, Vec<Finding>>,
+    warnings: &mut Warnings,
+    listed: &mut u64,
+) {
+    let (uri, found) = match item {
+        Item::Refused(r) => {
+            if in_sample(&uri_key(&r.uri), sample) {
+                let f = Finding::new(Class::Refused)
+                    .uri(r.uri.clone())
+                    .actual(r.reason);
+                findings.insert(r.uri, vec![f]);
+            }
+            return;
+        }
+        Item::Listed(l) => {
+            let key = uri_key(l.uri.as_str());
+            if !in_sample(&key, sample) {
+                return;
+            }
+            *listed += 1;
+            let slot = states.find(&key);
+            let again = match slot {
+                Some(i) => states.marks(i) & mark::SEEN != 0,
+                None => findings.contains_key(l.uri.as_str()),
+            };
+            if again {
+                // As in a snapshot: the later entry counts.
+                warnings.push(format!(
+                    "{}: line {}: {} listed again; the later entry counts",
+                    l.document, l.line, l.uri
+                ));
+                findings.remove(l.uri.as_str());
+                if let Some(i) = slot {
+                    states.clear(i, mark::VERDICT);
+                }
+            }
+            let uri = l.uri.to_string();
+            match slot {
+                Some(i) if !states.deleted(i) => {
+                    states.set(i, mark::SEEN);
+                    match plan::compare(&l.declared, &states.state(i)) {
+                        Comparison::Same { by_digest: true } => states.set(i, mark::SAME),
+                        Comparison::Same { by_digest: false } => states.set(i, mark::UNVERIFIABLE),
+                        Comparison::NoEvidence => states.set(i, mark::NO_EVIDENCE),
+                        Comparison::Differs(diffs) => {
+                            states.set(i, mark::DIFFERS);
+                            let f = diffs
+                                .into_iter()
+                                .map(|d| {
+                                    Finding::new(Class::Changed)
+                                        .uri(uri.clone())
+                                        .field(d.field)
+                                        .expected(d.expected)
+                                        .actual(d.actual)
+                                })
+                                .collect();
+                            findings.insert(uri, f);
+                        }
+                    }
+                    return;
+                }
+                Some(i) => {
+                    states.set(i, mark::SEEN);
+                    (uri, true)
+                }
+                None => (uri, false),
+            }
+        }
+    };
+    let f = Finding::new(Class::Missing).uri(uri.clone());
+    let f = if found {
+        f.actual("deleted in the mirror")
+    } else {
+        f
+    };
+    findings.insert(uri, vec![f]);
+}
+
+/// Report every finding about a resource, in URI order: the catalog's resources merged with
+/// the URIs only the source or local fixity has findings for. Returns the number of resources
+/// in the mirror (not deleted) within the sample.
+fn report_by_uri(
+    catalog: &Catalog,
+    states: &MirrorStates,
+    sample: Option<(u64, u64)>,
+    mode: Mode,
+    source: BTreeMap<String, Vec<Finding>>,
+    local: Vec<Finding>,
+    emitter: &mut Emitter<'_, '_>,
+) -> Result<u64, StoreError> {
+    let mut resources = 0u64;
+    let mut source = source.into_iter().peekable();
+    let mut local = local.into_iter().peekable();
+    // SQLite's BINARY collation orders as Rust's `str` does (bytewise).
+    // The covering index on `uri`: no table lookups. Resources without a current version are
+    // not in `states` and get only what the source or fixity says of them.
+    let mut stmt = catalog
+        .conn()
+        .prepare("SELECT uri FROM resources ORDER BY uri")?;
+    let mut rows = stmt.query([])?;
+    loop {
+        let next: Option<String> = rows.next()?.map(|r| r.get(0)).transpose()?;
+        // Everything sorting before this resource that only the source or fixity knows.
+        loop {
+            let first = [
+                source.peek().map(|(u, _)| u.as_str()),
+                local.peek().and_then(|f| f.uri.as_deref()),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(str::to_string);
+            match (first, &next) {
+                (Some(u), Some(n)) if u.as_str() < n.as_str() => {
+                    report_uri(&u, None, mode, &mut source, &mut local, emitter)?
+                }
+                (Some(u), None) => report_uri(&u, None, mode, &mut source, &mut local, emitter)?,
+                _ => break,
+            }
+        }
+        let Some(uri) = next else { break };
+        let key = uri_key(&uri);
+        if !in_sample(&key, sample) {
+            continue;
+        }
+        let slot = states.find(&key);
+        if let Some(i) = slot {
+            if !states.deleted(i) {
+                resources += 1;
+            }
+        }
+        let slot = slot.map(|i| (i, states.marks(i), states.deleted(i)));
+        report_uri(&uri, slot, mode, &mut source, &mut local, emitter)?;
+    }
+    Ok(resources)
+}
+
+/// Every finding about one URI: the verdict its marks give, then the source's findings, then
+/// local fixity's.
+fn report_uri<S, L>(
+    uri: &str,
+    slot: Option<(usize, u8, bool)>,
+    mode: Mode,
+    source: &mut Peekable<S>,
+    local: &mut Peekable<L>,
+    emitter: &mut Emitter<'_, '_>,
+) -> Result<(), StoreError>
+where
+    S: Iterator<Item = (String, Vec<Finding>)>,
+    L: Iterator<Item = Finding>,
+{
+    if let Some((_, marks, deleted)) = slot {
+        let local_bad = marks & mark::LOCAL_BAD != 0;
+        let verdict =
+            match mode {
+                _ if deleted => None,
+                Mode::Offline => (!local_bad).then(|| Finding::new(Class::Verified)),
+                Mode::Failed => None,
+                Mode::Source { complete } => {
+                    if marks & mark::SAME != 0 {
+                        (!local_bad).then(|| Finding::new(Class::InSync))
+                    } else if marks & mark::UNVERIFIABLE != 0 {
+                        Some(
+                            Finding::new(Class::Unverifiable)
+                                .field("digest")
+                                .actual("none on both sides to compare (lastmod or length agree)"),
+                        )
+                    } else if marks & mark::NO_EVIDENCE != 0 {
+                        Some(Finding::new(Class::Unverifiable).field("digest").actual(
+                            "nothing on both sides to compare (no digest, length or lastmod)",
+                        ))
+                    } else if marks & mark::SEEN == 0 && complete {
+                        Some(Finding::new(Class::Extra))
+                    } else {
+                        None
+                    }
+                }
+            };
+        if let Some(f) = verdict {
+            emitter.emit(f.uri(uri))?;
+        }
+    }
+    if source.peek().is_some_and(|(u, _)| u == uri) {
+        let (_, findings) = source.next().expect("peeked");
+        for f in findings {
+            emitter.emit(f)?;
+        }
+    }
+    while local.peek().is_some_and(|f| f.uri.as_deref() == Some(uri)) {
+        emitter.emit(local.next().expect("peeked"))?;
+    }
+    Ok(())
+}
+
+/// Hands each finding to every sink, counts it, and records it in the catalog (`=` findings
+/// are counted, not recorded: a nightly audit of a million resources would add a million rows).
+struct Emitter<'a, 'c> {
+    sinks: &'a mut [Sink],
+    counts: Counts,
+    insert: rusqlite::Statement<'c>,
+    run_id: i64,
+}
+
+impl Emitter<'_, '_> {
+    fn emit(&mut self, f: Finding) -> Result<(), StoreError> {
+        self.counts.add(f.class);
+        for sink in self.sinks.iter_mut() {
+            sink.finding(&f);
+        }
+        if !f.class.is_ok() {
+            self.insert.execute(params![
+                self.run_id,
+                f.mark().to_string(),
+                f.class.name(),
+                f.uri,
+                f.object,
+                f.field,
+                f.expected,
+                f.actual,
+                (!f.hint.is_empty()).then_some(f.hint.as_ref()),
+            ])?;
+        }
+        Ok(())
+    }
+}
+
+/// The catalog's own health: `integrity_check` at `--level fixity`, the faster `quick_check`
+/// (no index-content cross-check) below it.
+fn catalog_check(catalog: &Catalog, level: AuditLevel) -> Result<Vec<Finding>, StoreError> {
+    let (pragma, lines) = if level == AuditLevel::Fixity {
+        ("integrity_check", catalog.integrity_check()?)
+    } else {
+        let mut stmt = catalog.conn().prepare("PRAGMA quick_check")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        ("quick_check", rows.collect::<Result<Vec<_>, _>>()?)
+    };
+    Ok(lines
+        .into_iter()
+        .filter(|l| l != "ok")
+        .map(|l| {
+            Finding::new(Class::Catalog)
+                .field(pragma)
+                .expected("ok")
+                .actual(l)
+        })
+        .collect())
+}
+
+/// The SOURCE given, else the one the mirror remembers.
+fn source_of(s: &settings::Audit, catalog: &Catalog) -> Result<String, Error> {
+    if s.source_given {
+        return Ok(s.source.source.clone());
+    }
+    catalog.remembered_source()?.ok_or_else(|| {
+        Error::Usage(UsageError(format!(
+            "the mirror at {} remembers no source: give SOURCE, or use --offline",
+            s.mirror.display()
+        )))
+    })
+}
+
+/// The id of a source the mirror already knows; an audit adds none (it must not change the
+/// source the mirror remembers).
+fn known_source_id(catalog: &Catalog, source: &str) -> Result<Option<i64>, StoreError> {
+    let Ok(url) = discover::source_url(source) else {
+        return Ok(None);
+    };
+    Ok(catalog
+        .conn()
+        .query_row(
+            "SELECT id FROM sources WHERE url = ?1",
+            [url.as_str()],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+fn counts_json(t: &Totals) -> String {
+    serde_json::json!({
+        "findings": t.counts.to_json(),
+        "resources": t.resources,
+        "listed": t.listed,
+        "objects_checked": t.objects_checked,
+        "bytes_hashed": t.bytes_hashed,
+    })
+    .to_string()
 }

@@ -1,6 +1,7 @@
 //! The one integration-test binary: black-box tests that run the real `rsmirror` binary
 //! against a local HTTP server (127.0.0.1, port 0) serving testdata trees.
 
+mod audit;
 mod baseline;
 mod cli;
 mod corpus;

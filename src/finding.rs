@@ -1,0 +1,753 @@
+//! Findings: what an audit found, as typed items (rustic's check: a collector of findings,
+//! each with a class, a severity mark and a hint on how to repair), and the report that carries
+//! them — one line per finding with rclone's one-character marks (`=` in sync, `+` missing
+//! here, `-` extra here, `*` changed, `!` corrupt or error, `?` unverifiable), or one JSON
+//! document, or CSV. Every form carries the same findings in the same order.
+//!
+//! It owns the vocabulary (classes, marks, hints), the renderings and the per-class counts. It
+//! leaves to the audit what to check and in which order, and to the catalog where findings are
+//! kept.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Write};
+
+/// What kind of finding this is. The mark follows from the class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Class {
+    /// `=` the source declares what the mirror holds, a digest agreeing.
+    InSync,
+    /// `=` (offline) the stored bytes are what was recorded at ingest.
+    Verified,
+    /// `+` listed at the source, not in the mirror (or tombstoned there).
+    Missing,
+    /// `*` the source declares a different digest, length or lastmod.
+    Changed,
+    /// `-` in the mirror, no longer listed at the source.
+    Extra,
+    /// `?` no digest on both sides to compare (lastmod / length may agree).
+    Unverifiable,
+    /// `!` listed at the source outside its scope: never mirrored.
+    Refused,
+    /// `!` the object's bytes differ from what was recorded (length or a digest).
+    Corrupt,
+    /// `!` the catalog names an object that is not in `objects/`.
+    MissingObject,
+    /// `!` the object is there but cannot be read.
+    Unreadable,
+    /// `!` a file in `objects/` that no version references.
+    StrayObject,
+    /// `!` the catalog itself is damaged or inconsistent.
+    Catalog,
+    /// `!` a source document (part of an index) could not be read.
+    Source,
+}
+
+impl Class {
+    pub const ALL: [Class; 13] = [
+        Class::InSync,
+        Class::Verified,
+        Class::Missing,
+        Class::Changed,
+        Class::Extra,
+        Class::Unverifiable,
+        Class::Refused,
+        Class::Corrupt,
+        Class::MissingObject,
+        Class::Unreadable,
+        Class::StrayObject,
+        Class::Catalog,
+        Class::Source,
+    ];
+
+    /// The name used in reports and in `audit_findings.class`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::InSync => "in-sync",
+            Class::Verified => "verified",
+            Class::Missing => "missing",
+            Class::Changed => "changed",
+            Class::Extra => "extra",
+            Class::Unverifiable => "unverifiable",
+            Class::Refused => "refused",
+            Class::Corrupt => "corrupt",
+            Class::MissingObject => "missing-object",
+            Class::Unreadable => "unreadable",
+            Class::StrayObject => "stray-object",
+            Class::Catalog => "catalog",
+            Class::Source => "source",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// rclone's one-character mark.
+    pub fn mark(self) -> char {
+        match self {
+            Class::InSync | Class::Verified => '=',
+            Class::Missing => '+',
+            Class::Extra => '-',
+            Class::Changed => '*',
+            Class::Unverifiable => '?',
+            _ => '!',
+        }
+    }
+
+    /// True for the `=` classes: nothing wrong found.
+    pub fn is_ok(self) -> bool {
+        self.mark() == '='
+    }
+
+    /// Does this finding make the audit fail (exit 1)? `?` only with `--require-fixity`.
+    pub fn is_difference(self, require_fixity: bool) -> bool {
+        match self.mark() {
+            '=' => false,
+            '?' => require_fixity,
+            _ => true,
+        }
+    }
+
+    /// How to repair, in one line.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Class::InSync | Class::Verified => "",
+            Class::Missing => "run rsmirror incremental or rsmirror baseline to fetch it",
+            Class::Changed => {
+                "run rsmirror incremental or rsmirror baseline to fetch the new version"
+            }
+            Class::Extra => {
+                "run rsmirror incremental, or rsmirror baseline --delete, to record the deletion"
+            }
+            Class::Unverifiable => {
+                "the source declares no digest to prove the copy; --require-fixity counts this as a difference"
+            }
+            Class::Refused => {
+                "listed outside the source's scope, so never mirrored; --allow-host widens the scope"
+            }
+            Class::Corrupt | Class::MissingObject | Class::Unreadable => {
+                "restore the object from a backup; baseline re-fetches only what the source changed"
+            }
+            Class::StrayObject => {
+                "no version references it: left by hand or by an old run; safe to remove once checked"
+            }
+            Class::Catalog => "the catalog is damaged or inconsistent: restore catalog.sqlite from a backup",
+            Class::Source => {
+                "part of the source's list could not be read: nothing under it was compared; re-run the audit"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One thing an audit found about a resource, an object, the catalog or the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub class: Class,
+    /// The resource concerned (as the source lists it), if any.
+    pub uri: Option<String>,
+    /// The object concerned: its sha256 hex, or for a stray its path under the mirror.
+    pub object: Option<String>,
+    /// The field that differs: `md5`, `sha-1`, `sha-256`, `length`, `lastmod`, `digest`, ...
+    pub field: Option<String>,
+    /// What it should be: the source's value (against the source) or the value recorded at
+    /// ingest (local fixity).
+    pub expected: Option<String>,
+    /// What it is: the mirror's value, or what the bytes on disk give.
+    pub actual: Option<String>,
+    pub hint: Cow<'static, str>,
+}
+
+impl Finding {
+    /// A finding of `class` with its default hint and nothing else filled in.
+    pub fn new(class: Class) -> Finding {
+        Finding {
+            class,
+            uri: None,
+            object: None,
+            field: None,
+            expected: None,
+            actual: None,
+            hint: Cow::Borrowed(class.hint()),
+        }
+    }
+
+    pub fn uri(mut self, uri: impl Into<String>) -> Finding {
+        self.uri = Some(uri.into());
+        self
+    }
+
+    pub fn object(mut self, object: impl Into<String>) -> Finding {
+        self.object = Some(object.into());
+        self
+    }
+
+    pub fn field(mut self, field: impl Into<String>) -> Finding {
+        self.field = Some(field.into());
+        self
+    }
+
+    pub fn expected(mut self, v: impl Into<String>) -> Finding {
+        self.expected = Some(v.into());
+        self
+    }
+
+    pub fn actual(mut self, v: impl Into<String>) -> Finding {
+        self.actual = Some(v.into());
+        self
+    }
+
+    pub fn hint(mut self, hint: impl Into<Cow<'static, str>>) -> Finding {
+        self.hint = hint.into();
+        self
+    }
+
+    pub fn mark(&self) -> char {
+        self.class.mark()
+    }
+
+    /// What the line is about: the URI, else the object, else the catalog.
+    pub fn subject(&self) -> &str {
+        self.uri
+            .as_deref()
+            .or(self.object.as_deref())
+            .unwrap_or("catalog.sqlite")
+    }
+
+    /// The report line: `MARK SUBJECT`, and unless in sync `  class [object O] [field]:
+    /// [expected E, actual A | A]  (hint)`. Values are never shortened: the line is filed.
+    pub fn line(&self) -> String {
+        let mut s = format!("{} {}", self.mark(), self.subject());
+        if self.class.is_ok() {
+            return s;
+        }
+        s.push_str("  ");
+        s.push_str(self.class.name());
+        if let (Some(_), Some(o)) = (&self.uri, &self.object) {
+            s.push_str(" object ");
+            s.push_str(o);
+        }
+        if let Some(f) = &self.field {
+            s.push(' ');
+            s.push_str(f);
+        }
+        match (&self.expected, &self.actual) {
+            (Some(e), Some(a)) => s.push_str(&format!(": expected {e}, actual {a}")),
+            (Some(e), None) => s.push_str(&format!(": expected {e}")),
+            (None, Some(a)) => s.push_str(&format!(": {a}")),
+            (None, None) => {}
+        }
+        if !self.hint.is_empty() {
+            s.push_str("  (");
+            s.push_str(&self.hint);
+            s.push(')');
+        }
+        s
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("serialisable")
+    }
+
+    /// The JSON form with its keys in column order (a derived `Serialize` keeps field order).
+    fn view(&self) -> FindingView<'_> {
+        FindingView {
+            mark: self.mark(),
+            class: self.class.name(),
+            uri: self.uri.as_deref(),
+            object: self.object.as_deref(),
+            field: self.field.as_deref(),
+            expected: self.expected.as_deref(),
+            actual: self.actual.as_deref(),
+            hint: (!self.hint.is_empty()).then_some(self.hint.as_ref()),
+        }
+    }
+
+    /// Back from the JSON form (for tools and tests reading a report).
+    pub fn from_json(v: &Value) -> Option<Finding> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        let class = Class::parse(v.get("class")?.as_str()?)?;
+        Some(Finding {
+            class,
+            uri: text("uri"),
+            object: text("object"),
+            field: text("field"),
+            expected: text("expected"),
+            actual: text("actual"),
+            hint: Cow::Owned(text("hint").unwrap_or_default()),
+        })
+    }
+
+    /// One CSV record (RFC 4180), columns as [`CSV_HEADER`].
+    pub fn csv(&self) -> String {
+        let hint = (!self.hint.is_empty()).then_some(self.hint.as_ref());
+        [
+            Some(self.mark().to_string().as_str()),
+            Some(self.class.name()),
+            self.uri.as_deref(),
+            self.object.as_deref(),
+            self.field.as_deref(),
+            self.expected.as_deref(),
+            self.actual.as_deref(),
+            hint,
+        ]
+        .iter()
+        .map(|v| csv_field(v.unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join(",")
+    }
+}
+
+#[derive(Serialize)]
+struct FindingView<'a> {
+    mark: char,
+    class: &'static str,
+    uri: Option<&'a str>,
+    object: Option<&'a str>,
+    field: Option<&'a str>,
+    expected: Option<&'a str>,
+    actual: Option<&'a str>,
+    hint: Option<&'a str>,
+}
+
+/// The CSV columns, the same as the catalog's `audit_findings`.
+pub const CSV_HEADER: &str = "mark,class,uri,object,field,expected,actual,hint";
+
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
+}
+
+/// How many findings of each class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts(BTreeMap<Class, u64>);
+
+impl Counts {
+    pub fn add(&mut self, class: Class) {
+        *self.0.entry(class).or_default() += 1;
+    }
+
+    pub fn get(&self, class: Class) -> u64 {
+        self.0.get(&class).copied().unwrap_or(0)
+    }
+
+    pub fn differences(&self, require_fixity: bool) -> u64 {
+        self.0
+            .iter()
+            .filter(|(c, _)| c.is_difference(require_fixity))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// `7 in-sync, 1 changed` in class order; `nothing found` when empty.
+    pub fn line(&self) -> String {
+        if self.0.is_empty() {
+            return "nothing found".into();
+        }
+        self.0
+            .iter()
+            .map(|(c, n)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub fn to_json(&self) -> Value {
+        Value::Object(
+            self.0
+                .iter()
+                .map(|(c, n)| (c.name().to_string(), json!(n)))
+                .collect(),
+        )
+    }
+}
+
+/// What the audit looked at, known before the first finding.
+#[derive(Debug, Clone, Serialize)]
+pub struct Header {
+    pub run_id: Option<i64>,
+    pub started_at: String,
+    pub mirror: String,
+    /// None with `--offline`.
+    pub source: Option<String>,
+    pub level: &'static str,
+    /// `N/M`, or None for the whole mirror.
+    pub sample: Option<String>,
+    pub all_versions: bool,
+    pub offline: bool,
+    pub require_fixity: bool,
+}
+
+/// What the audit did, known after the last finding.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub counts: Counts,
+    /// Resources in the mirror (current, not deleted) within the sample.
+    pub resources: u64,
+    /// Entries the source lists within the sample.
+    pub listed: u64,
+    /// Distinct objects checked.
+    pub objects_checked: u64,
+    pub bytes_hashed: u64,
+    pub hashing_seconds: f64,
+    pub seconds: f64,
+    pub exit_code: i32,
+    /// Why the audit could not finish, when it could not.
+    pub error: Option<String>,
+    pub warnings: Vec<String>,
+    /// Wall time per phase, in order (shown with `-vv`; not part of the report).
+    pub phases: Vec<(&'static str, f64)>,
+}
+
+impl Totals {
+    pub fn mb_per_s(&self) -> f64 {
+        if self.hashing_seconds > 0.0 {
+            self.bytes_hashed as f64 / 1e6 / self.hashing_seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// The human summary (stderr).
+    pub fn line(&self) -> String {
+        format!(
+            "audit: {}; {} resources, {} listed at the source; {} objects checked in {:.2} s, {} hashed ({:.1} MB/s); {:.2} s in all, exit {}",
+            self.counts.line(),
+            self.resources,
+            self.listed,
+            self.objects_checked,
+            self.hashing_seconds,
+            crate::report::human_bytes(self.bytes_hashed),
+            self.mb_per_s(),
+            self.seconds,
+            self.exit_code
+        )
+    }
+
+    /// The totals as (key, value) in the order the JSON report shows them.
+    pub fn pairs(&self) -> Vec<(&'static str, Value)> {
+        match self.to_json() {
+            Value::Object(mut m) => TOTALS_KEYS
+                .iter()
+                .map(|k| (*k, m.remove(*k).unwrap_or(Value::Null)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "counts": self.counts.to_json(),
+            "resources": self.resources,
+            "listed": self.listed,
+            "objects_checked": self.objects_checked,
+            "bytes_hashed": self.bytes_hashed,
+            "hashing_seconds": self.hashing_seconds,
+            "mb_per_s": self.mb_per_s(),
+            "seconds": self.seconds,
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "warnings": self.warnings,
+        })
+    }
+}
+
+/// The forms a report takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Finding lines only, `=` lines only when `verbose` (stdout).
+    Lines { verbose: bool },
+    /// `#` header, every finding line, `#` totals (a text report file).
+    Text,
+    /// One JSON document (`--json`, or a JSON report file).
+    Json,
+    /// A header row and one row per finding.
+    Csv,
+}
+
+/// One destination of the report, written as findings arrive (a million findings are never
+/// held in memory).
+pub struct Sink {
+    out: Box<dyn Write>,
+    form: Form,
+    written: u64,
+    /// A write failed (say, a closed pipe): the sink is dropped, the audit goes on.
+    broken: Option<io::Error>,
+}
+
+impl Sink {
+    pub fn new(out: Box<dyn Write>, form: Form) -> Sink {
+        Sink {
+            out,
+            form,
+            written: 0,
+            broken: None,
+        }
+    }
+
+    fn io(&mut self, f: impl FnOnce(&mut dyn Write, Form, u64) -> io::Result<()>) {
+        if self.broken.is_none() {
+            if let Err(e) = f(&mut self.out, self.form, self.written) {
+                self.broken = Some(e);
+            }
+        }
+    }
+
+    pub fn begin(&mut self, h: &Header) {
+        self.io(|out, form, _| match form {
+            Form::Lines { .. } => Ok(()),
+            Form::Text => {
+                writeln!(out, "# rsmirror audit report")?;
+                writeln!(out, "# run: {}", opt(h.run_id.map(|r| r.to_string())))?;
+                writeln!(out, "# started: {}", h.started_at)?;
+                writeln!(out, "# mirror: {}", h.mirror)?;
+                writeln!(
+                    out,
+                    "# source: {}",
+                    h.source.as_deref().unwrap_or("none (--offline)")
+                )?;
+                writeln!(
+                    out,
+                    "# checks: level {}, sample {}, {} versions{}",
+                    h.level,
+                    h.sample.as_deref().unwrap_or("all"),
+                    if h.all_versions { "all" } else { "current" },
+                    if h.require_fixity {
+                        ", --require-fixity"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            Form::Json => {
+                let head = serde_json::to_value(h).expect("serialisable");
+                let mut pairs = vec![("report", json!("rsmirror-audit")), ("version", json!(1))];
+                for k in HEADER_KEYS {
+                    pairs.push((k, head[k].clone()));
+                }
+                // The object stays open: the findings are streamed into it.
+                write!(out, "{{\n{},\n  \"findings\": [", ordered(&pairs, "  "))
+            }
+            Form::Csv => writeln!(out, "{CSV_HEADER}"),
+        });
+    }
+
+    pub fn finding(&mut self, f: &Finding) {
+        self.io(|out, form, written| match form {
+            Form::Lines { verbose } => {
+                if verbose || !f.class.is_ok() {
+                    writeln!(out, "{}", f.line())?;
+                }
+                Ok(())
+            }
+            Form::Text => writeln!(out, "{}", f.line()),
+            Form::Json => write!(
+                out,
+                "{}\n    {}",
+                if written == 0 { "" } else { "," },
+                serde_json::to_string(&f.view()).expect("serialisable")
+            ),
+            Form::Csv => writeln!(out, "{}", f.csv()),
+        });
+        self.written += 1;
+    }
+
+    pub fn end(&mut self, t: &Totals) {
+        self.io(|out, form, written| {
+            match form {
+                Form::Lines { .. } | Form::Csv => {}
+                Form::Text => {
+                    writeln!(out, "# found: {}", t.counts.line())?;
+                    writeln!(
+                        out,
+                        "# checked: {} resources, {} listed at the source, {} objects, {} bytes hashed",
+                        t.resources, t.listed, t.objects_checked, t.bytes_hashed
+                    )?;
+                    writeln!(
+                        out,
+                        "# time: {:.3} s, hashing {:.3} s ({:.1} MB/s)",
+                        t.seconds,
+                        t.hashing_seconds,
+                        t.mb_per_s()
+                    )?;
+                    for w in &t.warnings {
+                        writeln!(out, "# warning: {w}")?;
+                    }
+                    if let Some(e) = &t.error {
+                        writeln!(out, "# error: {e}")?;
+                    }
+                    writeln!(out, "# exit: {}", t.exit_code)?;
+                }
+                Form::Json => {
+                    write!(
+                        out,
+                        "{}],\n  \"summary\": {{\n{}\n  }}\n}}\n",
+                        if written == 0 { "" } else { "\n  " },
+                        ordered(&t.pairs(), "    ")
+                    )?;
+                }
+            }
+            out.flush()
+        });
+    }
+
+    /// The first write error, if the sink broke.
+    pub fn error(&self) -> Option<&io::Error> {
+        self.broken.as_ref()
+    }
+}
+
+/// The header's keys in report order.
+const HEADER_KEYS: [&str; 9] = [
+    "run_id",
+    "started_at",
+    "mirror",
+    "source",
+    "level",
+    "sample",
+    "all_versions",
+    "offline",
+    "require_fixity",
+];
+
+/// The totals' keys in report order.
+const TOTALS_KEYS: [&str; 11] = [
+    "counts",
+    "resources",
+    "listed",
+    "objects_checked",
+    "bytes_hashed",
+    "hashing_seconds",
+    "mb_per_s",
+    "seconds",
+    "exit_code",
+    "error",
+    "warnings",
+];
+
+/// `"key": value` lines at `indent`, in the order given (serde_json's map would sort them).
+fn ordered(pairs: &[(&str, Value)], indent: &str) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let v = serde_json::to_string_pretty(v)
+                .expect("serialisable")
+                .replace('\n', &format!("\n{indent}"));
+            format!("{indent}{}: {v}", Value::from(*k))
+        })
+        .collect::<Vec<_>>()
+        .join(",\n")
+}
+
+fn opt(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "none".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed() -> Finding {
+        Finding::new(Class::Changed)
+            .uri("http://x/res/a.txt")
+            .field("length")
+            .expected("7")
+            .actual("6")
+    }
+
+    #[test]
+    fn marks_follow_classes() {
+        let marks: String = Class::ALL.iter().map(|c| c.mark()).collect();
+        assert_eq!(marks, "==+*-?!!!!!!!");
+        for c in Class::ALL {
+            assert_eq!(Class::parse(c.name()), Some(c));
+        }
+        assert!(!Class::Unverifiable.is_difference(false));
+        assert!(Class::Unverifiable.is_difference(true));
+        assert!(Class::Extra.is_difference(false));
+        assert!(!Class::InSync.is_difference(true));
+    }
+
+    #[test]
+    fn line_shapes() {
+        assert_eq!(
+            Finding::new(Class::InSync).uri("http://x/a").line(),
+            "= http://x/a"
+        );
+        assert_eq!(
+            changed().line(),
+            "* http://x/res/a.txt  changed length: expected 7, actual 6  (run rsmirror incremental or rsmirror baseline to fetch the new version)"
+        );
+        let stray = Finding::new(Class::StrayObject).object("objects/sha256/ab/cd/x");
+        assert!(stray
+            .line()
+            .starts_with("! objects/sha256/ab/cd/x  stray-object  ("));
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_quoting() {
+        let f = Finding::new(Class::Catalog)
+            .field("integrity_check")
+            .expected("ok")
+            .actual("row 3 missing from index \"x\", page 4");
+        assert_eq!(
+            f.csv(),
+            "!,catalog,,,integrity_check,ok,\"row 3 missing from index \"\"x\"\", page 4\",the catalog is damaged or inconsistent: restore catalog.sqlite from a backup"
+        );
+    }
+
+    #[test]
+    fn json_document_streams_and_parses() {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        struct W(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl Write for W {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        for n in [0, 1, 3] {
+            buf.lock().unwrap().clear();
+            let mut sink = Sink::new(Box::new(W(buf.clone())), Form::Json);
+            sink.begin(&Header {
+                run_id: Some(4),
+                started_at: "2026-01-01T00:00:00Z".into(),
+                mirror: "/m".into(),
+                source: None,
+                level: "fixity",
+                sample: None,
+                all_versions: false,
+                offline: true,
+                require_fixity: false,
+            });
+            let mut totals = Totals::default();
+            for _ in 0..n {
+                sink.finding(&changed());
+                totals.counts.add(Class::Changed);
+            }
+            sink.end(&totals);
+            let doc: Value = serde_json::from_slice(&buf.lock().unwrap()).unwrap();
+            assert_eq!(doc["findings"].as_array().unwrap().len(), n);
+            assert_eq!(doc["run_id"], 4);
+            let changed = &doc["summary"]["counts"]["changed"];
+            match n {
+                0 => assert!(changed.is_null()),
+                n => assert_eq!(changed, n as u64),
+            }
+        }
+    }
+}

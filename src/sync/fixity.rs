@@ -1,0 +1,613 @@
+//! Local fixity: are the stored bytes still the bytes received? Every object a checked version
+//! references (the current versions, or every version with `--all-versions`) is opened and,
+//! by level, found present, measured, or re-hashed and compared with what was recorded at
+//! ingest (length, md5, sha256 — the object's name — and sha-1 when one was recorded) and with
+//! what the source declared then (`versions.declared_hash`, `declared_length_bytes`). Files in
+//! `objects/` that no version references are strays.
+//!
+//! Bounded memory at any size: a reader thread streams the versions from the catalog ordered
+//! by object (so the versions sharing an object arrive together and the object is hashed once),
+//! a pool of `--jobs` workers hashes through one fixed buffer each, and the calling thread
+//! judges the results. Strays are found by merging the store's sorted walk with the sorted
+//! list of referenced digests. Only the bytes are looked at: a changed mtime is no finding.
+//!
+//! It leaves to the audit the source comparison, the order of the report and what a finding
+//! means for the exit code.
+
+use crate::cli::AuditLevel;
+use crate::finding::{Class, Finding};
+use crate::progress::Progress;
+use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
+use crate::store::objects::{is_sha256_hex, ObjectStore, Visited};
+use crate::store::{Catalog, StoreError};
+use crate::sync::mirror_states::{in_sample, uri_key};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+use std::time::Instant;
+
+/// Each worker's read buffer: the most of any object held in memory at once.
+const BUFFER_BYTES: usize = 256 * 1024;
+
+/// What to check.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub level: AuditLevel,
+    pub all_versions: bool,
+    pub sample: Option<(u64, u64)>,
+    pub jobs: usize,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// What local fixity found and did.
+#[derive(Debug, Default)]
+pub struct Fixity {
+    /// Findings about resources' objects, sorted by URI (then object, class, field).
+    pub by_uri: Vec<Finding>,
+    /// Stray objects (by path) and catalog findings.
+    pub other: Vec<Finding>,
+    /// Distinct objects checked.
+    pub objects_checked: u64,
+    pub bytes_hashed: u64,
+    /// Wall time checking the objects versions reference (the hashing, at `fixity` level).
+    pub seconds: f64,
+    /// Wall time looking for strays.
+    pub strays_seconds: f64,
+}
+
+/// One version's claim on an object: what it recorded at ingest.
+#[derive(Debug, Clone)]
+struct Claim {
+    uri: String,
+    length: Option<u64>,
+    md5: Option<String>,
+    sha1: Option<String>,
+    declared_hash: Option<String>,
+    declared_length: Option<u64>,
+}
+
+/// One object to check and every claim on it.
+#[derive(Debug)]
+struct Job {
+    sha256: String,
+    claims: Vec<Claim>,
+}
+
+/// What a worker saw.
+#[derive(Debug)]
+enum Seen {
+    /// The catalog's sha256 is not one: there is no object to look for.
+    NotAnObject,
+    Missing,
+    Unreadable(String),
+    Present {
+        length: u64,
+    },
+    Hashed(Computed),
+}
+
+/// Check every object in scope. Runs on its own read-only catalog connections, so the audit
+/// can compare with the source meanwhile; the resources with a finding are the `uri`s of
+/// [`Fixity::by_uri`].
+pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
+    let started = Instant::now();
+    let objects = ObjectStore::at(mirror);
+    let catalog = open_for_scan(mirror)?;
+    let mut out = Fixity::default();
+    let total: i64 = catalog.conn().query_row(
+        if opts.all_versions {
+            "SELECT count(*) FROM versions WHERE sha256_hex IS NOT NULL"
+        } else {
+            "SELECT count(*) FROM resources WHERE current_version_id IS NOT NULL"
+        },
+        [],
+        |r| r.get(0),
+    )?;
+    let progress = Progress::new(opts.quiet);
+    progress.start(
+        "fixity",
+        total as u64 / opts.sample.map(|(_, m)| m).unwrap_or(1),
+    );
+    let workers = opts.jobs.max(1);
+    let (job_tx, job_rx) = crossbeam_channel::bounded::<Vec<Job>>(workers * 2);
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<Vec<(Job, Seen)>>(workers * 2);
+    let (read, strays) = std::thread::scope(|s| {
+        let reader = s.spawn(move || read_claims(mirror, opts, job_tx));
+        // The walk is metadata work of its own: it runs beside the object checks.
+        let walker = s.spawn(|| {
+            let walk = Instant::now();
+            strays(mirror, &objects, opts.sample).map(|f| (f, walk.elapsed().as_secs_f64()))
+        });
+        for _ in 0..workers {
+            let job_rx = job_rx.clone();
+            let done_tx = done_tx.clone();
+            let objects = &objects;
+            s.spawn(move || {
+                let mut buf = vec![0u8; BUFFER_BYTES];
+                for jobs in job_rx {
+                    let done = jobs
+                        .into_iter()
+                        .map(|job| {
+                            let seen = look(objects, &job, opts.level, &mut buf);
+                            (job, seen)
+                        })
+                        .collect();
+                    if done_tx.send(done).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(job_rx);
+        drop(done_tx);
+        for (job, seen) in done_rx.into_iter().flatten() {
+            out.objects_checked += 1;
+            if let Seen::Hashed(c) = &seen {
+                out.bytes_hashed += c.length;
+            }
+            out.by_uri.extend(judge(&job, &seen, opts.level));
+            for (i, _) in job.claims.iter().enumerate() {
+                progress.item(match (&seen, i) {
+                    (Seen::Hashed(c), 0) => c.length,
+                    _ => 0,
+                });
+            }
+        }
+        out.seconds = started.elapsed().as_secs_f64();
+        (
+            reader.join().expect("the catalog reader does not panic"),
+            walker.join().expect("the store walk does not panic"),
+        )
+    });
+    progress.finish();
+    read?;
+    let (other, strays_seconds) = strays?;
+    out.other = other;
+    out.strays_seconds = strays_seconds;
+
+    for uri in versions_without_object(&catalog, opts)? {
+        out.by_uri.push(
+            Finding::new(Class::Catalog)
+                .uri(uri)
+                .field("sha-256")
+                .expected("an object")
+                .actual("none recorded for a version that is not a deletion"),
+        );
+    }
+    out.by_uri.sort_by(|a, b| {
+        (&a.uri, &a.object, a.class, &a.field, &a.expected, &a.actual).cmp(&(
+            &b.uri,
+            &b.object,
+            b.class,
+            &b.field,
+            &b.expected,
+            &b.actual,
+        ))
+    });
+    out.by_uri.dedup();
+    Ok(out)
+}
+
+/// A read-only connection for one streaming scan: a small page cache (reads are sequential;
+/// a million-resource audit runs several of these side by side in bounded memory).
+pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
+    let catalog = Catalog::open_read_only(mirror)?.ok_or_else(|| StoreError::Missing {
+        path: mirror.display().to_string(),
+    })?;
+    catalog.conn().execute_batch("PRAGMA cache_size = -512")?;
+    Ok(catalog)
+}
+
+/// The reader thread: the versions to check, in catalog order (sequential reads, whatever the
+/// catalog's size), within the sample, one job per object. An object that several versions
+/// reference (known beforehand from the index `versions_by_object`: few, as a rule) has its
+/// claims gathered and is sent once, at the end, so that it is hashed once.
+fn read_claims(
+    mirror: &Path,
+    opts: Options,
+    jobs: crossbeam_channel::Sender<Vec<Job>>,
+) -> Result<(), StoreError> {
+    let mut batch = Batch {
+        jobs: Vec::new(),
+        bytes: 0,
+        to: jobs,
+    };
+    let catalog = open_for_scan(mirror)?;
+    let conn = catalog.conn();
+    let mut shared: HashMap<String, Vec<Claim>> = HashMap::new();
+    {
+        let mut stmt = conn.prepare(
+            "SELECT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL
+             GROUP BY sha256_hex HAVING count(*) > 1",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            shared.insert(r.get(0)?, Vec::new());
+        }
+    }
+    let sql = if opts.all_versions {
+        "SELECT v.sha256_hex, r.uri, v.length_bytes, v.md5_hex, v.sha1_hex, v.declared_hash,
+                v.declared_length_bytes
+         FROM versions v JOIN resources r ON r.id = v.resource_id
+         WHERE v.sha256_hex IS NOT NULL"
+    } else {
+        "SELECT v.sha256_hex, r.uri, v.length_bytes, v.md5_hex, v.sha1_hex, v.declared_hash,
+                v.declared_length_bytes
+         FROM resources r JOIN versions v ON v.id = r.current_version_id
+         WHERE v.sha256_hex IS NOT NULL"
+    };
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let uri: String = r.get(1)?;
+        if !in_sample(&uri_key(&uri), opts.sample) {
+            continue;
+        }
+        let sha256: String = r.get(0)?;
+        let claim = Claim {
+            uri,
+            length: r.get::<_, Option<i64>>(2)?.map(|n| n as u64),
+            md5: r.get(3)?,
+            sha1: r.get(4)?,
+            declared_hash: r.get(5)?,
+            declared_length: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
+        };
+        if let Some(claims) = shared.get_mut(&sha256) {
+            claims.push(claim);
+            continue;
+        }
+        if !batch.push(Job {
+            sha256,
+            claims: vec![claim],
+        }) {
+            return Ok(());
+        }
+    }
+    for (sha256, claims) in shared {
+        if !claims.is_empty() && !batch.push(Job { sha256, claims }) {
+            return Ok(());
+        }
+    }
+    batch.flush();
+    Ok(())
+}
+
+/// Jobs go to the workers in batches: a stat costs little more than a channel hop.
+struct Batch {
+    jobs: Vec<Job>,
+    bytes: u64,
+    to: crossbeam_channel::Sender<Vec<Job>>,
+}
+
+impl Batch {
+    const JOBS: usize = 64;
+    const BYTES: u64 = 16 << 20;
+
+    /// False when the workers are gone.
+    fn push(&mut self, job: Job) -> bool {
+        self.bytes += job.claims[0].length.unwrap_or(0);
+        self.jobs.push(job);
+        if self.jobs.len() >= Self::JOBS || self.bytes >= Self::BYTES {
+            return self.flush();
+        }
+        true
+    }
+
+    fn flush(&mut self) -> bool {
+        self.bytes = 0;
+        self.jobs.is_empty() || self.to.send(std::mem::take(&mut self.jobs)).is_ok()
+    }
+}
+
+/// Open the object and, by level, measure or hash it.
+fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> Seen {
+    if !is_sha256_hex(&job.sha256) {
+        return Seen::NotAnObject;
+    }
+    let path = objects.path_for(&job.sha256);
+    if level != AuditLevel::Fixity {
+        // One stat: presence and length need no open.
+        return match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => Seen::Present { length: m.len() },
+            Ok(m) => Seen::Unreadable(not_a_file(&m)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
+            Err(e) => Seen::Unreadable(e.to_string()),
+        };
+    }
+    let mut file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Seen::Missing,
+        Err(e) => return Seen::Unreadable(e.to_string()),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return Seen::Unreadable(e.to_string()),
+    };
+    if !meta.is_file() {
+        return Seen::Unreadable(if meta.is_dir() {
+            "a folder, not a file".into()
+        } else {
+            "not a regular file".into()
+        });
+    }
+    if level != AuditLevel::Fixity {
+        return Seen::Present { length: meta.len() };
+    }
+    let with_sha1 = job.claims.iter().any(|c| {
+        c.sha1.is_some()
+            || c.declared_hash.as_deref().is_some_and(|h| {
+                parse_hash_attr(h)
+                    .iter()
+                    .any(|d| d.algorithm == Algorithm::Sha1)
+            })
+    });
+    let mut hasher = Hasher::new(with_sha1);
+    loop {
+        match file.read(buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Seen::Unreadable(e.to_string()),
+        }
+    }
+    Seen::Hashed(hasher.finish())
+}
+
+fn not_a_file(m: &std::fs::Metadata) -> String {
+    if m.is_dir() {
+        "a folder, not a file".into()
+    } else {
+        "not a regular file".into()
+    }
+}
+
+/// The findings for every claim on one object (none when all is well): the first
+/// contradiction per claim, in the order length, sha-256, md5, sha-1, then the source's
+/// declared digests and length.
+fn judge(job: &Job, seen: &Seen, level: AuditLevel) -> Vec<Finding> {
+    let sha = &job.sha256;
+    let mut out = Vec::new();
+    for c in &job.claims {
+        let base = |class| Finding::new(class).uri(c.uri.clone()).object(sha.clone());
+        let finding = match seen {
+            Seen::NotAnObject => Some(
+                Finding::new(Class::Catalog)
+                    .uri(c.uri.clone())
+                    .field("sha-256")
+                    .expected("64 lower-case hex digits naming an object")
+                    .actual(sha.clone()),
+            ),
+            Seen::Missing => Some(base(Class::MissingObject).actual("no such file")),
+            Seen::Unreadable(why) => Some(base(Class::Unreadable).actual(why.clone())),
+            Seen::Present { length } => (level == AuditLevel::Size)
+                .then(|| {
+                    length_mismatch(c, *length).map(|(field, e)| {
+                        base(Class::Corrupt)
+                            .field(field)
+                            .expected(e)
+                            .actual(length.to_string())
+                    })
+                })
+                .flatten(),
+            Seen::Hashed(computed) => fixity_mismatch(sha, c, computed)
+                .map(|(field, e, a)| base(Class::Corrupt).field(field).expected(e).actual(a)),
+        };
+        out.extend(finding);
+    }
+    out
+}
+
+/// (field, expected) of a length that disagrees with `actual`.
+fn length_mismatch(c: &Claim, actual: u64) -> Option<(&'static str, String)> {
+    match (c.length, c.declared_length) {
+        (Some(n), _) if n != actual => Some(("length", n.to_string())),
+        (_, Some(n)) if n != actual => Some(("declared length", n.to_string())),
+        _ => None,
+    }
+}
+
+/// (field, expected, actual) of the first recorded or declared value the bytes contradict.
+fn fixity_mismatch(sha: &str, c: &Claim, computed: &Computed) -> Option<(String, String, String)> {
+    if let Some((field, e)) = length_mismatch(c, computed.length) {
+        return Some((field.into(), e, computed.length.to_string()));
+    }
+    if computed.sha256_hex != sha {
+        return Some((
+            "sha-256".into(),
+            sha.to_string(),
+            computed.sha256_hex.clone(),
+        ));
+    }
+    if let Some(md5) = c.md5.as_deref().filter(|m| *m != computed.md5_hex) {
+        return Some(("md5".into(), md5.to_string(), computed.md5_hex.clone()));
+    }
+    if let (Some(rec), Some(got)) = (c.sha1.as_deref(), computed.sha1_hex.as_deref()) {
+        if rec != got {
+            return Some(("sha-1".into(), rec.to_string(), got.to_string()));
+        }
+    }
+    let declared = parse_hash_attr(c.declared_hash.as_deref().unwrap_or(""));
+    crate::rs::digest::mismatches(&declared, computed)
+        .into_iter()
+        .next()
+        .map(|m| (format!("declared {}", m.algorithm), m.expected, m.actual))
+}
+
+/// Versions that are not deletions but name no object: the catalog contradicts itself.
+fn versions_without_object(catalog: &Catalog, opts: Options) -> Result<Vec<String>, StoreError> {
+    let sql = if opts.all_versions {
+        "SELECT r.uri FROM versions v JOIN resources r ON r.id = v.resource_id
+         WHERE v.sha256_hex IS NULL AND v.change != 'deleted' ORDER BY r.uri"
+    } else {
+        "SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id
+         WHERE v.sha256_hex IS NULL AND v.change != 'deleted' ORDER BY r.uri"
+    };
+    let mut stmt = catalog.conn().prepare(sql)?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let mut out = Vec::new();
+    for uri in rows {
+        let uri = uri?;
+        if in_sample(&uri_key(&uri), opts.sample) {
+            out.push(uri);
+        }
+    }
+    Ok(out)
+}
+
+/// Files in `objects/` that no version (current or not) references, within the sample (a
+/// stray's slice is that of its file name). A sorted merge: memory does not grow with the store.
+fn strays(
+    mirror: &Path,
+    objects: &ObjectStore,
+    sample: Option<(u64, u64)>,
+) -> Result<Vec<Finding>, StoreError> {
+    let catalog = open_for_scan(mirror)?;
+    let mut stmt = catalog.conn().prepare(
+        "SELECT DISTINCT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL ORDER BY sha256_hex",
+    )?;
+    let mut refs = stmt.query([])?;
+    let mut sql_error: Option<rusqlite::Error> = None;
+    let mut advance = |refs: &mut rusqlite::Rows<'_>| -> Option<String> {
+        match refs.next() {
+            Ok(Some(r)) => r.get(0).ok(),
+            Ok(None) => None,
+            Err(e) => {
+                sql_error.get_or_insert(e);
+                None
+            }
+        }
+    };
+    let mut next_ref = advance(&mut refs);
+    let mut out = Vec::new();
+    objects
+        .visit_sorted(|v: Visited| {
+            if v.placed {
+                while next_ref.as_deref().is_some_and(|r| r < v.name.as_str()) {
+                    next_ref = advance(&mut refs);
+                }
+                if next_ref.as_deref() == Some(v.name.as_str()) {
+                    return Ok(());
+                }
+            }
+            if in_sample(&uri_key(&v.name), sample) {
+                let rel = v.path.strip_prefix(mirror).unwrap_or(&v.path);
+                let rel = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let f = Finding::new(Class::StrayObject).object(rel);
+                out.push(if v.placed {
+                    f
+                } else {
+                    f.actual("not where an object belongs (objects/sha256/ab/cd/<sha256>)")
+                });
+            }
+            Ok(())
+        })
+        .map_err(|e| StoreError::io("reading", objects.root(), e))?;
+    if let Some(e) = sql_error {
+        return Err(e.into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim() -> Claim {
+        Claim {
+            uri: "http://x/a".into(),
+            length: Some(6),
+            md5: Some("9f9f90dbe3e5ee1218c86b8839db1995".into()),
+            sha1: None,
+            declared_hash: Some("md5:9f9f90dbe3e5ee1218c86b8839db1995".into()),
+            declared_length: Some(6),
+        }
+    }
+
+    fn alpha() -> Computed {
+        let mut h = Hasher::new(false);
+        h.update(b"alpha\n");
+        h.finish()
+    }
+
+    const ALPHA: &str = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+
+    #[test]
+    fn intact_bytes_give_nothing() {
+        assert_eq!(fixity_mismatch(ALPHA, &claim(), &alpha()), None);
+    }
+
+    #[test]
+    fn the_first_contradiction_is_reported() {
+        let mut c = claim();
+        c.length = Some(7);
+        assert_eq!(fixity_mismatch(ALPHA, &c, &alpha()).unwrap().0, "length");
+        let mut other = alpha();
+        other.sha256_hex = "0".repeat(64);
+        assert_eq!(
+            fixity_mismatch(ALPHA, &claim(), &other).unwrap().0,
+            "sha-256"
+        );
+        let mut c = claim();
+        c.md5 = Some("0".repeat(32));
+        assert_eq!(fixity_mismatch(ALPHA, &c, &alpha()).unwrap().0, "md5");
+        let mut c = claim();
+        c.declared_hash = Some(format!("md5:{}", "1".repeat(32)));
+        let (field, e, a) = fixity_mismatch(ALPHA, &c, &alpha()).unwrap();
+        assert_eq!(field, "declared md5");
+        assert_eq!(e, "1".repeat(32));
+        assert_eq!(a, "9f9f90dbe3e5ee1218c86b8839db1995");
+    }
+
+    #[test]
+    fn levels_look_as_deep_as_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let staged = dir.path().join("x");
+        std::fs::write(&staged, b"alpha\n").unwrap();
+        store.ingest(&staged, ALPHA).unwrap();
+        let job = Job {
+            sha256: ALPHA.into(),
+            claims: vec![claim()],
+        };
+        let mut buf = vec![0u8; 4];
+        assert!(matches!(
+            look(&store, &job, AuditLevel::Presence, &mut buf),
+            Seen::Present { length: 6 }
+        ));
+        match look(&store, &job, AuditLevel::Fixity, &mut buf) {
+            Seen::Hashed(c) => assert_eq!(c, alpha()),
+            other => panic!("{other:?}"),
+        }
+        let missing = Job {
+            sha256: "a".repeat(64),
+            claims: vec![claim()],
+        };
+        assert!(matches!(
+            look(&store, &missing, AuditLevel::Fixity, &mut buf),
+            Seen::Missing
+        ));
+        let f = judge(&missing, &Seen::Missing, AuditLevel::Fixity);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].class, Class::MissingObject);
+        let short = Seen::Present { length: 5 };
+        assert_eq!(judge(&job, &short, AuditLevel::Presence), vec![]);
+        assert_eq!(
+            judge(&job, &short, AuditLevel::Size)[0].class,
+            Class::Corrupt
+        );
+        let bad = Job {
+            sha256: "../../etc/passwd".into(),
+            claims: vec![claim()],
+        };
+        assert!(matches!(
+            look(&store, &bad, AuditLevel::Fixity, &mut buf),
+            Seen::NotAnObject
+        ));
+    }
+}

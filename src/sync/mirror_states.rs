@@ -1,0 +1,447 @@
+//! A compact, read-only index of the mirror's current states, for audits of lists of a million
+//! entries in bounded memory: 82 bytes per resource instead of a `HashMap<String,
+//! CurrentState>` (several hundred bytes each), plus about a byte of directory.
+//!
+//! A resource is keyed by the first 16 bytes of the sha256 of its URI ([`uri_key`]): an
+//! accidental collision among a billion URIs has odds below 10^-20, and a source cannot aim at
+//! one (that is a second preimage on 128 bits of sha256). Digests are kept as fixed-size byte
+//! arrays, the length and lastmod as integers; the rare state that does not fit (a sha-1 was
+//! recorded, a digest that is not lower-case hex, a lastmod outside 1677..2262) keeps its full
+//! [`CurrentState`] on the side. [`MirrorStates::state`] gives back exactly what the catalog
+//! holds, so the comparison is `plan::compare` itself, as in baseline.
+//!
+//! Slots are sorted by key, with a directory on the key's top bits: a lookup touches one or two
+//! cache lines. Each slot carries marks the audit sets as it goes (seen at the source, its
+//! verdict, local trouble). It also owns the deterministic `--sample` slicing ([`slice_of`]).
+
+use crate::store::catalog::CurrentState;
+use crate::store::{Catalog, StoreError};
+use jiff::Timestamp;
+use std::collections::HashMap;
+
+/// The key of a URI: the first 16 bytes of its sha256.
+pub type Key = [u8; 16];
+
+pub fn uri_key(uri: &str) -> Key {
+    use sha2::Digest as _;
+    let d = sha2::Sha256::digest(uri.as_bytes());
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&d[..16]);
+    k
+}
+
+/// The 1-based slice (of `m`) a key falls in. Keys are uniform, so slices are even; every key
+/// falls in exactly one slice, so `--sample 1/M` .. `M/M` cover everything once.
+pub fn slice_of(key: &Key, m: u64) -> u64 {
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&key[..8]);
+    u64::from_be_bytes(head) % m + 1
+}
+
+/// Is `key` in `sample` (`None`: everything)?
+pub fn in_sample(key: &Key, sample: Option<(u64, u64)>) -> bool {
+    sample.is_none_or(|(n, m)| slice_of(key, m) == n)
+}
+
+/// Marks the audit sets on a slot.
+pub mod mark {
+    /// The source lists it.
+    pub const SEEN: u8 = 1;
+    /// `plan::compare` said Same with a digest among the evidence.
+    pub const SAME: u8 = 2;
+    /// Same, but without a digest among the evidence.
+    pub const UNVERIFIABLE: u8 = 4;
+    /// `plan::compare` found a contradiction.
+    pub const DIFFERS: u8 = 8;
+    /// Local fixity found something wrong with one of its objects.
+    pub const LOCAL_BAD: u8 = 16;
+    /// Nothing on both sides to compare.
+    pub const NO_EVIDENCE: u8 = 32;
+    /// The verdict bits, cleared when a URI is listed again (the later entry counts).
+    pub const VERDICT: u8 = SAME | UNVERIFIABLE | DIFFERS | NO_EVIDENCE;
+}
+
+mod has {
+    pub const SHA256: u8 = 1;
+    pub const MD5: u8 = 2;
+    pub const LENGTH: u8 = 4;
+    pub const LASTMOD: u8 = 8;
+    pub const DELETED: u8 = 16;
+    /// The full state is in `MirrorStates::side`.
+    pub const SIDE: u8 = 32;
+}
+
+/// One resource, 82 bytes, alignment 1 (so a `Vec<Slot>` has no padding).
+#[derive(Clone, Copy)]
+struct Slot {
+    key: Key,
+    sha256: [u8; 32],
+    md5: [u8; 16],
+    length: [u8; 8],
+    lastmod_ns: [u8; 8],
+    has: u8,
+    marks: u8,
+}
+
+/// The mirror's current states (tombstones included), within a sample.
+pub struct MirrorStates {
+    slots: Vec<Slot>,
+    /// `dir[b]..dir[b + 1]` are the slots whose key's top `bits` bits are `b`.
+    dir: Vec<u32>,
+    bits: u32,
+    side: HashMap<Key, CurrentState>,
+    /// Two URIs with one key (never seen in practice; kept honest rather than assumed away).
+    pub collisions: u64,
+}
+
+impl MirrorStates {
+    /// Read the current state of every resource in `sample` (streamed from the catalog).
+    pub fn load(catalog: &Catalog, sample: Option<(u64, u64)>) -> Result<MirrorStates, StoreError> {
+        let conn = catalog.conn();
+        let total: i64 = conn.query_row(
+            "SELECT count(*) FROM resources WHERE current_version_id IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )?;
+        let expect = match sample {
+            None => total as usize,
+            // Slices are even; a little slack avoids a reallocation (and its doubled peak).
+            Some((_, m)) => (total as usize / m as usize) * 21 / 20 + 64,
+        };
+        let mut slots = Vec::with_capacity(expect);
+        let mut side = HashMap::new();
+        let mut stmt = conn.prepare(
+            "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex
+             FROM resources r JOIN versions v ON v.id = r.current_version_id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let uri: &str = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            let key = uri_key(uri);
+            if !in_sample(&key, sample) {
+                continue;
+            }
+            let state = CurrentState {
+                resource_id: 0,
+                collection: String::new(),
+                version_id: 0,
+                deleted: r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)? == "deleted",
+                lastmod: r
+                    .get::<_, Option<String>>(2)?
+                    .and_then(|s| s.parse::<Timestamp>().ok()),
+                length_bytes: r.get::<_, Option<i64>>(3)?.map(|n| n as u64),
+                md5_hex: r.get(4)?,
+                sha1_hex: r.get(5)?,
+                sha256_hex: r.get(6)?,
+            };
+            slots.push(pack(key, &state, &mut side));
+        }
+        drop(rows);
+        drop(stmt);
+        slots.sort_unstable_by_key(|s| s.key);
+        let collisions = slots.windows(2).filter(|w| w[0].key == w[1].key).count() as u64;
+        // Two to four slots per bucket: the directory costs about a byte per resource.
+        let bits = (usize::BITS - slots.len().max(1).leading_zeros()).clamp(2, 25) - 2;
+        let mut dir = vec![0u32; (1usize << bits) + 1];
+        let mut i = 0usize;
+        for (b, d) in dir.iter_mut().enumerate() {
+            while i < slots.len() && (top(&slots[i].key, bits) as usize) < b {
+                i += 1;
+            }
+            *d = i as u32;
+        }
+        Ok(MirrorStates {
+            slots,
+            dir,
+            bits,
+            side,
+            collisions,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The slot of a key.
+    pub fn find(&self, key: &Key) -> Option<usize> {
+        let b = top(key, self.bits) as usize;
+        let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
+        (lo..hi).find(|&i| &self.slots[i].key == key)
+    }
+
+    pub fn deleted(&self, i: usize) -> bool {
+        self.slots[i].has & has::DELETED != 0
+    }
+
+    /// The state as the catalog holds it. `resource_id`, `version_id` and `collection` are not
+    /// kept (the comparison does not read them): 0 and empty.
+    pub fn state(&self, i: usize) -> CurrentState {
+        let s = &self.slots[i];
+        if s.has & has::SIDE != 0 {
+            return self.side[&s.key].clone();
+        }
+        let on = |bit: u8| s.has & bit != 0;
+        CurrentState {
+            resource_id: 0,
+            collection: String::new(),
+            version_id: 0,
+            deleted: on(has::DELETED),
+            lastmod: on(has::LASTMOD)
+                .then(|| Timestamp::from_nanosecond(i64::from_le_bytes(s.lastmod_ns) as i128).ok())
+                .flatten(),
+            length_bytes: on(has::LENGTH).then(|| u64::from_le_bytes(s.length)),
+            md5_hex: on(has::MD5).then(|| to_hex(&s.md5)),
+            sha1_hex: None,
+            sha256_hex: on(has::SHA256).then(|| to_hex(&s.sha256)),
+        }
+    }
+
+    pub fn marks(&self, i: usize) -> u8 {
+        self.slots[i].marks
+    }
+
+    pub fn set(&mut self, i: usize, marks: u8) {
+        self.slots[i].marks |= marks;
+    }
+
+    pub fn clear(&mut self, i: usize, marks: u8) {
+        self.slots[i].marks &= !marks;
+    }
+
+    /// Mark the resource with this URI, if it is here.
+    pub fn set_by_uri(&mut self, uri: &str, marks: u8) {
+        if let Some(i) = self.find(&uri_key(uri)) {
+            self.set(i, marks);
+        }
+    }
+}
+
+fn top(key: &Key, bits: u32) -> u32 {
+    let head = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
+    if bits == 0 {
+        0
+    } else {
+        head >> (32 - bits)
+    }
+}
+
+/// Lower-case hex of exactly N bytes, or None (then the state goes to the side table, so
+/// what `state()` gives back is exactly what the catalog holds). By hand: the `hex` crate's
+/// decoder was a tenth of a million-resource audit.
+fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let s = s.as_bytes();
+    if s.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+/// Lower-case hex, by hand (as `hex_bytes`).
+fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize]);
+        out.push(DIGITS[(b & 15) as usize]);
+    }
+    String::from_utf8(out).expect("hex digits are ASCII")
+}
+
+fn pack(key: Key, st: &CurrentState, side: &mut HashMap<Key, CurrentState>) -> Slot {
+    let mut slot = Slot {
+        key,
+        sha256: [0; 32],
+        md5: [0; 16],
+        length: [0; 8],
+        lastmod_ns: [0; 8],
+        has: 0,
+        marks: 0,
+    };
+    let mut fits = st.sha1_hex.is_none();
+    if st.deleted {
+        slot.has |= has::DELETED;
+    }
+    if let Some(h) = &st.sha256_hex {
+        match hex_bytes::<32>(h) {
+            Some(b) => {
+                slot.sha256 = b;
+                slot.has |= has::SHA256;
+            }
+            None => fits = false,
+        }
+    }
+    if let Some(h) = &st.md5_hex {
+        match hex_bytes::<16>(h) {
+            Some(b) => {
+                slot.md5 = b;
+                slot.has |= has::MD5;
+            }
+            None => fits = false,
+        }
+    }
+    if let Some(n) = st.length_bytes {
+        slot.length = n.to_le_bytes();
+        slot.has |= has::LENGTH;
+    }
+    if let Some(t) = st.lastmod {
+        match i64::try_from(t.as_nanosecond()) {
+            Ok(ns) => {
+                slot.lastmod_ns = ns.to_le_bytes();
+                slot.has |= has::LASTMOD;
+            }
+            Err(_) => fits = false,
+        }
+    }
+    if !fits {
+        slot.has |= has::SIDE;
+        side.insert(key, st.clone());
+    }
+    slot
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::catalog::{write, NewVersion};
+
+    #[test]
+    fn hex_by_hand_round_trips_and_refuses_what_it_cannot_give_back() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let text = to_hex(&bytes);
+        assert_eq!(text, hex::encode(&bytes));
+        let back: [u8; 16] = hex_bytes(&text[..32]).unwrap();
+        assert_eq!(&back[..], &bytes[..16]);
+        assert_eq!(hex_bytes::<2>("ABcd"), None);
+        assert_eq!(hex_bytes::<2>("abc"), None);
+        assert_eq!(hex_bytes::<2>("abcg"), None);
+        assert_eq!(hex_bytes::<2>("00ff"), Some([0, 255]));
+    }
+
+    #[test]
+    fn a_slot_is_82_bytes_without_padding() {
+        assert_eq!(std::mem::size_of::<Slot>(), 82);
+        assert_eq!(std::mem::align_of::<Slot>(), 1);
+    }
+
+    #[test]
+    fn every_key_is_in_exactly_one_slice() {
+        for i in 0..2000 {
+            let k = uri_key(&format!("http://x/{i}"));
+            for m in [1, 2, 7] {
+                let hits = (1..=m).filter(|&n| in_sample(&k, Some((n, m)))).count();
+                assert_eq!(hits, 1);
+            }
+        }
+    }
+
+    fn catalog_with(states: &[(&str, NewVersion)]) -> (tempfile::TempDir, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let tx = c.transaction().unwrap();
+        for (uri, v) in states {
+            let mut v = v.clone();
+            v.uri = uri.to_string();
+            v.collection = "c".into();
+            write::version(&tx, run, &v).unwrap();
+        }
+        tx.commit().unwrap();
+        (dir, c)
+    }
+
+    #[test]
+    fn states_come_back_exactly_as_the_catalog_holds_them() {
+        let plain = NewVersion {
+            change: "created",
+            arrived_via: "http",
+            lastmod: Some("2025-12-01T10:00:00.25Z".parse().unwrap()),
+            length_bytes: Some(57),
+            md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
+            sha256_hex: Some(
+                "8e3c1d2f916b54dd6d564089eaf55ac377cd231041b7aa9000196588772ac875".into(),
+            ),
+            ..Default::default()
+        };
+        let mut odd = plain.clone();
+        odd.sha1_hex = Some("0123456789abcdef0123456789abcdef01234567".into());
+        odd.lastmod = Some("2999-01-01T00:00:00Z".parse().unwrap());
+        let mut upper = plain.clone();
+        upper.md5_hex = Some("D8314FF333963F20F75F7718B9A190DD".into());
+        let tomb = NewVersion {
+            change: "deleted",
+            arrived_via: "tombstone",
+            ..Default::default()
+        };
+        let rows = [
+            ("http://x/plain", plain),
+            ("http://x/odd", odd),
+            ("http://x/upper", upper),
+            ("http://x/tomb", tomb),
+        ];
+        let (_dir, c) = catalog_with(&rows);
+        let want = c.current_states().unwrap();
+        let m = MirrorStates::load(&c, None).unwrap();
+        assert_eq!(m.len(), 4);
+        for (uri, _) in &rows {
+            let i = m.find(&uri_key(uri)).unwrap();
+            let mut expected = want[*uri].clone();
+            expected.resource_id = 0;
+            expected.version_id = 0;
+            expected.collection = String::new();
+            assert_eq!(m.state(i), expected, "{uri}");
+        }
+        assert!(m.find(&uri_key("http://x/none")).is_none());
+        assert_eq!(m.collisions, 0);
+    }
+
+    #[test]
+    fn lookups_work_at_every_size() {
+        for n in [0usize, 1, 2, 3, 100, 5000] {
+            let rows: Vec<(String, NewVersion)> = (0..n)
+                .map(|i| {
+                    (
+                        format!("http://x/{i}"),
+                        NewVersion {
+                            change: "created",
+                            arrived_via: "http",
+                            length_bytes: Some(i as u64),
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect();
+            let refs: Vec<(&str, NewVersion)> =
+                rows.iter().map(|(u, v)| (u.as_str(), v.clone())).collect();
+            let (_dir, c) = catalog_with(&refs);
+            let mut m = MirrorStates::load(&c, None).unwrap();
+            for (u, v) in &rows {
+                let i = m.find(&uri_key(u)).unwrap();
+                assert_eq!(m.state(i).length_bytes, v.length_bytes);
+                m.set(i, mark::SEEN | mark::SAME);
+                m.clear(i, mark::SAME);
+                assert_eq!(m.marks(i), mark::SEEN);
+            }
+            let (n1, n2) = (
+                MirrorStates::load(&c, Some((1, 2))).unwrap().len(),
+                MirrorStates::load(&c, Some((2, 2))).unwrap().len(),
+            );
+            assert_eq!(n1 + n2, n);
+        }
+    }
+}

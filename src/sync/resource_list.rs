@@ -1,0 +1,358 @@
+//! Streaming a collection's Resource List (or Resource List Index, or plain Sitemap) entry by
+//! entry, for commands that must not hold the whole list: an audit of a million-entry index
+//! runs in bounded memory this way.
+//!
+//! The rules are those of `snapshot::read` (which collects a baseline's snapshot): each
+//! document's entries are scoped to that document (a local file's to its first entry's
+//! origin); index parts are fetched within the index's scope, cycles skipped, nesting capped;
+//! a part that cannot be read is recorded as a failed part, not fatal, and makes the list
+//! incomplete (no deletion — and for audit no "extra" — may be derived from it); the anchor is
+//! the list's `at` (the minimum of the parts' `at`), else the newest `<lastmod>`.
+//!
+//! Two differences, both inherent to streaming: entries reach the visitor as they are read, so
+//! the entries of a part that fails half-way have been visited (the caller learns of the
+//! failure from [`Walked::failed_parts`]); and a URI listed twice is visited twice (the caller
+//! decides; "the later entry counts", as in a snapshot).
+
+use crate::error::SourceError;
+use crate::rs::document::{Capability, Root, Syntax};
+use crate::store::catalog::DocumentRecord;
+use crate::sync::documents::{Documents, OpenedDocument};
+use crate::sync::plan::{Declared, Listed};
+use crate::sync::snapshot::Refused;
+use jiff::Timestamp;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// How deep Resource List Indexes may nest (as `snapshot`).
+const MAX_INDEX_DEPTH: usize = 3;
+
+/// Warnings, kept up to a bound (a list of a million oddities must not cost a million strings)
+/// and counted beyond it.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    list: Vec<String>,
+    dropped: u64,
+}
+
+impl Warnings {
+    pub const MAX: usize = 1000;
+
+    pub fn push(&mut self, w: String) {
+        if self.list.len() < Self::MAX {
+            self.list.push(w);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    pub fn into_vec(mut self) -> Vec<String> {
+        if self.dropped > 0 {
+            self.list
+                .push(format!("... and {} more warnings", self.dropped));
+        }
+        self.list
+    }
+}
+
+/// What the visitor is handed.
+#[derive(Debug)]
+pub enum Item {
+    Listed(Listed),
+    /// A listed resource the scope refused.
+    Refused(Refused),
+}
+
+/// What was walked, besides the entries.
+#[derive(Debug, Default)]
+pub struct Walked {
+    pub documents: Vec<DocumentRecord>,
+    pub at: Option<Timestamp>,
+    pub completed: Option<Timestamp>,
+    pub anchored: bool,
+    pub basis: String,
+    /// Index parts that could not be read: (part URL, why).
+    pub failed_parts: Vec<(String, String)>,
+    pub warnings: Vec<String>,
+    /// Entries handed to the visitor (listed and refused).
+    pub entries: u64,
+}
+
+impl Walked {
+    /// True when every document was read in full.
+    pub fn complete(&self) -> bool {
+        self.failed_parts.is_empty()
+    }
+}
+
+/// Walk the list starting from an opened top-level document, handing every entry to `visit`.
+/// An error from the top-level document (or from `visit`) ends the walk.
+pub fn walk(
+    docs: &Documents<'_>,
+    top: OpenedDocument,
+    visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+) -> Result<Walked, SourceError> {
+    match top.header().capability() {
+        None | Some(Capability::ResourceList) => {}
+        Some(other) => {
+            return Err(SourceError::Unusable {
+                url: top.url.to_string(),
+                message: format!("this is a {other} document; an audit needs a Resource List"),
+            })
+        }
+    }
+    let header = top.header().clone();
+    let mut w = Walker {
+        docs,
+        visit,
+        out: Walked::default(),
+        warnings: Warnings::default(),
+        visited: HashSet::from([top.url.to_string()]),
+        part_ats: Vec::new(),
+        newest_lastmod: None,
+    };
+    w.document(top, 0)?;
+    let mut out = w.out;
+    out.warnings = w.warnings.into_vec();
+    let plain =
+        header.syntax == Syntax::Plain || header.md.capability.is_none() && !header.alpha_changeset;
+    if let Some(at) = header.md.at.filter(|_| !plain) {
+        // ResourceSync 1.1 §10.1 step 2: with per-part `at`, the anchor is the minimum.
+        out.at = w.part_ats.iter().copied().chain([at]).min();
+        out.completed = header.md.completed;
+        out.anchored = true;
+        out.basis = if w.part_ats.is_empty() {
+            "at of the Resource List".into()
+        } else {
+            "minimum at of the Resource List Index parts".into()
+        };
+    } else {
+        out.at = w.newest_lastmod;
+        out.anchored = false;
+        out.basis = match header.syntax {
+            Syntax::Alpha2012 if header.md.at.is_some() => {
+                out.at = header.md.at;
+                "2012-draft DCTERMS.modified (unanchored)".into()
+            }
+            _ => "plain Sitemap without at: newest lastmod (unanchored)".into(),
+        };
+    }
+    Ok(out)
+}
+
+struct Walker<'a, 'b, 'v> {
+    docs: &'a Documents<'b>,
+    visit: &'v mut dyn FnMut(Item) -> Result<(), SourceError>,
+    out: Walked,
+    warnings: Warnings,
+    visited: HashSet<String>,
+    part_ats: Vec<Timestamp>,
+    newest_lastmod: Option<Timestamp>,
+}
+
+impl Walker<'_, '_, '_> {
+    fn document(&mut self, mut doc: OpenedDocument, depth: usize) -> Result<(), SourceError> {
+        let mut scope = Arc::new(self.docs.scope_for(&doc.url));
+        let doc_url = doc.url.to_string();
+        // A local file lists http(s) resources: its scope is the first entry's origin.
+        let mut local = doc.url.scheme() == "file";
+        let mut count = 0u64;
+        if doc.header().root == Root::SitemapIndex {
+            // An index names parts, not resources: a few hundred at most, held.
+            let mut parts = Vec::new();
+            while let Some(e) = doc.reader.next_entry()? {
+                count += 1;
+                parts.push(e);
+            }
+            self.warnings(&mut doc);
+            self.out.documents.push(doc.record(count));
+            for part in parts {
+                let loc = part.loc.to_string();
+                if let Some(at) = part.md.at {
+                    self.part_ats.push(at);
+                }
+                if !self.visited.insert(loc.clone()) {
+                    self.warnings.push(format!(
+                        "{doc_url}: line {}: {loc} listed again (cycle); skipped",
+                        part.line
+                    ));
+                    continue;
+                }
+                if depth + 1 > MAX_INDEX_DEPTH {
+                    self.out.failed_parts.push((
+                        loc,
+                        format!(
+                            "Resource List Indexes nested deeper than {MAX_INDEX_DEPTH} levels"
+                        ),
+                    ));
+                    continue;
+                }
+                if let Err(reason) = scope.check(&part.loc) {
+                    self.out
+                        .failed_parts
+                        .push((loc, format!("refused: {reason}")));
+                    continue;
+                }
+                let result = self
+                    .docs
+                    .fetch(&part.loc, &scope)
+                    .and_then(|child| self.part(child, depth + 1));
+                if let Err(e) = result {
+                    self.out.failed_parts.push((loc, e.to_string()));
+                }
+            }
+            return Ok(());
+        }
+        while let Some(e) = doc.reader.next_entry()? {
+            count += 1;
+            self.out.entries += 1;
+            if local {
+                local = false;
+                scope = Arc::new(self.docs.scope_for(&e.loc));
+                self.warnings.push(format!(
+                    "{doc_url}: a local document; resources accepted from {} (its first entry), --allow-host widens",
+                    scope.describe()
+                ));
+            }
+            if let Err(reason) = scope.check(&e.loc) {
+                (self.visit)(Item::Refused(Refused {
+                    uri: e.loc.to_string(),
+                    reason: format!("{reason} (listed in {doc_url}, line {})", e.line),
+                }))?;
+                continue;
+            }
+            if let Some(t) = e.lastmod {
+                self.newest_lastmod = self.newest_lastmod.max(Some(t));
+            }
+            let listed = Listed {
+                duplicates: e.duplicates().into_iter().map(|l| l.href.clone()).collect(),
+                declared: Declared {
+                    lastmod: e.lastmod,
+                    length: e.md.length,
+                    digests: e.md.hash,
+                },
+                media_type: e.md.media_type,
+                uri: e.loc,
+                document: doc_url.clone(),
+                line: e.line,
+                scope: scope.clone(),
+            };
+            (self.visit)(Item::Listed(listed))?;
+            if !doc.reader.warnings().is_empty() {
+                self.warnings(&mut doc);
+            }
+        }
+        self.warnings(&mut doc);
+        self.out.documents.push(doc.record(count));
+        Ok(())
+    }
+
+    fn part(&mut self, doc: OpenedDocument, depth: usize) -> Result<(), SourceError> {
+        match doc.header().capability() {
+            None | Some(Capability::ResourceList) => self.document(doc, depth),
+            Some(other) => Err(SourceError::Unusable {
+                url: doc.url.to_string(),
+                message: format!("part of a Resource List Index is a {other} document"),
+            }),
+        }
+    }
+
+    fn warnings(&mut self, doc: &mut OpenedDocument) {
+        let url = doc.url.to_string();
+        for w in doc.reader.take_warnings() {
+            self.warnings.push(format!("{url}: {w}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{Http, HttpConfig};
+    use crate::sync::snapshot;
+    use std::path::Path;
+    use url::Url;
+
+    const ORIGIN: &str = "http://sample.example.org/";
+
+    fn http_over(dir: &Path) -> Http {
+        Http::new(HttpConfig {
+            tries: 1,
+            maps: vec![(ORIGIN.to_string(), dir.to_path_buf())],
+            ..HttpConfig::default()
+        })
+    }
+
+    /// Walk and snapshot the same list; they must agree on everything but the streaming
+    /// differences the module names.
+    fn agree(dir: &Path, top: &str) -> Walked {
+        let http = http_over(dir);
+        let docs = Documents {
+            http: &http,
+            options: Default::default(),
+            allow_hosts: &[],
+        };
+        let url = Url::parse(top).unwrap();
+        let open = || docs.fetch(&url, &docs.scope_for(&url)).unwrap();
+        let snap = snapshot::read(&docs, open()).unwrap();
+        let mut listed = Vec::new();
+        let mut refused = Vec::new();
+        let walked = walk(&docs, open(), &mut |item| {
+            match item {
+                Item::Listed(l) => listed.push((l.uri.to_string(), l.declared)),
+                Item::Refused(r) => refused.push(r.uri),
+            }
+            Ok(())
+        })
+        .unwrap();
+        let want: Vec<_> = snap
+            .listed
+            .iter()
+            .map(|l| (l.uri.to_string(), l.declared.clone()))
+            .collect();
+        assert_eq!(listed, want);
+        let want_refused: Vec<_> = snap.refused.iter().map(|r| r.uri.clone()).collect();
+        assert_eq!(refused, want_refused);
+        assert_eq!(
+            (walked.at, walked.completed, walked.anchored, &walked.basis),
+            (snap.at, snap.completed, snap.anchored, &snap.basis)
+        );
+        assert_eq!(walked.documents.len(), snap.documents.len());
+        assert_eq!(walked.failed_parts.len(), snap.failed_parts.len());
+        walked
+    }
+
+    #[test]
+    fn walks_an_index_as_a_snapshot_reads_it() {
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+        let w = agree(
+            &sample,
+            "http://sample.example.org/rs/resourcelist-index.xml",
+        );
+        assert!(w.complete());
+        assert_eq!(w.entries, 8);
+        let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/syntax/plain");
+        let w = agree(&plain, "http://sample.example.org/resourcelist.xml");
+        assert!(!w.anchored);
+    }
+
+    #[test]
+    fn a_missing_part_is_a_failed_part_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample/rs");
+        std::fs::create_dir_all(dir.path().join("rs")).unwrap();
+        for f in ["resourcelist-index.xml", "resourcelist-1.xml"] {
+            std::fs::copy(sample.join(f), dir.path().join("rs").join(f)).unwrap();
+        }
+        let w = agree(
+            dir.path(),
+            "http://sample.example.org/rs/resourcelist-index.xml",
+        );
+        assert!(!w.complete());
+        assert_eq!(w.failed_parts.len(), 1);
+        assert_eq!(
+            w.failed_parts[0].0,
+            "http://sample.example.org/rs/resourcelist-2.xml"
+        );
+    }
+}
