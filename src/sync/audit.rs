@@ -21,17 +21,19 @@ use crate::exit::Exit;
 use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals};
 use crate::net::Http;
 use crate::rs::document::Capability;
+use crate::rs::document::Change;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
+use crate::sync::changes::{self, Collector, Event};
 use crate::sync::discover::{self, Collection};
 use crate::sync::documents::Documents;
 use crate::sync::fixity::{self, Fixity};
 use crate::sync::mirror_states::{in_sample, mark, uri_key, MirrorStates};
-use crate::sync::plan::{self, Comparison};
+use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::resource_list::{self, Item, Walked, Warnings};
 use rusqlite::{params, OptionalExtension};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufWriter, IsTerminal};
 use std::iter::Peekable;
 use std::time::Instant;
@@ -384,26 +386,26 @@ fn compare_with_source(
     Ok(out)
 }
 
-/// The expected state of one collection, streamed to `visit`: today its Resource List (or
-/// index) as the source publishes it now.
-///
-/// ResourceSync 1.1 §10.3 defines the expected state as the Resource List *with every change
-/// after its `at` applied from the Change Lists*. The change-list overlay plugs in here, once
-/// incremental's change-list reader (`sync::changes`) is settled: after opening the top
-/// document (its `at` is in the header), collect the changes after `at` into a map URI -> last
-/// change (small: a change list, not a snapshot); then while walking, hand an entry that
-/// changed later to `visit` with the change's declared state (or not at all when deleted),
-/// and after the walk hand over the created URIs that were not listed. Resources whose change
-/// lies in (at, completed] may differ from their list entry legitimately ("changed during
-/// snapshot"); the overlay should report them as such rather than `*`.
+/// The expected state of one collection, streamed to `visit` (ResourceSync 1.1 §10.3): the
+/// Resource List (or index) as the source publishes it now, with every change after its `at`
+/// applied from the Change Lists. The changes are few (a change list, not a snapshot): they
+/// are collected first into URI -> last change; a listed entry that changed later is handed
+/// over with the change's declared state (or not at all when deleted), and the created URIs
+/// the list does not name are handed over after the walk.
 fn expected_state(
     docs: &Documents<'_>,
     collection: Collection,
     visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
 ) -> Result<Walked, SourceError> {
+    let changes_at = changes::location(docs, &collection);
     let top = match collection.opened {
-        Some(doc) => doc,
-        None => {
+        Some(doc)
+            if doc.header().capability() != Some(Capability::ChangeList)
+                && !doc.header().alpha_changeset =>
+        {
+            doc
+        }
+        _ => {
             let url = collection
                 .url_of(&Capability::ResourceList)
                 .ok_or_else(|| SourceError::Unusable {
@@ -413,7 +415,61 @@ fn expected_state(
             docs.fetch(url, &docs.scope_for(url))?
         }
     };
-    resource_list::walk(docs, top, visit)
+    let mut overlay: HashMap<String, Event> = HashMap::new();
+    let mut overlay_problem = None;
+    if let Some(at) = top.header().md.at {
+        match changes_at.and_then(|loc| {
+            loc.map(|(url, archive)| {
+                Collector::new(docs, None, &collection.id, at).collect(&url, None, archive.as_ref())
+            })
+            .transpose()
+        }) {
+            Ok(Some(ch)) => {
+                for e in ch.events {
+                    overlay.insert(e.uri.to_string(), e);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => overlay_problem = Some(e.to_string()),
+        }
+    }
+    let mut walked = resource_list::walk(docs, top, &mut |item| match item {
+        Item::Listed(l) => match overlay.remove(l.uri.as_str()) {
+            None => visit(Item::Listed(l)),
+            Some(e) if e.change == Change::Deleted => Ok(()),
+            Some(e) => visit(Item::Listed(Listed {
+                declared: e.declared,
+                media_type: e.media_type.or(l.media_type),
+                ..l
+            })),
+        },
+        refused => visit(refused),
+    })?;
+    // Created (or updated) after `at` and not in the list: expected all the same.
+    let mut created: Vec<Event> = overlay
+        .into_values()
+        .filter(|e| e.change != Change::Deleted)
+        .collect();
+    created.sort_by(|a, b| a.uri.as_str().cmp(b.uri.as_str()));
+    for e in created {
+        visit(Item::Listed(Listed {
+            uri: e.uri,
+            declared: e.declared,
+            media_type: e.media_type,
+            duplicates: e.duplicates,
+            document: e.document,
+            line: e.line,
+            scope: e.scope,
+        }))?;
+    }
+    if let Some(p) = overlay_problem {
+        // Without the changes after `at` the expected state is unknown for what they touch:
+        // report it, and derive no extras from an incomplete picture.
+        walked
+            .failed_parts
+            .push(("change lists after the list's at".into(), p));
+    }
+    Ok(walked)
 }
 
 /// Compare one entry of the source's list with the mirror's current state.

@@ -15,6 +15,7 @@ use crate::net::{Scope, Validators};
 use crate::rs::document::{Capability, Change, Root};
 use crate::store::catalog::DocumentRecord;
 use crate::store::Catalog;
+use crate::sync::discover::Collection;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::Declared;
 use crate::sync::snapshot::Refused;
@@ -78,6 +79,53 @@ pub struct Changes {
     pub warnings: Vec<String>,
     /// How the lists were found, for -v and dry runs.
     pub trail: Vec<String>,
+}
+
+/// Where a collection's changes are, if it advertises any: (change document, archive). The
+/// Capability List's `changelist` (and `changelist-archive`); a Change List given directly;
+/// a list's `rs:ln rel="up"` Capability List; a 2012 Sitemap's `current` change set link.
+pub fn location(
+    docs: &Documents<'_>,
+    collection: &Collection,
+) -> Result<Option<(Url, Option<Url>)>, SourceError> {
+    let archive = collection.url_of(&Capability::ChangeListArchive).cloned();
+    if let Some(url) = collection.url_of(&Capability::ChangeList) {
+        return Ok(Some((url.clone(), archive)));
+    }
+    let Some(doc) = &collection.opened else {
+        return Ok(None);
+    };
+    let header = doc.header();
+    if header.alpha_changeset || header.capability() == Some(Capability::ChangeList) {
+        return Ok(Some((doc.url.clone(), archive)));
+    }
+    if let Some(l) = header
+        .links
+        .iter()
+        .find(|l| l.has_rel("current") && l.has_rel(CHANGESET_REL))
+    {
+        return Ok(Some((l.href.clone(), None)));
+    }
+    let Some(up) = header
+        .link("up")
+        .or_else(|| header.link("resourcesync"))
+        .map(|l| l.href.clone())
+    else {
+        return Ok(None);
+    };
+    let mut cl = docs.fetch(&up, &docs.scope_for(&up))?;
+    if cl.header().capability() != Some(Capability::CapabilityList) {
+        return Ok(None);
+    }
+    let (mut changelist, mut archive) = (None, None);
+    while let Some(e) = cl.reader.next_entry()? {
+        match e.md.capability {
+            Some(Capability::ChangeList) => changelist = Some(e.loc),
+            Some(Capability::ChangeListArchive) => archive = Some(e.loc),
+            _ => {}
+        }
+    }
+    Ok(changelist.map(|u| (u, archive)))
 }
 
 /// A gap in the change history: exit 4 before anything is applied.

@@ -20,7 +20,7 @@ use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, 
 use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
 use crate::sync::baseline::{clean_staging, declared_hash, Outcome};
-use crate::sync::changes::{Changes, Collector, Event, CHANGESET_REL};
+use crate::sync::changes::{self, Changes, Collector, Event};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
@@ -238,63 +238,24 @@ fn collect_all(
     Ok((pending, others))
 }
 
-/// Where a collection's changes are: the Capability List's `changelist`, the document given
-/// directly, a Resource List's `up` Capability List, or a 2012 list's `current` change set.
+/// Where a collection's changes are (see [`changes::location`]); a Change List given
+/// directly is used as already opened.
 fn change_list_of(
     docs: &Documents<'_>,
     collection: Collection,
 ) -> Result<(Url, Option<OpenedDocument>, Option<Url>), SourceError> {
-    let archive = collection.url_of(&Capability::ChangeListArchive).cloned();
-    if let Some(url) = collection.url_of(&Capability::ChangeList) {
-        let url = url.clone();
-        let opened = collection
-            .opened
-            .filter(|d| d.url == url || d.header().capability() == Some(Capability::ChangeList));
-        return Ok((url, opened, archive));
-    }
-    let none = |why: &str| SourceError::Unusable {
-        url: collection.id.clone(),
-        message: format!("no Change List found: {why}"),
+    let Some((url, archive)) = changes::location(docs, &collection)? else {
+        return Err(SourceError::Unusable {
+            url: collection.id.clone(),
+            message: "no Change List found: the source advertises none (no changelist in its \
+                      Capability List, no rs:ln rel=\"up\" to one, no 2012 change set link)"
+                .into(),
+        });
     };
-    let Some(doc) = collection.opened else {
-        return Err(none("the Capability List names no changelist"));
-    };
-    let header = doc.header();
-    if let Some(l) = header
-        .links
-        .iter()
-        .find(|l| l.has_rel("current") && l.has_rel(CHANGESET_REL))
-    {
-        return Ok((l.href.clone(), None, None));
-    }
-    let up = header
-        .link("up")
-        .or_else(|| header.link("resourcesync"))
-        .map(|l| l.href.clone());
-    let Some(up) = up else {
-        return Err(none(
-            "the list has no rs:ln rel=\"up\" to a Capability List",
-        ));
-    };
-    let mut cl = docs.fetch(&up, &docs.scope_for(&up))?;
-    if cl.header().capability() != Some(Capability::CapabilityList) {
-        return Err(none(&format!("its up link {up} is not a Capability List")));
-    }
-    let mut changelist = None;
-    let mut archive = None;
-    while let Some(e) = cl.reader.next_entry()? {
-        match e.md.capability {
-            Some(Capability::ChangeList) => changelist = Some(e.loc),
-            Some(Capability::ChangeListArchive) => archive = Some(e.loc),
-            _ => {}
-        }
-    }
-    match changelist {
-        Some(u) => Ok((u, None, archive)),
-        None => Err(none(&format!(
-            "the Capability List {up} names no changelist"
-        ))),
-    }
+    let opened = collection
+        .opened
+        .filter(|d| d.url == url || d.header().capability() == Some(Capability::ChangeList));
+    Ok((url, opened, archive))
 }
 
 /// The last event per URI, in event order (§10.2 step 4: created->deleted = deleted,

@@ -944,3 +944,57 @@ fn a_failed_index_part_is_reported_and_no_extra_is_derived() {
         .unwrap();
     assert_eq!(outcome, "partial");
 }
+
+/// ResourceSync 1.1 §10.3: the expected state is the Resource List with every change after
+/// its `at` applied. Before `incremental` the mirror lags behind it; after, it is in sync.
+#[test]
+fn changes_after_the_lists_at_are_part_of_the_expected_state() {
+    let t = Tree::new();
+    for i in 1..=4 {
+        t.put(&format!("r{i}"), format!("resource {i}\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list("2026-03-01T00:00:00Z", &["r1", "r2", "r3", "r4"]);
+    t.change_list("changelist.xml", "2026-03-01T00:00:00Z", None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    // The source changes; its Resource List is not republished (still at the old `at`).
+    t.put("r1", b"resource 1, second version\n");
+    t.put("r5", b"resource 5\n");
+    t.change_list(
+        "changelist.xml",
+        "2026-03-01T00:00:00Z",
+        None,
+        &[
+            ("r1", "updated", "2026-03-01T01:00:00Z"),
+            ("r5", "created", "2026-03-01T02:00:00Z"),
+            ("r2", "deleted", "2026-03-01T03:00:00Z"),
+        ],
+    );
+    let (code, doc) = audit_json(dir.path(), &[]);
+    assert_eq!(code, 1);
+    let mut got = troubles(&doc);
+    got.sort();
+    let base = srv.base();
+    let mut want = vec![
+        (Class::Changed, format!("{base}/res/r1")),
+        (Class::Changed, format!("{base}/res/r1")),
+        (Class::Missing, format!("{base}/res/r5")),
+        (Class::Extra, format!("{base}/res/r2")),
+    ];
+    want.sort();
+    // r1 differs in md5 and sha-256 (and length): one finding per field.
+    got.dedup();
+    want.dedup();
+    assert_eq!(got, want, "{doc}");
+
+    let out = incremental(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (code, doc) = audit_json(dir.path(), &[]);
+    assert_eq!(code, 0, "{doc}");
+}
