@@ -24,7 +24,7 @@ use crate::sync::changes::{self, Changes, Collector, Event};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
-use crate::sync::{arc_mirror, scp_mirror};
+use crate::sync::{arc_mirror, change_dump, scp_mirror};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -33,6 +33,20 @@ use url::Url;
 
 /// A collection of another protocol (SCP, ARC), mirrored by its own module.
 type Other = (SourceKind, Url);
+
+/// Everything to apply, by how it is applied.
+struct Collected {
+    pending: Vec<Pending>,
+    dumps: Vec<DumpPending>,
+    others: Vec<Other>,
+}
+
+/// A collection whose changes come as a Change Dump (applied by `change_dump`).
+struct DumpPending {
+    collection: String,
+    url: Url,
+    since: Timestamp,
+}
 
 /// One collection's collected changes, ready to apply.
 struct Pending {
@@ -74,7 +88,17 @@ pub fn run(
         let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(no_mirror)?;
         let source = source_of(s, &catalog)?;
         summary.source = source.clone();
-        let (pending, others) = collect_all(&docs, &catalog, s, &source)?;
+        let Collected {
+            pending,
+            dumps,
+            others,
+        } = collect_all(&docs, &catalog, s, &source)?;
+        if let Some(d) = dumps.first() {
+            return Err(Error::Usage(settings::UsageError(format!(
+                "--dry-run is not supported for Change Dumps ({})",
+                d.url
+            ))));
+        }
         if let Some((kind, url)) = others.first() {
             return Err(Error::Usage(settings::UsageError(format!(
                 "--dry-run is not supported for {} sources ({url})",
@@ -119,7 +143,11 @@ pub fn run(
         let others = match known {
             Some(kind @ (SourceKind::Scp | SourceKind::Arc)) => vec![(kind, source_url.clone())],
             _ => {
-                let (pending, others) = collect_all(&docs, &catalog, s, &source)?;
+                let Collected {
+                    pending,
+                    dumps,
+                    others,
+                } = collect_all(&docs, &catalog, s, &source)?;
                 let states = catalog.current_states()?;
                 let mut writer = Writer::new(&mut catalog, &objects, run_id);
                 for p in pending {
@@ -136,6 +164,21 @@ pub fn run(
                         &mut summary,
                         progress,
                     )?;
+                }
+                drop(writer);
+                for d in dumps {
+                    let mut ctx = RunContext {
+                        http: &http,
+                        docs: &docs,
+                        catalog: &mut catalog,
+                        objects: &objects,
+                        staging: &staging,
+                        source_id,
+                        run_id,
+                        summary: &mut summary,
+                        progress,
+                    };
+                    change_dump::apply(&mut ctx, &d.collection, &d.url, d.since, &states)?;
                 }
                 others
             }
@@ -196,7 +239,7 @@ fn collect_all(
     catalog: &Catalog,
     s: &settings::Incremental,
     source: &str,
-) -> Result<(Vec<Pending>, Vec<Other>), Error> {
+) -> Result<Collected, Error> {
     let discovery = discover::discover(docs, source, None)?;
     let (rs, others) = crate::sync::baseline::by_kind(discovery.collections);
     let others = others
@@ -209,6 +252,7 @@ fn collect_all(
         })
         .collect();
     let mut pending = Vec::new();
+    let mut dumps = Vec::new();
     for collection in rs {
         let since = match s.from {
             Some(t) => t,
@@ -223,6 +267,16 @@ fn collect_all(
                 })?,
         };
         let id = collection.id.clone();
+        if collection.url_of(&Capability::ChangeList).is_none() {
+            if let Some(dump) = collection.url_of(&Capability::ChangeDump) {
+                dumps.push(DumpPending {
+                    collection: id,
+                    url: dump.clone(),
+                    since,
+                });
+                continue;
+            }
+        }
         let (url, opened, archive) = change_list_of(docs, collection)?;
         let mut collector = Collector::new(docs, Some(catalog), &id, since);
         collector.conditional = s.from.is_none();
@@ -235,7 +289,11 @@ fn collect_all(
             apply,
         });
     }
-    Ok((pending, others))
+    Ok(Collected {
+        pending,
+        dumps,
+        others,
+    })
 }
 
 /// Where a collection's changes are (see [`changes::location`]); a Change List given

@@ -5,6 +5,7 @@ pub mod apply;
 pub mod arc_mirror;
 pub mod audit;
 pub mod baseline;
+pub mod change_dump;
 pub mod changes;
 pub mod context;
 pub mod discover;

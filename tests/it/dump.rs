@@ -272,3 +272,149 @@ fn a_missing_bitstream_fails_that_resource_and_extras_are_reported() {
     );
     assert_eq!(current(dir.path()).len(), 5);
 }
+
+/// A Change Dump package: (uri name, change, datetime, bytes or None for a delete).
+fn change_package(origin: &str, entries: &[(&str, &str, &str, Option<&[u8]>)]) -> Vec<u8> {
+    let mut manifest = format!(
+        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump-manifest\" from=\"{AT}\" until=\"2026-04-01T05:00:00Z\"/>\n"
+    );
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+    let mut files = Vec::new();
+    for (k, (name, change, at, bytes)) in entries.iter().enumerate() {
+        match bytes {
+            Some(b) => {
+                let path = format!("changes/{k}-{name}");
+                manifest.push_str(&format!(
+                    "<url><loc>{origin}/res/{name}</loc><rs:md change=\"{change}\" datetime=\"{at}\" path=\"/{path}\" length=\"{}\" hash=\"{}\"/></url>\n",
+                    b.len(),
+                    hashes(b)
+                ));
+                files.push((path, b.to_vec()));
+            }
+            None => manifest.push_str(&format!(
+                "<url><loc>{origin}/res/{name}</loc><rs:md change=\"{change}\" datetime=\"{at}\"/></url>\n"
+            )),
+        }
+    }
+    manifest.push_str("</urlset>\n");
+    w.start_file("manifest.xml", opts).unwrap();
+    w.write_all(manifest.as_bytes()).unwrap();
+    for (p, b) in files {
+        w.start_file(p, opts).unwrap();
+        w.write_all(&b).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+#[test]
+fn incremental_from_a_change_dump_equals_incremental_from_the_change_list() {
+    let t = Tree::new();
+    for i in 1..=4 {
+        t.put(&format!("r{i}"), format!("resource {i} v1\n").as_bytes());
+    }
+    t.resource_list(AT, &["r1", "r2", "r3", "r4"]);
+    t.change_list("changelist.xml", AT, None, &[]);
+    for (file, cap, doc) in [
+        ("cl-list.xml", "changelist", "changelist.xml"),
+        ("cl-dump.xml", "changedump", "changedump.xml"),
+    ] {
+        std::fs::write(
+            t.path().join(file),
+            format!(
+                "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
+                 <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
+                 <url><loc>{ORIGIN}/{doc}</loc><rs:md capability=\"{cap}\"/></url>\n</urlset>\n"
+            ),
+        )
+        .unwrap();
+    }
+    // No dump yet: an empty Change Dump from the baseline's `at`.
+    std::fs::write(
+        t.path().join("changedump.xml"),
+        format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n"),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let by_list = tempfile::tempdir().unwrap();
+    let by_dump = tempfile::tempdir().unwrap();
+    for (m, cl) in [(&by_list, "/cl-list.xml"), (&by_dump, "/cl-dump.xml")] {
+        let out = baseline(&srv.url(cl), m.path())
+            .args(["--via", "list"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    }
+
+    // The changes: r1 updated twice, r5 created, r2 deleted.
+    let v2: &[u8] = b"resource 1 v2\n";
+    let v3: &[u8] = b"resource 1 v3\n";
+    let r5: &[u8] = b"resource 5 v1\n";
+    t.put("r1", v3);
+    t.put("r5", r5);
+    t.remove("r2");
+    t.change_list(
+        "changelist.xml",
+        AT,
+        None,
+        &[
+            ("r1", "updated", "2026-04-01T02:00:00Z"),
+            ("r5", "created", "2026-04-01T03:00:00Z"),
+            ("r2", "deleted", "2026-04-01T04:00:00Z"),
+        ],
+    );
+    let pkg = change_package(
+        &srv.base(),
+        &[
+            ("r1", "updated", "2026-04-01T01:00:00Z", Some(v2)),
+            ("r1", "updated", "2026-04-01T02:00:00Z", Some(v3)),
+            ("r5", "created", "2026-04-01T03:00:00Z", Some(r5)),
+            ("r2", "deleted", "2026-04-01T04:00:00Z", None),
+        ],
+    );
+    std::fs::write(t.path().join("cd-1.zip"), &pkg).unwrap();
+    std::fs::write(
+        t.path().join("changedump.xml"),
+        format!(
+            "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n\
+             <url><loc>{ORIGIN}/cd-1.zip</loc><rs:md type=\"application/zip\" length=\"{}\" from=\"{AT}\" until=\"2026-04-01T05:00:00Z\"/></url>\n</urlset>\n",
+            pkg.len()
+        ),
+    )
+    .unwrap();
+    srv.clear_requests();
+    for m in [&by_list, &by_dump] {
+        let out = incremental(m.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    }
+    assert_eq!(current(by_list.path()), current(by_dump.path()));
+    assert_eq!(
+        tombstoned(by_dump.path()),
+        vec![format!("{}/res/r2", srv.base())]
+    );
+    assert_eq!(
+        srv.count("/res/r1") + srv.count("/res/r5"),
+        2,
+        "only the list run fetches resources"
+    );
+    // Both bitstreams for r1 are kept, in order: v1, v2, v3.
+    let conn = rusqlite::Connection::open(by_dump.path().join("catalog.sqlite")).unwrap();
+    let r1: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM versions v JOIN resources r ON r.id = v.resource_id WHERE r.uri LIKE '%/res/r1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(r1, 3);
+    assert_eq!(
+        sync_point(by_dump.path()).unwrap().0.as_deref(),
+        Some("2026-04-01T05:00:00Z")
+    );
+    assert_consistent(by_dump.path());
+    // The closed package is remembered: a second run does not fetch it.
+    srv.clear_requests();
+    let out = incremental(by_dump.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(srv.count("/cd-1.zip"), 0);
+}
