@@ -137,4 +137,43 @@ CREATE TABLE audit_findings (
 );
 CREATE INDEX audit_findings_by_run ON audit_findings(run_id);
 
+-- ARC sitemaps a mirror follows (seed 002), as last read; the URL is the collection's id.
+CREATE TABLE arc_sitemaps (
+    url                  TEXT PRIMARY KEY,
+    source_id            INTEGER NOT NULL REFERENCES sources(id),
+    site                 TEXT NOT NULL,          -- its `site`: the collection's identity in feeds
+    arc_sitemap_version  TEXT NOT NULL,
+    generated_at         TEXT NOT NULL,
+    page_count           INTEGER NOT NULL,
+    crawl_delay_seconds  REAL,                   -- from its crawl_rate, if it gives one
+    delta_feeds_json     TEXT,                   -- the delta feed URLs it names (JSON array)
+    etag                 TEXT,
+    last_modified        TEXT,
+    fetched_at           TEXT NOT NULL,
+    run_id               INTEGER NOT NULL REFERENCES runs(id)
+);
+
+-- What an ARC sitemap or delta feed said of the page a version was fetched for (seed 002 §E.4).
+CREATE TABLE arc_versions (
+    version_id           INTEGER PRIMARY KEY REFERENCES versions(id),
+    sitemap_url          TEXT NOT NULL,
+    document_url         TEXT NOT NULL,          -- the sitemap or delta feed that listed it
+    ai_indexable         INTEGER NOT NULL,       -- recorded, not enforced
+    ai_summary           TEXT,
+    ai_tags_json         TEXT,                   -- JSON array of strings
+    ai_checksum          TEXT,                   -- as declared: "sha256:<hex>"
+    ai_snapshot_json     TEXT,                   -- JSON object
+    crawl_priority       REAL,
+    robots_directive     TEXT
+);
+
+-- How a collection is known outside the mirror, for its feed (`rsmirror feed`): a Capability
+-- List's rs:ln rel="describes", an ARC sitemap's site. Without a row, the collection's id.
+CREATE TABLE collection_identities (
+    collection    TEXT PRIMARY KEY,            -- as in sync_points and change_events
+    identity      TEXT NOT NULL,
+    basis         TEXT NOT NULL,               -- what it came from
+    recorded_at   TEXT NOT NULL
+);
+
 PRAGMA user_version = 1;

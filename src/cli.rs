@@ -36,6 +36,11 @@ pub enum Command {
     /// problem met. Fetches no resources, writes nothing.
     #[command(after_help = crate::exit::Exit::help_table())]
     Inspect(InspectArgs),
+    /// Write an Atom feed (or a JSON Feed) of the changes the mirror applied to one
+    /// collection: one entry per run that changed something. Reads the catalog only; the same
+    /// mirror gives byte-identical output.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Feed(FeedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -220,4 +225,32 @@ pub enum Via {
     List,
     Dump,
     Auto,
+}
+
+/// Feed formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FeedFormat {
+    /// Atom 1.0 (RFC 4287).
+    Atom,
+    /// JSON Feed 1.1.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct FeedArgs {
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// The collection: its Capability List URL or the site it describes, an ARC sitemap URL or
+    /// its site. Needed when the mirror follows several (they are listed then).
+    #[arg(long, value_name = "URL")]
+    pub collection: Option<String>,
+    /// Only entries updated after this W3C datetime.
+    #[arg(long, value_name = "DATETIME")]
+    pub since: Option<String>,
+    /// Write the feed to FILE (replaced whole) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// atom or json.
+    #[arg(long, value_enum, default_value_t = FeedFormat::Atom)]
+    pub format: FeedFormat,
 }

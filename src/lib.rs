@@ -8,6 +8,7 @@
 //! (`sync`) wire these together: discover, read, plan, transfer, verify, commit, report.
 //! `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
 
+pub mod arc;
 pub mod cli;
 pub mod error;
 pub mod exit;

@@ -14,6 +14,7 @@ fn main() {
         Command::Incremental(a) => incremental(&a, &arguments),
         Command::Audit(a) => audit(&a, &arguments),
         Command::Inspect(a) => inspect(&a),
+        Command::Feed(a) => feed(&a),
     };
     std::process::exit(exit.code());
 }
@@ -106,6 +107,17 @@ fn inspect(a: &rsmirror::cli::InspectArgs) -> Exit {
                 Exit::Source
             }
         }
+        Err(e) => fail(&e),
+    }
+}
+
+fn feed(a: &rsmirror::cli::FeedArgs) -> Exit {
+    let s = match settings::Feed::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    match sync::feed::run(&s) {
+        Ok(()) => Exit::Ok,
         Err(e) => fail(&e),
     }
 }

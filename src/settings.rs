@@ -269,6 +269,36 @@ impl Audit {
     }
 }
 
+/// `feed`, checked.
+#[derive(Debug, Clone)]
+pub struct Feed {
+    pub mirror: PathBuf,
+    pub collection: Option<String>,
+    pub since: Option<jiff::Timestamp>,
+    pub output: Option<PathBuf>,
+    pub format: cli::FeedFormat,
+}
+
+impl Feed {
+    pub fn new(a: &cli::FeedArgs) -> Result<Feed, UsageError> {
+        let since = match &a.since {
+            None => None,
+            Some(v) => Some(
+                crate::rs::w3c_datetime::parse(v, Zone::Required)
+                    .map_err(|e| UsageError(format!("--since: {e}")))?
+                    .timestamp,
+            ),
+        };
+        Ok(Feed {
+            mirror: a.mirror.mirror.clone(),
+            collection: a.collection.clone(),
+            since,
+            output: a.output.clone(),
+            format: a.format,
+        })
+    }
+}
+
 fn jobs(n: usize) -> Result<usize, UsageError> {
     if n == 0 || n > 256 {
         return Err(UsageError(format!(

@@ -219,7 +219,7 @@ impl Hasher {
     pub fn new(with_sha1: bool) -> Hasher {
         use sha2::Digest as _;
         Hasher {
-            md5: md5::Md5::new(),
+            md5: <md5::Md5 as md5::Digest>::new(),
             sha256: sha2::Sha256::new(),
             sha1: with_sha1.then(sha1::Sha1::new),
             length: 0,
@@ -228,7 +228,7 @@ impl Hasher {
 
     pub fn update(&mut self, bytes: &[u8]) {
         use sha2::Digest as _;
-        self.md5.update(bytes);
+        md5::Digest::update(&mut self.md5, bytes);
         self.sha256.update(bytes);
         if let Some(s) = &mut self.sha1 {
             s.update(bytes);
@@ -240,7 +240,7 @@ impl Hasher {
         use sha2::Digest as _;
         Computed {
             length: self.length,
-            md5_hex: hex::encode(self.md5.finalize()),
+            md5_hex: hex::encode(md5::Digest::finalize(self.md5)),
             sha256_hex: hex::encode(self.sha256.finalize()),
             sha1_hex: self.sha1.map(|s| hex::encode(s.finalize())),
         }

@@ -353,45 +353,46 @@ pub mod write {
 
     /// Record a version and make it the resource's current one. Returns the version id.
     pub fn version(tx: &Transaction<'_>, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
-        tx.execute(
-            "INSERT INTO resources (uri, collection, first_run_id) VALUES (?1, ?2, ?3)
-             ON CONFLICT(uri) DO NOTHING",
-            params![v.uri, v.collection, run_id],
-        )?;
-        let resource_id: i64 =
-            tx.query_row("SELECT id FROM resources WHERE uri = ?1", [&v.uri], |r| {
-                r.get(0)
-            })?;
-        tx.execute(
-            "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
-                declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
-                arrived_via, fetched_from, etag, last_modified, recorded_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                resource_id,
-                run_id,
-                v.change,
-                opt_ts(v.event_time),
-                opt_ts(v.lastmod),
-                v.length_bytes.map(|n| n as i64),
-                v.declared_length_bytes.map(|n| n as i64),
-                v.declared_hash,
-                v.md5_hex,
-                v.sha1_hex,
-                v.sha256_hex,
-                v.media_type,
-                v.arrived_via,
-                v.fetched_from,
-                v.etag,
-                v.last_modified,
-                now(),
-            ],
-        )?;
-        let version_id = tx.last_insert_rowid();
-        tx.execute(
-            "UPDATE resources SET current_version_id = ?2 WHERE id = ?1",
-            params![resource_id, version_id],
-        )?;
+        // A hot path (one call per resource): cached statements, and the resource's id from
+        // the upsert itself.
+        let resource_id: i64 = tx
+            .prepare_cached(
+                "INSERT INTO resources (uri, collection, first_run_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(uri) DO UPDATE SET uri = excluded.uri RETURNING id",
+            )?
+            .query_row(params![v.uri, v.collection, run_id], |r| r.get(0))?;
+        let version_id: i64 = tx
+            .prepare_cached(
+                "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
+                    declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
+                    arrived_via, fetched_from, etag, last_modified, recorded_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                 RETURNING id",
+            )?
+            .query_row(
+                params![
+                    resource_id,
+                    run_id,
+                    v.change,
+                    opt_ts(v.event_time),
+                    opt_ts(v.lastmod),
+                    v.length_bytes.map(|n| n as i64),
+                    v.declared_length_bytes.map(|n| n as i64),
+                    v.declared_hash,
+                    v.md5_hex,
+                    v.sha1_hex,
+                    v.sha256_hex,
+                    v.media_type,
+                    v.arrived_via,
+                    v.fetched_from,
+                    v.etag,
+                    v.last_modified,
+                    now(),
+                ],
+                |r| r.get(0),
+            )?;
+        tx.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
+            .execute(params![resource_id, version_id])?;
         Ok(version_id)
     }
 

@@ -1,30 +1,1096 @@
-//! STUB — being written: mirroring a ARC sitemap source (issue 8).
-use crate::error::Error;
-use crate::settings;
+//! Mirroring an ARC sitemap source (seed 002, issue 8): `baseline` fetches every page the
+//! sitemap lists and verifies its `ai_checksum`; `incremental` follows the delta feeds from the
+//! sync point; `audit` / `expected_state` compare the mirror with the current sitemap.
+//!
+//! The sitemap (or delta feed) is read and validated completely before anything is fetched, so
+//! a broken document stops the run with nothing applied (exit 4); so does a delta feed for a
+//! day that has not come yet, or a delta feed outside the site. Pages are handled like the
+//! resources of a Resource List: planned with `plan::action` (lastmod and the sha256 of
+//! `ai_checksum` against the mirror's current version), fetched through `apply::transfer` into
+//! verified objects, failures collected. A page outside the site's scope is refused; a page
+//! with `auth_required: true`, or a `robots_directive` with `noarchive` or `none`, is skipped
+//! and reported, never fetched (§E.6, §E.11); `ai_indexable` is recorded, not enforced.
+//! Versions arrive `arc`, each with what the sitemap said of it (`arc_versions`). A sitemap's
+//! `crawl_rate` (§E.7) sets the pause between requests unless the user gave `--delay`.
+//!
+//! The sync point of an ARC collection (its sitemap URL) is a time T such that every change up
+//! to T is in the mirror: the sitemap's `generated_at` after a baseline; then, after each
+//! incremental, the latest `lastmod` applied or `generated_at` of a delta feed read, never past
+//! a page that failed (a re-run retries it) and never past our own clock. A baseline with
+//! failed pages still records it (the failures are in `run_problems`, the audit shows them as
+//! missing, and a re-run of baseline retries them): the seed gives no other way to ask for one
+//! page again, and an ARC mirror that could never be followed because one page is published
+//! with a wrong checksum would help nobody.
+
+use crate::arc::delta;
+use crate::arc::{self, Page, ReadOptions, Sitemap};
+use crate::error::{Error, SourceError};
+use crate::finding::{Class, Finding};
+use crate::net::{Expected, FetchError, Http, Scope, Validators};
+use crate::report::Problem;
+use crate::settings::{self, SourceSettings, UsageError};
+use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
+use crate::store::Catalog;
+use crate::sync::apply::{self, Job, JobResult};
+use crate::sync::arc_records::{self, write_arc, ArcWriter, PageRecord, SitemapRecord};
 use crate::sync::context::RunContext;
+use crate::sync::documents::Documents;
+use crate::sync::feed;
+use crate::sync::plan::{self, Action, Comparison, Declared, Listed};
+use crate::sync::resource_list::{Item, Walked};
+use crate::sync::snapshot::Refused;
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{SignedDuration, Timestamp};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
 use url::Url;
+
+/// How many days of delta feeds an incremental run reads one by one before it asks for a new
+/// baseline instead (a cron job that stopped for months; a site without delta feeds).
+pub const MAX_DELTA_DAYS: i32 = 93;
+/// The longest pause between two requests a sitemap's `crawl_rate` may impose; `--delay`
+/// overrides it either way.
+pub const MAX_CRAWL_DELAY: Duration = Duration::from_secs(60);
+/// How far ahead of our clock a source's time may be before it is "in the future".
+const CLOCK_SKEW: SignedDuration = SignedDuration::from_mins(5);
 
 /// `baseline` of the ARC source whose sitemap is at `sitemap`.
 pub fn baseline(
-    _ctx: &mut RunContext<'_, '_>,
-    _s: &settings::Baseline,
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Baseline,
     sitemap: &Url,
 ) -> Result<(), Error> {
-    Err(not_yet(sitemap))
+    let opts = read_options(&s.source);
+    let now = Timestamp::now();
+    let collection = sitemap.to_string();
+    let fetched = fetch(
+        ctx.http,
+        sitemap,
+        &ctx.docs.scope_for(sitemap),
+        &Validators::default(),
+        opts,
+        "sitemap",
+    )?
+    .expect("an unconditional GET is never answered 304");
+    let Sitemap { header, pages } = fetched.sitemap;
+    let mut warnings = prefixed(&fetched.url, &header.warnings);
+    let scope = Arc::new(page_scope(
+        ctx.docs,
+        &fetched.url,
+        &header.site,
+        &mut warnings,
+    ));
+    if header.generated_at > now + CLOCK_SKEW {
+        warnings.push(format!(
+            "{}: generated_at {} is in the future; the sync point is our clock instead",
+            fetched.url, header.generated_at
+        ));
+    }
+    let crawl_delay = header.crawl_rate.map(|r| r.delay());
+    let paced = paced_http(&s.source, crawl_delay, &mut warnings);
+    let http = paced.as_ref().unwrap_or(ctx.http);
+
+    // Plan: every page, the later entry for a URL listed twice (in the first one's place).
+    let mut unique: Vec<Page> = Vec::with_capacity(pages.len());
+    let mut at_index: HashMap<String, usize> = HashMap::new();
+    for page in pages {
+        let uri = page.url.to_string();
+        if page.deleted {
+            warnings.push(format!(
+                "{}: pages[{}] {uri}: \"deleted\": true in a sitemap (not a delta feed): not listed",
+                fetched.url, page.index
+            ));
+            continue;
+        }
+        match at_index.get(&uri) {
+            Some(&i) => {
+                warnings.push(format!(
+                    "{}: pages[{}] {uri} listed again; the later entry counts",
+                    fetched.url, page.index
+                ));
+                unique[i] = page;
+            }
+            None => {
+                at_index.insert(uri, unique.len());
+                unique.push(page);
+            }
+        }
+    }
+    let states = ctx.catalog.current_states()?;
+    let mut planned: Vec<(Page, Action)> = Vec::new();
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut refused: Vec<(String, String)> = Vec::new();
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    for page in unique {
+        let uri = page.url.to_string();
+        if let Err(reason) = scope.check(&page.url) {
+            refused.push((uri, format!("outside the site: {reason}")));
+            continue;
+        }
+        listed.insert(uri.clone());
+        if let Some(why) = page.skip_reason() {
+            skipped.push((uri, why));
+            continue;
+        }
+        let action = plan::action(&declared(&page), states.get(uri.as_str()));
+        planned.push((page, action));
+    }
+    let mut gone: Vec<String> = states
+        .iter()
+        .filter(|(uri, st)| !st.deleted && st.collection == collection && !listed.contains(*uri))
+        .map(|(uri, _)| uri.clone())
+        .collect();
+    gone.sort();
+    if s.delete {
+        if let Some(max) = s.max_delete {
+            if gone.len() as u64 > max {
+                return Err(Error::SafetyLimit(format!(
+                    "{} pages of {collection} are gone from the sitemap, more than --max-delete {max}; nothing was deleted",
+                    gone.len()
+                )));
+            }
+        }
+    }
+
+    let summary = &mut *ctx.summary;
+    let progress = ctx.progress;
+    summary.listed += header.pages;
+    summary.warnings.extend(warnings.iter().cloned());
+    let mut writer = ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id);
+    for (uri, reason) in &refused {
+        summary.refused += 1;
+        progress.println(&format!("refused: {uri}: {reason}"));
+        writer.problem(uri, "refused", reason)?;
+        summary.problems.push(problem(uri, "refused", reason));
+    }
+    skipped.sort();
+    for (uri, reason) in &skipped {
+        if s.output.verbose > 0 {
+            progress.println(&format!("skipped: {uri}: {reason}"));
+        }
+        writer.problem(uri, "skipped", reason)?;
+        summary.problems.push(problem(uri, "skipped", reason));
+    }
+
+    let mut jobs = Vec::new();
+    for (i, (page, action)) in planned.iter().enumerate() {
+        if *action == Action::Keep {
+            summary.unchanged += 1;
+        } else {
+            jobs.push(job(i, page, &scope));
+        }
+    }
+    progress.start("baseline", jobs.len() as u64);
+    let mut failed = 0u64;
+    apply::transfer(
+        http,
+        ctx.staging,
+        ctx.objects,
+        jobs,
+        s.jobs,
+        |r| -> Result<(), Error> {
+            match r {
+                JobResult::Fetched(i, f) => {
+                    let (page, action) = &planned[i];
+                    progress.item(f.computed.length);
+                    summary.bytes += f.computed.length;
+                    let current = states.get(page.url.as_str()).filter(|c| !c.deleted);
+                    if *action == Action::Check
+                        && current.and_then(|c| c.sha256_hex.as_deref())
+                            == Some(f.computed.sha256_hex.as_str())
+                    {
+                        summary.unchanged += 1;
+                        return Ok(());
+                    }
+                    let change = if current.is_some() {
+                        summary.updated += 1;
+                        "updated"
+                    } else {
+                        summary.created += 1;
+                        "created"
+                    };
+                    writer.version(
+                        version(page, &f, change, &collection, None),
+                        None,
+                        Some(PageRecord::of(page, &collection, &collection)),
+                    )?;
+                }
+                JobResult::Failed {
+                    index,
+                    reason,
+                    refused,
+                } => {
+                    let uri = planned[index].0.url.as_str();
+                    progress.item(0);
+                    let class = if refused {
+                        summary.refused += 1;
+                        "refused"
+                    } else {
+                        summary.failed += 1;
+                        failed += 1;
+                        "failed"
+                    };
+                    progress.println(&format!("{class}: {uri}: {reason}"));
+                    writer.problem(uri, class, &reason)?;
+                    summary.problems.push(problem(uri, class, &reason));
+                }
+            }
+            Ok(())
+        },
+    )?;
+
+    summary.gone += gone.len() as u64;
+    for uri in &gone {
+        if s.delete {
+            summary.deleted += 1;
+            writer.version(
+                NewVersion {
+                    uri: uri.clone(),
+                    collection: collection.clone(),
+                    change: "deleted",
+                    event_time: Some(header.generated_at),
+                    arrived_via: "tombstone",
+                    ..Default::default()
+                },
+                None,
+                None,
+            )?;
+        } else {
+            let reason = "no longer in the ARC sitemap; run with --delete to tombstone it";
+            writer.problem(uri, "gone", reason)?;
+            summary.problems.push(problem(uri, "gone", reason));
+        }
+    }
+
+    let at = header.generated_at.min(now);
+    let basis = match failed {
+        0 => "generated_at of the ARC sitemap".to_string(),
+        n => format!(
+            "generated_at of the ARC sitemap; {n} page(s) failed: rsmirror baseline retries them"
+        ),
+    };
+    summary.sync_point = Some(at.to_string());
+    summary.anchored = true;
+    let record = SitemapRecord {
+        url: collection.clone(),
+        site: header.site.to_string(),
+        version: header.version.clone(),
+        generated_at: header.generated_at,
+        page_count: header.pages,
+        crawl_delay,
+        delta_feeds: header.delta_feeds.iter().map(|u| u.to_string()).collect(),
+        etag: fetched.validators.etag.clone(),
+        last_modified: fetched.validators.last_modified.clone(),
+    };
+    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
+    writer.flush(|tx| {
+        write_arc::sitemap(tx, source_id, run_id, &record)?;
+        feed::record_identity(tx, &collection, &record.site, "site of the ARC sitemap")?;
+        write::sync_point(
+            tx,
+            source_id,
+            run_id,
+            &SyncPoint {
+                collection: collection.clone(),
+                at: Some(at),
+                anchored: true,
+                basis,
+            },
+        )
+    })?;
+    Ok(())
 }
 
-/// `incremental` of the ARC source whose sitemap is at `sitemap`.
+/// One delta page to apply: the last one listed for its URL.
+struct Delta {
+    page: Page,
+    /// `lastmod`, else the feed's `generated_at`: the order changes are applied in.
+    when: Timestamp,
+    document: String,
+}
+
+/// What became of a delta page before any transfer.
+enum Disposal {
+    /// Nothing to do: the mirror has this state (or a newer one) already.
+    Known,
+    Fetch,
+    Event(&'static str, &'static str),
+    Tombstone,
+}
+
+/// `incremental` of the ARC source at `url` (its sitemap, or the SOURCE given at baseline).
 pub fn incremental(
-    _ctx: &mut RunContext<'_, '_>,
-    _s: &settings::Incremental,
-    sitemap: &Url,
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Incremental,
+    url: &Url,
 ) -> Result<(), Error> {
-    Err(not_yet(sitemap))
+    let opts = read_options(&s.source);
+    let now = Timestamp::now();
+    let mut record = arc_records::sitemap_of(ctx.catalog.conn(), ctx.source_id, url.as_str())?
+        .ok_or_else(|| {
+            UsageError(format!(
+                "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
+            ))
+        })?;
+    let collection = record.url.clone();
+    let since = match s.from {
+        Some(t) => t,
+        None => ctx
+            .catalog
+            .sync_point(&collection)?
+            .and_then(|sp| sp.at)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "no sync point for {collection}: run rsmirror baseline first, or give --from DATETIME"
+                ))
+            })?,
+    };
+    let sitemap_url = Url::parse(&collection).map_err(|e| SourceError::Unusable {
+        url: collection.clone(),
+        message: format!("the recorded sitemap URL does not parse: {e}"),
+    })?;
+    let mut warnings = Vec::new();
+    let mut trail = Vec::new();
+
+    // The sitemap again (conditionally): the delta feeds it names, its crawl_rate.
+    let validators = Validators {
+        etag: record.etag.clone(),
+        last_modified: record.last_modified.clone(),
+    };
+    let scope = ctx.docs.scope_for(&sitemap_url);
+    let mut base = sitemap_url.clone();
+    match fetch(ctx.http, &sitemap_url, &scope, &validators, opts, "sitemap")? {
+        None => trail.push(format!("{sitemap_url}: not modified")),
+        Some(f) => {
+            let h = &f.sitemap.header;
+            warnings.extend(prefixed(&f.url, &h.warnings));
+            trail.push(format!(
+                "{}: {} pages, generated at {}",
+                f.url, h.pages, h.generated_at
+            ));
+            record = SitemapRecord {
+                url: collection.clone(),
+                site: h.site.to_string(),
+                version: h.version.clone(),
+                generated_at: h.generated_at,
+                page_count: h.pages,
+                crawl_delay: h.crawl_rate.map(|r| r.delay()),
+                delta_feeds: h.delta_feeds.iter().map(|u| u.to_string()).collect(),
+                etag: f.validators.etag.clone(),
+                last_modified: f.validators.last_modified.clone(),
+            };
+            base = f.url;
+        }
+    }
+    let site = Url::parse(&record.site).unwrap_or_else(|_| base.clone());
+    if base.scheme() == "file" {
+        base = site.clone();
+    }
+    let page_scope = Arc::new(page_scope(ctx.docs, &base, &site, &mut warnings));
+    let paced = paced_http(&s.source, record.crawl_delay, &mut warnings);
+    let http = paced.as_ref().unwrap_or(ctx.http);
+
+    // Which delta feeds: those the sitemap names, else one per day since the sync point's day.
+    let today = now.to_zoned(TimeZone::UTC).date();
+    let first_day = since.to_zoned(TimeZone::UTC).date();
+    let mut feeds: Vec<Url> = Vec::new();
+    let named = !record.delta_feeds.is_empty();
+    if named {
+        for f in &record.delta_feeds {
+            let u = Url::parse(f).map_err(|e| SourceError::Unusable {
+                url: collection.clone(),
+                message: format!("delta feed {f:?} does not parse: {e}"),
+            })?;
+            if let Err(reason) = page_scope.check(&u) {
+                return Err(SourceError::Unusable {
+                    url: u.to_string(),
+                    message: format!(
+                        "a delta feed outside the site, refused: {reason}; nothing applied"
+                    ),
+                }
+                .into());
+            }
+            match delta::day_of(&u) {
+                Some(day) if day > today => return Err(future_feed(&u, day, today).into()),
+                Some(day) if day < first_day => trail.push(format!(
+                    "{u}: for {day}, before the sync point's day: skipped"
+                )),
+                _ => feeds.push(u),
+            }
+        }
+    } else {
+        let span = first_day.until(today).map(|s| s.get_days()).unwrap_or(0);
+        if span > MAX_DELTA_DAYS {
+            return Err(UsageError(format!(
+                "the sync point of {collection} ({since}) is {span} days old: more than {MAX_DELTA_DAYS} days of delta feeds to read one by one; run rsmirror baseline again (it fetches only what changed)"
+            ))
+            .into());
+        }
+        feeds.extend(delta::days(first_day, today).map(|d| delta::conventional_url(&base, d)));
+    }
+
+    // Read them all before applying anything.
+    let mut read_any = false;
+    let mut feed_max: Option<Timestamp> = None;
+    let mut deltas: Vec<Delta> = Vec::new();
+    let mut at_uri: HashMap<String, usize> = HashMap::new();
+    let mut refused: Vec<(String, String)> = Vec::new();
+    let mut skipped: BTreeMap<String, String> = BTreeMap::new();
+    for u in feeds {
+        let f = match fetch(
+            http,
+            &u,
+            &page_scope,
+            &Validators::default(),
+            opts,
+            "delta feed",
+        ) {
+            Ok(f) => f.expect("an unconditional GET is never answered 304"),
+            Err(SourceError::Fetch(FetchError::Status {
+                status: 404 | 410, ..
+            })) => {
+                trail.push(format!("{u}: no delta feed"));
+                if named {
+                    warnings.push(format!(
+                        "{u}: named by the sitemap, but not there (HTTP 404)"
+                    ));
+                }
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Sitemap { header, pages } = f.sitemap;
+        if header.generated_at > now + CLOCK_SKEW {
+            return Err(SourceError::Unusable {
+                url: f.url.to_string(),
+                message: format!(
+                    "a delta feed generated in the future ({}, our clock says {now}); nothing applied",
+                    header.generated_at
+                ),
+            }
+            .into());
+        }
+        read_any = true;
+        warnings.extend(prefixed(&f.url, &header.warnings));
+        trail.push(format!(
+            "{}: {} pages, generated at {}",
+            f.url, header.pages, header.generated_at
+        ));
+        feed_max = feed_max.max(Some(header.generated_at));
+        let document = f.url.to_string();
+        for page in pages {
+            let uri = page.url.to_string();
+            if let Err(reason) = page_scope.check(&page.url) {
+                refused.push((uri, format!("outside the site: {reason}")));
+                continue;
+            }
+            let when = page.lastmod.unwrap_or(header.generated_at);
+            if when > now + CLOCK_SKEW {
+                refused.push((
+                    uri,
+                    format!("{document}: lastmod {when} is in the future; not applied"),
+                ));
+                continue;
+            }
+            if let Some(why) = page.skip_reason() {
+                skipped.insert(uri, why);
+                continue;
+            }
+            let d = Delta {
+                page,
+                when,
+                document: document.clone(),
+            };
+            match at_uri.get(&uri) {
+                Some(&i) if deltas[i].when > d.when => {}
+                Some(&i) => deltas[i] = d,
+                None => {
+                    at_uri.insert(uri, deltas.len());
+                    deltas.push(d);
+                }
+            }
+        }
+    }
+    if !named && !read_any && first_day < today {
+        warnings.push(format!(
+            "no delta feed found at {} for {first_day} to {today}: if the site publishes none, rsmirror baseline picks up its changes",
+            delta::conventional_url(&base, today).join(".").expect("valid")
+        ));
+    }
+    deltas.sort_by(|a, b| {
+        a.when
+            .cmp(&b.when)
+            .then_with(|| a.page.url.cmp(&b.page.url))
+    });
+
+    let summary = &mut *ctx.summary;
+    let progress = ctx.progress;
+    summary.warnings.extend(warnings.iter().cloned());
+    if s.output.verbose > 0 {
+        for t in &trail {
+            progress.println(t);
+        }
+    }
+    let states = ctx.catalog.current_states()?;
+    let mut writer = ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id);
+    for (uri, reason) in &refused {
+        summary.refused += 1;
+        progress.println(&format!("refused: {uri}: {reason}"));
+        writer.problem(uri, "refused", reason)?;
+        summary.problems.push(problem(uri, "refused", reason));
+    }
+    for (uri, reason) in &skipped {
+        if s.output.verbose > 0 {
+            progress.println(&format!("skipped: {uri}: {reason}"));
+        }
+        writer.problem(uri, "skipped", reason)?;
+        summary.problems.push(problem(uri, "skipped", reason));
+    }
+
+    let event = |d: &Delta, change: &'static str, outcome: &'static str| ChangeEventRecord {
+        collection: collection.clone(),
+        uri: d.page.url.to_string(),
+        change,
+        event_time: d.page.lastmod,
+        document_url: d.document.clone(),
+        outcome,
+    };
+    let mut processed_max: Option<Timestamp> = None;
+    let mut failed_min: Option<Timestamp> = None;
+    let mut jobs = Vec::new();
+    for (i, d) in deltas.iter().enumerate() {
+        let current = states.get(d.page.url.as_str());
+        match disposal(d, current, since) {
+            Disposal::Known => {}
+            Disposal::Fetch => {
+                summary.listed += 1;
+                jobs.push(job(i, &d.page, &page_scope));
+            }
+            Disposal::Event(change, outcome) => {
+                summary.listed += 1;
+                match outcome {
+                    "unknown-delete" => summary.unknown_deletes += 1,
+                    _ => summary.unchanged += 1,
+                }
+                processed_max = processed_max.max(Some(d.when));
+                writer.event(event(d, change, outcome))?;
+            }
+            Disposal::Tombstone => {
+                summary.listed += 1;
+                summary.deleted += 1;
+                processed_max = processed_max.max(Some(d.when));
+                writer.version(
+                    NewVersion {
+                        uri: d.page.url.to_string(),
+                        collection: collection.clone(),
+                        change: "deleted",
+                        event_time: d.page.lastmod,
+                        lastmod: d.page.lastmod,
+                        arrived_via: "tombstone",
+                        ..Default::default()
+                    },
+                    Some(event(d, "deleted", "applied")),
+                    None,
+                )?;
+            }
+        }
+    }
+
+    progress.start("incremental", jobs.len() as u64);
+    apply::transfer(
+        http,
+        ctx.staging,
+        ctx.objects,
+        jobs,
+        s.jobs,
+        |r| -> Result<(), Error> {
+            match r {
+                JobResult::Fetched(i, f) => {
+                    let d = &deltas[i];
+                    progress.item(f.computed.length);
+                    summary.bytes += f.computed.length;
+                    processed_max = processed_max.max(Some(d.when));
+                    let current = states.get(d.page.url.as_str()).filter(|c| !c.deleted);
+                    let change = if current.is_some() {
+                        "updated"
+                    } else {
+                        "created"
+                    };
+                    if current.and_then(|c| c.sha256_hex.as_deref())
+                        == Some(f.computed.sha256_hex.as_str())
+                    {
+                        summary.unchanged += 1;
+                        return Ok(writer.event(event(d, change, "unchanged"))?);
+                    }
+                    match change {
+                        "updated" => summary.updated += 1,
+                        _ => summary.created += 1,
+                    }
+                    writer.version(
+                        version(&d.page, &f, change, &collection, d.page.lastmod),
+                        Some(event(d, change, "applied")),
+                        Some(PageRecord::of(&d.page, &collection, &d.document)),
+                    )?;
+                }
+                JobResult::Failed {
+                    index,
+                    reason,
+                    refused,
+                } => {
+                    let d = &deltas[index];
+                    let uri = d.page.url.as_str();
+                    progress.item(0);
+                    let known = states.get(uri).is_some_and(|c| !c.deleted);
+                    let change = if known { "updated" } else { "created" };
+                    let class = if refused {
+                        summary.refused += 1;
+                        "refused"
+                    } else {
+                        summary.failed += 1;
+                        // Never advance past a change that failed: the next run retries it.
+                        failed_min = Some(failed_min.map_or(d.when, |m| m.min(d.when)));
+                        "failed"
+                    };
+                    progress.println(&format!("{class}: {uri}: {reason}"));
+                    writer.problem(uri, class, &reason)?;
+                    writer.event(event(d, change, class))?;
+                    summary.problems.push(problem(uri, class, &reason));
+                }
+            }
+            Ok(())
+        },
+    )?;
+
+    // The new sync point: the latest change processed or delta feed read, never past a
+    // failed change, never backwards, never past our clock.
+    let mut at = since
+        .max(processed_max.unwrap_or(since))
+        .max(feed_max.unwrap_or(since));
+    let mut basis = match (processed_max, feed_max) {
+        (Some(p), Some(f)) if p > f => "latest lastmod applied from the delta feeds",
+        (_, Some(_)) => "generated_at of the latest delta feed read",
+        (Some(_), None) => "latest lastmod applied from the delta feeds",
+        (None, None) => "unchanged: no delta feed found",
+    }
+    .to_string();
+    if let Some(f) = failed_min {
+        let before = f
+            .checked_sub(SignedDuration::from_nanos(1))
+            .unwrap_or(f)
+            .max(since);
+        if before < at {
+            at = before;
+            basis = "just before the earliest failed change (it is retried next run)".into();
+        }
+    }
+    if at > now {
+        at = now.max(since);
+        basis = "our clock (the source's times are ahead of it)".into();
+    }
+    summary.sync_point = Some(at.to_string());
+    summary.anchored = true;
+    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
+    writer.flush(|tx| {
+        write_arc::sitemap(tx, source_id, run_id, &record)?;
+        feed::record_identity(tx, &collection, &record.site, "site of the ARC sitemap")?;
+        write::sync_point(
+            tx,
+            source_id,
+            run_id,
+            &SyncPoint {
+                collection: collection.clone(),
+                at: Some(at),
+                anchored: true,
+                basis,
+            },
+        )
+    })?;
+    Ok(())
 }
 
-fn not_yet(url: &Url) -> Error {
-    Error::Source(crate::error::SourceError::Unusable {
-        url: url.to_string(),
-        message: "an ARC sitemap; mirroring ARC sources is not built yet".into(),
+/// What to do with a delta page, given the mirror's current state of its URL and the sync
+/// point ("applied by lastmod": a page is news only if it is later than both).
+fn disposal(d: &Delta, current: Option<&CurrentState>, since: Timestamp) -> Disposal {
+    let known = current.filter(|c| !c.deleted);
+    let newer_than_mirror = |c: &CurrentState| match (d.page.lastmod, c.lastmod) {
+        (Some(p), Some(m)) => p > m,
+        _ => true,
+    };
+    if d.page.deleted {
+        return match known {
+            _ if d.when <= since => Disposal::Known,
+            Some(c) if !newer_than_mirror(c) => Disposal::Known,
+            Some(_) => Disposal::Tombstone,
+            None if current.is_some() => Disposal::Event("deleted", "unchanged"),
+            None => Disposal::Event("deleted", "unknown-delete"),
+        };
+    }
+    // Processed before, unless the mirror never had it (a page that failed is retried).
+    if d.when <= since && current.is_some() {
+        return Disposal::Known;
+    }
+    match known {
+        Some(c) if !newer_than_mirror(c) => Disposal::Known,
+        Some(c) => {
+            let declared = d
+                .page
+                .digest
+                .as_ref()
+                .and_then(|dg| dg.is_usable().then_some(dg.hex.as_deref()).flatten());
+            if declared.is_some() && declared == c.sha256_hex.as_deref() {
+                Disposal::Event("updated", "unchanged")
+            } else {
+                Disposal::Fetch
+            }
+        }
+        None => Disposal::Fetch,
+    }
+}
+
+fn future_feed(u: &Url, day: Date, today: Date) -> SourceError {
+    SourceError::Unusable {
+        url: u.to_string(),
+        message: format!(
+            "a delta feed for {day}, a day in the future (today is {today} UTC); nothing applied"
+        ),
+    }
+}
+
+/// The ARC audit's result: findings in URI order, as `finding` renders them.
+#[derive(Debug, Default)]
+pub struct ArcAudit {
+    pub findings: Vec<Finding>,
+    /// Pages the sitemap lists (skipped ones included).
+    pub listed: u64,
+    pub warnings: Vec<String>,
+}
+
+/// Compare the mirror with the current ARC sitemap at `sitemap` (lastmod, checksum, presence):
+/// `=` in sync by checksum, `?` nothing to prove it, `*` changed, `+` missing here, `-` no
+/// longer listed, `!` refused. Skipped pages (auth_required, noarchive) are neither missing nor
+/// extra. Local fixity is not checked here (that is the audit's own, for every source).
+pub fn audit(docs: &Documents<'_>, catalog: &Catalog, sitemap: &Url) -> Result<ArcAudit, Error> {
+    let states = catalog.current_states()?;
+    let mut by_uri: BTreeMap<String, Vec<Finding>> = BTreeMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let walked = expected_state(docs, sitemap, &mut |item| {
+        match item {
+            Item::Refused(r) => {
+                let f = Finding::new(Class::Refused)
+                    .uri(r.uri.clone())
+                    .actual(r.reason);
+                by_uri.insert(r.uri, vec![f]);
+            }
+            Item::Listed(l) => {
+                let uri = l.uri.to_string();
+                seen.insert(uri.clone());
+                let findings = match states.get(uri.as_str()) {
+                    Some(c) if !c.deleted => match plan::compare(&l.declared, c) {
+                        Comparison::Same { by_digest: true } => {
+                            vec![Finding::new(Class::InSync).uri(uri.clone())]
+                        }
+                        Comparison::Same { by_digest: false } => {
+                            vec![Finding::new(Class::Unverifiable)
+                                .uri(uri.clone())
+                                .actual("lastmod agrees; no ai_checksum to prove the bytes")]
+                        }
+                        Comparison::NoEvidence => vec![Finding::new(Class::Unverifiable)
+                            .uri(uri.clone())
+                            .actual("neither lastmod nor ai_checksum to compare")],
+                        Comparison::Differs(diffs) => diffs
+                            .into_iter()
+                            .map(|d| {
+                                Finding::new(Class::Changed)
+                                    .uri(uri.clone())
+                                    .field(d.field)
+                                    .expected(d.expected)
+                                    .actual(d.actual)
+                            })
+                            .collect(),
+                    },
+                    Some(_) => vec![Finding::new(Class::Missing)
+                        .uri(uri.clone())
+                        .actual("deleted in the mirror")],
+                    None => vec![Finding::new(Class::Missing).uri(uri.clone())],
+                };
+                by_uri.insert(uri, findings);
+            }
+        }
+        Ok(())
+    })?;
+    let collection = sitemap.as_str();
+    for (uri, st) in &states {
+        if !st.deleted
+            && st.collection == collection
+            && !seen.contains(uri)
+            && !walked.skipped.contains(uri)
+        {
+            by_uri.insert(
+                uri.clone(),
+                vec![Finding::new(Class::Extra).uri(uri.clone())],
+            );
+        }
+    }
+    Ok(ArcAudit {
+        findings: by_uri.into_values().flatten().collect(),
+        listed: walked.walked.entries,
+        warnings: walked.walked.warnings,
     })
+}
+
+/// What [`expected_state`] walked, and the pages it did not hand over because a mirror must
+/// not fetch them.
+#[derive(Debug, Default)]
+pub struct ArcWalked {
+    pub walked: Walked,
+    /// URIs skipped: auth_required, or robots_directive noarchive / none.
+    pub skipped: HashSet<String>,
+}
+
+/// The expected state of an ARC collection, streamed to `visit` as the audit's items (as
+/// `resource_list::walk` does for a Resource List): each page the mirror should hold, with its
+/// `lastmod` and `ai_checksum`; a page outside the site as refused. Skipped pages are not
+/// handed over (they are in [`ArcWalked::skipped`], and a warning says so). `Listed::line` is
+/// the page's index in `pages`.
+pub fn expected_state(
+    docs: &Documents<'_>,
+    sitemap: &Url,
+    visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+) -> Result<ArcWalked, SourceError> {
+    let opts = arc::ReadOptions {
+        zone: docs.options.zone,
+        ..Default::default()
+    };
+    let f = fetch(
+        docs.http,
+        sitemap,
+        &docs.scope_for(sitemap),
+        &Validators::default(),
+        opts,
+        "sitemap",
+    )?
+    .expect("an unconditional GET is never answered 304");
+    let Sitemap { header, pages } = f.sitemap;
+    let mut out = ArcWalked::default();
+    let mut warnings = prefixed(&f.url, &header.warnings);
+    let scope = Arc::new(page_scope(docs, &f.url, &header.site, &mut warnings));
+    let document = f.url.to_string();
+    // The later entry for a URL listed twice counts.
+    let mut last: HashMap<String, usize> = HashMap::new();
+    for (i, p) in pages.iter().enumerate() {
+        last.insert(p.url.to_string(), i);
+    }
+    for (i, page) in pages.into_iter().enumerate() {
+        let uri = page.url.to_string();
+        out.walked.entries += 1;
+        if last.get(&uri) != Some(&i) || page.deleted {
+            continue;
+        }
+        if let Err(reason) = scope.check(&page.url) {
+            visit(Item::Refused(Refused {
+                uri,
+                reason: format!("outside the site: {reason}"),
+            }))?;
+            continue;
+        }
+        if let Some(why) = page.skip_reason() {
+            warnings.push(format!("{uri}: {why}; not compared"));
+            out.skipped.insert(uri);
+            continue;
+        }
+        visit(Item::Listed(Listed {
+            declared: declared(&page),
+            uri: page.url,
+            media_type: None,
+            duplicates: Vec::new(),
+            document: document.clone(),
+            line: page.index as u64,
+            scope: scope.clone(),
+        }))?;
+    }
+    out.walked.at = Some(header.generated_at);
+    out.walked.anchored = true;
+    out.walked.basis = "generated_at of the ARC sitemap".into();
+    out.walked.warnings = warnings;
+    Ok(out)
+}
+
+/// A sitemap or delta feed as fetched.
+struct Fetched {
+    /// After redirects.
+    url: Url,
+    validators: Validators,
+    sitemap: Sitemap,
+}
+
+/// GET and read an ARC document (`what`: "sitemap" or "delta feed"); None on a 304. A `file:`
+/// URL (the user's own SOURCE) is read from disk.
+fn fetch(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    validators: &Validators,
+    opts: ReadOptions,
+    what: &str,
+) -> Result<Option<Fetched>, SourceError> {
+    let unusable = |u: &Url, e: arc::ArcError| SourceError::Unusable {
+        url: u.to_string(),
+        message: format!("not a valid ARC {what}: {e}"),
+    };
+    if url.scheme() == "file" {
+        let path = url.to_file_path().map_err(|_| SourceError::Unusable {
+            url: url.to_string(),
+            message: "not a local file path".into(),
+        })?;
+        let file = std::fs::File::open(&path).map_err(|source| SourceError::Local {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let sitemap = arc::read_all(file, url, opts).map_err(|e| match e {
+            arc::ArcError::Io(source) => SourceError::Local {
+                path: path.display().to_string(),
+                source,
+            },
+            e => unusable(url, e),
+        })?;
+        return Ok(Some(Fetched {
+            url: url.clone(),
+            validators: Validators::default(),
+            sitemap,
+        }));
+    }
+    let body = match http.get(url, scope, validators)? {
+        crate::net::DocumentResponse::NotModified => return Ok(None),
+        crate::net::DocumentResponse::Body(b) => b,
+    };
+    let final_url = body.final_url;
+    let reader: Box<dyn Read + Send> = body.reader;
+    let sitemap = arc::read_all(reader, &final_url, opts).map_err(|e| match e {
+        arc::ArcError::Io(io) => SourceError::Fetch(http.read_error(&final_url, io)),
+        e => unusable(&final_url, e),
+    })?;
+    Ok(Some(Fetched {
+        url: final_url,
+        validators: body.validators,
+        sitemap,
+    }))
+}
+
+fn read_options(source: &SourceSettings) -> ReadOptions {
+    ReadOptions {
+        zone: source.zone,
+        ..Default::default()
+    }
+}
+
+/// Where page URLs may point: the sitemap's own host (and subdomains, and `--allow-host`s);
+/// for a sitemap read from a local file, its `site`.
+fn page_scope(
+    docs: &Documents<'_>,
+    sitemap: &Url,
+    site: &Url,
+    warnings: &mut Vec<String>,
+) -> Scope {
+    if sitemap.scheme() == "file" {
+        return docs.scope_for(site);
+    }
+    let scope = docs.scope_for(sitemap);
+    if let Err(reason) = scope.check(site) {
+        warnings.push(format!(
+            "{sitemap}: site {site} is not where the sitemap is ({reason}); pages must be on the sitemap's host"
+        ));
+    }
+    scope
+}
+
+/// An agent paced by the sitemap's crawl_rate, when the user gave no `--delay` (which wins).
+fn paced_http(
+    source: &SourceSettings,
+    crawl_delay: Option<Duration>,
+    warnings: &mut Vec<String>,
+) -> Option<Http> {
+    if source.delay.is_some() {
+        return None;
+    }
+    let mut d = crawl_delay.filter(|d| !d.is_zero())?;
+    if d > MAX_CRAWL_DELAY {
+        warnings.push(format!(
+            "crawl_rate asks for {:.0} s between requests; using {} s (--delay sets any pause)",
+            d.as_secs_f64(),
+            MAX_CRAWL_DELAY.as_secs()
+        ));
+        d = MAX_CRAWL_DELAY;
+    }
+    Some(source.http_with_delay(Some(d)))
+}
+
+/// What a page declares, for `plan`: its lastmod, and its checksum when usable.
+fn declared(page: &Page) -> Declared {
+    Declared {
+        lastmod: page.lastmod,
+        length: None,
+        digests: page
+            .digest
+            .iter()
+            .filter(|d| d.is_usable())
+            .cloned()
+            .collect(),
+    }
+}
+
+fn job(index: usize, page: &Page, scope: &Arc<Scope>) -> Job {
+    Job {
+        index,
+        urls: vec![page.url.clone()],
+        expected: Expected {
+            length: None,
+            digests: page.digest.iter().cloned().collect(),
+        },
+        scope: scope.clone(),
+    }
+}
+
+/// The version of a fetched page; `event_time` is the change's time (a delta page's lastmod),
+/// None for a baseline (a snapshot has no events).
+fn version(
+    page: &Page,
+    f: &apply::Fetched,
+    change: &'static str,
+    collection: &str,
+    event_time: Option<Timestamp>,
+) -> NewVersion {
+    NewVersion {
+        uri: page.url.to_string(),
+        collection: collection.to_string(),
+        change,
+        event_time,
+        lastmod: page.lastmod,
+        length_bytes: Some(f.computed.length),
+        declared_length_bytes: None,
+        declared_hash: page.digest.as_ref().map(|d| d.to_string()),
+        md5_hex: Some(f.computed.md5_hex.clone()),
+        sha1_hex: f.computed.sha1_hex.clone(),
+        sha256_hex: Some(f.computed.sha256_hex.clone()),
+        media_type: f.media_type.clone(),
+        arrived_via: "arc",
+        fetched_from: Some(f.final_url.to_string()),
+        etag: f.etag.clone(),
+        last_modified: f.last_modified.clone(),
+    }
+}
+
+fn problem(uri: &str, class: &'static str, reason: &str) -> Problem {
+    Problem {
+        uri: uri.to_string(),
+        class,
+        reason: reason.to_string(),
+    }
+}
+
+/// A document's warnings, each prefixed with its URL.
+fn prefixed(url: &Url, warnings: &[String]) -> Vec<String> {
+    warnings.iter().map(|w| format!("{url}: {w}")).collect()
 }

@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod arc_mirror;
+pub mod arc_records;
 pub mod audit;
 pub mod baseline;
 pub mod change_dump;
@@ -11,6 +12,7 @@ pub mod context;
 pub mod discover;
 pub mod documents;
 pub mod dump_source;
+pub mod feed;
 pub mod fixity;
 pub mod incremental;
 pub mod inspect;

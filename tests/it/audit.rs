@@ -469,6 +469,7 @@ enum Declare {
 /// Write a servable tree: `resourcelist.xml` (placeholder origin) and `res/NAME` per entry.
 fn write_tree(dir: &Path, entries: &[(&str, &[u8], Declare)]) {
     use md5::Digest as _;
+    use sha2::Digest as _;
     std::fs::create_dir_all(dir.join("res")).unwrap();
     let mut xml = String::from(concat!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",

@@ -14,6 +14,7 @@ const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs
 
 fn hashes(bytes: &[u8]) -> String {
     use md5::Digest as _;
+    use sha2::Digest as _;
     format!(
         "md5:{} sha-256:{}",
         hex::encode(md5::Md5::digest(bytes)),

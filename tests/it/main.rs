@@ -1,12 +1,14 @@
 //! The one integration-test binary: black-box tests that run the real `rsmirror` binary
 //! against a local HTTP server (127.0.0.1, port 0) serving testdata trees.
 
+mod arc;
 mod audit;
 mod baseline;
 mod cli;
 mod corpus;
 mod dump;
 mod dump_reader;
+mod feed;
 mod incremental;
 mod inspect;
 mod scp_reader;

@@ -161,6 +161,7 @@ fn percent_decode(s: &str) -> String {
 /// (md5 + sha-256, lengths, at) and `res/NNNNNN`; URLs use the fixtures' placeholder origin.
 pub fn generate_source(dir: &Path, n: usize, size: usize) {
     use md5::Digest as _;
+    use sha2::Digest as _;
     use std::fmt::Write as _;
     std::fs::create_dir_all(dir.join("res")).unwrap();
     let mut xml = String::from(concat!(
@@ -202,6 +203,7 @@ pub const ORIGIN: &str = "http://sample.example.org";
 
 fn md_hash(bytes: &[u8]) -> String {
     use md5::Digest as _;
+    use sha2::Digest as _;
     format!(
         "md5:{} sha-256:{}",
         hex::encode(md5::Md5::digest(bytes)),

@@ -1,0 +1,308 @@
+//! What the catalog keeps of ARC sources besides versions (schema.sql: `arc_sitemaps`,
+//! `arc_versions`), and the single writer that commits ARC versions together with what the
+//! sitemap said of each page.
+//!
+//! The writer batches as `sync::apply::Writer` does (one `syncfs` of the object store before
+//! each transaction, so a version row never names bytes a crash could lose); it exists because
+//! an ARC version carries a row of its own keyed by the version's id.
+
+use crate::arc::Page;
+use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
+use crate::store::{Catalog, ObjectStore, StoreError};
+use jiff::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use std::time::{Duration, Instant};
+
+/// An ARC sitemap as last read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SitemapRecord {
+    /// The sitemap URL: the collection's id in the catalog.
+    pub url: String,
+    pub site: String,
+    pub version: String,
+    pub generated_at: Timestamp,
+    pub page_count: u64,
+    /// The least time between requests its `crawl_rate` asks for.
+    pub crawl_delay: Option<Duration>,
+    pub delta_feeds: Vec<String>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// What a sitemap or delta feed said of the page a version was fetched for (seed 002 §E.4).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PageRecord {
+    pub sitemap_url: String,
+    /// The sitemap or delta feed that listed the page.
+    pub document_url: String,
+    pub ai_indexable: bool,
+    pub ai_summary: Option<String>,
+    pub ai_tags_json: Option<String>,
+    pub ai_checksum: Option<String>,
+    pub ai_snapshot_json: Option<String>,
+    pub crawl_priority: Option<f64>,
+    pub robots_directive: Option<String>,
+}
+
+impl PageRecord {
+    pub fn of(page: &Page, sitemap_url: &str, document_url: &str) -> PageRecord {
+        PageRecord {
+            sitemap_url: sitemap_url.to_string(),
+            document_url: document_url.to_string(),
+            ai_indexable: page.ai_indexable,
+            ai_summary: page.ai_summary.clone(),
+            ai_tags_json: page
+                .ai_tags
+                .as_ref()
+                .map(|t| serde_json::to_string(t).expect("serialisable")),
+            ai_checksum: page.ai_checksum.clone(),
+            ai_snapshot_json: page
+                .ai_snapshot
+                .as_ref()
+                .map(|s| serde_json::to_string(s).expect("serialisable")),
+            crawl_priority: page.crawl_priority,
+            robots_directive: page.robots_directive.clone(),
+        }
+    }
+}
+
+/// The sitemap an ARC source was baselined from: the one recorded for `source_id`, else the
+/// one whose URL is `url` (the source may have been given differently at baseline).
+pub fn sitemap_of(
+    conn: &Connection,
+    source_id: i64,
+    url: &str,
+) -> Result<Option<SitemapRecord>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT url, site, arc_sitemap_version, generated_at, page_count, crawl_delay_seconds,
+                delta_feeds_json, etag, last_modified
+         FROM arc_sitemaps WHERE source_id = ?1 OR url = ?2
+         ORDER BY (url = ?2) DESC, (source_id = ?1) DESC, fetched_at DESC",
+    )?;
+    Ok(stmt
+        .query_row(params![source_id, url], |r| {
+            Ok(SitemapRecord {
+                url: r.get(0)?,
+                site: r.get(1)?,
+                version: r.get(2)?,
+                generated_at: r
+                    .get::<_, String>(3)?
+                    .parse()
+                    .unwrap_or(Timestamp::UNIX_EPOCH),
+                page_count: r.get::<_, i64>(4)? as u64,
+                crawl_delay: r
+                    .get::<_, Option<f64>>(5)?
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(Duration::from_secs_f64),
+                delta_feeds: r
+                    .get::<_, Option<String>>(6)?
+                    .and_then(|j| serde_json::from_str(&j).ok())
+                    .unwrap_or_default(),
+                etag: r.get(7)?,
+                last_modified: r.get(8)?,
+            })
+        })
+        .optional()?)
+}
+
+/// The `site` of every ARC sitemap, keyed by sitemap URL (for feeds).
+pub fn sites(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+    let mut stmt = conn.prepare("SELECT url, site FROM arc_sitemaps ORDER BY url")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The metadata kept with a version, if it came from an ARC sitemap.
+pub fn page_of(conn: &Connection, version_id: i64) -> Result<Option<PageRecord>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT sitemap_url, document_url, ai_indexable, ai_summary, ai_tags_json, ai_checksum,
+                    ai_snapshot_json, crawl_priority, robots_directive
+             FROM arc_versions WHERE version_id = ?1",
+            [version_id],
+            |r| {
+                Ok(PageRecord {
+                    sitemap_url: r.get(0)?,
+                    document_url: r.get(1)?,
+                    ai_indexable: r.get::<_, i64>(2)? != 0,
+                    ai_summary: r.get(3)?,
+                    ai_tags_json: r.get(4)?,
+                    ai_checksum: r.get(5)?,
+                    ai_snapshot_json: r.get(6)?,
+                    crawl_priority: r.get(7)?,
+                    robots_directive: r.get(8)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// Writes inside a transaction.
+pub mod write_arc {
+    use super::*;
+
+    pub fn sitemap(
+        tx: &Transaction<'_>,
+        source_id: i64,
+        run_id: i64,
+        s: &SitemapRecord,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO arc_sitemaps (url, source_id, site, arc_sitemap_version, generated_at,
+                page_count, crawl_delay_seconds, delta_feeds_json, etag, last_modified, fetched_at, run_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT(url) DO UPDATE SET source_id = excluded.source_id, site = excluded.site,
+                arc_sitemap_version = excluded.arc_sitemap_version,
+                generated_at = excluded.generated_at, page_count = excluded.page_count,
+                crawl_delay_seconds = excluded.crawl_delay_seconds,
+                delta_feeds_json = excluded.delta_feeds_json, etag = excluded.etag,
+                last_modified = excluded.last_modified, fetched_at = excluded.fetched_at,
+                run_id = excluded.run_id",
+            params![
+                s.url,
+                source_id,
+                s.site,
+                s.version,
+                s.generated_at.to_string(),
+                s.page_count as i64,
+                s.crawl_delay.map(|d| d.as_secs_f64()),
+                (!s.delta_feeds.is_empty())
+                    .then(|| serde_json::to_string(&s.delta_feeds).expect("serialisable")),
+                s.etag,
+                s.last_modified,
+                Timestamp::now().to_string(),
+                run_id
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn page(tx: &Transaction<'_>, version_id: i64, p: &PageRecord) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO arc_versions (version_id, sitemap_url, document_url, ai_indexable,
+                ai_summary, ai_tags_json, ai_checksum, ai_snapshot_json, crawl_priority, robots_directive)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                version_id,
+                p.sitemap_url,
+                p.document_url,
+                p.ai_indexable as i64,
+                p.ai_summary,
+                p.ai_tags_json,
+                p.ai_checksum,
+                p.ai_snapshot_json,
+                p.crawl_priority,
+                p.robots_directive
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+/// A version to commit, with the change event it applies and the page it was listed as.
+struct Pending {
+    version: NewVersion,
+    event: Option<ChangeEventRecord>,
+    page: Option<PageRecord>,
+}
+
+/// The single writer of an ARC run.
+pub struct ArcWriter<'a> {
+    catalog: &'a mut Catalog,
+    objects: &'a ObjectStore,
+    run_id: i64,
+    versions: Vec<Pending>,
+    events: Vec<ChangeEventRecord>,
+    problems: Vec<(String, &'static str, String)>,
+    last_flush: Instant,
+}
+
+/// Versions per transaction, and the longest a result waits for its commit (as `apply`).
+const BATCH: usize = 512;
+const BATCH_AGE: Duration = Duration::from_millis(500);
+
+impl<'a> ArcWriter<'a> {
+    pub fn new(catalog: &'a mut Catalog, objects: &'a ObjectStore, run_id: i64) -> ArcWriter<'a> {
+        ArcWriter {
+            catalog,
+            objects,
+            run_id,
+            versions: Vec::new(),
+            events: Vec::new(),
+            problems: Vec::new(),
+            last_flush: Instant::now(),
+        }
+    }
+
+    /// A version (and the change event it applies, and the page metadata kept with it).
+    pub fn version(
+        &mut self,
+        version: NewVersion,
+        event: Option<ChangeEventRecord>,
+        page: Option<PageRecord>,
+    ) -> Result<(), StoreError> {
+        self.versions.push(Pending {
+            version,
+            event,
+            page,
+        });
+        self.maybe_flush()
+    }
+
+    /// A change event that produced no version.
+    pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
+        self.events.push(e);
+        self.maybe_flush()
+    }
+
+    pub fn problem(
+        &mut self,
+        uri: &str,
+        class: &'static str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.problems
+            .push((uri.to_string(), class, reason.to_string()));
+        self.maybe_flush()
+    }
+
+    fn maybe_flush(&mut self) -> Result<(), StoreError> {
+        if self.versions.len() >= BATCH || self.last_flush.elapsed() >= BATCH_AGE {
+            self.flush(|_| Ok(()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Commit what is pending, plus whatever `extra` writes, in one transaction.
+    pub fn flush(
+        &mut self,
+        extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        if !self.versions.is_empty() {
+            self.objects
+                .sync()
+                .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
+        }
+        let tx = self.catalog.transaction()?;
+        for p in self.versions.drain(..) {
+            let id = write::version(&tx, self.run_id, &p.version)?;
+            if let Some(e) = &p.event {
+                write::change_event(&tx, self.run_id, e, Some(id))?;
+            }
+            if let Some(page) = &p.page {
+                write_arc::page(&tx, id, page)?;
+            }
+        }
+        for e in self.events.drain(..) {
+            write::change_event(&tx, self.run_id, &e, None)?;
+        }
+        for (uri, class, reason) in self.problems.drain(..) {
+            write::problem(&tx, self.run_id, &uri, class, &reason)?;
+        }
+        extra(&tx)?;
+        tx.commit()?;
+        self.last_flush = Instant::now();
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+//! `rsmirror feed` (issue 8, seed 001): the Atom feed of the changes a mirror applied, after a
+//! baseline and two incremental runs of a ResourceSync source, parsed by a real feed parser
+//! (`feed-rs`, Atom and JSON Feed): one entry per run that changed something, stable ids (the
+//! same on a second mirror of the same source), `updated` = the latest change in the entry,
+//! a link per changed resource; changes without a datetime not reported; `--since`; byte-identical
+//! output on every run; a usage error when the mirror follows several collections.
+
+use crate::server::TestServer;
+use crate::support::*;
+use std::path::Path;
+
+const T0: &str = "2026-03-01T00:00:00Z";
+
+fn ok(cmd: &mut assert_cmd::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr_of(&out));
+    out
+}
+
+fn feed(mirror: &Path) -> assert_cmd::Command {
+    let mut c = rsmirror();
+    c.args(["feed", "--mirror"]).arg(mirror);
+    c
+}
+
+/// Add a change-list entry without a datetime (seed 001: such changes are not reported).
+fn add_timeless_entry(t: &Tree, file: &str, name: &str) {
+    use sha2::Digest as _;
+    let bytes = std::fs::read(t.path().join("res").join(name)).unwrap();
+    let entry = format!(
+        "<url><loc>{ORIGIN}/res/{name}</loc><rs:md change=\"updated\" hash=\"sha-256:{}\" length=\"{}\"/></url>\n</urlset>",
+        hex::encode(sha2::Sha256::digest(&bytes)),
+        bytes.len()
+    );
+    let path = t.path().join(file);
+    let xml = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("</urlset>", &entry);
+    std::fs::write(path, xml).unwrap();
+}
+
+/// Seconds since the epoch of an RFC 3339 time.
+fn secs(t: &str) -> i64 {
+    t.parse::<jiff::Timestamp>().unwrap().as_second()
+}
+
+/// A source, two mirrors of it baselined and followed through the same two incremental runs.
+fn followed_twice() -> (Tree, TestServer, tempfile::TempDir, tempfile::TempDir) {
+    let t = Tree::new();
+    for i in 1..=5 {
+        t.put(&format!("r{i}"), format!("resource {i}, v1\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1", "r2", "r3", "r4", "r5"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for m in [a.path(), b.path()] {
+        ok(&mut baseline(&srv.url("/capabilitylist.xml"), m));
+    }
+
+    // Run 1: one of each kind of change.
+    t.put("r1", b"resource 1, v2\n");
+    t.put("r6", b"resource 6, v1\n");
+    t.remove("r2");
+    let run1 = [
+        ("r1", "updated", "2026-03-01T01:00:00Z"),
+        ("r6", "created", "2026-03-01T02:00:00Z"),
+        ("r2", "deleted", "2026-03-01T03:00:00Z"),
+    ];
+    t.change_list("changelist.xml", T0, None, &run1);
+    for m in [a.path(), b.path()] {
+        ok(&mut incremental(m));
+    }
+
+    // Run 2: the open list grows; one new entry has no datetime.
+    t.put("r3", b"resource 3, v2\n");
+    t.put("r7", b"resource 7, v1\n");
+    t.put("r4", b"resource 4, v2\n");
+    let mut run2 = run1.to_vec();
+    run2.push(("r3", "updated", "2026-03-02T00:00:00Z"));
+    run2.push(("r7", "created", "2026-03-02T01:00:00Z"));
+    t.change_list("changelist.xml", T0, None, &run2);
+    add_timeless_entry(&t, "changelist.xml", "r4");
+    for m in [a.path(), b.path()] {
+        ok(&mut incremental(m));
+    }
+    (t, srv, a, b)
+}
+
+#[test]
+fn the_atom_feed_of_a_baseline_and_two_incremental_runs() {
+    let (_t, srv, a, b) = followed_twice();
+    let base = srv.base();
+    let out = ok(&mut feed(a.path()));
+    let atom = out.stdout.clone();
+    let parsed = feed_rs::parser::parse(&atom[..])
+        .unwrap_or_else(|e| panic!("not a feed: {e}\n{}", String::from_utf8_lossy(&atom)));
+    assert_eq!(parsed.feed_type, feed_rs::model::FeedType::Atom);
+
+    // RFC 4287 §4.1.1: id, title, updated, and an author (here on the feed).
+    assert_eq!(parsed.id, srv.url("/capabilitylist.xml"));
+    assert!(parsed.title.as_ref().is_some_and(|t| !t.content.is_empty()));
+    assert!(!parsed.authors.is_empty());
+    assert_eq!(
+        parsed.updated.map(|d| d.timestamp()),
+        Some(secs("2026-03-02T01:00:00Z"))
+    );
+
+    // One entry per incremental run, newest first; the timeless r4 is not reported.
+    assert_eq!(
+        parsed.entries.len(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&atom)
+    );
+    let (second, first) = (&parsed.entries[0], &parsed.entries[1]);
+    for e in &parsed.entries {
+        assert!(e.id.starts_with("urn:uuid:"), "{}", e.id);
+        assert!(e.title.as_ref().is_some_and(|t| !t.content.is_empty()));
+        assert!(
+            e.content.is_some(),
+            "RFC 4287 §4.1.1.1: content or an alternate link"
+        );
+    }
+    assert_ne!(first.id, second.id);
+    assert_eq!(
+        first.updated.map(|d| d.timestamp()),
+        Some(secs("2026-03-01T03:00:00Z"))
+    );
+    assert_eq!(
+        second.updated.map(|d| d.timestamp()),
+        Some(secs("2026-03-02T01:00:00Z"))
+    );
+    let links = |e: &feed_rs::model::Entry| -> Vec<(String, Option<String>)> {
+        e.links
+            .iter()
+            .filter(|l| l.rel.as_deref() == Some("related"))
+            .map(|l| (l.href.clone(), l.title.clone()))
+            .collect()
+    };
+    assert_eq!(
+        links(first),
+        vec![
+            (format!("{base}/res/r1"), Some("updated".into())),
+            (format!("{base}/res/r6"), Some("created".into())),
+            (format!("{base}/res/r2"), Some("deleted".into())),
+        ]
+    );
+    assert_eq!(
+        links(second),
+        vec![
+            (format!("{base}/res/r3"), Some("updated".into())),
+            (format!("{base}/res/r7"), Some("created".into())),
+        ]
+    );
+    let text = String::from_utf8_lossy(&atom);
+    assert!(
+        !text.contains("/res/r4"),
+        "a change without a datetime is not news"
+    );
+
+    // Byte-identical on every run, to stdout or to a file; the same ids on the other mirror.
+    assert_eq!(ok(&mut feed(a.path())).stdout, atom);
+    let file = a.path().join("feed.atom");
+    ok(feed(a.path()).arg("--output").arg(&file));
+    assert_eq!(std::fs::read(&file).unwrap(), atom);
+    ok(feed(a.path()).arg("--output").arg(&file));
+    assert_eq!(std::fs::read(&file).unwrap(), atom);
+    let other = feed_rs::parser::parse(&ok(&mut feed(b.path())).stdout[..]).unwrap();
+    let ids = |f: &feed_rs::model::Feed| f.entries.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&other), ids(&parsed));
+
+    // A run that changes nothing adds no entry and changes no id.
+    ok(&mut incremental(a.path()));
+    assert_eq!(ok(&mut feed(a.path())).stdout, atom);
+
+    // --since keeps the entries updated after it, whole.
+    let out = ok(feed(a.path()).args(["--since", "2026-03-01T03:00:00Z"]));
+    let later = feed_rs::parser::parse(&out.stdout[..]).unwrap();
+    assert_eq!(ids(&later), vec![second.id.clone()]);
+    let out = ok(feed(a.path()).args(["--since", "2026-03-05T00:00:00Z"]));
+    assert!(feed_rs::parser::parse(&out.stdout[..])
+        .unwrap()
+        .entries
+        .is_empty());
+
+    // JSON Feed 1.1: the same entries.
+    let out = ok(feed(a.path()).args(["--format", "json"]));
+    let json = feed_rs::parser::parse(&out.stdout[..]).unwrap();
+    assert_eq!(json.feed_type, feed_rs::model::FeedType::JSON);
+    assert_eq!(ids(&json), ids(&parsed));
+    assert_eq!(
+        json.entries
+            .iter()
+            .map(|e| e.updated.map(|d| d.timestamp()))
+            .collect::<Vec<_>>(),
+        vec![
+            Some(secs("2026-03-02T01:00:00Z")),
+            Some(secs("2026-03-01T03:00:00Z"))
+        ]
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["items"][1]["_rsmirror"]["deleted"][0]["url"],
+        format!("{base}/res/r2")
+    );
+    assert_eq!(
+        ok(feed(a.path()).args(["--format", "json"])).stdout,
+        out.stdout
+    );
+}
+
+#[test]
+fn several_collections_need_collection() {
+    let (_t, srv, a, _b) = followed_twice();
+    let other = Tree::new();
+    other.put("x", b"x\n");
+    other.resource_list(T0, &["x"]);
+    let srv2 = TestServer::start(other.path());
+    ok(&mut baseline(&srv2.url("/resourcelist.xml"), a.path()));
+
+    let out = feed(a.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr_of(&out));
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("give --collection with one of:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&srv.url("/capabilitylist.xml")), "{stderr}");
+    assert!(stdout_of(&out).is_empty());
+
+    let out = ok(feed(a.path()).args(["--collection", &srv.url("/capabilitylist.xml")]));
+    let parsed = feed_rs::parser::parse(&out.stdout[..]).unwrap();
+    assert_eq!(parsed.entries.len(), 2);
+    let out = feed(a.path())
+        .args(["--collection", "http://nowhere.example/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("not a collection of this mirror"));
+}
+
+#[test]
+fn no_mirror_and_bad_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = feed(&dir.path().join("none")).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "stderr: {}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("no mirror at"));
+    let out = feed(dir.path())
+        .args(["--since", "yesterday"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("--since"));
+    let out = feed(dir.path()).args(["--format", "rss"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
