@@ -25,8 +25,9 @@ use crate::rs::document::Change;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
+use crate::sync::arc_mirror;
 use crate::sync::changes::{self, Collector, Event};
-use crate::sync::discover::{self, Collection};
+use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::fixity::{self, Fixity};
 use crate::sync::mirror_states::{in_sample, mark, uri_key, MirrorStates};
@@ -366,6 +367,31 @@ fn compare_with_source(
     let mut out = SourceComparison::default();
     let mut warnings = Warnings::default();
     for collection in discovery.collections {
+        if collection.kind == SourceKind::Arc {
+            // An ARC sitemap: its own walk, the same comparison.
+            let url =
+                url::Url::parse(&collection.id).expect("collection ids of other kinds are URLs");
+            let arc = arc_mirror::expected_state(&docs, &url, &mut |item| {
+                compare_item(
+                    item,
+                    states,
+                    s.sample,
+                    &mut out.findings,
+                    &mut warnings,
+                    &mut out.listed,
+                );
+                Ok(())
+            })?;
+            // Pages skipped on purpose (auth_required, noarchive) are neither missing nor extra.
+            for uri in &arc.skipped {
+                states.set_by_uri(uri, mark::SEEN);
+            }
+            for w in arc.walked.warnings {
+                warnings.push(w);
+            }
+            out.failed_parts.extend(arc.walked.failed_parts);
+            continue;
+        }
         let walked = expected_state(&docs, collection, &mut |item| {
             compare_item(
                 item,

@@ -439,10 +439,9 @@ fn a_site_is_baselined_followed_and_audited() {
     assert_consistent(mirror);
 }
 
-/// The acceptance audit through the command line, once `rsmirror audit` hands ARC collections
-/// to `arc_mirror` (the audit module's wiring is not this module's).
+/// The acceptance audit through the command line: `rsmirror audit` hands ARC collections to
+/// `arc_mirror::expected_state`.
 #[test]
-#[ignore = "needs sync::audit to dispatch ARC collections to arc_mirror::expected_state"]
 fn the_audit_command_reports_the_arc_findings() {
     let s = acceptance_site();
     let srv = TestServer::start(s.path());
