@@ -129,8 +129,11 @@ impl Class {
             Class::Refused => {
                 "listed outside the source's scope, so never mirrored; --allow-host widens the scope"
             }
-            Class::Corrupt | Class::MissingObject | Class::Unreadable => {
-                "restore the object from a backup; baseline re-fetches only what the source changed"
+            Class::MissingObject => {
+                "re-fetch with rsmirror baseline (it fetches missing or truncated objects again), or restore from a backup"
+            }
+            Class::Corrupt | Class::Unreadable => {
+                "restore the object from a backup, or move it aside and re-fetch with rsmirror baseline"
             }
             Class::StrayObject => {
                 "no version references it: left by hand or by an old run; safe to remove once checked"

@@ -23,6 +23,8 @@ pub struct Summary {
     pub created: u64,
     pub updated: u64,
     pub unchanged: u64,
+    /// Objects found missing or truncated in the store and fetched again (no new version).
+    pub repaired: u64,
     pub failed: u64,
     pub refused: u64,
     /// Listed before, not listed now.
@@ -44,12 +46,13 @@ impl Summary {
     /// The one summary line.
     pub fn line(&self) -> String {
         format!(
-            "{}{}: {} created, {} updated, {} unchanged, {} failed, {} refused, {} gone, {} deleted; {} in {:.2} s",
+            "{}{}: {} created, {} updated, {} unchanged{}, {} failed, {} refused, {} gone, {} deleted; {} in {:.2} s",
             self.command,
             if self.dry_run { " (dry run)" } else { "" },
             self.created,
             self.updated,
             self.unchanged,
+            if self.repaired > 0 { format!(", {} repaired", self.repaired) } else { String::new() },
             self.failed,
             self.refused,
             self.gone,
@@ -62,7 +65,8 @@ impl Summary {
     pub fn counts_json(&self) -> String {
         serde_json::json!({
             "listed": self.listed, "created": self.created, "updated": self.updated,
-            "unchanged": self.unchanged, "failed": self.failed, "refused": self.refused,
+            "unchanged": self.unchanged, "repaired": self.repaired, "failed": self.failed,
+            "refused": self.refused,
             "gone": self.gone, "deleted": self.deleted, "unknown_deletes": self.unknown_deletes,
             "bytes": self.bytes,
         })

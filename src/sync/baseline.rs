@@ -53,6 +53,8 @@ struct PlanInputs<'a> {
     staging: &'a Path,
     via: Via,
     options: ReadOptions,
+    /// The store, to see that a resource kept as it is still has its bytes.
+    objects: ObjectStore,
 }
 
 pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
@@ -98,6 +100,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
             staging: &dry_staging,
             via: s.via,
             options: docs.options,
+            objects: ObjectStore::at(&s.mirror),
         };
         let planned = plan_all(&docs, &inputs, rs, &states);
         let _ = std::fs::remove_dir_all(&dry_staging);
@@ -134,6 +137,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
             staging: &staging,
             via: s.via,
             options: docs.options,
+            objects: objects.clone(),
         };
         let planned = plan_all(&docs, &inputs, rs, &states)?;
         let mut writer = Writer::new(&mut catalog, &objects, run_id);
@@ -252,7 +256,18 @@ fn plan_all(
         let actions = snapshot
             .listed
             .iter()
-            .map(|l| plan::action(&l.declared, states.get(l.uri.as_str())))
+            .map(|l| {
+                let current = states.get(l.uri.as_str());
+                match plan::action(&l.declared, current) {
+                    // The source and the catalog agree, but the bytes must be there too: a
+                    // missing or truncated object is fetched again (a cheap stat, no hashing;
+                    // `audit` finds the rest).
+                    Action::Keep => current
+                        .and_then(|c| object_damage(&inputs.objects, c))
+                        .map_or(Action::Keep, |d| Action::Update(vec![d])),
+                    a => a,
+                }
+            })
             .collect();
         let listed: HashSet<&str> = snapshot.listed.iter().map(|l| l.uri.as_str()).collect();
         let mut gone: Vec<String> = states
@@ -272,6 +287,28 @@ fn plan_all(
         });
     }
     Ok(planned)
+}
+
+/// An update planned only because the stored object was damaged.
+fn is_repair(a: &Action) -> bool {
+    matches!(a, Action::Update(d) if d.iter().all(|d| d.field == "object"))
+}
+
+/// A current version whose object is missing or has the wrong length.
+fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<plan::Difference> {
+    let sha = c.sha256_hex.as_deref()?;
+    let path = objects.path_for(sha);
+    let actual = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() && Some(m.len()) == c.length_bytes => return None,
+        Ok(m) if m.is_file() => format!("{} bytes", m.len()),
+        Ok(_) => "not a file".to_string(),
+        Err(e) => e.to_string(),
+    };
+    Some(plan::Difference {
+        field: "object".into(),
+        expected: format!("objects/sha256/{}/{}/{sha}", &sha[0..2], &sha[2..4]),
+        actual,
+    })
 }
 
 /// Where a collection's Resource Dump is, if it offers one: the Capability List's
@@ -416,11 +453,15 @@ fn apply_collection(
                 let current = states.get(l.uri.as_str()).filter(|c| !c.deleted);
                 progress.item(f.computed.length);
                 summary.bytes += f.computed.length;
-                if p.actions[i] == Action::Check
-                    && current.and_then(|c| c.sha256_hex.as_deref())
-                        == Some(f.computed.sha256_hex.as_str())
-                {
+                let same_bytes = current.and_then(|c| c.sha256_hex.as_deref())
+                    == Some(f.computed.sha256_hex.as_str());
+                if same_bytes && p.actions[i] == Action::Check {
                     summary.unchanged += 1;
+                    return Ok(());
+                }
+                if same_bytes && is_repair(&p.actions[i]) {
+                    // The object is back in the store; the version already describes it.
+                    summary.repaired += 1;
                     return Ok(());
                 }
                 let change = if current.is_some() {

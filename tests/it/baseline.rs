@@ -618,3 +618,43 @@ fn several_capability_lists_all_or_the_one_chosen() {
     assert_eq!(out.status.code(), Some(4));
     assert!(stderr_of(&out).contains("is not among the Capability Lists found"));
 }
+
+/// A re-run repairs what a cheap look can see: a missing or truncated object is fetched again
+/// (the catalog and the source agreeing is not enough; the bytes must be there).
+#[test]
+fn rerun_refetches_missing_or_truncated_objects() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    let m = current(dir.path());
+    let object = |uri: &str| {
+        let sha = &m[&format!("{}{uri}", srv.base())];
+        dir.path()
+            .join("objects/sha256")
+            .join(&sha[0..2])
+            .join(&sha[2..4])
+            .join(sha)
+    };
+    std::fs::remove_file(object("/res/a.txt")).unwrap();
+    let truncated = object("/res/page.html");
+    let mut perms = std::fs::metadata(&truncated).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&truncated, perms).unwrap();
+    std::fs::write(&truncated, b"cut").unwrap();
+    srv.clear_requests();
+    let out = baseline(&srv.url("/"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["unchanged"].as_u64(), s["repaired"].as_u64(), s["updated"].as_u64()),
+        (Some(6), Some(2), Some(0)),
+        "{s}"
+    );
+    assert_eq!(version_count(dir.path()), 8, "a repair adds no version");
+    assert_eq!(srv.count("/res/a.txt") + srv.count("/res/page.html"), 2);
+    assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
+}
