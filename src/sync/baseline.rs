@@ -24,6 +24,7 @@ use crate::sync::context::RunContext;
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
+use crate::sync::feed::{self, DESCRIBES_BASIS};
 use crate::sync::plan::{self, Action, Listed};
 use crate::sync::snapshot::{self, Snapshot};
 use crate::sync::{arc_mirror, scp_mirror};
@@ -45,6 +46,7 @@ struct Planned {
     gone: Vec<String>,
     /// The packages holding the bytes, when the snapshot came from a Resource Dump.
     dump: Option<DumpSnapshot>,
+    describes: Option<String>,
 }
 
 /// What a plan needs besides the documents: where dump packages are staged, how to read them.
@@ -279,6 +281,7 @@ fn plan_all(
             .collect();
         gone.sort();
         planned.push(Planned {
+            describes: collection.describes.clone(),
             collection: collection.id,
             snapshot,
             actions,
@@ -571,6 +574,9 @@ fn apply_collection(
         }
         if record_sync_point {
             write::sync_point(tx, source_id, run_id, &sync_point)?;
+        }
+        if let Some(d) = &p.describes {
+            feed::record_identity(tx, &p.collection, d, DESCRIBES_BASIS)?;
         }
         Ok(())
     })?;

@@ -31,6 +31,9 @@ pub struct Collection {
     pub capabilities: Vec<(Capability, Url)>,
     /// The document the user pointed at, already opened, when it is a capability document.
     pub opened: Option<OpenedDocument>,
+    /// The Capability List's `rs:ln rel="describes"`: how the collection is known outside
+    /// the mirror (the feed's id).
+    pub describes: Option<String>,
 }
 
 /// Which protocol a collection speaks.
@@ -72,6 +75,7 @@ impl Collection {
             capability_list: None,
             capabilities: Vec::new(),
             opened: None,
+            describes: None,
         }
     }
 
@@ -340,6 +344,7 @@ impl Discoverer<'_, '_> {
                     capability_list: Some(doc.url.clone()),
                     capabilities,
                     opened: None,
+                    describes: header.link("describes").map(|l| l.href.to_string()),
                 });
                 Ok(())
             }
@@ -364,6 +369,7 @@ impl Discoverer<'_, '_> {
                     capability_list: None,
                     capabilities: vec![(capability, doc.url.clone())],
                     opened: Some(doc),
+                    describes: None,
                 });
                 Ok(())
             }

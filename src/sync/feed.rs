@@ -99,6 +99,9 @@ pub fn run(s: &settings::Feed) -> Result<(), Error> {
 }
 
 /// Record how a collection is known outside the mirror (inside the caller's transaction).
+/// The basis recorded for a Capability List's `rs:ln rel="describes"`.
+pub const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";
+
 pub fn record_identity(
     conn: &Connection,
     collection: &str,

@@ -24,6 +24,7 @@ use crate::sync::changes::{self, Changes, Collector, Event};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
+use crate::sync::feed::{self, DESCRIBES_BASIS};
 use crate::sync::{arc_mirror, change_dump, scp_mirror};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
@@ -51,6 +52,7 @@ struct DumpPending {
 /// One collection's collected changes, ready to apply.
 struct Pending {
     collection: String,
+    describes: Option<String>,
     since: Timestamp,
     changes: Changes,
     /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
@@ -267,6 +269,7 @@ fn collect_all(
                 })?,
         };
         let id = collection.id.clone();
+        let describes = collection.describes.clone();
         if collection.url_of(&Capability::ChangeList).is_none() {
             if let Some(dump) = collection.url_of(&Capability::ChangeDump) {
                 dumps.push(DumpPending {
@@ -283,6 +286,7 @@ fn collect_all(
         let changes = collector.collect(&url, opened, archive.as_ref())?;
         let apply = coalesce(&changes.events);
         pending.push(Pending {
+            describes,
             collection: id,
             since,
             changes,
@@ -608,6 +612,7 @@ fn apply_collection(
         })
         .collect();
     let collection = &p.collection;
+    let describes = &p.describes;
     writer.flush(|tx| {
         for d in &documents {
             write::document(tx, source_id, run_id, d)?;
@@ -616,6 +621,9 @@ fn apply_collection(
             write::processed_change_list(tx, run_id, collection, &c.url, c.from, c.until)?;
         }
         write::sync_point(tx, source_id, run_id, &sync_point)?;
+        if let Some(d) = &describes {
+            feed::record_identity(tx, collection, d, DESCRIBES_BASIS)?;
+        }
         Ok(())
     })?;
     Ok(())

@@ -256,3 +256,38 @@ fn no_mirror_and_bad_arguments() {
     let out = feed(dir.path()).args(["--format", "rss"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Seed 001: a collection is known by its Capability List's `rs:ln rel="describes"`.
+#[test]
+fn the_feed_id_is_the_capability_lists_describes_link() {
+    let t = Tree::new();
+    t.put("a", b"a v1\n");
+    t.resource_list("2026-05-01T00:00:00Z", &["a"]);
+    t.change_list("changelist.xml", "2026-05-01T00:00:00Z", None, &[]);
+    t.capability_list("changelist.xml");
+    let cl = std::fs::read_to_string(t.path().join("capabilitylist.xml")).unwrap();
+    let cl = cl.replacen(
+        "<rs:md capability=\"capabilitylist\"/>",
+        "<rs:ln rel=\"describes\" href=\"http://collections.example.net/texts\"/>\n<rs:md capability=\"capabilitylist\"/>",
+        1,
+    );
+    std::fs::write(t.path().join("capabilitylist.xml"), cl).unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    ok(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    t.put("a", b"a v2\n");
+    t.change_list(
+        "changelist.xml",
+        "2026-05-01T00:00:00Z",
+        None,
+        &[("a", "updated", "2026-05-01T01:00:00Z")],
+    );
+    ok(&mut incremental(dir.path()));
+    let out = ok(&mut feed(dir.path()));
+    let atom = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        atom.contains("<id>http://collections.example.net/texts</id>"),
+        "{atom}"
+    );
+    assert_eq!(atom.matches("<entry>").count(), 1, "{atom}");
+}
