@@ -137,6 +137,93 @@ CREATE TABLE audit_findings (
 );
 CREATE INDEX audit_findings_by_run ON audit_findings(run_id);
 
+-- SCP sources (SCP 0.1, seed 000): the sitemap that announces the collections. Its
+-- validators are kept only after a run that applied everything it listed, so a 304 on the
+-- next run means "nothing new".
+CREATE TABLE scp_sitemaps (
+    source_id         INTEGER PRIMARY KEY REFERENCES sources(id),
+    url               TEXT NOT NULL,           -- the sitemap.xml, after redirects
+    etag              TEXT,
+    last_modified     TEXT,
+    fetched_at        TEXT NOT NULL,
+    run_id            INTEGER NOT NULL REFERENCES runs(id)
+);
+
+-- Every SCP collection file applied (a row only once it was fully read and verified). The
+-- same URL may appear several times when the publisher re-used it for new content.
+CREATE TABLE scp_collections (
+    id                    INTEGER PRIMARY KEY,
+    source_id             INTEGER NOT NULL REFERENCES sources(id),
+    url                   TEXT NOT NULL,       -- as the sitemap lists it
+    fetched_from          TEXT NOT NULL,       -- after redirects
+    section               TEXT NOT NULL,
+    type                  TEXT NOT NULL,       -- snapshot | delta
+    collection_id         TEXT NOT NULL,       -- line 1 `id`
+    generated             TEXT NOT NULL,       -- line 1 `generated`
+    since                 TEXT,                -- line 1 `since` (deltas)
+    listed_generated      TEXT NOT NULL,       -- the sitemap's `generated` (orders collections)
+    version               TEXT NOT NULL,       -- line 1 `version`
+    compression           TEXT NOT NULL,       -- gzip | zstd | none (by magic bytes)
+    checksum              TEXT,                -- declared `sha256:...`; NULL when none
+    checksum_status       TEXT NOT NULL,       -- spec-literal | reference-variant | unverified
+    sha256_hex            TEXT NOT NULL,       -- of the decompressed stream as received
+    compressed_bytes      INTEGER NOT NULL,
+    decompressed_bytes    INTEGER NOT NULL,
+    line_count            INTEGER NOT NULL,    -- metadata line included
+    page_count            INTEGER NOT NULL,    -- valid pages read
+    pages_skipped         INTEGER NOT NULL,    -- pages skipped for an invalid URL (warned)
+    listed_pages          INTEGER,             -- the sitemap's `pages`
+    listed_size_bytes     INTEGER,             -- the sitemap's `size` (compressed bytes)
+    warning_count         INTEGER NOT NULL,
+    etag                  TEXT,
+    last_modified         TEXT,
+    fetched_at            TEXT NOT NULL,
+    run_id                INTEGER NOT NULL REFERENCES runs(id)
+);
+CREATE INDEX scp_collections_by_url ON scp_collections(source_id, url);
+
+-- The sections followed, and how far each is applied.
+CREATE TABLE scp_sections (
+    id                    INTEGER PRIMARY KEY,
+    source_id             INTEGER NOT NULL REFERENCES sources(id),
+    name                  TEXT NOT NULL,
+    snapshot_id           INTEGER REFERENCES scp_collections(id), -- the snapshot the state rests on
+    snapshot_generated    TEXT,                -- its listed `generated`; NULL: no snapshot yet
+    applied_through       TEXT,                -- listed `generated` of the newest collection applied
+    run_id                INTEGER NOT NULL REFERENCES runs(id),
+    updated_at            TEXT NOT NULL,
+    UNIQUE (source_id, name)
+);
+
+-- An SCP page is (section, URL); its states are its versions, like a resource's.
+CREATE TABLE scp_pages (
+    id                    INTEGER PRIMARY KEY,
+    source_id             INTEGER NOT NULL REFERENCES sources(id),
+    section               TEXT NOT NULL,
+    url                   TEXT NOT NULL,
+    first_run_id          INTEGER NOT NULL REFERENCES runs(id),
+    current_version_id    INTEGER,             -- the latest version; kept in the same transaction
+    UNIQUE (source_id, section, url)
+);
+
+-- Every state of a page. A tombstone (change = 'deleted': absent from a newer snapshot) has
+-- no JSON. The page JSON lives here, not in objects/.
+CREATE TABLE scp_page_versions (
+    id                    INTEGER PRIMARY KEY,
+    page_id               INTEGER NOT NULL REFERENCES scp_pages(id),
+    run_id                INTEGER NOT NULL REFERENCES runs(id),
+    collection_id         INTEGER NOT NULL REFERENCES scp_collections(id), -- which collection brought it
+    change                TEXT NOT NULL,       -- created | updated | deleted
+    modified              TEXT,                -- the page's `modified`; NULL for a tombstone
+    title                 TEXT,
+    language              TEXT,
+    line                  INTEGER,             -- its line in the collection
+    json                  TEXT,                -- the page object exactly as published
+    json_sha256_hex       TEXT,                -- of `json`, for local fixity
+    recorded_at           TEXT NOT NULL
+);
+CREATE INDEX scp_page_versions_by_page ON scp_page_versions(page_id, id);
+
 -- ARC sitemaps a mirror follows (seed 002), as last read; the URL is the collection's id.
 CREATE TABLE arc_sitemaps (
     url                  TEXT PRIMARY KEY,

@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod lock;
 pub mod objects;
+pub mod scp_catalog;
 
 pub use catalog::Catalog;
 pub use lock::MirrorLock;

@@ -19,5 +19,8 @@ pub mod inspect;
 pub mod mirror_states;
 pub mod plan;
 pub mod resource_list;
+pub mod scp_apply;
+pub mod scp_audit;
+pub mod scp_fetch;
 pub mod scp_mirror;
 pub mod snapshot;

@@ -650,7 +650,11 @@ fn rerun_refetches_missing_or_truncated_objects() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        (s["unchanged"].as_u64(), s["repaired"].as_u64(), s["updated"].as_u64()),
+        (
+            s["unchanged"].as_u64(),
+            s["repaired"].as_u64(),
+            s["updated"].as_u64()
+        ),
         (Some(6), Some(2), Some(0)),
         "{s}"
     );

@@ -11,6 +11,7 @@ mod dump_reader;
 mod feed;
 mod incremental;
 mod inspect;
+mod scp;
 mod scp_reader;
 mod server;
 mod support;

@@ -1,0 +1,499 @@
+//! The SCP part of the catalog (SCP 0.1, seed 000; tables `scp_*` in `schema.sql`): the
+//! sitemap a source announces its collections in, the sections followed and how far each is
+//! applied, every collection applied, and the pages with their versions.
+//!
+//! Free functions over a `&Connection` (a `Transaction` derefs to one), so the SCP commands
+//! can write inside the transaction that commits a collection. It knows SQL and nothing of
+//! HTTP or of the SCP readers' rules; the commands (`sync::scp_*`) decide what to write.
+//!
+//! Times are stored as RFC 3339 text (jiff's `Timestamp` display), like the rest of the catalog.
+
+use crate::net::Validators;
+use crate::store::StoreError;
+use jiff::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension};
+
+fn now() -> String {
+    Timestamp::now().to_string()
+}
+
+fn ts(s: Option<String>) -> Option<Timestamp> {
+    s.and_then(|s| s.parse().ok())
+}
+
+/// The sitemap of an SCP source, with the validators of the last clean run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SitemapRecord {
+    pub url: String,
+    pub validators: Validators,
+}
+
+pub fn sitemap(conn: &Connection, source_id: i64) -> Result<Option<SitemapRecord>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT url, etag, last_modified FROM scp_sitemaps WHERE source_id = ?1",
+            [source_id],
+            |r| {
+                Ok(SitemapRecord {
+                    url: r.get(0)?,
+                    validators: Validators {
+                        etag: r.get(1)?,
+                        last_modified: r.get(2)?,
+                    },
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// Record the sitemap; `validators` only when the run applied everything it listed.
+pub fn save_sitemap(
+    conn: &Connection,
+    source_id: i64,
+    run_id: i64,
+    url: &str,
+    validators: Option<&Validators>,
+) -> Result<(), StoreError> {
+    let (etag, last_modified) = match validators {
+        Some(v) => (v.etag.clone(), v.last_modified.clone()),
+        None => (None, None),
+    };
+    conn.execute(
+        "INSERT INTO scp_sitemaps (source_id, url, etag, last_modified, fetched_at, run_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT(source_id) DO UPDATE SET url = excluded.url, etag = excluded.etag,
+            last_modified = excluded.last_modified, fetched_at = excluded.fetched_at,
+            run_id = excluded.run_id",
+        params![source_id, url, etag, last_modified, now(), run_id],
+    )?;
+    Ok(())
+}
+
+/// A section followed, and how far it is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionRecord {
+    pub name: String,
+    /// The snapshot the section's state rests on (`scp_collections.id`).
+    pub snapshot_id: Option<i64>,
+    /// That snapshot's listed `generated`; None before any snapshot landed.
+    pub snapshot_generated: Option<Timestamp>,
+    /// Listed `generated` of the newest collection applied.
+    pub applied_through: Option<Timestamp>,
+}
+
+/// The sections followed for a source, by name.
+pub fn sections(conn: &Connection, source_id: i64) -> Result<Vec<SectionRecord>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT name, snapshot_id, snapshot_generated, applied_through FROM scp_sections
+         WHERE source_id = ?1 ORDER BY name",
+    )?;
+    let rows = stmt.query_map([source_id], |r| {
+        Ok(SectionRecord {
+            name: r.get(0)?,
+            snapshot_id: r.get(1)?,
+            snapshot_generated: ts(r.get(2)?),
+            applied_through: ts(r.get(3)?),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Follow a section from now on (nothing changes when it is followed already).
+pub fn follow_section(
+    conn: &Connection,
+    source_id: i64,
+    run_id: i64,
+    name: &str,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO scp_sections (source_id, name, run_id, updated_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(source_id, name) DO NOTHING",
+        params![source_id, name, run_id, now()],
+    )?;
+    Ok(())
+}
+
+/// Record how far a section is applied (in the transaction that applied it).
+pub fn set_section(
+    conn: &Connection,
+    source_id: i64,
+    run_id: i64,
+    s: &SectionRecord,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO scp_sections (source_id, name, snapshot_id, snapshot_generated,
+            applied_through, run_id, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT(source_id, name) DO UPDATE SET snapshot_id = excluded.snapshot_id,
+            snapshot_generated = excluded.snapshot_generated,
+            applied_through = excluded.applied_through, run_id = excluded.run_id,
+            updated_at = excluded.updated_at",
+        params![
+            source_id,
+            s.name,
+            s.snapshot_id,
+            s.snapshot_generated.map(|t| t.to_string()),
+            s.applied_through.map(|t| t.to_string()),
+            run_id,
+            now()
+        ],
+    )?;
+    Ok(())
+}
+
+/// A collection as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionRecord {
+    pub id: i64,
+    pub url: String,
+    pub section: String,
+    /// `snapshot` | `delta`.
+    pub kind: String,
+    pub collection_id: String,
+    pub generated: Option<Timestamp>,
+    pub listed_generated: Option<Timestamp>,
+    pub checksum: Option<String>,
+    /// [`crate::scp::ChecksumStatus::name`].
+    pub checksum_status: String,
+    pub sha256_hex: String,
+    pub compressed_bytes: u64,
+    pub decompressed_bytes: u64,
+    pub page_count: u64,
+    pub validators: Validators,
+}
+
+const COLLECTION_COLUMNS: &str = "id, url, section, type, collection_id, generated, \
+    listed_generated, checksum, checksum_status, sha256_hex, compressed_bytes, \
+    decompressed_bytes, page_count, etag, last_modified";
+
+fn collection_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CollectionRecord> {
+    Ok(CollectionRecord {
+        id: r.get(0)?,
+        url: r.get(1)?,
+        section: r.get(2)?,
+        kind: r.get(3)?,
+        collection_id: r.get(4)?,
+        generated: ts(r.get(5)?),
+        listed_generated: ts(r.get(6)?),
+        checksum: r.get(7)?,
+        checksum_status: r.get(8)?,
+        sha256_hex: r.get(9)?,
+        compressed_bytes: r.get::<_, i64>(10)? as u64,
+        decompressed_bytes: r.get::<_, i64>(11)? as u64,
+        page_count: r.get::<_, i64>(12)? as u64,
+        validators: Validators {
+            etag: r.get(13)?,
+            last_modified: r.get(14)?,
+        },
+    })
+}
+
+/// The latest collection fetched from `url` (its validators make the next GET conditional).
+pub fn latest_collection_at(
+    conn: &Connection,
+    source_id: i64,
+    url: &str,
+) -> Result<Option<CollectionRecord>, StoreError> {
+    Ok(conn
+        .query_row(
+            &format!(
+                "SELECT {COLLECTION_COLUMNS} FROM scp_collections
+                 WHERE source_id = ?1 AND url = ?2 ORDER BY id DESC LIMIT 1"
+            ),
+            params![source_id, url],
+            collection_row,
+        )
+        .optional()?)
+}
+
+/// True when the collection listed at `url` with this `generated` was applied already.
+pub fn collection_applied(
+    conn: &Connection,
+    source_id: i64,
+    url: &str,
+    listed_generated: Timestamp,
+) -> Result<bool, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM scp_collections
+             WHERE source_id = ?1 AND url = ?2 AND listed_generated = ?3 LIMIT 1",
+            params![source_id, url, listed_generated.to_string()],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
+pub fn collection(conn: &Connection, id: i64) -> Result<Option<CollectionRecord>, StoreError> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {COLLECTION_COLUMNS} FROM scp_collections WHERE id = ?1"),
+            [id],
+            collection_row,
+        )
+        .optional()?)
+}
+
+/// Every collection of a source, oldest first.
+pub fn collections(conn: &Connection, source_id: i64) -> Result<Vec<CollectionRecord>, StoreError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLLECTION_COLUMNS} FROM scp_collections WHERE source_id = ?1 ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([source_id], collection_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// What is known of a collection before its pages are read (line 1 and the response).
+#[derive(Debug, Clone)]
+pub struct NewCollection<'a> {
+    pub source_id: i64,
+    pub run_id: i64,
+    pub url: &'a str,
+    pub fetched_from: &'a str,
+    pub section: &'a str,
+    pub kind: &'static str,
+    pub collection_id: &'a str,
+    pub generated: Timestamp,
+    pub since: Option<Timestamp>,
+    pub listed_generated: Timestamp,
+    pub version: String,
+    pub compression: &'static str,
+    pub checksum: Option<&'a str>,
+    pub listed_pages: Option<u64>,
+    pub listed_size_bytes: Option<u64>,
+    pub validators: &'a Validators,
+}
+
+/// Insert a collection row (inside the transaction that will commit its pages); the verdict
+/// is filled in by [`complete_collection`] before the commit, so no committed row ever lacks it.
+pub fn insert_collection(conn: &Connection, c: &NewCollection<'_>) -> Result<i64, StoreError> {
+    conn.execute(
+        "INSERT INTO scp_collections (source_id, url, fetched_from, section, type, collection_id,
+            generated, since, listed_generated, version, compression, checksum, checksum_status,
+            sha256_hex, compressed_bytes, decompressed_bytes, line_count, page_count,
+            pages_skipped, listed_pages, listed_size_bytes, warning_count, etag, last_modified,
+            fetched_at, run_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'unverified', '', 0, 0, 0, 0,
+            0, ?13, ?14, 0, ?15, ?16, ?17, ?18)",
+        params![
+            c.source_id,
+            c.url,
+            c.fetched_from,
+            c.section,
+            c.kind,
+            c.collection_id,
+            c.generated.to_string(),
+            c.since.map(|t| t.to_string()),
+            c.listed_generated.to_string(),
+            c.version,
+            c.compression,
+            c.checksum,
+            c.listed_pages.map(|n| n as i64),
+            c.listed_size_bytes.map(|n| n as i64),
+            c.validators.etag,
+            c.validators.last_modified,
+            now(),
+            c.run_id
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The reader's verdict on a collection.
+#[derive(Debug, Clone)]
+pub struct CollectionVerdict<'a> {
+    pub checksum_status: &'static str,
+    pub sha256_hex: &'a str,
+    pub compressed_bytes: u64,
+    pub decompressed_bytes: u64,
+    pub line_count: u64,
+    pub page_count: u64,
+    pub pages_skipped: u64,
+    pub warning_count: u64,
+}
+
+pub fn complete_collection(
+    conn: &Connection,
+    id: i64,
+    v: &CollectionVerdict<'_>,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE scp_collections SET checksum_status = ?2, sha256_hex = ?3, compressed_bytes = ?4,
+            decompressed_bytes = ?5, line_count = ?6, page_count = ?7, pages_skipped = ?8,
+            warning_count = ?9
+         WHERE id = ?1",
+        params![
+            id,
+            v.checksum_status,
+            v.sha256_hex,
+            v.compressed_bytes as i64,
+            v.decompressed_bytes as i64,
+            v.line_count as i64,
+            v.page_count as i64,
+            v.pages_skipped as i64,
+            v.warning_count as i64
+        ],
+    )?;
+    Ok(())
+}
+
+/// The current state of one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageState {
+    pub page_id: i64,
+    pub url: String,
+    /// None when the current version is a tombstone.
+    pub modified: Option<Timestamp>,
+    pub json_sha256_hex: Option<String>,
+    /// Listed `generated` of the collection that brought the current version.
+    pub brought_by_generated: Option<Timestamp>,
+}
+
+impl PageState {
+    pub fn deleted(&self) -> bool {
+        self.modified.is_none()
+    }
+}
+
+/// Every page of a section with its current state, streamed to `f`.
+pub fn section_pages(
+    conn: &Connection,
+    source_id: i64,
+    section: &str,
+    mut f: impl FnMut(PageState),
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT p.id, p.url, v.change, v.modified, v.json_sha256_hex, c.listed_generated
+         FROM scp_pages p
+         JOIN scp_page_versions v ON v.id = p.current_version_id
+         JOIN scp_collections c ON c.id = v.collection_id
+         WHERE p.source_id = ?1 AND p.section = ?2",
+    )?;
+    let mut rows = stmt.query(params![source_id, section])?;
+    while let Some(r) = rows.next()? {
+        let change: String = r.get(2)?;
+        f(PageState {
+            page_id: r.get(0)?,
+            url: r.get(1)?,
+            modified: if change == "deleted" {
+                None
+            } else {
+                ts(r.get(3)?)
+            },
+            json_sha256_hex: r.get(4)?,
+            brought_by_generated: ts(r.get(5)?),
+        });
+    }
+    Ok(())
+}
+
+/// The URL of a page.
+pub fn page_url(conn: &Connection, page_id: i64) -> Result<String, StoreError> {
+    Ok(
+        conn.query_row("SELECT url FROM scp_pages WHERE id = ?1", [page_id], |r| {
+            r.get(0)
+        })?,
+    )
+}
+
+/// A page version to record.
+#[derive(Debug, Clone)]
+pub struct NewPageVersion<'a> {
+    pub run_id: i64,
+    pub collection_id: i64,
+    /// `created` | `updated` | `deleted`.
+    pub change: &'static str,
+    pub modified: Option<Timestamp>,
+    pub title: Option<&'a str>,
+    pub language: Option<&'a str>,
+    pub line: Option<u64>,
+    pub json: Option<&'a str>,
+    pub json_sha256_hex: Option<&'a str>,
+}
+
+/// A new page (no version yet); returns its id.
+pub fn insert_page(
+    conn: &Connection,
+    source_id: i64,
+    section: &str,
+    url: &str,
+    run_id: i64,
+) -> Result<i64, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO scp_pages (source_id, section, url, first_run_id) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(source_id, section, url) DO UPDATE SET url = excluded.url
+         RETURNING id",
+    )?;
+    Ok(stmt.query_row(params![source_id, section, url, run_id], |r| r.get(0))?)
+}
+
+/// Record a version of a page and make it the current one; returns the version id.
+pub fn insert_page_version(
+    conn: &Connection,
+    page_id: i64,
+    v: &NewPageVersion<'_>,
+    recorded_at: &str,
+) -> Result<i64, StoreError> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO scp_page_versions (page_id, run_id, collection_id, change, modified, title,
+            language, line, json, json_sha256_hex, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    insert.execute(params![
+        page_id,
+        v.run_id,
+        v.collection_id,
+        v.change,
+        v.modified.map(|t| t.to_string()),
+        v.title,
+        v.language,
+        v.line.map(|n| n as i64),
+        v.json,
+        v.json_sha256_hex,
+        recorded_at
+    ])?;
+    let version_id = conn.last_insert_rowid();
+    let mut current =
+        conn.prepare_cached("UPDATE scp_pages SET current_version_id = ?2 WHERE id = ?1")?;
+    current.execute(params![page_id, version_id])?;
+    Ok(version_id)
+}
+
+/// One stored page version, for local fixity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPage {
+    pub version_id: i64,
+    pub url: String,
+    pub json: String,
+    pub json_sha256_hex: Option<String>,
+}
+
+/// Every page version holding JSON (only the current ones unless `all_versions`), in URL
+/// order, streamed to `f`.
+pub fn stored_pages(
+    conn: &Connection,
+    source_id: i64,
+    all_versions: bool,
+    mut f: impl FnMut(StoredPage),
+) -> Result<(), StoreError> {
+    let join = if all_versions {
+        "v.page_id = p.id"
+    } else {
+        "v.id = p.current_version_id"
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT v.id, p.url, v.json, v.json_sha256_hex FROM scp_pages p
+         JOIN scp_page_versions v ON {join}
+         WHERE p.source_id = ?1 AND v.json IS NOT NULL ORDER BY p.url, v.id"
+    ))?;
+    let mut rows = stmt.query([source_id])?;
+    while let Some(r) = rows.next()? {
+        f(StoredPage {
+            version_id: r.get(0)?,
+            url: r.get(1)?,
+            json: r.get(2)?,
+            json_sha256_hex: r.get(3)?,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,433 @@
+//! Applying one staged SCP collection to the catalog: read it with the collection reader,
+//! decide page by page against the section's current state, and commit the pages, the
+//! collection record and the section's new position in ONE transaction that commits only
+//! after [`CollectionReader::finish`] said the whole file is good (limits, every line, the
+//! checksum). A collection rejected at any line leaves nothing behind: the transaction is
+//! rolled back, so "staged" pages are uncommitted rows that no reader of the catalog ever sees.
+//!
+//! The page rule (SCP 0.1, "Delta Application", MUST): a page not in the mirror (or
+//! tombstoned) is created; a page the mirror has is replaced only when the collection's
+//! `modified` is newer; equal or older keeps the local page. Snapshots follow the same rule
+//! (a snapshot cannot know what a later delta brought). Deletions are known only from a
+//! snapshot (SCP 0.1: deltas carry no delete signal): a live page absent from a newer snapshot
+//! is gone — unless a collection listed after that snapshot brought it. Whether gone pages
+//! are tombstoned or only reported is the caller's [`GonePolicy`].
+//!
+//! It leaves fetching to `scp_fetch`, choosing collections and reporting to `scp_mirror`,
+//! and SQL to `store::scp_catalog`.
+
+use crate::progress::Progress;
+use crate::scp::sitemap::{CollectionEntry, EntryKind};
+use crate::scp::{CollectionReader, CollectionSummary, CollectionType, Limits, ScpError};
+use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, NewPageVersion};
+use crate::store::{Catalog, StoreError};
+use crate::sync::scp_fetch::StagedCollection;
+use jiff::Timestamp;
+use sha2::{Digest as _, Sha256};
+use std::collections::HashMap;
+use std::fs::File;
+
+/// A page's identity in memory: the first 128 bits of the SHA-256 of its URL (a million
+/// pages collide with odds of about 1 in 10^26).
+type Key = u128;
+
+fn key(url: &str) -> Key {
+    let d = Sha256::digest(url.as_bytes());
+    u128::from_be_bytes(d[..16].try_into().expect("16 bytes"))
+}
+
+/// The start of a SHA-256: enough to tell two page JSONs apart in memory.
+type Short = [u8; 16];
+
+fn short(hex_digest: &str) -> Option<Short> {
+    let mut out = [0u8; 16];
+    hex::decode_to_slice(hex_digest.get(..32)?, &mut out).ok()?;
+    Some(out)
+}
+
+/// The mirror's current state of one page, as the apply needs it.
+#[derive(Debug, Clone)]
+struct Local {
+    page_id: i64,
+    /// None: tombstoned.
+    modified: Option<Timestamp>,
+    json: Option<Short>,
+    /// Listed `generated` of the collection that brought the current version.
+    brought_by: Option<Timestamp>,
+    /// Listed in the collection being applied.
+    seen: bool,
+}
+
+/// The current state of every page of one section, in memory (a few dozen bytes a page).
+pub struct SectionPages {
+    source_id: i64,
+    section: String,
+    map: HashMap<Key, Local>,
+}
+
+impl SectionPages {
+    pub fn load(
+        catalog: &Catalog,
+        source_id: i64,
+        section: &str,
+    ) -> Result<SectionPages, StoreError> {
+        let mut map = HashMap::new();
+        scp_catalog::section_pages(catalog.conn(), source_id, section, |p| {
+            map.insert(
+                key(&p.url),
+                Local {
+                    page_id: p.page_id,
+                    modified: p.modified,
+                    json: p.json_sha256_hex.as_deref().and_then(short),
+                    brought_by: p.brought_by_generated,
+                    seen: false,
+                },
+            );
+        })?;
+        Ok(SectionPages {
+            source_id,
+            section: section.to_string(),
+            map,
+        })
+    }
+
+    pub fn section(&self) -> &str {
+        &self.section
+    }
+
+    /// Pages not tombstoned.
+    pub fn live(&self) -> usize {
+        self.map.values().filter(|l| l.modified.is_some()).count()
+    }
+}
+
+/// What to do with live pages absent from a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GonePolicy {
+    /// Report them; the mirror keeps them (baseline without `--delete`).
+    Report,
+    /// Tombstone them, unless there are more than `max` (then nothing is deleted).
+    Tombstone { max: Option<u64> },
+}
+
+/// One collection to apply.
+pub struct Applying<'a> {
+    pub source_id: i64,
+    pub run_id: i64,
+    /// The sitemap's entry for it.
+    pub entry: &'a CollectionEntry,
+    pub staged: &'a StagedCollection,
+    /// The section's position, updated in the same transaction.
+    pub section: &'a mut scp_catalog::SectionRecord,
+    pub gone: GonePolicy,
+    pub limits: Limits,
+}
+
+/// What applying a collection did.
+#[derive(Debug)]
+pub struct Applied {
+    /// `scp_collections.id`.
+    pub collection_row: i64,
+    pub summary: CollectionSummary,
+    pub created: u64,
+    pub updated: u64,
+    /// Pages the mirror has with the same `modified`.
+    pub unchanged: u64,
+    /// Pages the mirror has with a newer `modified` (kept, SCP rule).
+    pub older_kept: u64,
+    /// Same `modified` as the mirror's but different JSON (kept, SCP rule).
+    pub same_modified_differs: u64,
+    /// Live pages absent from this snapshot (URLs, sorted).
+    pub gone: Vec<String>,
+    pub deleted: u64,
+    /// More gone than `GonePolicy::Tombstone.max`: nothing was deleted.
+    pub delete_refused: bool,
+}
+
+/// Why a collection was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The reader rejected the file (a limit, a line, the checksum).
+    #[error("rejected: {0}")]
+    Rejected(ScpError),
+    /// The file is not the collection the sitemap announced.
+    #[error("rejected: {0}")]
+    NotAsListed(String),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("staged file: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<rusqlite::Error> for ApplyError {
+    fn from(e: rusqlite::Error) -> ApplyError {
+        ApplyError::Store(e.into())
+    }
+}
+
+/// Read, verify and commit one staged collection. On any error nothing is committed and
+/// `pages` is reloaded from the catalog.
+pub fn apply(
+    catalog: &mut Catalog,
+    pages: &mut SectionPages,
+    a: Applying<'_>,
+    progress: &Progress,
+) -> Result<Applied, ApplyError> {
+    let result = apply_inner(catalog, pages, a, progress);
+    if result.is_err() {
+        *pages = SectionPages::load(catalog, pages.source_id, &pages.section.clone())?;
+    }
+    result
+}
+
+fn apply_inner(
+    catalog: &mut Catalog,
+    pages: &mut SectionPages,
+    a: Applying<'_>,
+    progress: &Progress,
+) -> Result<Applied, ApplyError> {
+    let file = File::open(&a.staged.path)?;
+    let mut reader = CollectionReader::open_with_len(file, a.staged.bytes, &a.limits)
+        .map_err(ApplyError::Rejected)?;
+    let meta = reader.meta().clone();
+    let listed_kind = match a.entry.kind {
+        EntryKind::Snapshot => CollectionType::Snapshot,
+        EntryKind::Delta { .. } => CollectionType::Delta,
+    };
+    // The sitemap files this collection under a section and a type; a file that says
+    // otherwise would put pages (and, for a snapshot, deletions) in the wrong place.
+    if meta.section != a.entry.section {
+        return Err(ApplyError::NotAsListed(format!(
+            "line 1: section {:?}, but the sitemap (line {}) lists it under section {:?}",
+            meta.section, a.entry.line, a.entry.section
+        )));
+    }
+    if meta.kind != listed_kind {
+        return Err(ApplyError::NotAsListed(format!(
+            "line 1: type {:?}, but the sitemap (line {}) lists it as a {}",
+            meta.kind.name(),
+            a.entry.line,
+            listed_kind.name()
+        )));
+    }
+    debug_assert_eq!(pages.section, a.entry.section);
+    let listed_generated = a.entry.generated;
+    let is_snapshot = meta.kind == CollectionType::Snapshot;
+    for l in pages.map.values_mut() {
+        l.seen = false;
+    }
+
+    let tx = catalog.transaction()?;
+    let row = scp_catalog::insert_collection(
+        &tx,
+        &NewCollection {
+            source_id: a.source_id,
+            run_id: a.run_id,
+            url: a.entry.url.as_str(),
+            fetched_from: a.staged.final_url.as_str(),
+            section: &meta.section,
+            kind: meta.kind.name(),
+            collection_id: &meta.id,
+            generated: meta.generated,
+            since: meta.since,
+            listed_generated,
+            version: meta.version.to_string(),
+            compression: reader.compression().name(),
+            checksum: meta.checksum.as_deref(),
+            listed_pages: a.entry.pages,
+            listed_size_bytes: a.entry.size_bytes,
+            validators: &a.staged.validators,
+        },
+    )?;
+    let recorded_at = Timestamp::now().to_string();
+    let mut n = Counts::default();
+    loop {
+        let page = match reader.next_page() {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => return Err(ApplyError::Rejected(e)),
+        };
+        progress.item(0);
+        let sha = Sha256::digest(page.json.as_bytes());
+        let sha_short: Short = sha[..16].try_into().expect("16 bytes");
+        let url = page.url.as_str();
+        let k = key(url);
+        let local = pages.map.get_mut(&k);
+        // SCP 0.1 "Delta Application": replace only when the collection's page is newer.
+        let change = match local.as_ref().and_then(|l| l.modified) {
+            None => "created",
+            Some(m) if page.modified > m => "updated",
+            Some(m) => {
+                if page.modified < m {
+                    n.older_kept += 1;
+                } else {
+                    n.unchanged += 1;
+                    if local.as_ref().and_then(|l| l.json) != Some(sha_short) {
+                        n.same_modified_differs += 1;
+                    }
+                }
+                if let Some(l) = local {
+                    l.seen = true;
+                }
+                continue;
+            }
+        };
+        let page_id = match &local {
+            Some(l) => l.page_id,
+            None => scp_catalog::insert_page(&tx, a.source_id, &meta.section, url, a.run_id)?,
+        };
+        scp_catalog::insert_page_version(
+            &tx,
+            page_id,
+            &NewPageVersion {
+                run_id: a.run_id,
+                collection_id: row,
+                change,
+                modified: Some(page.modified),
+                title: Some(&page.title),
+                language: Some(&page.language),
+                line: Some(page.line),
+                json: Some(&page.json),
+                json_sha256_hex: Some(&hex::encode(sha)),
+            },
+            &recorded_at,
+        )?;
+        if change == "created" {
+            n.created += 1;
+        } else {
+            n.updated += 1;
+        }
+        let state = Local {
+            page_id,
+            modified: Some(page.modified),
+            json: Some(sha_short),
+            brought_by: Some(listed_generated),
+            seen: true,
+        };
+        match local {
+            Some(l) => *l = state,
+            None => {
+                pages.map.insert(k, state);
+            }
+        }
+    }
+    // SCP 0.1 "Checksum Verification": only now may anything read from the file be used.
+    let summary = reader.finish().map_err(ApplyError::Rejected)?;
+
+    if is_snapshot {
+        // SCP 0.1 "Deletion Detection": live, absent from this snapshot, and not brought by a
+        // collection listed after it.
+        let mut gone: Vec<(Key, i64)> = pages
+            .map
+            .iter()
+            .filter(|(_, l)| {
+                l.modified.is_some()
+                    && !l.seen
+                    && l.brought_by.is_none_or(|b| b <= listed_generated)
+            })
+            .map(|(k, l)| (*k, l.page_id))
+            .collect();
+        gone.sort_by_key(|(_, id)| *id);
+        let tombstone = match a.gone {
+            GonePolicy::Report => false,
+            GonePolicy::Tombstone { max: Some(max) } if gone.len() as u64 > max => {
+                n.delete_refused = true;
+                false
+            }
+            GonePolicy::Tombstone { .. } => true,
+        };
+        for (k, page_id) in &gone {
+            n.gone.push(scp_catalog::page_url(&tx, *page_id)?);
+            if tombstone {
+                scp_catalog::insert_page_version(
+                    &tx,
+                    *page_id,
+                    &NewPageVersion {
+                        run_id: a.run_id,
+                        collection_id: row,
+                        change: "deleted",
+                        modified: None,
+                        title: None,
+                        language: None,
+                        line: None,
+                        json: None,
+                        json_sha256_hex: None,
+                    },
+                    &recorded_at,
+                )?;
+                n.deleted += 1;
+                if let Some(l) = pages.map.get_mut(k) {
+                    l.modified = None;
+                    l.json = None;
+                    l.brought_by = Some(listed_generated);
+                }
+            }
+        }
+        n.gone.sort();
+    }
+
+    scp_catalog::complete_collection(
+        &tx,
+        row,
+        &CollectionVerdict {
+            checksum_status: summary.checksum.name(),
+            sha256_hex: &summary.sha256_hex,
+            compressed_bytes: summary.compressed_bytes,
+            decompressed_bytes: summary.decompressed_bytes,
+            line_count: summary.lines,
+            page_count: summary.pages,
+            pages_skipped: summary.pages_skipped,
+            warning_count: summary.warnings.len() as u64,
+        },
+    )?;
+    if is_snapshot {
+        a.section.snapshot_id = Some(row);
+        a.section.snapshot_generated = Some(listed_generated);
+    }
+    a.section.applied_through = Some(
+        a.section
+            .applied_through
+            .map_or(listed_generated, |t| t.max(listed_generated)),
+    );
+    scp_catalog::set_section(&tx, a.source_id, a.run_id, a.section)?;
+    tx.commit()?;
+    Ok(Applied {
+        collection_row: row,
+        summary,
+        created: n.created,
+        updated: n.updated,
+        unchanged: n.unchanged,
+        older_kept: n.older_kept,
+        same_modified_differs: n.same_modified_differs,
+        gone: n.gone,
+        deleted: n.deleted,
+        delete_refused: n.delete_refused,
+    })
+}
+
+/// What [`Applied`] counts, while the collection is read.
+#[derive(Default)]
+struct Counts {
+    created: u64,
+    updated: u64,
+    unchanged: u64,
+    older_kept: u64,
+    same_modified_differs: u64,
+    gone: Vec<String>,
+    deleted: u64,
+    delete_refused: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_short_digests() {
+        assert_ne!(key("https://a.example/x"), key("https://a.example/y"));
+        let hex = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        let s = short(hex).unwrap();
+        assert_eq!(hex::encode(s), &hex[..32]);
+        assert_eq!(short("zz"), None);
+    }
+}
