@@ -76,7 +76,9 @@ pub enum Encoding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digest {
     pub algorithm: Algorithm,
-    /// The value exactly as written.
+    /// The value exactly as written, when that differs from `hex` (kept empty for the common
+    /// lower-case hex value: a list of a million entries holds a million of these); see
+    /// [`Digest::written`].
     pub raw: String,
     /// Lower-case hex, when the value could be decoded for a known algorithm.
     pub hex: Option<String>,
@@ -92,10 +94,22 @@ impl Digest {
             Some(n) => decode(raw, n),
         };
         Digest {
+            raw: if hex.as_deref() == Some(raw) {
+                String::new()
+            } else {
+                raw.to_string()
+            },
             algorithm,
-            raw: raw.to_string(),
             hex,
             encoding,
+        }
+    }
+
+    /// The value exactly as the source wrote it.
+    pub fn written(&self) -> &str {
+        match (&self.hex, self.raw.is_empty()) {
+            (Some(h), true) => h,
+            _ => &self.raw,
         }
     }
 
@@ -108,7 +122,7 @@ impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.hex {
             Some(h) => write!(f, "{}:{}", self.algorithm, h),
-            None => write!(f, "{}:{}", self.algorithm, self.raw),
+            None => write!(f, "{}:{}", self.algorithm, self.written()),
         }
     }
 }

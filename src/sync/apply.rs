@@ -53,17 +53,20 @@ pub enum JobResult {
 
 /// Run `jobs` on `workers` threads; `on_result` runs on the calling thread for each result in
 /// completion order. An error from `on_result` stops the transfer (the workers finish the
-/// job in hand and exit).
+/// job in hand and exit). Jobs are drawn from `jobs` as workers free up, so only the jobs in
+/// flight exist at any time (memory does not grow with the list).
 pub fn transfer<E>(
     http: &Http,
     staging: &Path,
     objects: &ObjectStore,
-    jobs: Vec<Job>,
+    jobs: impl IntoIterator<Item = Job, IntoIter: Send>,
     workers: usize,
     mut on_result: impl FnMut(JobResult) -> Result<(), E>,
 ) -> Result<(), E> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>(workers * 4);
-    let (res_tx, res_rx) = crossbeam_channel::bounded::<JobResult>(workers * 4);
+    // Room for results while the writer waits on a syncfs and a commit, so the workers keep
+    // fetching meanwhile.
+    let (res_tx, res_rx) = crossbeam_channel::bounded::<JobResult>(1024);
     std::thread::scope(|s| {
         for _ in 0..workers.max(1) {
             let job_rx = job_rx.clone();
@@ -78,6 +81,7 @@ pub fn transfer<E>(
         }
         drop(res_tx);
         drop(job_rx);
+        let jobs = jobs.into_iter();
         let feeder = s.spawn(move || {
             for job in jobs {
                 if job_tx.send(job).is_err() {

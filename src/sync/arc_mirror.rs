@@ -877,7 +877,7 @@ pub fn expected_state(
     let mut out = ArcWalked::default();
     let mut warnings = prefixed(&f.url, &header.warnings);
     let scope = Arc::new(page_scope(docs, &f.url, &header.site, &mut warnings));
-    let document = f.url.to_string();
+    let document: std::sync::Arc<str> = f.url.as_str().into();
     // The later entry for a URL listed twice counts.
     let mut last: HashMap<String, usize> = HashMap::new();
     for (i, p) in pages.iter().enumerate() {

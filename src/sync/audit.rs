@@ -483,7 +483,7 @@ fn expected_state(
             declared: e.declared,
             media_type: e.media_type,
             duplicates: e.duplicates,
-            document: e.document,
+            document: e.document.into(),
             line: e.line,
             scope: e.scope,
         }))?;

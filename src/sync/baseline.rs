@@ -429,15 +429,17 @@ fn apply_collection(
         });
     }
 
-    let mut jobs = Vec::new();
-    for (i, (l, a)) in snap.listed.iter().zip(&p.actions).enumerate() {
-        if *a == Action::Keep {
-            summary.unchanged += 1;
-            continue;
-        }
+    // Jobs are made as the workers take them: only the ones in flight are in memory.
+    let wanted: Vec<usize> = (0..snap.listed.len())
+        .filter(|&i| p.actions[i] != Action::Keep)
+        .collect();
+    summary.unchanged += (snap.listed.len() - wanted.len()) as u64;
+    let listed = &snap.listed;
+    let jobs = wanted.iter().map(|&i| {
+        let l = &listed[i];
         let mut urls = vec![l.uri.clone()];
         urls.extend(l.duplicates.iter().cloned());
-        jobs.push(Job {
+        Job {
             index: i,
             urls,
             expected: Expected {
@@ -445,9 +447,9 @@ fn apply_collection(
                 digests: l.declared.digests.clone(),
             },
             scope: l.scope.clone(),
-        });
-    }
-    progress.start("baseline", jobs.len() as u64);
+        }
+    });
+    progress.start("baseline", wanted.len() as u64);
     let mut failed_here = 0u64;
     let on_result = |r| -> Result<(), Error> {
         match r {
@@ -505,10 +507,7 @@ fn apply_collection(
     };
     match dump.as_mut() {
         // A Resource Dump: the bytes come out of the packages already downloaded.
-        Some(d) => {
-            let wanted: Vec<usize> = jobs.iter().map(|j| j.index).collect();
-            d.stage(&wanted, staging, objects, on_result)?;
-        }
+        Some(d) => d.stage(&wanted, staging, objects, on_result)?,
         None => apply::transfer(http, staging, objects, jobs, s.jobs, on_result)?,
     }
     drop(dump);

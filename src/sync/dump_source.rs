@@ -140,6 +140,7 @@ impl DumpSnapshot {
                     r.url
                 ));
             }
+            let document: Arc<str> = r.url.as_str().into();
             for (e, item) in pkg.entries().iter().enumerate() {
                 if item.is_deleted() {
                     continue;
@@ -160,7 +161,7 @@ impl DumpSnapshot {
                     },
                     media_type: item.media_type.clone(),
                     duplicates: Vec::new(),
-                    document: r.url.to_string(),
+                    document: document.clone(),
                     line: item.line,
                     scope: scope.clone(),
                 };

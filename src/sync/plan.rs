@@ -28,8 +28,8 @@ pub struct Listed {
     pub media_type: Option<String>,
     /// `rs:ln rel="duplicate"` mirrors in `pri` order.
     pub duplicates: Vec<Url>,
-    /// Where it was listed: document URL and line.
-    pub document: String,
+    /// Where it was listed: document URL (shared by every entry of the document) and line.
+    pub document: std::sync::Arc<str>,
     pub line: u64,
     /// The scope of the listing document (fetches and redirects are checked against it).
     pub scope: std::sync::Arc<crate::net::Scope>,

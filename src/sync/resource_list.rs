@@ -153,7 +153,7 @@ struct Walker<'a, 'b, 'v> {
 impl Walker<'_, '_, '_> {
     fn document(&mut self, mut doc: OpenedDocument, depth: usize) -> Result<(), SourceError> {
         let mut scope = Arc::new(self.docs.scope_for(&doc.url));
-        let doc_url = doc.url.to_string();
+        let doc_url: std::sync::Arc<str> = doc.url.as_str().into();
         // A local file lists http(s) resources: its scope is the first entry's origin.
         let mut local = doc.url.scheme() == "file";
         let mut count = 0u64;
