@@ -25,7 +25,6 @@ use crate::rs::document::Change;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
-use crate::sync::arc_mirror;
 use crate::sync::changes::{self, Collector, Event};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
@@ -33,6 +32,7 @@ use crate::sync::fixity::{self, Fixity};
 use crate::sync::mirror_states::{in_sample, mark, uri_key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::resource_list::{self, Item, Walked, Warnings};
+use crate::sync::{arc_mirror, scp_mirror};
 use rusqlite::{params, OptionalExtension};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufWriter, IsTerminal};
@@ -213,15 +213,28 @@ fn check_and_report(
             let mut states = MirrorStates::load(catalog, s.sample)?;
             totals.phases.push(("loading current states", since(t)));
             let t = Instant::now();
-            let compared = match source {
-                None => Compared::Offline,
-                Some(src) => match compare_with_source(s, src, &mut states) {
-                    Ok(c) => Compared::Source(c),
-                    Err(e) => Compared::Failed(e),
+            // An SCP source's pages are not resources: its module compares them (with the
+            // source, and offline their stored JSON).
+            let known = match source {
+                Some(src) => Some(src.to_string()),
+                None => catalog.remembered_source()?,
+            };
+            let scp_source = match known {
+                Some(src) if catalog.source_kind(&src)?.as_deref() == Some("scp") => {
+                    Some(catalog.source_id(&src)?)
+                }
+                _ => None,
+            };
+            let (compared, scp) = match (source, scp_source) {
+                (_, Some(id)) => (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?)),
+                (None, None) => (Compared::Offline, None),
+                (Some(src), None) => match compare_with_source(s, src, &mut states) {
+                    Ok(c) => (Compared::Source(c), None),
+                    Err(e) => (Compared::Failed(e), None),
                 },
             };
             totals.phases.push(("source comparison", since(t)));
-            Ok::<_, StoreError>((states, compared))
+            Ok::<_, StoreError>((states, compared, scp))
         })();
         let (catalog_findings, t) = check.join().expect("the catalog check does not panic");
         totals.phases.push(("catalog check", t));
@@ -230,7 +243,7 @@ fn check_and_report(
             catalog_findings.and_then(|f| main.map(|m| (f, m))),
         )
     });
-    let (catalog_findings, (mut states, mut compared)) = main?;
+    let (catalog_findings, (mut states, mut compared, scp)) = main?;
     let fixity = fixity?;
     if states.collisions > 0 {
         totals.warnings.push(format!(
@@ -300,6 +313,18 @@ fn check_and_report(
     )?;
     for f in other {
         emitter.emit(f)?;
+    }
+    if let Some(scp) = scp {
+        // SCP pages and collections, compared with the newest snapshots by `scp_mirror`.
+        totals.listed += scp.listed;
+        totals.warnings.extend(scp.warnings);
+        for f in scp.findings {
+            emitter.emit(f)?;
+        }
+        failed_parts.extend(scp.failed_parts);
+        if let Some(e) = scp.source_error {
+            compared = Compared::Failed(e);
+        }
     }
     for (url, why) in failed_parts.iter() {
         emitter.emit(

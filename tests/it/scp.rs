@@ -811,6 +811,28 @@ fn audit_compares_with_the_newest_snapshot() {
             "= /blog/5"
         ]
     );
+    // The same through the command line.
+    let out = rsmirror()
+        .args(["audit", "--json", "--mirror"])
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines: Vec<String> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f["mark"].as_str().unwrap(),
+                f["uri"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert!(lines.contains(&format!("+ {base}/blog/3")), "{lines:?}");
+    assert!(lines.contains(&format!("- {base}/blog/1")), "{lines:?}");
     let changed = &a.findings[2];
     assert_eq!(changed.field.as_deref(), Some("modified"));
     assert_eq!(changed.expected.as_deref(), Some("2026-01-02T00:00:00Z"));
