@@ -24,7 +24,7 @@ use jiff::Timestamp;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// How deep Resource List Indexes may nest (as `snapshot`).
+/// How deep Resource List Indexes may nest.
 const MAX_INDEX_DEPTH: usize = 3;
 
 /// Warnings, kept up to a bound (a list of a million oddities must not cost a million strings)
@@ -97,7 +97,7 @@ pub fn walk(
         Some(other) => {
             return Err(SourceError::Unusable {
                 url: top.url.to_string(),
-                message: format!("this is a {other} document; an audit needs a Resource List"),
+                message: format!("this is a {other} document, not a Resource List"),
             })
         }
     }

@@ -662,3 +662,35 @@ fn rerun_refetches_missing_or_truncated_objects() {
     assert_eq!(srv.count("/res/a.txt") + srv.count("/res/page.html"), 2);
     assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
 }
+
+/// A part of an index that breaks off half-way contributes nothing (not even the entries read
+/// before the break), and the snapshot is incomplete: exit 3, no sync point.
+#[test]
+fn a_part_truncated_half_way_contributes_nothing() {
+    let srv = TestServer::start(testdata("sample"));
+    let part = std::fs::read_to_string(testdata("sample/rs/resourcelist-2.xml")).unwrap();
+    let cut = part.find("</url>").unwrap() + "</url>".len();
+    srv.set_rule(
+        "/rs/resourcelist-2.xml",
+        Rule::Body(part[..cut].as_bytes().to_vec()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/"), dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("truncated"), "{}", stderr_of(&out));
+    let part1: Vec<&str> = vec![
+        "/res/a.txt",
+        "/res/b.txt",
+        "/res/data.json",
+        "/res/image.png",
+    ];
+    let got: Vec<String> = current(dir.path()).into_keys().collect();
+    assert_eq!(got.len(), 4, "{got:?}");
+    for p in part1 {
+        assert!(
+            got.contains(&format!("{}{p}", srv.base())),
+            "{p} missing from {got:?}"
+        );
+    }
+    assert_eq!(sync_point(dir.path()), None);
+}
