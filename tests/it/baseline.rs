@@ -672,7 +672,7 @@ fn a_part_truncated_half_way_contributes_nothing() {
     let cut = part.find("</url>").unwrap() + "</url>".len();
     srv.set_rule(
         "/rs/resourcelist-2.xml",
-        Rule::Body(part[..cut].as_bytes().to_vec()),
+        Rule::Body(part.as_bytes()[..cut].to_vec()),
     );
     let dir = tempfile::tempdir().unwrap();
     let out = baseline(&srv.url("/"), dir.path()).output().unwrap();
