@@ -56,7 +56,7 @@ fn audit(a: &rsmirror::cli::AuditArgs, arguments: &str) -> Exit {
 /// Print a baseline / incremental outcome the way DESIGN.md §5 asks: JSON on stdout with
 /// --json; quiet under cron on success; the summary line otherwise.
 fn summarise(
-    result: Result<sync::baseline::Outcome, rsmirror::error::Error>,
+    result: Result<sync::context::Outcome, rsmirror::error::Error>,
     output: &settings::Output,
 ) -> Exit {
     match result {

@@ -18,9 +18,9 @@ use crate::rs::document::Capability;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings;
 use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
-use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
+use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
-use crate::sync::context::RunContext;
+use crate::sync::context::{partial, OpenMirror, Outcome};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
@@ -31,12 +31,6 @@ use crate::sync::{arc_mirror, scp_mirror};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
-
-/// How a baseline ended (when it did not end in an [`Error`]).
-pub struct Outcome {
-    pub summary: Summary,
-    pub exit: Exit,
-}
 
 /// One collection's snapshot and what to do with it.
 struct Planned {
@@ -109,7 +103,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
         let planned = planned?;
         print_plan(&planned, &states, s, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
-        let exit = if summary.refused > 0 || planned.iter().any(|p| !p.snapshot.complete()) {
+        let exit = if partial(&summary) || planned.iter().any(|p| !p.snapshot.complete()) {
             Exit::Partial
         } else {
             Exit::Ok
@@ -119,35 +113,31 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
     }
 
     std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
-    let _lock = MirrorLock::acquire(&s.mirror)?;
-    let mut catalog = Catalog::open(&s.mirror)?;
-    catalog.abandon_unfinished_runs()?;
-    let objects = ObjectStore::open(&s.mirror)
-        .map_err(|e| StoreError::io("creating", &s.mirror.join("objects"), e))?;
-    let staging = s.mirror.join("staging");
-    clean_staging(&staging)?;
-    let source_id = catalog.source_id(&source_url)?;
-    let run_id = catalog.begin_run("baseline", Some(source_id), arguments)?;
+    let mut m = OpenMirror::open(&s.mirror)?;
+    let source_id = m.catalog.source_id(&source_url)?;
+    let run_id = m
+        .catalog
+        .begin_run("baseline", Some(source_id), arguments)?;
     summary.run_id = Some(run_id);
 
     let result = (|| {
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
         let (rs, others) = by_kind(discovery.collections);
-        let states = catalog.current_states()?;
+        let states = m.catalog.current_states()?;
         let inputs = PlanInputs {
             http: &http,
-            staging: &staging,
+            staging: &m.staging,
             via: s.via,
             options: docs.options,
-            objects: objects.clone(),
+            objects: m.objects.clone(),
         };
         let planned = plan_all(&docs, &inputs, rs, &states)?;
-        let mut writer = Writer::new(&mut catalog, &objects, run_id);
+        let mut writer = Writer::new(&mut m.catalog, &m.objects, run_id);
         for p in planned {
             apply_collection(
                 &http,
-                &staging,
-                &objects,
+                &m.staging,
+                &m.objects,
                 &mut writer,
                 s,
                 p,
@@ -161,47 +151,19 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
         // SCP and ARC collections are mirrored by their own modules.
         for c in others {
             let url = url::Url::parse(&c.id).expect("collection ids of other kinds are URLs");
-            let mut ctx = RunContext {
-                http: &http,
-                docs: &docs,
-                catalog: &mut catalog,
-                objects: &objects,
-                staging: &staging,
-                source_id,
-                run_id,
-                summary: &mut summary,
-                progress,
-            };
+            let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
             match c.kind {
                 SourceKind::Scp => scp_mirror::baseline(&mut ctx, s, &url)?,
                 SourceKind::Arc => arc_mirror::baseline(&mut ctx, s, &url)?,
                 SourceKind::ResourceSync => unreachable!("partitioned out"),
             }
-            catalog.set_source_kind(source_id, c.kind.name())?;
+            m.catalog.set_source_kind(source_id, c.kind.name())?;
         }
         Ok::<(), Error>(())
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    let exit = match &result {
-        Ok(())
-            if summary.failed > 0
-                || summary.refused > 0
-                || summary.problems.iter().any(|p| p.class == "document") =>
-        {
-            Exit::Partial
-        }
-        Ok(()) => Exit::Ok,
-        Err(e) => e.exit(),
-    };
-    summary.exit_code = exit.code();
-    let outcome = match exit {
-        Exit::Ok => "ok",
-        Exit::Partial => "partial",
-        _ => "failed",
-    };
-    catalog.end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
-    result.map(|()| Outcome { summary, exit })
+    m.finish(run_id, summary, result)
 }
 
 /// ResourceSync collections, and the others (SCP, ARC).
@@ -617,13 +579,4 @@ pub fn declared_hash(digests: &[Digest]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" ")
     })
-}
-
-/// Staging holds only downloads in flight; anything there at the start of a run (we hold the
-/// lock) is left over from a run that died, and is never referenced by the catalog.
-pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
-    if staging.exists() {
-        std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
-    }
-    std::fs::create_dir_all(staging).map_err(|e| StoreError::io("creating", staging, e))
 }

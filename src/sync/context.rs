@@ -1,12 +1,16 @@
-//! What a command run hands to the code that mirrors one collection: the network, the
-//! document opener, the store, the run's identity, and where to count and report.
+//! What every writing run shares: opening the mirror (lock, catalog, objects, an empty
+//! staging folder, runs left by a dead process marked abandoned), ending the run (the exit
+//! code derived from what happened, recorded in `runs`), and what a run hands to the code that
+//! mirrors one collection of another protocol (SCP, ARC, Change Dumps).
 
+use crate::error::Error;
+use crate::exit::Exit;
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::Summary;
-use crate::store::{Catalog, ObjectStore};
+use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
 use crate::sync::documents::Documents;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct RunContext<'a, 'b> {
     pub http: &'a Http,
@@ -18,4 +22,100 @@ pub struct RunContext<'a, 'b> {
     pub run_id: i64,
     pub summary: &'a mut Summary,
     pub progress: &'a Progress,
+}
+
+/// How a baseline or incremental run ended (when it did not end in an [`Error`]).
+pub struct Outcome {
+    pub summary: Summary,
+    pub exit: Exit,
+}
+
+/// A mirror opened for a run that writes: the lock is held for as long as this lives.
+pub struct OpenMirror {
+    _lock: MirrorLock,
+    pub catalog: Catalog,
+    pub objects: ObjectStore,
+    pub staging: PathBuf,
+}
+
+impl OpenMirror {
+    /// Take the lock, open (or create) the catalog and the object store, mark runs left
+    /// unfinished by a process that died as abandoned, and empty `staging/`.
+    pub fn open(mirror: &Path) -> Result<OpenMirror, Error> {
+        let lock = MirrorLock::acquire(mirror)?;
+        let catalog = Catalog::open(mirror)?;
+        catalog.abandon_unfinished_runs()?;
+        let objects = ObjectStore::open(mirror)
+            .map_err(|e| StoreError::io("opening", &mirror.join("objects"), e))?;
+        let staging = mirror.join("staging");
+        clean_staging(&staging)?;
+        Ok(OpenMirror {
+            _lock: lock,
+            catalog,
+            objects,
+            staging,
+        })
+    }
+
+    /// Hand one collection of another protocol what it needs.
+    pub fn context<'a, 'b>(
+        &'a mut self,
+        http: &'a Http,
+        docs: &'a Documents<'b>,
+        (source_id, run_id): (i64, i64),
+        summary: &'a mut Summary,
+        progress: &'a Progress,
+    ) -> RunContext<'a, 'b> {
+        RunContext {
+            http,
+            docs,
+            catalog: &mut self.catalog,
+            objects: &self.objects,
+            staging: &self.staging,
+            source_id,
+            run_id,
+            summary,
+            progress,
+        }
+    }
+
+    /// End the run: the exit code from the result and the counts (some resource failed or
+    /// was refused, or part of a list could not be read: partial), recorded in `runs`.
+    pub fn finish(
+        &self,
+        run_id: i64,
+        mut summary: Summary,
+        result: Result<(), Error>,
+    ) -> Result<Outcome, Error> {
+        let exit = match &result {
+            Ok(()) if partial(&summary) => Exit::Partial,
+            Ok(()) => Exit::Ok,
+            Err(e) => e.exit(),
+        };
+        summary.exit_code = exit.code();
+        let outcome = match exit {
+            Exit::Ok => "ok",
+            Exit::Partial => "partial",
+            _ => "failed",
+        };
+        self.catalog
+            .end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
+        result.map(|()| Outcome { summary, exit })
+    }
+}
+
+/// Some resource failed or was refused, or part of a list could not be read.
+pub fn partial(summary: &Summary) -> bool {
+    summary.failed > 0
+        || summary.refused > 0
+        || summary.problems.iter().any(|p| p.class == "document")
+}
+
+/// Staging holds only downloads in flight; anything there at the start of a run (we hold the
+/// lock) is left over from a run that died, and is never referenced by the catalog.
+pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
+    }
+    std::fs::create_dir_all(staging).map_err(|e| StoreError::io("creating", staging, e))
 }

@@ -17,11 +17,11 @@ use crate::rs::document::{Capability, Change};
 use crate::rs::sitemap::ReadOptions;
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
-use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
+use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
-use crate::sync::baseline::{clean_staging, declared_hash, Outcome};
+use crate::sync::baseline::declared_hash;
 use crate::sync::changes::{self, Changes, Collector, Event};
-use crate::sync::context::RunContext;
+use crate::sync::context::{partial, OpenMirror, Outcome};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::feed::{self, DESCRIBES_BASIS};
@@ -110,7 +110,7 @@ pub fn run(
         let states = catalog.current_states()?;
         print_plan(&pending, &states, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
-        let exit = if summary.refused > 0 {
+        let exit = if partial(&summary) {
             Exit::Partial
         } else {
             Exit::Ok
@@ -122,24 +122,21 @@ pub fn run(
     if !s.mirror.join("catalog.sqlite").exists() {
         return Err(no_mirror());
     }
-    let _lock = MirrorLock::acquire(&s.mirror)?;
-    let mut catalog = Catalog::open(&s.mirror)?;
-    catalog.abandon_unfinished_runs()?;
-    let objects = ObjectStore::open(&s.mirror)
-        .map_err(|e| StoreError::io("opening", &s.mirror.join("objects"), e))?;
-    let staging = s.mirror.join("staging");
-    clean_staging(&staging)?;
-    let source = source_of(s, &catalog)?;
+    let mut m = OpenMirror::open(&s.mirror)?;
+    let source = source_of(s, &m.catalog)?;
     summary.source = source.clone();
     let source_url = discover::source_url(&source)?;
-    let source_id = catalog.source_id(source_url.as_str())?;
-    let run_id = catalog.begin_run("incremental", Some(source_id), arguments)?;
+    let source_id = m.catalog.source_id(source_url.as_str())?;
+    let run_id = m
+        .catalog
+        .begin_run("incremental", Some(source_id), arguments)?;
     summary.run_id = Some(run_id);
 
     let result = (|| {
         // A source the mirror knows to be SCP or ARC goes straight to its module: no
         // rediscovery, so a run with nothing new makes only conditional requests.
-        let known = catalog
+        let known = m
+            .catalog
             .source_kind(source_url.as_str())?
             .map(|k| SourceKind::parse(&k));
         let others = match known {
@@ -149,14 +146,14 @@ pub fn run(
                     pending,
                     dumps,
                     others,
-                } = collect_all(&docs, &catalog, s, &source)?;
-                let states = catalog.current_states()?;
-                let mut writer = Writer::new(&mut catalog, &objects, run_id);
+                } = collect_all(&docs, &m.catalog, s, &source)?;
+                let states = m.catalog.current_states()?;
+                let mut writer = Writer::new(&mut m.catalog, &m.objects, run_id);
                 for p in pending {
                     apply_collection(
                         &http,
-                        &staging,
-                        &objects,
+                        &m.staging,
+                        &m.objects,
                         &mut writer,
                         s,
                         p,
@@ -169,34 +166,15 @@ pub fn run(
                 }
                 drop(writer);
                 for d in dumps {
-                    let mut ctx = RunContext {
-                        http: &http,
-                        docs: &docs,
-                        catalog: &mut catalog,
-                        objects: &objects,
-                        staging: &staging,
-                        source_id,
-                        run_id,
-                        summary: &mut summary,
-                        progress,
-                    };
+                    let mut ctx =
+                        m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
                     change_dump::apply(&mut ctx, &d.collection, &d.url, d.since, &states)?;
                 }
                 others
             }
         };
         for (kind, url) in others {
-            let mut ctx = RunContext {
-                http: &http,
-                docs: &docs,
-                catalog: &mut catalog,
-                objects: &objects,
-                staging: &staging,
-                source_id,
-                run_id,
-                summary: &mut summary,
-                progress,
-            };
+            let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
             match kind {
                 SourceKind::Scp => scp_mirror::incremental(&mut ctx, s, &url)?,
                 SourceKind::Arc => arc_mirror::incremental(&mut ctx, s, &url)?,
@@ -207,19 +185,7 @@ pub fn run(
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    let exit = match &result {
-        Ok(()) if summary.failed > 0 || summary.refused > 0 => Exit::Partial,
-        Ok(()) => Exit::Ok,
-        Err(e) => e.exit(),
-    };
-    summary.exit_code = exit.code();
-    let outcome = match exit {
-        Exit::Ok => "ok",
-        Exit::Partial => "partial",
-        _ => "failed",
-    };
-    catalog.end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
-    result.map(|()| Outcome { summary, exit })
+    m.finish(run_id, summary, result)
 }
 
 /// The SOURCE given, else the one the mirror remembers.
