@@ -145,13 +145,23 @@ fn run_job(http: &Http, staging: &Path, objects: &ObjectStore, job: Job) -> JobR
     }
 }
 
+/// More rows to write once a version has its id.
+pub type Then = Box<dyn FnOnce(&rusqlite::Transaction<'_>, i64) -> Result<(), StoreError>>;
+
+/// A version waiting for its batch.
+struct PendingVersion {
+    version: NewVersion,
+    event: Option<ChangeEventRecord>,
+    then: Option<Then>,
+}
+
 /// The single writer: versions and problems accumulate and are committed in batches, each
 /// after one `syncfs` of the object store.
 pub struct Writer<'a> {
     catalog: &'a mut Catalog,
     objects: &'a ObjectStore,
     run_id: i64,
-    versions: Vec<(NewVersion, Option<ChangeEventRecord>)>,
+    versions: Vec<PendingVersion>,
     events: Vec<ChangeEventRecord>,
     problems: Vec<(String, &'static str, String)>,
     last_flush: Instant,
@@ -175,7 +185,22 @@ impl<'a> Writer<'a> {
     }
 
     pub fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
-        self.versions.push((v, None));
+        self.version_with(v, None, None)
+    }
+
+    /// A version, the change event it applies (recorded with the version's id), and more rows
+    /// that need that id (a protocol's own metadata), written in the same transaction.
+    pub fn version_with(
+        &mut self,
+        version: NewVersion,
+        event: Option<ChangeEventRecord>,
+        then: Option<Then>,
+    ) -> Result<(), StoreError> {
+        self.versions.push(PendingVersion {
+            version,
+            event,
+            then,
+        });
         self.maybe_flush()
     }
 
@@ -185,8 +210,7 @@ impl<'a> Writer<'a> {
         v: NewVersion,
         e: ChangeEventRecord,
     ) -> Result<(), StoreError> {
-        self.versions.push((v, Some(e)));
-        self.maybe_flush()
+        self.version_with(v, Some(e), None)
     }
 
     /// A change event that produced no version (unchanged, superseded, failed, ...).
@@ -225,10 +249,13 @@ impl<'a> Writer<'a> {
                 .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
         }
         let tx = self.catalog.transaction()?;
-        for (v, event) in self.versions.drain(..) {
-            let id = write::version(&tx, self.run_id, &v)?;
-            if let Some(e) = event {
+        for p in self.versions.drain(..) {
+            let id = write::version(&tx, self.run_id, &p.version)?;
+            if let Some(e) = p.event {
                 write::change_event(&tx, self.run_id, &e, Some(id))?;
+            }
+            if let Some(then) = p.then {
+                then(&tx, id)?;
             }
         }
         for e in self.events.drain(..) {

@@ -2,16 +2,17 @@
 //! `arc_versions`), and the single writer that commits ARC versions together with what the
 //! sitemap said of each page.
 //!
-//! The writer batches as `sync::apply::Writer` does (one `syncfs` of the object store before
-//! each transaction, so a version row never names bytes a crash could lose); it exists because
-//! an ARC version carries a row of its own keyed by the version's id.
+//! The writer is `sync::apply::Writer` (one `syncfs` of the object store before each
+//! transaction, so a version row never names bytes a crash could lose) with the ARC row that
+//! is keyed by each version's id written in the same transaction.
 
 use crate::arc::Page;
-use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
+use crate::store::catalog::{ChangeEventRecord, NewVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
+use crate::sync::apply::{Then, Writer};
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// An ARC sitemap as last read.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,39 +200,13 @@ pub mod write_arc {
     }
 }
 
-/// A version to commit, with the change event it applies and the page it was listed as.
-struct Pending {
-    version: NewVersion,
-    event: Option<ChangeEventRecord>,
-    page: Option<PageRecord>,
-}
-
-/// The single writer of an ARC run.
-pub struct ArcWriter<'a> {
-    catalog: &'a mut Catalog,
-    objects: &'a ObjectStore,
-    run_id: i64,
-    versions: Vec<Pending>,
-    events: Vec<ChangeEventRecord>,
-    problems: Vec<(String, &'static str, String)>,
-    last_flush: Instant,
-}
-
-/// Versions per transaction, and the longest a result waits for its commit (as `apply`).
-const BATCH: usize = 512;
-const BATCH_AGE: Duration = Duration::from_millis(500);
+/// The single writer of an ARC run: the shared batching writer, with the page metadata
+/// written beside each version.
+pub struct ArcWriter<'a>(Writer<'a>);
 
 impl<'a> ArcWriter<'a> {
     pub fn new(catalog: &'a mut Catalog, objects: &'a ObjectStore, run_id: i64) -> ArcWriter<'a> {
-        ArcWriter {
-            catalog,
-            objects,
-            run_id,
-            versions: Vec::new(),
-            events: Vec::new(),
-            problems: Vec::new(),
-            last_flush: Instant::now(),
-        }
+        ArcWriter(Writer::new(catalog, objects, run_id))
     }
 
     /// A version (and the change event it applies, and the page metadata kept with it).
@@ -241,18 +216,14 @@ impl<'a> ArcWriter<'a> {
         event: Option<ChangeEventRecord>,
         page: Option<PageRecord>,
     ) -> Result<(), StoreError> {
-        self.versions.push(Pending {
-            version,
-            event,
-            page,
-        });
-        self.maybe_flush()
+        let then: Option<Then> = page
+            .map(|p| Box::new(move |tx: &Transaction<'_>, id| write_arc::page(tx, id, &p)) as Then);
+        self.0.version_with(version, event, then)
     }
 
     /// A change event that produced no version.
     pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
-        self.events.push(e);
-        self.maybe_flush()
+        self.0.event(e)
     }
 
     pub fn problem(
@@ -261,17 +232,7 @@ impl<'a> ArcWriter<'a> {
         class: &'static str,
         reason: &str,
     ) -> Result<(), StoreError> {
-        self.problems
-            .push((uri.to_string(), class, reason.to_string()));
-        self.maybe_flush()
-    }
-
-    fn maybe_flush(&mut self) -> Result<(), StoreError> {
-        if self.versions.len() >= BATCH || self.last_flush.elapsed() >= BATCH_AGE {
-            self.flush(|_| Ok(()))
-        } else {
-            Ok(())
-        }
+        self.0.problem(uri, class, reason)
     }
 
     /// Commit what is pending, plus whatever `extra` writes, in one transaction.
@@ -279,30 +240,6 @@ impl<'a> ArcWriter<'a> {
         &mut self,
         extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        if !self.versions.is_empty() {
-            self.objects
-                .sync()
-                .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
-        }
-        let tx = self.catalog.transaction()?;
-        for p in self.versions.drain(..) {
-            let id = write::version(&tx, self.run_id, &p.version)?;
-            if let Some(e) = &p.event {
-                write::change_event(&tx, self.run_id, e, Some(id))?;
-            }
-            if let Some(page) = &p.page {
-                write_arc::page(&tx, id, page)?;
-            }
-        }
-        for e in self.events.drain(..) {
-            write::change_event(&tx, self.run_id, &e, None)?;
-        }
-        for (uri, class, reason) in self.problems.drain(..) {
-            write::problem(&tx, self.run_id, &uri, class, &reason)?;
-        }
-        extra(&tx)?;
-        tx.commit()?;
-        self.last_flush = Instant::now();
-        Ok(())
+        self.0.flush(extra)
     }
 }
