@@ -285,23 +285,14 @@ pub fn baseline(
         etag: fetched.validators.etag.clone(),
         last_modified: fetched.validators.last_modified.clone(),
     };
-    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
-    writer.flush(|tx| {
-        write_arc::sitemap(tx, source_id, run_id, &record)?;
-        feed::record_identity(tx, &collection, &record.site, "site of the ARC sitemap")?;
-        write::sync_point(
-            tx,
-            source_id,
-            run_id,
-            &SyncPoint {
-                collection: collection.clone(),
-                at: Some(at),
-                anchored: true,
-                basis,
-            },
-        )
-    })?;
-    Ok(())
+    commit_sitemap(
+        writer,
+        (ctx.source_id, ctx.run_id),
+        &record,
+        &collection,
+        at,
+        basis,
+    )
 }
 
 /// One delta page to apply: the last one listed for its URL.
@@ -692,23 +683,14 @@ pub fn incremental(
     }
     summary.sync_point = Some(at.to_string());
     summary.anchored = true;
-    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
-    writer.flush(|tx| {
-        write_arc::sitemap(tx, source_id, run_id, &record)?;
-        feed::record_identity(tx, &collection, &record.site, "site of the ARC sitemap")?;
-        write::sync_point(
-            tx,
-            source_id,
-            run_id,
-            &SyncPoint {
-                collection: collection.clone(),
-                at: Some(at),
-                anchored: true,
-                basis,
-            },
-        )
-    })?;
-    Ok(())
+    commit_sitemap(
+        writer,
+        (ctx.source_id, ctx.run_id),
+        &record,
+        &collection,
+        at,
+        basis,
+    )
 }
 
 /// What to do with a delta page, given the mirror's current state of its URL and the sync
@@ -1093,4 +1075,32 @@ fn problem(uri: &str, class: &'static str, reason: &str) -> Problem {
 /// A document's warnings, each prefixed with its URL.
 fn prefixed(url: &Url, warnings: &[String]) -> Vec<String> {
     warnings.iter().map(|w| format!("{url}: {w}")).collect()
+}
+
+/// The last transaction of an ARC run: the sitemap as read, the collection's identity (its
+/// site) and the sync point, with whatever versions are still pending.
+fn commit_sitemap(
+    mut writer: ArcWriter<'_>,
+    (source_id, run_id): (i64, i64),
+    record: &SitemapRecord,
+    collection: &str,
+    at: Timestamp,
+    basis: String,
+) -> Result<(), Error> {
+    writer.flush(|tx| {
+        write_arc::sitemap(tx, source_id, run_id, record)?;
+        feed::record_identity(tx, collection, &record.site, "site of the ARC sitemap")?;
+        write::sync_point(
+            tx,
+            source_id,
+            run_id,
+            &SyncPoint {
+                collection: collection.to_string(),
+                at: Some(at),
+                anchored: true,
+                basis,
+            },
+        )
+    })?;
+    Ok(())
 }
