@@ -107,6 +107,47 @@ pub enum DocumentResponse {
     NotModified,
 }
 
+/// How long a host's resolved addresses are reused.
+const RESOLVE_TTL: Duration = Duration::from_secs(60);
+
+/// ureq resolves the host before it looks for a pooled connection, on every request, and with
+/// a resolve timeout it does so on a thread of its own: one thread spawn (and one
+/// `getaddrinfo`, a DNS query for a real host) per resource. A mirror talks to one or a few
+/// hosts, so their addresses are kept for [`RESOLVE_TTL`]; a failed lookup is not kept.
+#[derive(Debug, Default)]
+struct CachingResolver<R = ureq::unversioned::resolver::DefaultResolver> {
+    inner: R,
+    known: Mutex<HashMap<String, (Instant, ureq::unversioned::resolver::ResolvedSocketAddrs)>>,
+}
+
+impl<R: ureq::unversioned::resolver::Resolver> ureq::unversioned::resolver::Resolver
+    for CachingResolver<R>
+{
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let key = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or(""),
+            uri.authority().map(|a| a.as_str()).unwrap_or("")
+        );
+        if let Some((at, addrs)) = self.known.lock().unwrap().get(&key) {
+            if at.elapsed() < RESOLVE_TTL {
+                return Ok(addrs.clone());
+            }
+        }
+        let addrs = self.inner.resolve(uri, config, timeout)?;
+        self.known
+            .lock()
+            .unwrap()
+            .insert(key, (Instant::now(), addrs.clone()));
+        Ok(addrs)
+    }
+}
+
 /// One shared agent; `&Http` is shared by all worker threads.
 pub struct Http {
     agent: ureq::Agent,
@@ -132,7 +173,7 @@ impl Http {
             cfg.user_agent.clone()
         };
         let t = Some(cfg.timeout);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .timeout_resolve(t)
             .timeout_connect(t)
             .timeout_send_request(t)
@@ -140,13 +181,21 @@ impl Http {
             // Per read, not per body: a multi-GB body may take hours, a silent one may not.
             .timeout_per_read(t)
             .timeout_per_write(t)
+            // Keep a connection per worker (--jobs is at most 256): with ureq's default of 3 idle
+            // connections per host, 8 workers opened a new connection for most requests.
+            .max_idle_connections(256)
+            .max_idle_connections_per_host(256)
             // Redirects are ours: every hop goes through the scope.
             .max_redirects(0)
             .http_status_as_error(false)
             .user_agent(user_agent)
             .accept_encoding("identity")
-            .build()
-            .into();
+            .build();
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            CachingResolver::<ureq::unversioned::resolver::DefaultResolver>::default(),
+        );
         let mut maps: Vec<(String, PathBuf)> = cfg
             .maps
             .iter()
@@ -721,6 +770,46 @@ mod tests {
             maps: Vec::new(),
             max_redirects: 5,
         }
+    }
+
+    /// Counts the lookups that reach the real resolver.
+    #[derive(Debug, Default)]
+    struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl ureq::unversioned::resolver::Resolver for Counting {
+        fn resolve(
+            &self,
+            uri: &ureq::http::Uri,
+            config: &ureq::config::Config,
+            timeout: ureq::unversioned::transport::NextTimeout,
+        ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)
+        }
+    }
+
+    #[test]
+    fn a_host_is_resolved_once_not_once_per_request() {
+        let server = TestServer::start(|_, _| reply(200, "x", &[]));
+        let lookups = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let resolver = CachingResolver {
+            inner: Counting(std::sync::Arc::clone(&lookups)),
+            known: Mutex::default(),
+        };
+        // With a resolve timeout, as Http::new configures it.
+        let config = ureq::Agent::config_builder()
+            .timeout_resolve(Some(Duration::from_secs(5)))
+            .build();
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            resolver,
+        );
+        for path in ["/a", "/b", "/a", "/c", "/d"] {
+            let mut r = agent.get(server.url(path).as_str()).call().unwrap();
+            assert_eq!(r.body_mut().read_to_string().unwrap(), "x");
+        }
+        assert_eq!(lookups.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     fn body_text(r: DocumentResponse) -> (Url, String) {

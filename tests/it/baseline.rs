@@ -694,3 +694,28 @@ fn a_part_truncated_half_way_contributes_nothing() {
     }
     assert_eq!(sync_point(dir.path()), None);
 }
+
+/// Workers keep their connections: a few connections for hundreds of requests, not one per
+/// resource (ureq keeps 3 idle connections per host unless told otherwise: 18 connections here).
+#[test]
+fn connections_are_kept_alive_across_resources() {
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 200, 256);
+    let srv = TestServer::start(tree.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["-j", "8", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 200);
+    let requests = srv.requests();
+    let peers: std::collections::BTreeSet<_> = requests.iter().filter_map(|r| r.peer).collect();
+    assert_eq!(requests.len(), 201);
+    assert!(
+        peers.len() <= 9,
+        "{} connections for {} requests with 8 workers",
+        peers.len(),
+        requests.len()
+    );
+}

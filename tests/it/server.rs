@@ -1,11 +1,13 @@
-//! The integration tests' HTTP server: a `tiny_http` server on 127.0.0.1:0 that serves one
+//! The integration tests' HTTP server: a small HTTP/1.1 server on 127.0.0.1:0 that serves one
 //! testdata tree as a site root.
 //!
 //! It rewrites the fixtures' placeholder origin (`http://sample.example.org`) to its own
 //! `http://127.0.0.1:PORT` in every body (inside gzip bodies too), answers conditional GETs with
 //! 304, logs every request, and misbehaves on demand: per-path [`Rule`]s and a global delay,
-//! both changeable while it runs. Each request is handled on its own thread, so a stalled path
-//! never blocks the others. Dropping the [`TestServer`] stops it and releases stalled requests.
+//! both changeable while it runs. Each connection has its own thread and is kept alive as long
+//! as the client wants (tiny_http, used before, starved a burst of more than four keep-alive
+//! connections), so a stalled path never blocks the others. Dropping the [`TestServer`] stops
+//! it and releases stalled requests.
 //!
 //! It knows nothing of rsmirror: the tests that start it decide what a run should have done.
 //! The trees it serves are described in `testdata/README.md`.
@@ -14,7 +16,8 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::{Cursor, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -54,6 +57,8 @@ pub struct Logged {
     pub status: u16,
     /// When the server decided the answer (before any delay).
     pub at: Instant,
+    /// The client's address and port: one per connection the client opened.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl Logged {
@@ -87,7 +92,7 @@ pub enum Rule {
 /// A running server; dropping it stops the server.
 pub struct TestServer {
     shared: Arc<Shared>,
-    http: Arc<tiny_http::Server>,
+    addr: SocketAddr,
     accept: Option<JoinHandle<()>>,
 }
 
@@ -152,8 +157,9 @@ impl TestServer {
     /// Serves the folder `root` (relative paths are taken from the crate root, so
     /// `"testdata/sample"` works from any directory).
     pub fn start(root: impl AsRef<Path>) -> TestServer {
-        let http = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1:0"));
-        let port = http.server_addr().to_ip().expect("an IP listener").port();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("a bound address");
+        let port = addr.port();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 root: served_root(root.as_ref()),
@@ -166,26 +172,26 @@ impl TestServer {
             base: format!("http://127.0.0.1:{port}"),
         });
         let accept = {
-            let http = Arc::clone(&http);
             let shared = Arc::clone(&shared);
             thread::Builder::new()
                 .name(format!("test-server-{port}"))
-                .spawn(move || loop {
-                    let request = http.recv();
-                    if shared.lock().stopping {
-                        break;
-                    }
-                    // An Err that is not our unblock() is a failed accept: keep serving.
-                    if let Ok(request) = request {
-                        let shared = Arc::clone(&shared);
-                        thread::spawn(move || handle(&shared, request));
+                .spawn(move || {
+                    for stream in listener.incoming() {
+                        if shared.lock().stopping {
+                            break;
+                        }
+                        // A failed accept is the client's loss: keep serving.
+                        if let Ok(stream) = stream {
+                            let shared = Arc::clone(&shared);
+                            thread::spawn(move || serve_connection(&shared, stream));
+                        }
                     }
                 })
                 .expect("spawn the accept thread")
         };
         TestServer {
             shared,
-            http,
+            addr,
             accept: Some(accept),
         }
     }
@@ -251,12 +257,12 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.shared.lock().stopping = true;
         self.shared.wake.notify_all();
-        self.http.unblock();
+        // Wake the accept loop, which then sees `stopping` and drops the listener.
+        let _ = TcpStream::connect(self.addr);
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }
-        // Stalled or delayed handlers wake up, drop their request (tiny_http then answers 500
-        // and closes), and end; the listener closes when `http` is dropped.
+        // Stalled or delayed handlers wake up and close their connection without an answer.
     }
 }
 
@@ -304,19 +310,140 @@ impl Reply {
     }
 }
 
-fn handle(shared: &Shared, request: tiny_http::Request) {
-    let method = request.method().as_str().to_owned();
-    let url = request.url().to_owned();
-    let headers: Vec<(String, String)> = request
-        .headers()
-        .iter()
-        .map(|h| {
-            (
-                h.field.as_str().as_str().to_ascii_lowercase(),
-                h.value.as_str().to_owned(),
-            )
-        })
-        .collect();
+/// One request as read off the wire.
+struct Incoming {
+    method: String,
+    /// The request target as sent.
+    url: String,
+    headers: Vec<(String, String)>,
+    /// The client asked for the connection to end after this answer.
+    close: bool,
+}
+
+/// Reads one request head (and skips any body); None at the end of the connection or on a
+/// request that cannot be read (the connection is then closed).
+fn read_request(reader: &mut impl BufRead) -> Option<Incoming> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if !line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = line.split_whitespace();
+    let (method, url, version) = (parts.next()?, parts.next()?, parts.next()?);
+    let (method, url, version) = (method.to_owned(), url.to_owned(), version.to_owned());
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l.split_once(':')?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    }
+    let length: u64 = header(&headers, "content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    std::io::copy(&mut reader.take(length), &mut std::io::sink()).ok()?;
+    let connection = header(&headers, "connection")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let close = connection.contains("close")
+        || (version == "HTTP/1.0" && !connection.contains("keep-alive"));
+    Some(Incoming {
+        method,
+        url,
+        headers,
+        close,
+    })
+}
+
+/// Answers the requests of one connection in turn, keeping it open while the client does.
+fn serve_connection(shared: &Shared, stream: TcpStream) {
+    let peer = stream.peer_addr().ok();
+    // An idle connection of a client that has gone away does not keep its thread forever.
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    while let Some(request) = read_request(&mut reader) {
+        let Some((status, headers, body, length)) = handle(shared, &request, peer) else {
+            return; // stalled until the server stopped, or stopped while delayed
+        };
+        let no_body = request.method == "HEAD" || status == 304 || status == 204;
+        // A body shorter than its Content-Length (a truncation on purpose) ends the
+        // connection, so that the client sees the end of the data.
+        let close = request.close || (!no_body && body.len() != length);
+        let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+        for (k, v) in &headers {
+            if !k.eq_ignore_ascii_case("content-length") && !k.eq_ignore_ascii_case("connection") {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+        }
+        head.push_str(&format!("Content-Length: {length}\r\n"));
+        if close {
+            head.push_str("Connection: close\r\n");
+        }
+        head.push_str("\r\n");
+        let mut out = head.into_bytes();
+        if !no_body {
+            out.extend_from_slice(&body);
+        }
+        // The client may have gone away: that is its business.
+        if writer
+            .write_all(&out)
+            .and_then(|()| writer.flush())
+            .is_err()
+            || close
+        {
+            return;
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        410 => "Gone",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+/// Logs the request and decides the answer: (status, headers, body, Content-Length), or None
+/// when nothing is to be sent (a stall, or the server stopped during a delay).
+#[allow(clippy::type_complexity)]
+fn handle(
+    shared: &Shared,
+    request: &Incoming,
+    peer: Option<SocketAddr>,
+) -> Option<(u16, Vec<(String, String)>, Vec<u8>, usize)> {
+    let method = request.method.clone();
+    let url = request.url.clone();
+    let headers = request.headers.clone();
     let raw_path = url.split(['?', '#']).next().unwrap_or("");
     let path = percent_decode(raw_path);
 
@@ -330,37 +457,25 @@ fn handle(shared: &Shared, request: tiny_http::Request) {
             headers,
             status: reply.status(),
             at: Instant::now(),
+            peer,
         });
         (reply, state.delay)
     };
 
     if !delay.is_zero() && !shared.sleep(delay) {
-        return;
+        return None;
     }
     match reply {
-        Reply::Stall => shared.wait_until_stopped(),
+        Reply::Stall => {
+            shared.wait_until_stopped();
+            None
+        }
         Reply::Send {
             status,
             headers,
             body,
             length,
-        } => {
-            let headers = headers
-                .into_iter()
-                .filter_map(|(k, v)| tiny_http::Header::from_bytes(k, v).ok())
-                .collect();
-            let response = tiny_http::Response::new(
-                tiny_http::StatusCode(status),
-                headers,
-                Cursor::new(body),
-                Some(length),
-                None,
-            )
-            // Always Content-Length, never chunked.
-            .with_chunked_threshold(usize::MAX);
-            // The client may have gone away: that is its business.
-            let _ = request.respond(response);
-        }
+        } => Some((status, headers, body, length)),
     }
 }
 
