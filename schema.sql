@@ -1,4 +1,5 @@
--- rsmirror catalog, schema version 1 (PRAGMA user_version).
+-- rsmirror catalog, schema version 2 (PRAGMA user_version). Version 1 had the same tables and
+-- objects in two fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one.
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -263,4 +264,4 @@ CREATE TABLE collection_identities (
     recorded_at   TEXT NOT NULL
 );
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

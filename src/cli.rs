@@ -10,7 +10,7 @@ use std::path::PathBuf;
     about = "A ResourceSync Destination: keep a verified, versioned local mirror of a web source",
     long_about = "rsmirror keeps a local, verified, versioned mirror of a ResourceSync source in \
                   an SQLite catalog plus a content-addressed object store \
-                  (MIRROR/objects/sha256/ab/cd/<sha256>).",
+                  (MIRROR/objects/sha256/ab/<sha256>).",
     after_help = crate::exit::Exit::help_table()
 )]
 pub struct Cli {

@@ -692,10 +692,10 @@ mod tests {
             changed().line(),
             "* http://x/res/a.txt  changed length: expected 7, actual 6  (run rsmirror incremental or rsmirror baseline to fetch the new version)"
         );
-        let stray = Finding::new(Class::StrayObject).object("objects/sha256/ab/cd/x");
+        let stray = Finding::new(Class::StrayObject).object("objects/sha256/ab/x");
         assert!(stray
             .line()
-            .starts_with("! objects/sha256/ab/cd/x  stray-object  ("));
+            .starts_with("! objects/sha256/ab/x  stray-object  ("));
     }
 
     #[test]

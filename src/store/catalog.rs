@@ -14,8 +14,10 @@ use std::path::Path;
 
 /// The schema, applied to a new catalog.
 pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// `PRAGMA user_version` this build writes and reads. Version 2: the object store has one
+/// fan-out level (`objects/sha256/ab/<sha256>`); version 1 had two, and is upgraded in place
+/// by [`Catalog::open`].
+pub const SCHEMA_VERSION: i64 = 2;
 
 pub struct Catalog {
     conn: Connection,
@@ -107,7 +109,8 @@ fn opt_ts(t: Option<Timestamp>) -> Option<String> {
 }
 
 impl Catalog {
-    /// Open (creating and migrating when needed) the catalog of a mirror.
+    /// Open (creating and migrating when needed) the catalog of a mirror. The caller holds the
+    /// mirror's lock.
     pub fn open(mirror: &Path) -> Result<Catalog, StoreError> {
         let path = mirror.join("catalog.sqlite");
         let conn = Connection::open(&path).map_err(|e| StoreError::sqlite(&path, e))?;
@@ -122,14 +125,23 @@ impl Catalog {
             0 => conn
                 .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
                 .map_err(|e| StoreError::sqlite(&path, e))?,
-            SCHEMA_VERSION => {}
-            v => {
-                return Err(StoreError::Schema {
-                    path: path.display().to_string(),
-                    found: v,
-                    expected: SCHEMA_VERSION,
-                })
+            1 => {
+                // Same tables; the objects move from two fan-out levels to one. The new version
+                // is recorded only once every object has moved and the moves are durable, so
+                // a crash half-way repeats the (idempotent) move at the next open.
+                let objects = mirror.join("objects");
+                let moving =
+                    |e| StoreError::io("moving objects to one folder level in", &objects, e);
+                if crate::store::objects::migrate_two_level(mirror).map_err(moving)? > 0 {
+                    crate::store::ObjectStore::at(mirror)
+                        .sync()
+                        .map_err(moving)?;
+                }
+                conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))
+                    .map_err(|e| StoreError::sqlite(&path, e))?;
             }
+            SCHEMA_VERSION => {}
+            v => return Err(StoreError::schema(&path, v)),
         }
         Ok(Catalog { conn })
     }
@@ -147,11 +159,7 @@ impl Catalog {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| StoreError::sqlite(&path, e))?;
         if version != SCHEMA_VERSION {
-            return Err(StoreError::Schema {
-                path: path.display().to_string(),
-                found: version,
-                expected: SCHEMA_VERSION,
-            });
+            return Err(StoreError::schema(&path, version));
         }
         Ok(Some(Catalog { conn }))
     }

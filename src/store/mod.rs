@@ -23,11 +23,14 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
-    #[error("catalog {path} has schema version {found}; this rsmirror reads version {expected}")]
+    #[error(
+        "catalog {path} has schema version {found}; this rsmirror reads version {expected}{hint}"
+    )]
     Schema {
         path: String,
         found: i64,
         expected: i64,
+        hint: &'static str,
     },
     #[error("no mirror at {path}: run rsmirror baseline first")]
     Missing { path: String },
@@ -45,6 +48,21 @@ impl StoreError {
         StoreError::SqliteAt {
             path: path.display().to_string(),
             source,
+        }
+    }
+
+    /// A catalog of another schema version than this build's.
+    pub fn schema(path: &Path, found: i64) -> StoreError {
+        let expected = crate::store::catalog::SCHEMA_VERSION;
+        StoreError::Schema {
+            path: path.display().to_string(),
+            found,
+            expected,
+            hint: if (1..expected).contains(&found) {
+                " (an older mirror: one run of baseline, incremental or audit upgrades it)"
+            } else {
+                ""
+            },
         }
     }
 

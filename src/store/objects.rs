@@ -1,18 +1,27 @@
-//! The content-addressed object store: `objects/sha256/<2 hex>/<2 hex>/<64 hex>`.
+//! The content-addressed object store: `objects/sha256/<2 hex>/<64 hex>`.
 //!
 //! This layout is a contract (README, "The mirror on disk"): scripts may read objects by
 //! sha256. Objects are write-once: a verified staging file is renamed into place, never written
 //! in place, so a crash leaves either the old state or the new one. Durability is arranged per
 //! batch by [`ObjectStore::sync`] (one `syncfs`) before the catalog transaction that references
 //! the batch commits. Source strings never become file names.
+//!
+//! One fan-out level (256 folders, as git does): creating a folder allocates an inode as a file
+//! does, and the two levels used before (65,536 folders) made nearly every object of a large
+//! baseline cost two inodes and a 4 KiB directory block. Mirrors made with two levels are moved
+//! to one by [`migrate_two_level`] when their catalog is upgraded.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct ObjectStore {
     root: PathBuf,
+    /// The fan-out folders known to exist, so that each is made (or checked) once per run.
+    made: Arc<[AtomicBool; 256]>,
 }
 
 impl ObjectStore {
@@ -20,7 +29,20 @@ impl ObjectStore {
     pub fn open(mirror: &Path) -> io::Result<ObjectStore> {
         let root = mirror.join("objects");
         fs::create_dir_all(root.join("sha256"))?;
-        Ok(ObjectStore { root })
+        Ok(ObjectStore::with_root(root))
+    }
+
+    fn with_root(root: PathBuf) -> ObjectStore {
+        ObjectStore {
+            root,
+            made: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
+        }
+    }
+
+    /// `objects/sha256/ab/<sha256>`: where an object lives, relative to the mirror (for
+    /// messages and reports).
+    pub fn relative_path(sha256_hex: &str) -> String {
+        format!("objects/sha256/{}/{sha256_hex}", &sha256_hex[0..2])
     }
 
     pub fn root(&self) -> &Path {
@@ -33,7 +55,6 @@ impl ObjectStore {
         self.root
             .join("sha256")
             .join(&sha256_hex[0..2])
-            .join(&sha256_hex[2..4])
             .join(sha256_hex)
     }
 
@@ -48,11 +69,12 @@ impl ObjectStore {
             ));
         }
         let dest = self.path_for(sha256_hex);
-        let dir = dest.parent().expect("object path has a parent");
-        fs::create_dir_all(dir)?;
-        let mut perms = fs::metadata(staged)?.permissions();
-        perms.set_readonly(true);
-        fs::set_permissions(staged, perms)?;
+        let fan = usize::from_str_radix(&sha256_hex[0..2], 16).expect("two hex digits");
+        if !self.made[fan].load(Ordering::Relaxed) {
+            fs::create_dir_all(dest.parent().expect("object path has a parent"))?;
+            self.made[fan].store(true, Ordering::Relaxed);
+        }
+        make_read_only(staged)?;
         fs::rename(staged, &dest)?;
         Ok(dest)
     }
@@ -92,22 +114,20 @@ pub struct Visited {
     pub name: String,
     pub path: PathBuf,
     /// True when the entry sits where an object of that name belongs
-    /// (`sha256/<2 hex>/<2 hex>/<64 hex>`); anything else is never an object.
+    /// (`sha256/<2 hex>/<64 hex>`); anything else is never an object.
     pub placed: bool,
 }
 
 impl ObjectStore {
     /// The object store of `mirror`, creating nothing (readers such as audit).
     pub fn at(mirror: &Path) -> ObjectStore {
-        ObjectStore {
-            root: mirror.join("objects"),
-        }
+        ObjectStore::with_root(mirror.join("objects"))
     }
 
     /// Every entry of the store in name order, in bounded memory (one folder listing at a
     /// time): placed objects come in strictly increasing name order, so a caller can
     /// merge-join them with a sorted list of referenced digests. Entries that are not where an
-    /// object belongs (files beside `sha256/`, in the two fan-out levels, folders at the
+    /// object belongs (files beside `sha256/` or in it, folders at the
     /// object level) are visited too, with `placed == false` (except that a folder in an
     /// object's place keeps `placed` true: it occupies that object's name). A missing store
     /// visits nothing.
@@ -153,19 +173,9 @@ impl ObjectStore {
                 })?;
                 continue;
             }
-            for (b, b_path, b_dir) in sorted(&a_path)? {
-                if !(b_dir && is_fan(&b)) {
-                    f(Visited {
-                        name: b,
-                        path: b_path,
-                        placed: false,
-                    })?;
-                    continue;
-                }
-                for (name, path, _) in sorted(&b_path)? {
-                    let placed = is_sha256_hex(&name) && name[0..2] == a && name[2..4] == b;
-                    f(Visited { name, path, placed })?;
-                }
+            for (name, path, _) in sorted(&a_path)? {
+                let placed = is_sha256_hex(&name) && name[0..2] == a;
+                f(Visited { name, path, placed })?;
             }
         }
         Ok(())
@@ -174,6 +184,63 @@ impl ObjectStore {
 
 pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(unix)]
+fn make_read_only(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // One chmod, no stat first: an object is never writable, whatever it was staged as.
+    fs::set_permissions(path, fs::Permissions::from_mode(0o444))
+}
+
+#[cfg(not(unix))]
+fn make_read_only(path: &Path) -> io::Result<()> {
+    let mut perms = fs::metadata(path)?.permissions();
+    perms.set_readonly(true);
+    fs::set_permissions(path, perms)
+}
+
+/// Moves the objects of a two-level store (`sha256/ab/cd/<sha256>`, the layout before catalog
+/// version 2) to `sha256/ab/<sha256>` and removes the emptied folders; anything else found
+/// there (a stray file) is left where it is, for audit to report. Safe to repeat after a
+/// crash: each move is a rename, and objects already moved are not looked at again. Returns
+/// the number of objects moved; the caller syncs before recording the new layout.
+pub fn migrate_two_level(mirror: &Path) -> io::Result<u64> {
+    let top = mirror.join("objects").join("sha256");
+    if !top.is_dir() {
+        return Ok(0);
+    }
+    let is_fan = |n: &str| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut moved = 0;
+    for a in fs::read_dir(&top)? {
+        let a = a?;
+        let a_name = a.file_name().to_string_lossy().into_owned();
+        if !(a.file_type()?.is_dir() && is_fan(&a_name)) {
+            continue;
+        }
+        for b in fs::read_dir(a.path())? {
+            let b = b?;
+            let b_name = b.file_name().to_string_lossy().into_owned();
+            if !(b.file_type()?.is_dir() && is_fan(&b_name)) {
+                continue;
+            }
+            for entry in fs::read_dir(b.path())? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if entry.file_type()?.is_file()
+                    && is_sha256_hex(&name)
+                    && name[0..2] == a_name
+                    && name[2..4] == b_name
+                {
+                    fs::rename(entry.path(), a.path().join(&name))?;
+                    moved += 1;
+                }
+            }
+            // Not empty (a stray file stays): kept for audit.
+            let _ = fs::remove_dir(b.path());
+        }
+    }
+    Ok(moved)
 }
 
 #[cfg(target_os = "linux")]
@@ -208,7 +275,11 @@ mod tests {
         let staged = dir.path().join("x.part");
         fs::write(&staged, b"alpha\n").unwrap();
         let p = store.ingest(&staged, sha).unwrap();
-        assert_eq!(p, dir.path().join("objects/sha256/b6/a9").join(sha));
+        assert_eq!(p, dir.path().join("objects/sha256/b6").join(sha));
+        assert_eq!(
+            ObjectStore::relative_path(sha),
+            format!("objects/sha256/b6/{sha}")
+        );
         assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
         assert!(!staged.exists());
         assert!(fs::metadata(&p).unwrap().permissions().readonly());
@@ -218,5 +289,36 @@ mod tests {
         fs::write(&staged, b"alpha\n").unwrap();
         store.ingest(&staged, sha).unwrap();
         assert!(store.ingest(&staged, "../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn a_two_level_store_is_moved_to_one_level_and_strays_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        let old = dir.path().join("objects/sha256/b6/a9");
+        fs::create_dir_all(&old).unwrap();
+        fs::write(old.join(sha), b"alpha\n").unwrap();
+        let stray_dir = dir.path().join("objects/sha256/00/00");
+        fs::create_dir_all(&stray_dir).unwrap();
+        fs::write(stray_dir.join("notes.txt"), b"x").unwrap();
+        assert_eq!(migrate_two_level(dir.path()).unwrap(), 1);
+        let store = ObjectStore::at(dir.path());
+        assert_eq!(fs::read(store.path_for(sha)).unwrap(), b"alpha\n");
+        assert!(!old.exists(), "the emptied folder is removed");
+        assert!(stray_dir.join("notes.txt").exists(), "a stray file stays");
+        // Again (as after a crash half-way): nothing left to move, nothing lost.
+        assert_eq!(migrate_two_level(dir.path()).unwrap(), 0);
+        assert_eq!(fs::read(store.path_for(sha)).unwrap(), b"alpha\n");
+        let mut placed = Vec::new();
+        store
+            .visit_sorted(|v| {
+                placed.push((v.name, v.placed));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            placed,
+            vec![("00".to_string(), false), (sha.to_string(), true)]
+        );
     }
 }

@@ -271,7 +271,7 @@ fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<plan::Differ
     };
     Some(plan::Difference {
         field: "object".into(),
-        expected: format!("objects/sha256/{}/{}/{sha}", &sha[0..2], &sha[2..4]),
+        expected: ObjectStore::relative_path(sha),
         actual,
     })
 }

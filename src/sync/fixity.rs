@@ -502,7 +502,7 @@ fn strays(
                 out.push(if v.placed {
                     f
                 } else {
-                    f.actual("not where an object belongs (objects/sha256/ab/cd/<sha256>)")
+                    f.actual("not where an object belongs (objects/sha256/ab/<sha256>)")
                 });
             }
             Ok(())

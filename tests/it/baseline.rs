@@ -629,11 +629,7 @@ fn rerun_refetches_missing_or_truncated_objects() {
     let m = current(dir.path());
     let object = |uri: &str| {
         let sha = &m[&format!("{}{uri}", srv.base())];
-        dir.path()
-            .join("objects/sha256")
-            .join(&sha[0..2])
-            .join(&sha[2..4])
-            .join(sha)
+        dir.path().join("objects/sha256").join(&sha[0..2]).join(sha)
     };
     std::fs::remove_file(object("/res/a.txt")).unwrap();
     let truncated = object("/res/page.html");
@@ -718,4 +714,65 @@ fn connections_are_kept_alive_across_resources() {
         peers.len(),
         requests.len()
     );
+}
+
+/// A mirror made before catalog version 2 (objects in two folder levels) is upgraded by the
+/// next writing run: objects moved, nothing fetched again, audit clean; read-only commands
+/// refuse it with a hint until then.
+#[test]
+fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(&srv.url("/"), dir.path());
+    let before = current(dir.path());
+    // Make it look like a version 1 mirror.
+    for sha in before.values() {
+        let top = dir.path().join("objects/sha256").join(&sha[0..2]);
+        let old = top.join(&sha[2..4]);
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::rename(top.join(sha), old.join(sha)).unwrap();
+    }
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    conn.execute_batch("PRAGMA user_version = 1").unwrap();
+    drop(conn);
+
+    let out = baseline(&srv.url("/"), dir.path())
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(
+            "has schema version 1; this rsmirror reads version 2 (an older mirror: one run of \
+             baseline, incremental or audit upgrades it)"
+        ),
+        "{}",
+        stderr_of(&out)
+    );
+
+    srv.clear_requests();
+    run_ok(&srv.url("/"), dir.path());
+    assert!(
+        srv.requests().iter().all(|r| !r.path.starts_with("/res/")),
+        "nothing fetched again: {:?}",
+        srv.requests()
+    );
+    assert_eq!(current(dir.path()), before);
+    for sha in before.values() {
+        let top = dir.path().join("objects/sha256").join(&sha[0..2]);
+        assert!(top.join(sha).is_file(), "{sha} moved");
+        assert!(!top.join(&sha[2..4]).exists(), "emptied folder removed");
+    }
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    assert_consistent(dir.path());
+    let out = rsmirror()
+        .args(["audit", "--offline", "-q", "--mirror"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
 }

@@ -86,11 +86,7 @@ pub fn assert_consistent(mirror: &Path) {
         .map(|r| r.unwrap())
         .collect();
     for (sha, len) in rows {
-        let path = mirror
-            .join("objects/sha256")
-            .join(&sha[0..2])
-            .join(&sha[2..4])
-            .join(&sha);
+        let path = mirror.join("objects/sha256").join(&sha[0..2]).join(&sha);
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(bytes.len() as i64, len, "{}", path.display());
         assert_eq!(
