@@ -323,7 +323,7 @@ def cmd_index(a):
             versions.append((i + 1, i + 1, w3c(lm), len(data), len(data), hash_attr, md5, sha, "text/plain", loc,
                              etag, email.utils.format_datetime(lm, usegmt=True), now))
             # The object (content-addressed, read-only) and resync's copy of it (a hard link).
-            d = os.path.join(objects, sha[:2], sha[2:4])
+            d = os.path.join(objects, sha[:2])
             if d not in made_dirs:
                 os.makedirs(d, exist_ok=True)
                 made_dirs.add(d)
