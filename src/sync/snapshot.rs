@@ -14,7 +14,7 @@ use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::Listed;
 use crate::sync::resource_list::{self, Item};
 use jiff::Timestamp;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// A listed resource the scope refused.
 #[derive(Debug, Clone)]
@@ -52,27 +52,19 @@ impl Snapshot {
 pub fn read(docs: &Documents<'_>, top: OpenedDocument) -> Result<Snapshot, SourceError> {
     let mut listed: Vec<Listed> = Vec::new();
     let mut refused = Vec::new();
-    let mut index_of: HashMap<String, usize> = HashMap::new();
-    let mut twice = Vec::new();
     let walked = resource_list::walk(docs, top, &mut |item| {
         match item {
-            Item::Listed(l) => match index_of.get(l.uri.as_str()) {
-                Some(&i) => {
-                    twice.push(format!(
-                        "{}: line {}: {} listed twice; the later entry counts",
-                        l.document, l.line, l.uri
-                    ));
-                    listed[i] = l;
-                }
-                None => {
-                    index_of.insert(l.uri.to_string(), listed.len());
-                    listed.push(l);
-                }
-            },
+            Item::Listed(mut l) => {
+                // A Vec grown by push keeps room for four digests; a list of a million
+                // entries holds a million of these.
+                l.declared.digests.shrink_to_fit();
+                listed.push(l);
+            }
             Item::Refused(r) => refused.push(r),
         }
         Ok(())
     })?;
+    let twice = keep_the_later_of_twice_listed(&mut listed);
     if !walked.failed_parts.is_empty() {
         // Nothing from a part that failed half-way is kept.
         let failed: HashSet<&str> = walked
@@ -99,4 +91,104 @@ pub fn read(docs: &Documents<'_>, top: OpenedDocument) -> Result<Snapshot, Sourc
             .collect(),
         warnings,
     })
+}
+
+/// A URI listed more than once counts once, with its later entry, at the place of its first;
+/// a warning names each later entry, in list order. Found by sorting positions rather than with
+/// a map of URIs, which would hold a second copy of every URI while the list is read.
+fn keep_the_later_of_twice_listed(listed: &mut Vec<Listed>) -> Vec<String> {
+    let mut order: Vec<usize> = (0..listed.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        listed[a]
+            .uri
+            .as_str()
+            .cmp(listed[b].uri.as_str())
+            .then(a.cmp(&b))
+    });
+    let mut twice: Vec<(usize, String)> = Vec::new();
+    let mut gone = vec![false; listed.len()];
+    let mut swaps = Vec::new();
+    for group in order.chunk_by(|&a, &b| listed[a].uri == listed[b].uri) {
+        if let [first, .., last] = *group {
+            for &j in &group[1..] {
+                let l = &listed[j];
+                twice.push((
+                    j,
+                    format!(
+                        "{}: line {}: {} listed twice; the later entry counts",
+                        l.document, l.line, l.uri
+                    ),
+                ));
+                gone[j] = true;
+            }
+            swaps.push((first, last));
+        }
+    }
+    // The last entry takes the first one's place; the first one's copy is dropped.
+    for (first, last) in swaps {
+        listed.swap(first, last);
+    }
+    if twice.is_empty() {
+        return Vec::new();
+    }
+    let mut at = 0;
+    listed.retain(|_| {
+        at += 1;
+        !gone[at - 1]
+    });
+    twice.sort_unstable_by_key(|(j, _)| *j);
+    twice.into_iter().map(|(_, w)| w).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(uri: &str, line: u64) -> Listed {
+        Listed {
+            uri: url::Url::parse(uri).unwrap(),
+            declared: Default::default(),
+            media_type: None,
+            duplicates: Vec::new(),
+            document: "http://x.org/rl.xml".into(),
+            line,
+            scope: std::sync::Arc::new(crate::net::Scope::for_document(
+                &url::Url::parse(uri).unwrap(),
+                &[],
+            )),
+        }
+    }
+
+    #[test]
+    fn the_later_entry_counts_at_the_first_place() {
+        let mut listed = vec![
+            entry("http://x.org/a", 1),
+            entry("http://x.org/b", 2),
+            entry("http://x.org/a", 3),
+            entry("http://x.org/c", 4),
+            entry("http://x.org/b", 5),
+            entry("http://x.org/a", 6),
+        ];
+        let warnings = keep_the_later_of_twice_listed(&mut listed);
+        let kept: Vec<(&str, u64)> = listed.iter().map(|l| (l.uri.as_str(), l.line)).collect();
+        assert_eq!(
+            kept,
+            vec![
+                ("http://x.org/a", 6),
+                ("http://x.org/b", 5),
+                ("http://x.org/c", 4)
+            ]
+        );
+        assert_eq!(
+            warnings,
+            vec![
+                "http://x.org/rl.xml: line 3: http://x.org/a listed twice; the later entry counts",
+                "http://x.org/rl.xml: line 5: http://x.org/b listed twice; the later entry counts",
+                "http://x.org/rl.xml: line 6: http://x.org/a listed twice; the later entry counts",
+            ]
+        );
+        let mut once = vec![entry("http://x.org/a", 1), entry("http://x.org/b", 2)];
+        assert!(keep_the_later_of_twice_listed(&mut once).is_empty());
+        assert_eq!(once.len(), 2);
+    }
 }
