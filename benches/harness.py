@@ -24,7 +24,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_STEPS = ["limits", "baseline", "baseline-dump", "audit", "audit-offline", "incremental", "audit-index"]
+ALL_STEPS = ["limits", "baseline", "baseline-dump", "audit", "audit-offline", "audit-offline-sha256", "incremental",
+             "audit-index"]
 TOOLS = ["rsmirror", "resync"]
 LIMITS = [
     ("fetch", "plain parallel fetch: `curl --parallel --parallel-max 8` into /dev/null"),
@@ -35,12 +36,14 @@ STEP_TEXT = {
     "baseline": "baseline from the Resource List",
     "baseline-dump": "baseline from the Resource Dump (`--via dump`)",
     "audit": "audit against the source (lastmod, length, digests; re-hash)",
-    "audit-offline": "audit `--offline` (local fixity: re-hash every object)",
+    "audit-offline": "audit `--offline` (local fixity: re-hash every object, md5 + sha-256)",
+    "audit-offline-sha256": "audit `--offline --level sha256` (re-hash every object, sha-256 only)",
     "incremental": "incremental after the 1% change",
     "audit-index": "audit against the Resource List Index (`--level size`)",
 }
 # Steps resync has no counterpart for.
-RESYNC_NA = {"baseline-dump": "no dump client", "audit-offline": "no offline audit"}
+RESYNC_NA = {"baseline-dump": "no dump client", "audit-offline": "no offline audit",
+             "audit-offline-sha256": "no offline audit"}
 
 
 def file_sha256(path):
@@ -287,7 +290,7 @@ class Harness:
             return f"{self.base}/r={d}"
 
         steps = self.steps
-        need_base = any(s in steps for s in ("audit", "audit-offline", "incremental"))
+        need_base = any(s in steps for s in ("audit", "audit-offline", "audit-offline-sha256", "incremental"))
 
         for rep in range(1, self.reps + 1):
             order = self.tools if rep % 2 else list(reversed(self.tools))
@@ -348,12 +351,14 @@ class Harness:
                             or verify_tree(dst, f"{self.base}/r", man_a),
                             cwd=mirror[tool])
 
-            if "audit-offline" in steps and "rsmirror" in self.tools:
+            for step, level in (("audit-offline", []), ("audit-offline-sha256", ["--level", "sha256"])):
+                if step not in steps or "rsmirror" not in self.tools:
+                    continue
                 if not have.get("rsmirror"):
-                    self.record(key, "audit-offline", "rsmirror", rep, "-", 0, None, "no baseline mirror to audit")
+                    self.record(key, step, "rsmirror", rep, "-", 0, None, "no baseline mirror to audit")
                 else:
-                    self.run_step(key, "audit-offline", "rsmirror", rep,
-                                  [rs, "audit", "--offline", "--mirror", mirror["rsmirror"], "-q"],
+                    self.run_step(key, step, "rsmirror", rep,
+                                  [rs, "audit", "--offline"] + level + ["--mirror", mirror["rsmirror"], "-q"],
                                   lambda _: verify_rsmirror(mirror["rsmirror"], man_a))
 
             if "incremental" in steps:
@@ -504,7 +509,8 @@ class Harness:
             total = meta["bytes_a"]
             ch = meta["changes"]
             n_changes = ch["updated"] + ch["created"] + ch["deleted"]
-            work = {s: (n, total) for s in ("baseline", "baseline-dump", "audit", "audit-offline")}
+            work = {s: (n, total) for s in ("baseline", "baseline-dump", "audit", "audit-offline",
+                                            "audit-offline-sha256")}
             work["incremental"] = (n_changes, meta["change_bytes"])
             L.append(f"## N = {n:,} resources × {self.size:,} bytes ({total / 1e6:.1f} MB)\n")
             lim = {}

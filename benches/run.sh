@@ -10,7 +10,7 @@
 #   BENCH_SIZE     bytes per resource (default 8192)                          --size
 #   BENCH_REPS     runs per step and tool, alternating the tools (default 3)  --reps
 #   BENCH_STEPS    comma-separated subset of: limits,baseline,baseline-dump,audit,
-#                  audit-offline,incremental,audit-index (default: all)       --steps
+#                  audit-offline,audit-offline-sha256,incremental,audit-index (default: all)       --steps
 #   BENCH_INDEX_N  entries of the Resource List Index audited (default 1000000; 0 = skip)
 #   BENCH_TOOLS    rsmirror,resync (default both)                             --tools
 #   BENCH_PORT     nginx port (default 18089 when free, else any free port)
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 export BENCH_N=${BENCH_N:-10000,100000} BENCH_SIZE=${BENCH_SIZE:-8192} BENCH_REPS=${BENCH_REPS:-3}
-export BENCH_STEPS=${BENCH_STEPS:-limits,baseline,baseline-dump,audit,audit-offline,incremental,audit-index}
+export BENCH_STEPS=${BENCH_STEPS:-limits,baseline,baseline-dump,audit,audit-offline,audit-offline-sha256,incremental,audit-index}
 export BENCH_INDEX_N=${BENCH_INDEX_N:-1000000} BENCH_TOOLS=${BENCH_TOOLS:-rsmirror,resync}
 export BENCH_OUT=${BENCH_OUT:-$HERE/RESULTS.md} BENCH_LABEL=${BENCH_LABEL:-} BENCH_TIMEOUT=${BENCH_TIMEOUT:-3600}
 

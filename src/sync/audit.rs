@@ -79,11 +79,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         started_at,
         mirror: s.mirror.display().to_string(),
         source: source.clone(),
-        level: match s.level {
-            AuditLevel::Presence => "presence",
-            AuditLevel::Size => "size",
-            AuditLevel::Fixity => "fixity",
-        },
+        level: s.level.name(),
         sample: s.sample.map(|(n, m)| format!("{n}/{m}")),
         all_versions: s.all_versions,
         offline: s.offline,
@@ -757,7 +753,7 @@ impl Emitter<'_, '_> {
 /// The catalog's own health: `integrity_check` at `--level fixity`, the faster `quick_check`
 /// (no index-content cross-check) below it.
 fn catalog_check(catalog: &Catalog, level: AuditLevel) -> Result<Vec<Finding>, StoreError> {
-    let (pragma, lines) = if level == AuditLevel::Fixity {
+    let (pragma, lines) = if level.hashes() {
         ("integrity_check", catalog.integrity_check()?)
     } else {
         let mut stmt = catalog.conn().prepare("PRAGMA quick_check")?;

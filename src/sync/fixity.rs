@@ -307,7 +307,7 @@ fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> 
         return Seen::NotAnObject;
     }
     let path = objects.path_for(&job.sha256);
-    if level != AuditLevel::Fixity {
+    if !level.hashes() {
         // One stat: presence and length need no open.
         return match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => Seen::Present { length: m.len() },
@@ -332,8 +332,28 @@ fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> 
             "not a regular file".into()
         });
     }
-    if level != AuditLevel::Fixity {
-        return Seen::Present { length: meta.len() };
+    if level == AuditLevel::Sha256 {
+        use sha2::Digest as _;
+        let mut sha256 = sha2::Sha256::new();
+        let mut length = 0u64;
+        loop {
+            match file.read(buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    sha256.update(&buf[..n]);
+                    length += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Seen::Unreadable(e.to_string()),
+            }
+        }
+        return Seen::Hashed(Computed {
+            length,
+            // Not computed at this level; `fixity_mismatch` does not look at it.
+            md5_hex: String::new(),
+            sha256_hex: hex::encode(sha256.finalize()),
+            sha1_hex: None,
+        });
     }
     let with_sha1 = job.claims.iter().any(|c| {
         c.sha1.is_some()
@@ -391,7 +411,7 @@ fn judge(job: &Job, seen: &Seen, level: AuditLevel) -> Vec<Finding> {
                     })
                 })
                 .flatten(),
-            Seen::Hashed(computed) => fixity_mismatch(sha, c, computed)
+            Seen::Hashed(computed) => fixity_mismatch(sha, c, computed, level)
                 .map(|(field, e, a)| base(Class::Corrupt).field(field).expected(e).actual(a)),
         };
         out.extend(finding);
@@ -409,7 +429,13 @@ fn length_mismatch(c: &Claim, actual: u64) -> Option<(&'static str, String)> {
 }
 
 /// (field, expected, actual) of the first recorded or declared value the bytes contradict.
-fn fixity_mismatch(sha: &str, c: &Claim, computed: &Computed) -> Option<(String, String, String)> {
+/// At level `sha256` only the length and sha-256 (recorded and declared) are compared.
+fn fixity_mismatch(
+    sha: &str,
+    c: &Claim,
+    computed: &Computed,
+    level: AuditLevel,
+) -> Option<(String, String, String)> {
     if let Some((field, e)) = length_mismatch(c, computed.length) {
         return Some((field.into(), e, computed.length.to_string()));
     }
@@ -420,7 +446,8 @@ fn fixity_mismatch(sha: &str, c: &Claim, computed: &Computed) -> Option<(String,
             computed.sha256_hex.clone(),
         ));
     }
-    if let Some(md5) = c.md5.as_deref().filter(|m| *m != computed.md5_hex) {
+    let all = level == AuditLevel::Fixity;
+    if let Some(md5) = c.md5.as_deref().filter(|m| all && *m != computed.md5_hex) {
         return Some(("md5".into(), md5.to_string(), computed.md5_hex.clone()));
     }
     if let (Some(rec), Some(got)) = (c.sha1.as_deref(), computed.sha1_hex.as_deref()) {
@@ -428,7 +455,8 @@ fn fixity_mismatch(sha: &str, c: &Claim, computed: &Computed) -> Option<(String,
             return Some(("sha-1".into(), rec.to_string(), got.to_string()));
         }
     }
-    let declared = parse_hash_attr(c.declared_hash.as_deref().unwrap_or(""));
+    let mut declared = parse_hash_attr(c.declared_hash.as_deref().unwrap_or(""));
+    declared.retain(|d| all || d.algorithm == Algorithm::Sha256);
     crate::rs::digest::mismatches(&declared, computed)
         .into_iter()
         .next()
@@ -539,29 +567,75 @@ mod tests {
 
     #[test]
     fn intact_bytes_give_nothing() {
-        assert_eq!(fixity_mismatch(ALPHA, &claim(), &alpha()), None);
+        assert_eq!(
+            fixity_mismatch(ALPHA, &claim(), &alpha(), AuditLevel::Fixity),
+            None
+        );
     }
 
     #[test]
     fn the_first_contradiction_is_reported() {
         let mut c = claim();
         c.length = Some(7);
-        assert_eq!(fixity_mismatch(ALPHA, &c, &alpha()).unwrap().0, "length");
+        assert_eq!(
+            fixity_mismatch(ALPHA, &c, &alpha(), AuditLevel::Fixity)
+                .unwrap()
+                .0,
+            "length"
+        );
         let mut other = alpha();
         other.sha256_hex = "0".repeat(64);
         assert_eq!(
-            fixity_mismatch(ALPHA, &claim(), &other).unwrap().0,
+            fixity_mismatch(ALPHA, &claim(), &other, AuditLevel::Fixity)
+                .unwrap()
+                .0,
             "sha-256"
         );
         let mut c = claim();
         c.md5 = Some("0".repeat(32));
-        assert_eq!(fixity_mismatch(ALPHA, &c, &alpha()).unwrap().0, "md5");
+        assert_eq!(
+            fixity_mismatch(ALPHA, &c, &alpha(), AuditLevel::Fixity)
+                .unwrap()
+                .0,
+            "md5"
+        );
         let mut c = claim();
         c.declared_hash = Some(format!("md5:{}", "1".repeat(32)));
-        let (field, e, a) = fixity_mismatch(ALPHA, &c, &alpha()).unwrap();
+        let (field, e, a) = fixity_mismatch(ALPHA, &c, &alpha(), AuditLevel::Fixity).unwrap();
         assert_eq!(field, "declared md5");
         assert_eq!(e, "1".repeat(32));
         assert_eq!(a, "9f9f90dbe3e5ee1218c86b8839db1995");
+    }
+
+    #[test]
+    fn level_sha256_compares_length_and_sha256_only() {
+        let sha_only = Computed {
+            md5_hex: String::new(),
+            ..alpha()
+        };
+        let level = AuditLevel::Sha256;
+        assert_eq!(fixity_mismatch(ALPHA, &claim(), &sha_only, level), None);
+        let mut c = claim();
+        c.md5 = Some("0".repeat(32));
+        c.declared_hash = Some(format!("md5:{}", "1".repeat(32)));
+        assert_eq!(fixity_mismatch(ALPHA, &c, &sha_only, level), None);
+        c.declared_hash = Some(format!("sha-256:{}", "2".repeat(64)));
+        assert_eq!(
+            fixity_mismatch(ALPHA, &c, &sha_only, level).unwrap().0,
+            "declared sha-256"
+        );
+        let mut other = sha_only.clone();
+        other.sha256_hex = "0".repeat(64);
+        assert_eq!(
+            fixity_mismatch(ALPHA, &claim(), &other, level).unwrap().0,
+            "sha-256"
+        );
+        c = claim();
+        c.length = Some(7);
+        assert_eq!(
+            fixity_mismatch(ALPHA, &c, &sha_only, level).unwrap().0,
+            "length"
+        );
     }
 
     #[test]
@@ -582,6 +656,13 @@ mod tests {
         ));
         match look(&store, &job, AuditLevel::Fixity, &mut buf) {
             Seen::Hashed(c) => assert_eq!(c, alpha()),
+            other => panic!("{other:?}"),
+        }
+        match look(&store, &job, AuditLevel::Sha256, &mut buf) {
+            Seen::Hashed(c) => {
+                assert_eq!((c.length, c.sha256_hex.as_str()), (6, ALPHA));
+                assert_eq!(c.md5_hex, "", "md5 is not computed at level sha256");
+            }
             other => panic!("{other:?}"),
         }
         let missing = Job {

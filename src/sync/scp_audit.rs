@@ -21,7 +21,6 @@
 //! It returns findings for the audit command to order, report and store (`sync::audit`);
 //! it writes nothing.
 
-use crate::cli::AuditLevel;
 use crate::error::SourceError;
 use crate::finding::{Class, Finding};
 use crate::net::agent::DocumentResponse;
@@ -77,7 +76,7 @@ pub fn audit(
             );
         }
     }
-    if s.level == AuditLevel::Fixity {
+    if s.level.hashes() {
         rehash_pages(conn, source_id, s.all_versions, &mut out)?;
     }
     if !s.offline {

@@ -271,6 +271,40 @@ fn same_size_swap_is_corrupt_and_invisible_to_size() {
     );
 }
 
+/// `--level sha256` re-hashes every byte with SHA-256 only: a changed byte is found exactly as
+/// at `fixity`; a recorded md5 that no longer matches (the catalog, not the bytes) only `fixity`
+/// finds, and the report says which level ran.
+#[test]
+fn level_sha256_finds_changed_bytes_but_does_not_recompute_md5() {
+    let fx = Fixture::generated(3);
+    let p = fx.object(1);
+    writable(&p);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[3] ^= 0x20;
+    std::fs::write(&p, bytes).unwrap();
+    let (code, doc) = audit_json(fx.path(), &["--offline", "--level", "sha256"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["level"], "sha256");
+    assert_eq!(troubles(&doc), vec![(Class::Corrupt, fx.uri(1))]);
+    let f = &findings(&doc)[1];
+    assert_eq!(
+        (f.class, f.field.as_deref()),
+        (Class::Corrupt, Some("sha-256"))
+    );
+
+    let fx = Fixture::generated(2);
+    let conn = Connection::open(fx.path().join("catalog.sqlite")).unwrap();
+    conn.execute("UPDATE versions SET md5_hex = ?1", [&"0".repeat(32)])
+        .unwrap();
+    drop(conn);
+    let (code, doc) = audit_json(fx.path(), &["--offline", "--level", "sha256"]);
+    assert_eq!((code, troubles(&doc)), (0, vec![]), "{doc}");
+    let (code, doc) = audit_json(fx.path(), &["--offline"]);
+    assert_eq!(code, 1, "{doc}");
+    let f = &findings(&doc)[0];
+    assert_eq!((f.class, f.field.as_deref()), (Class::Corrupt, Some("md5")));
+}
+
 #[test]
 fn stray_file_in_objects() {
     corrupted("stray file", |fx| {
