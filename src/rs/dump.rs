@@ -987,6 +987,9 @@ fn parse_manifest(
             Some(n) if !deleted => by_name.get(n.as_str()).copied(),
             _ => None,
         };
+        let mut hash = md.hash;
+        // Room for four digests otherwise: a package of 100,000 entries keeps them all.
+        hash.shrink_to_fit();
         items.push(ManifestItem {
             line: entry.line,
             loc: entry.loc,
@@ -994,7 +997,7 @@ fn parse_manifest(
             change: md.change,
             datetime: md.datetime,
             length: md.length,
-            hash: md.hash,
+            hash,
             media_type: md.media_type,
             encoding: md.encoding,
             path: md.path,

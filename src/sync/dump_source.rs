@@ -18,8 +18,7 @@ use crate::store::ObjectStore;
 use crate::sync::apply::{Fetched, JobResult};
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::{Declared, Listed};
-use crate::sync::snapshot::{Refused, Snapshot};
-use std::collections::HashMap;
+use crate::sync::snapshot::{self, Refused, Snapshot};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use url::Url;
@@ -35,13 +34,16 @@ pub struct DumpSnapshot {
     packages: Vec<Opened>,
     /// For each listed resource: (package, manifest entry).
     origin: Vec<(usize, usize)>,
+    options: ReadOptions,
 }
 
+/// A downloaded package. Its manifest and ZIP directory are read once to build the snapshot,
+/// then let go, and read again when its bitstreams are staged: only one package's entries are
+/// in memory at a time (100 packages of 1,000 entries held open cost 70 MB).
 struct Opened {
     url: Url,
+    /// Empty when the package could not be used (recorded in `failed_parts`).
     file: PathBuf,
-    /// None when the package could not be used (recorded in `failed_parts`).
-    package: Option<Package>,
 }
 
 /// A package a dump names.
@@ -98,8 +100,8 @@ impl DumpSnapshot {
             snapshot,
             packages: Vec::new(),
             origin: Vec::new(),
+            options,
         };
-        let mut index_of: HashMap<String, usize> = HashMap::new();
         let mut manifest_at = None;
         for r in refs {
             let p = dump.packages.len();
@@ -107,7 +109,7 @@ impl DumpSnapshot {
                 .map_err(|e| e.to_string())
                 .and_then(|staged| {
                     Package::open(&staged.path, &r.url, DumpLimits::default(), options)
-                        .map(|pkg| (staged.path.clone(), Some(pkg)))
+                        .map(|pkg| (staged.path.clone(), pkg))
                         .map_err(|e| {
                             let _ = std::fs::remove_file(&staged.path);
                             e.to_string()
@@ -122,12 +124,11 @@ impl DumpSnapshot {
                     dump.packages.push(Opened {
                         url: r.url,
                         file: PathBuf::new(),
-                        package: None,
                     });
                     continue;
                 }
             };
-            let pkg = package.as_ref().expect("opened");
+            let pkg = &package;
             manifest_at = manifest_at.or(pkg.manifest_header().md.at);
             for w in pkg.warnings() {
                 dump.snapshot
@@ -141,6 +142,8 @@ impl DumpSnapshot {
                 ));
             }
             let document: Arc<str> = r.url.as_str().into();
+            dump.snapshot.listed.reserve_exact(pkg.entries().len());
+            dump.origin.reserve_exact(pkg.entries().len());
             for (e, item) in pkg.entries().iter().enumerate() {
                 if item.is_deleted() {
                     continue;
@@ -165,22 +168,28 @@ impl DumpSnapshot {
                     line: item.line,
                     scope: scope.clone(),
                 };
-                match index_of.get(item.loc.as_str()) {
-                    Some(&i) => {
-                        dump.snapshot.listed[i] = listed;
-                        dump.origin[i] = (p, e);
-                    }
-                    None => {
-                        index_of.insert(item.loc.to_string(), dump.snapshot.listed.len());
-                        dump.snapshot.listed.push(listed);
-                        dump.origin.push((p, e));
-                    }
-                }
+                dump.snapshot.listed.push(listed);
+                dump.origin.push((p, e));
             }
-            dump.packages.push(Opened {
-                url: r.url,
-                file,
-                package,
+            dump.packages.push(Opened { url: r.url, file });
+        }
+        // A URI in several manifests counts once, with its later entry (and that entry's
+        // bitstream), at the place of its first.
+        let (swaps, gone) = snapshot::twice_listed(&dump.snapshot.listed);
+        for (first, last) in swaps {
+            dump.snapshot.listed.swap(first, last);
+            dump.origin.swap(first, last);
+        }
+        if gone.iter().any(|&g| g) {
+            let mut at = 0;
+            dump.snapshot.listed.retain(|_| {
+                at += 1;
+                !gone[at - 1]
+            });
+            at = 0;
+            dump.origin.retain(|_| {
+                at += 1;
+                !gone[at - 1]
             });
         }
         dump.snapshot.at = header_at.or(manifest_at);
@@ -213,16 +222,31 @@ impl DumpSnapshot {
             if listed.is_empty() {
                 continue;
             }
-            let opened = &mut self.packages[p];
-            let Some(package) = opened.package.as_mut() else {
-                for i in listed {
-                    on_result(JobResult::Failed {
-                        index: i,
-                        reason: format!("package {} could not be used", opened.url),
-                        refused: false,
-                    })?;
+            let opened = &self.packages[p];
+            let reopened = if opened.file.as_os_str().is_empty() {
+                Err("could not be used".to_string())
+            } else {
+                // The same file as read before (our own download in staging).
+                Package::open(
+                    &opened.file,
+                    &opened.url,
+                    DumpLimits::default(),
+                    self.options,
+                )
+                .map_err(|e| e.to_string())
+            };
+            let mut package = match reopened {
+                Ok(p) => p,
+                Err(why) => {
+                    for i in listed {
+                        on_result(JobResult::Failed {
+                            index: i,
+                            reason: format!("package {}: {why}", opened.url),
+                            refused: false,
+                        })?;
+                    }
+                    continue;
                 }
-                continue;
             };
             let mut staged = Vec::new();
             let mut failed = Vec::new();

@@ -94,9 +94,38 @@ pub fn read(docs: &Documents<'_>, top: OpenedDocument) -> Result<Snapshot, Sourc
 }
 
 /// A URI listed more than once counts once, with its later entry, at the place of its first;
-/// a warning names each later entry, in list order. Found by sorting positions rather than with
-/// a map of URIs, which would hold a second copy of every URI while the list is read.
+/// a warning names each later entry, in list order.
 fn keep_the_later_of_twice_listed(listed: &mut Vec<Listed>) -> Vec<String> {
+    let (swaps, gone) = twice_listed(listed);
+    let twice: Vec<String> = (0..listed.len())
+        .filter(|&j| gone[j])
+        .map(|j| {
+            let l = &listed[j];
+            format!(
+                "{}: line {}: {} listed twice; the later entry counts",
+                l.document, l.line, l.uri
+            )
+        })
+        .collect();
+    if twice.is_empty() {
+        return twice;
+    }
+    for (first, last) in swaps {
+        listed.swap(first, last);
+    }
+    let mut at = 0;
+    listed.retain(|_| {
+        at += 1;
+        !gone[at - 1]
+    });
+    twice
+}
+
+/// For URIs listed more than once: the swaps that put each one's last entry at the place of
+/// its first, and the positions to drop afterwards (every entry but the first of each URI —
+/// whose place the last one then holds). Found by sorting positions rather than with a map of
+/// URIs, which would hold a second copy of every URI while the list is read.
+pub fn twice_listed(listed: &[Listed]) -> (Vec<(usize, usize)>, Vec<bool>) {
     let mut order: Vec<usize> = (0..listed.len()).collect();
     order.sort_unstable_by(|&a, &b| {
         listed[a]
@@ -105,39 +134,17 @@ fn keep_the_later_of_twice_listed(listed: &mut Vec<Listed>) -> Vec<String> {
             .cmp(listed[b].uri.as_str())
             .then(a.cmp(&b))
     });
-    let mut twice: Vec<(usize, String)> = Vec::new();
     let mut gone = vec![false; listed.len()];
     let mut swaps = Vec::new();
     for group in order.chunk_by(|&a, &b| listed[a].uri == listed[b].uri) {
         if let [first, .., last] = *group {
             for &j in &group[1..] {
-                let l = &listed[j];
-                twice.push((
-                    j,
-                    format!(
-                        "{}: line {}: {} listed twice; the later entry counts",
-                        l.document, l.line, l.uri
-                    ),
-                ));
                 gone[j] = true;
             }
             swaps.push((first, last));
         }
     }
-    // The last entry takes the first one's place; the first one's copy is dropped.
-    for (first, last) in swaps {
-        listed.swap(first, last);
-    }
-    if twice.is_empty() {
-        return Vec::new();
-    }
-    let mut at = 0;
-    listed.retain(|_| {
-        at += 1;
-        !gone[at - 1]
-    });
-    twice.sort_unstable_by_key(|(j, _)| *j);
-    twice.into_iter().map(|(_, w)| w).collect()
+    (swaps, gone)
 }
 
 #[cfg(test)]

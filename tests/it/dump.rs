@@ -419,3 +419,38 @@ fn incremental_from_a_change_dump_equals_incremental_from_the_change_list() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(srv.count("/cd-1.zip"), 0);
 }
+
+/// A URI in two packages counts once, with the later package's entry and bitstream.
+#[test]
+fn a_resource_in_two_packages_is_taken_from_the_later_one() {
+    let t = six();
+    let srv = TestServer::start(t.path());
+    let p1 = package(&t, &srv.base(), &["r1", "r2", "r3"], &[]);
+    t.put("r2", b"resource 2, as the second package has it\n");
+    let p2 = package(&t, &srv.base(), &["r4", "r2", "r5", "r6"], &[]);
+    publish_dump(&t, &[("p1.zip", &p1), ("p2.zip", &p2)]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .args(["--via", "dump"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let now = current(dir.path());
+    assert_eq!(now.len(), 6);
+    assert_eq!(
+        now[&srv.url("/res/r2")],
+        sha256_file(&t.path().join("res/r2"))
+    );
+    assert_eq!(version_count(dir.path()), 6, "one version per resource");
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    let from: String = conn
+        .query_row(
+            "SELECT v.fetched_from FROM versions v JOIN resources r ON r.current_version_id = v.id
+             WHERE r.uri = ?1",
+            [srv.url("/res/r2")],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(from, format!("{}/p2.zip", srv.base()));
+    assert_consistent(dir.path());
+}
