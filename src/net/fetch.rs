@@ -207,6 +207,48 @@ fn fetch_once(
     })
 }
 
+/// Staging folders, one per thread (16 at most, shared beyond that): every file created in a
+/// folder takes that folder's lock, and eight workers creating files in one `staging/` spent
+/// their time waiting on it. Emptied folders are removed when a run ends
+/// ([`remove_empty_worker_folders`]) or with `staging/` when the next run starts.
+fn worker_folder(staging: &Path) -> Result<PathBuf, FetchError> {
+    thread_local! {
+        static MADE: std::cell::RefCell<Option<(PathBuf, PathBuf)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    MADE.with_borrow_mut(|made| {
+        if let Some((base, folder)) = made.as_ref() {
+            if base == staging {
+                return Ok(folder.clone());
+            }
+        }
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) % 16;
+        let folder = staging.join(format!("w{n:02}"));
+        match std::fs::create_dir(&folder) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(staging_error(&folder, e)),
+        }
+        *made = Some((staging.to_path_buf(), folder.clone()));
+        Ok(folder)
+    })
+}
+
+/// Remove the per-thread folders of `staging` that are empty (a run's end).
+pub fn remove_empty_worker_folders(staging: &Path) {
+    if let Ok(entries) = std::fs::read_dir(staging) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.len() == 3 && name.starts_with('w') {
+                // Fails, harmlessly, when not empty.
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
+}
+
 /// A `.part` file in `staging/` that removes itself unless kept. Written in the chunks the
 /// body is read in (up to 64 KiB each), unbuffered.
 struct PartFile {
@@ -217,9 +259,12 @@ struct PartFile {
 static PART_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl PartFile {
-    /// A new file named `<pid>-<counter>.part`; never opens an existing one (a leftover of a
-    /// crashed run with the same pid is skipped, not overwritten).
+    /// A new file named `<pid>-<counter>.part` in this thread's folder of `staging`; never
+    /// opens an existing one (a leftover of a crashed run with the same pid is skipped, not
+    /// overwritten).
     fn create(staging: &Path) -> Result<PartFile, FetchError> {
+        let staging = worker_folder(staging)?;
+        let staging = staging.as_path();
         static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
         let pid = *PID.get_or_init(std::process::id);
         let mut last_error = None;
@@ -293,11 +338,18 @@ mod tests {
         })
     }
 
+    /// The files in `dir` and its worker folders.
     fn staging_files(dir: &Path) -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect()
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(staging_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
     }
 
     fn fetch(

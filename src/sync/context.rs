@@ -100,6 +100,7 @@ impl OpenMirror {
         };
         self.catalog
             .end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
+        crate::net::fetch::remove_empty_worker_folders(&self.staging);
         result.map(|()| Outcome { summary, exit })
     }
 }

@@ -714,6 +714,12 @@ fn connections_are_kept_alive_across_resources() {
         peers.len(),
         requests.len()
     );
+    // The workers' staging folders are gone with the run.
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("staging"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A mirror made before catalog version 2 (objects in two folder levels) is upgraded by the
