@@ -18,9 +18,9 @@ use crate::cli::AuditLevel;
 use crate::finding::{Class, Finding};
 use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
-use crate::store::objects::{is_sha256_hex, ObjectStore, Visited};
+use crate::store::objects::{is_sha256_hex, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
-use crate::sync::mirror_states::{in_sample, uri_key};
+use crate::sync::mirror_states::{in_sample, uri_in_sample, uri_key};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
@@ -113,6 +113,7 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
     let workers = opts.jobs.max(1);
     let (job_tx, job_rx) = crossbeam_channel::bounded::<Vec<Job>>(workers * 2);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<Vec<(Job, Seen)>>(workers * 2);
+    let stat = objects.stat();
     let (read, strays) = std::thread::scope(|s| {
         let reader = s.spawn(move || read_claims(mirror, opts, job_tx));
         // The walk is metadata work of its own: it runs beside the object checks.
@@ -123,14 +124,14 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
         for _ in 0..workers {
             let job_rx = job_rx.clone();
             let done_tx = done_tx.clone();
-            let objects = &objects;
+            let (objects, stat) = (&objects, &stat);
             s.spawn(move || {
                 let mut buf = vec![0u8; BUFFER_BYTES];
                 for jobs in job_rx {
                     let done = jobs
                         .into_iter()
                         .map(|job| {
-                            let seen = look(objects, &job, opts.level, &mut buf);
+                            let seen = look(objects, stat, &job, opts.level, &mut buf);
                             (job, seen)
                         })
                         .collect();
@@ -162,12 +163,12 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
         )
     });
     progress.finish();
-    read?;
+    let without_object = read?;
     let (other, strays_seconds) = strays?;
     out.other = other;
     out.strays_seconds = strays_seconds;
 
-    for uri in versions_without_object(&catalog, opts)? {
+    for uri in without_object {
         out.by_uri.push(
             Finding::new(Class::Catalog)
                 .uri(uri)
@@ -203,12 +204,14 @@ pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
 /// The reader thread: the versions to check, in catalog order (sequential reads, whatever the
 /// catalog's size), within the sample, one job per object. An object that several versions
 /// reference (known beforehand from the index `versions_by_object`: few, as a rule) has its
-/// claims gathered and is sent once, at the end, so that it is hashed once.
+/// claims gathered and is sent once, at the end, so that it is hashed once. Returns the URIs
+/// of the versions in scope that are not deletions but name no object (the same scan finds
+/// them).
 fn read_claims(
     mirror: &Path,
     opts: Options,
     jobs: crossbeam_channel::Sender<Vec<Job>>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<String>, StoreError> {
     let mut batch = Batch {
         jobs: Vec::new(),
         bytes: 0,
@@ -227,51 +230,69 @@ fn read_claims(
             shared.insert(r.get(0)?, Vec::new());
         }
     }
-    let sql = if opts.all_versions {
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, v.md5_hex, v.sha1_hex, v.declared_hash,
-                v.declared_length_bytes
-         FROM versions v JOIN resources r ON r.id = v.resource_id
-         WHERE v.sha256_hex IS NOT NULL"
-    } else {
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, v.md5_hex, v.sha1_hex, v.declared_hash,
-                v.declared_length_bytes
-         FROM resources r JOIN versions v ON v.id = r.current_version_id
-         WHERE v.sha256_hex IS NOT NULL"
+    // The recorded digests are compared with the bytes only when they are hashed.
+    let digests = match opts.level {
+        AuditLevel::Fixity => "v.md5_hex, v.sha1_hex, v.declared_hash",
+        AuditLevel::Presence | AuditLevel::Size => "NULL, NULL, NULL",
     };
-    let mut stmt = conn.prepare(sql)?;
+    let from = if opts.all_versions {
+        "FROM versions v JOIN resources r ON r.id = v.resource_id"
+    } else {
+        "FROM resources r JOIN versions v ON v.id = r.current_version_id"
+    };
+    let sql = format!(
+        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change
+         {from}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query([])?;
+    let mut without_object = Vec::new();
+    // False once the workers are gone (they only go when the check is ending).
+    let mut sending = true;
     while let Some(r) = rows.next()? {
-        let uri: String = r.get(1)?;
-        if !in_sample(&uri_key(&uri), opts.sample) {
+        let uri = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        if !uri_in_sample(uri, opts.sample) {
             continue;
         }
-        let sha256: String = r.get(0)?;
+        let Some(sha256) = r
+            .get_ref(0)?
+            .as_str_or_null()
+            .map_err(rusqlite::Error::from)?
+        else {
+            if r.get_ref(7)?.as_str().map_err(rusqlite::Error::from)? != "deleted" {
+                without_object.push(uri.to_string());
+            }
+            continue;
+        };
+        if !sending {
+            continue;
+        }
         let claim = Claim {
-            uri,
+            uri: uri.to_string(),
             length: r.get::<_, Option<i64>>(2)?.map(|n| n as u64),
             md5: r.get(3)?,
             sha1: r.get(4)?,
             declared_hash: r.get(5)?,
             declared_length: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
         };
-        if let Some(claims) = shared.get_mut(&sha256) {
+        if let Some(claims) = shared.get_mut(sha256) {
             claims.push(claim);
             continue;
         }
-        if !batch.push(Job {
-            sha256,
+        sending = batch.push(Job {
+            sha256: sha256.to_string(),
             claims: vec![claim],
-        }) {
-            return Ok(());
-        }
+        });
     }
-    for (sha256, claims) in shared {
-        if !claims.is_empty() && !batch.push(Job { sha256, claims }) {
-            return Ok(());
+    if sending {
+        for (sha256, claims) in shared {
+            if !claims.is_empty() && !batch.push(Job { sha256, claims }) {
+                return Ok(without_object);
+            }
         }
+        batch.flush();
     }
-    batch.flush();
-    Ok(())
+    Ok(without_object)
 }
 
 /// Jobs go to the workers in batches: a stat costs little more than a channel hop.
@@ -302,20 +323,27 @@ impl Batch {
 }
 
 /// Open the object and, by level, measure or hash it.
-fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> Seen {
+fn look(
+    objects: &ObjectStore,
+    stat: &ObjectStat,
+    job: &Job,
+    level: AuditLevel,
+    buf: &mut [u8],
+) -> Seen {
     if !is_sha256_hex(&job.sha256) {
         return Seen::NotAnObject;
     }
-    let path = objects.path_for(&job.sha256);
     if level != AuditLevel::Fixity {
         // One stat: presence and length need no open.
-        return match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => Seen::Present { length: m.len() },
-            Ok(m) => Seen::Unreadable(not_a_file(&m)),
+        return match stat.metadata(&job.sha256) {
+            Ok(m) if m.is_file => Seen::Present { length: m.len },
+            Ok(m) if m.is_dir => Seen::Unreadable("a folder, not a file".into()),
+            Ok(_) => Seen::Unreadable("not a regular file".into()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
             Err(e) => Seen::Unreadable(e.to_string()),
         };
     }
+    let path = objects.path_for(&job.sha256);
     let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Seen::Missing,
@@ -353,14 +381,6 @@ fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> 
         }
     }
     Seen::Hashed(hasher.finish())
-}
-
-fn not_a_file(m: &std::fs::Metadata) -> String {
-    if m.is_dir() {
-        "a folder, not a file".into()
-    } else {
-        "not a regular file".into()
-    }
 }
 
 /// The findings for every claim on one object (none when all is well): the first
@@ -435,27 +455,6 @@ fn fixity_mismatch(sha: &str, c: &Claim, computed: &Computed) -> Option<(String,
         .map(|m| (format!("declared {}", m.algorithm), m.expected, m.actual))
 }
 
-/// Versions that are not deletions but name no object: the catalog contradicts itself.
-fn versions_without_object(catalog: &Catalog, opts: Options) -> Result<Vec<String>, StoreError> {
-    let sql = if opts.all_versions {
-        "SELECT r.uri FROM versions v JOIN resources r ON r.id = v.resource_id
-         WHERE v.sha256_hex IS NULL AND v.change != 'deleted' ORDER BY r.uri"
-    } else {
-        "SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id
-         WHERE v.sha256_hex IS NULL AND v.change != 'deleted' ORDER BY r.uri"
-    };
-    let mut stmt = catalog.conn().prepare(sql)?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-    let mut out = Vec::new();
-    for uri in rows {
-        let uri = uri?;
-        if in_sample(&uri_key(&uri), opts.sample) {
-            out.push(uri);
-        }
-    }
-    Ok(out)
-}
-
 /// Files in `objects/` that no version (current or not) references, within the sample (a
 /// stray's slice is that of its file name). A sorted merge: memory does not grow with the store.
 fn strays(
@@ -469,30 +468,41 @@ fn strays(
     )?;
     let mut refs = stmt.query([])?;
     let mut sql_error: Option<rusqlite::Error> = None;
-    let mut advance = |refs: &mut rusqlite::Rows<'_>| -> Option<String> {
-        match refs.next() {
-            Ok(Some(r)) => r.get(0).ok(),
+    // The next referenced digest, in one reused buffer.
+    let mut next_ref = Some(String::new());
+    let mut advance = |refs: &mut rusqlite::Rows<'_>, next: &mut Option<String>| {
+        let value = match refs.next() {
+            Ok(Some(r)) => r.get_ref(0).ok().and_then(|v| v.as_str().ok()),
             Ok(None) => None,
             Err(e) => {
                 sql_error.get_or_insert(e);
                 None
             }
+        };
+        match (value, next.as_mut()) {
+            (Some(v), Some(buf)) => {
+                buf.clear();
+                buf.push_str(v);
+            }
+            (Some(v), None) => *next = Some(v.to_string()),
+            (None, _) => *next = None,
         }
     };
-    let mut next_ref = advance(&mut refs);
+    advance(&mut refs, &mut next_ref);
     let mut out = Vec::new();
     objects
         .visit_sorted(|v: Visited| {
             if v.placed {
                 while next_ref.as_deref().is_some_and(|r| r < v.name.as_str()) {
-                    next_ref = advance(&mut refs);
+                    advance(&mut refs, &mut next_ref);
                 }
                 if next_ref.as_deref() == Some(v.name.as_str()) {
                     return Ok(());
                 }
             }
             if in_sample(&uri_key(&v.name), sample) {
-                let rel = v.path.strip_prefix(mirror).unwrap_or(&v.path);
+                let path = v.path();
+                let rel = path.strip_prefix(mirror).unwrap_or(&path);
                 let rel = rel
                     .components()
                     .map(|c| c.as_os_str().to_string_lossy())
@@ -576,11 +586,12 @@ mod tests {
             claims: vec![claim()],
         };
         let mut buf = vec![0u8; 4];
+        let stat = store.stat();
         assert!(matches!(
-            look(&store, &job, AuditLevel::Presence, &mut buf),
+            look(&store, &stat, &job, AuditLevel::Presence, &mut buf),
             Seen::Present { length: 6 }
         ));
-        match look(&store, &job, AuditLevel::Fixity, &mut buf) {
+        match look(&store, &stat, &job, AuditLevel::Fixity, &mut buf) {
             Seen::Hashed(c) => assert_eq!(c, alpha()),
             other => panic!("{other:?}"),
         }
@@ -589,9 +600,22 @@ mod tests {
             claims: vec![claim()],
         };
         assert!(matches!(
-            look(&store, &missing, AuditLevel::Fixity, &mut buf),
+            look(&store, &stat, &missing, AuditLevel::Fixity, &mut buf),
             Seen::Missing
         ));
+        assert!(matches!(
+            look(&store, &stat, &missing, AuditLevel::Size, &mut buf),
+            Seen::Missing
+        ));
+        let folder = Job {
+            sha256: "b".repeat(64),
+            claims: vec![claim()],
+        };
+        std::fs::create_dir_all(store.path_for(&folder.sha256)).unwrap();
+        match look(&store, &stat, &folder, AuditLevel::Size, &mut buf) {
+            Seen::Unreadable(why) => assert_eq!(why, "a folder, not a file"),
+            other => panic!("{other:?}"),
+        }
         let f = judge(&missing, &Seen::Missing, AuditLevel::Fixity);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].class, Class::MissingObject);
@@ -606,7 +630,7 @@ mod tests {
             claims: vec![claim()],
         };
         assert!(matches!(
-            look(&store, &bad, AuditLevel::Fixity, &mut buf),
+            look(&store, &stat, &bad, AuditLevel::Fixity, &mut buf),
             Seen::NotAnObject
         ));
     }
