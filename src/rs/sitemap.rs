@@ -1163,6 +1163,56 @@ struct State {
     alpha_item: bool,
     alias_warned: bool,
     repeats: [(u64, u64); REPEAT_KINDS],
+    origin: LastOrigin,
+}
+
+/// The origin of the last absolute URL parsed, to parse the next one of the same origin
+/// without parsing its scheme and host again (`<loc>` after `<loc>` of one site, a million
+/// times).
+#[derive(Default)]
+struct LastOrigin {
+    /// `scheme://host[:port]` as the URL serialises it, and that URL with path `/`.
+    last: Option<(String, Url)>,
+}
+
+impl LastOrigin {
+    /// `Url::parse(v)`, when `v` is the remembered origin followed by a plain path: only
+    /// unreserved characters and `/`, no empty or dot segment, no query or fragment. Such a
+    /// path is kept byte for byte by the parser, so setting it on the origin gives the same
+    /// URL. `None` for anything else.
+    fn parse(&self, v: &str) -> Option<Url> {
+        let (prefix, base) = self.last.as_ref()?;
+        let path = v.strip_prefix(prefix.as_str())?;
+        let plain = path.len() > 1
+            && path.starts_with('/')
+            && path.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~')
+            })
+            && !path.contains("//")
+            && !path.contains("/.");
+        if !plain {
+            return None;
+        }
+        let mut u = base.clone();
+        u.set_path(path);
+        debug_assert_eq!(Some(&u), Url::parse(v).ok().as_ref(), "{v}");
+        Some(u)
+    }
+
+    fn remember(&mut self, u: &Url) {
+        if !matches!(u.scheme(), "http" | "https") || u.cannot_be_a_base() {
+            return;
+        }
+        let prefix = &u[..url::Position::BeforePath];
+        if self.last.as_ref().is_some_and(|(p, _)| p == prefix) {
+            return;
+        }
+        let mut base = u.clone();
+        base.set_path("/");
+        base.set_query(None);
+        base.set_fragment(None);
+        self.last = Some((prefix.to_string(), base));
+    }
 }
 
 impl State {
@@ -1193,6 +1243,7 @@ impl State {
             alpha_item: false,
             alias_warned: false,
             repeats: [(0, 0); REPEAT_KINDS],
+            origin: LastOrigin::default(),
         }
     }
 
@@ -1509,8 +1560,14 @@ impl State {
         if v.is_empty() {
             return Err("empty".into());
         }
+        if let Some(u) = self.origin.parse(v) {
+            return Ok(u);
+        }
         match Url::parse(v) {
-            Ok(u) => Ok(u),
+            Ok(u) => {
+                self.origin.remember(&u);
+                Ok(u)
+            }
             Err(url::ParseError::RelativeUrlWithoutBase) => {
                 let u = self.doc_url.join(v).map_err(|e| e.to_string())?;
                 let line = self.line;
@@ -2171,6 +2228,39 @@ mod tests {
         assert_eq!(utc.len(), 2, "{:?}", r.warnings);
         assert!(utc[0].message.contains("\"2020-03-18T00:00:00\""));
         assert!(utc[1].message.contains("2 times"), "{}", utc[1].message);
+    }
+
+    #[test]
+    fn a_url_of_the_last_origin_parses_as_url_parses_it() {
+        let mut o = LastOrigin::default();
+        o.remember(&Url::parse("http://Example.ORG:8080/a?q#f").unwrap());
+        for v in [
+            "http://example.org:8080/r/0001/x.txt",
+            "http://example.org:8080/r/A-b_c~d",
+            "http://example.org:8080/",
+            "http://example.org:8080//x",
+            "http://example.org:8080/a/./b",
+            "http://example.org:8080/a/../b",
+            "http://example.org:8080/.hidden",
+            "http://example.org:8080/a%20b",
+            "http://example.org:8080/a b",
+            "http://example.org:8080/a\\b",
+            "http://example.org:8080/a?x=1",
+            "http://example.org:8080/a#top",
+            "http://example.org:8080/é",
+            "http://example.org:80801/a",
+            "http://example.org:8080.evil/a",
+            "http://example.org:8080@evil/a",
+            "http://example.org/a",
+        ] {
+            if let Some(u) = o.parse(v) {
+                assert_eq!(Some(u), Url::parse(v).ok(), "{v}");
+            }
+        }
+        assert!(o.parse("http://example.org:8080/r/0001/x.txt").is_some());
+        let mut files = LastOrigin::default();
+        files.remember(&Url::parse("file:///tmp/x").unwrap());
+        assert!(files.parse("file:///tmp/y").is_none());
     }
 
     #[test]
