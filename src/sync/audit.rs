@@ -194,6 +194,9 @@ fn check_and_report(
     let since = |t: Instant| t.elapsed().as_secs_f64();
     // Local fixity and the catalog check run on their own threads and read-only connections,
     // while the main thread loads the index of current states and compares with the source.
+    // Below `--level fixity` and without `--all-versions`, local fixity takes its claims from
+    // that index (`fixity::check_current`, no second scan of the catalog): it starts once the
+    // index is loaded, beside the comparison.
     let fixity_options = fixity::Options {
         level: s.level,
         all_versions: s.all_versions,
@@ -201,8 +204,9 @@ fn check_and_report(
         jobs: s.jobs,
         quiet: s.output.quiet,
     };
-    let (fixity, main) = std::thread::scope(|sc| {
-        let local = sc.spawn(|| fixity::check(&s.mirror, fixity_options));
+    let from_states = s.level != AuditLevel::Fixity && !s.all_versions;
+    let (early_fixity, main) = std::thread::scope(|sc| {
+        let early = (!from_states).then(|| sc.spawn(|| fixity::check(&s.mirror, fixity_options)));
         let check = sc.spawn(|| {
             let t = Instant::now();
             let found = fixity::open_for_scan(&s.mirror).and_then(|c| catalog_check(&c, s.level));
@@ -210,41 +214,55 @@ fn check_and_report(
         });
         let main = (|| {
             let t = Instant::now();
-            let mut states = MirrorStates::load(catalog, s.sample)?;
+            let states = MirrorStates::load(catalog, s.sample)?;
             totals.phases.push(("loading current states", since(t)));
             let t = Instant::now();
-            // An SCP source's pages are not resources: its module compares them (with the
-            // source, and offline their stored JSON).
-            let known = match source {
-                Some(src) => Some(src.to_string()),
-                None => catalog.remembered_source()?,
-            };
-            let scp_source = match known {
-                Some(src) if catalog.source_kind(&src)?.as_deref() == Some("scp") => {
-                    Some(catalog.source_id(&src)?)
-                }
-                _ => None,
-            };
-            let (compared, scp) = match (source, scp_source) {
-                (_, Some(id)) => (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?)),
-                (None, None) => (Compared::Offline, None),
-                (Some(src), None) => match compare_with_source(s, src, &mut states) {
-                    Ok(c) => (Compared::Source(c), None),
-                    Err(e) => (Compared::Failed(e), None),
-                },
-            };
-            totals.phases.push(("source comparison", since(t)));
-            Ok::<_, StoreError>((states, compared, scp))
+            let (compared, scp, fixity, compared_in) = std::thread::scope(|inner| {
+                let local = from_states.then(|| {
+                    inner.spawn(|| fixity::check_current(&s.mirror, fixity_options, &states))
+                });
+                let compared = (|| {
+                    // An SCP source's pages are not resources: its module compares them (with
+                    // the source, and offline their stored JSON).
+                    let known = match source {
+                        Some(src) => Some(src.to_string()),
+                        None => catalog.remembered_source()?,
+                    };
+                    let scp_source = match known {
+                        Some(src) if catalog.source_kind(&src)?.as_deref() == Some("scp") => {
+                            Some(catalog.source_id(&src)?)
+                        }
+                        _ => None,
+                    };
+                    Ok::<_, StoreError>(match (source, scp_source) {
+                        (_, Some(id)) => {
+                            (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?))
+                        }
+                        (None, None) => (Compared::Offline, None),
+                        (Some(src), None) => match compare_with_source(s, src, &states) {
+                            Ok(c) => (Compared::Source(c), None),
+                            Err(e) => (Compared::Failed(e), None),
+                        },
+                    })
+                })();
+                let compared_in = since(t);
+                let fixity = local.map(|h| h.join().expect("local fixity does not panic"));
+                compared.map(|(c, scp)| (c, scp, fixity, compared_in))
+            })?;
+            totals.phases.push(("source comparison", compared_in));
+            Ok::<_, StoreError>((states, compared, scp, fixity))
         })();
         let (catalog_findings, t) = check.join().expect("the catalog check does not panic");
         totals.phases.push(("catalog check", t));
         (
-            local.join().expect("local fixity does not panic"),
+            early.map(|h| h.join().expect("local fixity does not panic")),
             catalog_findings.and_then(|f| main.map(|m| (f, m))),
         )
     });
-    let (catalog_findings, (mut states, mut compared, scp)) = main?;
-    let fixity = fixity?;
+    let (catalog_findings, (states, mut compared, scp, late_fixity)) = main?;
+    let fixity = early_fixity
+        .or(late_fixity)
+        .expect("local fixity ran early or from the states")?;
     if states.collisions > 0 {
         totals.warnings.push(format!(
             "{} URIs share a 128-bit key with another: those are compared as one",
@@ -377,7 +395,7 @@ struct SourceComparison {
 fn compare_with_source(
     s: &settings::Audit,
     source: &str,
-    states: &mut MirrorStates,
+    states: &MirrorStates,
 ) -> Result<SourceComparison, SourceError> {
     let http = Http::new(s.source.http.clone());
     let docs = Documents {
@@ -526,7 +544,7 @@ fn expected_state(
 /// Compare one entry of the source's list with the mirror's current state.
 fn compare_item(
     item: Item,
-    states: &mut MirrorStates,
+    states: &MirrorStates,
     sample: Option<(u64, u64)>,
     findings: &mut BTreeMap<String, Vec<Finding>>,
     warnings: &mut Warnings,

@@ -20,8 +20,10 @@ use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
 use crate::store::objects::{is_sha256_hex, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
-use crate::sync::mirror_states::{in_sample, uri_in_sample, uri_key};
-use std::collections::HashMap;
+use crate::sync::mirror_states::{
+    hex_into, in_sample, uri_in_sample, uri_key, MirrorStates, ObjectName,
+};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -177,7 +179,13 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
                 .actual("none recorded for a version that is not a deletion"),
         );
     }
-    out.by_uri.sort_by(|a, b| {
+    sort_by_uri(&mut out.by_uri);
+    Ok(out)
+}
+
+/// Findings about resources in the order [`Fixity::by_uri`] promises, without repeats.
+fn sort_by_uri(findings: &mut Vec<Finding>) {
+    findings.sort_by(|a, b| {
         (&a.uri, &a.object, a.class, &a.field, &a.expected, &a.actual).cmp(&(
             &b.uri,
             &b.object,
@@ -187,7 +195,225 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
             &b.actual,
         ))
     });
-    out.by_uri.dedup();
+    findings.dedup();
+}
+
+/// [`check`] of the current versions below `--level fixity`, taking the claims from the
+/// audit's index of current states instead of a second scan of the catalog, and merging them
+/// in digest order with the store's sorted walk (the one that finds the strays): each object
+/// is measured by one stat next to the previous one, and no claim crosses a thread. The same
+/// findings and counts as [`check`], which it is with `--all-versions`, at `--level fixity`,
+/// or when two URIs share a key (their claims could not be told apart).
+pub fn check_current(
+    mirror: &Path,
+    opts: Options,
+    states: &MirrorStates,
+) -> Result<Fixity, StoreError> {
+    if opts.level == AuditLevel::Fixity || opts.all_versions || states.collisions > 0 {
+        return check(mirror, opts);
+    }
+    let started = Instant::now();
+    let objects = ObjectStore::at(mirror);
+    let stat = objects.stat();
+    let progress = Progress::new(opts.quiet);
+    progress.start("fixity", states.len() as u64);
+    let mut out = Fixity::default();
+    // Findings by slot, their URIs filled in at the end.
+    let mut found: Vec<(usize, Finding)> = Vec::new();
+    let claim = |i: usize| Claim {
+        uri: String::new(),
+        length: states.length(i),
+        md5: None,
+        sha1: None,
+        declared_hash: None,
+        declared_length: states.declared_length(i),
+    };
+    // The states naming an object, by digest: counted into buckets on the digest's first two
+    // bytes (the store's two fan-out levels), each bucket sorted when the merge reaches it.
+    let mut starts = vec![0u32; (1 << 16) + 1];
+    let mut odd: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for i in 0..states.len() {
+        match states.object(i) {
+            Some(ObjectName::Sha256(b)) => starts[ByDigest::bucket(&b) + 1] += 1,
+            Some(ObjectName::Other(name)) => odd.entry(name).or_default().push(i),
+            None if !states.deleted(i) => found.push((
+                i,
+                Finding::new(Class::Catalog)
+                    .field("sha-256")
+                    .expected("an object")
+                    .actual("none recorded for a version that is not a deletion"),
+            )),
+            None => {}
+        }
+    }
+    let mut judge = |name: &str, claims: &[u32], seen: &Seen, out: &mut Fixity| {
+        out.objects_checked += 1;
+        for &i in claims {
+            let i = i as usize;
+            found.extend(judge_claim(name, &claim(i), seen, opts.level).map(|f| (i, f)));
+            progress.item(0);
+        }
+    };
+    for (name, claims) in &odd {
+        let claims: Vec<u32> = claims.iter().map(|&i| i as u32).collect();
+        judge(name, &claims, &Seen::NotAnObject, &mut out);
+    }
+    let mut merge = ByDigest::new(states, starts);
+    let mut hex = [0u8; 64];
+    let walk = Instant::now();
+    let strays = strays_merged(mirror, &objects, opts.sample, |v| {
+        let Some(name) = crate::sync::mirror_states::sha256_bytes(&v.name) else {
+            return false;
+        };
+        // Objects before this one that the walk did not meet: the stat says what is there
+        // (normally nothing).
+        while let Some((claims, sha)) = merge.next_before(Some(&name)) {
+            let sha = hex_into(&sha, &mut hex);
+            judge(sha, &merge.order[claims], &measure(&stat, sha), &mut out);
+        }
+        match merge.take(&name) {
+            Some(claims) => {
+                judge(
+                    &v.name,
+                    &merge.order[claims],
+                    &measure(&stat, &v.name),
+                    &mut out,
+                );
+                true
+            }
+            None => false,
+        }
+    });
+    while let Some((claims, sha)) = merge.next_before(None) {
+        let sha = hex_into(&sha, &mut hex);
+        judge(sha, &merge.order[claims], &measure(&stat, sha), &mut out);
+    }
+    progress.finish();
+    out.other = strays?;
+    out.strays_seconds = walk.elapsed().as_secs_f64();
+    out.seconds = started.elapsed().as_secs_f64();
+    out.by_uri = with_uris(mirror, states, found)?;
+    sort_by_uri(&mut out.by_uri);
+    Ok(out)
+}
+
+/// The states naming an object, in digest order, taken a group (one object) at a time.
+struct ByDigest<'s> {
+    states: &'s MirrorStates,
+    /// Slots, by bucket (`starts[b]..starts[b + 1]`), sorted up to `sorted_to`.
+    order: Vec<u32>,
+    starts: Vec<u32>,
+    sorted_to: usize,
+    /// The first slot not taken yet.
+    next: usize,
+}
+
+impl<'s> ByDigest<'s> {
+    fn bucket(sha: &[u8; 32]) -> usize {
+        usize::from(u16::from_be_bytes([sha[0], sha[1]]))
+    }
+
+    /// `counts[b + 1]`: how many states name an object of bucket `b`.
+    fn new(states: &'s MirrorStates, mut counts: Vec<u32>) -> ByDigest<'s> {
+        for b in 1..counts.len() {
+            counts[b] += counts[b - 1];
+        }
+        let starts = counts;
+        let mut order = vec![0u32; *starts.last().expect("buckets") as usize];
+        let mut fill = starts.clone();
+        for i in 0..states.len() {
+            if let Some(ObjectName::Sha256(sha)) = states.object(i) {
+                let at = &mut fill[Self::bucket(&sha)];
+                order[*at as usize] = i as u32;
+                *at += 1;
+            }
+        }
+        ByDigest {
+            states,
+            order,
+            starts,
+            sorted_to: 0,
+            next: 0,
+        }
+    }
+
+    fn sha(&self, k: usize) -> [u8; 32] {
+        match self.states.object(self.order[k] as usize) {
+            Some(ObjectName::Sha256(sha)) => sha,
+            _ => unreachable!("only states naming an object are ordered"),
+        }
+    }
+
+    /// The digest at the merge position, its bucket sorted.
+    fn peek(&mut self) -> Option<[u8; 32]> {
+        if self.next >= self.order.len() {
+            return None;
+        }
+        if self.next >= self.sorted_to {
+            let end = self.starts[Self::bucket(&self.sha(self.next)) + 1] as usize;
+            let states = self.states;
+            self.order[self.next..end].sort_unstable_by_key(|&i| match states.object(i as usize) {
+                Some(ObjectName::Sha256(sha)) => sha,
+                _ => unreachable!("only states naming an object are ordered"),
+            });
+            self.sorted_to = end;
+        }
+        Some(self.sha(self.next))
+    }
+
+    /// The group at the merge position (positions in `order`), taken.
+    fn group(&mut self, sha: &[u8; 32]) -> std::ops::Range<usize> {
+        let start = self.next;
+        while self.next < self.order.len() && self.sha(self.next) == *sha {
+            self.next += 1;
+        }
+        start..self.next
+    }
+
+    /// The next group whose digest sorts before `upto` (any, without), and that digest.
+    fn next_before(
+        &mut self,
+        upto: Option<&[u8; 32]>,
+    ) -> Option<(std::ops::Range<usize>, [u8; 32])> {
+        let sha = self.peek()?;
+        if upto.is_some_and(|u| sha >= *u) {
+            return None;
+        }
+        Some((self.group(&sha), sha))
+    }
+
+    /// The group naming `sha`, if it is at the merge position.
+    fn take(&mut self, sha: &[u8; 32]) -> Option<std::ops::Range<usize>> {
+        (self.peek()? == *sha).then(|| self.group(sha))
+    }
+}
+
+/// Give each finding the URI of its state's resource: one scan of the current versions, only
+/// when something was found.
+fn with_uris(
+    mirror: &Path,
+    states: &MirrorStates,
+    found: Vec<(usize, Finding)>,
+) -> Result<Vec<Finding>, StoreError> {
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut by_key: HashMap<crate::sync::mirror_states::Key, Vec<Finding>> = HashMap::new();
+    for (i, f) in found {
+        by_key.entry(states.key(i)).or_default().push(f);
+    }
+    let catalog = open_for_scan(mirror)?;
+    let mut stmt = catalog
+        .conn()
+        .prepare("SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id")?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        if let Some(findings) = by_key.remove(&uri_key(uri)) {
+            out.extend(findings.into_iter().map(|f| f.uri(uri)));
+        }
+    }
     Ok(out)
 }
 
@@ -322,6 +548,17 @@ impl Batch {
     }
 }
 
+/// One stat: presence and length need no open.
+fn measure(stat: &ObjectStat, sha256: &str) -> Seen {
+    match stat.metadata(sha256) {
+        Ok(m) if m.is_file => Seen::Present { length: m.len },
+        Ok(m) if m.is_dir => Seen::Unreadable("a folder, not a file".into()),
+        Ok(_) => Seen::Unreadable("not a regular file".into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
+        Err(e) => Seen::Unreadable(e.to_string()),
+    }
+}
+
 /// Open the object and, by level, measure or hash it.
 fn look(
     objects: &ObjectStore,
@@ -334,14 +571,7 @@ fn look(
         return Seen::NotAnObject;
     }
     if level != AuditLevel::Fixity {
-        // One stat: presence and length need no open.
-        return match stat.metadata(&job.sha256) {
-            Ok(m) if m.is_file => Seen::Present { length: m.len },
-            Ok(m) if m.is_dir => Seen::Unreadable("a folder, not a file".into()),
-            Ok(_) => Seen::Unreadable("not a regular file".into()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
-            Err(e) => Seen::Unreadable(e.to_string()),
-        };
+        return measure(stat, &job.sha256);
     }
     let path = objects.path_for(&job.sha256);
     let mut file = match File::open(&path) {
@@ -387,36 +617,38 @@ fn look(
 /// contradiction per claim, in the order length, sha-256, md5, sha-1, then the source's
 /// declared digests and length.
 fn judge(job: &Job, seen: &Seen, level: AuditLevel) -> Vec<Finding> {
-    let sha = &job.sha256;
-    let mut out = Vec::new();
-    for c in &job.claims {
-        let base = |class| Finding::new(class).uri(c.uri.clone()).object(sha.clone());
-        let finding = match seen {
-            Seen::NotAnObject => Some(
-                Finding::new(Class::Catalog)
-                    .uri(c.uri.clone())
-                    .field("sha-256")
-                    .expected("64 lower-case hex digits naming an object")
-                    .actual(sha.clone()),
-            ),
-            Seen::Missing => Some(base(Class::MissingObject).actual("no such file")),
-            Seen::Unreadable(why) => Some(base(Class::Unreadable).actual(why.clone())),
-            Seen::Present { length } => (level == AuditLevel::Size)
-                .then(|| {
-                    length_mismatch(c, *length).map(|(field, e)| {
-                        base(Class::Corrupt)
-                            .field(field)
-                            .expected(e)
-                            .actual(length.to_string())
-                    })
+    job.claims
+        .iter()
+        .filter_map(|c| judge_claim(&job.sha256, c, seen, level))
+        .collect()
+}
+
+/// The finding for one claim on the object named `sha`, if any.
+fn judge_claim(sha: &str, c: &Claim, seen: &Seen, level: AuditLevel) -> Option<Finding> {
+    let base = |class| Finding::new(class).uri(c.uri.clone()).object(sha);
+    match seen {
+        Seen::NotAnObject => Some(
+            Finding::new(Class::Catalog)
+                .uri(c.uri.clone())
+                .field("sha-256")
+                .expected("64 lower-case hex digits naming an object")
+                .actual(sha),
+        ),
+        Seen::Missing => Some(base(Class::MissingObject).actual("no such file")),
+        Seen::Unreadable(why) => Some(base(Class::Unreadable).actual(why.clone())),
+        Seen::Present { length } => (level == AuditLevel::Size)
+            .then(|| {
+                length_mismatch(c, *length).map(|(field, e)| {
+                    base(Class::Corrupt)
+                        .field(field)
+                        .expected(e)
+                        .actual(length.to_string())
                 })
-                .flatten(),
-            Seen::Hashed(computed) => fixity_mismatch(sha, c, computed)
-                .map(|(field, e, a)| base(Class::Corrupt).field(field).expected(e).actual(a)),
-        };
-        out.extend(finding);
+            })
+            .flatten(),
+        Seen::Hashed(computed) => fixity_mismatch(sha, c, computed)
+            .map(|(field, e, a)| base(Class::Corrupt).field(field).expected(e).actual(a)),
     }
-    out
 }
 
 /// (field, expected) of a length that disagrees with `actual`.
@@ -462,6 +694,17 @@ fn strays(
     objects: &ObjectStore,
     sample: Option<(u64, u64)>,
 ) -> Result<Vec<Finding>, StoreError> {
+    strays_merged(mirror, objects, sample, |_| false)
+}
+
+/// [`strays`], handing every placed object met to `current` first: true when a current
+/// version names it (so it is no stray).
+fn strays_merged(
+    mirror: &Path,
+    objects: &ObjectStore,
+    sample: Option<(u64, u64)>,
+    mut current: impl FnMut(&Visited<'_>) -> bool,
+) -> Result<Vec<Finding>, StoreError> {
     let catalog = open_for_scan(mirror)?;
     let mut stmt = catalog.conn().prepare(
         "SELECT DISTINCT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL ORDER BY sha256_hex",
@@ -493,6 +736,9 @@ fn strays(
     objects
         .visit_sorted(|v: Visited| {
             if v.placed {
+                if current(&v) {
+                    return Ok(());
+                }
                 while next_ref.as_deref().is_some_and(|r| r < v.name.as_str()) {
                     advance(&mut refs, &mut next_ref);
                 }
@@ -633,5 +879,125 @@ mod tests {
             look(&store, &stat, &bad, AuditLevel::Fixity, &mut buf),
             Seen::NotAnObject
         ));
+    }
+
+    /// A mirror with every kind of trouble local fixity reports below `--level fixity`.
+    fn troubled_mirror() -> tempfile::TempDir {
+        use crate::store::catalog::{write, NewVersion};
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let mut objects = Vec::new();
+        for (i, body) in ["alpha\n", "beta\n", "gamma\n", "delta\n"]
+            .iter()
+            .enumerate()
+        {
+            let staged = dir.path().join(format!("s{i}"));
+            std::fs::write(&staged, body).unwrap();
+            let mut h = Hasher::new(false);
+            h.update(body.as_bytes());
+            let c = h.finish();
+            store.ingest(&staged, &c.sha256_hex).unwrap();
+            objects.push(c);
+        }
+        // A stray, a file out of place, a folder in an object's place.
+        let stray = "c".repeat(64);
+        let stray_dir = dir.path().join("objects/sha256/cc/cc");
+        std::fs::create_dir_all(&stray_dir).unwrap();
+        std::fs::write(stray_dir.join(&stray), b"x").unwrap();
+        std::fs::write(dir.path().join("objects/sha256/loose"), b"x").unwrap();
+        let folder = format!("dd{}", "d".repeat(62));
+        std::fs::create_dir_all(store.path_for(&folder)).unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let tx = c.transaction().unwrap();
+        let version = |uri: &str, o: &Computed| NewVersion {
+            uri: uri.into(),
+            collection: "c".into(),
+            change: "created",
+            arrived_via: "http",
+            length_bytes: Some(o.length),
+            declared_length_bytes: Some(o.length),
+            md5_hex: Some(o.md5_hex.clone()),
+            sha256_hex: Some(o.sha256_hex.clone()),
+            ..Default::default()
+        };
+        let mut rows = Vec::new();
+        for i in 0..40 {
+            rows.push(version(&format!("http://x/ok/{i}"), &objects[i % 2]));
+        }
+        let mut v = version("http://x/short", &objects[2]);
+        v.length_bytes = Some(99);
+        rows.push(v);
+        let mut v = version("http://x/declared", &objects[2]);
+        v.declared_length_bytes = Some(98);
+        rows.push(v);
+        let mut v = version("http://x/declared-only", &objects[3]);
+        v.length_bytes = None;
+        v.declared_length_bytes = Some(97);
+        rows.push(v);
+        let mut v = version("http://x/missing", &objects[0]);
+        v.sha256_hex = Some("e".repeat(64));
+        rows.push(v);
+        let mut v = version("http://x/missing-too", &objects[0]);
+        v.sha256_hex = Some("e".repeat(64));
+        rows.push(v);
+        let mut v = version("http://x/upper", &objects[1]);
+        v.sha256_hex = Some(objects[1].sha256_hex.to_uppercase());
+        rows.push(v);
+        let mut v = version("http://x/path", &objects[1]);
+        v.sha256_hex = Some("../../etc/passwd".into());
+        rows.push(v);
+        let mut v = version("http://x/none", &objects[1]);
+        v.sha256_hex = None;
+        rows.push(v);
+        let mut v = version("http://x/folder", &objects[1]);
+        v.sha256_hex = Some(folder.clone());
+        rows.push(v);
+        let mut v = version("http://x/big", &objects[3]);
+        v.length_bytes = Some(5 << 30);
+        rows.push(v);
+        let mut v = version("http://x/sha1", &objects[3]);
+        v.sha1_hex = Some("0123456789abcdef0123456789abcdef01234567".into());
+        rows.push(v);
+        rows.push(NewVersion {
+            uri: "http://x/gone".into(),
+            collection: "c".into(),
+            change: "deleted",
+            arrived_via: "tombstone",
+            ..Default::default()
+        });
+        for v in &rows {
+            write::version(&tx, run, v).unwrap();
+        }
+        tx.commit().unwrap();
+        dir
+    }
+
+    #[test]
+    fn from_the_states_local_fixity_finds_what_it_finds_from_the_catalog() {
+        let dir = troubled_mirror();
+        let catalog = Catalog::open(dir.path()).unwrap();
+        for level in [AuditLevel::Presence, AuditLevel::Size] {
+            for sample in [None, Some((1, 2)), Some((2, 2)), Some((3, 5))] {
+                let opts = Options {
+                    level,
+                    all_versions: false,
+                    sample,
+                    jobs: 2,
+                    quiet: true,
+                };
+                let states = MirrorStates::load(&catalog, sample).unwrap();
+                let want = check(dir.path(), opts).unwrap();
+                let got = check_current(dir.path(), opts, &states).unwrap();
+                assert_eq!(got.by_uri, want.by_uri, "{level:?} {sample:?}");
+                assert_eq!(got.other, want.other, "{level:?} {sample:?}");
+                assert_eq!(got.objects_checked, want.objects_checked);
+                if sample.is_none() {
+                    let kinds = if level == AuditLevel::Size { 10 } else { 6 };
+                    assert_eq!(want.by_uri.len(), kinds, "{:#?}", want.by_uri);
+                    assert!(!want.other.is_empty());
+                }
+            }
+        }
     }
 }

@@ -1,24 +1,27 @@
 //! A compact, read-only index of the mirror's current states, for audits of lists of a million
-//! entries in bounded memory: 82 bytes per resource instead of a `HashMap<String,
+//! entries in bounded memory: 78 bytes per resource instead of a `HashMap<String,
 //! CurrentState>` (several hundred bytes each), plus about a byte of directory.
 //!
 //! A resource is keyed by the first 16 bytes of the sha256 of its URI ([`uri_key`]): an
 //! accidental collision among a billion URIs has odds below 10^-20, and a source cannot aim at
 //! one (that is a second preimage on 128 bits of sha256). Digests are kept as fixed-size byte
 //! arrays, the length and lastmod as integers; the rare state that does not fit (a sha-1 was
-//! recorded, a digest that is not lower-case hex, a lastmod outside 1677..2262) keeps its full
-//! [`CurrentState`] on the side. [`MirrorStates::state`] gives back exactly what the catalog
+//! recorded, a digest that is not lower-case hex, a lastmod outside 1677..2262, a length of
+//! 4 GiB or more) keeps its full [`CurrentState`] on the side. [`MirrorStates::state`] gives back exactly what the catalog
 //! holds, so the comparison is `plan::compare` itself, as in baseline.
 //!
 //! Slots are sorted by key, with a directory on the key's top bits: a lookup touches one or two
-//! cache lines. Each slot carries marks the audit sets as it goes (seen at the source, its
-//! verdict, local trouble). It also owns the deterministic `--sample` slicing ([`slice_of`]).
+//! cache lines. Each slot has marks the audit sets as it goes (seen at the source, its
+//! verdict, local trouble), kept apart so that the states can be read from another thread
+//! meanwhile (local fixity merges their objects with the store's). It also owns the
+//! deterministic `--sample` slicing ([`slice_of`]).
 
 use crate::store::catalog::CurrentState;
 use crate::store::{Catalog, StoreError};
 use crate::sync::plan::Current;
 use jiff::Timestamp;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The key of a URI: the first 16 bytes of its sha256.
 pub type Key = [u8; 16];
@@ -77,21 +80,35 @@ mod has {
     pub const SIDE: u8 = 32;
 }
 
-/// One resource, 82 bytes, alignment 1 (so a `Vec<Slot>` has no padding).
+/// One resource, 77 bytes, alignment 1 (so a `Vec<Slot>` has no padding). A length of 4 GiB
+/// or more sends the state to the side table.
 #[derive(Clone, Copy)]
 struct Slot {
     key: Key,
     sha256: [u8; 32],
     md5: [u8; 16],
-    length: [u8; 8],
+    length: [u8; 4],
     lastmod_ns: [u8; 8],
     has: u8,
-    marks: u8,
+}
+
+/// The digest naming a current version's object, as [`MirrorStates::object`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectName<'a> {
+    /// 64 lower-case hex digits, as bytes.
+    Sha256([u8; 32]),
+    /// What the catalog holds when it is not that.
+    Other(&'a str),
 }
 
 /// The mirror's current states (tombstones included), within a sample.
 pub struct MirrorStates {
     slots: Vec<Slot>,
+    /// The marks of each slot, set as the audit goes (from any thread).
+    marks: Vec<AtomicU8>,
+    /// `declared_length_bytes` where it says more than the recorded length (see
+    /// [`Self::declared_length`]).
+    declared: HashMap<Key, u64>,
     /// `dir[b]..dir[b + 1]` are the slots whose key's top `bits` bits are `b`.
     dir: Vec<u32>,
     bits: u32,
@@ -117,8 +134,10 @@ impl MirrorStates {
         let mut slots = Vec::with_capacity(expect);
         huge_pages(&slots);
         let mut side = HashMap::new();
+        let mut declared = HashMap::new();
         let mut stmt = conn.prepare(
-            "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex
+            "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
+                    v.declared_length_bytes
              FROM resources r JOIN versions v ON v.id = r.current_version_id",
         )?;
         let mut rows = stmt.query([])?;
@@ -147,6 +166,14 @@ impl MirrorStates {
                 sha1_hex: text(r, 5)?,
                 sha256_hex: text(r, 6)?,
             };
+            let declared_length = r
+                .get_ref(7)?
+                .as_i64_or_null()
+                .map_err(rusqlite::Error::from)?
+                .map(|n| n as u64);
+            if let Some(d) = declared_length.filter(|&d| Some(d) != row.length_bytes) {
+                declared.insert(key, d);
+            }
             slots.push(pack(key, &row, &mut side));
         }
         drop(rows);
@@ -163,8 +190,11 @@ impl MirrorStates {
             }
             *d = i as u32;
         }
+        let marks = (0..slots.len()).map(|_| AtomicU8::new(0)).collect();
         Ok(MirrorStates {
             slots,
+            marks,
+            declared,
             dir,
             bits,
             side,
@@ -207,7 +237,7 @@ impl MirrorStates {
             lastmod: on(has::LASTMOD)
                 .then(|| Timestamp::from_nanosecond(i64::from_le_bytes(s.lastmod_ns) as i128).ok())
                 .flatten(),
-            length_bytes: on(has::LENGTH).then(|| u64::from_le_bytes(s.length)),
+            length_bytes: on(has::LENGTH).then(|| u32::from_le_bytes(s.length).into()),
             md5_hex: on(has::MD5).then(|| to_hex(&s.md5)),
             sha1_hex: None,
             sha256_hex: on(has::SHA256).then(|| to_hex(&s.sha256)),
@@ -227,27 +257,60 @@ impl MirrorStates {
             lastmod: on(has::LASTMOD)
                 .then(|| Timestamp::from_nanosecond(i64::from_le_bytes(s.lastmod_ns) as i128).ok())
                 .flatten(),
-            length_bytes: on(has::LENGTH).then(|| u64::from_le_bytes(s.length)),
+            length_bytes: on(has::LENGTH).then(|| u32::from_le_bytes(s.length).into()),
             md5_hex: on(has::MD5).then(|| hex_into(&s.md5, md5)),
             sha1_hex: None,
             sha256_hex: on(has::SHA256).then(|| hex_into(&s.sha256, sha256)),
         }
     }
 
+    /// The digest naming the object of the state, if it names one.
+    pub fn object(&self, i: usize) -> Option<ObjectName<'_>> {
+        let s = &self.slots[i];
+        if s.has & has::SIDE != 0 {
+            let sha = self.side[&s.key].sha256_hex.as_deref()?;
+            return Some(match hex_bytes::<32>(sha) {
+                Some(b) => ObjectName::Sha256(b),
+                None => ObjectName::Other(sha),
+            });
+        }
+        (s.has & has::SHA256 != 0).then_some(ObjectName::Sha256(s.sha256))
+    }
+
+    /// The key of the slot.
+    pub fn key(&self, i: usize) -> Key {
+        self.slots[i].key
+    }
+
+    /// The recorded length of the state.
+    pub fn length(&self, i: usize) -> Option<u64> {
+        let s = &self.slots[i];
+        if s.has & has::SIDE != 0 {
+            return self.side[&s.key].length_bytes;
+        }
+        (s.has & has::LENGTH != 0).then(|| u32::from_le_bytes(s.length).into())
+    }
+
+    /// The length the source declared for the state when it differs from the recorded one
+    /// (or none was recorded): a declared length equal to the recorded one says nothing more.
+    pub fn declared_length(&self, i: usize) -> Option<u64> {
+        self.declared.get(&self.slots[i].key).copied()
+    }
+
     pub fn marks(&self, i: usize) -> u8 {
-        self.slots[i].marks
+        self.marks[i].load(Ordering::Relaxed)
     }
 
-    pub fn set(&mut self, i: usize, marks: u8) {
-        self.slots[i].marks |= marks;
+    pub fn set(&self, i: usize, marks: u8) {
+        self.marks[i].fetch_or(marks, Ordering::Relaxed);
     }
 
-    pub fn clear(&mut self, i: usize, marks: u8) {
-        self.slots[i].marks &= !marks;
+    pub fn clear(&self, i: usize, marks: u8) {
+        self.marks[i].fetch_and(!marks, Ordering::Relaxed);
     }
 
     /// Mark the resource with this URI, if it is here.
-    pub fn set_by_uri(&mut self, uri: &str, marks: u8) {
+    pub fn set_by_uri(&self, uri: &str, marks: u8) {
         if let Some(i) = self.find(&uri_key(uri)) {
             self.set(i, marks);
         }
@@ -307,6 +370,11 @@ fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
     Some(out)
 }
 
+/// The bytes of 64 lower-case hex digits (an object's name), or None.
+pub fn sha256_bytes(name: &str) -> Option<[u8; 32]> {
+    hex_bytes(name)
+}
+
 /// Lower-case hex, by hand (as `hex_bytes`).
 fn to_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -334,7 +402,7 @@ impl Default for HexBuf {
 }
 
 /// Lower-case hex of `bytes` into `out` (twice as long).
-fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
+pub fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for (b, o) in bytes.iter().zip(out.chunks_exact_mut(2)) {
         o[0] = DIGITS[(b >> 4) as usize];
@@ -407,10 +475,9 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
         key,
         sha256: [0; 32],
         md5: [0; 16],
-        length: [0; 8],
+        length: [0; 4],
         lastmod_ns: [0; 8],
         has: 0,
-        marks: 0,
     };
     let lastmod = st.lastmod.and_then(parse_lastmod);
     let mut fits = st.sha1_hex.is_none();
@@ -436,8 +503,13 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
         }
     }
     if let Some(n) = st.length_bytes {
-        slot.length = n.to_le_bytes();
-        slot.has |= has::LENGTH;
+        match u32::try_from(n) {
+            Ok(n) => {
+                slot.length = n.to_le_bytes();
+                slot.has |= has::LENGTH;
+            }
+            Err(_) => fits = false,
+        }
     }
     if let Some(t) = lastmod {
         match i64::try_from(t.as_nanosecond()) {
@@ -558,8 +630,8 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_is_82_bytes_without_padding() {
-        assert_eq!(std::mem::size_of::<Slot>(), 82);
+    fn a_slot_is_77_bytes_without_padding() {
+        assert_eq!(std::mem::size_of::<Slot>(), 77);
         assert_eq!(std::mem::align_of::<Slot>(), 1);
     }
 
@@ -653,7 +725,7 @@ mod tests {
             let refs: Vec<(&str, NewVersion)> =
                 rows.iter().map(|(u, v)| (u.as_str(), v.clone())).collect();
             let (_dir, c) = catalog_with(&refs);
-            let mut m = MirrorStates::load(&c, None).unwrap();
+            let m = MirrorStates::load(&c, None).unwrap();
             for (u, v) in &rows {
                 let i = m.find(&uri_key(u)).unwrap();
                 assert_eq!(m.state(i).length_bytes, v.length_bytes);
