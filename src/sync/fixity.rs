@@ -246,16 +246,16 @@ pub fn check_current(
             None => {}
         }
     }
-    let mut judge = |name: &str, claims: &[u32], seen: &Seen, out: &mut Fixity| {
+    let mut judge = |name: &str, claims: &[([u8; 32], u32)], seen: &Seen, out: &mut Fixity| {
         out.objects_checked += 1;
-        for &i in claims {
+        for &(_, i) in claims {
             let i = i as usize;
             found.extend(judge_claim(name, &claim(i), seen, opts.level).map(|f| (i, f)));
             progress.item(0);
         }
     };
     for (name, claims) in &odd {
-        let claims: Vec<u32> = claims.iter().map(|&i| i as u32).collect();
+        let claims: Vec<_> = claims.iter().map(|&i| ([0; 32], i as u32)).collect();
         judge(name, &claims, &Seen::NotAnObject, &mut out);
     }
     let mut merge = ByDigest::new(states, starts);
@@ -267,15 +267,15 @@ pub fn check_current(
         };
         // Objects before this one that the walk did not meet: the stat says what is there
         // (normally nothing).
-        while let Some((claims, sha)) = merge.next_before(Some(&name)) {
+        while let Some((claims, sha)) = merge.next_before(states, Some(&name)) {
             let sha = hex_into(&sha, &mut hex);
-            judge(sha, &merge.order[claims], &measure(&stat, sha), &mut out);
+            judge(sha, &merge.current[claims], &measure(&stat, sha), &mut out);
         }
-        match merge.take(&name) {
+        match merge.take(states, &name) {
             Some(claims) => {
                 judge(
                     &v.name,
-                    &merge.order[claims],
+                    &merge.current[claims],
                     &measure(&stat, &v.name),
                     &mut out,
                 );
@@ -284,9 +284,9 @@ pub fn check_current(
             None => false,
         }
     });
-    while let Some((claims, sha)) = merge.next_before(None) {
+    while let Some((claims, sha)) = merge.next_before(states, None) {
         let sha = hex_into(&sha, &mut hex);
-        judge(sha, &merge.order[claims], &measure(&stat, sha), &mut out);
+        judge(sha, &merge.current[claims], &measure(&stat, sha), &mut out);
     }
     progress.finish();
     out.other = strays?;
@@ -298,23 +298,24 @@ pub fn check_current(
 }
 
 /// The states naming an object, in digest order, taken a group (one object) at a time.
-struct ByDigest<'s> {
-    states: &'s MirrorStates,
-    /// Slots, by bucket (`starts[b]..starts[b + 1]`), sorted up to `sorted_to`.
+struct ByDigest {
+    /// Slots, by bucket (`starts[b]..starts[b + 1]`).
     order: Vec<u32>,
     starts: Vec<u32>,
-    sorted_to: usize,
-    /// The first slot not taken yet.
-    next: usize,
+    /// The next bucket to take.
+    bucket: usize,
+    /// The bucket being taken, sorted: (digest, slot), and the first not taken yet.
+    current: Vec<([u8; 32], u32)>,
+    at: usize,
 }
 
-impl<'s> ByDigest<'s> {
+impl ByDigest {
     fn bucket(sha: &[u8; 32]) -> usize {
         usize::from(u16::from_be_bytes([sha[0], sha[1]]))
     }
 
     /// `counts[b + 1]`: how many states name an object of bucket `b`.
-    fn new(states: &'s MirrorStates, mut counts: Vec<u32>) -> ByDigest<'s> {
+    fn new(states: &MirrorStates, mut counts: Vec<u32>) -> ByDigest {
         for b in 1..counts.len() {
             counts[b] += counts[b - 1];
         }
@@ -329,53 +330,52 @@ impl<'s> ByDigest<'s> {
             }
         }
         ByDigest {
-            states,
             order,
             starts,
-            sorted_to: 0,
-            next: 0,
+            bucket: 0,
+            current: Vec::new(),
+            at: 0,
         }
     }
 
-    fn sha(&self, k: usize) -> [u8; 32] {
-        match self.states.object(self.order[k] as usize) {
-            Some(ObjectName::Sha256(sha)) => sha,
-            _ => unreachable!("only states naming an object are ordered"),
+    /// The digest at the merge position (reading the next bucket when this one is done).
+    fn peek(&mut self, states: &MirrorStates) -> Option<[u8; 32]> {
+        while self.at >= self.current.len() {
+            if self.bucket + 1 >= self.starts.len() {
+                return None;
+            }
+            let (from, to) = (self.starts[self.bucket], self.starts[self.bucket + 1]);
+            self.bucket += 1;
+            self.current.clear();
+            self.current
+                .extend(self.order[from as usize..to as usize].iter().map(|&i| {
+                    match states.object(i as usize) {
+                        Some(ObjectName::Sha256(sha)) => (sha, i),
+                        _ => unreachable!("only states naming an object are ordered"),
+                    }
+                }));
+            self.current.sort_unstable();
+            self.at = 0;
         }
+        Some(self.current[self.at].0)
     }
 
-    /// The digest at the merge position, its bucket sorted.
-    fn peek(&mut self) -> Option<[u8; 32]> {
-        if self.next >= self.order.len() {
-            return None;
-        }
-        if self.next >= self.sorted_to {
-            let end = self.starts[Self::bucket(&self.sha(self.next)) + 1] as usize;
-            let states = self.states;
-            self.order[self.next..end].sort_unstable_by_key(|&i| match states.object(i as usize) {
-                Some(ObjectName::Sha256(sha)) => sha,
-                _ => unreachable!("only states naming an object are ordered"),
-            });
-            self.sorted_to = end;
-        }
-        Some(self.sha(self.next))
-    }
-
-    /// The group at the merge position (positions in `order`), taken.
+    /// The group at the merge position (a range of `current`), taken.
     fn group(&mut self, sha: &[u8; 32]) -> std::ops::Range<usize> {
-        let start = self.next;
-        while self.next < self.order.len() && self.sha(self.next) == *sha {
-            self.next += 1;
+        let start = self.at;
+        while self.at < self.current.len() && self.current[self.at].0 == *sha {
+            self.at += 1;
         }
-        start..self.next
+        start..self.at
     }
 
     /// The next group whose digest sorts before `upto` (any, without), and that digest.
     fn next_before(
         &mut self,
+        states: &MirrorStates,
         upto: Option<&[u8; 32]>,
     ) -> Option<(std::ops::Range<usize>, [u8; 32])> {
-        let sha = self.peek()?;
+        let sha = self.peek(states)?;
         if upto.is_some_and(|u| sha >= *u) {
             return None;
         }
@@ -383,8 +383,8 @@ impl<'s> ByDigest<'s> {
     }
 
     /// The group naming `sha`, if it is at the merge position.
-    fn take(&mut self, sha: &[u8; 32]) -> Option<std::ops::Range<usize>> {
-        (self.peek()? == *sha).then(|| self.group(sha))
+    fn take(&mut self, states: &MirrorStates, sha: &[u8; 32]) -> Option<std::ops::Range<usize>> {
+        (self.peek(states)? == *sha).then(|| self.group(sha))
     }
 }
 
