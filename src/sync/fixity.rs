@@ -18,7 +18,7 @@ use crate::cli::AuditLevel;
 use crate::finding::{Class, Finding};
 use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
-use crate::store::objects::{is_sha256_hex, ObjectStat, ObjectStore, Visited};
+use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
 use crate::sync::mirror_states::{
     hex_into, in_sample, uri_in_sample, uri_key, MirrorStates, ObjectName,
@@ -276,7 +276,7 @@ pub fn check_current(
                 judge(
                     &v.name,
                     &merge.current[claims],
-                    &measure(&stat, &v.name),
+                    &seen_by(v.metadata()),
                     &mut out,
                 );
                 true
@@ -550,7 +550,12 @@ impl Batch {
 
 /// One stat: presence and length need no open.
 fn measure(stat: &ObjectStat, sha256: &str) -> Seen {
-    match stat.metadata(sha256) {
+    seen_by(stat.metadata(sha256))
+}
+
+/// What a stat of an object says of it.
+fn seen_by(stat: io::Result<ObjectMeta>) -> Seen {
+    match stat {
         Ok(m) if m.is_file => Seen::Present { length: m.len },
         Ok(m) if m.is_dir => Seen::Unreadable("a folder, not a file".into()),
         Ok(_) => Seen::Unreadable("not a regular file".into()),
