@@ -546,6 +546,17 @@ impl Sink {
         });
     }
 
+    /// Does this sink write findings of `class`? A line sink that is not verbose leaves out
+    /// the `=` ones; [`Self::skipped`] then stands for [`Self::finding`].
+    pub fn wants(&self, class: Class) -> bool {
+        !(matches!(self.form, Form::Lines { verbose: false }) && class.is_ok())
+    }
+
+    /// A finding this sink does not write ([`Self::wants`]) went by.
+    pub fn skipped(&mut self) {
+        self.written += 1;
+    }
+
     pub fn finding(&mut self, f: &Finding) {
         self.io(|out, form, written| match form {
             Form::Lines { verbose } => {

@@ -18,7 +18,7 @@ use crate::rs::document::{
 use crate::rs::w3c_datetime::{self, DatetimeError, Zone};
 use jiff::Timestamp;
 use quick_xml::events::{BytesRef, BytesStart, Event};
-use quick_xml::name::{NamespaceResolver, ResolveResult};
+use quick_xml::name::{NamespaceResolver, QName, ResolveResult};
 use quick_xml::{NsReader, XmlVersion};
 use std::borrow::Cow;
 use std::fmt;
@@ -206,6 +206,14 @@ impl<R: BufRead> SitemapReader<R> {
                 Ok(())
             })?;
             self.st.refresh_syntax();
+            let bound = |name: &str, ns: &str| {
+                matches!(resolver.resolve_element(QName(name)),
+                    (ResolveResult::Bound(n), _) if n.0 == ns)
+            };
+            self.st.plain = root == Root::Urlset
+                && bound("url", SITEMAP_NS)
+                && bound("rs:md", RS_NS)
+                && !tests_without_plain_entries();
             if empty {
                 self.finish()?;
             }
@@ -219,6 +227,11 @@ impl<R: BufRead> SitemapReader<R> {
             return Ok(None);
         }
         loop {
+            if self.st.plain && self.st.after_markup {
+                if let Some(entry) = self.plain_entry() {
+                    return entry.map(Some);
+                }
+            }
             let ev = next_event(&mut self.xml, &mut self.buf, &mut self.st)?;
             let (e, empty) = match ev {
                 Event::Start(e) => (e, false),
@@ -468,6 +481,57 @@ impl<R: BufRead> SitemapReader<R> {
         })
     }
 
+    /// The next entry read straight from the buffered bytes when it is written the plain way,
+    /// on one line, all in the buffer: whitespace, `<url><loc>L</loc>`, optionally
+    /// `<lastmod>T</lastmod>`, optionally `<rs:md a="v" .../>` (unprefixed attributes, double
+    /// quotes, single spaces), `</url>`, printable ASCII without `&`. That is most entries of
+    /// real lists, and quick-xml would give exactly these events and values for them, so
+    /// what is read and reported is what [`Self::read_entry`] gives (the same calls make the
+    /// entry, its warnings and its errors); anything else is `None`, nothing is consumed,
+    /// and the parser reads it. The parser's state is unchanged: it was after markup, and is
+    /// after `</url>`.
+    fn plain_entry(&mut self) -> Option<Result<Entry, ReadError>> {
+        let bytes = self.xml.get_ref().buffered();
+        let plain = plain_url(bytes)?;
+        #[cfg(test)]
+        PLAIN_ENTRIES.with(|c| c.set(c.get() + 1));
+        let line = 1 + self.st.lead_newlines + self.xml.get_ref().newlines + plain.newlines;
+        let text = |r: &std::ops::Range<usize>| {
+            std::str::from_utf8(&bytes[r.clone()]).expect("checked to be ASCII")
+        };
+        let st = &mut self.st;
+        let result = (|| {
+            st.line = line;
+            st.text.clear();
+            st.text.push_str(text(&plain.loc));
+            let loc = st.loc(line)?;
+            let mut lastmod = None;
+            if let Some(r) = &plain.lastmod {
+                st.text.clear();
+                st.text.push_str(text(r));
+                lastmod = Some(st.text_time(line, "<lastmod>")?);
+            }
+            let mut md = Md::default();
+            if plain.md {
+                let mut modified = None;
+                for (name, value) in &plain.attrs[..plain.n_attrs] {
+                    md_attr(st, text(name), text(value), &mut md, false, &mut modified)?;
+                }
+            }
+            st.check_intervals(&md, line, false);
+            st.entries += 1;
+            Ok(Entry {
+                line,
+                loc,
+                lastmod,
+                md,
+                links: Vec::new(),
+            })
+        })();
+        self.xml.get_mut().consume(plain.end);
+        Some(result)
+    }
+
     /// Text content of the element just opened, into `st.text`.
     fn read_text(&mut self, empty: bool, what: &'static str) -> Result<(), ReadError> {
         self.st.text.clear();
@@ -654,6 +718,13 @@ impl<R> LineCounter<R> {
     }
 }
 
+impl<R> LineCounter<R> {
+    /// The bytes read from the input and not consumed yet (no read is made).
+    fn buffered(&self) -> &[u8] {
+        &self.buf[self.pos..self.filled]
+    }
+}
+
 impl<R: Read> Read for LineCounter<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let n = {
@@ -739,13 +810,151 @@ fn next_event<'b, R: BufRead>(
 ) -> Result<Event<'b>, ReadError> {
     buf.clear();
     st.line = 1 + st.lead_newlines + xml.get_ref().newlines;
-    match xml.read_event_into(buf) {
+    let ev = xml.read_event_into(buf);
+    // After markup the parser looks for text next: the bytes that follow are where
+    // `SitemapReader::plain_entry` may read an entry itself.
+    st.after_markup = matches!(
+        ev,
+        Ok(Event::Start(_)
+            | Event::End(_)
+            | Event::Empty(_)
+            | Event::Comment(_)
+            | Event::PI(_)
+            | Event::Decl(_))
+    );
+    match ev {
         // XML 1.0 §2.8; ResourceSync documents never need a DTD, and a DTD is where entity
         // expansion attacks live: refuse it outright.
         Ok(Event::DocType(_)) => Err(st.err(ReadErrorKind::Doctype)),
         Ok(ev) => Ok(ev),
         Err(e) => Err(st.xml_error(e)),
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests read documents with and without plain entries and compare.
+    static WITHOUT_PLAIN_ENTRIES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Plain entries read (to check that tests reach them).
+    static PLAIN_ENTRIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+fn tests_without_plain_entries() -> bool {
+    WITHOUT_PLAIN_ENTRIES.with(|c| c.get())
+}
+
+#[cfg(not(test))]
+fn tests_without_plain_entries() -> bool {
+    false
+}
+
+/// Attributes a plain `rs:md` may have ([`SitemapReader::plain_entry`]).
+const PLAIN_ATTRS: usize = 8;
+
+/// Where the parts of a plain entry are in the buffered bytes.
+struct PlainUrl {
+    /// Newlines before `<url>`.
+    newlines: u64,
+    loc: std::ops::Range<usize>,
+    lastmod: Option<std::ops::Range<usize>>,
+    md: bool,
+    attrs: [(std::ops::Range<usize>, std::ops::Range<usize>); PLAIN_ATTRS],
+    n_attrs: usize,
+    /// Just after `</url>`.
+    end: usize,
+}
+
+/// A plain entry at the start of `b` (see [`SitemapReader::plain_entry`]), or None.
+fn plain_url(b: &[u8]) -> Option<PlainUrl> {
+    let mut i = 0;
+    let mut newlines = 0u64;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\r' | b'\n') {
+        newlines += u64::from(b[i] == b'\n');
+        i += 1;
+    }
+    // Printable ASCII but `<` and `&`, up to the next `<`.
+    let content = |from: usize| -> Option<std::ops::Range<usize>> {
+        let len = b[from..].iter().position(|&c| c == b'<')?;
+        b[from..from + len]
+            .iter()
+            .all(|&c| (0x20..0x7f).contains(&c) && c != b'&')
+            .then_some(from..from + len)
+    };
+    let tag = |at: usize, t: &[u8]| b.get(at..at + t.len()) == Some(t);
+    if !tag(i, b"<url><loc>") {
+        return None;
+    }
+    let loc = content(i + 10)?;
+    i = loc.end;
+    if !tag(i, b"</loc>") {
+        return None;
+    }
+    i += 6;
+    let mut lastmod = None;
+    if tag(i, b"<lastmod>") {
+        let r = content(i + 9)?;
+        i = r.end;
+        if !tag(i, b"</lastmod>") {
+            return None;
+        }
+        i += 10;
+        lastmod = Some(r);
+    }
+    let mut md = false;
+    let mut attrs: [(std::ops::Range<usize>, std::ops::Range<usize>); PLAIN_ATTRS] =
+        Default::default();
+    let mut n_attrs = 0;
+    if tag(i, b"<rs:md ") {
+        md = true;
+        i += 6;
+        loop {
+            if tag(i, b"/>") {
+                i += 2;
+                break;
+            }
+            if b.get(i) != Some(&b' ') || n_attrs == PLAIN_ATTRS {
+                return None;
+            }
+            i += 1;
+            let name_len = b[i..].iter().position(|c| !c.is_ascii_lowercase())?;
+            let name = i..i + name_len;
+            if name_len == 0 || !tag(name.end, b"=\"") {
+                return None;
+            }
+            let from = name.end + 2;
+            let len = b[from..].iter().position(|&c| c == b'"')?;
+            let value = from..from + len;
+            if !b[value.clone()]
+                .iter()
+                .all(|&c| (0x20..0x7f).contains(&c) && c != b'&' && c != b'<')
+            {
+                return None;
+            }
+            // A repeated attribute is an error the parser reports.
+            if attrs[..n_attrs]
+                .iter()
+                .any(|(n, _)| b[n.clone()] == b[name.clone()])
+            {
+                return None;
+            }
+            attrs[n_attrs] = (name, value.clone());
+            n_attrs += 1;
+            i = value.end + 1;
+        }
+    }
+    if !tag(i, b"</url>") {
+        return None;
+    }
+    Some(PlainUrl {
+        newlines,
+        loc,
+        lastmod,
+        md,
+        attrs,
+        n_attrs,
+        end: i + 6,
+    })
 }
 
 fn is_xml_space(s: &str) -> bool {
@@ -940,37 +1149,50 @@ fn apply_md(
         if ns == AttrNs::Other {
             return Ok(());
         }
-        match local {
-            "capability" => md.capability = Some(st.capability(&value, document)),
-            "change" => {
-                if let Some(c) = st.change(&value) {
-                    md.change = Some(c);
-                }
-            }
-            "datetime" => md.datetime = Some(st.time("rs:md datetime", &value)?),
-            "at" => md.at = Some(st.time("rs:md at", &value)?),
-            "completed" => md.completed = Some(st.time("rs:md completed", &value)?),
-            "from" => md.from = Some(st.time("rs:md from", &value)?),
-            "until" => md.until = Some(st.time("rs:md until", &value)?),
-            "modified" => modified = Some(st.time("rs:md modified", &value)?),
-            // ResourceSync 1.1 §4: whitespace-separated `alg:digest` tokens.
-            "hash" => {
-                let digests = parse_hash_attr(&value);
-                if md.hash.is_empty() {
-                    md.hash = digests;
-                } else {
-                    md.hash.extend(digests);
-                }
-            }
-            "length" => md.length = Some(st.number("rs:md length", &value)?),
-            "type" => md.media_type = Some(value.trim().to_string()),
-            "encoding" => md.encoding = Some(value.trim().to_string()),
-            "path" => md.path = Some(value.trim().to_string()),
-            _ => {}
-        }
-        Ok(())
+        md_attr(st, local, &value, md, document, &mut modified)
     })?;
     Ok(modified)
+}
+
+/// One `rs:md` attribute (not in another namespace) applied to `md`; `modified` takes the
+/// beta `modified=` value.
+fn md_attr(
+    st: &mut State,
+    local: &str,
+    value: &str,
+    md: &mut Md,
+    document: bool,
+    modified: &mut Option<Timestamp>,
+) -> Result<(), ReadError> {
+    match local {
+        "capability" => md.capability = Some(st.capability(value, document)),
+        "change" => {
+            if let Some(c) = st.change(value) {
+                md.change = Some(c);
+            }
+        }
+        "datetime" => md.datetime = Some(st.time("rs:md datetime", value)?),
+        "at" => md.at = Some(st.time("rs:md at", value)?),
+        "completed" => md.completed = Some(st.time("rs:md completed", value)?),
+        "from" => md.from = Some(st.time("rs:md from", value)?),
+        "until" => md.until = Some(st.time("rs:md until", value)?),
+        "modified" => *modified = Some(st.time("rs:md modified", value)?),
+        // ResourceSync 1.1 §4: whitespace-separated `alg:digest` tokens.
+        "hash" => {
+            let digests = parse_hash_attr(value);
+            if md.hash.is_empty() {
+                md.hash = digests;
+            } else {
+                md.hash.extend(digests);
+            }
+        }
+        "length" => md.length = Some(st.number("rs:md length", value)?),
+        "type" => md.media_type = Some(value.trim().to_string()),
+        "encoding" => md.encoding = Some(value.trim().to_string()),
+        "path" => md.path = Some(value.trim().to_string()),
+        _ => {}
+    }
+    Ok(())
 }
 
 /// One `rs:ln` (or alpha `xhtml:link`); `None` (with a warning) when it lacks rel or href.
@@ -1163,6 +1385,61 @@ struct State {
     alpha_item: bool,
     alias_warned: bool,
     repeats: [(u64, u64); REPEAT_KINDS],
+    origin: LastOrigin,
+    /// The last event was markup (the parser looks for text next).
+    after_markup: bool,
+    /// `<url>` and `<loc>` are in the Sitemap namespace and `rs:` is the ResourceSync one,
+    /// as declared on the root: plain entries may be read without the parser.
+    plain: bool,
+}
+
+/// The origin of the last absolute URL parsed, to parse the next one of the same origin
+/// without parsing its scheme and host again (`<loc>` after `<loc>` of one site, a million
+/// times).
+#[derive(Default)]
+struct LastOrigin {
+    /// `scheme://host[:port]` as the URL serialises it, and that URL with path `/`.
+    last: Option<(String, Url)>,
+}
+
+impl LastOrigin {
+    /// `Url::parse(v)`, when `v` is the remembered origin followed by a plain path: only
+    /// unreserved characters and `/`, no empty or dot segment, no query or fragment. Such a
+    /// path is kept byte for byte by the parser, so setting it on the origin gives the same
+    /// URL. `None` for anything else.
+    fn parse(&self, v: &str) -> Option<Url> {
+        let (prefix, base) = self.last.as_ref()?;
+        let path = v.strip_prefix(prefix.as_str())?;
+        let plain = path.len() > 1
+            && path.starts_with('/')
+            && path.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~')
+            })
+            && !path.contains("//")
+            && !path.contains("/.");
+        if !plain {
+            return None;
+        }
+        let mut u = base.clone();
+        u.set_path(path);
+        debug_assert_eq!(Some(&u), Url::parse(v).ok().as_ref(), "{v}");
+        Some(u)
+    }
+
+    fn remember(&mut self, u: &Url) {
+        if !matches!(u.scheme(), "http" | "https") || u.cannot_be_a_base() {
+            return;
+        }
+        let prefix = &u[..url::Position::BeforePath];
+        if self.last.as_ref().is_some_and(|(p, _)| p == prefix) {
+            return;
+        }
+        let mut base = u.clone();
+        base.set_path("/");
+        base.set_query(None);
+        base.set_fragment(None);
+        self.last = Some((prefix.to_string(), base));
+    }
 }
 
 impl State {
@@ -1193,6 +1470,9 @@ impl State {
             alpha_item: false,
             alias_warned: false,
             repeats: [(0, 0); REPEAT_KINDS],
+            origin: LastOrigin::default(),
+            after_markup: false,
+            plain: false,
         }
     }
 
@@ -1509,8 +1789,14 @@ impl State {
         if v.is_empty() {
             return Err("empty".into());
         }
+        if let Some(u) = self.origin.parse(v) {
+            return Ok(u);
+        }
         match Url::parse(v) {
-            Ok(u) => Ok(u),
+            Ok(u) => {
+                self.origin.remember(&u);
+                Ok(u)
+            }
             Err(url::ParseError::RelativeUrlWithoutBase) => {
                 let u = self.doc_url.join(v).map_err(|e| e.to_string())?;
                 let line = self.line;
@@ -1609,6 +1895,140 @@ mod tests {
             Ok(_) => panic!("expected an error"),
             Err(e) => e,
         }
+    }
+
+    /// Read `doc` with plain entries read directly and without; both must give the same.
+    /// Returns how many entries were read directly.
+    fn same_without_plain_entries(doc: &[u8]) -> u64 {
+        let with = |without: bool| {
+            WITHOUT_PLAIN_ENTRIES.with(|c| c.set(without));
+            PLAIN_ENTRIES.with(|c| c.set(0));
+            let r = read_bytes(doc, ReadOptions::default());
+            WITHOUT_PLAIN_ENTRIES.with(|c| c.set(false));
+            (r, PLAIN_ENTRIES.with(|c| c.get()))
+        };
+        let (plain, n) = with(false);
+        let (parsed, none) = with(true);
+        assert_eq!(none, 0);
+        let doc = String::from_utf8_lossy(doc);
+        match (plain, parsed) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.header, b.header, "{doc}");
+                assert_eq!(a.entries, b.entries, "{doc}");
+                assert_eq!(a.warnings, b.warnings, "{doc}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{doc}"),
+            (a, b) => panic!(
+                "{doc}\nplain: {:?}\nparsed: {:?}",
+                a.map(|r| r.entries.len()),
+                b.map(|r| r.entries.len())
+            ),
+        }
+        n
+    }
+
+    #[test]
+    fn plain_entries_read_directly_read_as_the_parser_reads_them() {
+        const MD: &str = r#"<rs:md hash="md5:9f9f90dbe3e5ee1218c86b8839db1995 sha-256:b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" length="6" type="text/plain"/>"#;
+        let plain = |i: usize| {
+            format!(
+                "<url><loc>http://example.org/r/{i}</loc><lastmod>2024-05-01T03:00:{:02}Z</lastmod>{MD}</url>",
+                i % 60
+            )
+        };
+        let header = r#"<rs:md capability="resourcelist" at="2024-05-01T06:00:00Z"/>"#;
+        let odd: Vec<String> = [
+            "<url><loc>http://example.org/a</loc></url>",
+            "<url><loc>http://example.org/a</loc><lastmod>2024-05-01</lastmod></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"6\"/></url>",
+            "<url><loc>r/relative</loc></url>",
+            "<url><loc>  http://example.org/padded  </loc></url>",
+            "<url><loc>http://example.org/a&amp;b</loc></url>",
+            "<url><loc><![CDATA[http://example.org/cdata]]></loc></url>",
+            "<url><loc>http://example.org/a</loc><!-- note --></url>",
+            "<url><loc>http://example.org/é</loc></url>",
+            "<url><loc>http://example.org/a</loc><lastmod>yesterday</lastmod></url>",
+            "<url><loc>http://example.org/a</loc><lastmod>2024-05-01T03:00:00</lastmod></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"x\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"1\" length=\"2\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length='1'/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md  length=\"1\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"1\" capability=\"resourceList\" at=\"2024-05-01T06:00:00Z\" completed=\"2024-05-01T05:00:00Z\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md hash=\"MD5:9F9F90DBE3E5EE1218C86B8839DB1995 sha-1:zz\" change=\"gone\" xyz=\"1\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md rs:length=\"1\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:md xmlns:rs=\"http://other\" length=\"1\"/></url>",
+            "<url xmlns=\"http://other\"><loc>http://example.org/a</loc></url>",
+            "<url><loc>http://example.org/a</loc><changefreq>daily</changefreq></url>",
+            "<url><lastmod>2024-05-01</lastmod><loc>http://example.org/a</loc></url>",
+            "<url><loc>http://example.org/a</loc><loc>http://example.org/b</loc></url>",
+            "<url><loc></loc></url>",
+            "<url><loc>http://exa mple.org/a</loc></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"1\"></rs:md></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"1\" /></url>",
+            "<url><loc>http://example.org/a</loc></url>stray",
+            "<url/>",
+            "<url><loc>http://example.org/a</loc>",
+            "<url><loc>http://example.org/a</loc></urlx>",
+            "<sitemap><loc>http://example.org/a</loc></sitemap>",
+            "<url><loc>http://example.org/a\t</loc></url>",
+            "<url><loc>http://example.org/a</loc>\n<lastmod>2024-05-01</lastmod></url>",
+            "<url><loc>http://example.org/a</loc><rs:md length=\"1\"/><rs:md type=\"x\"/></url>",
+            "<url><loc>http://example.org/a</loc><rs:ln rel=\"duplicate\" href=\"http://m.example.org/a\"/></url>",
+            "<!-- between --><url><loc>http://example.org/a</loc></url>",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut direct = 0;
+        for body in &odd {
+            for (before, after) in [(0, 0), (3, 0), (0, 3), (2, 2)] {
+                let mut doc = String::new();
+                for i in 0..before {
+                    doc.push_str(&plain(i));
+                    doc.push('\n');
+                }
+                doc.push_str(body);
+                for i in 0..after {
+                    doc.push('\n');
+                    doc.push_str(&plain(i + 100));
+                }
+                let with_header = urlset(&format!("{header}\n{doc}"));
+                direct += same_without_plain_entries(with_header.as_bytes());
+                same_without_plain_entries(urlset(&doc).as_bytes());
+                // Cut short inside the last entries.
+                for cut in [13, 40, 90, 200] {
+                    let end = with_header.len().saturating_sub(cut);
+                    same_without_plain_entries(&with_header.as_bytes()[..end]);
+                }
+            }
+        }
+        assert!(direct > 100, "{direct}");
+        // Large enough to cross the read buffer's edge, with odd entries here and there.
+        let mut doc = String::new();
+        for i in 0..3000 {
+            doc.push_str(&plain(i));
+            doc.push_str(match i % 3 {
+                0 => "\n",
+                1 => "\n  ",
+                _ => "",
+            });
+            // Odd entries that read without error.
+            let fine = [0, 1, 2, 3, 4, 5, 6, 7, 16, 20, 34, 35, 36];
+            if i % 97 == 7 {
+                doc.push_str(&odd[fine[i % fine.len()]]);
+            }
+        }
+        assert!(same_without_plain_entries(urlset(&doc).as_bytes()) > 2500);
+        // Another prefix, or an index: the parser reads everything.
+        let other = urlset(&plain(1))
+            .replace("xmlns:rs=", "xmlns:x=")
+            .replace("rs:md", "x:md");
+        assert_eq!(same_without_plain_entries(other.as_bytes()), 0);
+        let index = format!(
+            "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">{}</sitemapindex>",
+            plain(1)
+        );
+        assert_eq!(same_without_plain_entries(index.as_bytes()), 0);
     }
 
     fn warned(r: &Read, needle: &str) -> bool {
@@ -2171,6 +2591,39 @@ mod tests {
         assert_eq!(utc.len(), 2, "{:?}", r.warnings);
         assert!(utc[0].message.contains("\"2020-03-18T00:00:00\""));
         assert!(utc[1].message.contains("2 times"), "{}", utc[1].message);
+    }
+
+    #[test]
+    fn a_url_of_the_last_origin_parses_as_url_parses_it() {
+        let mut o = LastOrigin::default();
+        o.remember(&Url::parse("http://Example.ORG:8080/a?q#f").unwrap());
+        for v in [
+            "http://example.org:8080/r/0001/x.txt",
+            "http://example.org:8080/r/A-b_c~d",
+            "http://example.org:8080/",
+            "http://example.org:8080//x",
+            "http://example.org:8080/a/./b",
+            "http://example.org:8080/a/../b",
+            "http://example.org:8080/.hidden",
+            "http://example.org:8080/a%20b",
+            "http://example.org:8080/a b",
+            "http://example.org:8080/a\\b",
+            "http://example.org:8080/a?x=1",
+            "http://example.org:8080/a#top",
+            "http://example.org:8080/é",
+            "http://example.org:80801/a",
+            "http://example.org:8080.evil/a",
+            "http://example.org:8080@evil/a",
+            "http://example.org/a",
+        ] {
+            if let Some(u) = o.parse(v) {
+                assert_eq!(Some(u), Url::parse(v).ok(), "{v}");
+            }
+        }
+        assert!(o.parse("http://example.org:8080/r/0001/x.txt").is_some());
+        let mut files = LastOrigin::default();
+        files.remember(&Url::parse("file:///tmp/x").unwrap());
+        assert!(files.parse("file:///tmp/y").is_none());
     }
 
     #[test]

@@ -108,20 +108,297 @@ impl ObjectStore {
 }
 
 /// One entry met by [`ObjectStore::visit_sorted`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Visited {
+#[derive(Debug)]
+pub struct Visited<'a> {
     /// The entry's file name.
     pub name: String,
-    pub path: PathBuf,
+    /// The folder it is in.
+    folder: &'a Folder,
     /// True when the entry sits where an object of that name belongs
     /// (`sha256/<2 hex>/<64 hex>`); anything else is never an object.
     pub placed: bool,
+}
+
+impl Visited<'_> {
+    pub fn path(&self) -> PathBuf {
+        self.folder.path.join(&self.name)
+    }
+
+    /// `fs::metadata` of the entry (following a symbolic link), resolving only its name.
+    pub fn metadata(&self) -> io::Result<ObjectMeta> {
+        self.folder.metadata(&self.name)
+    }
+}
+
+/// A folder of the store being walked: listed, and its entries stat'ed, relative to the open
+/// folder on Linux (`openat`, `readdir`, `fstatat`: one name resolved per call instead of the
+/// whole mirror path, a million times in a walk), by path elsewhere.
+#[derive(Debug)]
+struct Folder {
+    path: PathBuf,
+    #[cfg(target_os = "linux")]
+    dir: at::Dir,
+}
+
+impl Folder {
+    fn open(path: PathBuf) -> io::Result<Folder> {
+        Ok(Folder {
+            #[cfg(target_os = "linux")]
+            dir: at::Dir::open(&path)?,
+            path,
+        })
+    }
+
+    fn child(&self, name: &str) -> io::Result<Folder> {
+        Ok(Folder {
+            #[cfg(target_os = "linux")]
+            dir: self.dir.open_in(name)?,
+            path: self.path.join(name),
+        })
+    }
+
+    /// The entries (name, is a folder without following a link), sorted by name.
+    fn sorted(&mut self) -> io::Result<Vec<(String, bool)>> {
+        #[cfg(target_os = "linux")]
+        let mut out = self.dir.entries()?;
+        #[cfg(not(target_os = "linux"))]
+        let mut out = {
+            let mut out = Vec::new();
+            for entry in fs::read_dir(&self.path)? {
+                let entry = entry?;
+                let is_dir = entry.file_type()?.is_dir();
+                let name = entry
+                    .file_name()
+                    .into_string()
+                    .unwrap_or_else(|n| n.to_string_lossy().into_owned());
+                out.push((name, is_dir));
+            }
+            out
+        };
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    fn metadata(&self, name: &str) -> io::Result<ObjectMeta> {
+        #[cfg(target_os = "linux")]
+        return self.dir.metadata(name);
+        #[cfg(not(target_os = "linux"))]
+        {
+            let m = fs::metadata(self.path.join(name))?;
+            Ok(ObjectMeta {
+                is_file: m.is_file(),
+                is_dir: m.is_dir(),
+                len: m.len(),
+            })
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod at {
+    use super::ObjectMeta;
+    use std::ffi::{CStr, CString};
+    use std::io;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use std::ptr::NonNull;
+
+    /// An open folder (`fdopendir` of an `openat`), closed on drop.
+    pub struct Dir(NonNull<libc::DIR>);
+
+    impl std::fmt::Debug for Dir {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Dir")
+        }
+    }
+
+    /// `name` as a C string, on the stack when it fits (entry names always do).
+    fn with_c_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> io::Result<T>) -> io::Result<T> {
+        let mut buf = [0u8; 256];
+        if name.len() < buf.len() && !name.contains(&0) {
+            buf[..name.len()].copy_from_slice(name);
+            let c = CStr::from_bytes_until_nul(&buf).expect("NUL-terminated");
+            return f(c);
+        }
+        let c = CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        f(&c)
+    }
+
+    impl Dir {
+        pub fn open(path: &Path) -> io::Result<Dir> {
+            with_c_name(path.as_os_str().as_bytes(), |c| {
+                Dir::open_at(libc::AT_FDCWD, c)
+            })
+        }
+
+        pub fn open_in(&self, name: &str) -> io::Result<Dir> {
+            with_c_name(name.as_bytes(), |c| Dir::open_at(self.fd(), c))
+        }
+
+        fn open_at(at: libc::c_int, name: &CStr) -> io::Result<Dir> {
+            // SAFETY: a NUL-terminated name; the descriptor belongs to the DIR once opened.
+            let fd = unsafe {
+                libc::openat(
+                    at,
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `fd` is an open folder descriptor nobody else owns.
+            match NonNull::new(unsafe { libc::fdopendir(fd) }) {
+                Some(dir) => Ok(Dir(dir)),
+                None => {
+                    let e = io::Error::last_os_error();
+                    // SAFETY: fdopendir failed, so `fd` is still ours to close.
+                    unsafe { libc::close(fd) };
+                    Err(e)
+                }
+            }
+        }
+
+        fn fd(&self) -> libc::c_int {
+            // SAFETY: `self.0` is an open DIR.
+            unsafe { libc::dirfd(self.0.as_ptr()) }
+        }
+
+        fn stat(&self, name: &CStr, flags: libc::c_int) -> io::Result<libc::stat> {
+            // SAFETY: a NUL-terminated name and a plain C struct for fstatat to fill in.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::fstatat(self.fd(), name.as_ptr(), &mut st, flags) };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(st)
+        }
+
+        /// Every entry but `.` and `..`: (name, is a folder without following a link), as
+        /// `fs::read_dir` and `DirEntry::file_type` give them.
+        pub fn entries(&mut self) -> io::Result<Vec<(String, bool)>> {
+            let mut out = Vec::new();
+            loop {
+                // SAFETY: errno is this thread's; readdir reads the open DIR, and its entry
+                // stays valid until the next readdir on it.
+                unsafe { *libc::__errno_location() = 0 };
+                let entry = unsafe { libc::readdir(self.0.as_ptr()) };
+                if entry.is_null() {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() == Some(0) {
+                        return Ok(out);
+                    }
+                    return Err(e);
+                }
+                let (name, kind) =
+                    unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
+                let bytes = name.to_bytes();
+                if bytes == b"." || bytes == b".." {
+                    continue;
+                }
+                let is_dir = match kind {
+                    libc::DT_DIR => true,
+                    libc::DT_UNKNOWN => {
+                        let st = self.stat(name, libc::AT_SYMLINK_NOFOLLOW)?;
+                        st.st_mode & libc::S_IFMT == libc::S_IFDIR
+                    }
+                    _ => false,
+                };
+                out.push((String::from_utf8_lossy(bytes).into_owned(), is_dir));
+            }
+        }
+
+        /// `fs::metadata` of an entry (following a symbolic link).
+        pub fn metadata(&self, name: &str) -> io::Result<ObjectMeta> {
+            let st = with_c_name(name.as_bytes(), |c| self.stat(c, 0))?;
+            let kind = st.st_mode & libc::S_IFMT;
+            Ok(ObjectMeta {
+                is_file: kind == libc::S_IFREG,
+                is_dir: kind == libc::S_IFDIR,
+                len: st.st_size as u64,
+            })
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            // SAFETY: `self.0` is an open DIR, closed once.
+            unsafe { libc::closedir(self.0.as_ptr()) };
+        }
+    }
+}
+
+/// What a stat of an object says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub is_file: bool,
+    pub is_dir: bool,
+    pub len: u64,
+}
+
+/// Stats objects by sha256, as `fs::metadata` of [`ObjectStore::path_for`] does. On Unix the
+/// name is resolved relative to the open `objects/sha256` folder: two path components
+/// instead of the whole mirror path, which is most of the cost of the million stats of an
+/// audit at `--level size`.
+#[derive(Debug)]
+pub struct ObjectStat {
+    store: ObjectStore,
+    #[cfg(unix)]
+    dir: Option<fs::File>,
+}
+
+impl ObjectStat {
+    pub fn metadata(&self, sha256_hex: &str) -> io::Result<ObjectMeta> {
+        #[cfg(unix)]
+        if let (Some(dir), true) = (&self.dir, is_sha256_hex(sha256_hex)) {
+            use std::os::fd::AsRawFd;
+            // "ab/<64 hex>" and a NUL.
+            let mut name = [0u8; 68];
+            name[0..2].copy_from_slice(&sha256_hex.as_bytes()[0..2]);
+            name[2] = b'/';
+            name[3..67].copy_from_slice(sha256_hex.as_bytes());
+            // SAFETY: `name` is NUL-terminated, `st` is a plain C struct fstatat fills in.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr().cast(), &mut st, 0) };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let kind = st.st_mode & libc::S_IFMT;
+            return Ok(ObjectMeta {
+                is_file: kind == libc::S_IFREG,
+                is_dir: kind == libc::S_IFDIR,
+                len: st.st_size as u64,
+            });
+        }
+        let m = fs::metadata(self.store.path_for(sha256_hex))?;
+        Ok(ObjectMeta {
+            is_file: m.is_file(),
+            is_dir: m.is_dir(),
+            len: m.len(),
+        })
+    }
 }
 
 impl ObjectStore {
     /// The object store of `mirror`, creating nothing (readers such as audit).
     pub fn at(mirror: &Path) -> ObjectStore {
         ObjectStore::with_root(mirror.join("objects"))
+    }
+
+    /// For many stats by sha256 ([`ObjectStat::metadata`]).
+    pub fn stat(&self) -> ObjectStat {
+        ObjectStat {
+            store: self.clone(),
+            #[cfg(unix)]
+            dir: {
+                use std::os::unix::fs::OpenOptionsExt;
+                fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECTORY)
+                    .open(self.root.join("sha256"))
+                    .ok()
+            },
+        }
     }
 
     /// Every entry of the store in name order, in bounded memory (one folder listing at a
@@ -131,51 +408,43 @@ impl ObjectStore {
     /// object level) are visited too, with `placed == false` (except that a folder in an
     /// object's place keeps `placed` true: it occupies that object's name). A missing store
     /// visits nothing.
-    pub fn visit_sorted(&self, mut f: impl FnMut(Visited) -> io::Result<()>) -> io::Result<()> {
-        fn sorted(dir: &Path) -> io::Result<Vec<(String, PathBuf, bool)>> {
-            let mut out = Vec::new();
-            for entry in fs::read_dir(dir)? {
-                let entry = entry?;
-                let is_dir = entry.file_type()?.is_dir();
-                out.push((
-                    entry.file_name().to_string_lossy().into_owned(),
-                    entry.path(),
-                    is_dir,
-                ));
-            }
-            out.sort();
-            Ok(out)
-        }
+    pub fn visit_sorted(&self, mut f: impl FnMut(Visited<'_>) -> io::Result<()>) -> io::Result<()> {
         let is_fan = |n: &str| n.len() == 2 && is_sha256_hex(&format!("{n:0<64}"));
         if !self.root.is_dir() {
             return Ok(());
         }
-        for (name, path, is_dir) in sorted(&self.root)? {
+        let mut root = Folder::open(self.root.clone())?;
+        for (name, is_dir) in root.sorted()? {
             if name == "sha256" && is_dir {
                 continue;
             }
             f(Visited {
                 name,
-                path,
+                folder: &root,
                 placed: false,
             })?;
         }
-        let top = self.root.join("sha256");
-        if !top.is_dir() {
+        if !self.root.join("sha256").is_dir() {
             return Ok(());
         }
-        for (a, a_path, a_dir) in sorted(&top)? {
+        let mut top = root.child("sha256")?;
+        for (a, a_dir) in top.sorted()? {
             if !(a_dir && is_fan(&a)) {
                 f(Visited {
                     name: a,
-                    path: a_path,
+                    folder: &top,
                     placed: false,
                 })?;
                 continue;
             }
-            for (name, path, _) in sorted(&a_path)? {
+            let mut fan = top.child(&a)?;
+            for (name, _) in fan.sorted()? {
                 let placed = is_sha256_hex(&name) && name[0..2] == a;
-                f(Visited { name, path, placed })?;
+                f(Visited {
+                    name,
+                    folder: &fan,
+                    placed,
+                })?;
             }
         }
         Ok(())

@@ -29,7 +29,7 @@ use crate::sync::changes::{self, Collector, Event};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::fixity::{self, Fixity};
-use crate::sync::mirror_states::{in_sample, mark, uri_key, MirrorStates};
+use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::resource_list::{self, Item, Walked, Warnings};
 use crate::sync::{arc_mirror, scp_mirror};
@@ -190,6 +190,9 @@ fn check_and_report(
     let since = |t: Instant| t.elapsed().as_secs_f64();
     // Local fixity and the catalog check run on their own threads and read-only connections,
     // while the main thread loads the index of current states and compares with the source.
+    // Below `--level fixity` and without `--all-versions`, local fixity takes its claims from
+    // that index (`fixity::check_current`, no second scan of the catalog): it starts once the
+    // index is loaded, beside the comparison.
     let fixity_options = fixity::Options {
         level: s.level,
         all_versions: s.all_versions,
@@ -197,8 +200,9 @@ fn check_and_report(
         jobs: s.jobs,
         quiet: s.output.quiet,
     };
-    let (fixity, main) = std::thread::scope(|sc| {
-        let local = sc.spawn(|| fixity::check(&s.mirror, fixity_options));
+    let from_states = !s.level.hashes() && !s.all_versions;
+    let (early_fixity, main) = std::thread::scope(|sc| {
+        let early = (!from_states).then(|| sc.spawn(|| fixity::check(&s.mirror, fixity_options)));
         let check = sc.spawn(|| {
             let t = Instant::now();
             let found = fixity::open_for_scan(&s.mirror).and_then(|c| catalog_check(&c, s.level));
@@ -206,41 +210,55 @@ fn check_and_report(
         });
         let main = (|| {
             let t = Instant::now();
-            let mut states = MirrorStates::load(catalog, s.sample)?;
+            let states = MirrorStates::load(catalog, s.sample)?;
             totals.phases.push(("loading current states", since(t)));
             let t = Instant::now();
-            // An SCP source's pages are not resources: its module compares them (with the
-            // source, and offline their stored JSON).
-            let known = match source {
-                Some(src) => Some(src.to_string()),
-                None => catalog.remembered_source()?,
-            };
-            let scp_source = match known {
-                Some(src) if catalog.source_kind(&src)?.as_deref() == Some("scp") => {
-                    Some(catalog.source_id(&src)?)
-                }
-                _ => None,
-            };
-            let (compared, scp) = match (source, scp_source) {
-                (_, Some(id)) => (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?)),
-                (None, None) => (Compared::Offline, None),
-                (Some(src), None) => match compare_with_source(s, src, &mut states) {
-                    Ok(c) => (Compared::Source(c), None),
-                    Err(e) => (Compared::Failed(e), None),
-                },
-            };
-            totals.phases.push(("source comparison", since(t)));
-            Ok::<_, StoreError>((states, compared, scp))
+            let (compared, scp, fixity, compared_in) = std::thread::scope(|inner| {
+                let local = from_states.then(|| {
+                    inner.spawn(|| fixity::check_current(&s.mirror, fixity_options, &states))
+                });
+                let compared = (|| {
+                    // An SCP source's pages are not resources: its module compares them (with
+                    // the source, and offline their stored JSON).
+                    let known = match source {
+                        Some(src) => Some(src.to_string()),
+                        None => catalog.remembered_source()?,
+                    };
+                    let scp_source = match known {
+                        Some(src) if catalog.source_kind(&src)?.as_deref() == Some("scp") => {
+                            Some(catalog.source_id(&src)?)
+                        }
+                        _ => None,
+                    };
+                    Ok::<_, StoreError>(match (source, scp_source) {
+                        (_, Some(id)) => {
+                            (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?))
+                        }
+                        (None, None) => (Compared::Offline, None),
+                        (Some(src), None) => match compare_with_source(s, src, &states) {
+                            Ok(c) => (Compared::Source(c), None),
+                            Err(e) => (Compared::Failed(e), None),
+                        },
+                    })
+                })();
+                let compared_in = since(t);
+                let fixity = local.map(|h| h.join().expect("local fixity does not panic"));
+                compared.map(|(c, scp)| (c, scp, fixity, compared_in))
+            })?;
+            totals.phases.push(("source comparison", compared_in));
+            Ok::<_, StoreError>((states, compared, scp, fixity))
         })();
         let (catalog_findings, t) = check.join().expect("the catalog check does not panic");
         totals.phases.push(("catalog check", t));
         (
-            local.join().expect("local fixity does not panic"),
+            early.map(|h| h.join().expect("local fixity does not panic")),
             catalog_findings.and_then(|f| main.map(|m| (f, m))),
         )
     });
-    let (catalog_findings, (mut states, mut compared, scp)) = main?;
-    let fixity = fixity?;
+    let (catalog_findings, (states, mut compared, scp, late_fixity)) = main?;
+    let fixity = early_fixity
+        .or(late_fixity)
+        .expect("local fixity ran early or from the states")?;
     if states.collisions > 0 {
         totals.warnings.push(format!(
             "{} URIs share a 128-bit key with another: those are compared as one",
@@ -373,7 +391,7 @@ struct SourceComparison {
 fn compare_with_source(
     s: &settings::Audit,
     source: &str,
-    states: &mut MirrorStates,
+    states: &MirrorStates,
 ) -> Result<SourceComparison, SourceError> {
     let http = Http::new(s.source.http.clone());
     let docs = Documents {
@@ -522,7 +540,7 @@ fn expected_state(
 /// Compare one entry of the source's list with the mirror's current state.
 fn compare_item(
     item: Item,
-    states: &mut MirrorStates,
+    states: &MirrorStates,
     sample: Option<(u64, u64)>,
     findings: &mut BTreeMap<String, Vec<Finding>>,
     warnings: &mut Warnings,
@@ -560,16 +578,18 @@ fn compare_item(
                     states.clear(i, mark::VERDICT);
                 }
             }
-            let uri = l.uri.to_string();
             match slot {
                 Some(i) if !states.deleted(i) => {
                     states.set(i, mark::SEEN);
-                    match plan::compare(&l.declared, &states.state(i)) {
+                    let mut buf = HexBuf::default();
+                    let verdict = plan::compare_view(&l.declared, &states.view(i, &mut buf));
+                    match verdict {
                         Comparison::Same { by_digest: true } => states.set(i, mark::SAME),
                         Comparison::Same { by_digest: false } => states.set(i, mark::UNVERIFIABLE),
                         Comparison::NoEvidence => states.set(i, mark::NO_EVIDENCE),
                         Comparison::Differs(diffs) => {
                             states.set(i, mark::DIFFERS);
+                            let uri = l.uri.to_string();
                             let f = diffs
                                 .into_iter()
                                 .map(|d| {
@@ -587,9 +607,9 @@ fn compare_item(
                 }
                 Some(i) => {
                     states.set(i, mark::SEEN);
-                    (uri, true)
+                    (l.uri.to_string(), true)
                 }
-                None => (uri, false),
+                None => (l.uri.to_string(), false),
             }
         }
     };
@@ -614,6 +634,10 @@ fn report_by_uri(
     local: Vec<Finding>,
     emitter: &mut Emitter<'_, '_>,
 ) -> Result<u64, StoreError> {
+    let (mut source, mut local) = (source, local);
+    if let Some(resources) = report_without_uris(states, mode, &mut source, &mut local, emitter)? {
+        return Ok(resources);
+    }
     let mut resources = 0u64;
     let mut source = source.into_iter().peekable();
     let mut local = local.into_iter().peekable();
@@ -625,7 +649,10 @@ fn report_by_uri(
         .prepare("SELECT uri FROM resources ORDER BY uri")?;
     let mut rows = stmt.query([])?;
     loop {
-        let next: Option<String> = rows.next()?.map(|r| r.get(0)).transpose()?;
+        let next: Option<&str> = match rows.next()? {
+            Some(r) => Some(r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?),
+            None => None,
+        };
         // Everything sorting before this resource that only the source or fixity knows.
         loop {
             let first = [
@@ -636,8 +663,8 @@ fn report_by_uri(
             .flatten()
             .min()
             .map(str::to_string);
-            match (first, &next) {
-                (Some(u), Some(n)) if u.as_str() < n.as_str() => {
+            match (first, next) {
+                (Some(u), Some(n)) if u.as_str() < n => {
                     report_uri(&u, None, mode, &mut source, &mut local, emitter)?
                 }
                 (Some(u), None) => report_uri(&u, None, mode, &mut source, &mut local, emitter)?,
@@ -645,7 +672,7 @@ fn report_by_uri(
             }
         }
         let Some(uri) = next else { break };
-        let key = uri_key(&uri);
+        let key = uri_key(uri);
         if !in_sample(&key, sample) {
             continue;
         }
@@ -656,9 +683,81 @@ fn report_by_uri(
             }
         }
         let slot = slot.map(|i| (i, states.marks(i), states.deleted(i)));
-        report_uri(&uri, slot, mode, &mut source, &mut local, emitter)?;
+        report_uri(uri, slot, mode, &mut source, &mut local, emitter)?;
     }
     Ok(resources)
+}
+
+/// The verdict a resource's marks give, if any: its class and, for `?`, why (of the field
+/// `digest`).
+fn verdict(marks: u8, deleted: bool, mode: Mode) -> Option<(Class, Option<&'static str>)> {
+    let local_bad = marks & mark::LOCAL_BAD != 0;
+    match mode {
+        _ if deleted => None,
+        Mode::Offline => (!local_bad).then_some((Class::Verified, None)),
+        Mode::Failed => None,
+        Mode::Source { complete } => {
+            if marks & mark::SAME != 0 {
+                (!local_bad).then_some((Class::InSync, None))
+            } else if marks & mark::UNVERIFIABLE != 0 {
+                Some((
+                    Class::Unverifiable,
+                    Some("none on both sides to compare (lastmod or length agree)"),
+                ))
+            } else if marks & mark::NO_EVIDENCE != 0 {
+                Some((
+                    Class::Unverifiable,
+                    Some("nothing on both sides to compare (no digest, length or lastmod)"),
+                ))
+            } else if marks & mark::SEEN == 0 && complete {
+                Some((Class::Extra, None))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// [`report_by_uri`] without reading the catalog's URIs, when they are not needed: no sink
+/// writes `=` findings, and the marks give every resource `=` or nothing (an audit that finds
+/// the mirror in sync). The `=` verdicts are then only counted, and what is written is the
+/// source's and local fixity's findings merged in URI order, exactly as the full merge would
+/// write them. `None` (nothing done) when the URIs are needed.
+fn report_without_uris(
+    states: &MirrorStates,
+    mode: Mode,
+    source: &mut BTreeMap<String, Vec<Finding>>,
+    local: &mut Vec<Finding>,
+    emitter: &mut Emitter<'_, '_>,
+) -> Result<Option<u64>, StoreError> {
+    let verdicts = || (0..states.len()).map(|i| verdict(states.marks(i), states.deleted(i), mode));
+    if emitter.writes_ok()
+        || states.collisions > 0
+        || verdicts().any(|v| v.is_some_and(|(class, _)| !class.is_ok()))
+    {
+        return Ok(None);
+    }
+    let resources = (0..states.len()).filter(|&i| !states.deleted(i)).count() as u64;
+    for (class, _) in verdicts().flatten() {
+        emitter.count_unwritten(class);
+    }
+    let mut source = std::mem::take(source).into_iter().peekable();
+    let mut local = std::mem::take(local).into_iter().peekable();
+    loop {
+        let first = [
+            source.peek().map(|(u, _)| u.as_str()),
+            local.peek().and_then(|f| f.uri.as_deref()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(str::to_string);
+        match first {
+            Some(u) => report_uri(&u, None, mode, &mut source, &mut local, emitter)?,
+            None => break,
+        }
+    }
+    Ok(Some(resources))
 }
 
 /// Every finding about one URI: the verdict its marks give, then the source's findings, then
@@ -676,34 +775,13 @@ where
     L: Iterator<Item = Finding>,
 {
     if let Some((_, marks, deleted)) = slot {
-        let local_bad = marks & mark::LOCAL_BAD != 0;
-        let verdict =
-            match mode {
-                _ if deleted => None,
-                Mode::Offline => (!local_bad).then(|| Finding::new(Class::Verified)),
-                Mode::Failed => None,
-                Mode::Source { complete } => {
-                    if marks & mark::SAME != 0 {
-                        (!local_bad).then(|| Finding::new(Class::InSync))
-                    } else if marks & mark::UNVERIFIABLE != 0 {
-                        Some(
-                            Finding::new(Class::Unverifiable)
-                                .field("digest")
-                                .actual("none on both sides to compare (lastmod or length agree)"),
-                        )
-                    } else if marks & mark::NO_EVIDENCE != 0 {
-                        Some(Finding::new(Class::Unverifiable).field("digest").actual(
-                            "nothing on both sides to compare (no digest, length or lastmod)",
-                        ))
-                    } else if marks & mark::SEEN == 0 && complete {
-                        Some(Finding::new(Class::Extra))
-                    } else {
-                        None
-                    }
-                }
+        if let Some((class, why)) = verdict(marks, deleted, mode) {
+            let f = Finding::new(class);
+            let f = match why {
+                Some(why) => f.field("digest").actual(why),
+                None => f,
             };
-        if let Some(f) = verdict {
-            emitter.emit(f.uri(uri))?;
+            emitter.emit_about(f, uri)?;
         }
     }
     if source.peek().is_some_and(|(u, _)| u == uri) {
@@ -728,6 +806,30 @@ struct Emitter<'a, 'c> {
 }
 
 impl Emitter<'_, '_> {
+    /// [`Self::emit`] of `f` about `uri`; an `=` finding no sink writes is only counted (a
+    /// million of them need no million strings).
+    fn emit_about(&mut self, f: Finding, uri: &str) -> Result<(), StoreError> {
+        if f.class.is_ok() && !self.writes_ok() {
+            self.count_unwritten(f.class);
+            return Ok(());
+        }
+        self.emit(f.uri(uri))
+    }
+
+    /// Does some sink write `=` findings?
+    fn writes_ok(&self) -> bool {
+        self.sinks.iter().any(|s| s.wants(Class::InSync))
+    }
+
+    /// An `=` finding no sink writes ([`Self::writes_ok`]): counted, and never recorded.
+    fn count_unwritten(&mut self, class: Class) {
+        debug_assert!(class.is_ok() && !self.writes_ok());
+        self.counts.add(class);
+        for sink in self.sinks.iter_mut() {
+            sink.skipped();
+        }
+    }
+
     fn emit(&mut self, f: Finding) -> Result<(), StoreError> {
         self.counts.add(f.class);
         for sink in self.sinks.iter_mut() {

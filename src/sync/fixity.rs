@@ -18,10 +18,12 @@ use crate::cli::AuditLevel;
 use crate::finding::{Class, Finding};
 use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
-use crate::store::objects::{is_sha256_hex, ObjectStore, Visited};
+use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
-use crate::sync::mirror_states::{in_sample, uri_key};
-use std::collections::HashMap;
+use crate::sync::mirror_states::{
+    hex_into, in_sample, uri_in_sample, uri_key, MirrorStates, ObjectName,
+};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -113,6 +115,7 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
     let workers = opts.jobs.max(1);
     let (job_tx, job_rx) = crossbeam_channel::bounded::<Vec<Job>>(workers * 2);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<Vec<(Job, Seen)>>(workers * 2);
+    let stat = objects.stat();
     let (read, strays) = std::thread::scope(|s| {
         let reader = s.spawn(move || read_claims(mirror, opts, job_tx));
         // The walk is metadata work of its own: it runs beside the object checks.
@@ -123,14 +126,14 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
         for _ in 0..workers {
             let job_rx = job_rx.clone();
             let done_tx = done_tx.clone();
-            let objects = &objects;
+            let (objects, stat) = (&objects, &stat);
             s.spawn(move || {
                 let mut buf = vec![0u8; BUFFER_BYTES];
                 for jobs in job_rx {
                     let done = jobs
                         .into_iter()
                         .map(|job| {
-                            let seen = look(objects, &job, opts.level, &mut buf);
+                            let seen = look(objects, stat, &job, opts.level, &mut buf);
                             (job, seen)
                         })
                         .collect();
@@ -162,12 +165,12 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
         )
     });
     progress.finish();
-    read?;
+    let without_object = read?;
     let (other, strays_seconds) = strays?;
     out.other = other;
     out.strays_seconds = strays_seconds;
 
-    for uri in versions_without_object(&catalog, opts)? {
+    for uri in without_object {
         out.by_uri.push(
             Finding::new(Class::Catalog)
                 .uri(uri)
@@ -176,7 +179,13 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
                 .actual("none recorded for a version that is not a deletion"),
         );
     }
-    out.by_uri.sort_by(|a, b| {
+    sort_by_uri(&mut out.by_uri);
+    Ok(out)
+}
+
+/// Findings about resources in the order [`Fixity::by_uri`] promises, without repeats.
+fn sort_by_uri(findings: &mut Vec<Finding>) {
+    findings.sort_by(|a, b| {
         (&a.uri, &a.object, a.class, &a.field, &a.expected, &a.actual).cmp(&(
             &b.uri,
             &b.object,
@@ -186,7 +195,225 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
             &b.actual,
         ))
     });
-    out.by_uri.dedup();
+    findings.dedup();
+}
+
+/// [`check`] of the current versions below `--level fixity`, taking the claims from the
+/// audit's index of current states instead of a second scan of the catalog, and merging them
+/// in digest order with the store's sorted walk (the one that finds the strays): each object
+/// is measured by one stat next to the previous one, and no claim crosses a thread. The same
+/// findings and counts as [`check`], which it is with `--all-versions`, at `--level fixity`,
+/// or `sha256`, or when two URIs share a key (their claims could not be told apart).
+pub fn check_current(
+    mirror: &Path,
+    opts: Options,
+    states: &MirrorStates,
+) -> Result<Fixity, StoreError> {
+    if opts.level.hashes() || opts.all_versions || states.collisions > 0 {
+        return check(mirror, opts);
+    }
+    let started = Instant::now();
+    let objects = ObjectStore::at(mirror);
+    let stat = objects.stat();
+    let progress = Progress::new(opts.quiet);
+    progress.start("fixity", states.len() as u64);
+    let mut out = Fixity::default();
+    // Findings by slot, their URIs filled in at the end.
+    let mut found: Vec<(usize, Finding)> = Vec::new();
+    let claim = |i: usize| Claim {
+        uri: String::new(),
+        length: states.length(i),
+        md5: None,
+        sha1: None,
+        declared_hash: None,
+        declared_length: states.declared_length(i),
+    };
+    // The states naming an object, by digest: counted into buckets on the digest's first two
+    // bytes (the store's two fan-out levels), each bucket sorted when the merge reaches it.
+    let mut starts = vec![0u32; (1 << 16) + 1];
+    let mut odd: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for i in 0..states.len() {
+        match states.object(i) {
+            Some(ObjectName::Sha256(b)) => starts[ByDigest::bucket(&b) + 1] += 1,
+            Some(ObjectName::Other(name)) => odd.entry(name).or_default().push(i),
+            None if !states.deleted(i) => found.push((
+                i,
+                Finding::new(Class::Catalog)
+                    .field("sha-256")
+                    .expected("an object")
+                    .actual("none recorded for a version that is not a deletion"),
+            )),
+            None => {}
+        }
+    }
+    let mut judge = |name: &str, claims: &[([u8; 32], u32)], seen: &Seen, out: &mut Fixity| {
+        out.objects_checked += 1;
+        for &(_, i) in claims {
+            let i = i as usize;
+            found.extend(judge_claim(name, &claim(i), seen, opts.level).map(|f| (i, f)));
+            progress.item(0);
+        }
+    };
+    for (name, claims) in &odd {
+        let claims: Vec<_> = claims.iter().map(|&i| ([0; 32], i as u32)).collect();
+        judge(name, &claims, &Seen::NotAnObject, &mut out);
+    }
+    let mut merge = ByDigest::new(states, starts);
+    let mut hex = [0u8; 64];
+    let walk = Instant::now();
+    let strays = strays_merged(mirror, &objects, opts.sample, |v| {
+        let Some(name) = crate::sync::mirror_states::sha256_bytes(&v.name) else {
+            return false;
+        };
+        // Objects before this one that the walk did not meet: the stat says what is there
+        // (normally nothing).
+        while let Some((claims, sha)) = merge.next_before(states, Some(&name)) {
+            let sha = hex_into(&sha, &mut hex);
+            judge(sha, &merge.current[claims], &measure(&stat, sha), &mut out);
+        }
+        match merge.take(states, &name) {
+            Some(claims) => {
+                judge(
+                    &v.name,
+                    &merge.current[claims],
+                    &seen_by(v.metadata()),
+                    &mut out,
+                );
+                true
+            }
+            None => false,
+        }
+    });
+    while let Some((claims, sha)) = merge.next_before(states, None) {
+        let sha = hex_into(&sha, &mut hex);
+        judge(sha, &merge.current[claims], &measure(&stat, sha), &mut out);
+    }
+    progress.finish();
+    out.other = strays?;
+    out.strays_seconds = walk.elapsed().as_secs_f64();
+    out.seconds = started.elapsed().as_secs_f64();
+    out.by_uri = with_uris(mirror, states, found)?;
+    sort_by_uri(&mut out.by_uri);
+    Ok(out)
+}
+
+/// The states naming an object, in digest order, taken a group (one object) at a time.
+struct ByDigest {
+    /// Slots, by bucket (`starts[b]..starts[b + 1]`).
+    order: Vec<u32>,
+    starts: Vec<u32>,
+    /// The next bucket to take.
+    bucket: usize,
+    /// The bucket being taken, sorted: (digest, slot), and the first not taken yet.
+    current: Vec<([u8; 32], u32)>,
+    at: usize,
+}
+
+impl ByDigest {
+    fn bucket(sha: &[u8; 32]) -> usize {
+        usize::from(u16::from_be_bytes([sha[0], sha[1]]))
+    }
+
+    /// `counts[b + 1]`: how many states name an object of bucket `b`.
+    fn new(states: &MirrorStates, mut counts: Vec<u32>) -> ByDigest {
+        for b in 1..counts.len() {
+            counts[b] += counts[b - 1];
+        }
+        let starts = counts;
+        let mut order = vec![0u32; *starts.last().expect("buckets") as usize];
+        let mut fill = starts.clone();
+        for i in 0..states.len() {
+            if let Some(ObjectName::Sha256(sha)) = states.object(i) {
+                let at = &mut fill[Self::bucket(&sha)];
+                order[*at as usize] = i as u32;
+                *at += 1;
+            }
+        }
+        ByDigest {
+            order,
+            starts,
+            bucket: 0,
+            current: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// The digest at the merge position (reading the next bucket when this one is done).
+    fn peek(&mut self, states: &MirrorStates) -> Option<[u8; 32]> {
+        while self.at >= self.current.len() {
+            if self.bucket + 1 >= self.starts.len() {
+                return None;
+            }
+            let (from, to) = (self.starts[self.bucket], self.starts[self.bucket + 1]);
+            self.bucket += 1;
+            self.current.clear();
+            self.current
+                .extend(self.order[from as usize..to as usize].iter().map(|&i| {
+                    match states.object(i as usize) {
+                        Some(ObjectName::Sha256(sha)) => (sha, i),
+                        _ => unreachable!("only states naming an object are ordered"),
+                    }
+                }));
+            self.current.sort_unstable();
+            self.at = 0;
+        }
+        Some(self.current[self.at].0)
+    }
+
+    /// The group at the merge position (a range of `current`), taken.
+    fn group(&mut self, sha: &[u8; 32]) -> std::ops::Range<usize> {
+        let start = self.at;
+        while self.at < self.current.len() && self.current[self.at].0 == *sha {
+            self.at += 1;
+        }
+        start..self.at
+    }
+
+    /// The next group whose digest sorts before `upto` (any, without), and that digest.
+    fn next_before(
+        &mut self,
+        states: &MirrorStates,
+        upto: Option<&[u8; 32]>,
+    ) -> Option<(std::ops::Range<usize>, [u8; 32])> {
+        let sha = self.peek(states)?;
+        if upto.is_some_and(|u| sha >= *u) {
+            return None;
+        }
+        Some((self.group(&sha), sha))
+    }
+
+    /// The group naming `sha`, if it is at the merge position.
+    fn take(&mut self, states: &MirrorStates, sha: &[u8; 32]) -> Option<std::ops::Range<usize>> {
+        (self.peek(states)? == *sha).then(|| self.group(sha))
+    }
+}
+
+/// Give each finding the URI of its state's resource: one scan of the current versions, only
+/// when something was found.
+fn with_uris(
+    mirror: &Path,
+    states: &MirrorStates,
+    found: Vec<(usize, Finding)>,
+) -> Result<Vec<Finding>, StoreError> {
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut by_key: HashMap<crate::sync::mirror_states::Key, Vec<Finding>> = HashMap::new();
+    for (i, f) in found {
+        by_key.entry(states.key(i)).or_default().push(f);
+    }
+    let catalog = open_for_scan(mirror)?;
+    let mut stmt = catalog
+        .conn()
+        .prepare("SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id")?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        if let Some(findings) = by_key.remove(&uri_key(uri)) {
+            out.extend(findings.into_iter().map(|f| f.uri(uri)));
+        }
+    }
     Ok(out)
 }
 
@@ -203,12 +430,14 @@ pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
 /// The reader thread: the versions to check, in catalog order (sequential reads, whatever the
 /// catalog's size), within the sample, one job per object. An object that several versions
 /// reference (known beforehand from the index `versions_by_object`: few, as a rule) has its
-/// claims gathered and is sent once, at the end, so that it is hashed once.
+/// claims gathered and is sent once, at the end, so that it is hashed once. Returns the URIs
+/// of the versions in scope that are not deletions but name no object (the same scan finds
+/// them).
 fn read_claims(
     mirror: &Path,
     opts: Options,
     jobs: crossbeam_channel::Sender<Vec<Job>>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<String>, StoreError> {
     let mut batch = Batch {
         jobs: Vec::new(),
         bytes: 0,
@@ -227,51 +456,69 @@ fn read_claims(
             shared.insert(r.get(0)?, Vec::new());
         }
     }
-    let sql = if opts.all_versions {
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, v.md5_hex, v.sha1_hex, v.declared_hash,
-                v.declared_length_bytes
-         FROM versions v JOIN resources r ON r.id = v.resource_id
-         WHERE v.sha256_hex IS NOT NULL"
-    } else {
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, v.md5_hex, v.sha1_hex, v.declared_hash,
-                v.declared_length_bytes
-         FROM resources r JOIN versions v ON v.id = r.current_version_id
-         WHERE v.sha256_hex IS NOT NULL"
+    // The recorded digests are compared with the bytes only when they are hashed.
+    let digests = match opts.level {
+        AuditLevel::Fixity | AuditLevel::Sha256 => "v.md5_hex, v.sha1_hex, v.declared_hash",
+        AuditLevel::Presence | AuditLevel::Size => "NULL, NULL, NULL",
     };
-    let mut stmt = conn.prepare(sql)?;
+    let from = if opts.all_versions {
+        "FROM versions v JOIN resources r ON r.id = v.resource_id"
+    } else {
+        "FROM resources r JOIN versions v ON v.id = r.current_version_id"
+    };
+    let sql = format!(
+        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change
+         {from}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query([])?;
+    let mut without_object = Vec::new();
+    // False once the workers are gone (they only go when the check is ending).
+    let mut sending = true;
     while let Some(r) = rows.next()? {
-        let uri: String = r.get(1)?;
-        if !in_sample(&uri_key(&uri), opts.sample) {
+        let uri = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        if !uri_in_sample(uri, opts.sample) {
             continue;
         }
-        let sha256: String = r.get(0)?;
+        let Some(sha256) = r
+            .get_ref(0)?
+            .as_str_or_null()
+            .map_err(rusqlite::Error::from)?
+        else {
+            if r.get_ref(7)?.as_str().map_err(rusqlite::Error::from)? != "deleted" {
+                without_object.push(uri.to_string());
+            }
+            continue;
+        };
+        if !sending {
+            continue;
+        }
         let claim = Claim {
-            uri,
+            uri: uri.to_string(),
             length: r.get::<_, Option<i64>>(2)?.map(|n| n as u64),
             md5: r.get(3)?,
             sha1: r.get(4)?,
             declared_hash: r.get(5)?,
             declared_length: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
         };
-        if let Some(claims) = shared.get_mut(&sha256) {
+        if let Some(claims) = shared.get_mut(sha256) {
             claims.push(claim);
             continue;
         }
-        if !batch.push(Job {
-            sha256,
+        sending = batch.push(Job {
+            sha256: sha256.to_string(),
             claims: vec![claim],
-        }) {
-            return Ok(());
-        }
+        });
     }
-    for (sha256, claims) in shared {
-        if !claims.is_empty() && !batch.push(Job { sha256, claims }) {
-            return Ok(());
+    if sending {
+        for (sha256, claims) in shared {
+            if !claims.is_empty() && !batch.push(Job { sha256, claims }) {
+                return Ok(without_object);
+            }
         }
+        batch.flush();
     }
-    batch.flush();
-    Ok(())
+    Ok(without_object)
 }
 
 /// Jobs go to the workers in batches: a stat costs little more than a channel hop.
@@ -301,21 +548,37 @@ impl Batch {
     }
 }
 
+/// One stat: presence and length need no open.
+fn measure(stat: &ObjectStat, sha256: &str) -> Seen {
+    seen_by(stat.metadata(sha256))
+}
+
+/// What a stat of an object says of it.
+fn seen_by(stat: io::Result<ObjectMeta>) -> Seen {
+    match stat {
+        Ok(m) if m.is_file => Seen::Present { length: m.len },
+        Ok(m) if m.is_dir => Seen::Unreadable("a folder, not a file".into()),
+        Ok(_) => Seen::Unreadable("not a regular file".into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
+        Err(e) => Seen::Unreadable(e.to_string()),
+    }
+}
+
 /// Open the object and, by level, measure or hash it.
-fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> Seen {
+fn look(
+    objects: &ObjectStore,
+    stat: &ObjectStat,
+    job: &Job,
+    level: AuditLevel,
+    buf: &mut [u8],
+) -> Seen {
     if !is_sha256_hex(&job.sha256) {
         return Seen::NotAnObject;
     }
-    let path = objects.path_for(&job.sha256);
     if !level.hashes() {
-        // One stat: presence and length need no open.
-        return match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => Seen::Present { length: m.len() },
-            Ok(m) => Seen::Unreadable(not_a_file(&m)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
-            Err(e) => Seen::Unreadable(e.to_string()),
-        };
+        return measure(stat, &job.sha256);
     }
+    let path = objects.path_for(&job.sha256);
     let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Seen::Missing,
@@ -375,48 +638,42 @@ fn look(objects: &ObjectStore, job: &Job, level: AuditLevel, buf: &mut [u8]) -> 
     Seen::Hashed(hasher.finish())
 }
 
-fn not_a_file(m: &std::fs::Metadata) -> String {
-    if m.is_dir() {
-        "a folder, not a file".into()
-    } else {
-        "not a regular file".into()
-    }
-}
-
 /// The findings for every claim on one object (none when all is well): the first
 /// contradiction per claim, in the order length, sha-256, md5, sha-1, then the source's
 /// declared digests and length.
 fn judge(job: &Job, seen: &Seen, level: AuditLevel) -> Vec<Finding> {
-    let sha = &job.sha256;
-    let mut out = Vec::new();
-    for c in &job.claims {
-        let base = |class| Finding::new(class).uri(c.uri.clone()).object(sha.clone());
-        let finding = match seen {
-            Seen::NotAnObject => Some(
-                Finding::new(Class::Catalog)
-                    .uri(c.uri.clone())
-                    .field("sha-256")
-                    .expected("64 lower-case hex digits naming an object")
-                    .actual(sha.clone()),
-            ),
-            Seen::Missing => Some(base(Class::MissingObject).actual("no such file")),
-            Seen::Unreadable(why) => Some(base(Class::Unreadable).actual(why.clone())),
-            Seen::Present { length } => (level == AuditLevel::Size)
-                .then(|| {
-                    length_mismatch(c, *length).map(|(field, e)| {
-                        base(Class::Corrupt)
-                            .field(field)
-                            .expected(e)
-                            .actual(length.to_string())
-                    })
+    job.claims
+        .iter()
+        .filter_map(|c| judge_claim(&job.sha256, c, seen, level))
+        .collect()
+}
+
+/// The finding for one claim on the object named `sha`, if any.
+fn judge_claim(sha: &str, c: &Claim, seen: &Seen, level: AuditLevel) -> Option<Finding> {
+    let base = |class| Finding::new(class).uri(c.uri.clone()).object(sha);
+    match seen {
+        Seen::NotAnObject => Some(
+            Finding::new(Class::Catalog)
+                .uri(c.uri.clone())
+                .field("sha-256")
+                .expected("64 lower-case hex digits naming an object")
+                .actual(sha),
+        ),
+        Seen::Missing => Some(base(Class::MissingObject).actual("no such file")),
+        Seen::Unreadable(why) => Some(base(Class::Unreadable).actual(why.clone())),
+        Seen::Present { length } => (level == AuditLevel::Size)
+            .then(|| {
+                length_mismatch(c, *length).map(|(field, e)| {
+                    base(Class::Corrupt)
+                        .field(field)
+                        .expected(e)
+                        .actual(length.to_string())
                 })
-                .flatten(),
-            Seen::Hashed(computed) => fixity_mismatch(sha, c, computed, level)
-                .map(|(field, e, a)| base(Class::Corrupt).field(field).expected(e).actual(a)),
-        };
-        out.extend(finding);
+            })
+            .flatten(),
+        Seen::Hashed(computed) => fixity_mismatch(sha, c, computed, level)
+            .map(|(field, e, a)| base(Class::Corrupt).field(field).expected(e).actual(a)),
     }
-    out
 }
 
 /// (field, expected) of a length that disagrees with `actual`.
@@ -463,27 +720,6 @@ fn fixity_mismatch(
         .map(|m| (format!("declared {}", m.algorithm), m.expected, m.actual))
 }
 
-/// Versions that are not deletions but name no object: the catalog contradicts itself.
-fn versions_without_object(catalog: &Catalog, opts: Options) -> Result<Vec<String>, StoreError> {
-    let sql = if opts.all_versions {
-        "SELECT r.uri FROM versions v JOIN resources r ON r.id = v.resource_id
-         WHERE v.sha256_hex IS NULL AND v.change != 'deleted' ORDER BY r.uri"
-    } else {
-        "SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id
-         WHERE v.sha256_hex IS NULL AND v.change != 'deleted' ORDER BY r.uri"
-    };
-    let mut stmt = catalog.conn().prepare(sql)?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-    let mut out = Vec::new();
-    for uri in rows {
-        let uri = uri?;
-        if in_sample(&uri_key(&uri), opts.sample) {
-            out.push(uri);
-        }
-    }
-    Ok(out)
-}
-
 /// Files in `objects/` that no version (current or not) references, within the sample (a
 /// stray's slice is that of its file name). A sorted merge: memory does not grow with the store.
 fn strays(
@@ -491,36 +727,61 @@ fn strays(
     objects: &ObjectStore,
     sample: Option<(u64, u64)>,
 ) -> Result<Vec<Finding>, StoreError> {
+    strays_merged(mirror, objects, sample, |_| false)
+}
+
+/// [`strays`], handing every placed object met to `current` first: true when a current
+/// version names it (so it is no stray).
+fn strays_merged(
+    mirror: &Path,
+    objects: &ObjectStore,
+    sample: Option<(u64, u64)>,
+    mut current: impl FnMut(&Visited<'_>) -> bool,
+) -> Result<Vec<Finding>, StoreError> {
     let catalog = open_for_scan(mirror)?;
     let mut stmt = catalog.conn().prepare(
         "SELECT DISTINCT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL ORDER BY sha256_hex",
     )?;
     let mut refs = stmt.query([])?;
     let mut sql_error: Option<rusqlite::Error> = None;
-    let mut advance = |refs: &mut rusqlite::Rows<'_>| -> Option<String> {
-        match refs.next() {
-            Ok(Some(r)) => r.get(0).ok(),
+    // The next referenced digest, in one reused buffer.
+    let mut next_ref = Some(String::new());
+    let mut advance = |refs: &mut rusqlite::Rows<'_>, next: &mut Option<String>| {
+        let value = match refs.next() {
+            Ok(Some(r)) => r.get_ref(0).ok().and_then(|v| v.as_str().ok()),
             Ok(None) => None,
             Err(e) => {
                 sql_error.get_or_insert(e);
                 None
             }
+        };
+        match (value, next.as_mut()) {
+            (Some(v), Some(buf)) => {
+                buf.clear();
+                buf.push_str(v);
+            }
+            (Some(v), None) => *next = Some(v.to_string()),
+            (None, _) => *next = None,
         }
     };
-    let mut next_ref = advance(&mut refs);
+    advance(&mut refs, &mut next_ref);
     let mut out = Vec::new();
     objects
         .visit_sorted(|v: Visited| {
             if v.placed {
+                if current(&v) {
+                    return Ok(());
+                }
                 while next_ref.as_deref().is_some_and(|r| r < v.name.as_str()) {
-                    next_ref = advance(&mut refs);
+                    advance(&mut refs, &mut next_ref);
                 }
                 if next_ref.as_deref() == Some(v.name.as_str()) {
                     return Ok(());
                 }
             }
             if in_sample(&uri_key(&v.name), sample) {
-                let rel = v.path.strip_prefix(mirror).unwrap_or(&v.path);
+                let path = v.path();
+                let rel = path.strip_prefix(mirror).unwrap_or(&path);
                 let rel = rel
                     .components()
                     .map(|c| c.as_os_str().to_string_lossy())
@@ -650,15 +911,16 @@ mod tests {
             claims: vec![claim()],
         };
         let mut buf = vec![0u8; 4];
+        let stat = store.stat();
         assert!(matches!(
-            look(&store, &job, AuditLevel::Presence, &mut buf),
+            look(&store, &stat, &job, AuditLevel::Presence, &mut buf),
             Seen::Present { length: 6 }
         ));
-        match look(&store, &job, AuditLevel::Fixity, &mut buf) {
+        match look(&store, &stat, &job, AuditLevel::Fixity, &mut buf) {
             Seen::Hashed(c) => assert_eq!(c, alpha()),
             other => panic!("{other:?}"),
         }
-        match look(&store, &job, AuditLevel::Sha256, &mut buf) {
+        match look(&store, &stat, &job, AuditLevel::Sha256, &mut buf) {
             Seen::Hashed(c) => {
                 assert_eq!((c.length, c.sha256_hex.as_str()), (6, ALPHA));
                 assert_eq!(c.md5_hex, "", "md5 is not computed at level sha256");
@@ -670,9 +932,22 @@ mod tests {
             claims: vec![claim()],
         };
         assert!(matches!(
-            look(&store, &missing, AuditLevel::Fixity, &mut buf),
+            look(&store, &stat, &missing, AuditLevel::Fixity, &mut buf),
             Seen::Missing
         ));
+        assert!(matches!(
+            look(&store, &stat, &missing, AuditLevel::Size, &mut buf),
+            Seen::Missing
+        ));
+        let folder = Job {
+            sha256: "b".repeat(64),
+            claims: vec![claim()],
+        };
+        std::fs::create_dir_all(store.path_for(&folder.sha256)).unwrap();
+        match look(&store, &stat, &folder, AuditLevel::Size, &mut buf) {
+            Seen::Unreadable(why) => assert_eq!(why, "a folder, not a file"),
+            other => panic!("{other:?}"),
+        }
         let f = judge(&missing, &Seen::Missing, AuditLevel::Fixity);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].class, Class::MissingObject);
@@ -687,8 +962,128 @@ mod tests {
             claims: vec![claim()],
         };
         assert!(matches!(
-            look(&store, &bad, AuditLevel::Fixity, &mut buf),
+            look(&store, &stat, &bad, AuditLevel::Fixity, &mut buf),
             Seen::NotAnObject
         ));
+    }
+
+    /// A mirror with every kind of trouble local fixity reports below `--level fixity`.
+    fn troubled_mirror() -> tempfile::TempDir {
+        use crate::store::catalog::{write, NewVersion};
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let mut objects = Vec::new();
+        for (i, body) in ["alpha\n", "beta\n", "gamma\n", "delta\n"]
+            .iter()
+            .enumerate()
+        {
+            let staged = dir.path().join(format!("s{i}"));
+            std::fs::write(&staged, body).unwrap();
+            let mut h = Hasher::new(false);
+            h.update(body.as_bytes());
+            let c = h.finish();
+            store.ingest(&staged, &c.sha256_hex).unwrap();
+            objects.push(c);
+        }
+        // A stray, a file out of place, a folder in an object's place.
+        let stray = "c".repeat(64);
+        let stray_dir = dir.path().join("objects/sha256/cc/cc");
+        std::fs::create_dir_all(&stray_dir).unwrap();
+        std::fs::write(stray_dir.join(&stray), b"x").unwrap();
+        std::fs::write(dir.path().join("objects/sha256/loose"), b"x").unwrap();
+        let folder = format!("dd{}", "d".repeat(62));
+        std::fs::create_dir_all(store.path_for(&folder)).unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let tx = c.transaction().unwrap();
+        let version = |uri: &str, o: &Computed| NewVersion {
+            uri: uri.into(),
+            collection: "c".into(),
+            change: "created",
+            arrived_via: "http",
+            length_bytes: Some(o.length),
+            declared_length_bytes: Some(o.length),
+            md5_hex: Some(o.md5_hex.clone()),
+            sha256_hex: Some(o.sha256_hex.clone()),
+            ..Default::default()
+        };
+        let mut rows = Vec::new();
+        for i in 0..40 {
+            rows.push(version(&format!("http://x/ok/{i}"), &objects[i % 2]));
+        }
+        let mut v = version("http://x/short", &objects[2]);
+        v.length_bytes = Some(99);
+        rows.push(v);
+        let mut v = version("http://x/declared", &objects[2]);
+        v.declared_length_bytes = Some(98);
+        rows.push(v);
+        let mut v = version("http://x/declared-only", &objects[3]);
+        v.length_bytes = None;
+        v.declared_length_bytes = Some(97);
+        rows.push(v);
+        let mut v = version("http://x/missing", &objects[0]);
+        v.sha256_hex = Some("e".repeat(64));
+        rows.push(v);
+        let mut v = version("http://x/missing-too", &objects[0]);
+        v.sha256_hex = Some("e".repeat(64));
+        rows.push(v);
+        let mut v = version("http://x/upper", &objects[1]);
+        v.sha256_hex = Some(objects[1].sha256_hex.to_uppercase());
+        rows.push(v);
+        let mut v = version("http://x/path", &objects[1]);
+        v.sha256_hex = Some("../../etc/passwd".into());
+        rows.push(v);
+        let mut v = version("http://x/none", &objects[1]);
+        v.sha256_hex = None;
+        rows.push(v);
+        let mut v = version("http://x/folder", &objects[1]);
+        v.sha256_hex = Some(folder.clone());
+        rows.push(v);
+        let mut v = version("http://x/big", &objects[3]);
+        v.length_bytes = Some(5 << 30);
+        rows.push(v);
+        let mut v = version("http://x/sha1", &objects[3]);
+        v.sha1_hex = Some("0123456789abcdef0123456789abcdef01234567".into());
+        rows.push(v);
+        rows.push(NewVersion {
+            uri: "http://x/gone".into(),
+            collection: "c".into(),
+            change: "deleted",
+            arrived_via: "tombstone",
+            ..Default::default()
+        });
+        for v in &rows {
+            write::version(&tx, run, v).unwrap();
+        }
+        tx.commit().unwrap();
+        dir
+    }
+
+    #[test]
+    fn from_the_states_local_fixity_finds_what_it_finds_from_the_catalog() {
+        let dir = troubled_mirror();
+        let catalog = Catalog::open(dir.path()).unwrap();
+        for level in [AuditLevel::Presence, AuditLevel::Size] {
+            for sample in [None, Some((1, 2)), Some((2, 2)), Some((3, 5))] {
+                let opts = Options {
+                    level,
+                    all_versions: false,
+                    sample,
+                    jobs: 2,
+                    quiet: true,
+                };
+                let states = MirrorStates::load(&catalog, sample).unwrap();
+                let want = check(dir.path(), opts).unwrap();
+                let got = check_current(dir.path(), opts, &states).unwrap();
+                assert_eq!(got.by_uri, want.by_uri, "{level:?} {sample:?}");
+                assert_eq!(got.other, want.other, "{level:?} {sample:?}");
+                assert_eq!(got.objects_checked, want.objects_checked);
+                if sample.is_none() {
+                    let kinds = if level == AuditLevel::Size { 10 } else { 6 };
+                    assert_eq!(want.by_uri.len(), kinds, "{:#?}", want.by_uri);
+                    assert!(!want.other.is_empty());
+                }
+            }
+        }
     }
 }

@@ -1,23 +1,27 @@
 //! A compact, read-only index of the mirror's current states, for audits of lists of a million
-//! entries in bounded memory: 82 bytes per resource instead of a `HashMap<String,
+//! entries in bounded memory: 78 bytes per resource instead of a `HashMap<String,
 //! CurrentState>` (several hundred bytes each), plus about a byte of directory.
 //!
 //! A resource is keyed by the first 16 bytes of the sha256 of its URI ([`uri_key`]): an
 //! accidental collision among a billion URIs has odds below 10^-20, and a source cannot aim at
 //! one (that is a second preimage on 128 bits of sha256). Digests are kept as fixed-size byte
 //! arrays, the length and lastmod as integers; the rare state that does not fit (a sha-1 was
-//! recorded, a digest that is not lower-case hex, a lastmod outside 1677..2262) keeps its full
-//! [`CurrentState`] on the side. [`MirrorStates::state`] gives back exactly what the catalog
+//! recorded, a digest that is not lower-case hex, a lastmod outside 1677..2262, a length of
+//! 4 GiB or more) keeps its full [`CurrentState`] on the side. [`MirrorStates::state`] gives back exactly what the catalog
 //! holds, so the comparison is `plan::compare` itself, as in baseline.
 //!
 //! Slots are sorted by key, with a directory on the key's top bits: a lookup touches one or two
-//! cache lines. Each slot carries marks the audit sets as it goes (seen at the source, its
-//! verdict, local trouble). It also owns the deterministic `--sample` slicing ([`slice_of`]).
+//! cache lines. Each slot has marks the audit sets as it goes (seen at the source, its
+//! verdict, local trouble), kept apart so that the states can be read from another thread
+//! meanwhile (local fixity merges their objects with the store's). It also owns the
+//! deterministic `--sample` slicing ([`slice_of`]).
 
 use crate::store::catalog::CurrentState;
 use crate::store::{Catalog, StoreError};
+use crate::sync::plan::Current;
 use jiff::Timestamp;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The key of a URI: the first 16 bytes of its sha256.
 pub type Key = [u8; 16];
@@ -41,6 +45,11 @@ pub fn slice_of(key: &Key, m: u64) -> u64 {
 /// Is `key` in `sample` (`None`: everything)?
 pub fn in_sample(key: &Key, sample: Option<(u64, u64)>) -> bool {
     sample.is_none_or(|(n, m)| slice_of(key, m) == n)
+}
+
+/// Is the resource with this URI in `sample`? Without a sample the URI is not hashed.
+pub fn uri_in_sample(uri: &str, sample: Option<(u64, u64)>) -> bool {
+    sample.is_none() || in_sample(&uri_key(uri), sample)
 }
 
 /// Marks the audit sets on a slot.
@@ -71,21 +80,35 @@ mod has {
     pub const SIDE: u8 = 32;
 }
 
-/// One resource, 82 bytes, alignment 1 (so a `Vec<Slot>` has no padding).
+/// One resource, 77 bytes, alignment 1 (so a `Vec<Slot>` has no padding). A length of 4 GiB
+/// or more sends the state to the side table.
 #[derive(Clone, Copy)]
 struct Slot {
     key: Key,
     sha256: [u8; 32],
     md5: [u8; 16],
-    length: [u8; 8],
+    length: [u8; 4],
     lastmod_ns: [u8; 8],
     has: u8,
-    marks: u8,
+}
+
+/// The digest naming a current version's object, as [`MirrorStates::object`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectName<'a> {
+    /// 64 lower-case hex digits, as bytes.
+    Sha256([u8; 32]),
+    /// What the catalog holds when it is not that.
+    Other(&'a str),
 }
 
 /// The mirror's current states (tombstones included), within a sample.
 pub struct MirrorStates {
     slots: Vec<Slot>,
+    /// The marks of each slot, set as the audit goes (from any thread).
+    marks: Vec<AtomicU8>,
+    /// `declared_length_bytes` where it says more than the recorded length (see
+    /// [`Self::declared_length`]).
+    declared: HashMap<Key, u64>,
     /// `dir[b]..dir[b + 1]` are the slots whose key's top `bits` bits are `b`.
     dir: Vec<u32>,
     bits: u32,
@@ -109,32 +132,49 @@ impl MirrorStates {
             Some((_, m)) => (total as usize / m as usize) * 21 / 20 + 64,
         };
         let mut slots = Vec::with_capacity(expect);
+        huge_pages(&slots);
         let mut side = HashMap::new();
+        let mut declared = HashMap::new();
         let mut stmt = conn.prepare(
-            "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex
+            "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
+                    v.declared_length_bytes
              FROM resources r JOIN versions v ON v.id = r.current_version_id",
         )?;
         let mut rows = stmt.query([])?;
+        // Borrowed columns: no string is allocated for a state that fits a slot.
+        fn text<'r>(
+            r: &'r rusqlite::Row<'_>,
+            i: usize,
+        ) -> Result<Option<&'r str>, rusqlite::Error> {
+            Ok(r.get_ref(i)?.as_str_or_null()?)
+        }
         while let Some(r) = rows.next()? {
-            let uri: &str = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
             let key = uri_key(uri);
             if !in_sample(&key, sample) {
                 continue;
             }
-            let state = CurrentState {
-                resource_id: 0,
-                collection: String::new(),
-                version_id: 0,
+            let row = Row {
                 deleted: r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)? == "deleted",
-                lastmod: r
-                    .get::<_, Option<String>>(2)?
-                    .and_then(|s| s.parse::<Timestamp>().ok()),
-                length_bytes: r.get::<_, Option<i64>>(3)?.map(|n| n as u64),
-                md5_hex: r.get(4)?,
-                sha1_hex: r.get(5)?,
-                sha256_hex: r.get(6)?,
+                lastmod: text(r, 2)?,
+                length_bytes: r
+                    .get_ref(3)?
+                    .as_i64_or_null()
+                    .map_err(rusqlite::Error::from)?
+                    .map(|n| n as u64),
+                md5_hex: text(r, 4)?,
+                sha1_hex: text(r, 5)?,
+                sha256_hex: text(r, 6)?,
             };
-            slots.push(pack(key, &state, &mut side));
+            let declared_length = r
+                .get_ref(7)?
+                .as_i64_or_null()
+                .map_err(rusqlite::Error::from)?
+                .map(|n| n as u64);
+            if let Some(d) = declared_length.filter(|&d| Some(d) != row.length_bytes) {
+                declared.insert(key, d);
+            }
+            slots.push(pack(key, &row, &mut side));
         }
         drop(rows);
         drop(stmt);
@@ -150,8 +190,11 @@ impl MirrorStates {
             }
             *d = i as u32;
         }
+        let marks = (0..slots.len()).map(|_| AtomicU8::new(0)).collect();
         Ok(MirrorStates {
             slots,
+            marks,
+            declared,
             dir,
             bits,
             side,
@@ -194,31 +237,106 @@ impl MirrorStates {
             lastmod: on(has::LASTMOD)
                 .then(|| Timestamp::from_nanosecond(i64::from_le_bytes(s.lastmod_ns) as i128).ok())
                 .flatten(),
-            length_bytes: on(has::LENGTH).then(|| u64::from_le_bytes(s.length)),
+            length_bytes: on(has::LENGTH).then(|| u32::from_le_bytes(s.length).into()),
             md5_hex: on(has::MD5).then(|| to_hex(&s.md5)),
             sha1_hex: None,
             sha256_hex: on(has::SHA256).then(|| to_hex(&s.sha256)),
         }
     }
 
+    /// What `plan::compare_view` reads of the state, without allocating: the digests are
+    /// written as hex into `buf`. The same values as [`Self::state`].
+    pub fn view<'a>(&'a self, i: usize, buf: &'a mut HexBuf) -> Current<'a> {
+        let s = &self.slots[i];
+        if s.has & has::SIDE != 0 {
+            return self.side[&s.key].view();
+        }
+        let on = |bit: u8| s.has & bit != 0;
+        let HexBuf { md5, sha256 } = buf;
+        Current {
+            lastmod: on(has::LASTMOD)
+                .then(|| Timestamp::from_nanosecond(i64::from_le_bytes(s.lastmod_ns) as i128).ok())
+                .flatten(),
+            length_bytes: on(has::LENGTH).then(|| u32::from_le_bytes(s.length).into()),
+            md5_hex: on(has::MD5).then(|| hex_into(&s.md5, md5)),
+            sha1_hex: None,
+            sha256_hex: on(has::SHA256).then(|| hex_into(&s.sha256, sha256)),
+        }
+    }
+
+    /// The digest naming the object of the state, if it names one.
+    pub fn object(&self, i: usize) -> Option<ObjectName<'_>> {
+        let s = &self.slots[i];
+        if s.has & has::SIDE != 0 {
+            let sha = self.side[&s.key].sha256_hex.as_deref()?;
+            return Some(match hex_bytes::<32>(sha) {
+                Some(b) => ObjectName::Sha256(b),
+                None => ObjectName::Other(sha),
+            });
+        }
+        (s.has & has::SHA256 != 0).then_some(ObjectName::Sha256(s.sha256))
+    }
+
+    /// The key of the slot.
+    pub fn key(&self, i: usize) -> Key {
+        self.slots[i].key
+    }
+
+    /// The recorded length of the state.
+    pub fn length(&self, i: usize) -> Option<u64> {
+        let s = &self.slots[i];
+        if s.has & has::SIDE != 0 {
+            return self.side[&s.key].length_bytes;
+        }
+        (s.has & has::LENGTH != 0).then(|| u32::from_le_bytes(s.length).into())
+    }
+
+    /// The length the source declared for the state when it differs from the recorded one
+    /// (or none was recorded): a declared length equal to the recorded one says nothing more.
+    pub fn declared_length(&self, i: usize) -> Option<u64> {
+        self.declared.get(&self.slots[i].key).copied()
+    }
+
     pub fn marks(&self, i: usize) -> u8 {
-        self.slots[i].marks
+        self.marks[i].load(Ordering::Relaxed)
     }
 
-    pub fn set(&mut self, i: usize, marks: u8) {
-        self.slots[i].marks |= marks;
+    pub fn set(&self, i: usize, marks: u8) {
+        self.marks[i].fetch_or(marks, Ordering::Relaxed);
     }
 
-    pub fn clear(&mut self, i: usize, marks: u8) {
-        self.slots[i].marks &= !marks;
+    pub fn clear(&self, i: usize, marks: u8) {
+        self.marks[i].fetch_and(!marks, Ordering::Relaxed);
     }
 
     /// Mark the resource with this URI, if it is here.
-    pub fn set_by_uri(&mut self, uri: &str, marks: u8) {
+    pub fn set_by_uri(&self, uri: &str, marks: u8) {
         if let Some(i) = self.find(&uri_key(uri)) {
             self.set(i, marks);
         }
     }
+}
+
+/// Ask for transparent huge pages under the slots, before they are written: lookups land
+/// anywhere in a hundred megabytes, and with 4 KiB pages nearly every one of them also misses
+/// the TLB. Only a hint; nothing changes where the kernel does not take it.
+fn huge_pages(slots: &Vec<Slot>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = slots.as_ptr() as usize;
+        let end = start + slots.capacity() * std::mem::size_of::<Slot>();
+        let (from, to) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if to > from {
+            // SAFETY: advice on whole pages inside the vector's own allocation; it changes no
+            // contents.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = slots;
 }
 
 fn top(key: &Key, bits: u32) -> u32 {
@@ -231,25 +349,43 @@ fn top(key: &Key, bits: u32) -> u32 {
 }
 
 /// Lower-case hex of exactly N bytes, or None (then the state goes to the side table, so
-/// what `state()` gives back is exactly what the catalog holds). By hand: the `hex` crate's
-/// decoder was a tenth of a million-resource audit.
+/// what `state()` gives back is exactly what the catalog holds). By hand, through a table and
+/// without an early exit: two digests for every resource of a million (the `hex` crate's
+/// decoder, then a digit-by-digit match, each took a tenth of an audit's reading of the
+/// catalog).
 fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
+    /// The value of a lower-case hex digit; 16 for anything else.
+    const NIBBLE: [u8; 256] = {
+        let mut t = [16u8; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
         }
-    }
+        let mut i = 0;
+        while i < 6 {
+            t[b'a' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
     let s = s.as_bytes();
     if s.len() != 2 * N {
         return None;
     }
     let mut out = [0u8; N];
+    let mut bad = 0u8;
     for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
-        *o = nibble(pair[0])? << 4 | nibble(pair[1])?;
+        let (hi, lo) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 15);
     }
-    Some(out)
+    (bad < 16).then_some(out)
+}
+
+/// The bytes of 64 lower-case hex digits (an object's name), or None.
+pub fn sha256_bytes(name: &str) -> Option<[u8; 32]> {
+    hex_bytes(name)
 }
 
 /// Lower-case hex, by hand (as `hex_bytes`).
@@ -263,21 +399,105 @@ fn to_hex(bytes: &[u8]) -> String {
     String::from_utf8(out).expect("hex digits are ASCII")
 }
 
-fn pack(key: Key, st: &CurrentState, side: &mut HashMap<Key, CurrentState>) -> Slot {
+/// Room for the hex of a slot's digests ([`MirrorStates::view`]).
+pub struct HexBuf {
+    md5: [u8; 32],
+    sha256: [u8; 64],
+}
+
+impl Default for HexBuf {
+    fn default() -> Self {
+        HexBuf {
+            md5: [0; 32],
+            sha256: [0; 64],
+        }
+    }
+}
+
+/// Lower-case hex of `bytes` into `out` (twice as long).
+pub fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (b, o) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        o[0] = DIGITS[(b >> 4) as usize];
+        o[1] = DIGITS[(b & 15) as usize];
+    }
+    std::str::from_utf8(&out[..2 * bytes.len()]).expect("hex digits are ASCII")
+}
+
+/// One catalog row, borrowed.
+struct Row<'a> {
+    deleted: bool,
+    lastmod: Option<&'a str>,
+    length_bytes: Option<u64>,
+    md5_hex: Option<&'a str>,
+    sha1_hex: Option<&'a str>,
+    sha256_hex: Option<&'a str>,
+}
+
+/// A catalog lastmod as the catalog's reader takes it (`str::parse::<Timestamp>`, unparseable
+/// as none), with a fast path for the form the catalog writes (`YYYY-MM-DDThh:mm:ssZ`) that
+/// gives the same instant.
+fn parse_lastmod(s: &str) -> Option<Timestamp> {
+    fast_utc_second(s).or_else(|| s.parse::<Timestamp>().ok())
+}
+
+/// `YYYY-MM-DDThh:mm:ssZ` with a valid date and time (no leap second), else None.
+fn fast_utc_second(s: &str) -> Option<Timestamp> {
+    let b = s.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        b[r].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if d < 1 || d > month_days || hh > 23 || mm > 59 || ss > 59 {
+        return None;
+    }
+    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Timestamp::from_second(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
+fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
     let mut slot = Slot {
         key,
         sha256: [0; 32],
         md5: [0; 16],
-        length: [0; 8],
+        length: [0; 4],
         lastmod_ns: [0; 8],
         has: 0,
-        marks: 0,
     };
+    let lastmod = st.lastmod.and_then(parse_lastmod);
     let mut fits = st.sha1_hex.is_none();
     if st.deleted {
         slot.has |= has::DELETED;
     }
-    if let Some(h) = &st.sha256_hex {
+    if let Some(h) = st.sha256_hex {
         match hex_bytes::<32>(h) {
             Some(b) => {
                 slot.sha256 = b;
@@ -286,7 +506,7 @@ fn pack(key: Key, st: &CurrentState, side: &mut HashMap<Key, CurrentState>) -> S
             None => fits = false,
         }
     }
-    if let Some(h) = &st.md5_hex {
+    if let Some(h) = st.md5_hex {
         match hex_bytes::<16>(h) {
             Some(b) => {
                 slot.md5 = b;
@@ -296,10 +516,15 @@ fn pack(key: Key, st: &CurrentState, side: &mut HashMap<Key, CurrentState>) -> S
         }
     }
     if let Some(n) = st.length_bytes {
-        slot.length = n.to_le_bytes();
-        slot.has |= has::LENGTH;
+        match u32::try_from(n) {
+            Ok(n) => {
+                slot.length = n.to_le_bytes();
+                slot.has |= has::LENGTH;
+            }
+            Err(_) => fits = false,
+        }
     }
-    if let Some(t) = st.lastmod {
+    if let Some(t) = lastmod {
         match i64::try_from(t.as_nanosecond()) {
             Ok(ns) => {
                 slot.lastmod_ns = ns.to_le_bytes();
@@ -310,7 +535,20 @@ fn pack(key: Key, st: &CurrentState, side: &mut HashMap<Key, CurrentState>) -> S
     }
     if !fits {
         slot.has |= has::SIDE;
-        side.insert(key, st.clone());
+        side.insert(
+            key,
+            CurrentState {
+                resource_id: 0,
+                collection: String::new(),
+                version_id: 0,
+                deleted: st.deleted,
+                lastmod,
+                length_bytes: st.length_bytes,
+                md5_hex: st.md5_hex.map(str::to_string),
+                sha1_hex: st.sha1_hex.map(str::to_string),
+                sha256_hex: st.sha256_hex.map(str::to_string),
+            },
+        );
     }
     slot
 }
@@ -334,8 +572,79 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_is_82_bytes_without_padding() {
-        assert_eq!(std::mem::size_of::<Slot>(), 82);
+    fn the_fast_lastmod_path_gives_what_jiff_gives() {
+        let mut n = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            n ^= n << 13;
+            n ^= n >> 7;
+            n ^= n << 17;
+            n
+        };
+        for _ in 0..200_000 {
+            let v = next();
+            let s = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+                v % 10_000,
+                (v >> 14) % 14,
+                (v >> 18) % 33,
+                (v >> 24) % 25,
+                (v >> 30) % 61,
+                (v >> 36) % 61
+            );
+            let fast = fast_utc_second(&s);
+            let jiff = s.parse::<Timestamp>().ok();
+            if fast.is_some() {
+                assert_eq!(fast, jiff, "{s}");
+            }
+            assert_eq!(parse_lastmod(&s), jiff, "{s}");
+        }
+        for s in [
+            "2026-01-01T00:00:00Z",
+            "1970-01-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+            "2000-02-29T12:00:00Z",
+            "1900-02-29T12:00:00Z",
+            "0000-01-01T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "2025-12-01T10:00:00.25Z",
+            "2025-12-01T10:00:00+01:00",
+            "2025-12-01 10:00:00Z",
+            "2016-12-31T23:59:60Z",
+            "not a time",
+        ] {
+            assert_eq!(parse_lastmod(s), s.parse::<Timestamp>().ok(), "{s}");
+        }
+        assert!(fast_utc_second("2026-01-01T00:00:00Z").is_some());
+    }
+
+    #[test]
+    fn the_view_is_the_state() {
+        let plain = NewVersion {
+            change: "created",
+            arrived_via: "http",
+            lastmod: Some("2025-12-01T10:00:00Z".parse().unwrap()),
+            length_bytes: Some(57),
+            md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
+            sha256_hex: Some(
+                "8e3c1d2f916b54dd6d564089eaf55ac377cd231041b7aa9000196588772ac875".into(),
+            ),
+            ..Default::default()
+        };
+        let mut odd = plain.clone();
+        odd.sha1_hex = Some("0123456789abcdef0123456789abcdef01234567".into());
+        let (_dir, c) = catalog_with(&[("http://x/plain", plain), ("http://x/odd", odd)]);
+        let m = MirrorStates::load(&c, None).unwrap();
+        for uri in ["http://x/plain", "http://x/odd"] {
+            let i = m.find(&uri_key(uri)).unwrap();
+            let state = m.state(i);
+            let mut buf = HexBuf::default();
+            assert_eq!(m.view(i, &mut buf), state.view(), "{uri}");
+        }
+    }
+
+    #[test]
+    fn a_slot_is_77_bytes_without_padding() {
+        assert_eq!(std::mem::size_of::<Slot>(), 77);
         assert_eq!(std::mem::align_of::<Slot>(), 1);
     }
 
@@ -429,7 +738,7 @@ mod tests {
             let refs: Vec<(&str, NewVersion)> =
                 rows.iter().map(|(u, v)| (u.as_str(), v.clone())).collect();
             let (_dir, c) = catalog_with(&refs);
-            let mut m = MirrorStates::load(&c, None).unwrap();
+            let m = MirrorStates::load(&c, None).unwrap();
             for (u, v) in &rows {
                 let i = m.find(&uri_key(u)).unwrap();
                 assert_eq!(m.state(i).length_bytes, v.length_bytes);

@@ -71,8 +71,39 @@ pub enum Action {
     Check,
 }
 
+/// What the comparison reads of the mirror's current version, borrowed: from a
+/// [`CurrentState`] ([`CurrentState::view`]) or from the compact index an audit holds, without
+/// building strings for every resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Current<'a> {
+    pub lastmod: Option<Timestamp>,
+    pub length_bytes: Option<u64>,
+    pub md5_hex: Option<&'a str>,
+    pub sha1_hex: Option<&'a str>,
+    pub sha256_hex: Option<&'a str>,
+}
+
+impl CurrentState {
+    /// What [`compare`] reads of this state.
+    pub fn view(&self) -> Current<'_> {
+        Current {
+            lastmod: self.lastmod,
+            length_bytes: self.length_bytes,
+            md5_hex: self.md5_hex.as_deref(),
+            sha1_hex: self.sha1_hex.as_deref(),
+            sha256_hex: self.sha256_hex.as_deref(),
+        }
+    }
+}
+
 /// Compare what the source declares with the mirror's current version.
 pub fn compare(declared: &Declared, current: &CurrentState) -> Comparison {
+    compare_view(declared, &current.view())
+}
+
+/// [`compare`] on a borrowed view of the current version: the one comparison, whoever holds
+/// the state.
+pub fn compare_view(declared: &Declared, current: &Current<'_>) -> Comparison {
     let mut differences = Vec::new();
     let mut agreed = false;
     let mut by_digest = false;
@@ -81,9 +112,9 @@ pub fn compare(declared: &Declared, current: &CurrentState) -> Comparison {
             continue;
         };
         let actual = match alg {
-            Algorithm::Md5 => current.md5_hex.as_deref(),
-            Algorithm::Sha1 => current.sha1_hex.as_deref(),
-            _ => current.sha256_hex.as_deref(),
+            Algorithm::Md5 => current.md5_hex,
+            Algorithm::Sha1 => current.sha1_hex,
+            _ => current.sha256_hex,
         };
         let Some(actual) = actual else { continue };
         if expected == actual {

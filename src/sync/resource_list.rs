@@ -15,14 +15,18 @@
 //! decides; "the later entry counts", as in a snapshot).
 
 use crate::error::SourceError;
-use crate::rs::document::{Capability, Root, Syntax};
+use crate::net::Scope;
+use crate::rs::document::{Capability, Entry, Root, Syntax, Warning};
 use crate::store::catalog::DocumentRecord;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::{Declared, Listed};
 use crate::sync::snapshot::Refused;
+use crossbeam_channel::{Receiver, Sender};
 use jiff::Timestamp;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use url::Url;
 
 /// How deep Resource List Indexes may nest.
 const MAX_INDEX_DEPTH: usize = 3;
@@ -111,7 +115,8 @@ pub fn walk(
         part_ats: Vec::new(),
         newest_lastmod: None,
     };
-    w.document(top, 0)?;
+    let mut top = top;
+    w.document(&mut top, 0)?;
     let mut out = w.out;
     out.warnings = w.warnings.into_vec();
     let plain =
@@ -150,60 +155,59 @@ struct Walker<'a, 'b, 'v> {
     newest_lastmod: Option<Timestamp>,
 }
 
+/// A document's entries as the walker takes them: from the reader of a document opened here,
+/// or from a part read ahead on a worker thread ([`Ahead`]). Either way the same entries, the
+/// reader's warnings after the entry they came with, the same record.
+trait Entries {
+    fn url(&self) -> &Url;
+    fn is_index(&self) -> bool;
+    fn next_entry(&mut self) -> Result<Option<Entry>, SourceError>;
+    /// The reader's warnings not taken yet.
+    fn take_warnings(&mut self) -> Vec<Warning>;
+    fn record(&self, count: u64) -> DocumentRecord;
+}
+
+impl Entries for OpenedDocument {
+    fn url(&self) -> &Url {
+        &self.url
+    }
+
+    fn is_index(&self) -> bool {
+        self.header().root == Root::SitemapIndex
+    }
+
+    fn next_entry(&mut self) -> Result<Option<Entry>, SourceError> {
+        Ok(self.reader.next_entry()?)
+    }
+
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        self.reader.take_warnings()
+    }
+
+    fn record(&self, count: u64) -> DocumentRecord {
+        OpenedDocument::record(self, count)
+    }
+}
+
 impl Walker<'_, '_, '_> {
-    fn document(&mut self, mut doc: OpenedDocument, depth: usize) -> Result<(), SourceError> {
-        let mut scope = Arc::new(self.docs.scope_for(&doc.url));
-        let doc_url: std::sync::Arc<str> = doc.url.as_str().into();
+    fn document(&mut self, doc: &mut dyn Entries, depth: usize) -> Result<(), SourceError> {
+        let mut scope = Arc::new(self.docs.scope_for(doc.url()));
+        let doc_url: std::sync::Arc<str> = doc.url().as_str().into();
         // A local file lists http(s) resources: its scope is the first entry's origin.
-        let mut local = doc.url.scheme() == "file";
+        let mut local = doc.url().scheme() == "file";
         let mut count = 0u64;
-        if doc.header().root == Root::SitemapIndex {
+        if doc.is_index() {
             // An index names parts, not resources: a few hundred at most, held.
             let mut parts = Vec::new();
-            while let Some(e) = doc.reader.next_entry()? {
+            while let Some(e) = doc.next_entry()? {
                 count += 1;
                 parts.push(e);
             }
-            self.warnings(&mut doc);
+            self.warnings(doc);
             self.out.documents.push(doc.record(count));
-            for part in parts {
-                let loc = part.loc.to_string();
-                if let Some(at) = part.md.at {
-                    self.part_ats.push(at);
-                }
-                if !self.visited.insert(loc.clone()) {
-                    self.warnings.push(format!(
-                        "{doc_url}: line {}: {loc} listed again (cycle); skipped",
-                        part.line
-                    ));
-                    continue;
-                }
-                if depth + 1 > MAX_INDEX_DEPTH {
-                    self.out.failed_parts.push((
-                        loc,
-                        format!(
-                            "Resource List Indexes nested deeper than {MAX_INDEX_DEPTH} levels"
-                        ),
-                    ));
-                    continue;
-                }
-                if let Err(reason) = scope.check(&part.loc) {
-                    self.out
-                        .failed_parts
-                        .push((loc, format!("refused: {reason}")));
-                    continue;
-                }
-                let result = self
-                    .docs
-                    .fetch(&part.loc, &scope)
-                    .and_then(|child| self.part(child, depth + 1));
-                if let Err(e) = result {
-                    self.out.failed_parts.push((loc, e.to_string()));
-                }
-            }
-            return Ok(());
+            return self.parts(&doc_url, &scope, parts, depth);
         }
-        while let Some(e) = doc.reader.next_entry()? {
+        while let Some(e) = doc.next_entry()? {
             count += 1;
             self.out.entries += 1;
             if local {
@@ -238,30 +242,293 @@ impl Walker<'_, '_, '_> {
                 scope: scope.clone(),
             };
             (self.visit)(Item::Listed(listed))?;
-            if !doc.reader.warnings().is_empty() {
-                self.warnings(&mut doc);
-            }
+            self.warnings(doc);
         }
-        self.warnings(&mut doc);
+        self.warnings(doc);
         self.out.documents.push(doc.record(count));
         Ok(())
     }
 
-    fn part(&mut self, doc: OpenedDocument, depth: usize) -> Result<(), SourceError> {
-        match doc.header().capability() {
-            None | Some(Capability::ResourceList) => self.document(doc, depth),
-            Some(other) => Err(SourceError::Unusable {
+    /// The parts an index names, in order. The ones that will be fetched are read ahead on
+    /// worker threads (parsing is most of an audit's work on the source's side, and a large
+    /// index has many parts), while this thread takes their entries in the index's order: the
+    /// visitor sees exactly what a walk part after part would show it.
+    fn parts(
+        &mut self,
+        doc_url: &str,
+        scope: &Arc<Scope>,
+        parts: Vec<Entry>,
+        depth: usize,
+    ) -> Result<(), SourceError> {
+        // What would be fetched, as far as can be told now: a part can still turn out to be
+        // a cycle when a nested index before it lists it; it is then skipped below as without
+        // reading ahead (the read-ahead is dropped).
+        let mut planned = HashSet::new();
+        let ahead: Vec<Option<usize>> = parts
+            .iter()
+            .map(|part| {
+                let loc = part.loc.as_str();
+                let fetched = !self.visited.contains(loc)
+                    && depth < MAX_INDEX_DEPTH
+                    && scope.check(&part.loc).is_ok()
+                    && planned.insert(loc);
+                fetched.then(|| planned.len() - 1)
+            })
+            .collect();
+        let locs: Vec<Url> = parts
+            .iter()
+            .zip(&ahead)
+            .filter(|(_, a)| a.is_some())
+            .map(|(p, _)| p.loc.clone())
+            .collect();
+        let docs = self.docs;
+        let readers = read_ahead_threads().min(locs.len());
+        let (senders, receivers): (Vec<Mutex<Option<Sender<Msg>>>>, Vec<_>) = locs
+            .iter()
+            .map(|_| {
+                let (tx, rx) = crossbeam_channel::bounded::<Msg>(AHEAD_BATCHES);
+                (Mutex::new(Some(tx)), Some(rx))
+            })
+            .unzip();
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            for _ in 0..readers {
+                sc.spawn(|| loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= locs.len() || stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let tx = senders[k].lock().expect("not poisoned").take();
+                    if let Some(tx) = tx {
+                        read_ahead(docs, &locs[k], scope, &tx);
+                    }
+                });
+            }
+            // Owned here, so that leaving this closure in any way (a panic too) drops the
+            // receivers and stops the readers before the scope waits for them.
+            let mut receivers = receivers;
+            let _stop = SetOnDrop(&stop);
+            for (part, a) in parts.into_iter().zip(ahead) {
+                let loc = part.loc.to_string();
+                if let Some(at) = part.md.at {
+                    self.part_ats.push(at);
+                }
+                if !self.visited.insert(loc.clone()) {
+                    self.warnings.push(format!(
+                        "{doc_url}: line {}: {loc} listed again (cycle); skipped",
+                        part.line
+                    ));
+                    continue;
+                }
+                if depth + 1 > MAX_INDEX_DEPTH {
+                    self.out.failed_parts.push((
+                        loc,
+                        format!(
+                            "Resource List Indexes nested deeper than {MAX_INDEX_DEPTH} levels"
+                        ),
+                    ));
+                    continue;
+                }
+                if let Err(reason) = scope.check(&part.loc) {
+                    self.out
+                        .failed_parts
+                        .push((loc, format!("refused: {reason}")));
+                    continue;
+                }
+                let rx = a
+                    .and_then(|k| receivers[k].take())
+                    .expect("every part fetched here was read ahead");
+                // Dropping a part left half-way stops its reader at its next send.
+                let result =
+                    Ahead::open(rx).and_then(|mut child| self.document(&mut child, depth + 1));
+                if let Err(e) = result {
+                    self.out.failed_parts.push((loc, e.to_string()));
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn warnings(&mut self, doc: &mut dyn Entries) {
+        let taken = doc.take_warnings();
+        if taken.is_empty() {
+            return;
+        }
+        let url = doc.url().to_string();
+        for w in taken {
+            self.warnings.push(format!("{url}: {w}"));
+        }
+    }
+}
+/// Entries per batch a part's reader sends, and batches in flight per part: what reading
+/// ahead holds at most is a few thousand entries per reader.
+const AHEAD_BATCH: usize = 64;
+const AHEAD_BATCHES: usize = 4;
+
+/// Threads reading an index's parts ahead: one per core (a few at most; the walking thread
+/// itself mostly waits for them).
+fn read_ahead_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+}
+
+/// Sets the flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What a part's reader sends, in order: `Opened`, `Entries` batches, `End`; or `Failed` at
+/// any point (after the entries read before the failure).
+enum Msg {
+    Opened {
+        url: Url,
+        index: bool,
+    },
+    /// Entries, each with the reader's warnings from reading it.
+    Entries(Vec<(Entry, Vec<Warning>)>),
+    End {
+        warnings: Vec<Warning>,
+        record: DocumentRecord,
+    },
+    Failed(SourceError),
+}
+
+/// Fetch and read one part of an index on a worker thread, sending everything the walker would
+/// have taken from its reader. Returns early once the walker no longer wants the part.
+fn read_ahead(docs: &Documents<'_>, loc: &Url, scope: &Scope, tx: &Sender<Msg>) {
+    let mut doc = match docs.fetch(loc, scope) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let _ = tx.send(Msg::Failed(e));
+            return;
+        }
+    };
+    match doc.header().capability() {
+        None | Some(Capability::ResourceList) => {}
+        Some(other) => {
+            let _ = tx.send(Msg::Failed(SourceError::Unusable {
                 url: doc.url.to_string(),
                 message: format!("part of a Resource List Index is a {other} document"),
+            }));
+            return;
+        }
+    }
+    let opened = Msg::Opened {
+        url: doc.url.clone(),
+        index: doc.header().root == Root::SitemapIndex,
+    };
+    if tx.send(opened).is_err() {
+        return;
+    }
+    let mut batch = Vec::with_capacity(AHEAD_BATCH);
+    let mut count = 0u64;
+    loop {
+        let last = match doc.reader.next_entry() {
+            Ok(Some(e)) => {
+                count += 1;
+                batch.push((e, doc.reader.take_warnings()));
+                if batch.len() < AHEAD_BATCH {
+                    continue;
+                }
+                None
+            }
+            Ok(None) => Some(Msg::End {
+                warnings: doc.reader.take_warnings(),
+                record: doc.record(count),
+            }),
+            Err(e) => Some(Msg::Failed(e.into())),
+        };
+        let full = std::mem::replace(&mut batch, Vec::with_capacity(AHEAD_BATCH));
+        if !full.is_empty() && tx.send(Msg::Entries(full)).is_err() {
+            return;
+        }
+        if let Some(last) = last {
+            let _ = tx.send(last);
+            return;
+        }
+    }
+}
+
+/// A part read ahead, as the walker takes it.
+struct Ahead {
+    url: Url,
+    index: bool,
+    rx: Receiver<Msg>,
+    batch: std::vec::IntoIter<(Entry, Vec<Warning>)>,
+    warnings: Vec<Warning>,
+    record: Option<DocumentRecord>,
+}
+
+impl Ahead {
+    /// The part once its reader has opened it (or the reason it could not).
+    fn open(rx: Receiver<Msg>) -> Result<Ahead, SourceError> {
+        match rx.recv() {
+            Ok(Msg::Opened { url, index }) => Ok(Ahead {
+                url,
+                index,
+                rx,
+                batch: Vec::new().into_iter(),
+                warnings: Vec::new(),
+                record: None,
+            }),
+            Ok(Msg::Failed(e)) => Err(e),
+            Ok(_) | Err(_) => Err(SourceError::Unusable {
+                url: String::new(),
+                message: "the part's reader stopped".into(),
             }),
         }
     }
+}
 
-    fn warnings(&mut self, doc: &mut OpenedDocument) {
-        let url = doc.url.to_string();
-        for w in doc.reader.take_warnings() {
-            self.warnings.push(format!("{url}: {w}"));
+impl Entries for Ahead {
+    fn url(&self) -> &Url {
+        &self.url
+    }
+
+    fn is_index(&self) -> bool {
+        self.index
+    }
+
+    fn next_entry(&mut self) -> Result<Option<Entry>, SourceError> {
+        loop {
+            if let Some((e, warnings)) = self.batch.next() {
+                self.warnings.extend(warnings);
+                return Ok(Some(e));
+            }
+            if self.record.is_some() {
+                return Ok(None);
+            }
+            match self.rx.recv() {
+                Ok(Msg::Entries(batch)) => self.batch = batch.into_iter(),
+                Ok(Msg::End { warnings, record }) => {
+                    self.warnings.extend(warnings);
+                    self.record = Some(record);
+                }
+                Ok(Msg::Failed(e)) => return Err(e),
+                Ok(Msg::Opened { .. }) | Err(_) => {
+                    return Err(SourceError::Unusable {
+                        url: self.url.to_string(),
+                        message: "the part's reader stopped".into(),
+                    })
+                }
+            }
         }
+    }
+
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    fn record(&self, count: u64) -> DocumentRecord {
+        let record = self.record.clone().expect("recorded once read to the end");
+        debug_assert_eq!(record.entry_count, count);
+        record
     }
 }
 
