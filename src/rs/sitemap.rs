@@ -874,13 +874,16 @@ fn plain_url(b: &[u8]) -> Option<PlainUrl> {
         i += 1;
     }
     // Printable ASCII but `<` and `&`, up to the next `<`.
-    let content = |from: usize| -> Option<std::ops::Range<usize>> {
-        let len = b[from..].iter().position(|&c| c == b'<')?;
-        b[from..from + len]
-            .iter()
-            .all(|&c| (0x20..0x7f).contains(&c) && c != b'&')
-            .then_some(from..from + len)
+    // Up to the next `stop`, if all of it is printable ASCII but `<` and `&` (each looked at
+    // without an early exit, which the compiler vectorises).
+    let printable = |from: usize, stop: u8| -> Option<std::ops::Range<usize>> {
+        let len = memchr::memchr(stop, &b[from..])?;
+        let bad = b[from..from + len].iter().fold(false, |bad, &c| {
+            bad | !(0x20..0x7f).contains(&c) | (c == b'&') | (c == b'<')
+        });
+        (!bad).then_some(from..from + len)
     };
+    let content = |from: usize| printable(from, b'<');
     let tag = |at: usize, t: &[u8]| b.get(at..at + t.len()) == Some(t);
     if !tag(i, b"<url><loc>") {
         return None;
@@ -923,14 +926,7 @@ fn plain_url(b: &[u8]) -> Option<PlainUrl> {
                 return None;
             }
             let from = name.end + 2;
-            let len = b[from..].iter().position(|&c| c == b'"')?;
-            let value = from..from + len;
-            if !b[value.clone()]
-                .iter()
-                .all(|&c| (0x20..0x7f).contains(&c) && c != b'&' && c != b'<')
-            {
-                return None;
-            }
+            let value = printable(from, b'"')?;
             // A repeated attribute is an error the parser reports.
             if attrs[..n_attrs]
                 .iter()

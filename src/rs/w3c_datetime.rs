@@ -78,10 +78,7 @@ pub fn parse(value: &str, zone: Zone) -> Result<Parsed, DatetimeError> {
         jiff::civil::Date::new(year as i16, month as i8, day as i8).map_err(|_| malformed())?;
     if pos == b.len() {
         // Date only (or year / year-month): midnight UTC.
-        let ts = date
-            .to_zoned(jiff::tz::TimeZone::UTC)
-            .map_err(|_| malformed())?
-            .timestamp();
+        let ts = instant(date, jiff::civil::Time::midnight(), 0).ok_or_else(malformed)?;
         return Ok(Parsed {
             timestamp: ts,
             assumed_utc: false,
@@ -149,16 +146,40 @@ pub fn parse(value: &str, zone: Zone) -> Result<Parsed, DatetimeError> {
     }
     let time = jiff::civil::Time::new(hour as i8, minute as i8, second as i8, nanos)
         .map_err(|_| malformed())?;
-    let offset = jiff::tz::Offset::from_seconds(offset_seconds).map_err(|_| malformed())?;
-    let ts = date
-        .to_datetime(time)
-        .to_zoned(jiff::tz::TimeZone::fixed(offset))
-        .map_err(|_| malformed())?
-        .timestamp();
+    jiff::tz::Offset::from_seconds(offset_seconds).map_err(|_| malformed())?;
+    let ts = instant(date, time, offset_seconds).ok_or_else(malformed)?;
     Ok(Parsed {
         timestamp: ts,
         assumed_utc: lenient,
     })
+}
+
+/// The instant of a civil date and time at `offset_seconds` east of UTC: what converting it to
+/// a zoned time in that fixed zone gives (`None` outside jiff's range, as there), by
+/// arithmetic instead of through the zone machinery (every `<lastmod>` of every list).
+fn instant(
+    date: jiff::civil::Date,
+    time: jiff::civil::Time,
+    offset_seconds: i32,
+) -> Option<Timestamp> {
+    let seconds = days_from_civil(date.year().into(), date.month().into(), date.day().into())
+        * 86_400
+        + i64::from(time.hour()) * 3600
+        + i64::from(time.minute()) * 60
+        + i64::from(time.second())
+        - i64::from(offset_seconds);
+    Timestamp::new(seconds, time.subsec_nanosecond()).ok()
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -180,6 +201,56 @@ mod tests {
             utc("2015-06-04T08:12:45.297844Z"),
             "2015-06-04T08:12:45.297844Z"
         );
+    }
+
+    #[test]
+    fn instants_are_what_the_fixed_zone_gives() {
+        let mut n = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            n ^= n << 13;
+            n ^= n >> 7;
+            n ^= n << 17;
+            n
+        };
+        let check = |y: i16, m: i8, d: i8, h: i8, mi: i8, s: i8, ns: i32, off: i32| {
+            let Ok(date) = jiff::civil::Date::new(y, m, d) else {
+                return;
+            };
+            let time = jiff::civil::Time::new(h, mi, s, ns).unwrap();
+            let offset = jiff::tz::Offset::from_seconds(off).unwrap();
+            let want = date
+                .to_datetime(time)
+                .to_zoned(jiff::tz::TimeZone::fixed(offset))
+                .ok()
+                .map(|z| z.timestamp());
+            assert_eq!(instant(date, time, off), want, "{date} {time} {off}");
+        };
+        for _ in 0..100_000 {
+            let v = next();
+            check(
+                (v % 10_000) as i16,
+                (1 + (v >> 14) % 12) as i8,
+                (1 + (v >> 18) % 31) as i8,
+                ((v >> 24) % 24) as i8,
+                ((v >> 30) % 60) as i8,
+                ((v >> 36) % 60) as i8,
+                ((v >> 42) % 1_000_000_000) as i32,
+                ((v >> 20) % (2 * 86_399)) as i32 - 86_399,
+            );
+        }
+        for (y, m, d, off) in [
+            (9999, 12, 31, 0),
+            (9999, 12, 30, -7200),
+            (9999, 12, 30, 7200),
+            (0, 1, 1, 0),
+            (1970, 1, 1, 0),
+            (1969, 12, 31, -1),
+        ] {
+            for h in [0, 1, 2, 22, 23] {
+                check(y, m, d, h, 0, 0, 0, off);
+                check(y, m, d, h, 59, 59, 999_999_999, off);
+            }
+        }
     }
 
     #[test]

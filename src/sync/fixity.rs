@@ -11,6 +11,11 @@
 //! judges the results. Strays are found by merging the store's sorted walk with the sorted
 //! list of referenced digests. Only the bytes are looked at: a changed mtime is no finding.
 //!
+//! An audit of the current versions below `--level fixity` ([`check_current`]) takes the
+//! claims from its index of current states instead, and measures each object where the
+//! store's sorted walk meets it: the same findings with one pass over the store, no second
+//! scan of the catalog and no stat by the whole path.
+//!
 //! It leaves to the audit the source comparison, the order of the report and what a finding
 //! means for the exit code.
 

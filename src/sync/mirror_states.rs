@@ -472,14 +472,7 @@ fn fast_utc_second(s: &str) -> Option<Timestamp> {
     if d < 1 || d > month_days || hh > 23 || mm > 59 || ss > 59 {
         return None;
     }
-    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = crate::rs::w3c_datetime::days_from_civil(y, m, d);
     Timestamp::from_second(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
