@@ -239,7 +239,8 @@ pub fn any_verifiable(declared: &[Digest]) -> bool {
 
 /// A streaming hasher computing md5 + sha256 (+ sha1) in one pass.
 pub struct Hasher {
-    md5: md5::Md5,
+    /// None for [`Hasher::sha256_only`].
+    md5: Option<md5::Md5>,
     sha256: sha2::Sha256,
     sha1: Option<sha1::Sha1>,
     length: u64,
@@ -249,16 +250,26 @@ impl Hasher {
     pub fn new(with_sha1: bool) -> Hasher {
         use sha2::Digest as _;
         Hasher {
-            md5: <md5::Md5 as md5::Digest>::new(),
+            md5: Some(<md5::Md5 as md5::Digest>::new()),
             sha256: sha2::Sha256::new(),
             sha1: with_sha1.then(sha1::Sha1::new),
             length: 0,
         }
     }
 
+    /// Length and sha-256 only; the result's `md5_hex` is empty (`audit --level sha256`).
+    pub fn sha256_only() -> Hasher {
+        Hasher {
+            md5: None,
+            ..Hasher::new(false)
+        }
+    }
+
     pub fn update(&mut self, bytes: &[u8]) {
         use sha2::Digest as _;
-        md5::Digest::update(&mut self.md5, bytes);
+        if let Some(m) = &mut self.md5 {
+            md5::Digest::update(m, bytes);
+        }
         self.sha256.update(bytes);
         if let Some(s) = &mut self.sha1 {
             s.update(bytes);
@@ -270,7 +281,10 @@ impl Hasher {
         use sha2::Digest as _;
         Computed {
             length: self.length,
-            md5_hex: hex::encode(md5::Digest::finalize(self.md5)),
+            md5_hex: self
+                .md5
+                .map(|m| hex::encode(md5::Digest::finalize(m)))
+                .unwrap_or_default(),
             sha256_hex: hex::encode(self.sha256.finalize()),
             sha1_hex: self.sha1.map(|s| hex::encode(s.finalize())),
         }

@@ -409,7 +409,6 @@ impl ObjectStore {
     /// object's place keeps `placed` true: it occupies that object's name). A missing store
     /// visits nothing.
     pub fn visit_sorted(&self, mut f: impl FnMut(Visited<'_>) -> io::Result<()>) -> io::Result<()> {
-        let is_fan = |n: &str| n.len() == 2 && is_sha256_hex(&format!("{n:0<64}"));
         if !self.root.is_dir() {
             return Ok(());
         }
@@ -451,6 +450,11 @@ impl ObjectStore {
     }
 }
 
+/// A fan-out folder's name: two lower-case hex digits.
+fn is_fan(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -479,7 +483,6 @@ pub fn migrate_two_level(mirror: &Path) -> io::Result<u64> {
     if !top.is_dir() {
         return Ok(0);
     }
-    let is_fan = |n: &str| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit());
     let mut moved = 0;
     for a in fs::read_dir(&top)? {
         let a = a?;

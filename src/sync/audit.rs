@@ -406,32 +406,7 @@ fn compare_with_source(
     let mut out = SourceComparison::default();
     let mut warnings = Warnings::default();
     for collection in discovery.collections {
-        if collection.kind == SourceKind::Arc {
-            // An ARC sitemap: its own walk, the same comparison.
-            let url =
-                url::Url::parse(&collection.id).expect("collection ids of other kinds are URLs");
-            let arc = arc_mirror::expected_state(&docs, &url, &mut |item| {
-                compare_item(
-                    item,
-                    states,
-                    s.sample,
-                    &mut out.findings,
-                    &mut warnings,
-                    &mut out.listed,
-                );
-                Ok(())
-            })?;
-            // Pages skipped on purpose (auth_required, noarchive) are neither missing nor extra.
-            for uri in &arc.skipped {
-                states.set_by_uri(uri, mark::SEEN);
-            }
-            for w in arc.walked.warnings {
-                warnings.push(w);
-            }
-            out.failed_parts.extend(arc.walked.failed_parts);
-            continue;
-        }
-        let walked = expected_state(&docs, collection, &mut |item| {
+        let mut visit = |item| {
             compare_item(
                 item,
                 states,
@@ -441,7 +416,20 @@ fn compare_with_source(
                 &mut out.listed,
             );
             Ok(())
-        })?;
+        };
+        let walked = if collection.kind == SourceKind::Arc {
+            // An ARC sitemap: its own walk, the same comparison.
+            let url =
+                url::Url::parse(&collection.id).expect("collection ids of other kinds are URLs");
+            let arc = arc_mirror::expected_state(&docs, &url, &mut visit)?;
+            // Pages skipped on purpose (auth_required, noarchive) are neither missing nor extra.
+            for uri in &arc.skipped {
+                states.set_by_uri(uri, mark::SEEN);
+            }
+            arc.walked
+        } else {
+            expected_state(&docs, collection, &mut visit)?
+        };
         for w in walked.warnings {
             warnings.push(w);
         }

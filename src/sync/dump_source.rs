@@ -176,22 +176,8 @@ impl DumpSnapshot {
         // A URI in several manifests counts once, with its later entry (and that entry's
         // bitstream), at the place of its first.
         let (swaps, gone) = snapshot::twice_listed(&dump.snapshot.listed);
-        for (first, last) in swaps {
-            dump.snapshot.listed.swap(first, last);
-            dump.origin.swap(first, last);
-        }
-        if gone.iter().any(|&g| g) {
-            let mut at = 0;
-            dump.snapshot.listed.retain(|_| {
-                at += 1;
-                !gone[at - 1]
-            });
-            at = 0;
-            dump.origin.retain(|_| {
-                at += 1;
-                !gone[at - 1]
-            });
-        }
+        snapshot::keep_the_later(&mut dump.snapshot.listed, &swaps, &gone);
+        snapshot::keep_the_later(&mut dump.origin, &swaps, &gone);
         dump.snapshot.at = header_at.or(manifest_at);
         dump.snapshot.anchored = dump.snapshot.at.is_some();
         dump.snapshot.basis = if header_at.is_some() {

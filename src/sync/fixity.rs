@@ -600,38 +600,18 @@ fn look(
             "not a regular file".into()
         });
     }
-    if level == AuditLevel::Sha256 {
-        use sha2::Digest as _;
-        let mut sha256 = sha2::Sha256::new();
-        let mut length = 0u64;
-        loop {
-            match file.read(buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    sha256.update(&buf[..n]);
-                    length += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Seen::Unreadable(e.to_string()),
-            }
-        }
-        return Seen::Hashed(Computed {
-            length,
-            // Not computed at this level; `fixity_mismatch` does not look at it.
-            md5_hex: String::new(),
-            sha256_hex: hex::encode(sha256.finalize()),
-            sha1_hex: None,
-        });
-    }
-    let with_sha1 = job.claims.iter().any(|c| {
-        c.sha1.is_some()
-            || c.declared_hash.as_deref().is_some_and(|h| {
-                parse_hash_attr(h)
-                    .iter()
-                    .any(|d| d.algorithm == Algorithm::Sha1)
-            })
-    });
-    let mut hasher = Hasher::new(with_sha1);
+    // At level sha256 the recorded md5 is not compared (`fixity_mismatch`): not computed.
+    let mut hasher = match level {
+        AuditLevel::Sha256 => Hasher::sha256_only(),
+        _ => Hasher::new(job.claims.iter().any(|c| {
+            c.sha1.is_some()
+                || c.declared_hash.as_deref().is_some_and(|h| {
+                    parse_hash_attr(h)
+                        .iter()
+                        .any(|d| d.algorithm == Algorithm::Sha1)
+                })
+        })),
+    };
     loop {
         match file.read(buf) {
             Ok(0) => break,

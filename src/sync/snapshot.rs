@@ -107,18 +107,23 @@ fn keep_the_later_of_twice_listed(listed: &mut Vec<Listed>) -> Vec<String> {
             )
         })
         .collect();
-    if twice.is_empty() {
-        return twice;
+    keep_the_later(listed, &swaps, &gone);
+    twice
+}
+
+/// Apply [`twice_listed`]'s answer to `v` (the listed entries, or a vector parallel to them).
+pub fn keep_the_later<T>(v: &mut Vec<T>, swaps: &[(usize, usize)], gone: &[bool]) {
+    if swaps.is_empty() {
+        return;
     }
-    for (first, last) in swaps {
-        listed.swap(first, last);
+    for &(first, last) in swaps {
+        v.swap(first, last);
     }
     let mut at = 0;
-    listed.retain(|_| {
+    v.retain(|_| {
         at += 1;
         !gone[at - 1]
     });
-    twice
 }
 
 /// For URIs listed more than once: the swaps that put each one's last entry at the place of
