@@ -1,18 +1,20 @@
 //! Fetch-to-staging: one resource from the source into a new file under `staging/`, hashed in
 //! the same pass that writes it (DESIGN §4, "verify").
 //!
-//! The body streams through a fixed buffer into a uniquely named `.part` file; the declared
-//! length bounds it (we stop as soon as more arrives) and every usable declared digest is
-//! checked at the end. Bytes are hashed exactly as received: a `Content-Encoding` the source
-//! sent despite `Accept-Encoding: identity` is recorded in [`Staged`], not decoded. Any failure
-//! removes the file. Durability (fsync, rename into `objects/`) is the store's business, done
-//! per batch; the catalog is not touched here.
+//! The body streams through a fixed buffer into a new file ([`NewFile`]: anonymous where the
+//! file system allows, for a resource headed for the store; a uniquely named `.part` file for
+//! a package or collection that is read from its path); the declared length bounds it (we
+//! stop as soon as more arrives) and every usable declared digest is checked at the end.
+//! Bytes are hashed exactly as received: a `Content-Encoding` the source sent despite
+//! `Accept-Encoding: identity` is recorded in [`Staged`], not decoded. Any failure removes
+//! the file. Durability (syncfs, putting the file into `objects/`) is the store's business,
+//! done per batch; the catalog is not touched here.
 
 use crate::net::agent::{DocumentResponse, Retries};
 use crate::net::{FetchError, Http, Scope, Validators};
 use crate::rs::digest::{mismatches, Algorithm, Computed, Digest, Hasher};
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use crate::store::new_file::NewFile;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use url::Url;
@@ -53,10 +55,11 @@ pub struct Expected {
     pub digests: Vec<Digest>,
 }
 
-/// A verified file in `staging/`, not yet in the object store.
+/// A verified file in `staging/`, not yet in the object store: its path
+/// ([`fetch_to_staging`]) or the open new file ([`fetch_new_object`]).
 #[derive(Debug)]
-pub struct Staged {
-    pub path: PathBuf,
+pub struct Staged<F = PathBuf> {
+    pub file: F,
     pub computed: Computed,
     pub final_url: url::Url,
     pub etag: Option<String>,
@@ -80,13 +83,63 @@ pub fn fetch_to_staging(
     staging: &Path,
     expected: &Expected,
 ) -> Result<Staged, FetchError> {
+    let Staged {
+        file,
+        computed,
+        final_url,
+        etag,
+        last_modified,
+        media_type,
+        content_encoding,
+    } = fetch(http, url, scope, staging, expected, NewFile::create_named)?;
+    let name = file.describe();
+    Ok(Staged {
+        file: file.keep().map_err(|e| staging_error(&name, e))?,
+        computed,
+        final_url,
+        etag,
+        last_modified,
+        media_type,
+        content_encoding,
+    })
+}
+
+/// [`fetch_to_staging`] for bytes headed for the object store
+/// ([`ObjectStore::ingest_new`](crate::store::ObjectStore::ingest_new)): the file has no name
+/// in `staging` where the file system allows.
+pub fn fetch_new_object(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+) -> Result<Staged<NewFile>, FetchError> {
+    fetch(http, url, scope, staging, expected, NewFile::create)
+}
+
+fn fetch(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+    create: fn(&Path) -> io::Result<NewFile>,
+) -> Result<Staged<NewFile>, FetchError> {
     let with_sha1 = expected
         .digests
         .iter()
         .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
     let mut retries = http.retries();
     loop {
-        match fetch_once(http, url, scope, staging, expected, with_sha1, &mut retries) {
+        match fetch_once(
+            http,
+            url,
+            scope,
+            staging,
+            expected,
+            (with_sha1, create),
+            &mut retries,
+        ) {
             Ok(staged) => return Ok(staged),
             Err(Attempt::Final(e)) => return Err(e),
             Err(Attempt::Retryable(e)) => match retries.next_wait(None) {
@@ -116,9 +169,9 @@ fn fetch_once(
     scope: &Scope,
     staging: &Path,
     expected: &Expected,
-    with_sha1: bool,
+    (with_sha1, create): (bool, fn(&Path) -> io::Result<NewFile>),
     retries: &mut Retries<'_>,
-) -> Result<Staged, Attempt> {
+) -> Result<Staged<NewFile>, Attempt> {
     // No validators: a resource fetch always wants the bytes.
     let body = match http.get_with(url, scope, &Validators::default(), retries)? {
         DocumentResponse::Body(body) => body,
@@ -141,7 +194,8 @@ fn fetch_once(
             }));
         }
     }
-    let mut part = PartFile::create(staging)?;
+    let folder = worker_folder(staging)?;
+    let mut part = create(&folder).map_err(|e| staging_error(&folder, e))?;
     let mut reader = body.reader;
     let mut hasher = Hasher::new(with_sha1);
     let mut buf = ReadBuffer::take();
@@ -165,7 +219,8 @@ fn fetch_once(
             }
         }
         hasher.update(&buf[..n]);
-        part.write_all(&buf[..n])?;
+        part.write_all(&buf[..n])
+            .map_err(|e| staging_error(&part.describe(), e))?;
     }
     // ureq already fails a body that ends before its Content-Length; a mapped file that shrank
     // while we read it lands here.
@@ -195,9 +250,8 @@ fn fetch_once(
             actual: m.actual,
         }));
     }
-    let path = part.keep()?;
     Ok(Staged {
-        path,
+        file: part,
         computed,
         final_url,
         etag: body.validators.etag,
@@ -249,67 +303,6 @@ pub fn remove_empty_worker_folders(staging: &Path) {
     }
 }
 
-/// A `.part` file in `staging/` that removes itself unless kept. Written in the chunks the
-/// body is read in (up to 64 KiB each), unbuffered.
-struct PartFile {
-    path: PathBuf,
-    writer: Option<File>,
-}
-
-static PART_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-impl PartFile {
-    /// A new file named `<pid>-<counter>.part` in this thread's folder of `staging`; never
-    /// opens an existing one (a leftover of a crashed run with the same pid is skipped, not
-    /// overwritten).
-    fn create(staging: &Path) -> Result<PartFile, FetchError> {
-        let staging = worker_folder(staging)?;
-        let staging = staging.as_path();
-        static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let pid = *PID.get_or_init(std::process::id);
-        let mut last_error = None;
-        for _ in 0..1000 {
-            let n = PART_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = staging.join(format!("{pid}-{n}.part"));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
-                    return Ok(PartFile {
-                        path,
-                        writer: Some(file),
-                    })
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
-                Err(e) => return Err(staging_error(&path, e)),
-            }
-        }
-        Err(FetchError::Staging(last_error.unwrap_or_else(|| {
-            io::Error::other("no free staging file name")
-        })))
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), FetchError> {
-        let writer = self.writer.as_mut().expect("written after keep");
-        writer
-            .write_all(bytes)
-            .map_err(|e| staging_error(&self.path, e))
-    }
-
-    /// Close; the file stays.
-    fn keep(mut self) -> Result<PathBuf, FetchError> {
-        drop(self.writer.take().expect("kept twice"));
-        Ok(std::mem::take(&mut self.path))
-    }
-}
-
-impl Drop for PartFile {
-    fn drop(&mut self) {
-        if self.writer.is_some() {
-            self.writer = None;
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
 fn staging_error(path: &Path, e: io::Error) -> FetchError {
     FetchError::Staging(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
@@ -320,6 +313,7 @@ mod tests {
     use crate::net::agent::test_server::{reply, TestServer};
     use crate::net::HttpConfig;
     use crate::rs::digest::parse_hash_attr;
+    use std::io::Write;
     use std::time::{Duration, Instant};
 
     // md5 / sha-256 of "alpha\n" (ResourceSync §14's example).
@@ -388,9 +382,9 @@ mod tests {
         assert_eq!(staged.etag.as_deref(), Some("\"e1\""));
         assert_eq!(staged.media_type.as_deref(), Some("text/plain"));
         assert_eq!(staged.content_encoding, None);
-        assert!(staged.path.starts_with(staging.path()));
-        assert_eq!(std::fs::read(&staged.path).unwrap(), b"alpha\n");
-        assert_eq!(staging_files(staging.path()), vec![staged.path.clone()]);
+        assert!(staged.file.starts_with(staging.path()));
+        assert_eq!(std::fs::read(&staged.file).unwrap(), b"alpha\n");
+        assert_eq!(staging_files(staging.path()), vec![staged.file.clone()]);
     }
 
     #[test]
@@ -426,6 +420,39 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn a_new_object_is_named_only_in_the_store() {
+        let server = TestServer::start(|_, _| reply(200, "alpha\n", &[]));
+        let url = server.url("/res/a.txt");
+        let mirror = tempfile::tempdir().unwrap();
+        let staging = mirror.path().join("staging");
+        std::fs::create_dir(&staging).unwrap();
+        let store = crate::store::ObjectStore::open(mirror.path()).unwrap();
+        let scope = Scope::for_document(&url, &[]);
+        let good = Expected {
+            length: Some(6),
+            digests: parse_hash_attr(&format!("md5:{MD5}")),
+        };
+        let staged = fetch_new_object(&http(), &url, &scope, &staging, &good).unwrap();
+        assert_eq!(staged.computed.sha256_hex, SHA256);
+        assert!(staging_files(&staging).is_empty(), "no name while staged");
+        let path = store.ingest_new(staged.file, SHA256).unwrap();
+        assert_eq!(path, store.path_for(SHA256));
+        assert_eq!(std::fs::read(&path).unwrap(), b"alpha\n");
+        assert!(std::fs::metadata(&path).unwrap().permissions().readonly());
+        assert!(staging_files(&staging).is_empty());
+
+        // A body that fails verification leaves nothing anywhere.
+        let bad = Expected {
+            length: Some(6),
+            digests: parse_hash_attr(&format!("md5:{}", "0".repeat(32))),
+        };
+        let r = fetch_new_object(&http(), &url, &scope, &staging, &bad);
+        assert!(matches!(r, Err(FetchError::DigestMismatch { .. })), "{r:?}");
+        assert!(staging_files(&staging).is_empty());
+        assert_eq!(staging_files(&mirror.path().join("objects")), vec![path]);
     }
 
     #[test]
@@ -557,7 +584,7 @@ mod tests {
         let staged = fetch_to_staging(&http(), &url, &scope, staging.path(), &expected).unwrap();
         assert_eq!(staged.computed.sha256_hex, SHA256);
         assert_eq!(server.requests(), 2);
-        assert_eq!(staging_files(staging.path()), vec![staged.path]);
+        assert_eq!(staging_files(staging.path()), vec![staged.file]);
     }
 
     #[test]
@@ -585,18 +612,6 @@ mod tests {
         let r = fetch_to_staging(&http(), &evil, &scope, staging.path(), &Expected::default());
         assert!(matches!(r, Err(FetchError::OutOfScope { .. })));
         assert_eq!(server.requests(), 1);
-        assert!(staging_files(staging.path()).is_empty());
-    }
-
-    #[test]
-    fn unique_part_names() {
-        let staging = tempfile::tempdir().unwrap();
-        let a = PartFile::create(staging.path()).unwrap();
-        let b = PartFile::create(staging.path()).unwrap();
-        assert_ne!(a.path, b.path);
-        assert!(a.path.to_string_lossy().ends_with(".part"));
-        drop(a);
-        drop(b);
         assert!(staging_files(staging.path()).is_empty());
     }
 }

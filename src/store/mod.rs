@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod lock;
+pub mod new_file;
 pub mod objects;
 pub mod scp_catalog;
 

@@ -1,8 +1,8 @@
 //! The content-addressed object store: `objects/sha256/<2 hex>/<64 hex>`.
 //!
 //! This layout is a contract (README, "The mirror on disk"): scripts may read objects by
-//! sha256. Objects are write-once: a verified staging file is renamed into place, never written
-//! in place, so a crash leaves either the old state or the new one. Durability is arranged per
+//! sha256. Objects are write-once: a verified new file is linked or renamed into place
+//! ([`NewFile`]), never written in place, so a crash leaves either the old state or the new one. Durability is arranged per
 //! batch by [`ObjectStore::sync`] (one `syncfs`) before the catalog transaction that references
 //! the batch commits. Source strings never become file names.
 //!
@@ -11,6 +11,7 @@
 //! baseline cost two inodes and a 4 KiB directory block. Mirrors made with two levels are moved
 //! to one by [`migrate_two_level`] when their catalog is upgraded.
 
+use crate::store::new_file::NewFile;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,6 +63,22 @@ impl ObjectStore {
     /// replaced by the fresh copy (same content by construction; a copy torn by an earlier
     /// crash is healed this way). The object is made read-only.
     pub fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<PathBuf> {
+        let dest = self.place_for(sha256_hex)?;
+        make_read_only(staged)?;
+        fs::rename(staged, &dest)?;
+        Ok(dest)
+    }
+
+    /// [`ObjectStore::ingest`] for a [`NewFile`] (written by the caller and verified): it
+    /// is linked into place when anonymous, renamed when named.
+    pub fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<PathBuf> {
+        let dest = self.place_for(sha256_hex)?;
+        file.put_at(&dest)?;
+        Ok(dest)
+    }
+
+    /// Where the object named `sha256_hex` goes, its folder made.
+    fn place_for(&self, sha256_hex: &str) -> io::Result<PathBuf> {
         if !is_sha256_hex(sha256_hex) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -74,8 +91,6 @@ impl ObjectStore {
             fs::create_dir_all(dest.parent().expect("object path has a parent"))?;
             self.made[fan].store(true, Ordering::Relaxed);
         }
-        make_read_only(staged)?;
-        fs::rename(staged, &dest)?;
         Ok(dest)
     }
 

@@ -6,7 +6,7 @@
 //! transaction it makes the batch's objects durable with one `syncfs`, so a version row never
 //! references bytes a crash could lose.
 
-use crate::net::fetch::fetch_to_staging;
+use crate::net::fetch::fetch_new_object;
 use crate::net::{Expected, Http, Scope};
 use crate::rs::digest::Computed;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
@@ -131,8 +131,8 @@ fn run_job(http: &Http, staging: &Path, objects: &ObjectStore, job: Job) -> JobR
             reasons.push(format!("{url}: refused: {reason}"));
             continue;
         }
-        match fetch_to_staging(http, url, &job.scope, staging, &job.expected) {
-            Ok(staged) => match objects.ingest(&staged.path, &staged.computed.sha256_hex) {
+        match fetch_new_object(http, url, &job.scope, staging, &job.expected) {
+            Ok(staged) => match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
                 Ok(_) => {
                     return JobResult::Fetched(
                         job.index,
@@ -147,7 +147,6 @@ fn run_job(http: &Http, staging: &Path, objects: &ObjectStore, job: Job) -> JobR
                     )
                 }
                 Err(e) => {
-                    let _ = std::fs::remove_file(&staged.path);
                     all_refused = false;
                     reasons.push(format!("{url}: cannot store object: {e}"));
                 }

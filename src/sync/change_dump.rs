@@ -151,8 +151,8 @@ pub fn apply(
         )
         .map_err(|e| e.to_string())
         .and_then(|staged| {
-            let opened = Package::open(&staged.path, &r.url, DumpLimits::default(), docs.options);
-            let _ = std::fs::remove_file(&staged.path).ok();
+            let opened = Package::open(&staged.file, &r.url, DumpLimits::default(), docs.options);
+            let _ = std::fs::remove_file(&staged.file).ok();
             opened.map_err(|e| e.to_string())
         });
         // (entry index, event time, staged bitstream or entry error)

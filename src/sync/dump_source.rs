@@ -108,10 +108,10 @@ impl DumpSnapshot {
             let opened = fetch_to_staging(http, &r.url, &scope, staging, &r.expected)
                 .map_err(|e| e.to_string())
                 .and_then(|staged| {
-                    Package::open(&staged.path, &r.url, DumpLimits::default(), options)
-                        .map(|pkg| (staged.path.clone(), pkg))
+                    Package::open(&staged.file, &r.url, DumpLimits::default(), options)
+                        .map(|pkg| (staged.file.clone(), pkg))
                         .map_err(|e| {
-                            let _ = std::fs::remove_file(&staged.path);
+                            let _ = std::fs::remove_file(&staged.file);
                             e.to_string()
                         })
                 });
