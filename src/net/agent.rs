@@ -1,4 +1,4 @@
-//! The HTTP agent: one shared keep-alive `ureq` agent with bounded waits.
+//! The HTTP agent: keep-alive `ureq` agents (one per thread) with bounded waits.
 //!
 //! It owns what a single GET needs to be safe and polite (DESIGN §5): connect, header and
 //! per-read timeouts so a stalled server cannot hang a cron job; bounded retries with
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use ureq::http::{header, HeaderValue, Response};
 use url::Url;
@@ -120,6 +120,21 @@ struct CachingResolver<R = ureq::unversioned::resolver::DefaultResolver> {
     known: Mutex<HashMap<String, (Instant, ureq::unversioned::resolver::ResolvedSocketAddrs)>>,
 }
 
+/// One [`CachingResolver`] for all the agents of an [`Http`].
+#[derive(Debug)]
+struct SharedResolver(Arc<CachingResolver>);
+
+impl ureq::unversioned::resolver::Resolver for SharedResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        self.0.resolve(uri, config, timeout)
+    }
+}
+
 impl<R: ureq::unversioned::resolver::Resolver> ureq::unversioned::resolver::Resolver
     for CachingResolver<R>
 {
@@ -148,9 +163,20 @@ impl<R: ureq::unversioned::resolver::Resolver> ureq::unversioned::resolver::Reso
     }
 }
 
-/// One shared agent; `&Http` is shared by all worker threads.
+/// Agents of one [`Http`]; a thread keeps to one of them.
+const AGENTS: usize = 16;
+
+thread_local! {
+    /// This thread's agent, as an index into [`Http`]'s agents (assigned at first use).
+    static AGENT_SLOT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// `&Http` is shared by all worker threads; each thread uses an agent (and so a connection
+/// pool) of its own, up to [`AGENTS`] threads at a time. One agent for all made every request
+/// take its pool's lock twice, and ureq holds that lock while it probes a pooled connection
+/// (three system calls): eight workers queued on it.
 pub struct Http {
-    agent: ureq::Agent,
+    agents: Vec<ureq::Agent>,
     cfg: HttpConfig,
     /// `--map` prefixes, normalised, longest first so the most specific one wins.
     maps: Vec<(String, PathBuf)>,
@@ -191,11 +217,18 @@ impl Http {
             .user_agent(user_agent)
             .accept_encoding("identity")
             .build();
-        let agent = ureq::Agent::with_parts(
-            config,
-            ureq::unversioned::transport::DefaultConnector::new(),
-            CachingResolver::<ureq::unversioned::resolver::DefaultResolver>::default(),
-        );
+        let resolver = Arc::new(CachingResolver::<
+            ureq::unversioned::resolver::DefaultResolver,
+        >::default());
+        let agents = (0..AGENTS)
+            .map(|_| {
+                ureq::Agent::with_parts(
+                    config.clone(),
+                    ureq::unversioned::transport::DefaultConnector::new(),
+                    SharedResolver(Arc::clone(&resolver)),
+                )
+            })
+            .collect();
         let mut maps: Vec<(String, PathBuf)> = cfg
             .maps
             .iter()
@@ -203,7 +236,7 @@ impl Http {
             .collect();
         maps.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
         Http {
-            agent,
+            agents,
             cfg,
             maps,
             pacing: HostPacing::new(Duration::ZERO),
@@ -215,6 +248,17 @@ impl Http {
     pub fn with_host_delay(mut self, delay: Duration) -> Http {
         self.pacing = HostPacing::new(delay);
         self
+    }
+
+    /// The calling thread's agent.
+    fn agent(&self) -> &ureq::Agent {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let slot = AGENT_SLOT.get().unwrap_or_else(|| {
+            let slot = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % AGENTS;
+            AGENT_SLOT.set(Some(slot));
+            slot
+        });
+        &self.agents[slot]
     }
 
     pub fn config(&self) -> &HttpConfig {
@@ -341,7 +385,7 @@ impl Http {
         target.set_fragment(None);
         self.pacing.wait_turn(target.host_str().unwrap_or(""));
         let mut request = self
-            .agent
+            .agent()
             .get(target.as_str())
             .header(header::ACCEPT_ENCODING, "identity");
         // A validator that cannot be a header value (hostile or corrupted) is simply not sent:
@@ -786,6 +830,29 @@ mod tests {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)
         }
+    }
+
+    #[test]
+    fn each_thread_keeps_to_its_agent() {
+        let server = TestServer::start(|_, _| reply(200, "x", &[]));
+        let http = Http::new(cfg());
+        let url = server.url("/a");
+        let scope = scope_of(&url);
+        std::thread::scope(|s| {
+            // tiny_http serves up to four keep-alive connections at a time.
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let mine = http.agent() as *const ureq::Agent;
+                    for _ in 0..5 {
+                        assert_eq!(http.agent() as *const _, mine);
+                        let (_, text) =
+                            body_text(http.get(&url, &scope, &Validators::default()).unwrap());
+                        assert_eq!(text, "x");
+                    }
+                });
+            }
+        });
+        assert_eq!(server.requests(), 15);
     }
 
     #[test]
