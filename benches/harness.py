@@ -169,7 +169,8 @@ class Harness:
         os.replace(tmp, link)
 
     def timed(self, label, argv, cwd=None):
-        """Run argv under /usr/bin/time; (exit code or 'timeout', wall seconds, peak RSS KiB)."""
+        """Run argv under /usr/bin/time; (exit code or 'timeout', wall seconds, peak RSS KiB,
+        CPU seconds: user + system)."""
         base = os.path.join(self.logs, label)
         tfile = base + ".time"
         # Write back what earlier steps left dirty (mirrors written, folders deleted), so that
@@ -179,7 +180,7 @@ class Harness:
             t0 = time.perf_counter()
             # In its own process group, so that a timeout or a signal to the harness ends the
             # whole run (time and the command under it).
-            p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M", "-o", tfile] + argv, cwd=cwd,
+            p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M %U %S", "-o", tfile] + argv, cwd=cwd,
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
             self.current = p
             try:
@@ -191,14 +192,15 @@ class Harness:
             finally:
                 self.current = None
             wall = time.perf_counter() - t0
-        rss = None
+        rss = cpu = None
         try:
             with open(tfile) as f:
                 last = f.read().strip().splitlines()[-1].split()
             rss = int(last[1])
+            cpu = float(last[2]) + float(last[3])
         except (OSError, IndexError, ValueError):
             pass
-        return rc, wall, rss
+        return rc, wall, rss, cpu
 
     def log_text(self, label):
         text = ""
@@ -217,10 +219,11 @@ class Harness:
                 return line[:200]
         return ""
 
-    def record(self, section, step, tool, rep, rc, wall, rss, problem):
+    def record(self, section, step, tool, rep, rc, wall, rss, cpu, problem):
         ok = problem is None
         self.runs.append({"section": section, "step": step, "tool": tool, "rep": rep, "ok": ok,
-                          "exit": rc, "wall_s": round(wall, 4), "rss_kib": rss, "problem": problem})
+                          "exit": rc, "wall_s": round(wall, 4), "rss_kib": rss, "cpu_s": cpu,
+                          "problem": problem})
         state = "verified" if ok else f"FAILED: {problem}"
         rss_s = f"{rss / 1024:.0f} MiB" if rss else "? MiB"
         print(f"[{section} rep {rep}/{self.reps}] {step:<14} {tool:<9} {wall:8.2f} s {rss_s:>9}  {state}",
@@ -229,12 +232,12 @@ class Harness:
     def run_step(self, section, step, tool, rep, argv, check, cwd=None):
         """Time argv, then check() -> None or a problem. True when the run counts."""
         label = f"{section}-r{rep}-{step}-{tool}"
-        rc, wall, rss = self.timed(label, argv, cwd)
+        rc, wall, rss, cpu = self.timed(label, argv, cwd)
         if rc != 0:
             problem = f"exit {rc}: {self.first_error(label)}"
         else:
             problem = check(self.log_text(label))
-        self.record(section, step, tool, rep, rc, wall, rss, problem)
+        self.record(section, step, tool, rep, rc, wall, rss, cpu, problem)
         return problem is None
 
     # -- the synthetic source ---------------------------------------------------------------
@@ -339,7 +342,7 @@ class Harness:
             if "audit" in steps:
                 for tool in order:
                     if not have.get(tool):
-                        self.record(key, "audit", tool, rep, "-", 0, None, "no baseline mirror to audit")
+                        self.record(key, "audit", tool, rep, "-", 0, None, None, "no baseline mirror to audit")
                     elif tool == "rsmirror":
                         self.run_step(key, "audit", tool, rep, [rs, "audit", root, "--mirror", mirror[tool], "-q"],
                                       lambda _: verify_rsmirror(mirror["rsmirror"], man_a))
@@ -355,7 +358,7 @@ class Harness:
                 if step not in steps or "rsmirror" not in self.tools:
                     continue
                 if not have.get("rsmirror"):
-                    self.record(key, step, "rsmirror", rep, "-", 0, None, "no baseline mirror to audit")
+                    self.record(key, step, "rsmirror", rep, "-", 0, None, None, "no baseline mirror to audit")
                 else:
                     self.run_step(key, step, "rsmirror", rep,
                                   [rs, "audit", "--offline"] + level + ["--mirror", mirror["rsmirror"], "-q"],
@@ -365,7 +368,7 @@ class Harness:
                 self.serve(os.path.join(src, "B"))
                 for tool in order:
                     if not have.get(tool):
-                        self.record(key, "incremental", tool, rep, "-", 0, None, "no baseline mirror to update")
+                        self.record(key, "incremental", tool, rep, "-", 0, None, None, "no baseline mirror to update")
                     elif tool == "rsmirror":
                         self.run_step(key, "incremental", tool, rep,
                                       [rs, "incremental", root, "--mirror", mirror[tool], "-q"],
@@ -469,13 +472,16 @@ class Harness:
         ]
 
     def stats(self, section, step, tool):
-        """(median wall s, max peak RSS KiB, 'ok/total', all walls) over the counted runs."""
+        """(median wall s, max peak RSS KiB, 'ok/total', all walls, median CPU s) over the
+        counted runs."""
         rs = [r for r in self.runs if (r["section"], r["step"], r["tool"]) == (section, step, tool)]
         ok = [r for r in rs if r["ok"]]
         walls = [r["wall_s"] for r in ok]
         med = statistics.median(walls) if walls else None
         rss = max((r["rss_kib"] or 0 for r in ok), default=None)
-        return med, rss, f"{len(ok)}/{len(rs)}", walls
+        cpus = [r["cpu_s"] for r in ok if r.get("cpu_s") is not None]
+        cpu = statistics.median(cpus) if cpus else None
+        return med, rss, f"{len(ok)}/{len(rs)}", walls, cpu
 
     def write(self):
         L = []
@@ -486,7 +492,9 @@ class Harness:
                  f"runs that counted ({self.reps} per step and tool, the tools alternating); a run counts only "
                  "when the command succeeded and the harness then verified the mirror: every resource of the "
                  "source state present, with the right SHA-256 (rsmirror: catalog and object files; resync: the "
-                 "files it wrote). Peak RSS is the largest of the counted runs. MB = 10^6 bytes. "
+                 "files it wrote). Peak RSS is the largest of the counted runs. `CPU s` is the median of user + "
+                 "system CPU seconds of the command (its threads and children; on this machine the server, nginx, "
+                 "uses CPU too, not counted). MB = 10^6 bytes. "
                  "`runs` lists every counted wall time; `ok` is counted runs / runs.\n")
         L.append("## Machine\n")
         L.append("| | |")
@@ -516,12 +524,13 @@ class Harness:
             lim = {}
             if "limits" in self.steps:
                 L.append("Limits, measured in the same run over the same bytes (state A):\n")
-                L.append("| limit | median s | resources/s | MB/s | peak RSS MiB | ok | runs (s) |")
-                L.append("|---|---:|---:|---:|---:|---:|---|")
+                L.append("| limit | median s | CPU s | resources/s | MB/s | peak RSS MiB | ok | runs (s) |")
+                L.append("|---|---:|---:|---:|---:|---:|---:|---|")
                 for name, text in LIMITS:
-                    med, rss, okc, walls = self.stats(key, "limits", name)
+                    med, rss, okc, walls, cpu = self.stats(key, "limits", name)
                     lim[name] = med
-                    L.append(f"| {text} | {fmt(med, '.3f')} | {fmt(n / med if med else None, ',.0f')} | "
+                    L.append(f"| {text} | {fmt(med, '.3f')} | {fmt(cpu, '.2f')} | "
+                             f"{fmt(n / med if med else None, ',.0f')} | "
                              f"{fmt(total / 1e6 / med if med else None, ',.1f')} | "
                              f"{fmt(rss / 1024 if rss else None, '.0f')} | {okc} | "
                              f"{' '.join(f'{w:.3f}' for w in walls)} |")
@@ -531,10 +540,10 @@ class Harness:
                      "`rsmirror × fetch` (steps that fetch resources) and `rsmirror × openssl` are rsmirror's time "
                      "over the time the limit needs for the same bytes (the limit's MB/s applied to the step's "
                      "bytes): 1.0 = as fast as the limit. `resync / rsmirror` > 1: rsmirror is faster.\n")
-            L.append("| step | resources | rsmirror s | res/s | MB/s | RSS MiB | ok | resync s | res/s | MB/s | "
-                     "RSS MiB | ok | resync / rsmirror | rsmirror × fetch | rsmirror × openssl | rsmirror runs (s) | "
-                     "resync runs (s) |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+            L.append("| step | resources | rsmirror s | CPU s | res/s | MB/s | RSS MiB | ok | resync s | CPU s | "
+                     "res/s | MB/s | RSS MiB | ok | resync / rsmirror | rsmirror × fetch | rsmirror × openssl | "
+                     "rsmirror runs (s) | resync runs (s) |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
             for step in self.steps:
                 if step in ("limits", "audit-index"):
                     continue
@@ -543,16 +552,16 @@ class Harness:
                 meds = {}
                 walls_of = {}
                 for tool in TOOLS:
-                    med, rss, okc, walls = self.stats(key, step, tool)
+                    med, rss, okc, walls, cpu = self.stats(key, step, tool)
                     meds[tool] = med
                     walls_of[tool] = " ".join(f"{w:.3f}" for w in walls)
                     if tool == "resync" and step in RESYNC_NA:
-                        cells += ["n/a", "", "", "", RESYNC_NA[step]]
+                        cells += ["n/a", "", "", "", "", RESYNC_NA[step]]
                         continue
                     if tool not in self.tools:
-                        cells += ["not run", "", "", "", ""]
+                        cells += ["not run", "", "", "", "", ""]
                         continue
-                    cells += [fmt(med, ".3f") if med else "FAIL",
+                    cells += [fmt(med, ".3f") if med else "FAIL", fmt(cpu, ".2f"),
                               fmt(res / med if med else None, ",.0f"),
                               fmt(nbytes / 1e6 / med if med else None, ",.1f"),
                               fmt(rss / 1024 if rss else None, ".0f"), okc]
@@ -578,19 +587,20 @@ class Harness:
                      "each object present with its length); resync runs `--audit` without `--hash` (lastmod and "
                      "size of each file). MB/s counts the list bytes. Counted runs: rsmirror exit 0 (in sync) and "
                      f"{n:,} current resources in the catalog; resync `Status: IN SYNC (same={n})`.\n")
-            L.append("| step | entries | rsmirror s | entries/s | MB/s | RSS MiB | ok | resync s | entries/s | MB/s | "
-                     "RSS MiB | ok | resync / rsmirror | rsmirror runs (s) | resync runs (s) |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+            L.append("| step | entries | rsmirror s | CPU s | entries/s | MB/s | RSS MiB | ok | resync s | CPU s | "
+                     "entries/s | MB/s | RSS MiB | ok | resync / rsmirror | rsmirror runs (s) | resync runs (s) |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
             cells = [STEP_TEXT["audit-index"], f"{n:,}"]
             meds, walls_of = {}, {}
             for tool in TOOLS:
-                med, rss, okc, walls = self.stats("index", "audit-index", tool)
+                med, rss, okc, walls, cpu = self.stats("index", "audit-index", tool)
                 meds[tool] = med
                 walls_of[tool] = " ".join(f"{w:.3f}" for w in walls)
                 if tool not in self.tools:
-                    cells += ["not run", "", "", "", ""]
+                    cells += ["not run", "", "", "", "", ""]
                     continue
-                cells += [fmt(med, ".3f") if med else "FAIL", fmt(n / med if med else None, ",.0f"),
+                cells += [fmt(med, ".3f") if med else "FAIL", fmt(cpu, ".2f"),
+                          fmt(n / med if med else None, ",.0f"),
                           fmt(meta["list_bytes"] / 1e6 / med if med else None, ",.1f"),
                           fmt(rss / 1024 if rss else None, ".0f"), okc]
             ratio = meds["resync"] / meds["rsmirror"] if meds["rsmirror"] and meds["resync"] else None

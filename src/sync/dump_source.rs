@@ -10,7 +10,7 @@
 
 use crate::error::SourceError;
 use crate::net::fetch::fetch_to_staging;
-use crate::net::{Expected, Http};
+use crate::net::{Expected, Http, Scope};
 use crate::rs::document::{Capability, Root};
 use crate::rs::dump::{DumpLimits, Package, StageError};
 use crate::rs::sitemap::ReadOptions;
@@ -20,6 +20,7 @@ use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::{Declared, Listed};
 use crate::sync::snapshot::{self, Refused, Snapshot};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use url::Url;
 
@@ -103,75 +104,26 @@ impl DumpSnapshot {
             options,
         };
         let mut manifest_at = None;
-        for r in refs {
-            let p = dump.packages.len();
-            let opened = fetch_to_staging(http, &r.url, &scope, staging, &r.expected)
-                .map_err(|e| e.to_string())
-                .and_then(|staged| {
-                    Package::open(&staged.file, &r.url, DumpLimits::default(), options)
-                        .map(|pkg| (staged.file.clone(), pkg))
-                        .map_err(|e| {
-                            let _ = std::fs::remove_file(&staged.file);
-                            e.to_string()
-                        })
-                });
-            let (file, package) = match opened {
-                Ok(x) => x,
-                Err(reason) => {
-                    dump.snapshot
-                        .failed_parts
-                        .push(format!("package {}: {reason}", r.url));
-                    dump.packages.push(Opened {
-                        url: r.url,
-                        file: PathBuf::new(),
-                    });
-                    continue;
-                }
-            };
-            let pkg = &package;
-            manifest_at = manifest_at.or(pkg.manifest_header().md.at);
-            for w in pkg.warnings() {
-                dump.snapshot
-                    .warnings
-                    .push(format!("{}#manifest.xml: {w}", r.url));
+        // Packages are downloaded, verified and opened a few at a time, one per core (hashing
+        // and reading a manifest are CPU work), and read in the dump's order: at most that
+        // many packages' manifests are in memory at once.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut refs = refs.into_iter().peekable();
+        while refs.peek().is_some() {
+            let batch: Vec<PackageRef> = refs.by_ref().take(workers).collect();
+            let opened: Vec<Result<(PathBuf, Package), String>> = std::thread::scope(|s| {
+                let readers: Vec<_> = batch
+                    .iter()
+                    .map(|r| s.spawn(|| open_package(http, r, &scope, staging, options)))
+                    .collect();
+                readers
+                    .into_iter()
+                    .map(|h| h.join().expect("a package reader panicked"))
+                    .collect()
+            });
+            for (r, opened) in batch.into_iter().zip(opened) {
+                dump.add_package(r.url, opened, &scope, &mut manifest_at);
             }
-            for extra in pkg.extras() {
-                dump.snapshot.warnings.push(format!(
-                    "{}: entry {extra:?} is not in the manifest; ignored",
-                    r.url
-                ));
-            }
-            let document: Arc<str> = r.url.as_str().into();
-            dump.snapshot.listed.reserve_exact(pkg.entries().len());
-            dump.origin.reserve_exact(pkg.entries().len());
-            for (e, item) in pkg.entries().iter().enumerate() {
-                if item.is_deleted() {
-                    continue;
-                }
-                if let Err(reason) = scope.check(&item.loc) {
-                    dump.snapshot.refused.push(Refused {
-                        uri: item.loc.to_string(),
-                        reason: format!("{reason} (manifest of {}, line {})", r.url, item.line),
-                    });
-                    continue;
-                }
-                let listed = Listed {
-                    uri: item.loc.clone(),
-                    declared: Declared {
-                        lastmod: item.lastmod,
-                        length: item.length,
-                        digests: item.hash.clone(),
-                    },
-                    media_type: item.media_type.clone(),
-                    duplicates: Vec::new(),
-                    document: document.clone(),
-                    line: item.line,
-                    scope: scope.clone(),
-                };
-                dump.snapshot.listed.push(listed);
-                dump.origin.push((p, e));
-            }
-            dump.packages.push(Opened { url: r.url, file });
         }
         // A URI in several manifests counts once, with its later entry (and that entry's
         // bitstream), at the place of its first.
@@ -190,9 +142,79 @@ impl DumpSnapshot {
         Ok(dump)
     }
 
+    /// Add a package's manifest entries to the snapshot (or its failure to the failed parts).
+    fn add_package(
+        &mut self,
+        url: Url,
+        opened: Result<(PathBuf, Package), String>,
+        scope: &Arc<Scope>,
+        manifest_at: &mut Option<jiff::Timestamp>,
+    ) {
+        let p = self.packages.len();
+        let (file, pkg) = match opened {
+            Ok(x) => x,
+            Err(reason) => {
+                self.snapshot
+                    .failed_parts
+                    .push(format!("package {url}: {reason}"));
+                self.packages.push(Opened {
+                    url,
+                    file: PathBuf::new(),
+                });
+                return;
+            }
+        };
+        *manifest_at = manifest_at.or(pkg.manifest_header().md.at);
+        for w in pkg.warnings() {
+            self.snapshot
+                .warnings
+                .push(format!("{url}#manifest.xml: {w}"));
+        }
+        for extra in pkg.extras() {
+            self.snapshot.warnings.push(format!(
+                "{url}: entry {extra:?} is not in the manifest; ignored"
+            ));
+        }
+        let document: Arc<str> = url.as_str().into();
+        self.snapshot.listed.reserve_exact(pkg.entries().len());
+        self.origin.reserve_exact(pkg.entries().len());
+        for (e, item) in pkg.entries().iter().enumerate() {
+            if item.is_deleted() {
+                continue;
+            }
+            if let Err(reason) = scope.check(&item.loc) {
+                self.snapshot.refused.push(Refused {
+                    uri: item.loc.to_string(),
+                    reason: format!("{reason} (manifest of {url}, line {})", item.line),
+                });
+                continue;
+            }
+            self.snapshot.listed.push(Listed {
+                uri: item.loc.clone(),
+                declared: Declared {
+                    lastmod: item.lastmod,
+                    length: item.length,
+                    digests: item.hash.clone(),
+                },
+                media_type: item.media_type.clone(),
+                duplicates: Vec::new(),
+                document: document.clone(),
+                line: item.line,
+                scope: scope.clone(),
+            });
+            self.origin.push((p, e));
+        }
+        self.packages.push(Opened { url, file });
+    }
+
     /// Stage the bitstreams of the listed resources `wanted`, package by package, move them
     /// into the object store and report each as a [`JobResult`]. Nothing from a package that is
     /// refused while staging is reported as fetched.
+    ///
+    /// Packages are staged in parallel, one per core at a time (inflating, hashing and writing
+    /// are CPU work); each package's results are handed to `on_result` (on the calling thread)
+    /// together, packages in the order they finish. An error from `on_result` stops the
+    /// staging after the packages in hand.
     pub fn stage<E>(
         &mut self,
         wanted: &[usize],
@@ -204,96 +226,136 @@ impl DumpSnapshot {
         for &i in wanted {
             by_package[self.origin[i].0].push(i);
         }
-        for (p, listed) in by_package.into_iter().enumerate() {
-            if listed.is_empty() {
-                continue;
-            }
-            let opened = &self.packages[p];
-            let reopened = if opened.file.as_os_str().is_empty() {
-                Err("could not be used".to_string())
-            } else {
-                // The same file as read before (our own download in staging).
-                Package::open(
-                    &opened.file,
-                    &opened.url,
-                    DumpLimits::default(),
-                    self.options,
-                )
-                .map_err(|e| e.to_string())
-            };
-            let mut package = match reopened {
-                Ok(p) => p,
-                Err(why) => {
-                    for i in listed {
-                        on_result(JobResult::Failed {
-                            index: i,
-                            reason: format!("package {}: {why}", opened.url),
-                            refused: false,
-                        })?;
-                    }
-                    continue;
-                }
-            };
-            let mut staged = Vec::new();
-            let mut failed = Vec::new();
-            let mut refusal = None;
-            for &i in &listed {
-                match package.stage(self.origin[i].1, staging) {
-                    Ok(Some(sb)) => staged.push((i, sb)),
-                    Ok(None) => failed.push((i, "a deletion has no bitstream".to_string())),
-                    Err(StageError::Entry(e)) => failed.push((i, e.to_string())),
-                    Err(StageError::Package(e)) => {
-                        refusal = Some(e.to_string());
-                        break;
-                    }
-                }
-            }
-            if let Some(reason) = refusal {
-                for (_, sb) in staged {
-                    let _ = std::fs::remove_file(&sb.path);
-                }
-                for i in listed {
-                    on_result(JobResult::Failed {
-                        index: i,
-                        reason: format!("package refused, nothing from it is kept: {reason}"),
-                        refused: false,
-                    })?;
-                }
-                continue;
-            }
-            for (i, reason) in failed {
-                on_result(JobResult::Failed {
-                    index: i,
-                    reason,
-                    refused: false,
-                })?;
-            }
-            for (i, sb) in staged {
-                let result = match objects.ingest(&sb.path, &sb.computed.sha256_hex) {
-                    Ok(_) => JobResult::Fetched(
-                        i,
-                        Box::new(Fetched {
-                            computed: sb.computed,
-                            final_url: opened.url.clone(),
-                            etag: None,
-                            last_modified: None,
-                            media_type: None,
-                            via: "dump",
-                        }),
-                    ),
-                    Err(e) => {
-                        let _ = std::fs::remove_file(&sb.path);
-                        JobResult::Failed {
-                            index: i,
-                            reason: format!("cannot store object: {e}"),
-                            refused: false,
+        let work: Vec<(usize, Vec<usize>)> = by_package
+            .into_iter()
+            .enumerate()
+            .filter(|(_, listed)| !listed.is_empty())
+            .collect();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(work.len())
+            .max(1);
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<JobResult>>(workers);
+        let this = &*self;
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (work, next, stop) = (&work, &next, &stop);
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Some((p, listed)) = work.get(next.fetch_add(1, Ordering::Relaxed))
+                        else {
+                            break;
+                        };
+                        if tx
+                            .send(this.stage_package(*p, listed, staging, objects))
+                            .is_err()
+                        {
+                            break;
                         }
                     }
-                };
-                on_result(result)?;
+                });
+            }
+            drop(tx);
+            let mut outcome = Ok(());
+            'results: for batch in rx.iter() {
+                for r in batch {
+                    if let Err(e) = on_result(r) {
+                        outcome = Err(e);
+                        break 'results;
+                    }
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            drop(rx);
+            outcome
+        })
+    }
+
+    /// Stage the resources `listed` from package `p` and store them; one result each.
+    fn stage_package(
+        &self,
+        p: usize,
+        listed: &[usize],
+        staging: &Path,
+        objects: &ObjectStore,
+    ) -> Vec<JobResult> {
+        let failed_all = |reason: String| {
+            listed
+                .iter()
+                .map(|&i| JobResult::Failed {
+                    index: i,
+                    reason: reason.clone(),
+                    refused: false,
+                })
+                .collect()
+        };
+        let opened = &self.packages[p];
+        let reopened = if opened.file.as_os_str().is_empty() {
+            Err("could not be used".to_string())
+        } else {
+            // The same file as read before (our own download in staging).
+            Package::open(
+                &opened.file,
+                &opened.url,
+                DumpLimits::default(),
+                self.options,
+            )
+            .map_err(|e| e.to_string())
+        };
+        let mut package = match reopened {
+            Ok(p) => p,
+            Err(why) => return failed_all(format!("package {}: {why}", opened.url)),
+        };
+        let mut staged = Vec::new();
+        let mut results = Vec::with_capacity(listed.len());
+        for &i in listed {
+            match package.stage(self.origin[i].1, staging) {
+                Ok(Some(sb)) => staged.push((i, sb)),
+                Ok(None) => results.push(JobResult::Failed {
+                    index: i,
+                    reason: "a deletion has no bitstream".to_string(),
+                    refused: false,
+                }),
+                Err(StageError::Entry(e)) => results.push(JobResult::Failed {
+                    index: i,
+                    reason: e.to_string(),
+                    refused: false,
+                }),
+                Err(StageError::Package(e)) => {
+                    for (_, sb) in staged {
+                        let _ = std::fs::remove_file(&sb.path);
+                    }
+                    return failed_all(format!("package refused, nothing from it is kept: {e}"));
+                }
             }
         }
-        Ok(())
+        for (i, sb) in staged {
+            results.push(match objects.ingest(&sb.path, &sb.computed.sha256_hex) {
+                Ok(_) => JobResult::Fetched(
+                    i,
+                    Box::new(Fetched {
+                        computed: sb.computed,
+                        final_url: opened.url.clone(),
+                        etag: None,
+                        last_modified: None,
+                        media_type: None,
+                        via: "dump",
+                    }),
+                ),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&sb.path);
+                    JobResult::Failed {
+                        index: i,
+                        reason: format!("cannot store object: {e}"),
+                        refused: false,
+                    }
+                }
+            });
+        }
+        results
     }
 }
 
@@ -304,6 +366,26 @@ impl Drop for DumpSnapshot {
             if !p.file.as_os_str().is_empty() {
                 let _ = std::fs::remove_file(&p.file);
             }
+        }
+    }
+}
+
+/// Download a package to `staging` (verified against the dump's length and digests) and open
+/// it with the hostile-package reader; a failed download or package is removed.
+fn open_package(
+    http: &Http,
+    r: &PackageRef,
+    scope: &Scope,
+    staging: &Path,
+    options: ReadOptions,
+) -> Result<(PathBuf, Package), String> {
+    let staged =
+        fetch_to_staging(http, &r.url, scope, staging, &r.expected).map_err(|e| e.to_string())?;
+    match Package::open(&staged.file, &r.url, DumpLimits::default(), options) {
+        Ok(pkg) => Ok((staged.file, pkg)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&staged.file);
+            Err(e.to_string())
         }
     }
 }
