@@ -125,21 +125,9 @@ fn fetch(
     expected: &Expected,
     create: fn(&Path) -> io::Result<NewFile>,
 ) -> Result<Staged<NewFile>, FetchError> {
-    let with_sha1 = expected
-        .digests
-        .iter()
-        .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
     let mut retries = http.retries();
     loop {
-        match fetch_once(
-            http,
-            url,
-            scope,
-            staging,
-            expected,
-            (with_sha1, create),
-            &mut retries,
-        ) {
+        match fetch_once(http, url, scope, staging, expected, create, &mut retries) {
             Ok(staged) => return Ok(staged),
             Err(Attempt::Final(e)) => return Err(e),
             Err(Attempt::Retryable(e)) => match retries.next_wait(None) {
@@ -169,9 +157,13 @@ fn fetch_once(
     scope: &Scope,
     staging: &Path,
     expected: &Expected,
-    (with_sha1, create): (bool, fn(&Path) -> io::Result<NewFile>),
+    create: fn(&Path) -> io::Result<NewFile>,
     retries: &mut Retries<'_>,
 ) -> Result<Staged<NewFile>, Attempt> {
+    let with_sha1 = expected
+        .digests
+        .iter()
+        .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
     // No validators: a resource fetch always wants the bytes.
     let body = match http.get_with(url, scope, &Validators::default(), retries)? {
         DocumentResponse::Body(body) => body,

@@ -20,7 +20,7 @@
 //! hash (the network layer), where a staged file goes and what it is called (the object store,
 //! keyed by sha-256), the catalog, and what the manifest's order and times mean (the commands).
 //! No name from the package ever becomes a file-system path: an entry is selected by name, its
-//! bytes land in `<staging>/<pid>-dump-<n>.part`.
+//! bytes land in `<staging>/<pid>-<n>.part` ([`NewFile`]).
 
 use crate::rs::digest::{mismatches, Algorithm, Computed, Digest, Hasher};
 use crate::rs::document::{Capability, Change, Header, Root, Warning};
@@ -28,13 +28,13 @@ use crate::rs::manifest_path::{
     check_entry_name, check_entry_name_bytes, resolve_manifest_path, PathError,
 };
 use crate::rs::sitemap::{self, ReadError, ReadOptions};
+use crate::store::new_file::NewFile;
 use jiff::Timestamp;
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use url::Url;
 use zip::read::ZipFile;
 use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
@@ -660,10 +660,13 @@ impl Package {
             .hash
             .iter()
             .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
-        let mut part = match PartFile::create(staging) {
+        let mut part = match NewFile::create_named(staging) {
             Ok(p) => p,
-            Err((path, source)) => {
-                return Err(entry_error(EntryErrorKind::Staging { path, source }))
+            Err(source) => {
+                return Err(entry_error(EntryErrorKind::Staging {
+                    path: staging.to_path_buf(),
+                    source,
+                }))
             }
         };
         let mut reader = match EntryReader::open(&mut self.archive, zip_index, meta) {
@@ -732,7 +735,7 @@ impl Package {
         }
         if let Some(source) = write_error {
             return Err(entry_error(EntryErrorKind::Staging {
-                path: part.path.clone(),
+                path: part.describe(),
                 source,
             }));
         }
@@ -768,8 +771,12 @@ impl Package {
                 actual: m.actual,
             }));
         }
+        let path = part.describe();
+        let path = part
+            .keep()
+            .map_err(|source| entry_error(EntryErrorKind::Staging { path, source }))?;
         Ok(Some(StagedBitstream {
-            path: part.keep(),
+            path,
             computed,
             entry_name: name,
         }))
@@ -1164,68 +1171,10 @@ impl Read for EntryReader<'_> {
     }
 }
 
-/// A `.part` file in staging, named by us, removed unless kept. Unbuffered: it is written
-/// in the reader's 64 KiB chunks.
-struct PartFile {
-    path: PathBuf,
-    file: Option<File>,
-}
-
-static PART_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-impl PartFile {
-    /// A new file `<pid>-dump-<counter>.part`; never opens an existing one.
-    fn create(staging: &Path) -> Result<PartFile, (PathBuf, io::Error)> {
-        let pid = std::process::id();
-        let mut last = None;
-        for _ in 0..1000 {
-            let n = PART_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = staging.join(format!("{pid}-dump-{n}.part"));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
-                    return Ok(PartFile {
-                        path,
-                        file: Some(file),
-                    })
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some((path, e)),
-                Err(e) => return Err((path, e)),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            (
-                staging.to_path_buf(),
-                io::Error::other("no free staging file name"),
-            )
-        }))
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.file
-            .as_mut()
-            .expect("written after keep")
-            .write_all(bytes)
-    }
-
-    /// Close; the file stays. Durability (fsync) is the object store's business.
-    fn keep(mut self) -> PathBuf {
-        self.file = None;
-        std::mem::take(&mut self.path)
-    }
-}
-
-impl Drop for PartFile {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Cursor;
+    use std::io::{Cursor, Write};
     use zip::write::SimpleFileOptions;
 
     fn url() -> Url {

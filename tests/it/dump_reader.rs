@@ -103,10 +103,13 @@ impl Fixture {
             let entry = entry.unwrap();
             assert!(entry.file_type().unwrap().is_file());
             let name = entry.file_name().into_string().unwrap();
-            assert!(
-                name.ends_with(".part") && name.contains("-dump-"),
-                "unexpected staging file {name:?}"
-            );
+            let stem = name.strip_suffix(".part").unwrap_or("");
+            let named_by_us = stem.split_once('-').is_some_and(|(pid, n)| {
+                [pid, n]
+                    .iter()
+                    .all(|d| d.bytes().all(|b| b.is_ascii_digit()))
+            });
+            assert!(named_by_us, "unexpected staging file {name:?}");
         }
     }
 }
