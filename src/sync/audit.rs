@@ -210,7 +210,12 @@ fn check_and_report(
         });
         let main = (|| {
             let t = Instant::now();
-            let states = MirrorStates::load(catalog, s.sample)?;
+            // One connection per core reads a share of the states (the catalog check and the
+            // load are all that runs meanwhile).
+            let more = (1..cores())
+                .map(|_| fixity::open_for_scan(&s.mirror))
+                .collect::<Result<_, _>>()?;
+            let states = MirrorStates::load(catalog, more, s.sample)?;
             totals.phases.push(("loading current states", since(t)));
             let t = Instant::now();
             let (compared, scp, fixity, compared_in) = std::thread::scope(|inner| {
@@ -860,6 +865,13 @@ fn catalog_check(catalog: &Catalog, level: AuditLevel) -> Result<Vec<Finding>, S
                 .actual(l)
         })
         .collect())
+}
+
+/// The cores to use (a few at most).
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
 }
 
 /// The SOURCE given, else the one the mirror remembers.

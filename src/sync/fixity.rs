@@ -1057,7 +1057,7 @@ mod tests {
                     jobs: 2,
                     quiet: true,
                 };
-                let states = MirrorStates::load(&catalog, sample).unwrap();
+                let states = MirrorStates::load(&catalog, vec![], sample).unwrap();
                 let want = check(dir.path(), opts).unwrap();
                 let got = check_current(dir.path(), opts, &states).unwrap();
                 assert_eq!(got.by_uri, want.by_uri, "{level:?} {sample:?}");
