@@ -447,8 +447,9 @@ fn compare_with_source(
 }
 
 /// Compares the source's entries with the mirror's states in the order they are listed, a few
-/// entries behind: each entry's slot is prefetched when it arrives
-/// ([`MirrorStates::prefetch`]), so that it is in the cache by the time its turn comes.
+/// entries behind: each entry's directory entry is prefetched when it arrives, and its slots
+/// half-way to its turn ([`MirrorStates::prefetch_bucket`], [`MirrorStates::prefetch`]), so
+/// that they are in the cache by the time it comes.
 struct Comparer<'s> {
     states: &'s MirrorStates,
     sample: Option<(u64, u64)>,
@@ -467,7 +468,10 @@ impl Comparer<'_> {
             Item::Listed(l) => uri_key(l.uri.as_str()),
             Item::Refused(r) => uri_key(&r.uri),
         };
-        self.states.prefetch(&key);
+        self.states.prefetch_bucket(&key);
+        if let Some((half_way, _)) = self.pending.get(Self::AHEAD / 2) {
+            self.states.prefetch(half_way);
+        }
         if self.pending.len() == Self::AHEAD {
             self.compare_next();
         }

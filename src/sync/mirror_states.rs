@@ -217,9 +217,16 @@ impl MirrorStates {
         self.slots.is_empty()
     }
 
-    /// Start bringing into the cache what [`Self::find`] of `key` and the slot's marks will
-    /// read: a lookup lands anywhere in a hundred megabytes, and a comparison that waits for
-    /// each one in turn spends most of its time waiting. Only a hint.
+    /// Start bringing into the cache the directory entry [`Self::find`] of `key` reads first:
+    /// a lookup lands anywhere in a hundred megabytes, and a comparison that waits for each
+    /// one in turn spends most of its time waiting. Only a hint, as is [`Self::prefetch`],
+    /// which takes the slots the entry points to (so it is best called a little later).
+    pub fn prefetch_bucket(&self, key: &Key) {
+        prefetch(std::ptr::from_ref(&self.dir[top(key, self.bits) as usize]).cast());
+    }
+
+    /// Start bringing into the cache the slots [`Self::find`] of `key` compares, and their
+    /// marks.
     pub fn prefetch(&self, key: &Key) {
         let b = top(key, self.bits) as usize;
         let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
