@@ -125,8 +125,12 @@ impl Hex {
         Some(hex)
     }
 
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[..usize::from(self.len)]
+    }
+
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.digits[..usize::from(self.len)]).expect("hex digits are ASCII")
+        std::str::from_utf8(self.as_bytes()).expect("hex digits are ASCII")
     }
 }
 
@@ -172,7 +176,7 @@ impl Digest {
             Some(n) => decode(raw, n),
         };
         Digest {
-            raw: if hex.as_deref() == Some(raw) {
+            raw: if hex.is_some_and(|h| h.as_bytes() == raw.as_bytes()) {
                 String::new()
             } else {
                 raw.to_string()
