@@ -111,7 +111,7 @@ impl ObjectStore {
 #[derive(Debug)]
 pub struct Visited<'a> {
     /// The entry's file name.
-    pub name: String,
+    pub name: &'a str,
     /// The folder it is in.
     folder: &'a Folder,
     /// True when the entry sits where an object of that name belongs
@@ -121,12 +121,50 @@ pub struct Visited<'a> {
 
 impl Visited<'_> {
     pub fn path(&self) -> PathBuf {
-        self.folder.path.join(&self.name)
+        self.folder.path.join(self.name)
     }
 
     /// `fs::metadata` of the entry (following a symbolic link), resolving only its name.
     pub fn metadata(&self) -> io::Result<ObjectMeta> {
-        self.folder.metadata(&self.name)
+        self.folder.metadata(self.name)
+    }
+}
+
+/// A folder's entries sorted by name, the names in one buffer: a folder of a large store
+/// holds thousands, and a `String` each was an allocation and a free per object of a walk.
+#[derive(Debug, Default)]
+struct Listing {
+    names: String,
+    /// (the name's first eight bytes, where it is in `names`, is a folder without following
+    /// a link), sorted by name.
+    entries: Vec<(u64, std::ops::Range<usize>, bool)>,
+}
+
+impl Listing {
+    fn push(&mut self, name: &str, is_dir: bool) {
+        let start = self.names.len();
+        self.names.push_str(name);
+        // Zero-padded: a name has no NUL, so the heads order as the names do (but for ties).
+        let mut head = [0u8; 8];
+        let n = name.len().min(8);
+        head[..n].copy_from_slice(&name.as_bytes()[..n]);
+        self.entries
+            .push((u64::from_be_bytes(head), start..self.names.len(), is_dir));
+    }
+
+    fn sort(&mut self) {
+        let names = &self.names;
+        self.entries.sort_unstable_by(|(a, ar, _), (b, br, _)| {
+            a.cmp(b)
+                .then_with(|| names[ar.clone()].cmp(&names[br.clone()]))
+        });
+    }
+
+    /// (name, is a folder), in name order.
+    fn iter(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.entries
+            .iter()
+            .map(|(_, r, is_dir)| (&self.names[r.clone()], *is_dir))
     }
 }
 
@@ -157,25 +195,18 @@ impl Folder {
         })
     }
 
-    /// The entries (name, is a folder without following a link), sorted by name.
-    fn sorted(&mut self) -> io::Result<Vec<(String, bool)>> {
+    /// The entries, sorted by name.
+    fn sorted(&mut self) -> io::Result<Listing> {
+        let mut out = Listing::default();
         #[cfg(target_os = "linux")]
-        let mut out = self.dir.entries()?;
+        self.dir.entries(&mut out)?;
         #[cfg(not(target_os = "linux"))]
-        let mut out = {
-            let mut out = Vec::new();
-            for entry in fs::read_dir(&self.path)? {
-                let entry = entry?;
-                let is_dir = entry.file_type()?.is_dir();
-                let name = entry
-                    .file_name()
-                    .into_string()
-                    .unwrap_or_else(|n| n.to_string_lossy().into_owned());
-                out.push((name, is_dir));
-            }
-            out
-        };
-        out.sort_unstable();
+        for entry in fs::read_dir(&self.path)? {
+            let entry = entry?;
+            let is_dir = entry.file_type()?.is_dir();
+            out.push(&entry.file_name().to_string_lossy(), is_dir);
+        }
+        out.sort();
         Ok(out)
     }
 
@@ -196,7 +227,7 @@ impl Folder {
 
 #[cfg(target_os = "linux")]
 mod at {
-    use super::ObjectMeta;
+    use super::{Listing, ObjectMeta};
     use std::ffi::{CStr, CString};
     use std::io;
     use std::os::unix::ffi::OsStrExt;
@@ -274,10 +305,9 @@ mod at {
             Ok(st)
         }
 
-        /// Every entry but `.` and `..`: (name, is a folder without following a link), as
-        /// `fs::read_dir` and `DirEntry::file_type` give them.
-        pub fn entries(&mut self) -> io::Result<Vec<(String, bool)>> {
-            let mut out = Vec::new();
+        /// Every entry but `.` and `..`, into `out`: (name, is a folder without following a
+        /// link), as `fs::read_dir` and `DirEntry::file_type` give them.
+        pub fn entries(&mut self, out: &mut Listing) -> io::Result<()> {
             loop {
                 // SAFETY: errno is this thread's; readdir reads the open DIR, and its entry
                 // stays valid until the next readdir on it.
@@ -286,7 +316,7 @@ mod at {
                 if entry.is_null() {
                     let e = io::Error::last_os_error();
                     if e.raw_os_error() == Some(0) {
-                        return Ok(out);
+                        return Ok(());
                     }
                     return Err(e);
                 }
@@ -304,7 +334,7 @@ mod at {
                     }
                     _ => false,
                 };
-                out.push((String::from_utf8_lossy(bytes).into_owned(), is_dir));
+                out.push(&String::from_utf8_lossy(bytes), is_dir);
             }
         }
 
@@ -413,7 +443,7 @@ impl ObjectStore {
             return Ok(());
         }
         let mut root = Folder::open(self.root.clone())?;
-        for (name, is_dir) in root.sorted()? {
+        for (name, is_dir) in root.sorted()?.iter() {
             if name == "sha256" && is_dir {
                 continue;
             }
@@ -427,8 +457,8 @@ impl ObjectStore {
             return Ok(());
         }
         let mut top = root.child("sha256")?;
-        for (a, a_dir) in top.sorted()? {
-            if !(a_dir && is_fan(&a)) {
+        for (a, a_dir) in top.sorted()?.iter() {
+            if !(a_dir && is_fan(a)) {
                 f(Visited {
                     name: a,
                     folder: &top,
@@ -436,9 +466,9 @@ impl ObjectStore {
                 })?;
                 continue;
             }
-            let mut fan = top.child(&a)?;
-            for (name, _) in fan.sorted()? {
-                let placed = is_sha256_hex(&name) && name[0..2] == a;
+            let mut fan = top.child(a)?;
+            for (name, _) in fan.sorted()?.iter() {
+                let placed = is_sha256_hex(name) && name[0..2] == *a;
                 f(Visited {
                     name,
                     folder: &fan,
@@ -564,6 +594,33 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_is_in_name_order() {
+        let names = [
+            "b",
+            "ab",
+            "a",
+            "abcdefgh",
+            "abcdefgi",
+            "abcdefghi",
+            "abcdefg",
+            "é",
+            "Z",
+        ];
+        let mut listing = Listing::default();
+        for (i, n) in names.iter().enumerate() {
+            listing.push(n, i % 2 == 0);
+        }
+        listing.sort();
+        let mut want: Vec<(&str, bool)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (*n, i % 2 == 0))
+            .collect();
+        want.sort_unstable();
+        assert_eq!(listing.iter().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
     fn a_two_level_store_is_moved_to_one_level_and_strays_stay() {
         let dir = tempfile::tempdir().unwrap();
         let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
@@ -584,7 +641,7 @@ mod tests {
         let mut placed = Vec::new();
         store
             .visit_sorted(|v| {
-                placed.push((v.name, v.placed));
+                placed.push((v.name.to_string(), v.placed));
                 Ok(())
             })
             .unwrap();

@@ -267,7 +267,7 @@ pub fn check_current(
     let mut hex = [0u8; 64];
     let walk = Instant::now();
     let strays = strays_merged(mirror, &objects, opts.sample, |v| {
-        let Some(name) = crate::sync::mirror_states::sha256_bytes(&v.name) else {
+        let Some(name) = crate::sync::mirror_states::sha256_bytes(v.name) else {
             return false;
         };
         // Objects before this one that the walk did not meet: the stat says what is there
@@ -279,7 +279,7 @@ pub fn check_current(
         match merge.take(states, &name) {
             Some(claims) => {
                 judge(
-                    &v.name,
+                    v.name,
                     &merge.current[claims],
                     &seen_by(v.metadata()),
                     &mut out,
@@ -757,14 +757,14 @@ fn strays_merged(
                 if current(&v) {
                     return Ok(());
                 }
-                while next_ref.as_deref().is_some_and(|r| r < v.name.as_str()) {
+                while next_ref.as_deref().is_some_and(|r| r < v.name) {
                     advance(&mut refs, &mut next_ref);
                 }
-                if next_ref.as_deref() == Some(v.name.as_str()) {
+                if next_ref.as_deref() == Some(v.name) {
                     return Ok(());
                 }
             }
-            if in_sample(&uri_key(&v.name), sample) {
+            if in_sample(&uri_key(v.name), sample) {
                 let path = v.path();
                 let rel = path.strip_prefix(mirror).unwrap_or(&path);
                 let rel = rel
