@@ -334,7 +334,11 @@ mod at {
                     }
                     _ => false,
                 };
-                out.push(&String::from_utf8_lossy(bytes), is_dir);
+                // `from_utf8` first: its ASCII path is much quicker than the lossy one's.
+                match std::str::from_utf8(bytes) {
+                    Ok(name) => out.push(name, is_dir),
+                    Err(_) => out.push(&String::from_utf8_lossy(bytes), is_dir),
+                }
             }
         }
 
@@ -486,7 +490,11 @@ fn is_fan(name: &str) -> bool {
 }
 
 pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    // Every byte looked at without an early exit (the compiler vectorises it): every entry of
+    // a store walk is checked.
+    s.len() == 64
+        && s.bytes()
+            .fold(true, |hex, b| hex & matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[cfg(unix)]
