@@ -16,6 +16,7 @@
 //! meanwhile (local fixity merges their objects with the store's). It also owns the
 //! deterministic `--sample` slicing ([`slice_of`]).
 
+use crate::rs::w3c_datetime::utc_second;
 use crate::store::catalog::CurrentState;
 use crate::store::{Catalog, StoreError};
 use crate::sync::plan::Current;
@@ -589,42 +590,7 @@ struct Row<'a> {
 /// as none), with a fast path for the form the catalog writes (`YYYY-MM-DDThh:mm:ssZ`) that
 /// gives the same instant.
 fn parse_lastmod(s: &str) -> Option<Timestamp> {
-    fast_utc_second(s).or_else(|| s.parse::<Timestamp>().ok())
-}
-
-/// `YYYY-MM-DDThh:mm:ssZ` with a valid date and time (no leap second), else None.
-fn fast_utc_second(s: &str) -> Option<Timestamp> {
-    let b = s.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        b[r].iter().try_fold(0i64, |n, &c| {
-            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
-        })
-    };
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let month_days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if d < 1 || d > month_days || hh > 23 || mm > 59 || ss > 59 {
-        return None;
-    }
-    let days = crate::rs::w3c_datetime::days_from_civil(y, m, d);
-    Timestamp::from_second(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+    utc_second(s).or_else(|| s.parse::<Timestamp>().ok())
 }
 
 fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
@@ -735,7 +701,7 @@ mod tests {
                 (v >> 30) % 61,
                 (v >> 36) % 61
             );
-            let fast = fast_utc_second(&s);
+            let fast = utc_second(&s);
             let jiff = s.parse::<Timestamp>().ok();
             if fast.is_some() {
                 assert_eq!(fast, jiff, "{s}");
@@ -758,7 +724,7 @@ mod tests {
         ] {
             assert_eq!(parse_lastmod(s), s.parse::<Timestamp>().ok(), "{s}");
         }
-        assert!(fast_utc_second("2026-01-01T00:00:00Z").is_some());
+        assert!(utc_second("2026-01-01T00:00:00Z").is_some());
     }
 
     #[test]
