@@ -72,6 +72,88 @@ pub enum Encoding {
     Unusable,
 }
 
+/// A digest value in lower-case hex, held inline (as long as a sha-256's at most): a list of a
+/// million entries declares two digests on every entry, and a `String` each was two of the
+/// handful of allocations that reading an entry cost. Reads as a `&str`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Hex {
+    len: u8,
+    digits: [u8; Hex::MAX],
+}
+
+impl Hex {
+    /// The most hex digits held: a sha-256's.
+    pub const MAX: usize = 64;
+
+    /// `s` in lower case, when it is hex digits (of either case) that fit.
+    pub fn parse(s: &str) -> Option<Hex> {
+        let s = s.as_bytes();
+        if s.len() > Self::MAX {
+            return None;
+        }
+        let mut hex = Hex {
+            len: s.len() as u8,
+            digits: [0; Self::MAX],
+        };
+        // Every digit looked at without an early exit (the compiler vectorises it): a hot
+        // path, two digests on every entry of every list. A digit is already lower case with
+        // the 0x20 bit set; a letter becomes lower case.
+        let mut bad = false;
+        for (d, &b) in hex.digits.iter_mut().zip(s) {
+            let digit = b.wrapping_sub(b'0') < 10;
+            let letter = (b | 0x20).wrapping_sub(b'a') < 6;
+            bad |= !(digit | letter);
+            *d = b | 0x20;
+        }
+        (!bad).then_some(hex)
+    }
+
+    /// The lower-case hex of `bytes`, when it fits.
+    pub fn encode(bytes: &[u8]) -> Option<Hex> {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        if 2 * bytes.len() > Self::MAX {
+            return None;
+        }
+        let mut hex = Hex {
+            len: 2 * bytes.len() as u8,
+            digits: [0; Self::MAX],
+        };
+        for (pair, b) in hex.digits.chunks_exact_mut(2).zip(bytes) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
+        Some(hex)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[..usize::from(self.len)]
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("hex digits are ASCII")
+    }
+}
+
+impl std::ops::Deref for Hex {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One digest a source declared for a representation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digest {
@@ -81,7 +163,7 @@ pub struct Digest {
     /// [`Digest::written`].
     pub raw: String,
     /// Lower-case hex, when the value could be decoded for a known algorithm.
-    pub hex: Option<String>,
+    pub hex: Option<Hex>,
     pub encoding: Encoding,
 }
 
@@ -94,7 +176,7 @@ impl Digest {
             Some(n) => decode(raw, n),
         };
         Digest {
-            raw: if hex.as_deref() == Some(raw) {
+            raw: if hex.is_some_and(|h| h.as_bytes() == raw.as_bytes()) {
                 String::new()
             } else {
                 raw.to_string()
@@ -127,23 +209,9 @@ impl fmt::Display for Digest {
     }
 }
 
-fn decode(raw: &str, n: usize) -> (Option<String>, Encoding) {
+fn decode(raw: &str, n: usize) -> (Option<Hex>, Encoding) {
     if raw.len() == 2 * n {
-        // Every digit looked at without an early exit (the compiler vectorises it): a hot
-        // path, two digests on every entry of every list.
-        let (mut bad, mut upper) = (false, false);
-        for b in raw.bytes() {
-            let digit = b.wrapping_sub(b'0') < 10;
-            let letter = (b | 0x20).wrapping_sub(b'a') < 6;
-            bad |= !(digit | letter);
-            upper |= b.wrapping_sub(b'A') < 6;
-        }
-        if !bad {
-            let hex = if upper {
-                raw.to_ascii_lowercase()
-            } else {
-                raw.to_string()
-            };
+        if let Some(hex) = Hex::parse(raw) {
             return (Some(hex), Encoding::Hex);
         }
     }
@@ -160,7 +228,7 @@ fn decode(raw: &str, n: usize) -> (Option<String>, Encoding) {
     for e in engines {
         if let Ok(bytes) = e.decode(raw) {
             if bytes.len() == n {
-                return (Some(hex::encode(bytes)), Encoding::Base64);
+                return (Hex::encode(&bytes), Encoding::Base64);
             }
         }
     }
@@ -184,7 +252,8 @@ pub fn declared_hex<'a>(digests: &'a [Digest], alg: &Algorithm) -> Option<&'a st
     digests
         .iter()
         .find(|d| &d.algorithm == alg && d.hex.is_some())
-        .and_then(|d| d.hex.as_deref())
+        .and_then(|d| d.hex.as_ref())
+        .map(Hex::as_str)
 }
 
 /// Digests computed by us over a byte stream.
@@ -221,11 +290,11 @@ pub fn mismatches(declared: &[Digest], computed: &Computed) -> Vec<Mismatch> {
     declared
         .iter()
         .filter_map(|d| {
-            let expected = d.hex.as_ref()?;
+            let expected = d.hex.as_ref()?.as_str();
             let actual = computed.hex_for(&d.algorithm)?;
             (expected != actual).then(|| Mismatch {
                 algorithm: d.algorithm.clone(),
-                expected: expected.clone(),
+                expected: expected.to_string(),
                 actual: actual.to_string(),
             })
         })
@@ -321,11 +390,34 @@ mod tests {
             let (hex, encoding) = decode(&raw, 16);
             if b.is_ascii_hexdigit() {
                 assert_eq!(encoding, Encoding::Hex, "{b:#x}");
-                assert_eq!(hex, Some(raw.to_ascii_lowercase()));
+                assert_eq!(hex.as_deref(), Some(raw.to_ascii_lowercase().as_str()));
             } else {
                 assert_ne!(encoding, Encoding::Hex, "{b:#x}");
             }
         }
+    }
+
+    #[test]
+    fn hex_is_held_inline_in_lower_case() {
+        let sha = "B6A98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        let hex = Hex::parse(sha).unwrap();
+        assert_eq!(hex.as_str(), sha.to_ascii_lowercase());
+        assert_eq!(&*hex, sha.to_ascii_lowercase());
+        assert_eq!(
+            format!("{hex} {hex:?}"),
+            format!("{0} {0:?}", sha.to_ascii_lowercase())
+        );
+        assert_eq!(Hex::parse("").unwrap().as_str(), "");
+        assert_eq!(Hex::parse("0aF").unwrap().as_str(), "0af");
+        // Longer than a sha-256, or not hex.
+        assert_eq!(Hex::parse(&format!("{sha}0")), None);
+        for bad in ["0g", "0 ", "-1", "0x", "é"] {
+            assert_eq!(Hex::parse(bad), None, "{bad}");
+        }
+        let bytes: Vec<u8> = (0..32).map(|i| i * 8).collect();
+        assert_eq!(Hex::encode(&bytes).unwrap().as_str(), hex::encode(&bytes));
+        assert_eq!(Hex::encode(&[0; 33]), None);
+        assert_eq!(Hex::encode(&[]).unwrap().as_str(), "");
     }
 
     #[test]

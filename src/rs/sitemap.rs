@@ -491,8 +491,15 @@ impl<R: BufRead> SitemapReader<R> {
     /// and the parser reads it. The parser's state is unchanged: it was after markup, and is
     /// after `</url>`.
     fn plain_entry(&mut self) -> Option<Result<Entry, ReadError>> {
+        let plain = match plain_url(self.xml.get_ref().buffered()) {
+            Some(plain) => plain,
+            // Perhaps cut at the end of the buffer: once more with what follows.
+            None if self.xml.get_mut().top_up(PLAIN_LINE) => {
+                plain_url(self.xml.get_ref().buffered())?
+            }
+            None => return None,
+        };
         let bytes = self.xml.get_ref().buffered();
-        let plain = plain_url(bytes)?;
         #[cfg(test)]
         PLAIN_ENTRIES.with(|c| c.set(c.get() + 1));
         let line = 1 + self.st.lead_newlines + self.xml.get_ref().newlines + plain.newlines;
@@ -704,6 +711,9 @@ struct LineCounter<R> {
     pos: usize,
     filled: usize,
     newlines: u64,
+    /// An error met reading ahead ([`Self::top_up`]), given at the next read that needs
+    /// bytes: where the parser would have met it.
+    ahead_error: Option<io::Error>,
 }
 
 impl<R> LineCounter<R> {
@@ -714,6 +724,7 @@ impl<R> LineCounter<R> {
             pos: 0,
             filled: 0,
             newlines: 0,
+            ahead_error: None,
         }
     }
 }
@@ -738,9 +749,40 @@ impl<R: Read> Read for LineCounter<R> {
     }
 }
 
+impl<R: Read> LineCounter<R> {
+    /// Read more of the input behind the bytes buffered (moved to the front first), until
+    /// `want` are buffered or the input ends: reads arrive in pieces of a few kilobytes, and
+    /// an entry cut at the end of one would otherwise be left to the parser. True when bytes
+    /// were added.
+    fn top_up(&mut self, want: usize) -> bool {
+        let before = self.filled - self.pos;
+        if before >= want || self.ahead_error.is_some() {
+            return false;
+        }
+        self.buf.copy_within(self.pos..self.filled, 0);
+        self.filled = before;
+        self.pos = 0;
+        while self.filled < want.min(self.buf.len()) {
+            match self.inner.read(&mut self.buf[self.filled..]) {
+                Ok(0) => break,
+                Ok(n) => self.filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.ahead_error = Some(e);
+                    break;
+                }
+            }
+        }
+        self.filled > before
+    }
+}
+
 impl<R: Read> BufRead for LineCounter<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos >= self.filled {
+            if let Some(e) = self.ahead_error.take() {
+                return Err(e);
+            }
             self.pos = 0;
             self.filled = 0;
             self.filled = loop {
@@ -864,6 +906,10 @@ struct PlainUrl {
     /// Just after `</url>`.
     end: usize,
 }
+
+/// The longest plain entry looked for past the end of the buffer: real entries are a few
+/// hundred bytes.
+const PLAIN_LINE: usize = 4096;
 
 /// A plain entry at the start of `b` (see [`SitemapReader::plain_entry`]), or None.
 fn plain_url(b: &[u8]) -> Option<PlainUrl> {
@@ -1864,6 +1910,10 @@ mod tests {
     }
 
     fn read_bytes(input: &[u8], opts: ReadOptions) -> Result<Read, ReadError> {
+        read_from(input, opts)
+    }
+
+    fn read_from(input: impl std::io::Read, opts: ReadOptions) -> Result<Read, ReadError> {
         let mut r = open(input, &url(), opts)?;
         let mut entries = Vec::new();
         while let Some(e) = r.next_entry()? {
@@ -2025,6 +2075,70 @@ mod tests {
             plain(1)
         );
         assert_eq!(same_without_plain_entries(index.as_bytes()), 0);
+    }
+
+    /// Gives `chunk` bytes a read (as a network does), and fails once `fail_at` are given.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        chunk: usize,
+        fail_at: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.fail_at == 0 {
+                return Err(io::Error::other("connection reset"));
+            }
+            let n = self
+                .chunk
+                .min(out.len())
+                .min(self.data.len())
+                .min(self.fail_at);
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            self.fail_at -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn entries_cut_between_reads_are_read_directly_all_the_same() {
+        let md = r#"<rs:md hash="md5:9f9f90dbe3e5ee1218c86b8839db1995" length="6"/>"#;
+        let body: Vec<String> = (0..400)
+            .map(|i| format!("<url><loc>http://example.org/r/{i}</loc>{md}</url>"))
+            .collect();
+        let doc = urlset(&body.join("\n"));
+        let doc = doc.as_bytes();
+        for chunk in [1, 7, 100, 4000, 70_000] {
+            for fail_at in [usize::MAX, doc.len() / 2, doc.len() - 20] {
+                let with = |without: bool| {
+                    WITHOUT_PLAIN_ENTRIES.with(|c| c.set(without));
+                    PLAIN_ENTRIES.with(|c| c.set(0));
+                    let input = Trickle {
+                        data: doc,
+                        chunk,
+                        fail_at,
+                    };
+                    let r = read_from(input, ReadOptions::default());
+                    WITHOUT_PLAIN_ENTRIES.with(|c| c.set(false));
+                    (r, PLAIN_ENTRIES.with(|c| c.get()))
+                };
+                let ((plain, n), (parsed, _)) = (with(false), with(true));
+                match (plain, parsed) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.entries, b.entries, "{chunk} {fail_at}");
+                        assert_eq!(a.warnings, b.warnings, "{chunk} {fail_at}");
+                        // Every entry read directly (but perhaps the first, with the root).
+                        assert!(n >= 399, "{chunk}: {n}");
+                    }
+                    (Err(a), Err(b)) => {
+                        assert_eq!(a.to_string(), b.to_string(), "{chunk} {fail_at}");
+                        assert!(a.to_string().contains("connection reset"), "{a}");
+                    }
+                    (a, b) => panic!("{chunk} {fail_at}: {:?} {:?}", a.is_ok(), b.is_ok()),
+                }
+            }
+        }
     }
 
     fn warned(r: &Read, needle: &str) -> bool {

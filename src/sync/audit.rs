@@ -29,12 +29,12 @@ use crate::sync::changes::{self, Collector, Event};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::fixity::{self, Fixity};
-use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, MirrorStates};
+use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::resource_list::{self, Item, Walked, Warnings};
 use crate::sync::{arc_mirror, scp_mirror};
 use rusqlite::{params, OptionalExtension};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};
 use std::iter::Peekable;
 use std::time::Instant;
@@ -210,7 +210,12 @@ fn check_and_report(
         });
         let main = (|| {
             let t = Instant::now();
-            let states = MirrorStates::load(catalog, s.sample)?;
+            // One connection per core reads a share of the states (the catalog check and the
+            // load are all that runs meanwhile).
+            let more = (1..cores())
+                .map(|_| fixity::open_for_scan(&s.mirror))
+                .collect::<Result<_, _>>()?;
+            let states = MirrorStates::load(catalog, more, s.sample)?;
             totals.phases.push(("loading current states", since(t)));
             let t = Instant::now();
             let (compared, scp, fixity, compared_in) = std::thread::scope(|inner| {
@@ -403,18 +408,16 @@ fn compare_with_source(
         allow_hosts: &s.source.allow_hosts,
     };
     let discovery = discover::discover(&docs, source, None)?;
-    let mut out = SourceComparison::default();
-    let mut warnings = Warnings::default();
+    let mut comparer = Comparer {
+        states,
+        sample: s.sample,
+        pending: VecDeque::with_capacity(Comparer::AHEAD),
+        out: SourceComparison::default(),
+        warnings: Warnings::default(),
+    };
     for collection in discovery.collections {
         let mut visit = |item| {
-            compare_item(
-                item,
-                states,
-                s.sample,
-                &mut out.findings,
-                &mut warnings,
-                &mut out.listed,
-            );
+            comparer.push(item);
             Ok(())
         };
         let walked = if collection.kind == SourceKind::Arc {
@@ -422,21 +425,79 @@ fn compare_with_source(
             let url =
                 url::Url::parse(&collection.id).expect("collection ids of other kinds are URLs");
             let arc = arc_mirror::expected_state(&docs, &url, &mut visit)?;
+            comparer.flush();
             // Pages skipped on purpose (auth_required, noarchive) are neither missing nor extra.
             for uri in &arc.skipped {
                 states.set_by_uri(uri, mark::SEEN);
             }
             arc.walked
         } else {
-            expected_state(&docs, collection, &mut visit)?
+            let walked = expected_state(&docs, collection, &mut visit)?;
+            comparer.flush();
+            walked
         };
         for w in walked.warnings {
-            warnings.push(w);
+            comparer.warnings.push(w);
         }
-        out.failed_parts.extend(walked.failed_parts);
+        comparer.out.failed_parts.extend(walked.failed_parts);
     }
-    out.warnings = warnings.into_vec();
+    let mut out = comparer.out;
+    out.warnings = comparer.warnings.into_vec();
     Ok(out)
+}
+
+/// Compares the source's entries with the mirror's states in the order they are listed, a few
+/// entries behind: each entry's directory entry is prefetched when it arrives, and its slots
+/// half-way to its turn ([`MirrorStates::prefetch_bucket`], [`MirrorStates::prefetch`]), so
+/// that they are in the cache by the time it comes.
+struct Comparer<'s> {
+    states: &'s MirrorStates,
+    sample: Option<(u64, u64)>,
+    /// Entries (with the keys of their URIs) not compared yet, in order.
+    pending: VecDeque<(Key, Item)>,
+    out: SourceComparison,
+    warnings: Warnings,
+}
+
+impl Comparer<'_> {
+    /// Entries held: about as many lookups as the memory system keeps in flight.
+    const AHEAD: usize = 16;
+
+    fn push(&mut self, item: Item) {
+        let key = match &item {
+            Item::Listed(l) => uri_key(l.uri.as_str()),
+            Item::Refused(r) => uri_key(&r.uri),
+        };
+        self.states.prefetch_bucket(&key);
+        if let Some((half_way, _)) = self.pending.get(Self::AHEAD / 2) {
+            self.states.prefetch(half_way);
+        }
+        if self.pending.len() == Self::AHEAD {
+            self.compare_next();
+        }
+        self.pending.push_back((key, item));
+    }
+
+    /// Compare every entry held.
+    fn flush(&mut self) {
+        while !self.pending.is_empty() {
+            self.compare_next();
+        }
+    }
+
+    fn compare_next(&mut self) {
+        if let Some((key, item)) = self.pending.pop_front() {
+            compare_item(
+                item,
+                key,
+                self.states,
+                self.sample,
+                &mut self.out.findings,
+                &mut self.warnings,
+                &mut self.out.listed,
+            );
+        }
+    }
 }
 
 /// The expected state of one collection, streamed to `visit` (ResourceSync 1.1 §10.3): the
@@ -487,6 +548,8 @@ fn expected_state(
         }
     }
     let mut walked = resource_list::walk(docs, top, &mut |item| match item {
+        // Most lists have no changes after their `at`: no hashing of every URI then.
+        Item::Listed(l) if overlay.is_empty() => visit(Item::Listed(l)),
         Item::Listed(l) => match overlay.remove(l.uri.as_str()) {
             None => visit(Item::Listed(l)),
             Some(e) if e.change == Change::Deleted => Ok(()),
@@ -525,9 +588,10 @@ fn expected_state(
     Ok(walked)
 }
 
-/// Compare one entry of the source's list with the mirror's current state.
+/// Compare one entry of the source's list (`key`: its URI's) with the mirror's current state.
 fn compare_item(
     item: Item,
+    key: Key,
     states: &MirrorStates,
     sample: Option<(u64, u64)>,
     findings: &mut BTreeMap<String, Vec<Finding>>,
@@ -536,7 +600,7 @@ fn compare_item(
 ) {
     let (uri, found) = match item {
         Item::Refused(r) => {
-            if in_sample(&uri_key(&r.uri), sample) {
+            if in_sample(&key, sample) {
                 let f = Finding::new(Class::Refused)
                     .uri(r.uri.clone())
                     .actual(r.reason);
@@ -545,7 +609,6 @@ fn compare_item(
             return;
         }
         Item::Listed(l) => {
-            let key = uri_key(l.uri.as_str());
             if !in_sample(&key, sample) {
                 return;
             }
@@ -860,6 +923,13 @@ fn catalog_check(catalog: &Catalog, level: AuditLevel) -> Result<Vec<Finding>, S
                 .actual(l)
         })
         .collect())
+}
+
+/// The cores to use (a few at most).
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
 }
 
 /// The SOURCE given, else the one the mirror remembers.

@@ -266,8 +266,8 @@ pub fn check_current(
     let mut merge = ByDigest::new(states, starts);
     let mut hex = [0u8; 64];
     let walk = Instant::now();
-    let strays = strays_merged(mirror, &objects, opts.sample, |v| {
-        let Some(name) = crate::sync::mirror_states::sha256_bytes(&v.name) else {
+    let strays = strays_merged(mirror, &objects, opts.sample, true, |v| {
+        let Some(name) = crate::sync::mirror_states::sha256_bytes(v.name) else {
             return false;
         };
         // Objects before this one that the walk did not meet: the stat says what is there
@@ -279,7 +279,7 @@ pub fn check_current(
         match merge.take(states, &name) {
             Some(claims) => {
                 judge(
-                    &v.name,
+                    v.name,
                     &merge.current[claims],
                     &seen_by(v.metadata()),
                     &mut out,
@@ -712,16 +712,18 @@ fn strays(
     objects: &ObjectStore,
     sample: Option<(u64, u64)>,
 ) -> Result<Vec<Finding>, StoreError> {
-    strays_merged(mirror, objects, sample, |_| false)
+    strays_merged(mirror, objects, sample, false, |_| false)
 }
 
 /// [`strays`], handing every placed object met to `current` first: true when a current
-/// version names it (so it is no stray).
+/// version names it (so it is no stray). With `measured`, the walk takes every placed
+/// object's metadata ahead, on another thread ([`ObjectStore::visit_sorted_measured`]).
 fn strays_merged(
     mirror: &Path,
     objects: &ObjectStore,
     sample: Option<(u64, u64)>,
-    mut current: impl FnMut(&Visited<'_>) -> bool,
+    measured: bool,
+    mut current: impl FnMut(&mut Visited<'_>) -> bool,
 ) -> Result<Vec<Finding>, StoreError> {
     let catalog = open_for_scan(mirror)?;
     let mut stmt = catalog.conn().prepare(
@@ -751,37 +753,40 @@ fn strays_merged(
     };
     advance(&mut refs, &mut next_ref);
     let mut out = Vec::new();
-    objects
-        .visit_sorted(|v: Visited| {
-            if v.placed {
-                if current(&v) {
-                    return Ok(());
-                }
-                while next_ref.as_deref().is_some_and(|r| r < v.name.as_str()) {
-                    advance(&mut refs, &mut next_ref);
-                }
-                if next_ref.as_deref() == Some(v.name.as_str()) {
-                    return Ok(());
-                }
+    let visit = |mut v: Visited| {
+        if v.placed {
+            if current(&mut v) {
+                return Ok(());
             }
-            if in_sample(&uri_key(&v.name), sample) {
-                let path = v.path();
-                let rel = path.strip_prefix(mirror).unwrap_or(&path);
-                let rel = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                let f = Finding::new(Class::StrayObject).object(rel);
-                out.push(if v.placed {
-                    f
-                } else {
-                    f.actual("not where an object belongs (objects/sha256/ab/<sha256>)")
-                });
+            while next_ref.as_deref().is_some_and(|r| r < v.name) {
+                advance(&mut refs, &mut next_ref);
             }
-            Ok(())
-        })
-        .map_err(|e| StoreError::io("reading", objects.root(), e))?;
+            if next_ref.as_deref() == Some(v.name) {
+                return Ok(());
+            }
+        }
+        if in_sample(&uri_key(v.name), sample) {
+            let path = v.path();
+            let rel = path.strip_prefix(mirror).unwrap_or(&path);
+            let rel = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            let f = Finding::new(Class::StrayObject).object(rel);
+            out.push(if v.placed {
+                f
+            } else {
+                f.actual("not where an object belongs (objects/sha256/ab/<sha256>)")
+            });
+        }
+        Ok(())
+    };
+    match measured {
+        true => objects.visit_sorted_measured(visit),
+        false => objects.visit_sorted(visit),
+    }
+    .map_err(|e| StoreError::io("reading", objects.root(), e))?;
     if let Some(e) = sql_error {
         return Err(e.into());
     }
@@ -1057,7 +1062,7 @@ mod tests {
                     jobs: 2,
                     quiet: true,
                 };
-                let states = MirrorStates::load(&catalog, sample).unwrap();
+                let states = MirrorStates::load(&catalog, vec![], sample).unwrap();
                 let want = check(dir.path(), opts).unwrap();
                 let got = check_current(dir.path(), opts, &states).unwrap();
                 assert_eq!(got.by_uri, want.by_uri, "{level:?} {sample:?}");

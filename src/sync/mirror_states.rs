@@ -16,6 +16,7 @@
 //! meanwhile (local fixity merges their objects with the store's). It also owns the
 //! deterministic `--sample` slicing ([`slice_of`]).
 
+use crate::rs::w3c_datetime::utc_second;
 use crate::store::catalog::CurrentState;
 use crate::store::{Catalog, StoreError};
 use crate::sync::plan::Current;
@@ -118,13 +119,22 @@ pub struct MirrorStates {
 }
 
 impl MirrorStates {
-    /// Read the current state of every resource in `sample` (streamed from the catalog).
-    pub fn load(catalog: &Catalog, sample: Option<(u64, u64)>) -> Result<MirrorStates, StoreError> {
+    /// Read the current state of every resource in `sample` (streamed from the catalog). The
+    /// resources are split by id between `catalog` and the `more` connections to it, each
+    /// read on its own thread: the load is an audit's one serial phase (the comparison and
+    /// local fixity need the states), and SQLite's decoding of a million rows is most of it.
+    pub fn load(
+        catalog: &Catalog,
+        more: Vec<Catalog>,
+        sample: Option<(u64, u64)>,
+    ) -> Result<MirrorStates, StoreError> {
         let conn = catalog.conn();
-        let total: i64 = conn.query_row(
-            "SELECT count(*) FROM resources WHERE current_version_id IS NOT NULL",
+        // Every resource has a current version but for a moment inside a run's transaction:
+        // the count of resources is a bound that needs no scan of the table.
+        let (total, first, last): (i64, Option<i64>, Option<i64>) = conn.query_row(
+            "SELECT count(*), min(id), max(id) FROM resources",
             [],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         let expect = match sample {
             None => total as usize,
@@ -133,52 +143,50 @@ impl MirrorStates {
         };
         let mut slots = Vec::with_capacity(expect);
         huge_pages(&slots);
-        let mut side = HashMap::new();
-        let mut declared = HashMap::new();
-        let mut stmt = conn.prepare(
-            "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
-                    v.declared_length_bytes
-             FROM resources r JOIN versions v ON v.id = r.current_version_id",
-        )?;
-        let mut rows = stmt.query([])?;
-        // Borrowed columns: no string is allocated for a state that fits a slot.
-        fn text<'r>(
-            r: &'r rusqlite::Row<'_>,
-            i: usize,
-        ) -> Result<Option<&'r str>, rusqlite::Error> {
-            Ok(r.get_ref(i)?.as_str_or_null()?)
-        }
-        while let Some(r) = rows.next()? {
-            let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            let key = uri_key(uri);
-            if !in_sample(&key, sample) {
-                continue;
+        let shares = share_ids(first.unwrap_or(0), last.unwrap_or(-1), 1 + more.len());
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<Slot>>(SHARE_BATCHES);
+        let (mine, theirs) = std::thread::scope(|sc| {
+            let theirs: Vec<_> = more
+                .into_iter()
+                .zip(shares[1..].iter().cloned())
+                .map(|(c, ids)| {
+                    let tx = tx.clone();
+                    // A closed channel: the loading thread failed (and says why); stop.
+                    sc.spawn(move || {
+                        read_share(c.conn(), ids, sample, |batch| {
+                            tx.send(std::mem::take(batch)).is_ok()
+                        })
+                    })
+                })
+                .collect();
+            drop(tx);
+            let mine = read_share(conn, shares[0].clone(), sample, |batch| {
+                slots.append(batch);
+                slots.extend(rx.try_iter().flatten());
+                true
+            });
+            // Dropped on an error, so that the other readers stop at their next batch.
+            let rx = rx;
+            if mine.is_ok() {
+                slots.extend(rx.iter().flatten());
             }
-            let row = Row {
-                deleted: r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)? == "deleted",
-                lastmod: text(r, 2)?,
-                length_bytes: r
-                    .get_ref(3)?
-                    .as_i64_or_null()
-                    .map_err(rusqlite::Error::from)?
-                    .map(|n| n as u64),
-                md5_hex: text(r, 4)?,
-                sha1_hex: text(r, 5)?,
-                sha256_hex: text(r, 6)?,
-            };
-            let declared_length = r
-                .get_ref(7)?
-                .as_i64_or_null()
-                .map_err(rusqlite::Error::from)?
-                .map(|n| n as u64);
-            if let Some(d) = declared_length.filter(|&d| Some(d) != row.length_bytes) {
-                declared.insert(key, d);
-            }
-            slots.push(pack(key, &row, &mut side));
+            drop(rx);
+            let theirs: Vec<_> = theirs
+                .into_iter()
+                .map(|h| h.join().expect("reading a share does not panic"))
+                .collect();
+            (mine, theirs)
+        });
+        let Share {
+            mut side,
+            mut declared,
+        } = mine?;
+        for share in theirs {
+            let share = share?;
+            side.extend(share.side);
+            declared.extend(share.declared);
         }
-        drop(rows);
-        drop(stmt);
-        slots.sort_unstable_by_key(|s| s.key);
+        sort_by_key(&mut slots);
         let collisions = slots.windows(2).filter(|w| w[0].key == w[1].key).count() as u64;
         // Two to four slots per bucket: the directory costs about a byte per resource.
         let bits = (usize::BITS - slots.len().max(1).leading_zeros()).clamp(2, 25) - 2;
@@ -208,6 +216,29 @@ impl MirrorStates {
 
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    /// Start bringing into the cache the directory entry [`Self::find`] of `key` reads first:
+    /// a lookup lands anywhere in a hundred megabytes, and a comparison that waits for each
+    /// one in turn spends most of its time waiting. Only a hint, as is [`Self::prefetch`],
+    /// which takes the slots the entry points to (so it is best called a little later).
+    pub fn prefetch_bucket(&self, key: &Key) {
+        prefetch(std::ptr::from_ref(&self.dir[top(key, self.bits) as usize]).cast());
+    }
+
+    /// Start bringing into the cache the slots [`Self::find`] of `key` compares, and their
+    /// marks.
+    pub fn prefetch(&self, key: &Key) {
+        let b = top(key, self.bits) as usize;
+        let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
+        for slot in &self.slots[lo..hi] {
+            // A slot spans two cache lines at most.
+            prefetch(std::ptr::from_ref(slot).cast());
+            prefetch(std::ptr::from_ref(slot).cast::<u8>().wrapping_add(76));
+        }
+        if let Some(m) = self.marks.get(lo) {
+            prefetch(std::ptr::from_ref(m).cast());
+        }
     }
 
     /// The slot of a key.
@@ -339,6 +370,126 @@ fn huge_pages(slots: &Vec<Slot>) {
     let _ = slots;
 }
 
+/// Slots a share's reader hands over at a time, and batches in flight: what the readers hold
+/// besides the states is a few hundred kilobytes.
+const SHARE_BATCH: usize = 1024;
+const SHARE_BATCHES: usize = 8;
+
+/// What a share's reader keeps besides its slots.
+#[derive(Default)]
+struct Share {
+    side: HashMap<Key, CurrentState>,
+    declared: HashMap<Key, u64>,
+}
+
+/// `first..=last` cut into `n` ranges of ids, in order (empty ones when there are fewer ids).
+fn share_ids(first: i64, last: i64, n: usize) -> Vec<std::ops::RangeInclusive<i64>> {
+    let span = (i128::from(last) - i128::from(first) + 1).max(0);
+    let at = |k: usize| i128::from(first) + span * k as i128 / n as i128;
+    (0..n)
+        .map(|k| at(k) as i64..=(at(k + 1) - 1) as i64)
+        .collect()
+}
+
+/// The states of the resources with ids in `ids`, within the sample, handed to `take` a batch
+/// at a time (`take` empties the batch, and says whether to go on).
+fn read_share(
+    conn: &rusqlite::Connection,
+    ids: std::ops::RangeInclusive<i64>,
+    sample: Option<(u64, u64)>,
+    mut take: impl FnMut(&mut Vec<Slot>) -> bool,
+) -> Result<Share, StoreError> {
+    let mut share = Share::default();
+    let mut stmt = conn.prepare(
+        "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
+                v.declared_length_bytes
+         FROM resources r JOIN versions v ON v.id = r.current_version_id
+         WHERE r.id BETWEEN ?1 AND ?2",
+    )?;
+    let mut rows = stmt.query([ids.start(), ids.end()])?;
+    // Borrowed columns: no string is allocated for a state that fits a slot.
+    fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r str>, rusqlite::Error> {
+        Ok(r.get_ref(i)?.as_str_or_null()?)
+    }
+    let mut batch = Vec::with_capacity(SHARE_BATCH);
+    while let Some(r) = rows.next()? {
+        let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        let key = uri_key(uri);
+        if !in_sample(&key, sample) {
+            continue;
+        }
+        let row = Row {
+            deleted: r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)? == "deleted",
+            lastmod: text(r, 2)?,
+            length_bytes: r
+                .get_ref(3)?
+                .as_i64_or_null()
+                .map_err(rusqlite::Error::from)?
+                .map(|n| n as u64),
+            md5_hex: text(r, 4)?,
+            sha1_hex: text(r, 5)?,
+            sha256_hex: text(r, 6)?,
+        };
+        let declared_length = r
+            .get_ref(7)?
+            .as_i64_or_null()
+            .map_err(rusqlite::Error::from)?
+            .map(|n| n as u64);
+        if let Some(d) = declared_length.filter(|&d| Some(d) != row.length_bytes) {
+            share.declared.insert(key, d);
+        }
+        batch.push(pack(key, &row, &mut share.side));
+        if batch.len() == SHARE_BATCH {
+            if !take(&mut batch) {
+                return Ok(share);
+            }
+            batch.reserve(SHARE_BATCH);
+        }
+    }
+    if !batch.is_empty() {
+        take(&mut batch);
+    }
+    Ok(share)
+}
+
+/// Sort the slots by key, the two halves of the key space on two threads: the keys are
+/// uniform, so one pass that moves the keys with the top bit clear to the front splits the
+/// work about evenly.
+fn sort_by_key(slots: &mut [Slot]) {
+    let low = |s: &Slot| s.key[0] < 0x80;
+    let (mut i, mut j) = (0, slots.len());
+    loop {
+        while i < j && low(&slots[i]) {
+            i += 1;
+        }
+        while i < j && !low(&slots[j - 1]) {
+            j -= 1;
+        }
+        if i == j {
+            break;
+        }
+        slots.swap(i, j - 1);
+    }
+    let (front, back) = slots.split_at_mut(i);
+    std::thread::scope(|sc| {
+        sc.spawn(|| front.sort_unstable_by_key(|s| s.key));
+        back.sort_unstable_by_key(|s| s.key);
+    });
+}
+
+/// Ask the processor to bring the cache line at `p` closer (nothing where there is no such
+/// instruction); it never faults, wherever `p` points.
+fn prefetch(p: *const u8) {
+    // SAFETY: SSE is part of every x86_64 processor, and a prefetch reads nothing the program
+    // sees and never faults.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 fn top(key: &Key, bits: u32) -> u32 {
     let head = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
     if bits == 0 {
@@ -425,6 +576,7 @@ pub fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
 }
 
 /// One catalog row, borrowed.
+#[derive(Default)]
 struct Row<'a> {
     deleted: bool,
     lastmod: Option<&'a str>,
@@ -438,42 +590,7 @@ struct Row<'a> {
 /// as none), with a fast path for the form the catalog writes (`YYYY-MM-DDThh:mm:ssZ`) that
 /// gives the same instant.
 fn parse_lastmod(s: &str) -> Option<Timestamp> {
-    fast_utc_second(s).or_else(|| s.parse::<Timestamp>().ok())
-}
-
-/// `YYYY-MM-DDThh:mm:ssZ` with a valid date and time (no leap second), else None.
-fn fast_utc_second(s: &str) -> Option<Timestamp> {
-    let b = s.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        b[r].iter().try_fold(0i64, |n, &c| {
-            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
-        })
-    };
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let month_days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if d < 1 || d > month_days || hh > 23 || mm > 59 || ss > 59 {
-        return None;
-    }
-    let days = crate::rs::w3c_datetime::days_from_civil(y, m, d);
-    Timestamp::from_second(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+    utc_second(s).or_else(|| s.parse::<Timestamp>().ok())
 }
 
 fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
@@ -584,7 +701,7 @@ mod tests {
                 (v >> 30) % 61,
                 (v >> 36) % 61
             );
-            let fast = fast_utc_second(&s);
+            let fast = utc_second(&s);
             let jiff = s.parse::<Timestamp>().ok();
             if fast.is_some() {
                 assert_eq!(fast, jiff, "{s}");
@@ -607,7 +724,7 @@ mod tests {
         ] {
             assert_eq!(parse_lastmod(s), s.parse::<Timestamp>().ok(), "{s}");
         }
-        assert!(fast_utc_second("2026-01-01T00:00:00Z").is_some());
+        assert!(utc_second("2026-01-01T00:00:00Z").is_some());
     }
 
     #[test]
@@ -626,7 +743,7 @@ mod tests {
         let mut odd = plain.clone();
         odd.sha1_hex = Some("0123456789abcdef0123456789abcdef01234567".into());
         let (_dir, c) = catalog_with(&[("http://x/plain", plain), ("http://x/odd", odd)]);
-        let m = MirrorStates::load(&c, None).unwrap();
+        let m = MirrorStates::load(&c, vec![], None).unwrap();
         for uri in ["http://x/plain", "http://x/odd"] {
             let i = m.find(&uri_key(uri)).unwrap();
             let state = m.state(i);
@@ -639,6 +756,41 @@ mod tests {
     fn a_slot_is_77_bytes_without_padding() {
         assert_eq!(std::mem::size_of::<Slot>(), 77);
         assert_eq!(std::mem::align_of::<Slot>(), 1);
+    }
+
+    #[test]
+    fn shares_cover_every_id_once() {
+        for (first, last) in [(1, 1_000_000), (1, 1), (5, 7), (1, 0), (i64::MIN, i64::MAX)] {
+            for n in 1..=4 {
+                let shares = share_ids(first, last, n);
+                assert_eq!(shares.len(), n);
+                let mut next = i128::from(first);
+                for r in &shares {
+                    assert_eq!(i128::from(*r.start()), next, "{first} {last} {n}");
+                    next = i128::from(*r.end()) + 1;
+                }
+                assert_eq!(next, i128::from(last) + 1, "{first} {last} {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn sorting_on_two_threads_sorts() {
+        for n in [0usize, 1, 2, 3, 1000] {
+            let mut slots: Vec<Slot> = (0..n)
+                .map(|i| {
+                    pack(
+                        uri_key(&i.to_string()),
+                        &Row::default(),
+                        &mut HashMap::new(),
+                    )
+                })
+                .collect();
+            let mut want: Vec<Key> = slots.iter().map(|s| s.key).collect();
+            want.sort_unstable();
+            sort_by_key(&mut slots);
+            assert_eq!(slots.iter().map(|s| s.key).collect::<Vec<_>>(), want);
+        }
     }
 
     #[test]
@@ -698,7 +850,7 @@ mod tests {
         ];
         let (_dir, c) = catalog_with(&rows);
         let want = c.current_states().unwrap();
-        let m = MirrorStates::load(&c, None).unwrap();
+        let m = MirrorStates::load(&c, vec![], None).unwrap();
         assert_eq!(m.len(), 4);
         for (uri, _) in &rows {
             let i = m.find(&uri_key(uri)).unwrap();
@@ -731,7 +883,7 @@ mod tests {
             let refs: Vec<(&str, NewVersion)> =
                 rows.iter().map(|(u, v)| (u.as_str(), v.clone())).collect();
             let (_dir, c) = catalog_with(&refs);
-            let m = MirrorStates::load(&c, None).unwrap();
+            let m = MirrorStates::load(&c, vec![], None).unwrap();
             for (u, v) in &rows {
                 let i = m.find(&uri_key(u)).unwrap();
                 assert_eq!(m.state(i).length_bytes, v.length_bytes);
@@ -740,10 +892,20 @@ mod tests {
                 assert_eq!(m.marks(i), mark::SEEN);
             }
             let (n1, n2) = (
-                MirrorStates::load(&c, Some((1, 2))).unwrap().len(),
-                MirrorStates::load(&c, Some((2, 2))).unwrap().len(),
+                MirrorStates::load(&c, vec![], Some((1, 2))).unwrap().len(),
+                MirrorStates::load(&c, vec![], Some((2, 2))).unwrap().len(),
             );
             assert_eq!(n1 + n2, n);
+            // Read in shares by other connections: the same states.
+            let more = (0..2)
+                .map(|_| Catalog::open_read_only(_dir.path()).unwrap().unwrap())
+                .collect();
+            let shared = MirrorStates::load(&c, more, None).unwrap();
+            assert_eq!(shared.len(), n);
+            for (u, v) in &rows {
+                let i = shared.find(&uri_key(u)).unwrap();
+                assert_eq!(shared.state(i).length_bytes, v.length_bytes);
+            }
         }
     }
 }
