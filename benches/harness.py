@@ -139,6 +139,7 @@ class Harness:
         self.out = os.environ.get("BENCH_OUT", os.path.join(HERE, "RESULTS.md"))
         self.label = os.environ.get("BENCH_LABEL", "")
         self.timeout = float(os.environ.get("BENCH_TIMEOUT", "3600"))
+        self.cache_note = None
         self.runs = []
         self.sections = []  # (key, title, meta)
         self.logs = os.path.join(self.work, "logs")
@@ -229,6 +230,24 @@ class Harness:
         print(f"[{section} rep {rep}/{self.reps}] {step:<14} {tool:<9} {wall:8.2f} s {rss_s:>9}  {state}",
               file=sys.stderr, flush=True)
 
+    def fresh_caches(self, state_dir):
+        """Start a fetching run from the same memory state as every other one: dirty data
+        written back, the page, dentry and inode caches dropped, then the served files read
+        back in (the server reads them from memory, as in every run). Without this each run paid
+        for what the runs before it left cached: with millions of inodes in the cache, creating
+        a file costs about three times as much here (long inode hash chains, slab reclaim), so a
+        baseline got slower over a section while the fetch limit, measured first and writing
+        nothing, did not. Needs root; without it the table says so."""
+        os.sync()
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+        except OSError as e:
+            self.cache_note = f"caches were not dropped before fetching runs ({e.strerror})"
+            return
+        subprocess.run(["sh", "-c", 'find "$1" -type f -print0 | xargs -0 cat >/dev/null', "sh", state_dir],
+                       stdin=subprocess.DEVNULL, check=False)
+
     def run_step(self, section, step, tool, rep, argv, check, cwd=None):
         """Time argv, then check() -> None or a problem. True when the run counts."""
         label = f"{section}-r{rep}-{step}-{tool}"
@@ -307,6 +326,7 @@ class Harness:
 
             if "limits" in steps:
                 files = os.path.join(src, "files-A.nul")
+                self.fresh_caches(os.path.join(src, "A"))
                 self.run_step(key, "limits", "fetch", rep,
                               ["curl", "-s", "--fail", "--parallel", "--parallel-max", "8", "-K",
                                os.path.join(src, "fetch-A.curl")], lambda _: None)
@@ -319,6 +339,7 @@ class Harness:
             if "baseline" in steps or need_base:
                 step = "baseline" if "baseline" in steps else "setup-baseline"
                 for tool in order:
+                    self.fresh_caches(os.path.join(src, "A"))
                     if tool == "rsmirror":
                         have[tool] = self.run_step(key, step, tool, rep,
                                                    [rs, "baseline", root, "--via", "list",
@@ -335,6 +356,7 @@ class Harness:
 
             if "baseline-dump" in steps and "rsmirror" in self.tools:
                 m = os.path.join(runs_dir, "rsmirror-dump")
+                self.fresh_caches(os.path.join(src, "A"))
                 self.run_step(key, "baseline-dump", "rsmirror", rep,
                               [rs, "baseline", root, "--via", "dump", "--mirror", m, "-q"],
                               lambda _: verify_rsmirror(m, man_a))
@@ -415,6 +437,11 @@ class Harness:
             m = re.search(r"Status:\s+IN SYNC \(same=(\d+)", log)
             return None if m and int(m.group(1)) == n else "no 'Status: IN SYNC (same=N'"
 
+        # Both tools audit a warm mirror: the 1,000,000 object files' inodes and the lists are read
+        # into the caches first (otherwise the first run, whichever tool, reads them from disk).
+        subprocess.run(["sh", "-c", 'du -s "$1" >/dev/null; cat "$2"/*.xml >/dev/null',
+                        "sh", os.path.join(mirror, "objects"), os.path.join(out, "site", "idx")],
+                       stdin=subprocess.DEVNULL, check=False)
         for rep in range(1, self.reps + 1):
             order = self.tools if rep % 2 else list(reversed(self.tools))
             for tool in order:
@@ -469,6 +496,8 @@ class Harness:
             ("settings", f"BENCH_N={','.join(map(str, self.ns))} BENCH_SIZE={self.size} BENCH_REPS={self.reps} "
                          f"BENCH_INDEX_N={self.index_n} BENCH_STEPS={','.join(self.steps)} "
                          f"BENCH_TOOLS={os.environ.get('BENCH_TOOLS', 'rsmirror,resync')}"),
+            ("caches", self.cache_note or "dropped before every fetching run (the fetch limit and both baselines), "
+                                          "then the served files read back in"),
         ]
 
     def stats(self, section, step, tool):
