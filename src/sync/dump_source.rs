@@ -20,7 +20,6 @@ use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::{Declared, Listed};
 use crate::sync::snapshot::{self, Refused, Snapshot};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use url::Url;
 
@@ -211,10 +210,10 @@ impl DumpSnapshot {
     /// into the object store and report each as a [`JobResult`]. Nothing from a package that is
     /// refused while staging is reported as fetched.
     ///
-    /// Packages are staged in parallel, one per core at a time (inflating, hashing and writing
-    /// are CPU work); each package's results are handed to `on_result` (on the calling thread)
-    /// together, packages in the order they finish. An error from `on_result` stops the
-    /// staging after the packages in hand.
+    /// Packages are staged a core's worth at a time, in parallel (inflating, hashing and
+    /// writing are CPU work), and their results handed to `on_result` (on the calling thread)
+    /// in the dump's order, so the catalog records them in the same order on every run. An
+    /// error from `on_result` stops the staging.
     pub fn stage<E>(
         &mut self,
         wanted: &[usize],
@@ -231,47 +230,24 @@ impl DumpSnapshot {
             .enumerate()
             .filter(|(_, listed)| !listed.is_empty())
             .collect();
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(work.len())
-            .max(1);
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<JobResult>>(workers);
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let this = &*self;
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                let tx = tx.clone();
-                let (work, next, stop) = (&work, &next, &stop);
-                s.spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        let Some((p, listed)) = work.get(next.fetch_add(1, Ordering::Relaxed))
-                        else {
-                            break;
-                        };
-                        if tx
-                            .send(this.stage_package(*p, listed, staging, objects))
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                });
+        for round in work.chunks(workers) {
+            let results: Vec<Vec<JobResult>> = std::thread::scope(|s| {
+                let stagers: Vec<_> = round
+                    .iter()
+                    .map(|(p, listed)| s.spawn(|| this.stage_package(*p, listed, staging, objects)))
+                    .collect();
+                stagers
+                    .into_iter()
+                    .map(|h| h.join().expect("a package stager panicked"))
+                    .collect()
+            });
+            for r in results.into_iter().flatten() {
+                on_result(r)?;
             }
-            drop(tx);
-            let mut outcome = Ok(());
-            'results: for batch in rx.iter() {
-                for r in batch {
-                    if let Err(e) = on_result(r) {
-                        outcome = Err(e);
-                        break 'results;
-                    }
-                }
-            }
-            stop.store(true, Ordering::Relaxed);
-            drop(rx);
-            outcome
-        })
+        }
+        Ok(())
     }
 
     /// Stage the resources `listed` from package `p` and store them; one result each.
