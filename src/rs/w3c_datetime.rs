@@ -230,6 +230,38 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Deterministic values for the differential tests of the date readers.
+#[cfg(test)]
+pub(crate) mod test_values {
+    /// A xorshift64 sequence from `seed`.
+    pub fn xorshift(mut n: u64) -> impl FnMut() -> u64 {
+        move || {
+            n ^= n << 13;
+            n ^= n >> 7;
+            n ^= n << 17;
+            n
+        }
+    }
+
+    /// `count` strings of the `YYYY-MM-DDThh:mm:ssZ` form, each field now and then out of
+    /// range (month 13, day 32, hour 24, minute or second 60).
+    pub fn utc_second_strings(seed: u64, count: usize) -> impl Iterator<Item = String> {
+        let mut next = xorshift(seed);
+        (0..count).map(move |_| {
+            let v = next();
+            format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+                v % 10_000,
+                (v >> 14) % 14,
+                (v >> 18) % 33,
+                (v >> 24) % 25,
+                (v >> 30) % 61,
+                (v >> 36) % 61
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,25 +272,8 @@ mod tests {
 
     #[test]
     fn the_utc_second_path_gives_what_the_general_one_gives() {
-        let mut n = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            n ^= n << 13;
-            n ^= n >> 7;
-            n ^= n << 17;
-            n
-        };
         let mut fast = 0;
-        for _ in 0..200_000 {
-            let v = next();
-            let s = format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-                v % 10_000,
-                (v >> 14) % 14,
-                (v >> 18) % 33,
-                (v >> 24) % 25,
-                (v >> 30) % 61,
-                (v >> 36) % 61
-            );
+        for s in test_values::utc_second_strings(0x2545_f491_4f6c_dd1d, 200_000) {
             if let Some(t) = utc_second(&s) {
                 fast += 1;
                 assert_eq!(
@@ -309,13 +324,7 @@ mod tests {
 
     #[test]
     fn instants_are_what_the_fixed_zone_gives() {
-        let mut n = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            n ^= n << 13;
-            n ^= n >> 7;
-            n ^= n << 17;
-            n
-        };
+        let mut next = test_values::xorshift(0x2545_f491_4f6c_dd1d);
         let check = |y: i16, m: i8, d: i8, h: i8, mi: i8, s: i8, ns: i32, off: i32| {
             let Ok(date) = jiff::civil::Date::new(y, m, d) else {
                 return;

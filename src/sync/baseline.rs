@@ -367,7 +367,7 @@ fn apply_collection(
     summary: &mut Summary,
     progress: &Progress,
 ) -> Result<(), Error> {
-    let mut dump = p.dump.take();
+    let dump = p.dump.take();
     let snap = &p.snapshot;
     summary.listed += snap.listed.len() as u64;
     summary.warnings.extend(snap.warnings.iter().cloned());
@@ -467,7 +467,7 @@ fn apply_collection(
         }
         Ok(())
     };
-    match dump.as_mut() {
+    match dump.as_ref() {
         // A Resource Dump: the bytes come out of the packages already downloaded.
         Some(d) => d.stage(&wanted, staging, objects, on_result)?,
         None => apply::transfer(http, staging, objects, jobs, s.jobs, on_result)?,

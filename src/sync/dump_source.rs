@@ -215,7 +215,7 @@ impl DumpSnapshot {
     /// in the dump's order, so the catalog records them in the same order on every run. An
     /// error from `on_result` stops the staging.
     pub fn stage<E>(
-        &mut self,
+        &self,
         wanted: &[usize],
         staging: &Path,
         objects: &ObjectStore,
@@ -231,12 +231,11 @@ impl DumpSnapshot {
             .filter(|(_, listed)| !listed.is_empty())
             .collect();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let this = &*self;
         for round in work.chunks(workers) {
             let results: Vec<Vec<JobResult>> = std::thread::scope(|s| {
                 let stagers: Vec<_> = round
                     .iter()
-                    .map(|(p, listed)| s.spawn(|| this.stage_package(*p, listed, staging, objects)))
+                    .map(|(p, listed)| s.spawn(|| self.stage_package(*p, listed, staging, objects)))
                     .collect();
                 stagers
                     .into_iter()

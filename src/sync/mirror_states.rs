@@ -683,24 +683,9 @@ mod tests {
 
     #[test]
     fn the_fast_lastmod_path_gives_what_jiff_gives() {
-        let mut n = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            n ^= n << 13;
-            n ^= n >> 7;
-            n ^= n << 17;
-            n
-        };
-        for _ in 0..200_000 {
-            let v = next();
-            let s = format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-                v % 10_000,
-                (v >> 14) % 14,
-                (v >> 18) % 33,
-                (v >> 24) % 25,
-                (v >> 30) % 61,
-                (v >> 36) % 61
-            );
+        for s in
+            crate::rs::w3c_datetime::test_values::utc_second_strings(0x9e37_79b9_7f4a_7c15, 200_000)
+        {
             let fast = utc_second(&s);
             let jiff = s.parse::<Timestamp>().ok();
             if fast.is_some() {
