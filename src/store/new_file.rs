@@ -95,7 +95,11 @@ impl NewFile {
     /// read-only first. Consumes the file either way.
     pub fn put_at(mut self, dest: &Path) -> io::Result<()> {
         let file = self.file.as_ref().expect("put after close");
-        set_read_only(file)?;
+        // An anonymous file was created 0444; unless the umask took a read bit away, it has
+        // that mode already (a system call per object saved).
+        if self.name.is_some() || !created_read_only() {
+            set_read_only(file)?;
+        }
         if self.name.is_none() {
             match link_fd(file, dest) {
                 Ok(()) => {
@@ -168,6 +172,21 @@ fn set_read_only(file: &File) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(0o444))
 }
 
+/// Whether a file created with mode 0444 gets exactly that mode: the process's umask (read
+/// once from /proc/self/status, Linux 4.7 and later; rsmirror never changes it) takes no
+/// read bit. Unknown: no.
+fn created_read_only() -> bool {
+    static KEEPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KEEPS.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            .is_some_and(|umask| umask & 0o444 == 0)
+    })
+}
+
 #[cfg(not(unix))]
 fn set_read_only(file: &File) -> io::Result<()> {
     let mut perms = file.metadata()?.permissions();
@@ -188,8 +207,9 @@ fn unsupported(e: &io::Error) -> bool {
 #[cfg(target_os = "linux")]
 fn anonymous(folder: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    // Linking needs /proc (see `link_fd`); without it, named files.
-    if !Path::new("/proc/self/fd").is_dir() {
+    // Linking may need /proc (see `link_fd`); without it, named files. Checked until the
+    // first anonymous file is made (a system call per object otherwise).
+    if ANONYMOUS.load(Ordering::Relaxed) == UNKNOWN && !Path::new("/proc/self/fd").is_dir() {
         return Err(io::Error::from(io::ErrorKind::Unsupported));
     }
     OpenOptions::new()
@@ -204,17 +224,63 @@ fn anonymous(_folder: &Path) -> io::Result<File> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
-/// Give an open file the name `dest` (`linkat` of its `/proc/self/fd` entry: linking the
-/// descriptor itself, `AT_EMPTY_PATH`, needs a capability a mirror should not need).
+/// Whether `linkat` of a descriptor itself (`AT_EMPTY_PATH`) works here: Linux 6.10 and later
+/// allow it for a file the caller opened; before, it needs a capability a mirror should not
+/// need, and the file is linked through its `/proc/self/fd` entry instead (a longer path
+/// walk per object).
+#[cfg(target_os = "linux")]
+static LINK_DESCRIPTOR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Give an open file the name `dest`.
 #[cfg(target_os = "linux")]
 fn link_fd(file: &File, dest: &Path) -> io::Result<()> {
-    use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::io::AsRawFd;
-    let from =
-        CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL in a number");
-    let to = CString::new(dest.as_os_str().as_bytes())
+    let to = std::ffi::CString::new(dest.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
+    if !LINK_DESCRIPTOR.load(Ordering::Relaxed) {
+        return link_through_proc(file, &to);
+    }
+    match link_descriptor(file, &to) {
+        // Refused as unprivileged on an older kernel (ENOENT), or a missing folder for
+        // `dest`: /proc tells which. A kernel that refuses the descriptor is not asked again.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EPERM)) => {
+            let linked = link_through_proc(file, &to);
+            if linked.is_ok() {
+                LINK_DESCRIPTOR.store(false, Ordering::Relaxed);
+            }
+            linked
+        }
+        other => other,
+    }
+}
+
+/// `linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH)`.
+#[cfg(target_os = "linux")]
+fn link_descriptor(file: &File, to: &std::ffi::CStr) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
+    let r = unsafe {
+        libc::linkat(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `linkat` of the file's `/proc/self/fd` entry, following that link.
+#[cfg(target_os = "linux")]
+fn link_through_proc(file: &File, to: &std::ffi::CStr) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .expect("no NUL in a number");
     // SAFETY: both arguments are valid NUL-terminated strings that outlive the call.
     let r = unsafe {
         libc::linkat(
@@ -307,6 +373,66 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), b"kept");
         }
         assert_eq!(names(dir.path()).len(), 2);
+    }
+
+    /// Both ways of naming an anonymous file give the same result; whichever `link_fd` uses
+    /// here, the other one is exercised too.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_anonymous_file_is_linked_by_descriptor_or_through_proc() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        type Link = fn(&File, &std::ffi::CStr) -> io::Result<()>;
+        let ways: [(&str, Link); 2] =
+            [("descriptor", link_descriptor), ("proc", link_through_proc)];
+        for (name, link) in ways {
+            let mut f = anonymous(dir.path()).unwrap();
+            f.write_all(name.as_bytes()).unwrap();
+            let dest = dir.path().join(name);
+            let to = std::ffi::CString::new(dest.as_os_str().as_bytes()).unwrap();
+            match link(&f, &to) {
+                Ok(()) => assert_eq!(std::fs::read(&dest).unwrap(), name.as_bytes()),
+                // An unprivileged caller on a kernel before 6.10: link_fd falls back.
+                Err(e) if name == "descriptor" => {
+                    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}")
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+            // An existing name is never replaced by a link.
+            let e = link(&f, &to).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{name}");
+        }
+        // A missing folder for the name is an error either way, not a reason to stop
+        // linking descriptors.
+        let mut f = NewFile::create(dir.path()).unwrap();
+        f.write_all(b"x").unwrap();
+        let e = f
+            .put_at(&dir.path().join("gone").join("object"))
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_object_is_exactly_read_only_for_everyone_the_umask_lets_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for mut f in [
+            NewFile::create(dir.path()).unwrap(),
+            NewFile::create_named(dir.path()).unwrap(),
+        ] {
+            f.write_all(b"x").unwrap();
+            let dest = dir
+                .path()
+                .join(format!("object-{}", names(dir.path()).len()));
+            f.put_at(&dest).unwrap();
+            let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777;
+            if created_read_only() {
+                assert_eq!(mode, 0o444, "{}", dest.display());
+            } else {
+                assert_eq!(mode & 0o222, 0, "{}", dest.display());
+            }
+        }
     }
 
     #[test]
