@@ -12,8 +12,8 @@
 
 use crate::rs::digest::{parse_hash_attr, Algorithm, Digest};
 use crate::rs::document::{
-    Capability, Change, Entry, Header, Link, Md, Root, Syntax, Warning, RS_NS, RS_NS_ALIASES,
-    SITEMAP_NS, XHTML_NS,
+    media_type, Capability, Change, Entry, Header, Link, Md, Root, Syntax, Warning, RS_NS,
+    RS_NS_ALIASES, SITEMAP_NS, XHTML_NS,
 };
 use crate::rs::w3c_datetime::{self, DatetimeError, Zone};
 use jiff::Timestamp;
@@ -433,7 +433,7 @@ impl<R: BufRead> SitemapReader<R> {
                 }
                 Tag::Rs(Name::Mimetype) => {
                     self.read_text(empty, "rs:mimetype")?;
-                    md.media_type = Some(self.st.text.trim().to_string());
+                    md.media_type = Some(media_type(self.st.text.trim()));
                     self.st.alpha_item = true;
                     self.st.refresh_syntax();
                 }
@@ -1229,7 +1229,7 @@ fn md_attr(
             }
         }
         "length" => md.length = Some(st.number("rs:md length", value)?),
-        "type" => md.media_type = Some(value.trim().to_string()),
+        "type" => md.media_type = Some(media_type(value.trim())),
         "encoding" => md.encoding = Some(value.trim().to_string()),
         "path" => md.path = Some(value.trim().to_string()),
         _ => {}
