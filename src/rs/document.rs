@@ -131,6 +131,47 @@ impl Change {
     }
 }
 
+/// A media type as a document gives it: the common ones are not allocated (a list of a million
+/// entries names one or two types a million times, and a string each was one of the handful
+/// of allocations that reading an entry cost). Reads as a `&str`.
+pub type MediaType = std::borrow::Cow<'static, str>;
+
+/// `value` as a [`MediaType`]: the same text, borrowed from a table when it is a common type.
+pub fn media_type(value: &str) -> MediaType {
+    const COMMON: &[&str] = &[
+        "text/plain",
+        "text/html",
+        "text/xml",
+        "text/csv",
+        "text/css",
+        "text/turtle",
+        "text/markdown",
+        "text/javascript",
+        "application/xml",
+        "application/json",
+        "application/ld+json",
+        "application/rdf+xml",
+        "application/pdf",
+        "application/octet-stream",
+        "application/zip",
+        "application/gzip",
+        "application/javascript",
+        "application/xhtml+xml",
+        "image/jpeg",
+        "image/png",
+        "image/gif",
+        "image/tiff",
+        "image/webp",
+        "image/svg+xml",
+        "audio/mpeg",
+        "video/mp4",
+    ];
+    match COMMON.iter().find(|&&c| c == value) {
+        Some(c) => MediaType::Borrowed(c),
+        None => MediaType::Owned(value.to_string()),
+    }
+}
+
 /// The attributes of one `rs:md` (document- or item-level); several `rs:md` in one element
 /// are merged (a warning says so).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -144,7 +185,7 @@ pub struct Md {
     pub datetime: Option<Timestamp>,
     pub hash: Vec<Digest>,
     pub length: Option<u64>,
-    pub media_type: Option<String>,
+    pub media_type: Option<MediaType>,
     pub encoding: Option<String>,
     /// Dump manifest path exactly as written (leading `/` or not); resolved elsewhere.
     pub path: Option<String>,
@@ -246,5 +287,29 @@ pub struct Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_media_type_reads_as_written_and_common_ones_are_not_allocated() {
+        for t in [
+            "text/plain",
+            "application/json",
+            "image/svg+xml",
+            "text/plain; charset=utf-8",
+            "Text/Plain",
+            "application/x-unknown",
+            "",
+        ] {
+            assert_eq!(media_type(t), t);
+        }
+        assert!(matches!(media_type("text/plain"), MediaType::Borrowed(_)));
+        assert!(matches!(media_type("video/mp4"), MediaType::Borrowed(_)));
+        assert!(matches!(media_type("Text/Plain"), MediaType::Owned(_)));
+        assert!(matches!(media_type("text/plain "), MediaType::Owned(_)));
     }
 }

@@ -1005,7 +1005,7 @@ fn parse_manifest(
             datetime: md.datetime,
             length: md.length,
             hash,
-            media_type: md.media_type,
+            media_type: md.media_type.map(|t| t.into_owned()),
             encoding: md.encoding,
             path: md.path,
             entry_name,

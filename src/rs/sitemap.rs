@@ -12,8 +12,8 @@
 
 use crate::rs::digest::{parse_hash_attr, Algorithm, Digest};
 use crate::rs::document::{
-    Capability, Change, Entry, Header, Link, Md, Root, Syntax, Warning, RS_NS, RS_NS_ALIASES,
-    SITEMAP_NS, XHTML_NS,
+    media_type, Capability, Change, Entry, Header, Link, Md, Root, Syntax, Warning, RS_NS,
+    RS_NS_ALIASES, SITEMAP_NS, XHTML_NS,
 };
 use crate::rs::w3c_datetime::{self, DatetimeError, Zone};
 use jiff::Timestamp;
@@ -433,7 +433,7 @@ impl<R: BufRead> SitemapReader<R> {
                 }
                 Tag::Rs(Name::Mimetype) => {
                     self.read_text(empty, "rs:mimetype")?;
-                    md.media_type = Some(self.st.text.trim().to_string());
+                    md.media_type = Some(media_type(self.st.text.trim()));
                     self.st.alpha_item = true;
                     self.st.refresh_syntax();
                 }
@@ -503,9 +503,9 @@ impl<R: BufRead> SitemapReader<R> {
         #[cfg(test)]
         PLAIN_ENTRIES.with(|c| c.set(c.get() + 1));
         let line = 1 + self.st.lead_newlines + self.xml.get_ref().newlines + plain.newlines;
-        let text = |r: &std::ops::Range<usize>| {
-            std::str::from_utf8(&bytes[r.clone()]).expect("checked to be ASCII")
-        };
+        // One check of the whole entry (ASCII, as `plain_url` found it), not one per value.
+        let all = std::str::from_utf8(&bytes[..plain.end]).expect("checked to be ASCII");
+        let text = |r: &std::ops::Range<usize>| &all[r.clone()];
         let st = &mut self.st;
         let result = (|| {
             st.line = line;
@@ -1229,7 +1229,7 @@ fn md_attr(
             }
         }
         "length" => md.length = Some(st.number("rs:md length", value)?),
-        "type" => md.media_type = Some(value.trim().to_string()),
+        "type" => md.media_type = Some(media_type(value.trim())),
         "encoding" => md.encoding = Some(value.trim().to_string()),
         "path" => md.path = Some(value.trim().to_string()),
         _ => {}
@@ -1440,7 +1440,8 @@ struct State {
 /// times).
 #[derive(Default)]
 struct LastOrigin {
-    /// `scheme://host[:port]` as the URL serialises it, and that URL with path `/`.
+    /// `scheme://host[:port]` as the URL serialises it, and a URL of that origin without
+    /// query or fragment (its path is replaced).
     last: Option<(String, Url)>,
 }
 
@@ -1469,6 +1470,8 @@ impl LastOrigin {
     }
 
     fn remember(&mut self, u: &Url) {
+        /// The longest path kept in the remembered URL.
+        const KEPT_PATH: usize = 128;
         if !matches!(u.scheme(), "http" | "https") || u.cannot_be_a_base() {
             return;
         }
@@ -1476,8 +1479,14 @@ impl LastOrigin {
         if self.last.as_ref().is_some_and(|(p, _)| p == prefix) {
             return;
         }
+        // The path is kept, not set to `/`: `parse` replaces it whole, and a clone of this
+        // URL then has room for a path as long, so that setting one of a list's (mostly
+        // alike) paths does not grow the string again. A long one is not kept, as every
+        // URL parsed from it would carry its room.
         let mut base = u.clone();
-        base.set_path("/");
+        if base.path().len() > KEPT_PATH {
+            base.set_path("/");
+        }
         base.set_query(None);
         base.set_fragment(None);
         self.last = Some((prefix.to_string(), base));
@@ -2731,6 +2740,21 @@ mod tests {
             }
         }
         assert!(o.parse("http://example.org:8080/r/0001/x.txt").is_some());
+        // Whatever the path of the URL remembered, a parse gives the URL parsed.
+        for first in [
+            "http://example.org/a/much/longer/path/than/the/next/ones/0001.txt",
+            "http://example.org/",
+            "http://example.org/x",
+        ] {
+            let mut o = LastOrigin::default();
+            o.remember(&Url::parse(first).unwrap());
+            for v in [
+                "http://example.org/b",
+                "http://example.org/r/0002/a-much-longer-path.txt",
+            ] {
+                assert_eq!(o.parse(v), Url::parse(v).ok(), "{first} {v}");
+            }
+        }
         let mut files = LastOrigin::default();
         files.remember(&Url::parse("file:///tmp/x").unwrap());
         assert!(files.parse("file:///tmp/y").is_none());

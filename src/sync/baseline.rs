@@ -562,7 +562,11 @@ fn version_from(
         md5_hex: Some(f.computed.md5_hex.clone()),
         sha1_hex: f.computed.sha1_hex.clone(),
         sha256_hex: Some(f.computed.sha256_hex.clone()),
-        media_type: l.media_type.clone().or_else(|| f.media_type.clone()),
+        media_type: l
+            .media_type
+            .as_deref()
+            .map(str::to_string)
+            .or_else(|| f.media_type.clone()),
         arrived_via: f.via,
         fetched_from: Some(f.final_url.to_string()),
         etag: f.etag.clone(),

@@ -39,7 +39,7 @@ pub struct Event {
     /// The time used for ordering when `time` is None: the previous entry's.
     pub order_time: Option<Timestamp>,
     pub declared: Declared,
-    pub media_type: Option<String>,
+    pub media_type: Option<crate::rs::document::MediaType>,
     pub duplicates: Vec<Url>,
     pub document: String,
     pub line: u64,

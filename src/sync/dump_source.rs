@@ -11,7 +11,7 @@
 use crate::error::SourceError;
 use crate::net::fetch::fetch_to_staging;
 use crate::net::{Expected, Http, Scope};
-use crate::rs::document::{Capability, Root};
+use crate::rs::document::{media_type, Capability, Root};
 use crate::rs::dump::{DumpLimits, Package, StageError};
 use crate::rs::sitemap::ReadOptions;
 use crate::store::ObjectStore;
@@ -195,7 +195,7 @@ impl DumpSnapshot {
                     length: item.length,
                     digests: item.hash.clone(),
                 },
-                media_type: item.media_type.clone(),
+                media_type: item.media_type.as_deref().map(media_type),
                 duplicates: Vec::new(),
                 document: document.clone(),
                 line: item.line,

@@ -482,7 +482,11 @@ fn apply_collection(
                             md5_hex: Some(f.computed.md5_hex.clone()),
                             sha1_hex: f.computed.sha1_hex.clone(),
                             sha256_hex: Some(f.computed.sha256_hex.clone()),
-                            media_type: e.media_type.clone().or_else(|| f.media_type.clone()),
+                            media_type: e
+                                .media_type
+                                .as_deref()
+                                .map(str::to_string)
+                                .or_else(|| f.media_type.clone()),
                             arrived_via: "http",
                             fetched_from: Some(f.final_url.to_string()),
                             etag: f.etag.clone(),

@@ -426,9 +426,9 @@ fn read_share(
                 .as_i64_or_null()
                 .map_err(rusqlite::Error::from)?
                 .map(|n| n as u64),
-            md5_hex: text(r, 4)?,
+            md5_hex: Hexed::read(r, 4)?,
             sha1_hex: text(r, 5)?,
-            sha256_hex: text(r, 6)?,
+            sha256_hex: Hexed::read(r, 6)?,
         };
         let declared_length = r
             .get_ref(7)?
@@ -505,6 +505,11 @@ fn top(key: &Key, bits: u32) -> u32 {
 /// decoder, then a digit-by-digit match, each took a tenth of an audit's reading of the
 /// catalog).
 fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
+    hex_digits(s.as_bytes())
+}
+
+/// [`hex_bytes`] of bytes (no need for them to be checked as UTF-8 first).
+fn hex_digits<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
     /// The value of a lower-case hex digit; 16 for anything else.
     const NIBBLE: [u8; 256] = {
         let mut t = [16u8; 256];
@@ -520,7 +525,6 @@ fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
         }
         t
     };
-    let s = s.as_bytes();
     if s.len() != 2 * N {
         return None;
     }
@@ -572,7 +576,9 @@ pub fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
         o[0] = DIGITS[(b >> 4) as usize];
         o[1] = DIGITS[(b & 15) as usize];
     }
-    std::str::from_utf8(&out[..2 * bytes.len()]).expect("hex digits are ASCII")
+    let out = &out[..2 * bytes.len()];
+    // SAFETY: every byte of `out` was just written from DIGITS (ASCII); the rest is not read.
+    unsafe { std::str::from_utf8_unchecked(out) }
 }
 
 /// One catalog row, borrowed.
@@ -581,9 +587,53 @@ struct Row<'a> {
     deleted: bool,
     lastmod: Option<&'a str>,
     length_bytes: Option<u64>,
-    md5_hex: Option<&'a str>,
+    md5_hex: Hexed<'a, 16>,
     sha1_hex: Option<&'a str>,
-    sha256_hex: Option<&'a str>,
+    sha256_hex: Hexed<'a, 32>,
+}
+
+/// A digest column as read: N bytes when it is 2N lower-case hex digits (nearly every row),
+/// taken from the column's bytes without checking them as UTF-8 first; anything else as the
+/// text it is (checked as UTF-8, as every text column is).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Hexed<'a, const N: usize> {
+    #[default]
+    Null,
+    Bytes([u8; N]),
+    Text(&'a str),
+}
+
+impl<'a, const N: usize> Hexed<'a, N> {
+    fn read(r: &'a rusqlite::Row<'_>, i: usize) -> Result<Self, rusqlite::Error> {
+        let value = r.get_ref(i)?;
+        if let rusqlite::types::ValueRef::Text(b) = value {
+            if let Some(d) = hex_digits::<N>(b) {
+                return Ok(Hexed::Bytes(d));
+            }
+        }
+        Ok(match value.as_str_or_null()? {
+            Some(s) => Hexed::Text(s),
+            None => Hexed::Null,
+        })
+    }
+
+    /// None without a value; Some(None) for a value that is not 2N lower-case hex digits.
+    fn bytes(&self) -> Option<Option<[u8; N]>> {
+        match self {
+            Hexed::Null => None,
+            Hexed::Bytes(b) => Some(Some(*b)),
+            Hexed::Text(s) => Some(hex_bytes::<N>(s)),
+        }
+    }
+
+    /// The text the column holds.
+    fn text(&self) -> Option<String> {
+        match self {
+            Hexed::Null => None,
+            Hexed::Bytes(b) => Some(to_hex(b)),
+            Hexed::Text(s) => Some(s.to_string()),
+        }
+    }
 }
 
 /// A catalog lastmod as the catalog's reader takes it (`str::parse::<Timestamp>`, unparseable
@@ -607,8 +657,8 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
     if st.deleted {
         slot.has |= has::DELETED;
     }
-    if let Some(h) = st.sha256_hex {
-        match hex_bytes::<32>(h) {
+    if let Some(h) = st.sha256_hex.bytes() {
+        match h {
             Some(b) => {
                 slot.sha256 = b;
                 slot.has |= has::SHA256;
@@ -616,8 +666,8 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
             None => fits = false,
         }
     }
-    if let Some(h) = st.md5_hex {
-        match hex_bytes::<16>(h) {
+    if let Some(h) = st.md5_hex.bytes() {
+        match h {
             Some(b) => {
                 slot.md5 = b;
                 slot.has |= has::MD5;
@@ -654,9 +704,9 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
                 deleted: st.deleted,
                 lastmod,
                 length_bytes: st.length_bytes,
-                md5_hex: st.md5_hex.map(str::to_string),
+                md5_hex: st.md5_hex.text(),
                 sha1_hex: st.sha1_hex.map(str::to_string),
-                sha256_hex: st.sha256_hex.map(str::to_string),
+                sha256_hex: st.sha256_hex.text(),
             },
         );
     }
@@ -679,6 +729,43 @@ mod tests {
         assert_eq!(hex_bytes::<2>("abc"), None);
         assert_eq!(hex_bytes::<2>("abcg"), None);
         assert_eq!(hex_bytes::<2>("00ff"), Some([0, 255]));
+    }
+
+    #[test]
+    fn a_digest_column_is_read_as_bytes_only_when_its_text_gives_them_back() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let md5 = "d8314ff333963f20f75f7718b9a190dd";
+        for (value, want) in [
+            (
+                Some(md5.to_string()),
+                Hexed::Bytes(hex_bytes::<16>(md5).unwrap()),
+            ),
+            (Some(md5.to_uppercase()), Hexed::Text("")),
+            (Some(md5[..30].to_string()), Hexed::Text("")),
+            (Some(format!("{md5}0")), Hexed::Text("")),
+            (Some(String::new()), Hexed::Text("")),
+            (None, Hexed::Null),
+        ] {
+            conn.query_row("SELECT ?1", [&value], |r| {
+                let got = Hexed::<16>::read(r, 0).unwrap();
+                match (got, want) {
+                    (Hexed::Text(s), Hexed::Text(_)) => {
+                        assert_eq!(Some(s), value.as_deref());
+                        assert_eq!(got.bytes(), Some(None));
+                    }
+                    _ => assert_eq!(got, want, "{value:?}"),
+                }
+                assert_eq!(got.text(), value, "{value:?}");
+                Ok(())
+            })
+            .unwrap();
+        }
+        // Text that is not UTF-8 is refused, as the text columns refuse it.
+        conn.query_row("SELECT CAST(x'ff' AS TEXT)", [], |r| {
+            assert!(Hexed::<16>::read(r, 0).is_err());
+            Ok(())
+        })
+        .unwrap();
     }
 
     #[test]

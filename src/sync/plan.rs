@@ -25,7 +25,7 @@ pub struct Declared {
 pub struct Listed {
     pub uri: Url,
     pub declared: Declared,
-    pub media_type: Option<String>,
+    pub media_type: Option<crate::rs::document::MediaType>,
     /// `rs:ln rel="duplicate"` mirrors in `pri` order.
     pub duplicates: Vec<Url>,
     /// Where it was listed: document URL (shared by every entry of the document) and line.
