@@ -430,14 +430,11 @@ mod tests {
             inputs.sort();
             inputs.dedup();
         }
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = crate::rs::w3c_datetime::test_values::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..2000 {
             let mut s = String::new();
             for _ in 0..12 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push_str(pieces[(x % pieces.len() as u64) as usize]);
+                s.push_str(pieces[(next() % pieces.len() as u64) as usize]);
             }
             inputs.push(s);
         }

@@ -230,7 +230,7 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// Deterministic values for the differential tests of the date readers.
+/// Deterministic values for the differential tests (dates, digest tokens).
 #[cfg(test)]
 pub(crate) mod test_values {
     /// A xorshift64 sequence from `seed`.
