@@ -238,14 +238,19 @@ class Harness:
         a file costs about three times as much here (long inode hash chains, slab reclaim), so a
         baseline got slower over a section while the fetch limit, measured first and writing
         nothing, did not. Needs root; without it the table says so."""
+        if self.drop_caches():
+            self.warm(state_dir)
+
+    def drop_caches(self):
+        """sync, then drop the page, dentry and inode caches; False (and noted) without root."""
         os.sync()
         try:
             with open("/proc/sys/vm/drop_caches", "w") as f:
                 f.write("3\n")
         except OSError as e:
-            self.cache_note = f"caches were not dropped before fetching runs ({e.strerror})"
-            return
-        self.warm(state_dir)
+            self.cache_note = f"caches were not dropped before fetching runs and index audits ({e.strerror})"
+            return False
+        return True
 
     @staticmethod
     def warm(folder):
@@ -448,14 +453,22 @@ class Harness:
             m = re.search(r"Status:\s+IN SYNC \(same=(\d+)", log)
             return None if m and int(m.group(1)) == n else "no 'Status: IN SYNC (same=N'"
 
-        # Both tools audit a warm mirror: the 1,000,000 object files' inodes and the lists are read
-        # into the caches first (otherwise the first run, whichever tool, reads them from disk).
-        subprocess.run(["sh", "-c", 'du -s "$1" >/dev/null; cat "$2"/*.xml >/dev/null',
-                        "sh", os.path.join(mirror, "objects"), os.path.join(out, "site", "idx")],
-                       stdin=subprocess.DEVNULL, check=False)
+        def fresh_index_caches(tool):
+            """Each run audits a warm mirror from the same memory state: the caches dropped
+            (what the other tool's run left there, a million more dentries and inodes, made the
+            next run slower), then the lists and this tool's 1,000,000 object files (inodes;
+            rsmirror: and its catalog) read in, untimed."""
+            self.drop_caches()
+            objects, more = ((os.path.join(mirror, "objects"), pristine) if tool == "rsmirror"
+                             else (dst, os.devnull))
+            subprocess.run(["sh", "-c", 'du -s "$1" >/dev/null; cat "$2"/*.xml "$3" >/dev/null',
+                            "sh", objects, os.path.join(out, "site", "idx"), more],
+                           stdin=subprocess.DEVNULL, check=False)
+
         for rep in range(1, self.reps + 1):
             order = self.tools if rep % 2 else list(reversed(self.tools))
             for tool in order:
+                fresh_index_caches(tool)
                 if tool == "rsmirror":
                     # Every run starts from the same catalog (an audit records its findings).
                     for extra in ("-wal", "-shm"):
@@ -508,7 +521,8 @@ class Harness:
                          f"BENCH_INDEX_N={self.index_n} BENCH_STEPS={','.join(self.steps)} "
                          f"BENCH_TOOLS={os.environ.get('BENCH_TOOLS', 'rsmirror,resync')}"),
             ("caches", self.cache_note or "dropped before every fetching run (the fetch limit and both baselines), "
-                                          "then the served files read back in"),
+                                          "then the served files read back in; and before every index audit, "
+                                          "then the lists and that tool's mirror read back in"),
         ]
 
     def stats(self, section, step, tool):
