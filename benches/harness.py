@@ -497,7 +497,10 @@ class Harness:
         osname = re.search(r'^PRETTY_NAME="?([^"\n]*)', read("/etc/os-release"), re.M)
         crate = self.a.crate
         commit = cmd_out(["git", "-C", crate, "rev-parse", "--short=12", "HEAD"]) or "unknown"
-        if cmd_out(["git", "--no-optional-locks", "-C", crate, "status", "--porcelain", "--untracked-files=no"]):
+        # The results file itself (left modified by an earlier run) is not a change to what is
+        # measured.
+        if cmd_out(["git", "--no-optional-locks", "-C", crate, "status", "--porcelain", "--untracked-files=no",
+                    "--", ".", ":(exclude)benches/RESULTS.md"]):
             commit += " + uncommitted changes"
         resync = (f"resync {cmd_out([os.path.join(os.path.dirname(self.a.resync), 'pip'), 'show', 'resync']).split('Version: ')[-1].splitlines()[0]}"
                   f" ({cmd_out([os.path.join(os.path.dirname(self.a.resync), 'python'), '--version'])})"
