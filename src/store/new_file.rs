@@ -394,7 +394,8 @@ mod tests {
                 Ok(()) => assert_eq!(std::fs::read(&dest).unwrap(), name.as_bytes()),
                 // An unprivileged caller on a kernel before 6.10: link_fd falls back.
                 Err(e) if name == "descriptor" => {
-                    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}")
+                    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+                    continue;
                 }
                 Err(e) => panic!("{name}: {e}"),
             }
