@@ -258,21 +258,7 @@ fn link_fd(file: &File, dest: &Path) -> io::Result<()> {
 #[cfg(target_os = "linux")]
 fn link_descriptor(file: &File, to: &std::ffi::CStr) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
-    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
-    let r = unsafe {
-        libc::linkat(
-            file.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_EMPTY_PATH,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    linkat(file.as_raw_fd(), c"", to, libc::AT_EMPTY_PATH)
 }
 
 /// `linkat` of the file's `/proc/self/fd` entry, following that link.
@@ -281,16 +267,19 @@ fn link_through_proc(file: &File, to: &std::ffi::CStr) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
     let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .expect("no NUL in a number");
-    // SAFETY: both arguments are valid NUL-terminated strings that outlive the call.
-    let r = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
+    linkat(libc::AT_FDCWD, &from, to, libc::AT_SYMLINK_FOLLOW)
+}
+
+/// `linkat(from_dir, from, AT_FDCWD, to, flags)`.
+#[cfg(target_os = "linux")]
+fn linkat(
+    from_dir: libc::c_int,
+    from: &std::ffi::CStr,
+    to: &std::ffi::CStr,
+    flags: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
+    let r = unsafe { libc::linkat(from_dir, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), flags) };
     if r == 0 {
         Ok(())
     } else {

@@ -2,9 +2,10 @@
 //!
 //! This layout is a contract (README, "The mirror on disk"): scripts may read objects by
 //! sha256. Objects are write-once: a verified new file is linked or renamed into place
-//! ([`NewFile`]), never written in place, so a crash leaves either the old state or the new one. Durability is arranged per
-//! batch by [`ObjectStore::sync`] (one `syncfs`) before the catalog transaction that references
-//! the batch commits. Source strings never become file names.
+//! ([`NewFile`]), never written in place, so a crash leaves either the old state or the new
+//! one. Durability is arranged per batch by [`ObjectStore::sync`] (one `syncfs`) before the
+//! catalog transaction that references the batch commits. Source strings never become file
+//! names.
 //!
 //! One fan-out level (256 folders, as git does): creating a folder allocates an inode as a file
 //! does, and the two levels used before (65,536 folders) made nearly every object of a large
@@ -555,7 +556,7 @@ impl ObjectStore {
                 } = next_fan()?;
                 let mut measured = measured.into_iter();
                 for (name, _) in listing.iter() {
-                    let placed = is_sha256_hex(name) && name[0..2] == *a;
+                    let placed = placed_in(a, name);
                     f(Visited {
                         name,
                         folder: &folder,
@@ -585,7 +586,7 @@ impl Fan {
             false => Vec::new(),
             true => listing
                 .iter()
-                .filter(|&(name, _)| is_sha256_hex(name) && name[0..2] == *a)
+                .filter(|&(name, _)| placed_in(a, name))
                 .map(|(name, _)| folder.metadata(name))
                 .collect(),
         };
@@ -600,6 +601,12 @@ impl Fan {
 /// A fan-out folder's name: two lower-case hex digits.
 fn is_fan(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Whether `name`, in the fan-out folder `fan`, sits where an object of that name belongs.
+/// The walk and the metadata taken ahead of it must agree on this entry for entry.
+fn placed_in(fan: &str, name: &str) -> bool {
+    is_sha256_hex(name) && name[0..2] == *fan
 }
 
 pub fn is_sha256_hex(s: &str) -> bool {

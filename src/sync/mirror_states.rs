@@ -617,12 +617,13 @@ impl<'a, const N: usize> Hexed<'a, N> {
         })
     }
 
-    /// None without a value; Some(None) for a value that is not 2N lower-case hex digits.
+    /// None without a value; Some(None) for a value that is not 2N lower-case hex digits
+    /// (`read` made it `Text` because it is not).
     fn bytes(&self) -> Option<Option<[u8; N]>> {
         match self {
             Hexed::Null => None,
             Hexed::Bytes(b) => Some(Some(*b)),
-            Hexed::Text(s) => Some(hex_bytes::<N>(s)),
+            Hexed::Text(_) => Some(None),
         }
     }
 
