@@ -132,6 +132,8 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
             objects: m.objects.clone(),
         };
         let planned = plan_all(&docs, &inputs, rs, &states)?;
+        // Built again by `m.finish`, whatever the outcome.
+        m.catalog.defer_object_index()?;
         let mut writer = Writer::new(&mut m.catalog, &m.objects, run_id);
         for p in planned {
             apply_collection(

@@ -93,6 +93,8 @@ impl OpenMirror {
             Err(e) => e.exit(),
         };
         summary.exit_code = exit.code();
+        // Whatever the outcome: a first load may have deferred it.
+        self.catalog.build_object_index()?;
         let outcome = match exit {
             Exit::Ok => "ok",
             Exit::Partial => "partial",

@@ -21,6 +21,7 @@ const ABC: &[&str] = &["/res/a.txt", "/res/b.txt", "/res/c.txt"];
 fn run_ok(source: &str, mirror: &std::path::Path) {
     let out = baseline(source, mirror).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr_of(&out));
+    assert_eq!(object_index(mirror).as_deref(), Some(OBJECT_INDEX_SQL));
 }
 
 #[test]
@@ -184,6 +185,8 @@ fn assert_partial(srv: &TestServer, tree: &str, good: &[&str], class: &str, need
         assert!(err.contains(n), "{tree}: {err:?} lacks {n:?}");
     }
     assert_mirror_is(dir.path(), &srv.base(), &testdata(tree), good);
+    // Built again at the end of a run that failed in part, as of one that did not.
+    assert_eq!(object_index(dir.path()).as_deref(), Some(OBJECT_INDEX_SQL));
     let problems = last_run_problems(dir.path());
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].1, class);
@@ -440,7 +443,13 @@ fn sigkill_mid_run_then_rerun_converges() {
         "the kill came too late to test anything ({landed} landed)"
     );
     assert_consistent(dir.path());
+    assert_eq!(
+        object_index(dir.path()),
+        None,
+        "the first load runs without the index of versions by object"
+    );
 
+    // The re-run's open builds it before anything else (its own load is not a first one).
     srv.set_delay(Duration::ZERO);
     run_ok(&srv.url("/resourcelist.xml"), dir.path());
     let reference = tempfile::tempdir().unwrap();

@@ -59,6 +59,21 @@ pub fn version_count(mirror: &Path) -> i64 {
         .unwrap()
 }
 
+/// The definition of the index of versions by object, as the catalog holds it; `None` when
+/// the catalog has none (a first baseline drops it while loading and builds it at the end).
+pub fn object_index(mirror: &Path) -> Option<String> {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    conn.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'versions_by_object'",
+        [],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+/// The index of versions by object exactly as `schema.sql` defines it.
+pub const OBJECT_INDEX_SQL: &str = "CREATE INDEX versions_by_object ON versions(sha256_hex)";
+
 /// The sync point of the only collection: (at, anchored).
 pub fn sync_point(mirror: &Path) -> Option<(Option<String>, bool)> {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
