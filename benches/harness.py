@@ -240,6 +240,27 @@ class Harness:
         nothing, did not. Needs root; without it the table says so."""
         if self.drop_caches():
             self.warm(state_dir)
+        self.settle()
+
+    @staticmethod
+    def settle(idle=0.95, window=0.5, longest=30.0):
+        """Wait (untimed) until the machine is idle: the CPUs at least `idle` idle over a
+        `window` of seconds, for at most `longest` seconds. Dropping the caches and reading a
+        mirror back in leave the kernel busy for seconds after (freeing a million dentries and
+        inodes, writing back), and a run started at once shared the CPUs with it: the 1M index
+        audit took 2.75-3.39 s straight after the warm-up and 2.55-2.66 s fifteen seconds later,
+        run for run."""
+        def busy_idle():
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+            return sum(v), v[3] + v[4]  # idle + iowait
+        deadline = time.monotonic() + longest
+        while time.monotonic() < deadline:
+            t0, i0 = busy_idle()
+            time.sleep(window)
+            t1, i1 = busy_idle()
+            if t1 > t0 and (i1 - i0) / (t1 - t0) >= idle:
+                return
 
     def drop_caches(self):
         """sync, then drop the page, dentry and inode caches; False (and noted) without root."""
@@ -457,24 +478,28 @@ class Harness:
             """Each run audits a warm mirror from the same memory state: the caches dropped
             (what the other tool's run left there, a million more dentries and inodes, made the
             next run slower), then the lists and this tool's 1,000,000 object files (inodes;
-            rsmirror: and its catalog) read in, untimed."""
+            rsmirror: and its catalog) read in, untimed; then a wait for the machine to settle."""
+            if tool == "rsmirror":
+                # Every run starts from the same catalog (an audit records its findings),
+                # restored before the caches are dropped, so that its 678 MB are written back
+                # by then rather than during the run.
+                for extra in ("-wal", "-shm"):
+                    if os.path.exists(catalog + extra):
+                        os.unlink(catalog + extra)
+                shutil.copyfile(pristine, catalog)
             self.drop_caches()
-            objects, more = ((os.path.join(mirror, "objects"), pristine) if tool == "rsmirror"
+            objects, more = ((os.path.join(mirror, "objects"), catalog) if tool == "rsmirror"
                              else (dst, os.devnull))
             subprocess.run(["sh", "-c", 'du -s "$1" >/dev/null; cat "$2"/*.xml "$3" >/dev/null',
                             "sh", objects, os.path.join(out, "site", "idx"), more],
                            stdin=subprocess.DEVNULL, check=False)
+            self.settle()
 
         for rep in range(1, self.reps + 1):
             order = self.tools if rep % 2 else list(reversed(self.tools))
             for tool in order:
                 fresh_index_caches(tool)
                 if tool == "rsmirror":
-                    # Every run starts from the same catalog (an audit records its findings).
-                    for extra in ("-wal", "-shm"):
-                        if os.path.exists(catalog + extra):
-                            os.unlink(catalog + extra)
-                    shutil.copyfile(pristine, catalog)
                     self.run_step("index", "audit-index", tool, rep,
                                   [self.a.rsmirror, "audit", meta["index"], "--level", "size", "--mirror", mirror, "-q"],
                                   count_current)
