@@ -550,7 +550,8 @@ class Harness:
                          f"BENCH_TOOLS={os.environ.get('BENCH_TOOLS', 'rsmirror,resync')}"),
             ("caches", self.cache_note or "dropped before every fetching run (the fetch limit and both baselines), "
                                           "then the served files read back in; and before every index audit, "
-                                          "then the lists and that tool's mirror read back in"),
+                                          "then the lists and that tool's mirror read back in; after each read-back, "
+                                          "a wait for both CPUs to be 95% idle"),
         ]
 
     def stats(self, section, step, tool):
