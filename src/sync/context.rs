@@ -87,14 +87,18 @@ impl OpenMirror {
         mut summary: Summary,
         result: Result<(), Error>,
     ) -> Result<Outcome, Error> {
+        // Whatever the outcome: a first load may have deferred it. Should that fail, the run
+        // fails with it, recorded as such (its versions stand; the next open builds the index).
+        let result = match (result, self.catalog.build_object_index()) {
+            (Ok(()), Err(e)) => Err(e.into()),
+            (result, _) => result,
+        };
         let exit = match &result {
             Ok(()) if partial(&summary) => Exit::Partial,
             Ok(()) => Exit::Ok,
             Err(e) => e.exit(),
         };
         summary.exit_code = exit.code();
-        // Whatever the outcome: a first load may have deferred it.
-        self.catalog.build_object_index()?;
         let outcome = match exit {
             Exit::Ok => "ok",
             Exit::Partial => "partial",
