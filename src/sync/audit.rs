@@ -50,6 +50,12 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
     }
     let _lock = MirrorLock::acquire(&s.mirror)?;
     let catalog = Catalog::open(&s.mirror)?;
+    // Its reads are sequential (its share of the states load, the URIs in order for the report),
+    // so SQLite's default 2 MB page cache only added to the peak: 1.5 MB of a 1M audit's 97.
+    catalog
+        .conn()
+        .execute_batch("PRAGMA cache_size = -512")
+        .map_err(StoreError::from)?;
     catalog.abandon_unfinished_runs()?;
     let source = match s.offline {
         true => None,
