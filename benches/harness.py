@@ -145,6 +145,7 @@ class Harness:
         self.timeout = float(os.environ.get("BENCH_TIMEOUT", "3600"))
         self.cache_note = None
         self.memory_note = "not checked"
+        self.page_reporting_was = None
         self.runs = []
         self.sections = []  # (key, title, meta)
         self.logs = os.path.join(self.work, "logs")
@@ -713,7 +714,9 @@ class Harness:
     def hold_free_memory(self):
         """Keep the guest's free memory backed by the host for the run: disable free page
         reporting (a virtio-balloon guest hands free memory back to the host a moment after it
-        is freed), then touch the free memory once. Returns the setting to restore, or None.
+        is freed), then touch the free memory once. The setting to restore goes into
+        `self.page_reporting_was` as soon as it is changed: main's `finally` restores it, also
+        when the touch is interrupted.
 
         On the benchmark VM (Firecracker) a page handed back costs about 14 µs the next time the
         guest touches it (11 GB written to tmpfs: 39 s). The harness drops the caches before
@@ -725,13 +728,13 @@ class Harness:
         steady state takes new page cache from old page cache, not from the host."""
         if os.environ.get("BENCH_PAGE_REPORTING") == "keep":
             self.memory_note = "free page reporting left as it was (BENCH_PAGE_REPORTING=keep)"
-            return None
+            return
         try:
             with open(PAGE_REPORTING) as f:
                 old = f.read().strip()
         except OSError:
             self.memory_note = "no free page reporting to turn off"
-            return None
+            return
         try:
             # Only free blocks of at least this order are reported; the allocator's largest
             # is 10, so 11 reports nothing.
@@ -739,7 +742,8 @@ class Harness:
                 f.write("11\n")
         except OSError as e:
             self.memory_note = f"free page reporting (order {old}) could not be turned off ({e.strerror})"
-            return None
+            return
+        self.page_reporting_was = old
         with open("/proc/meminfo") as f:
             free_kib = int(re.search(r"^MemFree:\s*(\d+)", f.read(), re.M).group(1))
         chunk = 256 << 20
@@ -752,7 +756,6 @@ class Harness:
         self.memory_note = (f"free page reporting to the host (page_reporting_order {old}) turned off for the "
                             f"run and restored after; {count * chunk / 1e9:.1f} GB of free memory touched once "
                             f"beforehand ({time.monotonic() - started:.0f} s)")
-        return old
 
     def main(self):
         print(f"== steps {self.steps}, tools {self.tools}, N {self.ns}, reps {self.reps}", file=sys.stderr)
@@ -760,8 +763,8 @@ class Harness:
         # Leftovers of an interrupted harness; removed before the source is generated, which
         # gives the file system time before the first timed run.
         shutil.rmtree(runs_root, ignore_errors=True)
-        reporting = self.hold_free_memory()
         try:
+            self.hold_free_memory()
             for n in self.ns:
                 if any(s != "audit-index" for s in self.steps):
                     self.section_n(n)
@@ -769,9 +772,9 @@ class Harness:
                 self.section_index()
             self.write()
         finally:
-            if reporting is not None:
+            if self.page_reporting_was is not None:
                 with open(PAGE_REPORTING, "w") as f:
-                    f.write(reporting + "\n")
+                    f.write(self.page_reporting_was + "\n")
             shutil.rmtree(runs_root, ignore_errors=True)
 
 
