@@ -122,7 +122,8 @@ pub struct BaselineArgs {
     /// Print the plan and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Parallel transfers.
+    /// Transfers in flight at once (plain-http sources: on a thread per core, several
+    /// connections each).
     #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
     #[command(flatten)]
@@ -155,7 +156,8 @@ pub struct IncrementalArgs {
     /// Print the changes that would be applied and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Parallel transfers.
+    /// Transfers in flight at once (plain-http sources: on a thread per core, several
+    /// connections each).
     #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
     #[command(flatten)]

@@ -181,6 +181,11 @@ pub struct Http {
     /// `--map` prefixes, normalised, longest first so the most specific one wins.
     maps: Vec<(String, PathBuf)>,
     pacing: HostPacing,
+    /// The `User-Agent` sent (the configured one, or [`default_user_agent`]).
+    user_agent: String,
+    /// No proxy is configured (ureq takes one from the environment): requests may go straight
+    /// to the host, as [`Multi`](crate::net::multi::Multi) sends them.
+    direct: bool,
 }
 
 impl std::fmt::Debug for Http {
@@ -214,9 +219,10 @@ impl Http {
             // Redirects are ours: every hop goes through the scope.
             .max_redirects(0)
             .http_status_as_error(false)
-            .user_agent(user_agent)
+            .user_agent(user_agent.clone())
             .accept_encoding("identity")
             .build();
+        let direct = config.proxy().is_none();
         let resolver = Arc::new(CachingResolver::<
             ureq::unversioned::resolver::DefaultResolver,
         >::default());
@@ -240,6 +246,8 @@ impl Http {
             cfg,
             maps,
             pacing: HostPacing::new(Duration::ZERO),
+            user_agent,
+            direct,
         }
     }
 
@@ -263,6 +271,21 @@ impl Http {
 
     pub fn config(&self) -> &HttpConfig {
         &self.cfg
+    }
+
+    pub(crate) fn user_agent(&self) -> &str {
+        &self.user_agent
+    }
+
+    /// Whether a GET of `url` may be sent by [`Multi`](crate::net::multi::Multi), outside
+    /// this agent: plain `http`, not under a `--map` prefix, no `--delay` to keep, no proxy.
+    /// The scope is the caller's to check, as for every GET.
+    pub(crate) fn sends_directly(&self, url: &Url) -> bool {
+        self.direct
+            && url.scheme() == "http"
+            && url.host_str().is_some()
+            && self.pacing.delay.is_zero()
+            && self.map_for(url).is_none()
     }
 
     /// GET with retries and scope-checked redirects; conditional when validators are given.
@@ -297,40 +320,59 @@ impl Http {
         validators: &Validators,
         retries: &mut Retries<'_>,
     ) -> Result<DocumentResponse, FetchError> {
-        let mut current = url.clone();
-        let mut came_from: Option<Url> = None;
-        let mut hops = 0u32;
+        self.follow(url, Hops::new(url), scope, validators, retries)
+    }
+
+    /// [`Http::get_with`] for a GET of `url` whose first response, received elsewhere
+    /// ([`Multi`](crate::net::multi::Multi)), was the redirect `status` to `location`: the
+    /// hop is checked and followed exactly as if this agent had received it.
+    pub(crate) fn get_redirected(
+        &self,
+        url: &Url,
+        status: u16,
+        location: Option<&str>,
+        scope: &Scope,
+        validators: &Validators,
+        retries: &mut Retries<'_>,
+    ) -> Result<DocumentResponse, FetchError> {
+        let mut hops = Hops::new(url);
+        hops.redirect(url, status, location, self.cfg.max_redirects)?;
+        self.follow(url, hops, scope, validators, retries)
+    }
+
+    fn follow(
+        &self,
+        url: &Url,
+        mut hops: Hops,
+        scope: &Scope,
+        validators: &Validators,
+        retries: &mut Retries<'_>,
+    ) -> Result<DocumentResponse, FetchError> {
         loop {
+            let current = &hops.current;
             scope
-                .check(&current)
+                .check(current)
                 .map_err(|reason| FetchError::OutOfScope {
                     url: current.to_string(),
-                    reason: match &came_from {
+                    reason: match &hops.came_from {
                         None => reason,
                         Some(from) => format!("redirected from {from}: {reason}"),
                     },
                 })?;
-            if let Some(body) = self.mapped(&current)? {
+            if let Some(body) = self.mapped(current)? {
                 return Ok(DocumentResponse::Body(body));
             }
-            let response = self.send_with_retries(&current, validators, retries)?;
+            let response = self.send_with_retries(current, validators, retries)?;
             let status = response.status().as_u16();
             match status {
-                301 | 302 | 303 | 307 | 308 => {
-                    hops += 1;
-                    if hops > self.cfg.max_redirects {
-                        return Err(FetchError::TooManyRedirects {
-                            url: url.to_string(),
-                            max: self.cfg.max_redirects,
-                        });
-                    }
-                    let next = redirect_target(&current, &response)?;
-                    came_from = Some(std::mem::replace(&mut current, next));
+                status if is_redirect(status) => {
+                    let location = header_str(&response, header::LOCATION);
+                    hops.redirect(url, status, location, self.cfg.max_redirects)?;
                 }
                 304 if !validators.is_empty() => return Ok(DocumentResponse::NotModified),
                 // 206 would be part of a representation we never asked a range of.
                 200..=299 if status != 206 => {
-                    return Ok(DocumentResponse::Body(body_of(current, response)));
+                    return Ok(DocumentResponse::Body(body_of(hops.current, response)));
                 }
                 _ => {
                     return Err(FetchError::Status {
@@ -510,7 +552,7 @@ impl Retries<'_> {
     }
 }
 
-fn is_retryable_status(status: u16) -> bool {
+pub(crate) fn is_retryable_status(status: u16) -> bool {
     status == 429 || (500..=599).contains(&status)
 }
 
@@ -527,9 +569,50 @@ fn header_str<B>(response: &Response<B>, name: header::HeaderName) -> Option<&st
         .filter(|v| !v.is_empty())
 }
 
-fn redirect_target(current: &Url, response: &Response<ureq::Body>) -> Result<Url, FetchError> {
-    let status = response.status().as_u16();
-    let Some(location) = header_str(response, header::LOCATION) else {
+/// Where a GET stands in its chain of redirects.
+struct Hops {
+    current: Url,
+    came_from: Option<Url>,
+    hops: u32,
+}
+
+impl Hops {
+    fn new(url: &Url) -> Hops {
+        Hops {
+            current: url.clone(),
+            came_from: None,
+            hops: 0,
+        }
+    }
+
+    /// Follow a redirect `status` of the current URL to `location` (not yet scope-checked).
+    fn redirect(
+        &mut self,
+        url: &Url,
+        status: u16,
+        location: Option<&str>,
+        max: u32,
+    ) -> Result<(), FetchError> {
+        self.hops += 1;
+        if self.hops > max {
+            return Err(FetchError::TooManyRedirects {
+                url: url.to_string(),
+                max,
+            });
+        }
+        let next = redirect_target(&self.current, status, location)?;
+        self.came_from = Some(std::mem::replace(&mut self.current, next));
+        Ok(())
+    }
+}
+
+/// Whether `status` is a redirect this agent follows.
+pub(crate) fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+fn redirect_target(current: &Url, status: u16, location: Option<&str>) -> Result<Url, FetchError> {
+    let Some(location) = location.filter(|l| !l.is_empty()) else {
         return Err(FetchError::Transport {
             url: current.to_string(),
             message: format!("HTTP {status} redirect without a usable Location header"),

@@ -125,9 +125,86 @@ fn fetch(
     expected: &Expected,
     create: fn(&Path) -> io::Result<NewFile>,
 ) -> Result<Staged<NewFile>, FetchError> {
+    fetch_from(
+        http,
+        url,
+        scope,
+        staging,
+        expected,
+        create,
+        http.retries(),
+        None,
+    )
+}
+
+/// How the first attempt at a GET, made by [`Multi`](crate::net::multi::Multi), ended when it
+/// did not end for good: the blocking path takes over from there.
+#[derive(Debug)]
+pub enum Resume {
+    /// A failure another attempt may mend (connection, timeout, 429, 5xx): the attempt counts
+    /// against the budget, and the usual pause (or the server's `Retry-After`) comes first.
+    Retry {
+        error: FetchError,
+        retry_after: Option<std::time::Duration>,
+    },
+    /// A redirect, followed as if the blocking path had received it.
+    Redirect {
+        status: u16,
+        location: Option<String>,
+    },
+}
+
+/// [`fetch_new_object`] for a GET whose first attempt ended as `resume` says.
+pub fn fetch_new_object_resumed(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+    resume: Resume,
+) -> Result<Staged<NewFile>, FetchError> {
     let mut retries = http.retries();
+    let redirect = match resume {
+        Resume::Retry { error, retry_after } => match retries.next_wait(retry_after) {
+            Some(wait) => {
+                std::thread::sleep(wait);
+                None
+            }
+            None => return Err(error),
+        },
+        Resume::Redirect { status, location } => Some((status, location)),
+    };
+    let create = NewFile::create;
+    fetch_from(
+        http, url, scope, staging, expected, create, retries, redirect,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fetch_from(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+    create: fn(&Path) -> io::Result<NewFile>,
+    mut retries: Retries<'_>,
+    mut redirect: Option<(u16, Option<String>)>,
+) -> Result<Staged<NewFile>, FetchError> {
     loop {
-        match fetch_once(http, url, scope, staging, expected, create, &mut retries) {
+        // A redirect received elsewhere stands for the first response only: an attempt that
+        // starts over starts from `url`.
+        let first = redirect.take();
+        match fetch_once(
+            http,
+            url,
+            scope,
+            staging,
+            expected,
+            create,
+            &mut retries,
+            first,
+        ) {
             Ok(staged) => return Ok(staged),
             Err(Attempt::Final(e)) => return Err(e),
             Err(Attempt::Retryable(e)) => match retries.next_wait(None) {
@@ -151,6 +228,7 @@ impl From<FetchError> for Attempt {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn fetch_once(
     http: &Http,
     url: &Url,
@@ -159,13 +237,17 @@ fn fetch_once(
     expected: &Expected,
     create: fn(&Path) -> io::Result<NewFile>,
     retries: &mut Retries<'_>,
+    redirected: Option<(u16, Option<String>)>,
 ) -> Result<Staged<NewFile>, Attempt> {
-    let with_sha1 = expected
-        .digests
-        .iter()
-        .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
     // No validators: a resource fetch always wants the bytes.
-    let body = match http.get_with(url, scope, &Validators::default(), retries)? {
+    let none = Validators::default();
+    let response = match redirected {
+        None => http.get_with(url, scope, &none, retries)?,
+        Some((status, location)) => {
+            http.get_redirected(url, status, location.as_deref(), scope, &none, retries)?
+        }
+    };
+    let body = match response {
         DocumentResponse::Body(body) => body,
         DocumentResponse::NotModified => {
             return Err(Attempt::Final(FetchError::Status {
@@ -176,20 +258,11 @@ fn fetch_once(
     };
     let final_url = body.final_url.clone();
     let url_text = final_url.to_string();
-    // The server announces a different length than the source declared: no need to download.
-    if let (Some(declared), Some(announced)) = (expected.length, body.content_length) {
-        if declared != announced {
-            return Err(Attempt::Final(FetchError::LengthMismatch {
-                url: url_text,
-                expected: declared,
-                actual: announced,
-            }));
-        }
-    }
+    check_announced(&url_text, expected, body.content_length)?;
     let folder = worker_folder(staging)?;
     let mut part = create(&folder).map_err(|e| staging_error(&folder, e))?;
     let mut reader = body.reader;
-    let mut hasher = Hasher::new(with_sha1);
+    let mut hasher = hasher_for(expected);
     let mut buf = ReadBuffer::take();
     let buf = &mut buf.0;
     let mut received: u64 = 0;
@@ -201,15 +274,7 @@ fn fetch_once(
             Err(e) => return Err(Attempt::Retryable(http.read_error(&final_url, e))),
         };
         received += n as u64;
-        if let Some(declared) = expected.length {
-            if received > declared {
-                return Err(Attempt::Final(FetchError::LengthMismatch {
-                    url: url_text,
-                    expected: declared,
-                    actual: received,
-                }));
-            }
-        }
+        check_received(&url_text, expected, received)?;
         hasher.update(&buf[..n]);
         part.write_all(&buf[..n])
             .map_err(|e| staging_error(&part.describe(), e))?;
@@ -218,30 +283,10 @@ fn fetch_once(
     // while we read it lands here.
     if let Some(announced) = body.content_length {
         if received < announced {
-            return Err(Attempt::Retryable(FetchError::Transport {
-                url: url_text,
-                message: format!("truncated transfer: {received} of {announced} bytes"),
-            }));
+            return Err(Attempt::Retryable(truncated(url_text, received, announced)));
         }
     }
-    if let Some(declared) = expected.length {
-        if received != declared {
-            return Err(Attempt::Final(FetchError::LengthMismatch {
-                url: url_text,
-                expected: declared,
-                actual: received,
-            }));
-        }
-    }
-    let computed = hasher.finish();
-    if let Some(m) = mismatches(&expected.digests, &computed).into_iter().next() {
-        return Err(Attempt::Final(FetchError::DigestMismatch {
-            url: url_text,
-            algorithm: m.algorithm.to_string(),
-            expected: m.expected,
-            actual: m.actual,
-        }));
-    }
+    let computed = verify(url_text, expected, received, hasher)?;
     Ok(Staged {
         file: part,
         computed,
@@ -253,11 +298,89 @@ fn fetch_once(
     })
 }
 
+/// The hasher for a body: md5 and sha-256 always, sha-1 when a usable one was declared.
+pub(crate) fn hasher_for(expected: &Expected) -> Hasher {
+    let with_sha1 = expected
+        .digests
+        .iter()
+        .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
+    Hasher::new(with_sha1)
+}
+
+/// The server announced a length other than the source declared: no need to download.
+pub(crate) fn check_announced(
+    url: &str,
+    expected: &Expected,
+    announced: Option<u64>,
+) -> Result<(), FetchError> {
+    match (expected.length, announced) {
+        (Some(declared), Some(announced)) if declared != announced => {
+            Err(FetchError::LengthMismatch {
+                url: url.to_string(),
+                expected: declared,
+                actual: announced,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// More has arrived than the source declared: stop now.
+pub(crate) fn check_received(
+    url: &str,
+    expected: &Expected,
+    received: u64,
+) -> Result<(), FetchError> {
+    match expected.length {
+        Some(declared) if received > declared => Err(FetchError::LengthMismatch {
+            url: url.to_string(),
+            expected: declared,
+            actual: received,
+        }),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn truncated(url: String, received: u64, announced: u64) -> FetchError {
+    FetchError::Transport {
+        url,
+        message: format!("truncated transfer: {received} of {announced} bytes"),
+    }
+}
+
+/// The whole body is in: its length and every usable declared digest must match.
+pub(crate) fn verify(
+    url: String,
+    expected: &Expected,
+    received: u64,
+    hasher: Hasher,
+) -> Result<Computed, FetchError> {
+    if let Some(declared) = expected.length {
+        if received != declared {
+            return Err(FetchError::LengthMismatch {
+                url,
+                expected: declared,
+                actual: received,
+            });
+        }
+    }
+    let computed = hasher.finish();
+    if let Some(m) = mismatches(&expected.digests, &computed).into_iter().next() {
+        return Err(FetchError::DigestMismatch {
+            url,
+            algorithm: m.algorithm.to_string(),
+            expected: m.expected,
+            actual: m.actual,
+        });
+    }
+    Ok(computed)
+}
+
 /// Staging folders, one per thread (16 at most, shared beyond that): every file created in a
 /// folder takes that folder's lock, and eight workers creating files in one `staging/` spent
 /// their time waiting on it. Emptied folders are removed when a run ends
 /// ([`remove_empty_worker_folders`]) or with `staging/` when the next run starts.
-fn worker_folder(staging: &Path) -> Result<PathBuf, FetchError> {
+pub(crate) fn worker_folder(staging: &Path) -> Result<PathBuf, FetchError> {
     thread_local! {
         static MADE: std::cell::RefCell<Option<(PathBuf, PathBuf)>> =
             const { std::cell::RefCell::new(None) };
@@ -295,7 +418,7 @@ pub fn remove_empty_worker_folders(staging: &Path) {
     }
 }
 
-fn staging_error(path: &Path, e: io::Error) -> FetchError {
+pub(crate) fn staging_error(path: &Path, e: io::Error) -> FetchError {
     FetchError::Staging(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
@@ -605,5 +728,64 @@ mod tests {
         assert!(matches!(r, Err(FetchError::OutOfScope { .. })));
         assert_eq!(server.requests(), 1);
         assert!(staging_files(staging.path()).is_empty());
+    }
+
+    #[test]
+    fn a_resumed_fetch_spends_the_first_attempt_and_follows_the_first_redirect() {
+        let server = TestServer::start(|seen, _| match seen.url.as_str() {
+            "/moved-here" => reply(200, "alpha\n", &[]),
+            _ => reply(500, "no", &[]),
+        });
+        let url = server.url("/res/a.txt");
+        let scope = Scope::for_document(&url, &[]);
+        let staging = tempfile::tempdir().unwrap();
+        let expected = Expected {
+            length: Some(6),
+            digests: parse_hash_attr(&format!("md5:{MD5}")),
+        };
+        let resume = |location: &str| Resume::Redirect {
+            status: 302,
+            location: Some(location.to_string()),
+        };
+        let got = |resume| {
+            fetch_new_object_resumed(&http(), &url, &scope, staging.path(), &expected, resume)
+        };
+        // The redirect is followed from where it was received, not asked for again.
+        let staged = got(resume("/moved-here")).unwrap();
+        assert_eq!(staged.final_url, server.url("/moved-here"));
+        assert_eq!(staged.computed.md5_hex, MD5);
+        assert_eq!(server.requests(), 1);
+        // Every hop is checked against the scope.
+        let e = got(resume("http://evil.example.net/x")).unwrap_err();
+        assert!(e.is_refusal(), "{e}");
+        assert!(
+            e.to_string().contains(&format!("redirected from {url}")),
+            "{e}"
+        );
+        assert_eq!(server.requests(), 1);
+        // A failed first attempt is one of the `tries`: two more, then its error stands.
+        let first = FetchError::Status {
+            url: url.to_string(),
+            status: 503,
+        };
+        let e = got(Resume::Retry {
+            error: first,
+            retry_after: None,
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), format!("{url}: HTTP 500"));
+        assert_eq!(server.requests(), 3);
+        // A Retry-After beyond the ceiling ends it at once, with the first attempt's error.
+        let first = FetchError::Status {
+            url: url.to_string(),
+            status: 429,
+        };
+        let e = got(Resume::Retry {
+            error: first,
+            retry_after: Some(Duration::from_secs(3600)),
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), format!("{url}: HTTP 429"));
+        assert_eq!(server.requests(), 3);
     }
 }

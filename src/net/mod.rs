@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod fetch;
+pub mod multi;
 pub mod scope;
 
 pub use agent::{Body, DocumentResponse, Http, HttpConfig, Validators};

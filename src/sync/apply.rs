@@ -1,15 +1,18 @@
-//! Transfer and commit: a bounded pool of blocking HTTP workers over the shared agent, and one
-//! writer (the calling thread) that batches catalog writes.
+//! Transfer and commit: a bounded number of requests in flight (several per thread on
+//! [`Multi`]'s connections where the URLs allow, else a thread each on the blocking agent),
+//! and one writer (the calling thread) that batches catalog writes.
 //!
-//! A worker fetches into `staging/`, verifies length and digests in the same pass, and moves
+//! A fetching thread fetches into `staging/`, verifies length and digests in the same pass, and moves
 //! the verified file into the object store. The writer collects results; before each catalog
 //! transaction it makes the batch's objects durable with one `syncfs`, so a version row never
 //! references bytes a crash could lose.
 
-use crate::net::fetch::fetch_new_object;
-use crate::net::{Expected, Http, Scope};
+use crate::net::fetch::{fetch_new_object, fetch_new_object_resumed};
+use crate::net::multi::{Multi, Outcome};
+use crate::net::{Expected, FetchError, Http, Scope, Staged};
 use crate::rs::digest::Computed;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
+use crate::store::new_file::NewFile;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use std::path::Path;
 use std::sync::Arc;
@@ -56,11 +59,15 @@ pub enum JobResult {
 const RESULT_BATCH: usize = 16;
 const RESULT_AGE: Duration = Duration::from_millis(100);
 
-/// Run `jobs` on `workers` threads; `on_result` runs on the calling thread for each result
-/// (in completion order, in small batches per worker). An error from `on_result` stops the
-/// transfer (the workers finish the job in hand and exit). Workers draw jobs from `jobs` as
-/// they free up, so only the jobs in flight exist at any time (memory does not grow with the
-/// list).
+/// Run `jobs` with `workers` requests in flight; `on_result` runs on the calling thread for
+/// each result (in completion order, in small batches per thread). An error from `on_result`
+/// stops the transfer (the threads drop what they have in flight and exit). Threads draw jobs
+/// from `jobs` as they free up, so only the jobs in flight exist at any time (memory does not
+/// grow with the list).
+///
+/// When the jobs' URLs can go straight to the host ([`Multi`]), a thread per core keeps its
+/// share of the requests in flight on its own connections; otherwise each request has a
+/// thread of its own on the blocking path.
 pub fn transfer<E>(
     http: &Http,
     staging: &Path,
@@ -69,40 +76,73 @@ pub fn transfer<E>(
     workers: usize,
     mut on_result: impl FnMut(JobResult) -> Result<(), E>,
 ) -> Result<(), E> {
-    let jobs = std::sync::Mutex::new(jobs.into_iter().fuse());
+    let mut jobs = jobs.into_iter().fuse().peekable();
+    let direct = jobs
+        .peek()
+        .and_then(|job| job.urls.first())
+        .is_some_and(|url| http.sends_directly(url));
+    let (threads, per_thread) = shares(workers, direct);
+    let jobs = std::sync::Mutex::new(jobs);
     let stop = std::sync::atomic::AtomicBool::new(false);
-    // Room for results while the writer waits on a syncfs and a commit, so the workers keep
+    // Room for results while the writer waits on a syncfs and a commit, so the threads keep
     // fetching meanwhile.
     let (res_tx, res_rx) = crossbeam_channel::bounded::<Vec<JobResult>>(1024 / RESULT_BATCH);
     std::thread::scope(|s| {
-        for _ in 0..workers.max(1) {
+        for _ in 0..threads {
             let res_tx = res_tx.clone();
             let (jobs, stop) = (&jobs, &stop);
             s.spawn(move || {
-                let mut done = Vec::with_capacity(RESULT_BATCH);
-                let mut oldest = Instant::now();
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    // A panicking worker cannot leave the iterator half-advanced in a way that
-                    // matters: the others carry on with the next job.
-                    let next = jobs
-                        .lock()
+                let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+                // A panicking thread cannot leave the iterator half-advanced in a way that
+                // matters: the others carry on with the next job.
+                let next = || {
+                    jobs.lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .next();
-                    let Some(job) = next else { break };
-                    if done.is_empty() {
-                        oldest = Instant::now();
+                        .next()
+                };
+                let mut out = Handover::new(res_tx);
+                let mut multi = Multi::new(http, staging, per_thread);
+                let mut drawn_all = false;
+                while !stopped() {
+                    while !drawn_all && multi.has_room() && !stopped() {
+                        let Some(job) = next() else {
+                            drawn_all = true;
+                            break;
+                        };
+                        let first = job.urls.first().filter(|u| job.scope.check(u).is_ok());
+                        let job = match first.cloned() {
+                            Some(url) => match multi.start(url, job.expected.clone(), job) {
+                                Ok(()) => continue,
+                                Err(job) => job,
+                            },
+                            None => job,
+                        };
+                        if !out.push(run_job(http, staging, objects, job, None)) {
+                            return;
+                        }
                     }
-                    done.push(run_job(http, staging, objects, job));
-                    if done.len() >= RESULT_BATCH || oldest.elapsed() >= RESULT_AGE {
-                        let batch = std::mem::replace(&mut done, Vec::with_capacity(RESULT_BATCH));
-                        if res_tx.send(batch).is_err() {
+                    if multi.is_idle() {
+                        break;
+                    }
+                    for (job, outcome) in multi.wait() {
+                        let first = match outcome {
+                            Outcome::Fetched(staged) => Ok(*staged),
+                            Outcome::Failed(e) => Err(e),
+                            Outcome::Resume(resume) => fetch_new_object_resumed(
+                                http,
+                                &job.urls[0],
+                                &job.scope,
+                                staging,
+                                &job.expected,
+                                resume,
+                            ),
+                        };
+                        if !out.push(run_job(http, staging, objects, job, Some(first))) {
                             return;
                         }
                     }
                 }
-                if !done.is_empty() {
-                    let _ = res_tx.send(done);
-                }
+                out.flush();
             });
         }
         drop(res_tx);
@@ -115,23 +155,84 @@ pub fn transfer<E>(
                 }
             }
         }
-        // The workers finish the job in hand and start no other; dropping the receiver makes
-        // their next send fail.
+        // The threads start no other job; dropping the receiver makes their next send fail.
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         drop(res_rx);
         outcome
     })
 }
 
-fn run_job(http: &Http, staging: &Path, objects: &ObjectStore, job: Job) -> JobResult {
+/// Threads, and requests in flight per thread, for `workers` requests in flight: on
+/// [`Multi`]'s path (`direct`), no more threads than cores.
+fn shares(workers: usize, direct: bool) -> (usize, usize) {
+    let workers = workers.max(1);
+    if !direct {
+        return (workers, 1);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = workers.min(cores);
+    (threads, workers.div_ceil(threads))
+}
+
+/// A thread's results on their way to the writer, a few at a time.
+struct Handover {
+    tx: crossbeam_channel::Sender<Vec<JobResult>>,
+    done: Vec<JobResult>,
+    oldest: Instant,
+}
+
+impl Handover {
+    fn new(tx: crossbeam_channel::Sender<Vec<JobResult>>) -> Handover {
+        Handover {
+            tx,
+            done: Vec::with_capacity(RESULT_BATCH),
+            oldest: Instant::now(),
+        }
+    }
+
+    /// Add a result; false when the writer has gone.
+    fn push(&mut self, r: JobResult) -> bool {
+        if self.done.is_empty() {
+            self.oldest = Instant::now();
+        }
+        self.done.push(r);
+        if self.done.len() >= RESULT_BATCH || self.oldest.elapsed() >= RESULT_AGE {
+            let batch = std::mem::replace(&mut self.done, Vec::with_capacity(RESULT_BATCH));
+            return self.tx.send(batch).is_ok();
+        }
+        true
+    }
+
+    fn flush(self) {
+        if !self.done.is_empty() {
+            let _ = self.tx.send(self.done);
+        }
+    }
+}
+
+/// Fetch `job` from its URLs in turn until one gives verified bytes; `first` is the outcome
+/// for the first URL when it was fetched already (its scope checked).
+fn run_job(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    job: Job,
+    mut first: Option<Result<Staged<NewFile>, FetchError>>,
+) -> JobResult {
     let mut reasons = Vec::new();
     let mut all_refused = true;
     for url in &job.urls {
-        if let Err(reason) = job.scope.check(url) {
-            reasons.push(format!("{url}: refused: {reason}"));
-            continue;
-        }
-        match fetch_new_object(http, url, &job.scope, staging, &job.expected) {
+        let fetched = match first.take() {
+            Some(fetched) => fetched,
+            None => {
+                if let Err(reason) = job.scope.check(url) {
+                    reasons.push(format!("{url}: refused: {reason}"));
+                    continue;
+                }
+                fetch_new_object(http, url, &job.scope, staging, &job.expected)
+            }
+        };
+        match fetched {
             Ok(staged) => match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
                 Ok(_) => {
                     return JobResult::Fetched(
