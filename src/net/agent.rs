@@ -278,12 +278,14 @@ impl Http {
     }
 
     /// Whether a GET of `url` may be sent by [`Multi`](crate::net::multi::Multi), outside
-    /// this agent: plain `http`, not under a `--map` prefix, no `--delay` to keep, no proxy.
-    /// The scope is the caller's to check, as for every GET.
+    /// this agent: plain `http` without credentials in the URL, not under a `--map` prefix,
+    /// no `--delay` to keep, no proxy. The scope is the caller's to check, as for every GET.
     pub(crate) fn sends_directly(&self, url: &Url) -> bool {
         self.direct
             && url.scheme() == "http"
             && url.host_str().is_some()
+            && url.username().is_empty()
+            && url.password().is_none()
             && self.pacing.delay.is_zero()
             && self.map_for(url).is_none()
     }

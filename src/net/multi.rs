@@ -385,6 +385,7 @@ impl<'h, T> Multi<'h, T> {
                 return self.closed(i);
             }
             get.deadline = Instant::now() + timeout;
+            let first_on_reused = conn.used && matches!(&get.state, State::Head(h) if h.is_empty());
             match feed(get, self.staging, &self.buf[..n]) {
                 Ok(Fed::More) => {}
                 Ok(Fed::Complete { reusable }) => {
@@ -392,6 +393,11 @@ impl<'h, T> Multi<'h, T> {
                         slot.conn = None;
                     }
                     return Step::Done(finish(get));
+                }
+                // A server may answer a connection it is closing for idleness with a 408 of
+                // its own: the request never reached it, so it goes again on a fresh one.
+                Err(Outcome::Failed(FetchError::Status { status: 408, .. })) if first_on_reused => {
+                    return self.broken(i, true, String::new());
                 }
                 Err(outcome) => {
                     // The rest of the response is unread: the connection cannot be reused.
@@ -1275,6 +1281,33 @@ mod tests {
     }
 
     #[test]
+    fn a_408_on_a_kept_alive_connection_means_send_again() {
+        // The second request on every connection gets a 408 and the connection closes.
+        let srv = Raw::start(|path, n| match (path, n) {
+            ("/timeout", _) => (
+                b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n".to_vec(),
+                Then::Close,
+            ),
+            (_, 1) => (
+                b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n".to_vec(),
+                Then::Close,
+            ),
+            _ => (ok("alpha\n", ""), Then::Keep),
+        });
+        let http = Http::new(cfg());
+        let urls: Vec<Url> = (0..3).map(|i| srv.url(&format!("r/{i}"))).collect();
+        for o in run(&http, &urls, &expected(Some(6)), 1) {
+            assert_eq!(fetched(&o).computed.md5_hex, MD5);
+        }
+        assert_eq!(srv.connections(), 3);
+        assert_eq!(srv.heads.lock().unwrap().len(), 5);
+        // On a fresh connection a 408 is the answer, as on the blocking path.
+        let url = srv.url("timeout");
+        let o = run(&http, std::slice::from_ref(&url), &expected(Some(6)), 1);
+        assert_eq!(failed(&o[0]), format!("{url}: HTTP 408"));
+    }
+
+    #[test]
     fn connection_close_and_stray_bytes_end_a_connection() {
         let srv = Raw::start(|path, _| match path {
             "/close" => (ok("alpha\n", "Connection: close\r\n"), Then::Keep),
@@ -1330,6 +1363,10 @@ mod tests {
         assert_eq!(
             multi.start(url("https://h.example.org/x"), e.clone(), 1),
             Err(1)
+        );
+        assert_eq!(
+            multi.start(url("http://u:p@h.example.org/x"), e.clone(), 4),
+            Err(4)
         );
         let mut multi = Multi::new(&mapped, staging.path(), 2);
         assert_eq!(
