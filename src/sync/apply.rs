@@ -66,8 +66,10 @@ const RESULT_AGE: Duration = Duration::from_millis(100);
 /// grow with the list).
 ///
 /// When the jobs' URLs can go straight to the host ([`Multi`]), a thread per core keeps its
-/// share of the requests in flight on its own connections; otherwise each request has a
-/// thread of its own on the blocking path.
+/// share of the requests in flight on its own connections, and hands what [`Multi`] cannot
+/// finish (a URL it does not take, a redirect, a retry with its pause) to helper threads on
+/// the blocking path, so that a pause never holds up the requests in flight beside it.
+/// Otherwise each request has a thread of its own on the blocking path.
 pub fn transfer<E>(
     http: &Http,
     staging: &Path,
@@ -82,14 +84,36 @@ pub fn transfer<E>(
         .and_then(|job| job.urls.first())
         .is_some_and(|url| http.sends_directly(url));
     let (threads, per_thread) = shares(workers, direct);
+    let helpers = workers.max(1) - threads;
     let jobs = std::sync::Mutex::new(jobs);
     let stop = std::sync::atomic::AtomicBool::new(false);
     // Room for results while the writer waits on a syncfs and a commit, so the threads keep
     // fetching meanwhile.
     let (res_tx, res_rx) = crossbeam_channel::bounded::<Vec<JobResult>>(1024 / RESULT_BATCH);
+    let (help_tx, help_rx) = crossbeam_channel::bounded::<(Job, Option<Outcome>)>(helpers);
     std::thread::scope(|s| {
+        for _ in 0..helpers {
+            let (res_tx, help_rx, stop) = (res_tx.clone(), help_rx.clone(), &stop);
+            s.spawn(move || {
+                let mut out = Handover::new(res_tx);
+                for (job, outcome) in help_rx.iter() {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    if !out.push(finish_job(http, staging, objects, job, outcome)) {
+                        return;
+                    }
+                    // Help is rare: nothing waits behind this result to fill its batch.
+                    if help_rx.is_empty() && !out.send() {
+                        return;
+                    }
+                }
+                out.flush();
+            });
+        }
+        drop(help_rx);
         for _ in 0..threads {
-            let res_tx = res_tx.clone();
+            let (res_tx, help_tx) = (res_tx.clone(), help_tx.clone());
             let (jobs, stop) = (&jobs, &stop);
             s.spawn(move || {
                 let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
@@ -101,6 +125,13 @@ pub fn transfer<E>(
                         .next()
                 };
                 let mut out = Handover::new(res_tx);
+                // A job for the blocking path: to a helper when there are any, else here.
+                let blocking = |out: &mut Handover, job: Job, outcome: Option<Outcome>| {
+                    if helpers == 0 {
+                        return out.push(finish_job(http, staging, objects, job, outcome));
+                    }
+                    help_tx.send((job, outcome)).is_ok()
+                };
                 let mut multi = Multi::new(http, staging, per_thread);
                 let mut drawn_all = false;
                 while !stopped() {
@@ -117,7 +148,7 @@ pub fn transfer<E>(
                             },
                             None => job,
                         };
-                        if !out.push(run_job(http, staging, objects, job, None)) {
+                        if !blocking(&mut out, job, None) {
                             return;
                         }
                     }
@@ -125,19 +156,19 @@ pub fn transfer<E>(
                         break;
                     }
                     for (job, outcome) in multi.wait() {
-                        let first = match outcome {
-                            Outcome::Fetched(staged) => Ok(*staged),
-                            Outcome::Failed(e) => Err(e),
-                            Outcome::Resume(resume) => fetch_new_object_resumed(
-                                http,
-                                &job.urls[0],
-                                &job.scope,
-                                staging,
-                                &job.expected,
-                                resume,
-                            ),
+                        // Storing the bytes, or failing with nothing more to try, is quick.
+                        let here = match &outcome {
+                            Outcome::Fetched(_) => true,
+                            Outcome::Failed(_) => job.urls.len() == 1,
+                            Outcome::Resume(_) => false,
                         };
-                        if !out.push(run_job(http, staging, objects, job, Some(first))) {
+                        let sent = if here {
+                            let r = finish_job(http, staging, objects, job, Some(outcome));
+                            out.push(r)
+                        } else {
+                            blocking(&mut out, job, Some(outcome))
+                        };
+                        if !sent {
                             return;
                         }
                     }
@@ -145,7 +176,7 @@ pub fn transfer<E>(
                 out.flush();
             });
         }
-        drop(res_tx);
+        drop((res_tx, help_tx));
         let mut outcome = Ok(());
         'results: for batch in res_rx.iter() {
             for r in batch {
@@ -174,6 +205,30 @@ fn shares(workers: usize, direct: bool) -> (usize, usize) {
     (threads, workers.div_ceil(threads))
 }
 
+/// Finish `job` on the blocking path, after [`Multi`]'s `outcome` for its first URL when it
+/// had one.
+fn finish_job(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    job: Job,
+    outcome: Option<Outcome>,
+) -> JobResult {
+    let first = outcome.map(|outcome| match outcome {
+        Outcome::Fetched(staged) => Ok(*staged),
+        Outcome::Failed(e) => Err(e),
+        Outcome::Resume(resume) => fetch_new_object_resumed(
+            http,
+            &job.urls[0],
+            &job.scope,
+            staging,
+            &job.expected,
+            resume,
+        ),
+    });
+    run_job(http, staging, objects, job, first)
+}
+
 /// A thread's results on their way to the writer, a few at a time.
 struct Handover {
     tx: crossbeam_channel::Sender<Vec<JobResult>>,
@@ -197,10 +252,18 @@ impl Handover {
         }
         self.done.push(r);
         if self.done.len() >= RESULT_BATCH || self.oldest.elapsed() >= RESULT_AGE {
-            let batch = std::mem::replace(&mut self.done, Vec::with_capacity(RESULT_BATCH));
-            return self.tx.send(batch).is_ok();
+            return self.send();
         }
         true
+    }
+
+    /// Hand over what there is now; false when the writer has gone.
+    fn send(&mut self) -> bool {
+        if self.done.is_empty() {
+            return true;
+        }
+        let batch = std::mem::replace(&mut self.done, Vec::with_capacity(RESULT_BATCH));
+        self.tx.send(batch).is_ok()
     }
 
     fn flush(self) {

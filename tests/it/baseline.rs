@@ -314,6 +314,40 @@ fn retried_503_then_200_lands() {
     assert_eq!(srv.count("/res/a.txt"), 3);
 }
 
+/// Whatever the number of transfers (and so of fetching threads and of helpers for retries),
+/// a retried resource lands after exactly the requests the retries allow.
+#[test]
+fn retries_land_whatever_the_jobs() {
+    for jobs in ["1", "2", "8"] {
+        let srv = TestServer::start(testdata("sample"));
+        srv.set_rule(
+            "/res/a.txt",
+            Rule::FailThen {
+                status: 503,
+                times: 2,
+                retry_after: None,
+            },
+        );
+        srv.set_rule(
+            "/res/b.txt",
+            Rule::FailThen {
+                status: 429,
+                times: 1,
+                retry_after: Some("1".into()),
+            },
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let out = baseline(&srv.url("/"), dir.path())
+            .args(["-q", "-j", jobs])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "-j {jobs}: {}", stderr_of(&out));
+        assert_mirror_is(dir.path(), &srv.base(), &testdata("sample"), SAMPLE);
+        assert_eq!(srv.count("/res/a.txt"), 3, "-j {jobs}");
+        assert_eq!(srv.count("/res/b.txt"), 2, "-j {jobs}");
+    }
+}
+
 #[test]
 fn retry_after_is_honoured() {
     let srv = TestServer::start(testdata("sample"));
