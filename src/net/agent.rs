@@ -874,6 +874,19 @@ pub(crate) mod test_server {
         }
     }
 
+    /// The network tests' settings: short timeouts and backoff, three tries.
+    pub fn config() -> super::HttpConfig {
+        super::HttpConfig {
+            timeout: std::time::Duration::from_secs(1),
+            tries: 3,
+            max_retry_after: std::time::Duration::from_secs(2),
+            backoff: std::time::Duration::from_millis(10),
+            user_agent: "rsmirror-test/1".to_string(),
+            maps: Vec::new(),
+            max_redirects: 5,
+        }
+    }
+
     pub fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> Reply {
         let mut r = tiny_http::Response::from_string(body).with_status_code(status);
         for (n, v) in headers {
@@ -889,17 +902,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn cfg() -> HttpConfig {
-        HttpConfig {
-            timeout: Duration::from_secs(1),
-            tries: 3,
-            max_retry_after: Duration::from_secs(2),
-            backoff: Duration::from_millis(10),
-            user_agent: "rsmirror-test/1".to_string(),
-            maps: Vec::new(),
-            max_redirects: 5,
-        }
-    }
+    use super::test_server::config as cfg;
 
     /// Counts the lookups that reach the real resolver.
     #[derive(Debug, Default)]

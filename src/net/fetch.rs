@@ -436,15 +436,7 @@ mod tests {
     const SHA256: &str = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
 
     fn http() -> Http {
-        Http::new(HttpConfig {
-            timeout: Duration::from_secs(1),
-            tries: 3,
-            max_retry_after: Duration::from_secs(2),
-            backoff: Duration::from_millis(10),
-            user_agent: "rsmirror-test/1".to_string(),
-            maps: Vec::new(),
-            max_redirects: 5,
-        })
+        Http::new(crate::net::agent::test_server::config())
     }
 
     /// The files in `dir` and its worker folders.
@@ -763,28 +755,19 @@ mod tests {
             "{e}"
         );
         assert_eq!(server.requests(), 1);
-        // A failed first attempt is one of the `tries`: two more, then its error stands.
-        let first = FetchError::Status {
-            url: url.to_string(),
-            status: 503,
+        let failed = |status, retry_after| Resume::Retry {
+            error: FetchError::Status {
+                url: url.to_string(),
+                status,
+            },
+            retry_after,
         };
-        let e = got(Resume::Retry {
-            error: first,
-            retry_after: None,
-        })
-        .unwrap_err();
+        // A failed first attempt is one of the `tries`: two more, then its error stands.
+        let e = got(failed(503, None)).unwrap_err();
         assert_eq!(e.to_string(), format!("{url}: HTTP 500"));
         assert_eq!(server.requests(), 3);
         // A Retry-After beyond the ceiling ends it at once, with the first attempt's error.
-        let first = FetchError::Status {
-            url: url.to_string(),
-            status: 429,
-        };
-        let e = got(Resume::Retry {
-            error: first,
-            retry_after: Some(Duration::from_secs(3600)),
-        })
-        .unwrap_err();
+        let e = got(failed(429, Some(Duration::from_secs(3600)))).unwrap_err();
         assert_eq!(e.to_string(), format!("{url}: HTTP 429"));
         assert_eq!(server.requests(), 3);
     }

@@ -63,6 +63,9 @@ pub struct Multi<'h, T> {
     /// When [`Multi::wait`] last returned: time spent by the caller between two waits is not
     /// held against the server.
     left_at: Option<Instant>,
+    /// The `poll` set and the slot of each entry, kept between waits.
+    fds: Vec<libc::pollfd>,
+    which: Vec<usize>,
 }
 
 struct Slot<T> {
@@ -98,15 +101,10 @@ enum State {
 
 /// A body being received.
 struct Receiving {
-    framing: Framing,
+    head: BodyHead,
     part: NewFile,
     hasher: Hasher,
     received: u64,
-    keep_alive: bool,
-    etag: Option<String>,
-    last_modified: Option<String>,
-    media_type: Option<String>,
-    content_encoding: Option<String>,
 }
 
 #[derive(Debug)]
@@ -139,6 +137,8 @@ impl<'h, T> Multi<'h, T> {
             buf: vec![0; READ_BUFFER],
             resolved: HashMap::new(),
             left_at: None,
+            fds: Vec::new(),
+            which: Vec::new(),
         }
     }
 
@@ -203,9 +203,13 @@ impl<'h, T> Multi<'h, T> {
             }
         }
         let mut done = std::mem::take(&mut self.ended);
+        let (mut fds, mut which) = (
+            std::mem::take(&mut self.fds),
+            std::mem::take(&mut self.which),
+        );
         while done.is_empty() && self.in_flight() > 0 {
-            let mut fds = Vec::with_capacity(self.slots.len());
-            let mut which = Vec::with_capacity(self.slots.len());
+            fds.clear();
+            which.clear();
             let mut first_deadline: Option<Instant> = None;
             // Every GET in flight has its connection; one that lost it ends here rather than
             // leaving nothing to wait for.
@@ -213,7 +217,7 @@ impl<'h, T> Multi<'h, T> {
                 .filter(|&i| self.slots[i].get.is_some() && self.slots[i].conn.is_none())
                 .collect();
             for i in lost {
-                done.push(self.fail_slot(i, "connection lost".to_string()));
+                done.push(self.fail_slot(i, |url| transport(url, "connection lost".into())));
             }
             if !done.is_empty() {
                 break;
@@ -242,31 +246,29 @@ impl<'h, T> Multi<'h, T> {
                     continue;
                 }
                 // Cannot happen with valid descriptors; fail what is in flight rather than spin.
-                for i in which {
-                    let message = format!("poll: {e}");
-                    done.push(self.fail_slot(i, message));
+                for &i in &which {
+                    done.push(self.fail_slot(i, |url| transport(url, format!("poll: {e}"))));
                 }
                 break;
             }
             let now = Instant::now();
-            for (fd, i) in fds.iter().zip(which) {
+            for (fd, &i) in fds.iter().zip(&which) {
                 if fd.revents != 0 {
                     if let Step::Done(outcome) = self.read_slot(i) {
                         done.push(self.end(i, outcome));
                         continue;
                     }
                 }
-                let get = self.slots[i].get.as_ref().expect("in flight");
-                if get.deadline <= now {
-                    let error = FetchError::Timeout {
-                        url: get.url.to_string(),
-                        timeout: self.http.config().timeout,
-                    };
-                    self.slots[i].conn = None;
-                    done.push(self.end(i, retry(error)));
+                if self.slots[i].get.as_ref().expect("in flight").deadline <= now {
+                    let timeout = self.http.config().timeout;
+                    done.push(self.fail_slot(i, |url| FetchError::Timeout {
+                        url: url.to_string(),
+                        timeout,
+                    }));
                 }
             }
         }
+        (self.fds, self.which) = (fds, which);
         self.left_at = Some(Instant::now());
         done
     }
@@ -356,10 +358,10 @@ impl<'h, T> Multi<'h, T> {
         (get.token, outcome)
     }
 
-    fn fail_slot(&mut self, i: usize, message: String) -> (T, Outcome) {
+    /// End slot `i`'s GET with `error` for the blocking path to retry; its connection goes.
+    fn fail_slot(&mut self, i: usize, error: impl FnOnce(&Url) -> FetchError) -> (T, Outcome) {
         self.slots[i].conn = None;
-        let url = &self.slots[i].get.as_ref().expect("in flight").url;
-        let error = transport(url, message);
+        let error = error(&self.slots[i].get.as_ref().expect("in flight").url);
         self.end(i, retry(error))
     }
 
@@ -418,7 +420,7 @@ impl<'h, T> Multi<'h, T> {
                 let stale = head.is_empty() && reused;
                 return self.broken(i, stale, "connection closed early".to_string());
             }
-            State::Body(body) => match body.framing {
+            State::Body(body) => match body.head.framing {
                 Framing::Close => return Step::Done(finish(get)),
                 Framing::Length(left) => {
                     truncated(get.url.to_string(), body.received, body.received + left)
@@ -520,8 +522,8 @@ fn feed<T>(get: &mut Get<T>, staging: &Path, mut bytes: &[u8]) -> Result<Fed, Ou
                         let receiving = receive(get, staging, head)?;
                         get.state = State::Body(Box::new(receiving));
                         if let State::Body(b) = &get.state {
-                            if matches!(b.framing, Framing::Length(0)) {
-                                let reusable = b.keep_alive && bytes.is_empty();
+                            if matches!(b.head.framing, Framing::Length(0)) {
+                                let reusable = b.head.keep_alive && bytes.is_empty();
                                 return Ok(Fed::Complete { reusable });
                             }
                         }
@@ -551,7 +553,7 @@ fn take_body(
             .write_all(data)
             .map_err(|e| Outcome::Failed(staging_error(&body.part.describe(), e)))
     };
-    match &mut body.framing {
+    match &mut body.head.framing {
         Framing::Length(left) => {
             let n = bytes.len().min(*left as usize);
             sink(&bytes[..n])?;
@@ -561,7 +563,7 @@ fn take_body(
             }
             // Bytes beyond the body: the server is confused; do not read another response
             // from this connection.
-            let reusable = body.keep_alive && n == bytes.len();
+            let reusable = body.head.keep_alive && n == bytes.len();
             Ok(Fed::Complete { reusable })
         }
         Framing::Chunked(chunked) => {
@@ -576,7 +578,7 @@ fn take_body(
             if !chunked.is_done() {
                 return Ok(Fed::More);
             }
-            let reusable = body.keep_alive && used == bytes.len();
+            let reusable = body.head.keep_alive && used == bytes.len();
             Ok(Fed::Complete { reusable })
         }
         Framing::Close => {
@@ -603,10 +605,10 @@ fn finish<T>(get: &mut Get<T>) -> Outcome {
             file: body.part,
             computed,
             final_url: get.url.clone(),
-            etag: body.etag,
-            last_modified: body.last_modified,
-            media_type: body.media_type,
-            content_encoding: body.content_encoding,
+            etag: body.head.etag,
+            last_modified: body.head.last_modified,
+            media_type: body.head.media_type,
+            content_encoding: body.head.content_encoding,
         })),
         Err(e) => Outcome::Failed(e),
     }
@@ -624,7 +626,6 @@ enum Head {
 /// What a 2xx head says about its body.
 struct BodyHead {
     framing: Framing,
-    announced: Option<u64>,
     keep_alive: bool,
     etag: Option<String>,
     last_modified: Option<String>,
@@ -736,14 +737,9 @@ fn parse_head(bytes: &[u8], url: &Url) -> Result<Option<(usize, Head)>, Outcome>
     } else {
         Framing::Close
     };
-    let announced = match framing {
-        Framing::Length(len) => Some(len),
-        _ => None,
-    };
     let head = BodyHead {
         keep_alive: keep_alive && !matches!(framing, Framing::Close),
         framing,
-        announced,
         etag: header("etag"),
         last_modified: header("last-modified"),
         media_type: header("content-type"),
@@ -768,19 +764,18 @@ fn header_text(value: &[u8]) -> Option<String> {
 
 /// The body of a 2xx response begins: check the announced length, open the new file.
 fn receive<T>(get: &Get<T>, staging: &Path, head: BodyHead) -> Result<Receiving, Outcome> {
-    check_announced(get.url.as_str(), &get.expected, head.announced).map_err(Outcome::Failed)?;
+    let announced = match head.framing {
+        Framing::Length(len) => Some(len),
+        Framing::Chunked(_) | Framing::Close => None,
+    };
+    check_announced(get.url.as_str(), &get.expected, announced).map_err(Outcome::Failed)?;
     let folder = worker_folder(staging).map_err(Outcome::Failed)?;
     let part = NewFile::create(&folder).map_err(|e| Outcome::Failed(staging_error(&folder, e)))?;
     Ok(Receiving {
-        framing: head.framing,
+        head,
         part,
         hasher: hasher_for(&get.expected),
         received: 0,
-        keep_alive: head.keep_alive,
-        etag: head.etag,
-        last_modified: head.last_modified,
-        media_type: head.media_type,
-        content_encoding: head.content_encoding,
     })
 }
 
@@ -905,12 +900,7 @@ mod tests {
     fn cfg() -> HttpConfig {
         HttpConfig {
             timeout: Duration::from_millis(500),
-            tries: 3,
-            max_retry_after: Duration::from_secs(2),
-            backoff: Duration::from_millis(10),
-            user_agent: "rsmirror-test/1".to_string(),
-            maps: Vec::new(),
-            max_redirects: 5,
+            ..crate::net::agent::test_server::config()
         }
     }
 
