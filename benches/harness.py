@@ -27,6 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ALL_STEPS = ["limits", "baseline", "baseline-dump", "audit", "audit-offline", "audit-offline-sha256", "incremental",
              "audit-index"]
 TOOLS = ["rsmirror", "resync"]
+# Seconds between the last large removal of files and the first run that creates files
+# (Harness.quiet_after_removals): ext4's 60 + 300 s, and a margin.
+QUIET_AFTER_REMOVAL = 370
 LIMITS = [
     ("fetch", "plain parallel fetch: `curl --parallel --parallel-max 8` into /dev/null"),
     ("sha256sum", "hashing: coreutils `sha256sum`, one process"),
@@ -145,6 +148,8 @@ class Harness:
         self.timeout = float(os.environ.get("BENCH_TIMEOUT", "3600"))
         self.cache_note = None
         self.memory_note = "not checked"
+        self.removal_note = None
+        self.removed_stamp = os.path.join(self.work, "removed.stamp")
         self.page_reporting_was = None
         self.runs = []
         self.sections = []  # (key, title, meta)
@@ -248,6 +253,39 @@ class Harness:
             self.warm(state_dir)
         self.settle()
 
+    def removed(self, path):
+        """shutil.rmtree(path), remembered in a stamp file that outlives this harness when it
+        removed anything (see quiet_after_removals)."""
+        if os.path.lexists(path):
+            shutil.rmtree(path, ignore_errors=True)
+            with open(self.removed_stamp, "w") as f:
+                f.write(f"{time.time()}\n")
+
+    def quiet_after_removals(self):
+        """Before the first run that creates files, wait (untimed) until the last large removal
+        (this harness's cleanup of an interrupted run, the end of a previous harness, a
+        regenerated source) is QUIET_AFTER_REMOVAL seconds old. ext4 without a journal (the
+        root file system of the machine the committed results come from) will not hand out an
+        inode freed in the last 60 s, or 360 s while its inode-table block is dirty, which it is
+        while files are created beside it: every new file first walks past each such inode of
+        its block group (`recently_deleted`). A 10k baseline of either tool started a minute
+        after a previous harness removed its million files spent a third of its time there,
+        and took up to 40% longer than the same run ten minutes later."""
+        try:
+            with open(self.removed_stamp) as f:
+                age = time.time() - float(f.read())
+        except (OSError, ValueError):
+            return
+        wait = QUIET_AFTER_REMOVAL - age
+        if wait <= 0:
+            return
+        print(f"== waiting {wait:.0f} s: files were removed {age:.0f} s ago (ext4 skips recently freed inodes)",
+              file=sys.stderr, flush=True)
+        os.sync()
+        time.sleep(wait)
+        self.removal_note = (f"the first fetching run waited {wait:.0f} s (untimed) so that the last removal of "
+                             f"files was {QUIET_AFTER_REMOVAL} s old (ext4 skips inodes freed more recently)")
+
     @staticmethod
     def settle(idle=0.95, window=0.5, longest=30.0):
         """Wait (untimed) until the machine is idle: the CPUs at least `idle` idle over a
@@ -317,8 +355,12 @@ class Harness:
             pass
         argv = [sys.executable, os.path.join(HERE, "gen.py"), kind, "--out", out, "--base", self.base] + extra
         t0 = time.perf_counter()
+        regenerating = os.path.lexists(out)
         if subprocess.run(argv, stdin=subprocess.DEVNULL).returncode != 0:
             return False
+        if regenerating:  # gen.py removed the old generation first
+            with open(self.removed_stamp, "w") as f:
+                f.write(f"{time.time()}\n")
         print(f"== generated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         with open(stamp, "w") as f:
             json.dump(key, f)
@@ -352,6 +394,7 @@ class Harness:
         steps = self.steps
         need_base = any(s in steps for s in ("audit", "audit-offline", "audit-offline-sha256", "incremental"))
 
+        self.quiet_after_removals()
         for rep in range(1, self.reps + 1):
             order = self.tools if rep % 2 else list(reversed(self.tools))
             runs_dir = os.path.join(runs_root, f"{key}-{rep}")
@@ -559,6 +602,8 @@ class Harness:
                                           "then the lists and that tool's mirror read back in; after each read-back, "
                                           "a wait for both CPUs to be 95% idle"),
             ("host memory", self.memory_note),
+            ("file removals", self.removal_note or f"none in the {QUIET_AFTER_REMOVAL} s before the first fetching run "
+                                                   "(ext4 skips inodes freed more recently)"),
         ]
 
     def stats(self, section, step, tool):
@@ -761,8 +806,8 @@ class Harness:
         print(f"== steps {self.steps}, tools {self.tools}, N {self.ns}, reps {self.reps}", file=sys.stderr)
         runs_root = os.path.join(self.work, "runs")
         # Leftovers of an interrupted harness; removed before the source is generated, which
-        # gives the file system time before the first timed run.
-        shutil.rmtree(runs_root, ignore_errors=True)
+        # gives the file system time before the first timed run (see quiet_after_removals).
+        self.removed(runs_root)
         try:
             self.hold_free_memory()
             for n in self.ns:
@@ -775,7 +820,7 @@ class Harness:
             if self.page_reporting_was is not None:
                 with open(PAGE_REPORTING, "w") as f:
                     f.write(self.page_reporting_was + "\n")
-            shutil.rmtree(runs_root, ignore_errors=True)
+            self.removed(runs_root)
 
 
 def main():
