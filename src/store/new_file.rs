@@ -93,7 +93,18 @@ impl NewFile {
 
     /// Give the file the name `dest`, replacing whatever is there; the file is made
     /// read-only first. Consumes the file either way.
-    pub fn put_at(mut self, dest: &Path) -> io::Result<()> {
+    pub fn put_at(self, dest: &Path) -> io::Result<()> {
+        self.put(dest, None)
+    }
+
+    /// [`NewFile::put_at`] for a `dest` that is also `relative` to the open folder `within`:
+    /// an anonymous file is linked there by that shorter name, resolved from the folder
+    /// rather than from the root (the whole mirror path, once per object of a baseline).
+    pub fn put_within(self, within: &File, relative: &Path, dest: &Path) -> io::Result<()> {
+        self.put(dest, Some((within, relative)))
+    }
+
+    fn put(mut self, dest: &Path, within: Option<(&File, &Path)>) -> io::Result<()> {
         let file = self.file.as_ref().expect("put after close");
         // An anonymous file was created 0444; unless the umask took a read bit away, it has
         // that mode already (a system call per object saved).
@@ -101,7 +112,11 @@ impl NewFile {
             set_read_only(file)?;
         }
         if self.name.is_none() {
-            match link_fd(file, dest) {
+            let linked = match within {
+                Some((folder, relative)) => link_fd_within(file, folder, relative),
+                None => link_fd(file, dest),
+            };
+            match linked {
                 Ok(()) => {
                     self.file = None;
                     return Ok(());
@@ -234,17 +249,31 @@ static LINK_DESCRIPTOR: std::sync::atomic::AtomicBool = std::sync::atomic::Atomi
 /// Give an open file the name `dest`.
 #[cfg(target_os = "linux")]
 fn link_fd(file: &File, dest: &Path) -> io::Result<()> {
+    link_fd_at(file, libc::AT_FDCWD, dest)
+}
+
+/// Give an open file the name `relative` in the open folder `within`.
+#[cfg(target_os = "linux")]
+fn link_fd_within(file: &File, within: &File, relative: &Path) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    link_fd_at(file, within.as_raw_fd(), relative)
+}
+
+/// Give an open file the name `dest`, resolved from the folder `to_dir` when relative.
+#[cfg(target_os = "linux")]
+fn link_fd_at(file: &File, to_dir: libc::c_int, dest: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let to = std::ffi::CString::new(dest.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
+    let to = (to_dir, to.as_c_str());
     if !LINK_DESCRIPTOR.load(Ordering::Relaxed) {
-        return link_through_proc(file, &to);
+        return link_through_proc(file, to);
     }
-    match link_descriptor(file, &to) {
+    match link_descriptor(file, to) {
         // Refused as unprivileged on an older kernel (ENOENT), or a missing folder for
         // `dest`: /proc tells which. A kernel that refuses the descriptor is not asked again.
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EPERM)) => {
-            let linked = link_through_proc(file, &to);
+            let linked = link_through_proc(file, to);
             if linked.is_ok() {
                 LINK_DESCRIPTOR.store(false, Ordering::Relaxed);
             }
@@ -254,32 +283,33 @@ fn link_fd(file: &File, dest: &Path) -> io::Result<()> {
     }
 }
 
-/// `linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH)`.
+/// `linkat(fd, "", to_dir, to, AT_EMPTY_PATH)`.
 #[cfg(target_os = "linux")]
-fn link_descriptor(file: &File, to: &std::ffi::CStr) -> io::Result<()> {
+fn link_descriptor(file: &File, to: (libc::c_int, &std::ffi::CStr)) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
     linkat(file.as_raw_fd(), c"", to, libc::AT_EMPTY_PATH)
 }
 
 /// `linkat` of the file's `/proc/self/fd` entry, following that link.
 #[cfg(target_os = "linux")]
-fn link_through_proc(file: &File, to: &std::ffi::CStr) -> io::Result<()> {
+fn link_through_proc(file: &File, to: (libc::c_int, &std::ffi::CStr)) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
     let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .expect("no NUL in a number");
     linkat(libc::AT_FDCWD, &from, to, libc::AT_SYMLINK_FOLLOW)
 }
 
-/// `linkat(from_dir, from, AT_FDCWD, to, flags)`.
+/// `linkat(from_dir, from, to_dir, to, flags)`.
 #[cfg(target_os = "linux")]
 fn linkat(
     from_dir: libc::c_int,
     from: &std::ffi::CStr,
-    to: &std::ffi::CStr,
+    (to_dir, to): (libc::c_int, &std::ffi::CStr),
     flags: libc::c_int,
 ) -> io::Result<()> {
-    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
-    let r = unsafe { libc::linkat(from_dir, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), flags) };
+    // SAFETY: both paths are valid NUL-terminated strings that outlive the call; the
+    // descriptors are open (or AT_FDCWD).
+    let r = unsafe { libc::linkat(from_dir, from.as_ptr(), to_dir, to.as_ptr(), flags) };
     if r == 0 {
         Ok(())
     } else {
@@ -289,6 +319,11 @@ fn linkat(
 
 #[cfg(not(target_os = "linux"))]
 fn link_fd(_file: &File, _dest: &Path) -> io::Result<()> {
+    unreachable!("no anonymous files here")
+}
+
+#[cfg(not(target_os = "linux"))]
+fn link_fd_within(_file: &File, _within: &File, _relative: &Path) -> io::Result<()> {
     unreachable!("no anonymous files here")
 }
 
@@ -364,33 +399,47 @@ mod tests {
         assert_eq!(names(dir.path()).len(), 2);
     }
 
-    /// Both ways of naming an anonymous file give the same result; whichever `link_fd` uses
-    /// here, the other one is exercised too.
+    /// Both ways of naming an anonymous file give the same result, by a whole path or by a
+    /// name relative to an open folder; whichever `link_fd` uses here, the other one is
+    /// exercised too.
     #[cfg(target_os = "linux")]
     #[test]
     fn an_anonymous_file_is_linked_by_descriptor_or_through_proc() {
         use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::io::AsRawFd;
         let dir = tempfile::tempdir().unwrap();
-        type Link = fn(&File, &std::ffi::CStr) -> io::Result<()>;
+        std::fs::create_dir(dir.path().join("in")).unwrap();
+        let within = File::open(dir.path().join("in")).unwrap();
+        type Link = fn(&File, (libc::c_int, &std::ffi::CStr)) -> io::Result<()>;
         let ways: [(&str, Link); 2] =
             [("descriptor", link_descriptor), ("proc", link_through_proc)];
         for (name, link) in ways {
-            let mut f = anonymous(dir.path()).unwrap();
-            f.write_all(name.as_bytes()).unwrap();
-            let dest = dir.path().join(name);
-            let to = std::ffi::CString::new(dest.as_os_str().as_bytes()).unwrap();
-            match link(&f, &to) {
-                Ok(()) => assert_eq!(std::fs::read(&dest).unwrap(), name.as_bytes()),
-                // An unprivileged caller on a kernel before 6.10: link_fd falls back.
-                Err(e) if name == "descriptor" => {
-                    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
-                    continue;
+            let whole = dir.path().join(name);
+            let relative = Path::new(name);
+            for (to_dir, to, dest) in [
+                (libc::AT_FDCWD, whole.as_path(), whole.clone()),
+                (
+                    within.as_raw_fd(),
+                    relative,
+                    dir.path().join("in").join(name),
+                ),
+            ] {
+                let mut f = anonymous(dir.path()).unwrap();
+                f.write_all(name.as_bytes()).unwrap();
+                let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
+                match link(&f, (to_dir, &to)) {
+                    Ok(()) => assert_eq!(std::fs::read(&dest).unwrap(), name.as_bytes()),
+                    // An unprivileged caller on a kernel before 6.10: link_fd falls back.
+                    Err(e) if name == "descriptor" => {
+                        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+                        continue;
+                    }
+                    Err(e) => panic!("{name}: {e}"),
                 }
-                Err(e) => panic!("{name}: {e}"),
+                // An existing name is never replaced by a link.
+                let e = link(&f, (to_dir, &to)).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{name}");
             }
-            // An existing name is never replaced by a link.
-            let e = link(&f, &to).unwrap_err();
-            assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{name}");
         }
         // A missing folder for the name is an error either way, not a reason to stop
         // linking descriptors.

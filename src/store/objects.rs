@@ -24,20 +24,38 @@ pub struct ObjectStore {
     root: PathBuf,
     /// The fan-out folders known to exist, so that each is made (or checked) once per run.
     made: Arc<[AtomicBool; 256]>,
+    /// `objects/sha256`, open (Linux, a store opened for writing): new objects are linked in
+    /// by `ab/<sha256>` from here, two path components instead of the whole mirror path.
+    sha256_dir: Option<Arc<fs::File>>,
 }
 
 impl ObjectStore {
     /// `mirror/objects`; created when missing.
     pub fn open(mirror: &Path) -> io::Result<ObjectStore> {
         let root = mirror.join("objects");
-        fs::create_dir_all(root.join("sha256"))?;
-        Ok(ObjectStore::with_root(root))
+        let sha256 = root.join("sha256");
+        fs::create_dir_all(&sha256)?;
+        let store = ObjectStore::with_root(root);
+        #[cfg(target_os = "linux")]
+        let store = {
+            use std::os::unix::fs::OpenOptionsExt;
+            let dir = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(&sha256)?;
+            ObjectStore {
+                sha256_dir: Some(Arc::new(dir)),
+                ..store
+            }
+        };
+        Ok(store)
     }
 
     fn with_root(root: PathBuf) -> ObjectStore {
         ObjectStore {
             root,
             made: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
+            sha256_dir: None,
         }
     }
 
@@ -74,7 +92,13 @@ impl ObjectStore {
     /// is linked into place when anonymous, renamed when named.
     pub fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<PathBuf> {
         let dest = self.place_for(sha256_hex)?;
-        file.put_at(&dest)?;
+        match &self.sha256_dir {
+            Some(dir) => {
+                let relative = format!("{}/{sha256_hex}", &sha256_hex[0..2]);
+                file.put_within(dir, Path::new(&relative), &dest)?;
+            }
+            None => file.put_at(&dest)?,
+        }
         Ok(dest)
     }
 
@@ -719,6 +743,36 @@ mod tests {
         fs::write(&staged, b"alpha\n").unwrap();
         store.ingest(&staged, sha).unwrap();
         assert!(store.ingest(&staged, "../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn a_new_file_is_linked_in_under_its_place_and_replaces_a_torn_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let staging = dir.path().join("staging");
+        fs::create_dir(&staging).unwrap();
+        let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        let new = |bytes: &[u8]| {
+            let mut f = NewFile::create(&staging).unwrap();
+            f.write_all(bytes).unwrap();
+            f
+        };
+        let p = store.ingest_new(new(b"alpha\n"), sha).unwrap();
+        assert_eq!(p, dir.path().join("objects/sha256/b6").join(sha));
+        assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
+        assert!(fs::metadata(&p).unwrap().permissions().readonly());
+        // A copy torn by an earlier crash is replaced, and nothing is left in staging.
+        let other = "ff".repeat(32);
+        let torn = dir.path().join("objects/sha256/ff").join(&other);
+        fs::create_dir_all(torn.parent().unwrap()).unwrap();
+        fs::write(&torn, b"to").unwrap();
+        assert_eq!(store.ingest_new(new(b"whole\n"), &other).unwrap(), torn);
+        assert_eq!(fs::read(&torn).unwrap(), b"whole\n");
+        assert_eq!(fs::read_dir(&staging).unwrap().count(), 0);
+        assert_eq!(store.walk().unwrap().len(), 2);
+        // Not a sha256: no name is made from it.
+        assert!(store.ingest_new(new(b"x"), "../../etc/passwd").is_err());
+        assert_eq!(store.walk().unwrap().len(), 2);
     }
 
     #[test]
