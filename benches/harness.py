@@ -258,8 +258,12 @@ class Harness:
         removed anything (see quiet_after_removals)."""
         if os.path.lexists(path):
             shutil.rmtree(path, ignore_errors=True)
-            with open(self.removed_stamp, "w") as f:
-                f.write(f"{time.time()}\n")
+            self.mark_removed()
+
+    def mark_removed(self):
+        """Remember that files were removed just now (see quiet_after_removals)."""
+        with open(self.removed_stamp, "w") as f:
+            f.write(f"{time.time()}\n")
 
     def quiet_after_removals(self):
         """Before the first run that creates files, wait (untimed) until the last large removal
@@ -359,8 +363,7 @@ class Harness:
         if subprocess.run(argv, stdin=subprocess.DEVNULL).returncode != 0:
             return False
         if regenerating:  # gen.py removed the old generation first
-            with open(self.removed_stamp, "w") as f:
-                f.write(f"{time.time()}\n")
+            self.mark_removed()
         print(f"== generated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         with open(stamp, "w") as f:
             json.dump(key, f)
