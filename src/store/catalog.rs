@@ -398,44 +398,47 @@ pub mod write {
 
     /// Record a version and make it the resource's current one. Returns the version id.
     pub fn version(tx: &Transaction<'_>, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
-        // A hot path (one call per resource): cached statements, and the resource's id from
-        // the upsert itself.
-        let resource_id: i64 = tx
+        // A hot path (one call per resource): cached statements, and the ids from
+        // `last_insert_rowid` rather than `RETURNING` (SQLite buffers a RETURNING statement's
+        // rows in a temporary b-tree, which cost as much as the inserts themselves).
+        let inserted = tx
             .prepare_cached(
                 "INSERT INTO resources (uri, collection, first_run_id) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(uri) DO UPDATE SET uri = excluded.uri RETURNING id",
+                 ON CONFLICT(uri) DO NOTHING",
             )?
-            .query_row(params![v.uri, v.collection, run_id], |r| r.get(0))?;
-        let version_id: i64 = tx
-            .prepare_cached(
-                "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
-                    declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
-                    arrived_via, fetched_from, etag, last_modified, recorded_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
-                 RETURNING id",
-            )?
-            .query_row(
-                params![
-                    resource_id,
-                    run_id,
-                    v.change,
-                    opt_ts(v.event_time),
-                    opt_ts(v.lastmod),
-                    v.length_bytes.map(|n| n as i64),
-                    v.declared_length_bytes.map(|n| n as i64),
-                    v.declared_hash,
-                    v.md5_hex,
-                    v.sha1_hex,
-                    v.sha256_hex,
-                    v.media_type,
-                    v.arrived_via,
-                    v.fetched_from,
-                    v.etag,
-                    v.last_modified,
-                    now(),
-                ],
-                |r| r.get(0),
-            )?;
+            .execute(params![v.uri, v.collection, run_id])?;
+        let resource_id: i64 = if inserted == 1 {
+            tx.last_insert_rowid()
+        } else {
+            tx.prepare_cached("SELECT id FROM resources WHERE uri = ?1")?
+                .query_row([&v.uri], |r| r.get(0))?
+        };
+        tx.prepare_cached(
+            "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
+                declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
+                arrived_via, fetched_from, etag, last_modified, recorded_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        )?
+        .execute(params![
+            resource_id,
+            run_id,
+            v.change,
+            opt_ts(v.event_time),
+            opt_ts(v.lastmod),
+            v.length_bytes.map(|n| n as i64),
+            v.declared_length_bytes.map(|n| n as i64),
+            v.declared_hash,
+            v.md5_hex,
+            v.sha1_hex,
+            v.sha256_hex,
+            v.media_type,
+            v.arrived_via,
+            v.fetched_from,
+            v.etag,
+            v.last_modified,
+            now(),
+        ])?;
+        let version_id = tx.last_insert_rowid();
         tx.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
             .execute(params![resource_id, version_id])?;
         Ok(version_id)
@@ -588,6 +591,53 @@ mod tests {
         )
         .unwrap();
         tx.commit().unwrap();
+    }
+
+    #[test]
+    fn a_version_is_recorded_under_its_resource_and_becomes_the_current_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "").unwrap();
+        let version = |uri: &str, change: &'static str, sha: &str| NewVersion {
+            uri: uri.into(),
+            collection: "http://example.org/resourcelist.xml".into(),
+            change,
+            sha256_hex: Some(sha.repeat(32)),
+            arrived_via: "http",
+            ..Default::default()
+        };
+        let tx = c.transaction().unwrap();
+        let a1 =
+            write::version(&tx, run, &version("http://example.org/a", "created", "a1")).unwrap();
+        let b1 =
+            write::version(&tx, run, &version("http://example.org/b", "created", "b1")).unwrap();
+        tx.commit().unwrap();
+        let tx = c.transaction().unwrap();
+        let a2 =
+            write::version(&tx, run, &version("http://example.org/a", "updated", "a2")).unwrap();
+        tx.commit().unwrap();
+        assert_eq!((a1, b1, a2), (1, 2, 3));
+        let rows: Vec<(String, i64, i64, String, i64)> = c
+            .conn
+            .prepare(
+                "SELECT r.uri, r.id, r.current_version_id, v.sha256_hex,
+                        (SELECT count(*) FROM versions w WHERE w.resource_id = r.id)
+                 FROM resources r JOIN versions v ON v.id = r.current_version_id ORDER BY r.id",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                ("http://example.org/a".into(), 1, 3, "a2".repeat(32), 2),
+                ("http://example.org/b".into(), 2, 2, "b1".repeat(32), 1),
+            ]
+        );
     }
 
     #[test]

@@ -419,12 +419,21 @@ pub fn insert_page(
     url: &str,
     run_id: i64,
 ) -> Result<i64, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO scp_pages (source_id, section, url, first_run_id) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT(source_id, section, url) DO UPDATE SET url = excluded.url
-         RETURNING id",
-    )?;
-    Ok(stmt.query_row(params![source_id, section, url, run_id], |r| r.get(0))?)
+    // `last_insert_rowid` rather than `RETURNING`, as `catalog::write::version` does.
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO scp_pages (source_id, section, url, first_run_id) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(source_id, section, url) DO NOTHING",
+        )?
+        .execute(params![source_id, section, url, run_id])?;
+    if inserted == 1 {
+        return Ok(conn.last_insert_rowid());
+    }
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM scp_pages WHERE source_id = ?1 AND section = ?2 AND url = ?3",
+        )?
+        .query_row(params![source_id, section, url], |r| r.get(0))?)
 }
 
 /// Record a version of a page and make it the current one; returns the version id.
