@@ -262,7 +262,7 @@ impl<B: BufRead> BufRead for LineCounter<B> {
     fn consume(&mut self, amt: usize) {
         if let Ok(b) = self.inner.fill_buf() {
             let amt = amt.min(b.len());
-            self.newlines += b[..amt].iter().filter(|&&c| c == b'\n').count() as u64;
+            self.newlines += crate::rs::sitemap::count_newlines(&b[..amt]);
         }
         self.inner.consume(amt);
     }
