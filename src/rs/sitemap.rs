@@ -1910,6 +1910,8 @@ fn is_unclosed(s: quick_xml::errors::SyntaxError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rs::digest::Encoding;
+    use std::io::Write;
 
     #[test]
     fn newlines_are_counted_across_runs_of_any_length() {
@@ -1923,8 +1925,6 @@ mod tests {
             }
         }
     }
-    use crate::rs::digest::Encoding;
-    use std::io::Write;
 
     const DOC: &str = "https://data.example.org/rs/texts/doc.xml";
 
