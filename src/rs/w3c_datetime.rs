@@ -87,7 +87,19 @@ pub(crate) fn utc_second(s: &str) -> Option<Timestamp> {
         return None;
     }
     let days = days_from_civil(y, m, d);
-    Timestamp::from_second(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+    Some(saturating(days * 86_400 + hh * 3600 + mm * 60 + ss, 0))
+}
+
+/// The instant `seconds` after the epoch, where the last hours of year 9999, which lie past
+/// jiff's range (it ends at 9999-12-30T22:00:00.999999999Z, to leave room for any offset),
+/// read as its last instant: `9999-12-31T23:59:59Z` is a common way to write "never", and
+/// valid W3C. A W3C datetime (four-digit year) cannot lie before jiff's range.
+fn saturating(seconds: i64, nanos: i32) -> Timestamp {
+    Timestamp::new(seconds, nanos).unwrap_or(if seconds > 0 {
+        Timestamp::MAX
+    } else {
+        Timestamp::MIN
+    })
 }
 
 /// [`parse`] of any form.
@@ -203,7 +215,8 @@ fn parse_any(value: &str, zone: Zone) -> Result<Parsed, DatetimeError> {
 }
 
 /// The instant of a civil date and time at `offset_seconds` east of UTC: what converting it to
-/// a zoned time in that fixed zone gives (`None` outside jiff's range, as there), by
+/// a zoned time in that fixed zone gives (past jiff's range, its last instant: see
+/// [`saturating`]), by
 /// arithmetic instead of through the zone machinery (every `<lastmod>` of every list).
 fn instant(
     date: jiff::civil::Date,
@@ -216,7 +229,7 @@ fn instant(
         + i64::from(time.minute()) * 60
         + i64::from(time.second())
         - i64::from(offset_seconds);
-    Timestamp::new(seconds, time.subsec_nanosecond()).ok()
+    Some(saturating(seconds, time.subsec_nanosecond()))
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
@@ -334,9 +347,9 @@ mod tests {
             let want = date
                 .to_datetime(time)
                 .to_zoned(jiff::tz::TimeZone::fixed(offset))
-                .ok()
-                .map(|z| z.timestamp());
-            assert_eq!(instant(date, time, off), want, "{date} {time} {off}");
+                .map(|z| z.timestamp())
+                .unwrap_or(Timestamp::MAX);
+            assert_eq!(instant(date, time, off), Some(want), "{date} {time} {off}");
         };
         for _ in 0..100_000 {
             let v = next();
@@ -364,6 +377,23 @@ mod tests {
                 check(y, m, d, h, 59, 59, 999_999_999, off);
             }
         }
+    }
+
+    /// Issue 28: "never" written as the last second of 9999 was refused as not a W3C
+    /// datetime, while `9999-06-01` passed.
+    #[test]
+    fn the_last_second_of_9999_reads_as_the_latest_instant() {
+        for s in [
+            "9999-12-31T23:59:59Z",
+            "9999-12-31T23:59:59.999+00:00",
+            "9999-12-31",
+            "9999-12-31T12:00:00-05:00",
+        ] {
+            let p = parse(s, Zone::Required).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(p.timestamp, Timestamp::MAX, "{s}");
+        }
+        assert_eq!(utc("9999-12-30T21:59:59Z"), "9999-12-30T21:59:59Z");
+        assert!(parse("9999-12-32T00:00:00Z", Zone::Required).is_err());
     }
 
     #[test]

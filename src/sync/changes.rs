@@ -19,6 +19,7 @@ use crate::sync::discover::Collection;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::Declared;
 use crate::sync::snapshot::Refused;
+use crate::sync::sync_point;
 use jiff::Timestamp;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -44,6 +45,16 @@ pub struct Event {
     pub document: String,
     pub line: u64,
     pub scope: Arc<Scope>,
+    /// Dated later than the list was read (see `sync::sync_point`): applied, but the sync
+    /// point never moves to it.
+    pub future: bool,
+}
+
+impl Event {
+    /// The time this event may move the sync point to: none for a future-dated one.
+    pub fn sync_time(&self) -> Option<Timestamp> {
+        self.order_time.filter(|_| !self.future)
+    }
 }
 
 /// A Change List as an index (or archive, or capability list) names it.
@@ -409,6 +420,9 @@ impl<'a, 'b> Collector<'a, 'b> {
             }
         ));
         if let Some(until) = header.md.until {
+            let what = format!("{}: until", doc.url);
+            let (until, warning) = sync_point::bounded(until, Timestamp::now(), &what);
+            self.out.warnings.extend(warning);
             self.out.closed_read.push(ClosedList {
                 url: doc.url.to_string(),
                 from,
@@ -435,6 +449,7 @@ impl<'a, 'b> Collector<'a, 'b> {
         let mut count = 0;
         let mut timeless = 0;
         let mut out_of_order = false;
+        let read_at = Timestamp::now();
         while let Some(e) = doc.reader.next_entry()? {
             count += 1;
             let Some(change) = e.md.change else {
@@ -473,7 +488,20 @@ impl<'a, 'b> Collector<'a, 'b> {
                 });
                 continue;
             }
+            let future = order_time.is_some_and(|t| sync_point::is_future(t, read_at));
+            if future {
+                self.out.warnings.push(format!(
+                    "{doc_url}: line {}: {} {} is dated {}, later than the list was read ({}): \
+                     applied, but the sync point does not move past the time of reading",
+                    e.line,
+                    change.name(),
+                    e.loc,
+                    order_time.map(|t| t.to_string()).unwrap_or_default(),
+                    read_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                ));
+            }
             events.push(Event {
+                future,
                 duplicates: e.duplicates().into_iter().map(|l| l.href.clone()).collect(),
                 declared: Declared {
                     lastmod: e.lastmod,

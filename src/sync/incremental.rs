@@ -25,7 +25,7 @@ use crate::sync::context::{partial, OpenMirror, Outcome};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::feed::{self, DESCRIBES_BASIS};
-use crate::sync::{arc_mirror, change_dump, scp_mirror};
+use crate::sync::{arc_mirror, change_dump, scp_mirror, sync_point};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -410,7 +410,7 @@ fn apply_collection(
                             },
                             event_record(&p.collection, e, "applied"),
                         )?;
-                        applied_max = applied_max.max(e.order_time);
+                        applied_max = applied_max.max(e.sync_time());
                         continue;
                     }
                     Some(_) => {
@@ -422,7 +422,7 @@ fn apply_collection(
                         "unknown-delete"
                     }
                 };
-                applied_max = applied_max.max(e.order_time);
+                applied_max = applied_max.max(e.sync_time());
                 writer.event(event_record(&p.collection, e, outcome))?;
             }
             Change::Created | Change::Updated => {
@@ -454,7 +454,7 @@ fn apply_collection(
                     let e = &events[i];
                     progress.item(f.computed.length);
                     summary.bytes += f.computed.length;
-                    applied_max = applied_max.max(e.order_time);
+                    applied_max = applied_max.max(e.sync_time());
                     let current = states.get(e.uri.as_str()).filter(|c| !c.deleted);
                     if current.and_then(|c| c.sha256_hex.as_deref())
                         == Some(f.computed.sha256_hex.as_str())
@@ -557,6 +557,18 @@ fn apply_collection(
             at = f.max(p.since);
             basis = "time of the earliest failed change (it is retried next run)".to_string();
         }
+    }
+    // Future-dated events and `until`s are left out above; this guards whatever else could
+    // carry it there (never backwards, though: a --from in the future is the user's own).
+    let now = Timestamp::now();
+    if sync_point::is_future(at, now) {
+        let kept = now.max(p.since);
+        summary.warnings.push(format!(
+            "{}: the new sync point would be {at}, later than the Change Lists were read; kept at {kept}",
+            p.collection
+        ));
+        at = kept;
+        basis = "time the Change Lists were read (their times lie in the future)".to_string();
     }
     summary.sync_point = Some(at.to_string());
     summary.anchored = true;

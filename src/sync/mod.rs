@@ -24,3 +24,4 @@ pub mod scp_audit;
 pub mod scp_fetch;
 pub mod scp_mirror;
 pub mod snapshot;
+pub mod sync_point;

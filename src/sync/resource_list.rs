@@ -21,6 +21,7 @@ use crate::store::catalog::DocumentRecord;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::plan::{Declared, Listed};
 use crate::sync::snapshot::Refused;
+use crate::sync::sync_point;
 use crossbeam_channel::{Receiver, Sender};
 use jiff::Timestamp;
 use std::collections::HashSet;
@@ -106,6 +107,8 @@ pub fn walk(
         }
     }
     let header = top.header().clone();
+    let top_url = top.url.to_string();
+    let read_at = Timestamp::now();
     let mut w = Walker {
         docs,
         visit,
@@ -114,9 +117,21 @@ pub fn walk(
         visited: HashSet::from([top.url.to_string()]),
         part_ats: Vec::new(),
         newest_lastmod: None,
+        lists_read: 0,
     };
     let mut top = top;
     w.document(&mut top, 0)?;
+    if w.lists_read == 0 && w.out.failed_parts.is_empty() {
+        // An index whose every part was skipped (itself, a cycle, out of scope, too deep) is
+        // not an empty list: taken as one, a --delete would tombstone the whole collection.
+        return Err(SourceError::Unusable {
+            url: top_url,
+            message: "the Resource List Index leads to no Resource List that could be read \
+                      (every part is the index itself or one already read, out of scope, or \
+                      nested too deep): the list is incomplete, nothing is applied or deleted"
+                .into(),
+        });
+    }
     let mut out = w.out;
     out.warnings = w.warnings.into_vec();
     let plain =
@@ -142,6 +157,16 @@ pub fn walk(
             _ => "plain Sitemap without at: newest lastmod (unanchored)".into(),
         };
     }
+    if let Some(at) = out.at {
+        let what = if out.anchored {
+            format!("{}: {}", top_url, out.basis)
+        } else {
+            format!("{}: the newest lastmod", top_url)
+        };
+        let (at, warning) = sync_point::bounded(at, read_at, &what);
+        out.at = Some(at);
+        out.warnings.extend(warning);
+    }
     Ok(out)
 }
 
@@ -153,6 +178,8 @@ struct Walker<'a, 'b, 'v> {
     visited: HashSet<String>,
     part_ats: Vec<Timestamp>,
     newest_lastmod: Option<Timestamp>,
+    /// Lists (urlsets) read, the top one included.
+    lists_read: u64,
 }
 
 /// A document's entries as the walker takes them: from the reader of a document opened here,
@@ -207,6 +234,7 @@ impl Walker<'_, '_, '_> {
             self.out.documents.push(doc.record(count));
             return self.parts(&doc_url, &scope, parts, depth);
         }
+        self.lists_read += 1;
         while let Some(e) = doc.next_entry()? {
             count += 1;
             self.out.entries += 1;

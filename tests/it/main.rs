@@ -9,6 +9,7 @@ mod corpus;
 mod dump;
 mod dump_reader;
 mod feed;
+mod hostile;
 mod incremental;
 mod inspect;
 mod scp;

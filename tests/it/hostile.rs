@@ -1,0 +1,167 @@
+//! Issue 28: sources whose documents would push the sync point into the future or make an
+//! incomplete list look complete. Each test fails on the code before the fix.
+
+use crate::server::TestServer;
+use crate::support::*;
+
+const T0: &str = "2026-03-01T00:00:00Z";
+
+fn json_of(cmd: &mut assert_cmd::Command, code: i32) -> (serde_json::Value, String) {
+    let out = cmd.arg("--json").output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    (serde_json::from_slice(&out.stdout).unwrap(), err)
+}
+
+/// r1..r3 listed at `at`, with an (empty) open change list.
+fn source(at: &str) -> Tree {
+    let t = Tree::new();
+    for i in 1..=3 {
+        t.put(&format!("r{i}"), format!("r{i} v1\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(at, &["r1", "r2", "r3"]);
+    t.change_list("changelist.xml", at, None, &[]);
+    t
+}
+
+fn now_utc() -> jiff::Timestamp {
+    jiff::Timestamp::now()
+}
+
+fn second(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Issue 28.1: one future-dated entry in an open Change List must not move the sync point to
+/// 2099; the next real change is applied.
+#[test]
+fn a_future_dated_change_does_not_freeze_the_mirror() {
+    let t = source(T0);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    json_of(
+        &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+        0,
+    );
+
+    t.put("r1", b"r1 v2\n");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[("r1", "updated", "2099-01-01T00:00:00Z")],
+    );
+    let (s, _) = json_of(&mut incremental(dir.path()), 0);
+    assert_eq!(s["updated"], 1, "the change itself is applied: {s}");
+    assert_eq!(s["sync_point"], T0, "{s}");
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("changelist.xml: line")
+            && warnings.contains("2099-01-01T00:00:00Z")
+            && warnings.contains("/res/r1"),
+        "the warning names the document, the entry and the date: {warnings}"
+    );
+
+    t.put("r2", b"r2 v2\n");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[
+            ("r1", "updated", "2099-01-01T00:00:00Z"),
+            ("r2", "updated", "2026-03-01T05:00:00Z"),
+        ],
+    );
+    let (s, _) = json_of(&mut incremental(dir.path()), 0);
+    assert_eq!(s["sync_point"], "2026-03-01T05:00:00Z", "{s}");
+    let r2 = format!("{}/res/r2", srv.base());
+    assert_eq!(
+        current(dir.path())[&r2],
+        sha256_file(&t.path().join("res/r2")),
+        "the real change after the future-dated one is applied"
+    );
+}
+
+/// Issue 28.2: a Resource List dated 2099 gives a sync point no later than the baseline; a
+/// change made after the baseline is then applied by incremental.
+#[test]
+fn a_resource_list_dated_in_the_future_gives_a_sync_point_of_now() {
+    let t = source("2099-01-01T00:00:00Z");
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    // The sync point is the reading time rounded down to the second.
+    let before = now_utc();
+    let (s, _) = json_of(
+        &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+        0,
+    );
+    let after = now_utc();
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("resourcelist.xml") && warnings.contains("2099-01-01T00:00:00Z"),
+        "warned: {warnings}"
+    );
+    let at: jiff::Timestamp = s["sync_point"].as_str().unwrap().parse().unwrap();
+    assert!(
+        at >= before
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap()
+            && at <= after,
+        "{at} not within the run [{before}, {after}]"
+    );
+    assert_eq!(
+        sync_point(dir.path()).unwrap().0.as_deref(),
+        s["sync_point"].as_str()
+    );
+
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    t.put("r3", b"r3 v2\n");
+    let changed = second(now_utc());
+    t.change_list("changelist.xml", T0, None, &[("r3", "updated", &changed)]);
+    let (s, _) = json_of(&mut incremental(dir.path()), 0);
+    assert_eq!(
+        s["updated"], 1,
+        "the change after the baseline is applied: {s}"
+    );
+}
+
+/// Issue 28.3: a Resource List Index that lists only itself leads to no list: an incomplete
+/// source, exit 4, nothing deleted even with --delete.
+#[test]
+fn an_index_that_lists_only_itself_deletes_nothing() {
+    let t = source(T0);
+    let index = |parts: &[&str]| {
+        let body: String = parts
+            .iter()
+            .map(|p| format!("<sitemap><loc>{ORIGIN}/{p}</loc></sitemap>\n"))
+            .collect();
+        std::fs::write(
+            t.path().join("resourcelist-index.xml"),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+                 xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+                 <rs:md capability=\"resourcelist\" at=\"{T0}\"/>\n{body}</sitemapindex>\n"
+            ),
+        )
+        .unwrap();
+    };
+    index(&["resourcelist.xml"]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let src = srv.url("/resourcelist-index.xml");
+    let (s, _) = json_of(&mut baseline(&src, dir.path()), 0);
+    assert_eq!(s["created"], 3, "{s}");
+
+    index(&["resourcelist-index.xml"]);
+    let out = baseline(&src, dir.path()).arg("--delete").output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("resourcelist-index.xml") && err.contains("incomplete"),
+        "{err}"
+    );
+    assert!(tombstoned(dir.path()).is_empty());
+    assert_eq!(current(dir.path()).len(), 3);
+}
