@@ -121,7 +121,7 @@ impl Class {
                 "run rsmirror incremental or rsmirror baseline to fetch the new version"
             }
             Class::Extra => {
-                "run rsmirror incremental, or rsmirror baseline --delete, to record the deletion"
+                "run rsmirror baseline SOURCE --delete to record the deletion (rsmirror incremental records it when a Change List reports it)"
             }
             Class::Unverifiable => {
                 "the source declares no digest to prove the copy; --require-fixity counts this as a difference"

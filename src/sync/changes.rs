@@ -48,6 +48,11 @@ pub struct Event {
     /// Dated later than the list was read (see `sync::sync_point`): applied, but the sync
     /// point never moves to it.
     pub future: bool,
+    /// A `deleted` entry dated only by `lastmod`, before the sync point. ResourceSync 1.0
+    /// lists (resync-build's among them) give a delete the lastmod of the state that was
+    /// deleted, not the time of the delete, so its time says nothing about whether it was
+    /// applied: the mirror decides (see `incremental`).
+    pub stale_delete: bool,
 }
 
 impl Event {
@@ -477,7 +482,10 @@ impl<'a, 'b> Collector<'a, 'b> {
                     ));
                 }
             }
-            if order_time.is_some_and(|t| t < self.since) {
+            let stale_delete = change == Change::Deleted
+                && e.md.datetime.is_none()
+                && order_time.is_some_and(|t| t < self.since);
+            if order_time.is_some_and(|t| t < self.since) && !stale_delete {
                 self.out.skipped_before += 1;
                 continue;
             }
@@ -502,6 +510,7 @@ impl<'a, 'b> Collector<'a, 'b> {
             }
             events.push(Event {
                 future,
+                stale_delete,
                 duplicates: e.duplicates().into_iter().map(|l| l.href.clone()).collect(),
                 declared: Declared {
                     lastmod: e.lastmod,

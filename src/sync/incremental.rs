@@ -394,6 +394,58 @@ fn apply_collection(
         let e = &events[i];
         let current = states.get(e.uri.as_str());
         match e.change {
+            Change::Deleted if e.stale_delete => {
+                // A 1.0 delete dated by the deleted state's lastmod, before the sync point:
+                // applied when the mirror still holds that state (or an older one), else it was
+                // applied before or the resource came back since. Either way it never moves the
+                // sync point (its time is before it).
+                let Some(c) = current.filter(|c| !c.deleted) else {
+                    continue;
+                };
+                let time = e.time.unwrap_or(p.since);
+                let held = match c.lastmod {
+                    Some(lastmod) if lastmod <= time => true,
+                    Some(lastmod) => {
+                        summary.warnings.push(format!(
+                            "{}: line {}: deleted {} dated {time}, before the sync point; not \
+                             applied: the mirror holds a later state (lastmod {lastmod})",
+                            e.document, e.line, e.uri
+                        ));
+                        false
+                    }
+                    None => {
+                        summary.warnings.push(format!(
+                            "{}: line {}: deleted {} dated {time}, before the sync point; not \
+                             applied: the mirror's state has no lastmod to compare (if the \
+                             resource is gone, rsmirror baseline SOURCE --delete records it)",
+                            e.document, e.line, e.uri
+                        ));
+                        false
+                    }
+                };
+                if !held {
+                    continue;
+                }
+                summary.warnings.push(format!(
+                    "{}: line {}: deleted {} dated {time}, before the sync point (a ResourceSync \
+                     1.0 list dates a delete by the deleted state's lastmod); applied: the mirror \
+                     still held that state",
+                    e.document, e.line, e.uri
+                ));
+                summary.deleted += 1;
+                writer.version_for_event(
+                    NewVersion {
+                        uri: e.uri.to_string(),
+                        collection: p.collection.clone(),
+                        change: "deleted",
+                        event_time: e.time,
+                        lastmod: e.declared.lastmod,
+                        arrived_via: "tombstone",
+                        ..Default::default()
+                    },
+                    event_record(&p.collection, e, "applied"),
+                )?;
+            }
             Change::Deleted => {
                 let outcome = match current {
                     Some(c) if !c.deleted => {

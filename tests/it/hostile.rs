@@ -165,3 +165,87 @@ fn an_index_that_lists_only_itself_deletes_nothing() {
     assert!(tombstoned(dir.path()).is_empty());
     assert_eq!(current(dir.path()).len(), 3);
 }
+
+/// Issue 28.7: a ResourceSync 1.0 Change List (resync-build's) dates a delete by the lastmod
+/// of the deleted state, which lies before the sync point. The delete is applied when the
+/// mirror still holds that state, and not when it holds a later one; both are warned about.
+#[test]
+fn a_1_0_delete_dated_by_the_old_lastmod_is_applied() {
+    let t = Tree::new();
+    for n in ["r1", "r2", "r3"] {
+        t.put(n, format!("{n}\n").as_bytes());
+    }
+    let write = |file: &str, md: &str, body: &str| {
+        std::fs::write(
+            t.path().join(file),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+                 xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n{md}\n{body}</urlset>\n"
+            ),
+        )
+        .unwrap();
+    };
+    let url = |n: &str, lastmod: &str, md: &str| {
+        format!("<url><loc>{ORIGIN}/res/{n}</loc><lastmod>{lastmod}</lastmod><rs:md {md}/></url>\n")
+    };
+    t.capability_list("changelist.xml");
+    write(
+        "resourcelist.xml",
+        &format!("<rs:md capability=\"resourcelist\" at=\"{T0}\"/>"),
+        &["r1", "r2", "r3"]
+            .map(|n| {
+                url(
+                    n,
+                    "2026-02-01T00:00:00Z",
+                    &format!("length=\"{}\"", n.len() + 1),
+                )
+            })
+            .concat(),
+    );
+    write(
+        "changelist.xml",
+        &format!("<rs:md capability=\"changelist\" from=\"{T0}\"/>"),
+        "",
+    );
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    json_of(
+        &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+        0,
+    );
+
+    t.remove("r1");
+    write(
+        "changelist.xml",
+        &format!("<rs:md capability=\"changelist\" from=\"{T0}\"/>"),
+        &[
+            // The lastmod of the state the mirror holds: that state was deleted.
+            url("r1", "2026-02-01T00:00:00Z", "change=\"deleted\""),
+            // Older than the state the mirror holds: not this state's delete.
+            url("r2", "2026-01-01T00:00:00Z", "change=\"deleted\""),
+        ]
+        .concat(),
+    );
+    let (s, _) = json_of(&mut incremental(dir.path()), 0);
+    assert_eq!(s["deleted"], 1, "{s}");
+    assert_eq!(
+        tombstoned(dir.path()),
+        vec![format!("{}/res/r1", srv.base())]
+    );
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("deleted http://")
+            && warnings.contains("/res/r1 dated 2026-02-01T00:00:00Z")
+            && warnings.contains("applied"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("/res/r2") && warnings.contains("later state"),
+        "{warnings}"
+    );
+    // The next run sees the same list and changes nothing.
+    let (s, _) = json_of(&mut incremental(dir.path()), 0);
+    assert_eq!(s["deleted"], 0, "{s}");
+    assert_eq!(tombstoned(dir.path()).len(), 1);
+}
