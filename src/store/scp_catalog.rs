@@ -337,6 +337,15 @@ pub fn complete_collection(
     Ok(())
 }
 
+/// Drop a collection's validators, so that the next fetch of its URL is a full GET.
+pub fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE scp_collections SET etag = NULL, last_modified = NULL WHERE id = ?1",
+        params![id],
+    )?;
+    Ok(())
+}
+
 /// The current state of one page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageState {

@@ -380,7 +380,15 @@ fn apply_inner(
             warning_count: summary.warnings.len() as u64,
         },
     )?;
-    if is_snapshot {
+    // A snapshot whose gone pages were only reported (no --delete, or more than --max-delete)
+    // is not yet the state the section rests on: its validators are forgotten and the section
+    // keeps its older snapshot, so the next run reads it in full again and finds them gone
+    // again (a 304 would skip the comparison), and `incremental` takes it as the newer
+    // snapshot that replaces the state (SCP 0.1: "Deletion Detection").
+    let gone_pending = is_snapshot && !n.gone.is_empty() && n.deleted == 0;
+    if gone_pending {
+        scp_catalog::forget_validators(&tx, row)?;
+    } else if is_snapshot {
         a.section.snapshot_id = Some(row);
         a.section.snapshot_generated = Some(listed_generated);
     }

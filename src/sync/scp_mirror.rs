@@ -522,7 +522,7 @@ fn record(
                 a.gone.len()
             ),
             _ => format!(
-                "no longer in the snapshot {url}; run with --delete to tombstone it"
+                "no longer in the snapshot {url}; rsmirror incremental, or a baseline with --delete, tombstones it"
             ),
         };
         let tx = ctx.catalog.transaction()?;

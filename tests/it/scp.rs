@@ -924,3 +924,89 @@ fn sitemap_claims_are_cross_checked() {
     let pages: Vec<String> = current_pages(dir.path(), &base).into_keys().collect();
     assert_eq!(pages, ["blog /blog/1"]);
 }
+
+/// Issue 28.4: a page absent from a newer snapshot stays gone until a run deletes it. After a
+/// baseline without --delete has reported it, `incremental` applies the newer snapshot as the
+/// state (a tombstone), and so does a `baseline --delete`; neither is answered by a 304 that
+/// skips the comparison.
+#[test]
+fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
+    let mut site = Site::new();
+    let base = site.base();
+    let p = |n: &str| site.page(&format!("/blog/{n}"), "2025-12-01T00:00:00Z", n);
+    let (p1, p2, p3) = (p("1"), p("2"), p("3"));
+    site.collection(
+        "s1.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T1,
+        &[p1.clone(), p2.clone(), p3],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let live = |dir: &Path| -> Vec<String> { current_pages(dir, &base).into_keys().collect() };
+
+    let by_incremental = tempfile::tempdir().unwrap();
+    let by_baseline = tempfile::tempdir().unwrap();
+    for dir in [&by_incremental, &by_baseline] {
+        run_json(&mut baseline(&site.srv.url("/sitemap.xml"), dir.path()), 0);
+    }
+    site.collection(
+        "s2.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T2,
+        &[p1, p2],
+        Sum::Reference,
+    );
+    site.sitemap();
+    for dir in [&by_incremental, &by_baseline] {
+        let s = run_json(&mut baseline(&site.srv.url("/sitemap.xml"), dir.path()), 0);
+        assert_eq!(
+            (s["gone"].as_u64(), s["deleted"].as_u64()),
+            (Some(1), Some(0)),
+            "{s}"
+        );
+        assert_eq!(live(dir.path()).len(), 3);
+        let problems = last_run_problems(dir.path());
+        assert!(
+            problems
+                .iter()
+                .any(|(uri, class, _)| uri.ends_with("/blog/3") && class == "gone"),
+            "{problems:?}"
+        );
+    }
+
+    let s = run_json(&mut incremental(by_incremental.path()), 0);
+    assert_eq!(s["deleted"], 1, "{s}");
+    assert_eq!(
+        live(by_incremental.path()),
+        ["blog /blog/1", "blog /blog/2"]
+    );
+
+    // A baseline without --delete reports it again; with --delete it goes.
+    let s = run_json(
+        &mut baseline(&site.srv.url("/sitemap.xml"), by_baseline.path()),
+        0,
+    );
+    assert_eq!(s["gone"], 1, "{s}");
+    let s = run_json(
+        baseline(&site.srv.url("/sitemap.xml"), by_baseline.path()).arg("--delete"),
+        0,
+    );
+    assert_eq!(
+        (s["gone"].as_u64(), s["deleted"].as_u64()),
+        (Some(1), Some(1)),
+        "{s}"
+    );
+    assert_eq!(live(by_baseline.path()), ["blog /blog/1", "blog /blog/2"]);
+
+    // Both now rest on the newer snapshot: nothing more to do.
+    for dir in [&by_incremental, &by_baseline] {
+        let s = run_json(&mut incremental(dir.path()), 0);
+        assert_eq!(counts(&s), [0, 0, 0, 0, 0], "{s}");
+        assert_consistent(dir.path());
+    }
+}
