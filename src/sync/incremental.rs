@@ -508,9 +508,18 @@ fn apply_collection(
                     summary.bytes += f.computed.length;
                     applied_max = applied_max.max(e.sync_time());
                     let current = states.get(e.uri.as_str()).filter(|c| !c.deleted);
-                    if current.and_then(|c| c.sha256_hex.as_deref())
-                        == Some(f.computed.sha256_hex.as_str())
-                    {
+                    let same_bytes = current.and_then(|c| c.sha256_hex.as_deref())
+                        == Some(f.computed.sha256_hex.as_str());
+                    // A touch (the same bytes under a new lastmod) is recorded as a new state,
+                    // as baseline records it: else audit would find the old lastmod every night.
+                    let touched = current.is_some_and(|c| {
+                        e.declared.lastmod.is_some_and(|new| {
+                            c.lastmod.is_none_or(|old| {
+                                new.duration_since(old).abs() >= jiff::SignedDuration::from_secs(1)
+                            })
+                        })
+                    });
+                    if same_bytes && !touched {
                         summary.unchanged += 1;
                         return Ok(writer.event(event_record(&p.collection, e, "unchanged"))?);
                     }

@@ -139,16 +139,12 @@ pub fn compare_view(declared: &Declared, current: &Current<'_>) -> Comparison {
             });
         }
     }
-    if let (Some(e), Some(a)) = (declared.lastmod, current.lastmod) {
-        if e.duration_since(a).abs() < jiff::SignedDuration::from_secs(1) {
-            agreed = true;
-        } else {
-            differences.push(Difference {
-                field: "lastmod".into(),
-                expected: e.to_string(),
-                actual: a.to_string(),
-            });
-        }
+    match lastmod_difference(declared, current) {
+        Some(d) if !(by_digest && differences.is_empty()) => differences.push(d),
+        // A digest agrees and only lastmod differs: the same bytes, touched (README: `=`
+        // means a digest agrees). Baseline still records the new lastmod (see `action`).
+        Some(_) => {}
+        None => agreed |= declared.lastmod.is_some() && current.lastmod.is_some(),
     }
     if !differences.is_empty() {
         Comparison::Differs(differences)
@@ -159,13 +155,28 @@ pub fn compare_view(declared: &Declared, current: &Current<'_>) -> Comparison {
     }
 }
 
+/// The lastmods of both sides, when they differ by a second or more.
+fn lastmod_difference(declared: &Declared, current: &Current<'_>) -> Option<Difference> {
+    let (e, a) = (declared.lastmod?, current.lastmod?);
+    (e.duration_since(a).abs() >= jiff::SignedDuration::from_secs(1)).then(|| Difference {
+        field: "lastmod".into(),
+        expected: e.to_string(),
+        actual: a.to_string(),
+    })
+}
+
 /// The baseline action for a listed resource.
 pub fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
     match current {
         None => Action::Create,
         Some(c) if c.deleted => Action::Create,
         Some(c) => match compare(declared, c) {
-            Comparison::Same { .. } => Action::Keep,
+            // Touched: the same bytes by digest, a new lastmod: fetched, and the new state
+            // recorded (the fetch proves the bytes; the version carries the new lastmod).
+            Comparison::Same { .. } => match lastmod_difference(declared, &c.view()) {
+                Some(d) => Action::Update(vec![d]),
+                None => Action::Keep,
+            },
             Comparison::Differs(d) => Action::Update(d),
             Comparison::NoEvidence => Action::Check,
         },
@@ -218,6 +229,29 @@ mod tests {
             (diffs[0].expected.as_str(), diffs[0].actual.as_str()),
             ("7", "6")
         );
+    }
+
+    /// Issue 28.5: a touch (same bytes by digest, a new lastmod) is `=` for audit, and a
+    /// fetch for baseline, which then records the new lastmod.
+    #[test]
+    fn a_lastmod_only_difference_with_an_agreeing_digest_is_same_but_recorded() {
+        let d = Declared {
+            digests: parse_hash_attr("md5:9f9f90dbe3e5ee1218c86b8839db1995"),
+            lastmod: Some("2024-06-01T00:00:00Z".parse().unwrap()),
+            length: Some(6),
+        };
+        assert_eq!(compare(&d, &state()), Comparison::Same { by_digest: true });
+        let Action::Update(diffs) = action(&d, Some(&state())) else {
+            panic!("{:?}", action(&d, Some(&state())))
+        };
+        assert_eq!(diffs.len(), 1);
+        assert_eq!(diffs[0].field, "lastmod");
+        // Without a digest, the lastmod is the evidence: it differs.
+        let d = Declared {
+            digests: Vec::new(),
+            ..d
+        };
+        assert!(matches!(compare(&d, &state()), Comparison::Differs(_)));
     }
 
     #[test]

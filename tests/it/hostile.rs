@@ -249,3 +249,113 @@ fn a_1_0_delete_dated_by_the_old_lastmod_is_applied() {
     assert_eq!(s["deleted"], 0, "{s}");
     assert_eq!(tombstoned(dir.path()).len(), 1);
 }
+
+/// A source written by hand: `res/NAME` files and documents with the given `<rs:md>` and body.
+fn write_doc(t: &Tree, file: &str, md: &str, body: &str) {
+    std::fs::write(
+        t.path().join(file),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+             xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n{md}\n{body}</urlset>\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn md5_attr(bytes: &[u8]) -> String {
+    use md5::Digest as _;
+    format!("md5:{}", hex::encode(md5::Md5::digest(bytes)))
+}
+
+/// Issue 28.5: an `updated` change whose bytes are identical (a touch) records the new lastmod,
+/// as baseline does, and audit calls a lastmod-only difference with an agreeing digest `=`.
+#[test]
+fn a_touched_resource_settles_and_audits_clean() {
+    let t = Tree::new();
+    t.put("r1", b"same bytes\n");
+    let hash = md5_attr(b"same bytes\n");
+    let entry = |lastmod: &str, extra: &str| {
+        format!(
+            "<url><loc>{ORIGIN}/res/r1</loc><lastmod>{lastmod}</lastmod>\
+             <rs:md hash=\"{hash}\" length=\"11\"{extra}/></url>\n"
+        )
+    };
+    t.capability_list("changelist.xml");
+    let list = |lastmod: &str| {
+        write_doc(
+            &t,
+            "resourcelist.xml",
+            &format!("<rs:md capability=\"resourcelist\" at=\"{T0}\"/>"),
+            &entry(lastmod, ""),
+        )
+    };
+    list("2026-02-01T00:00:00Z");
+    write_doc(
+        &t,
+        "changelist.xml",
+        &format!("<rs:md capability=\"changelist\" from=\"{T0}\"/>"),
+        "",
+    );
+    let srv = TestServer::start(t.path());
+    let (touched, stale) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&touched, &stale] {
+        json_of(
+            &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+            0,
+        );
+    }
+
+    // The source touches r1: a new lastmod, the same bytes.
+    write_doc(
+        &t,
+        "changelist.xml",
+        &format!("<rs:md capability=\"changelist\" from=\"{T0}\"/>"),
+        &entry(
+            "2026-03-01T01:00:00Z",
+            " change=\"updated\" datetime=\"2026-03-01T01:00:00Z\"",
+        ),
+    );
+    list("2026-03-01T01:00:00Z");
+    let (s, _) = json_of(&mut incremental(touched.path()), 0);
+    assert_eq!(
+        (s["updated"].as_u64(), s["unchanged"].as_u64()),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    let conn = rusqlite::Connection::open(touched.path().join("catalog.sqlite")).unwrap();
+    let lastmod: String = conn
+        .query_row(
+            "SELECT v.lastmod FROM resources r JOIN versions v ON v.id = r.current_version_id",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(lastmod, "2026-03-01T01:00:00Z");
+    assert_eq!(
+        version_count(touched.path()),
+        2,
+        "a new state, the same object"
+    );
+    assert_consistent(touched.path());
+
+    // Both mirrors audit clean: the touched one has the new lastmod; the other has the old
+    // one, but the digest agrees.
+    for dir in [&touched, &stale] {
+        let out = rsmirror()
+            .args(["audit", "--mirror"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout_of(&out),
+            stderr_of(&out)
+        );
+    }
+    // And the next incremental has nothing to do.
+    let (s, _) = json_of(&mut incremental(touched.path()), 0);
+    assert_eq!(s["updated"], 0, "{s}");
+}
