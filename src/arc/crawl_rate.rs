@@ -48,7 +48,8 @@ impl CrawlRate {
 
     /// The least time between two requests that keeps to this rate.
     pub fn delay(&self) -> Duration {
-        Duration::from_secs_f64(self.per.as_secs_f64() / self.requests)
+        // `1e-300/d` is a valid rate whose pause does not fit a Duration (which would panic).
+        Duration::try_from_secs_f64(self.per.as_secs_f64() / self.requests).unwrap_or(Duration::MAX)
     }
 }
 
@@ -67,6 +68,13 @@ impl fmt::Display for CrawlRate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vanishing_rate_gives_a_long_pause_not_a_panic() {
+        let d = CrawlRate::parse("0.000001/d").unwrap().delay();
+        assert_eq!(d, Duration::from_secs(86_400_000_000));
+        assert_eq!(CrawlRate::parse("1e-300/d").unwrap().delay(), Duration::MAX);
+    }
 
     #[test]
     fn the_seeds_form_and_its_neighbours() {

@@ -502,7 +502,22 @@ impl Http {
                 message: format!("{}: {e}", path.display()),
             },
         };
-        let file = File::open(&path).map_err(file_error)?;
+        // A symbolic link may point anywhere (`/etc`): only what resolves inside the mapped
+        // folder is read, and the resolved path is the one opened.
+        let real = std::fs::canonicalize(&path).map_err(file_error)?;
+        let inside = std::fs::canonicalize(dir).is_ok_and(|d| real.starts_with(d));
+        if !inside {
+            return Err(FetchError::OutOfScope {
+                url: url.to_string(),
+                reason: format!(
+                    "mapped path {} is a symbolic link to {}, outside the folder {}",
+                    path.display(),
+                    real.display(),
+                    dir.display()
+                ),
+            });
+        }
+        let file = File::open(&real).map_err(file_error)?;
         let meta = file.metadata().map_err(file_error)?;
         if !meta.is_file() {
             return Err(not_found(&path));

@@ -547,6 +547,49 @@ fn crawl_rate_paces_requests_unless_delay_is_given() {
     }
 }
 
+/// Issue 28.9: `"crawl_rate": "0.000001/d"` asked for a pause of 2,740 years between requests
+/// and got 60 s each (days for a real site): the pause is clamped to 2 s, with a warning.
+#[test]
+fn a_vanishing_crawl_rate_is_clamped_and_said() {
+    let s = ArcSite::new();
+    let mut pages = Vec::new();
+    for i in 0..2 {
+        let body = format!("<html>page {i}</html>\n");
+        s.put(&format!("{i}.html"), &body);
+        pages.push(page(&format!("{i}.html"), &at(-1, "00:00:00"), &body));
+    }
+    let mut doc = document(&at(-1, "00:00:00"), pages);
+    doc["crawl_rate"] = json!("0.000001/d");
+    s.write("arc-sitemap.json", &doc);
+    let srv = TestServer::start(s.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/arc-sitemap.json"), dir.path())
+        .arg("--json")
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr_of(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["created"], 2, "{summary}");
+    let warnings = summary["warnings"].to_string();
+    assert!(
+        warnings.contains("crawl_rate asks for") && warnings.contains("using 2 s"),
+        "{warnings}"
+    );
+    let mut times: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/pages/"))
+        .map(|r| r.at)
+        .collect();
+    times.sort();
+    let gap = times[1] - times[0];
+    assert!(
+        gap >= std::time::Duration::from_millis(1900),
+        "still paced: {gap:?}"
+    );
+}
+
 /// A mirror baselined from a good site, for the bad-input tests: (site, server, mirror).
 fn good_mirror() -> (ArcSite, TestServer, tempfile::TempDir) {
     let s = ArcSite::new();

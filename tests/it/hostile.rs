@@ -359,3 +359,58 @@ fn a_touched_resource_settles_and_audits_clean() {
     let (s, _) = json_of(&mut incremental(touched.path()), 0);
     assert_eq!(s["updated"], 0, "{s}");
 }
+
+/// Issue 28.10: `--map` read through a symbolic link out of the mapped folder (a link to
+/// `/etc` put `/etc/passwd` in the mirror). Links that stay inside are read; one that leaves
+/// is refused, naming the link and where it leads.
+#[cfg(unix)]
+#[test]
+fn map_refuses_symbolic_links_that_leave_the_folder() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"not the source's\n").unwrap();
+    let site = tempfile::tempdir().unwrap();
+    let root = site.path();
+    std::fs::create_dir(root.join("res")).unwrap();
+    std::fs::write(root.join("res/a"), b"a\n").unwrap();
+    std::os::unix::fs::symlink(root.join("res/a"), root.join("res/alias")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret"), root.join("res/secret")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("res/elsewhere")).unwrap();
+    let urls: String = ["a", "alias", "secret", "elsewhere/secret"]
+        .iter()
+        .map(|n| format!("<url><loc>{ORIGIN}/res/{n}</loc></url>\n"))
+        .collect();
+    std::fs::write(
+        root.join("sitemap.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{urls}</urlset>\n"
+        ),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&format!("{ORIGIN}/sitemap.xml"), dir.path())
+        .arg("--map")
+        .arg(format!("{ORIGIN}/={}", root.display()))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["created"].as_u64(), s["refused"].as_u64()),
+        (Some(2), Some(2)),
+        "{s}"
+    );
+    assert!(
+        err.contains("symbolic link") && err.contains("outside the folder"),
+        "{err}"
+    );
+    let mirrored: Vec<String> = current(dir.path()).into_keys().collect();
+    assert_eq!(
+        mirrored,
+        [format!("{ORIGIN}/res/a"), format!("{ORIGIN}/res/alias")]
+    );
+    let secret = sha256_file(&outside.path().join("secret"));
+    assert!(!current(dir.path()).values().any(|v| *v == secret));
+}
