@@ -553,7 +553,7 @@ impl<R: BufRead> SitemapReader<R> {
                     Resolved::Char(c) => self.st.text.push(c),
                     Resolved::Str(s) => self.st.text.push_str(s),
                 },
-                Event::End(_) => return Ok(()),
+                Event::End(_) => return check_chars(&self.st, what),
                 Event::Start(e) | Event::Empty(e) => {
                     let msg = format!("unexpected element <{}> inside <{what}>", e.name().as_ref());
                     return Err(self.st.err(ReadErrorKind::Xml(msg)));
@@ -1034,6 +1034,22 @@ enum Resolved {
 
 /// A general entity or character reference in text: only the five predefined entities and
 /// character references exist here, since a DTD is refused.
+/// XML 1.0 §2.2 (`Char`): no control character but tab, LF and CR, raw or as a character
+/// reference, and neither U+FFFE nor U+FFFF. quick-xml does not check this; a document that
+/// breaks it is not XML, and its text (a `<loc>` with a NUL, say) is never used.
+fn check_chars(st: &State, what: &str) -> Result<(), ReadError> {
+    let bad = st.text.char_indices().find(|&(_, c)| {
+        (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}')
+    });
+    match bad {
+        None => Ok(()),
+        Some((_, c)) => Err(st.err(ReadErrorKind::Xml(format!(
+            "<{what}> contains U+{:04X}, a character XML does not allow: not a well-formed document",
+            u32::from(c)
+        )))),
+    }
+}
+
 fn resolve_ref(st: &State, r: &BytesRef<'_>) -> Result<Resolved, ReadError> {
     match r.resolve_char_ref() {
         Ok(Some(c)) => return Ok(Resolved::Char(c)),
@@ -2782,6 +2798,28 @@ mod tests {
         let mut files = LastOrigin::default();
         files.remember(&Url::parse("file:///tmp/x").unwrap());
         assert!(files.parse("file:///tmp/y").is_none());
+    }
+
+    /// Issue 28.11: a raw NUL or U+0001 in `<loc>` (not well-formed XML) was accepted and
+    /// percent-encoded; the document is refused, naming the line.
+    #[test]
+    fn control_characters_in_text_refuse_the_document() {
+        for (loc, code) in [
+            ("http://e.org/a\u{0}b", "U+0000"),
+            ("http://e.org/a\u{1}b", "U+0001"),
+            ("http://e.org/a&#1;b", "U+0001"),
+            ("http://e.org/a\u{ffff}b", "U+FFFF"),
+        ] {
+            let e = read_err(&urlset(&format!(
+                "<url><loc>http://e.org/ok</loc></url>\n<url><loc>{loc}</loc></url>"
+            )));
+            let shown = e.to_string();
+            assert!(shown.contains(code) && shown.contains("<loc>"), "{shown}");
+            assert!(shown.contains("line 4"), "{shown}");
+        }
+        // Tab, CR and LF are characters XML allows.
+        let r = read_ok(&urlset("<url><loc>\r\n\thttp://e.org/a\t</loc></url>"));
+        assert_eq!(r.entries[0].loc.as_str(), "http://e.org/a");
     }
 
     #[test]

@@ -414,3 +414,32 @@ fn map_refuses_symbolic_links_that_leave_the_folder() {
     let secret = sha256_file(&outside.path().join("secret"));
     assert!(!current(dir.path()).values().any(|v| *v == secret));
 }
+
+/// Issue 28.11: a `<loc>` with a raw NUL is not XML: the whole document is refused (exit 4,
+/// naming the line), nothing is mirrored.
+#[test]
+fn a_nul_in_a_loc_refuses_the_document() {
+    let site = tempfile::tempdir().unwrap();
+    std::fs::create_dir(site.path().join("res")).unwrap();
+    std::fs::write(site.path().join("res/a"), b"a\n").unwrap();
+    std::fs::write(
+        site.path().join("sitemap.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+             <url><loc>{ORIGIN}/res/a</loc></url>\n\
+             <url><loc>{ORIGIN}/res/a\u{0}b</loc></url>\n</urlset>\n"
+        ),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&format!("{ORIGIN}/sitemap.xml"), dir.path())
+        .arg("--map")
+        .arg(format!("{ORIGIN}/={}", site.path().display()))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("line 4") && err.contains("U+0000"), "{err}");
+    assert!(current(dir.path()).is_empty());
+}
