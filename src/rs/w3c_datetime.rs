@@ -87,7 +87,9 @@ pub(crate) fn utc_second(s: &str) -> Option<Timestamp> {
         return None;
     }
     let days = days_from_civil(y, m, d);
-    Some(saturating(days * 86_400 + hh * 3600 + mm * 60 + ss, 0))
+    // Past jiff's range: None, as `str::parse::<Timestamp>` gives for a catalog value;
+    // [`parse`] then reads it on the general path (see [`saturating`]).
+    Timestamp::from_second(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
 /// The instant `seconds` after the epoch, where the last hours of year 9999, which lie past
