@@ -26,6 +26,9 @@ pub struct Summary {
     /// Objects found missing or truncated in the store and fetched again (no new version).
     pub repaired: u64,
     pub failed: u64,
+    /// Parts of the source's list (index parts, dump packages) that could not be read: what
+    /// they list was not mirrored, and is not among `failed`.
+    pub failed_parts: u64,
     pub refused: u64,
     /// Listed before, not listed now.
     pub gone: u64,
@@ -46,7 +49,7 @@ impl Summary {
     /// The one summary line.
     pub fn line(&self) -> String {
         format!(
-            "{}{}: {} created, {} updated, {} unchanged{}, {} failed, {} refused, {} gone, {} deleted; {} in {:.2} s",
+            "{}{}: {} created, {} updated, {} unchanged{}, {} failed{}, {} refused, {} gone, {} deleted; {} in {:.2} s",
             self.command,
             if self.dry_run { " (dry run)" } else { "" },
             self.created,
@@ -54,6 +57,11 @@ impl Summary {
             self.unchanged,
             if self.repaired > 0 { format!(", {} repaired", self.repaired) } else { String::new() },
             self.failed,
+            if self.failed_parts > 0 {
+                format!(" (and {} unread parts of the list)", self.failed_parts)
+            } else {
+                String::new()
+            },
             self.refused,
             self.gone,
             self.deleted,
@@ -66,7 +74,7 @@ impl Summary {
         serde_json::json!({
             "listed": self.listed, "created": self.created, "updated": self.updated,
             "unchanged": self.unchanged, "repaired": self.repaired, "failed": self.failed,
-            "refused": self.refused,
+            "refused": self.refused, "failed_parts": self.failed_parts,
             "gone": self.gone, "deleted": self.deleted, "unknown_deletes": self.unknown_deletes,
             "bytes": self.bytes,
         })

@@ -192,7 +192,7 @@ fn plan_all(
                 }
                 .into())
             }
-            (Via::Dump | Via::Auto, Some(location)) => {
+            (Via::Dump, Some(location)) => {
                 let mut d = DumpSnapshot::read(
                     docs,
                     inputs.http,
@@ -202,22 +202,36 @@ fn plan_all(
                 )?;
                 (std::mem::take(&mut d.snapshot), Some(d))
             }
-            (Via::List | Via::Auto, _) => {
-                let top = match collection.opened.take() {
-                    Some(doc) => doc,
-                    None => {
-                        let url =
-                            collection
-                                .url_of(&Capability::ResourceList)
-                                .ok_or_else(|| SourceError::Unusable {
-                                    url: collection.id.clone(),
-                                    message: "the Capability List names no resourcelist".into(),
-                                })?;
-                        docs.fetch(url, &docs.scope_for(url))?
-                    }
+            (Via::Auto, Some(location)) => {
+                let dump_url = location.url().to_string();
+                let read =
+                    DumpSnapshot::read(docs, inputs.http, inputs.staging, location, inputs.options);
+                // `auto` prefers the dump, but not a dump it cannot use in full (a package in
+                // a format it does not read, a package that fails its checks): the Resource
+                // List, when the source offers one, lists everything, a request per resource.
+                let unusable = match &read {
+                    Ok(d) if d.snapshot.complete() => None,
+                    Ok(d) => Some(d.snapshot.failed_parts.join("; ")),
+                    Err(e) => Some(e.to_string()),
                 };
-                (snapshot::read(docs, top)?, None)
+                let has_list = collection.opened.is_some()
+                    || collection.url_of(&Capability::ResourceList).is_some();
+                match unusable {
+                    Some(why) if has_list => {
+                        let mut snapshot = resource_list(docs, &mut collection)?;
+                        snapshot.warnings.push(format!(
+                            "{dump_url}: the Resource Dump cannot be used ({why}); the resources \
+                             are taken from the Resource List instead (--via auto)"
+                        ));
+                        (snapshot, None)
+                    }
+                    _ => {
+                        let mut d = read?;
+                        (std::mem::take(&mut d.snapshot), Some(d))
+                    }
+                }
             }
+            (Via::List | Via::Auto, _) => (resource_list(docs, &mut collection)?, None),
         };
         let actions = snapshot
             .listed
@@ -254,6 +268,24 @@ fn plan_all(
         });
     }
     Ok(planned)
+}
+
+/// Read the collection's Resource List (the one discovery opened, else the one its
+/// Capability List names).
+fn resource_list(docs: &Documents<'_>, collection: &mut Collection) -> Result<Snapshot, Error> {
+    let top = match collection.opened.take() {
+        Some(doc) => doc,
+        None => {
+            let url = collection
+                .url_of(&Capability::ResourceList)
+                .ok_or_else(|| SourceError::Unusable {
+                    url: collection.id.clone(),
+                    message: "the Capability List names no resourcelist".into(),
+                })?;
+            docs.fetch(url, &docs.scope_for(url))?
+        }
+    };
+    Ok(snapshot::read(docs, top)?)
 }
 
 /// An update planned only because the stored object was damaged.
@@ -383,6 +415,7 @@ fn apply_collection(
             reason: r.reason.clone(),
         });
     }
+    summary.failed_parts += snap.failed_parts.len() as u64;
     for f in &snap.failed_parts {
         progress.println(&format!("failed: part of the Resource List: {f}"));
         writer.problem(&p.collection, "document", f)?;

@@ -60,6 +60,16 @@ pub enum DumpLocation {
     AlphaPackage(Url),
 }
 
+impl DumpLocation {
+    /// The dump's URL, for messages.
+    pub fn url(&self) -> &Url {
+        match self {
+            DumpLocation::Document(u) | DumpLocation::AlphaPackage(u) => u,
+            DumpLocation::Opened(d) => &d.url,
+        }
+    }
+}
+
 impl DumpSnapshot {
     /// Download every package and read every manifest. A dump document that cannot be read is
     /// fatal; a package that cannot be fetched or opened is a failed part (no deletes).

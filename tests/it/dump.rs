@@ -146,6 +146,44 @@ fn baseline_from_a_two_package_dump_equals_baseline_from_the_list() {
     );
 }
 
+/// Issue 28.12: a Resource Dump in a format rsmirror does not read (resync-build's `--warc`)
+/// beside a complete Resource List: `--via auto` takes the list and says why; `--via dump`
+/// still refuses, and its summary counts the part that was not mirrored.
+#[test]
+fn auto_falls_back_to_the_list_when_the_dump_cannot_be_read() {
+    let t = six();
+    let srv = TestServer::start(t.path());
+    let warc = b"WARC/1.0\r\nWARC-Type: warcinfo\r\nContent-Length: 0\r\n\r\n\r\n\r\n".to_vec();
+    publish_dump(&t, &[("dump.warc", &warc)]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["created"], 6, "{s}");
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("resourcedump.xml") && warnings.contains("Resource List instead"),
+        "{warnings}"
+    );
+    assert_eq!(current(dir.path()).len(), 6);
+
+    let only_dump = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), only_dump.path())
+        .args(["--via", "dump", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["created"], 0, "{s}");
+    assert_eq!(
+        s["failed_parts"], 1,
+        "what was not mirrored is counted: {s}"
+    );
+}
+
 #[test]
 fn hostile_packages_are_refused_and_nothing_from_them_lands() {
     type Make = fn(&Tree, &str) -> Vec<u8>;
