@@ -94,6 +94,11 @@ pub struct SourceArgs {
     /// The User-Agent header.
     #[arg(long, value_name = "STRING")]
     pub user_agent: Option<String>,
+    /// Largest document (list, index, Capability List...) read, in bytes once decompressed;
+    /// the Sitemap protocol's 50 MB by default. A gzip'd document may also inflate at most
+    /// 200:1.
+    #[arg(long, default_value_t = crate::rs::sitemap::MAX_DOCUMENT_BYTES, value_name = "BYTES")]
+    pub max_document_size: u64,
 }
 
 #[derive(Debug, Args)]

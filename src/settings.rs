@@ -39,6 +39,8 @@ pub struct SourceSettings {
     pub delay: Option<Duration>,
     pub allow_hosts: Vec<String>,
     pub zone: Zone,
+    /// `--max-document-size`.
+    pub max_document_bytes: u64,
     pub http: HttpConfig,
 }
 
@@ -55,6 +57,11 @@ impl SourceSettings {
         };
         if a.tries == 0 {
             return Err(UsageError("--tries must be at least 1".into()));
+        }
+        if a.max_document_size == 0 {
+            return Err(UsageError(
+                "--max-document-size must be at least 1 byte".into(),
+            ));
         }
         let mut maps = Vec::new();
         for m in &a.map {
@@ -106,6 +113,7 @@ impl SourceSettings {
             } else {
                 Zone::Required
             },
+            max_document_bytes: a.max_document_size,
             http: HttpConfig {
                 timeout: secs("timeout", a.timeout)?,
                 tries: a.tries,
@@ -125,6 +133,14 @@ impl SourceSettings {
 }
 
 impl SourceSettings {
+    /// How the readers read this source's documents.
+    pub fn read_options(&self) -> crate::rs::sitemap::ReadOptions {
+        crate::rs::sitemap::ReadOptions {
+            zone: self.zone,
+            max_bytes: self.max_document_bytes,
+        }
+    }
+
     /// The HTTP agent for a run, with the `--delay` per host when one was given.
     pub fn http(&self) -> crate::net::Http {
         self.http_with_delay(self.delay)

@@ -23,6 +23,8 @@ use quick_xml::{NsReader, XmlVersion};
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use url::Url;
 
 /// Options every reader takes.
@@ -34,11 +36,24 @@ pub struct ReadOptions {
     pub max_bytes: u64,
 }
 
+/// The Sitemap protocol's limit on one document: "no larger than 50MB (52,428,800 bytes)"
+/// uncompressed (sitemaps.org; ResourceSync 1.1 §8 keeps the Sitemap limits and splits larger
+/// lists into an index). `--max-document-size` changes it.
+pub const MAX_DOCUMENT_BYTES: u64 = 52_428_800;
+
+/// The most a gzip'd document may inflate, as decompressed bytes per compressed byte, once it
+/// is past [`RATIO_FLOOR`]. Sitemaps of similar URLs compress 20-50:1, a gzip bomb about
+/// 1000:1; SCP's limit is 100:1, and 200 leaves room for very regular lists.
+pub const MAX_RATIO: u64 = 200;
+/// Below this many decompressed bytes the ratio is not checked: a tiny gzip file of a tiny
+/// document has no meaningful ratio.
+const RATIO_FLOOR: u64 = 1 << 20;
+
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             zone: Zone::Required,
-            max_bytes: 1 << 30,
+            max_bytes: MAX_DOCUMENT_BYTES,
         }
     }
 }
@@ -77,8 +92,10 @@ pub enum ReadErrorKind {
     },
     #[error("{what}={value:?} is not a non-negative integer")]
     BadNumber { what: String, value: String },
-    #[error("document larger than the {0}-byte limit")]
+    #[error("document larger than the {0}-byte limit (--max-document-size; the Sitemap protocol allows 50 MB: a larger list belongs in an index)")]
     TooLarge(u64),
+    #[error("refused, a decompression bomb: {0}")]
+    Inflates(String),
     #[error("read failed: {0}")]
     Io(String),
 }
@@ -629,8 +646,12 @@ pub fn decompress<'a>(
     }
     let is_gzip = n == 2 && head == [0x1f, 0x8b];
     let whole = io::Cursor::new(head).take(n as u64).chain(input);
+    let compressed = Arc::new(AtomicU64::new(0));
     let inner: Box<dyn Read + 'a> = if is_gzip {
-        Box::new(flate2::read::MultiGzDecoder::new(whole))
+        Box::new(flate2::read::MultiGzDecoder::new(Counted {
+            inner: whole,
+            count: compressed.clone(),
+        }))
     } else {
         Box::new(whole)
     };
@@ -640,8 +661,23 @@ pub fn decompress<'a>(
             inner,
             remaining: max_bytes,
             limit: max_bytes,
+            compressed: is_gzip.then_some(compressed),
         },
     )))
+}
+
+/// Counts the bytes read through it (the compressed side of a gzip'd document).
+struct Counted<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(out)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// [`decompress`] then [`SitemapReader::new`].
@@ -673,11 +709,30 @@ impl fmt::Display for LimitExceeded {
 
 impl std::error::Error for LimitExceeded {}
 
-/// A reader that fails once more than `limit` bytes would be produced.
+/// The error inside the `io::Error` raised when a gzip'd document inflates past [`MAX_RATIO`]:
+/// (decompressed, compressed) bytes so far.
+#[derive(Debug)]
+struct RatioExceeded(u64, u64);
+
+impl std::error::Error for RatioExceeded {}
+
+impl fmt::Display for RatioExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} compressed bytes inflate to more than {} (over {MAX_RATIO}:1)",
+            self.1, self.0
+        )
+    }
+}
+
+/// A reader that fails once more than `limit` bytes would be produced, or (gzip) once what it
+/// produced is more than [`MAX_RATIO`] times what was read of the compressed stream.
 struct Capped<R> {
     inner: R,
     remaining: u64,
     limit: u64,
+    compressed: Option<Arc<AtomicU64>>,
 }
 
 impl<R: Read> Read for Capped<R> {
@@ -698,6 +753,13 @@ impl<R: Read> Read for Capped<R> {
             .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut out[..max])?;
         self.remaining -= n as u64;
+        let produced = self.limit - self.remaining;
+        if let Some(compressed) = &self.compressed {
+            let compressed = compressed.load(Ordering::Relaxed);
+            if produced > RATIO_FLOOR && produced > compressed.saturating_mul(MAX_RATIO) {
+                return Err(io::Error::other(RatioExceeded(produced, compressed)));
+            }
+        }
         Ok(n)
     }
 }
@@ -1019,6 +1081,9 @@ fn io_kind(e: &io::Error, root: Option<&str>) -> ReadErrorKind {
     if let Some(LimitExceeded(limit)) = e.get_ref().and_then(|i| i.downcast_ref::<LimitExceeded>())
     {
         return ReadErrorKind::TooLarge(*limit);
+    }
+    if let Some(r) = e.get_ref().and_then(|i| i.downcast_ref::<RatioExceeded>()) {
+        return ReadErrorKind::Inflates(r.to_string());
     }
     match (e.kind(), root) {
         // A gzip stream cut short.
@@ -2504,6 +2569,25 @@ mod tests {
         );
     }
 
+    /// Issue 28.8: a gzip'd document that inflates past 200:1 is refused as a bomb as soon as
+    /// that shows (after 1 MiB), long before the size cap; an ordinary gzip'd list is not.
+    #[test]
+    fn a_gzip_bomb_is_refused_by_its_ratio() {
+        let mut bomb = format!("<?xml version=\"1.0\"?>\n{URLSET}\n").into_bytes();
+        bomb.resize(bomb.len() + (64 << 20), b' ');
+        let gz = gzip(&bomb);
+        assert!(gz.len() < 200 << 10, "{}", gz.len());
+        let e = read_bytes(&gz, ReadOptions::default()).err().unwrap();
+        assert!(matches!(e.kind, ReadErrorKind::Inflates(_)), "{e}");
+        assert!(e.to_string().contains("decompression bomb"), "{e}");
+        // A regular list of 20,000 similar URLs (about 40:1) reads.
+        let body: String = (0..20_000)
+            .map(|i| format!("<url><loc>http://e.org/r/{i:08}</loc></url>\n"))
+            .collect();
+        let r = read_bytes(&gzip(urlset(&body).as_bytes()), ReadOptions::default()).unwrap();
+        assert_eq!(r.entries.len(), 20_000);
+    }
+
     #[test]
     fn too_large_plain_and_gzip() {
         let opts = ReadOptions {
@@ -2515,7 +2599,7 @@ mod tests {
             assert!(matches!(e.kind, ReadErrorKind::TooLarge(200)), "{e}");
             assert!(
                 e.to_string()
-                    .ends_with("document larger than the 200-byte limit"),
+                    .contains("document larger than the 200-byte limit (--max-document-size"),
                 "{e}"
             );
         }

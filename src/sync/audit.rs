@@ -22,7 +22,6 @@ use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals};
 use crate::net::Http;
 use crate::rs::document::Capability;
 use crate::rs::document::Change;
-use crate::rs::sitemap::ReadOptions;
 use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
 use crate::sync::changes::{self, Collector, Event};
@@ -407,10 +406,7 @@ fn compare_with_source(
     let http = Http::new(s.source.http.clone());
     let docs = Documents {
         http: &http,
-        options: ReadOptions {
-            zone: s.source.zone,
-            ..Default::default()
-        },
+        options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
     };
     let discovery = discover::discover(&docs, source, None)?;

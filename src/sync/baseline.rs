@@ -58,10 +58,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
     let http = s.source.http();
     let docs = Documents {
         http: &http,
-        options: ReadOptions {
-            zone: s.source.zone,
-            ..Default::default()
-        },
+        options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
     };
     let source_url = discover::source_url(&s.source.source)?.to_string();

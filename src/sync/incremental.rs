@@ -14,7 +14,6 @@ use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
 use crate::rs::document::{Capability, Change};
-use crate::rs::sitemap::ReadOptions;
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore, StoreError};
@@ -68,10 +67,7 @@ pub fn run(
     let http = s.source.http();
     let docs = Documents {
         http: &http,
-        options: ReadOptions {
-            zone: s.source.zone,
-            ..Default::default()
-        },
+        options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
     };
     let mut summary = Summary {

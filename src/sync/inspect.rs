@@ -4,7 +4,6 @@
 
 use crate::error::{Error, SourceError};
 use crate::rs::document::{Capability, Root};
-use crate::rs::sitemap::ReadOptions;
 use crate::settings::SourceSettings;
 use crate::sync::discover;
 use crate::sync::documents::{syntax_name, Documents, OpenedDocument};
@@ -83,10 +82,7 @@ pub fn run(s: &SourceSettings) -> Result<Inspection, Error> {
     let http = s.http();
     let docs = Documents {
         http: &http,
-        options: ReadOptions {
-            zone: s.zone,
-            ..Default::default()
-        },
+        options: s.read_options(),
         allow_hosts: &s.allow_hosts,
     };
     let discovery = discover::discover(&docs, &s.source, None)?;

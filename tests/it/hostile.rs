@@ -443,3 +443,39 @@ fn a_nul_in_a_loc_refuses_the_document() {
     assert!(err.contains("line 4") && err.contains("U+0000"), "{err}");
     assert!(current(dir.path()).is_empty());
 }
+
+/// Issue 28.8: a document is capped at the Sitemap protocol's 50 MB once decompressed
+/// (`--max-document-size` sets another cap) and a gzip'd one at 200:1: a clean source error
+/// (exit 4) naming the document and the option, nothing applied.
+#[test]
+fn documents_past_the_size_cap_or_inflating_like_a_bomb_are_refused() {
+    let t = source(T0);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .args(["--max-document-size", "300"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("300-byte limit (--max-document-size"), "{err}");
+    assert!(current(dir.path()).is_empty());
+
+    // 64 MB of whitespace inside a urlset, gzip'd to about 64 KB.
+    let mut bomb =
+        b"<?xml version=\"1.0\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">"
+            .to_vec();
+    bomb.resize(bomb.len() + (64 << 20), b' ');
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(&mut gz, &bomb).unwrap();
+    std::fs::write(t.path().join("bomb.xml.gz"), gz.finish().unwrap()).unwrap();
+    let out = baseline(&srv.url("/bomb.xml.gz"), dir.path())
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("bomb.xml.gz") && err.contains("decompression bomb"),
+        "{err}"
+    );
+}
