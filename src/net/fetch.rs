@@ -117,6 +117,23 @@ pub fn fetch_new_object(
     fetch(http, url, scope, staging, expected, NewFile::create)
 }
 
+/// [`fetch_new_object`] as a conditional GET with `validators` (those stored with the
+/// mirror's version): a 304 is [`FetchError::Status`] 304, nothing staged.
+pub fn fetch_new_object_if_changed(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    staging: &Path,
+    expected: &Expected,
+    validators: &Validators,
+) -> Result<Staged<NewFile>, FetchError> {
+    let create = NewFile::create;
+    let retries = http.retries();
+    fetch_from(
+        http, url, scope, staging, expected, create, retries, None, validators,
+    )
+}
+
 fn fetch(
     http: &Http,
     url: &Url,
@@ -125,6 +142,7 @@ fn fetch(
     expected: &Expected,
     create: fn(&Path) -> io::Result<NewFile>,
 ) -> Result<Staged<NewFile>, FetchError> {
+    let none = Validators::default();
     fetch_from(
         http,
         url,
@@ -134,6 +152,7 @@ fn fetch(
         create,
         http.retries(),
         None,
+        &none,
     )
 }
 
@@ -175,8 +194,9 @@ pub fn fetch_new_object_resumed(
         Resume::Redirect { status, location } => Some((status, location)),
     };
     let create = NewFile::create;
+    let none = Validators::default();
     fetch_from(
-        http, url, scope, staging, expected, create, retries, redirect,
+        http, url, scope, staging, expected, create, retries, redirect, &none,
     )
 }
 
@@ -190,6 +210,7 @@ fn fetch_from(
     create: fn(&Path) -> io::Result<NewFile>,
     mut retries: Retries<'_>,
     mut redirect: Option<(u16, Option<String>)>,
+    validators: &Validators,
 ) -> Result<Staged<NewFile>, FetchError> {
     loop {
         // A redirect received elsewhere stands for the first response only: an attempt that
@@ -204,6 +225,7 @@ fn fetch_from(
             create,
             &mut retries,
             first,
+            validators,
         ) {
             Ok(staged) => return Ok(staged),
             Err(Attempt::Final(e)) => return Err(e),
@@ -238,13 +260,13 @@ fn fetch_once(
     create: fn(&Path) -> io::Result<NewFile>,
     retries: &mut Retries<'_>,
     redirected: Option<(u16, Option<String>)>,
+    validators: &Validators,
 ) -> Result<Staged<NewFile>, Attempt> {
-    // No validators: a resource fetch always wants the bytes.
-    let none = Validators::default();
+    // Validators only where the caller asks whether the stored bytes are still current.
     let response = match redirected {
-        None => http.get_with(url, scope, &none, retries)?,
+        None => http.get_with(url, scope, validators, retries)?,
         Some((status, location)) => {
-            http.get_redirected(url, status, location.as_deref(), scope, &none, retries)?
+            http.get_redirected(url, status, location.as_deref(), scope, validators, retries)?
         }
     };
     let body = match response {

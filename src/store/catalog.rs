@@ -364,6 +364,22 @@ impl Catalog {
             .is_some())
     }
 
+    /// The ETag and Last-Modified the server sent with a version's bytes.
+    pub fn version_validators(
+        &self,
+        version_id: i64,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT etag, last_modified FROM versions WHERE id = ?1",
+                [version_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((None, None)))
+    }
+
     /// The ETag / Last-Modified recorded for an open Change List (a `urlset` without
     /// `until`), for a conditional GET; nothing for any other document (an index must be
     /// re-read: its open child may have changed while it did not).

@@ -7,9 +7,9 @@
 //! transaction it makes the batch's objects durable with one `syncfs`, so a version row never
 //! references bytes a crash could lose.
 
-use crate::net::fetch::{fetch_new_object, fetch_new_object_resumed};
+use crate::net::fetch::{fetch_new_object, fetch_new_object_if_changed, fetch_new_object_resumed};
 use crate::net::multi::{Multi, Outcome};
-use crate::net::{Expected, FetchError, Http, Scope, Staged};
+use crate::net::{Expected, FetchError, Http, Scope, Staged, Validators};
 use crate::rs::digest::Computed;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::new_file::NewFile;
@@ -28,6 +28,9 @@ pub struct Job {
     pub urls: Vec<Url>,
     pub expected: Expected,
     pub scope: Arc<Scope>,
+    /// Ask with these (a conditional GET on the blocking path): the stored version's ETag /
+    /// Last-Modified, when only the server can tell whether it changed.
+    pub validators: Option<Validators>,
 }
 
 /// A verified object now in the store.
@@ -46,6 +49,8 @@ pub struct Fetched {
 #[derive(Debug)]
 pub enum JobResult {
     Fetched(usize, Box<Fetched>),
+    /// The server answered 304 to the job's validators: the stored bytes are current.
+    NotModified(usize),
     /// Every URL failed; `refused` when the reason was the scope.
     Failed {
         index: usize,
@@ -140,7 +145,11 @@ pub fn transfer<E>(
                             drawn_all = true;
                             break;
                         };
-                        let first = job.urls.first().filter(|u| job.scope.check(u).is_ok());
+                        // Multi sends no validators: a conditional GET takes the blocking path.
+                        let first = job
+                            .urls
+                            .first()
+                            .filter(|u| job.scope.check(u).is_ok() && job.validators.is_none());
                         let job = match first.cloned() {
                             Some(url) => match multi.start(url, job.expected.clone(), job) {
                                 Ok(()) => continue,
@@ -292,9 +301,24 @@ fn run_job(
                     reasons.push(format!("{url}: refused: {reason}"));
                     continue;
                 }
-                fetch_new_object(http, url, &job.scope, staging, &job.expected)
+                match &job.validators {
+                    Some(v) => fetch_new_object_if_changed(
+                        http,
+                        url,
+                        &job.scope,
+                        staging,
+                        &job.expected,
+                        v,
+                    ),
+                    None => fetch_new_object(http, url, &job.scope, staging, &job.expected),
+                }
             }
         };
+        if job.validators.is_some()
+            && matches!(fetched, Err(FetchError::Status { status: 304, .. }))
+        {
+            return JobResult::NotModified(job.index);
+        }
         match fetched {
             Ok(staged) => match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
                 Ok(_) => {

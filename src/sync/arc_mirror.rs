@@ -201,7 +201,7 @@ pub fn baseline(
                     progress.item(f.computed.length);
                     summary.bytes += f.computed.length;
                     let current = states.get(page.url.as_str()).filter(|c| !c.deleted);
-                    if *action == Action::Check
+                    if matches!(action, Action::Check | Action::Revalidate)
                         && current.and_then(|c| c.sha256_hex.as_deref())
                             == Some(f.computed.sha256_hex.as_str())
                     {
@@ -221,6 +221,8 @@ pub fn baseline(
                         Some(PageRecord::of(page, &collection, &collection)),
                     )?;
                 }
+                // This module sends no validators.
+                JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::Failed {
                     index,
                     reason,
@@ -629,6 +631,8 @@ pub fn incremental(
                         Some(PageRecord::of(&d.page, &collection, &d.document)),
                     )?;
                 }
+                // This module sends no validators.
+                JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::Failed {
                     index,
                     reason,
@@ -1043,6 +1047,7 @@ fn job(index: usize, page: &Page, scope: &Arc<Scope>) -> Job {
             digests: page.digest.iter().cloned().collect(),
         },
         scope: scope.clone(),
+        validators: None,
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::cli::Via;
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
-use crate::net::{Expected, Http};
+use crate::net::{Expected, Http, Validators};
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
 use crate::rs::digest::Digest;
@@ -41,6 +41,9 @@ struct Planned {
     /// The packages holding the bytes, when the snapshot came from a Resource Dump.
     dump: Option<DumpSnapshot>,
     describes: Option<String>,
+    /// For each [`Action::Revalidate`] (by index), the validators stored with the mirror's
+    /// version: the few resources only the server can judge.
+    validators: HashMap<usize, Validators>,
 }
 
 /// What a plan needs besides the documents: where dump packages are staged, how to read them.
@@ -128,7 +131,10 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
             options: docs.options,
             objects: m.objects.clone(),
         };
-        let planned = plan_all(&docs, &inputs, rs, &states)?;
+        let mut planned = plan_all(&docs, &inputs, rs, &states)?;
+        for p in &mut planned {
+            p.validators = stored_validators(&m.catalog, p, &states)?;
+        }
         // Built again by `m.finish`, whatever the outcome.
         m.catalog.defer_object_index()?;
         let mut writer = Writer::new(&mut m.catalog, &m.objects, run_id);
@@ -262,6 +268,7 @@ fn plan_all(
             actions,
             gone,
             dump,
+            validators: HashMap::new(),
         });
     }
     Ok(planned)
@@ -283,6 +290,33 @@ fn resource_list(docs: &Documents<'_>, collection: &mut Collection) -> Result<Sn
         }
     };
     Ok(snapshot::read(docs, top)?)
+}
+
+/// The validators stored with the mirror's version of each resource to revalidate.
+fn stored_validators(
+    catalog: &Catalog,
+    p: &Planned,
+    states: &HashMap<String, CurrentState>,
+) -> Result<HashMap<usize, Validators>, StoreError> {
+    let mut out = HashMap::new();
+    for (i, a) in p.actions.iter().enumerate() {
+        if *a != Action::Revalidate {
+            continue;
+        }
+        let Some(c) = states.get(p.snapshot.listed[i].uri.as_str()) else {
+            continue;
+        };
+        let (etag, last_modified) = catalog.version_validators(c.version_id)?;
+        let v = Validators {
+            etag,
+            last_modified,
+        };
+        // Nothing stored to ask with: a full GET, compared by its bytes.
+        if !v.is_empty() {
+            out.insert(i, v);
+        }
+    }
+    Ok(out)
 }
 
 /// An update planned only because the stored object was damaged.
@@ -354,6 +388,13 @@ fn print_plan(
                     summary.updated += 1;
                     println!(
                         "? {} (nothing to compare: will fetch and compare bytes)",
+                        l.uri
+                    );
+                }
+                Action::Revalidate => {
+                    summary.updated += 1;
+                    println!(
+                        "? {} (no digest and a date-only lastmod: will ask the server whether it changed)",
                         l.uri
                     );
                 }
@@ -441,6 +482,7 @@ fn apply_collection(
                 digests: l.declared.digests.clone(),
             },
             scope: l.scope.clone(),
+            validators: p.validators.get(&i).cloned(),
         }
     });
     progress.start("baseline", wanted.len() as u64);
@@ -454,7 +496,7 @@ fn apply_collection(
                 summary.bytes += f.computed.length;
                 let same_bytes = current.and_then(|c| c.sha256_hex.as_deref())
                     == Some(f.computed.sha256_hex.as_str());
-                if same_bytes && p.actions[i] == Action::Check {
+                if same_bytes && matches!(p.actions[i], Action::Check | Action::Revalidate) {
                     summary.unchanged += 1;
                     return Ok(());
                 }
@@ -471,6 +513,11 @@ fn apply_collection(
                     "created"
                 };
                 writer.version(version_from(l, &f, change, &p.collection))?;
+            }
+            // A 304 to the stored validators: the server says the version is current.
+            JobResult::NotModified(_) => {
+                progress.item(0);
+                summary.unchanged += 1;
             }
             JobResult::Failed {
                 index,

@@ -484,6 +484,7 @@ fn apply_collection(
                         digests: e.declared.digests.clone(),
                     },
                     scope: e.scope.clone(),
+                    validators: None,
                 });
             }
         }
@@ -552,6 +553,8 @@ fn apply_collection(
                         event_record(&p.collection, e, "applied"),
                     )?;
                 }
+                // Changes are fetched whole: no validators are sent.
+                JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::Failed {
                     index,
                     reason,

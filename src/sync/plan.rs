@@ -69,6 +69,11 @@ pub enum Action {
     Keep,
     /// In the mirror but nothing to compare: fetch, keep a new version only if the bytes differ.
     Check,
+    /// In the mirror, and what agrees cannot tell a change: no digest, and a lastmod no finer
+    /// than a day (`2026-03-01`, read as midnight), so a change later that day looks the same.
+    /// Ask the server with the stored ETag / Last-Modified (a 304 keeps the version); else as
+    /// [`Action::Check`].
+    Revalidate,
 }
 
 /// What the comparison reads of the mirror's current version, borrowed: from a
@@ -155,6 +160,15 @@ pub fn compare_view(declared: &Declared, current: &Current<'_>) -> Comparison {
     }
 }
 
+/// A lastmod that says only the day: exactly midnight UTC, which is how a date-only
+/// `<lastmod>YYYY-MM-DD` reads (xml-sitemap-writer and many CMSs write those). A real change at
+/// midnight is taken as day-granular too; that costs one conditional GET.
+fn day_granular(declared: &Declared) -> bool {
+    declared
+        .lastmod
+        .is_some_and(|t| t.as_second().rem_euclid(86_400) == 0 && t.subsec_nanosecond() == 0)
+}
+
 /// The lastmods of both sides, when they differ by a second or more.
 fn lastmod_difference(declared: &Declared, current: &Current<'_>) -> Option<Difference> {
     let (e, a) = (declared.lastmod?, current.lastmod?);
@@ -173,8 +187,9 @@ pub fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
         Some(c) => match compare(declared, c) {
             // Touched: the same bytes by digest, a new lastmod: fetched, and the new state
             // recorded (the fetch proves the bytes; the version carries the new lastmod).
-            Comparison::Same { .. } => match lastmod_difference(declared, &c.view()) {
+            Comparison::Same { by_digest } => match lastmod_difference(declared, &c.view()) {
                 Some(d) => Action::Update(vec![d]),
+                None if !by_digest && day_granular(declared) => Action::Revalidate,
                 None => Action::Keep,
             },
             Comparison::Differs(d) => Action::Update(d),
@@ -252,6 +267,31 @@ mod tests {
             ..d
         };
         assert!(matches!(compare(&d, &state()), Comparison::Differs(_)));
+    }
+
+    /// Issue 28.6: a date-only lastmod and no digest cannot tell a same-day change: ask the
+    /// server. With a digest, or a lastmod finer than a day, the agreement is enough.
+    #[test]
+    fn a_date_only_lastmod_without_a_digest_is_revalidated() {
+        let mut st = state();
+        st.lastmod = Some("2024-05-01T00:00:00Z".parse().unwrap());
+        let date_only = Declared {
+            lastmod: Some("2024-05-01T00:00:00Z".parse().unwrap()),
+            length: Some(6),
+            digests: Vec::new(),
+        };
+        assert_eq!(action(&date_only, Some(&st)), Action::Revalidate);
+        let with_digest = Declared {
+            digests: parse_hash_attr("md5:9f9f90dbe3e5ee1218c86b8839db1995"),
+            ..date_only.clone()
+        };
+        assert_eq!(action(&with_digest, Some(&st)), Action::Keep);
+        st.lastmod = Some("2024-05-01T10:30:00Z".parse().unwrap());
+        let to_the_second = Declared {
+            lastmod: st.lastmod,
+            ..date_only
+        };
+        assert_eq!(action(&to_the_second, Some(&st)), Action::Keep);
     }
 
     #[test]

@@ -479,3 +479,58 @@ fn documents_past_the_size_cap_or_inflating_like_a_bomb_are_refused() {
         "{err}"
     );
 }
+
+/// Issue 28.6: a plain Sitemap with date-only `<lastmod>`s and no digest (xml-sitemap-writer,
+/// many CMSs): a change later the same day looks unchanged by the list. The re-run asks the
+/// server with the stored ETag / Last-Modified: the changed file is fetched (same length,
+/// new bytes), the others are answered 304 and keep their versions.
+#[test]
+fn a_same_day_change_under_a_date_only_lastmod_is_found_by_a_conditional_get() {
+    let t = Tree::new();
+    for n in ["r1", "r2", "r3"] {
+        t.put(n, format!("{n} morning\n").as_bytes());
+    }
+    let urls: String = ["r1", "r2", "r3"]
+        .iter()
+        .map(|n| format!("<url><loc>{ORIGIN}/res/{n}</loc><lastmod>2026-03-01</lastmod></url>\n"))
+        .collect();
+    std::fs::write(
+        t.path().join("sitemap.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{urls}</urlset>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let src = srv.url("/sitemap.xml");
+    let (s, _) = json_of(&mut baseline(&src, dir.path()), 0);
+    assert_eq!(s["created"], 3, "{s}");
+
+    t.put("r1", b"r1 evening\n");
+    srv.clear_requests();
+    let (s, _) = json_of(&mut baseline(&src, dir.path()), 0);
+    assert_eq!(
+        (s["updated"].as_u64(), s["unchanged"].as_u64()),
+        (Some(1), Some(2)),
+        "{s}"
+    );
+    let r1 = format!("{}/res/r1", srv.base());
+    assert_eq!(
+        current(dir.path())[&r1],
+        sha256_file(&t.path().join("res/r1"))
+    );
+    let asked: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    for r in &asked {
+        assert!(r.header("if-none-match").is_some(), "{r:?}");
+        let want = if r.path == "/res/r1" { 200 } else { 304 };
+        assert_eq!(r.status, want, "{r:?}");
+    }
+    assert_eq!(version_count(dir.path()), 4);
+}
