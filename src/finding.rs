@@ -469,8 +469,12 @@ impl Totals {
 /// The forms a report takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
-    /// Finding lines only, `=` lines only when `verbose` (stdout).
-    Lines { verbose: bool },
+    /// Finding lines only (stdout): the differences, that is every line but `=` and `?` (`?`
+    /// too with `--require-fixity`); all of them when `verbose`. A digest-less source is `?`
+    /// from end to end: one line per resource every night would bury what matters, and `-q`
+    /// promises silence on success. The `?` ones are counted, and listed in `--report` and
+    /// `--json`.
+    Lines { verbose: bool, require_fixity: bool },
     /// `#` header, every finding line, `#` totals (a text report file).
     Text,
     /// One JSON document (`--json`, or a JSON report file).
@@ -546,10 +550,16 @@ impl Sink {
         });
     }
 
-    /// Does this sink write findings of `class`? A line sink that is not verbose leaves out
-    /// the `=` ones; [`Self::skipped`] then stands for [`Self::finding`].
+    /// Does this sink write findings of `class`? A line sink that is not verbose writes only
+    /// the differences; [`Self::skipped`] then stands for [`Self::finding`].
     pub fn wants(&self, class: Class) -> bool {
-        !(matches!(self.form, Form::Lines { verbose: false }) && class.is_ok())
+        match self.form {
+            Form::Lines {
+                verbose: false,
+                require_fixity,
+            } => class.is_difference(require_fixity),
+            _ => true,
+        }
     }
 
     /// A finding this sink does not write ([`Self::wants`]) went by.
@@ -559,8 +569,11 @@ impl Sink {
 
     pub fn finding(&mut self, f: &Finding) {
         self.io(|out, form, written| match form {
-            Form::Lines { verbose } => {
-                if verbose || !f.class.is_ok() {
+            Form::Lines {
+                verbose,
+                require_fixity,
+            } => {
+                if verbose || f.class.is_difference(require_fixity) {
                     writeln!(out, "{}", f.line())?;
                 }
                 Ok(())

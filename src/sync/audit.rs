@@ -98,6 +98,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         } else {
             Form::Lines {
                 verbose: s.output.verbose > 0,
+                require_fixity: s.require_fixity,
             }
         },
     ));

@@ -617,15 +617,43 @@ fn source_without_digests_is_unverifiable() {
     assert!(findings(&doc).iter().all(|f| f.mark() == '?'));
     let (code, _) = audit_json(mirror.path(), &["--require-fixity"]);
     assert_eq!(code, 1);
-    // `?` lines are printed without -v (they are not `=`).
-    let out = audit(mirror.path()).output().unwrap();
-    assert_eq!(
-        stdout_of(&out)
+    // Issue 25: quiet means quiet. Under cron (no terminal) and with -q, an audit that exits 0
+    // prints nothing: `?` is not a difference, and is counted, not printed line by line.
+    for args in [&[][..], &["-q"][..]] {
+        let out = audit(mirror.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(
+            (stdout_of(&out), stderr_of(&out)),
+            (String::new(), String::new()),
+            "{args:?}"
+        );
+    }
+    // -v lists them, with the summary's count; --require-fixity makes them differences, printed.
+    let out = audit(mirror.path()).arg("-v").output().unwrap();
+    let unverifiable = |out: &std::process::Output| {
+        stdout_of(out)
             .lines()
             .filter(|l| l.starts_with("? "))
-            .count(),
-        3
-    );
+            .count()
+    };
+    assert_eq!(unverifiable(&out), 3);
+    assert!(stderr_of(&out).contains("3 unverifiable"), "{}", stderr_of(&out));
+    let out = audit(mirror.path())
+        .args(["-q", "--require-fixity"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(unverifiable(&out), 3);
+    // The catalog records them.
+    let conn = Connection::open(mirror.path().join("catalog.sqlite")).unwrap();
+    let recorded: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM audit_findings WHERE mark = '?' AND run_id = (SELECT max(run_id) FROM audit_findings)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(recorded, 3);
 }
 
 // ------------------------------------------------------------------------------------------
