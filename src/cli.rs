@@ -232,6 +232,12 @@ pub struct AuditArgs {
     /// Count `?` (nothing to compare) as a difference.
     #[arg(long)]
     pub require_fixity: bool,
+    /// Fetch again the resources the source declares no digest for and compare their SHA-256
+    /// with the mirror's (a conditional GET first: a 304 is only the server's claim). MODE, a
+    /// comma list: `all` refetches every resource listed, `bytes` always sends full GETs.
+    /// Combines with --sample (a slice each night) and --delay.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub refetch: Option<String>,
     /// Also write the report to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<std::path::PathBuf>,

@@ -411,6 +411,49 @@ pub struct Totals {
     pub warnings: Vec<String>,
     /// Wall time per phase, in order (shown with `-vv`; not part of the report).
     pub phases: Vec<(&'static str, f64)>,
+    /// How the resources present in the mirror and listed by the source were shown to match,
+    /// per collection (none with `--offline`).
+    pub verification: BTreeMap<String, Verification>,
+}
+
+/// How the copies of one collection's resources were shown to be the source's, each resource
+/// counted once: preservation staff file this with the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verification {
+    /// A digest the source declares agrees with the mirror's.
+    pub declared_digest: u64,
+    /// `--refetch`: the bytes fetched again hash (SHA-256) to the mirror's.
+    pub refetched_bytes: u64,
+    /// `--refetch`: the server answered 304 to the stored validators. Its claim, not a proof.
+    pub claimed_unchanged: u64,
+    /// Nothing proved it: no digest to compare, not refetched (or the refetch failed).
+    pub unverified: u64,
+    /// `--refetch`: fetched again and the bytes differ (a `*` finding).
+    pub refetched_differs: u64,
+}
+
+impl Verification {
+    fn to_json(self) -> Value {
+        json!({
+            "declared_digest": self.declared_digest,
+            "refetched_bytes": self.refetched_bytes,
+            "claimed_unchanged": self.claimed_unchanged,
+            "unverified": self.unverified,
+            "refetched_differs": self.refetched_differs,
+        })
+    }
+
+    /// One line for people.
+    pub fn line(&self) -> String {
+        format!(
+            "{} by a declared digest, {} by refetched bytes, {} only claimed unchanged by the server (304), {} unverified, {} refetched and different",
+            self.declared_digest,
+            self.refetched_bytes,
+            self.claimed_unchanged,
+            self.unverified,
+            self.refetched_differs
+        )
+    }
 }
 
 impl Totals {
@@ -462,6 +505,11 @@ impl Totals {
             "exit_code": self.exit_code,
             "error": self.error,
             "warnings": self.warnings,
+            "verification": self
+                .verification
+                .iter()
+                .map(|(c, v)| (c.clone(), v.to_json()))
+                .collect::<serde_json::Map<_, _>>(),
         })
     }
 }
@@ -608,6 +656,9 @@ impl Sink {
                         t.hashing_seconds,
                         t.mb_per_s()
                     )?;
+                    for (collection, v) in &t.verification {
+                        writeln!(out, "# verified: {collection}: {}", v.line())?;
+                    }
                     for w in &t.warnings {
                         writeln!(out, "# warning: {w}")?;
                     }
@@ -649,7 +700,7 @@ const HEADER_KEYS: [&str; 9] = [
 ];
 
 /// The totals' keys in report order.
-const TOTALS_KEYS: [&str; 11] = [
+const TOTALS_KEYS: [&str; 12] = [
     "counts",
     "resources",
     "listed",
@@ -661,6 +712,7 @@ const TOTALS_KEYS: [&str; 11] = [
     "exit_code",
     "error",
     "warnings",
+    "verification",
 ];
 
 /// `"key": value` lines at `indent`, in the order given (serde_json's map would sort them).

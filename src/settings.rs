@@ -240,9 +240,38 @@ pub struct Audit {
     pub offline: bool,
     pub all_versions: bool,
     pub require_fixity: bool,
+    /// `--refetch`: None when not asked.
+    pub refetch: Option<Refetch>,
     pub report: Option<(PathBuf, cli::ReportFormat)>,
     pub jobs: usize,
     pub output: Output,
+}
+
+/// `audit --refetch[=all,bytes]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refetch {
+    /// Every resource listed, not only those without a declared digest.
+    pub all: bool,
+    /// Full GETs, never a conditional one.
+    pub bytes: bool,
+}
+
+impl Refetch {
+    fn parse(v: &str) -> Result<Refetch, UsageError> {
+        let mut r = Refetch::default();
+        for word in v.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "all" => r.all = true,
+                "bytes" => r.bytes = true,
+                other => {
+                    return Err(UsageError(format!(
+                        "--refetch={v}: {other:?} is not a mode (all, bytes, or both: all,bytes)"
+                    )))
+                }
+            }
+        }
+        Ok(r)
+    }
 }
 
 impl Audit {
@@ -278,6 +307,15 @@ impl Audit {
             offline: a.offline,
             all_versions: a.all_versions,
             require_fixity: a.require_fixity,
+            refetch: match &a.refetch {
+                None => None,
+                Some(_) if a.offline => {
+                    return Err(UsageError(
+                        "--refetch asks the source, --offline forbids it: give one of them".into(),
+                    ))
+                }
+                Some(v) => Some(Refetch::parse(v)?),
+            },
             report: a.report.clone().map(|p| (p, a.format)),
             jobs: jobs(a.jobs.unwrap_or(cores))?,
             output: Output::from(&a.output),

@@ -364,6 +364,23 @@ impl Catalog {
             .is_some())
     }
 
+    /// The ETag and Last-Modified stored with a resource's current version.
+    pub fn current_validators(
+        &self,
+        uri: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT v.etag, v.last_modified FROM resources r
+                 JOIN versions v ON v.id = r.current_version_id WHERE r.uri = ?1",
+                [uri],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((None, None)))
+    }
+
     /// The ETag and Last-Modified the server sent with a version's bytes.
     pub fn version_validators(
         &self,

@@ -18,7 +18,7 @@
 use crate::cli::{AuditLevel, ReportFormat};
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
-use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals};
+use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals, Verification};
 use crate::net::Http;
 use crate::rs::document::Capability;
 use crate::rs::document::Change;
@@ -31,7 +31,7 @@ use crate::sync::fixity::{self, Fixity};
 use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::resource_list::{self, Item, Walked, Warnings};
-use crate::sync::{arc_mirror, scp_mirror};
+use crate::sync::{arc_mirror, refetch, scp_mirror};
 use rusqlite::{params, OptionalExtension};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};
@@ -148,6 +148,9 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         eprintln!("{}", totals.line());
     }
     if s.output.verbose > 0 {
+        for (collection, v) in &totals.verification {
+            eprintln!("verified: {collection}: {}", v.line());
+        }
         for w in &totals.warnings {
             eprintln!("warning: {w}");
         }
@@ -311,6 +314,12 @@ fn check_and_report(
     let mut source_findings = BTreeMap::new();
     let mut failed_parts = Vec::new();
     let mut complete = false;
+    if let Compared::Source(c) = &mut compared {
+        let t = Instant::now();
+        refetch_and_mark(s, catalog, &states, c)?;
+        totals.phases.push(("refetch", since(t)));
+        totals.verification = std::mem::take(&mut c.verifying.counts);
+    }
     match &mut compared {
         Compared::Source(c) => {
             totals.listed = c.listed;
@@ -372,6 +381,98 @@ fn check_and_report(
     }
 }
 
+/// `--refetch`: fetch the candidates again, then mark each: `=` when the bytes agree; a `*`
+/// finding (field `sha-256`, expected the source's, actual the mirror's) when they do not; a
+/// `?` finding saying why when only the server's 304 or nothing at all answered.
+fn refetch_and_mark(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    states: &MirrorStates,
+    c: &mut SourceComparison,
+) -> Result<(), StoreError> {
+    let Some(mode) = s.refetch else {
+        return Ok(());
+    };
+    let candidates = std::mem::take(&mut c.verifying.candidates);
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let mut jobs = Vec::with_capacity(candidates.len());
+    let mut buf = HexBuf::default();
+    for candidate in candidates {
+        let mirror_sha256 = states
+            .view(candidate.slot, &mut buf)
+            .sha256_hex
+            .unwrap_or_default()
+            .to_string();
+        let validators = match mode.bytes {
+            true => crate::net::Validators::default(),
+            false => {
+                let (etag, last_modified) = catalog.current_validators(candidate.uri.as_str())?;
+                crate::net::Validators {
+                    etag,
+                    last_modified,
+                }
+            }
+        };
+        jobs.push(refetch::Job {
+            candidate,
+            mirror_sha256,
+            validators,
+        });
+    }
+    let staging = s.mirror.join("staging");
+    std::fs::create_dir_all(&staging).map_err(|e| StoreError::io("creating", &staging, e))?;
+    let http = s.source.http();
+    let uri_of = |job: &refetch::Job| job.candidate.uri.to_string();
+    for (job, outcome) in refetch::run(&http, &staging, jobs) {
+        let slot = job.candidate.slot;
+        let counts = c
+            .verifying
+            .counts
+            .entry(job.candidate.collection.to_string())
+            .or_default();
+        // The comparison's verdict is replaced by what the bytes (or the server) said.
+        states.clear(slot, mark::SAME | mark::UNVERIFIABLE | mark::NO_EVIDENCE);
+        let unverifiable = |why: String| {
+            Finding::new(Class::Unverifiable)
+                .uri(uri_of(&job))
+                .field("digest")
+                .actual(why)
+        };
+        match outcome {
+            refetch::Outcome::Same => {
+                counts.refetched_bytes += 1;
+                states.set(slot, mark::SAME);
+            }
+            refetch::Outcome::Differs(source_sha256) => {
+                counts.refetched_differs += 1;
+                states.set(slot, mark::DIFFERS);
+                let f = Finding::new(Class::Changed)
+                    .uri(uri_of(&job))
+                    .field("sha-256")
+                    .expected(source_sha256)
+                    .actual(job.mirror_sha256.clone())
+                    .hint("the source serves other bytes under the same metadata: run rsmirror baseline SOURCE to fetch them (the mirror's version stays)");
+                c.findings.entry(uri_of(&job)).or_default().push(f);
+            }
+            refetch::Outcome::NotModified => {
+                counts.claimed_unchanged += 1;
+                let f = unverifiable(
+                    "the server answered 304 to the stored validators: claimed unchanged, not compared (--refetch=bytes compares)".into(),
+                );
+                c.findings.entry(uri_of(&job)).or_default().push(f);
+            }
+            refetch::Outcome::Failed(why) => {
+                counts.unverified += 1;
+                let f = unverifiable(format!("refetch failed: {why}"));
+                c.findings.entry(uri_of(&job)).or_default().push(f);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the source comparison gave.
 enum Compared {
     Offline,
@@ -395,6 +496,45 @@ struct SourceComparison {
     failed_parts: Vec<(String, String)>,
     warnings: Vec<String>,
     listed: u64,
+    /// How the resources were shown to match, and what `--refetch` is to fetch again.
+    verifying: Verifying,
+}
+
+/// What the comparison learns of how each resource can be proved: the per-collection counts,
+/// and the resources `--refetch` fetches again (those no digest proved, or all of them).
+#[derive(Default)]
+struct Verifying {
+    refetch: Option<settings::Refetch>,
+    collection: std::sync::Arc<str>,
+    candidates: Vec<refetch::Candidate>,
+    counts: BTreeMap<String, Verification>,
+}
+
+impl Verifying {
+    fn count(&mut self) -> &mut Verification {
+        self.counts.entry(self.collection.to_string()).or_default()
+    }
+
+    /// A listed resource present in the mirror, compared.
+    fn compared(&mut self, slot: usize, l: &Listed, by_digest: Option<bool>) {
+        let Some(by_digest) = by_digest else { return };
+        let wanted = match self.refetch {
+            Some(r) => r.all || !by_digest,
+            None => false,
+        };
+        if wanted {
+            self.candidates.push(refetch::Candidate {
+                slot,
+                uri: l.uri.clone(),
+                scope: l.scope.clone(),
+                collection: self.collection.clone(),
+            });
+        } else if by_digest {
+            self.count().declared_digest += 1;
+        } else {
+            self.count().unverified += 1;
+        }
+    }
 }
 
 /// Discover the source and compare every collection's expected state with the mirror, marking
@@ -418,7 +558,9 @@ fn compare_with_source(
         out: SourceComparison::default(),
         warnings: Warnings::default(),
     };
+    comparer.out.verifying.refetch = s.refetch;
     for collection in discovery.collections {
+        comparer.out.verifying.collection = collection.id.as_str().into();
         let mut visit = |item| {
             comparer.push(item);
             Ok(())
@@ -498,6 +640,7 @@ impl Comparer<'_> {
                 &mut self.out.findings,
                 &mut self.warnings,
                 &mut self.out.listed,
+                &mut self.out.verifying,
             );
         }
     }
@@ -592,6 +735,7 @@ fn expected_state(
 }
 
 /// Compare one entry of the source's list (`key`: its URI's) with the mirror's current state.
+#[allow(clippy::too_many_arguments)]
 fn compare_item(
     item: Item,
     key: Key,
@@ -600,6 +744,7 @@ fn compare_item(
     findings: &mut BTreeMap<String, Vec<Finding>>,
     warnings: &mut Warnings,
     listed: &mut u64,
+    verifying: &mut Verifying,
 ) {
     let (uri, found) = match item {
         Item::Refused(r) => {
@@ -637,6 +782,12 @@ fn compare_item(
                     states.set(i, mark::SEEN);
                     let mut buf = HexBuf::default();
                     let verdict = plan::compare_view(&l.declared, &states.view(i, &mut buf));
+                    let by_digest = match verdict {
+                        Comparison::Same { by_digest } => Some(by_digest),
+                        Comparison::NoEvidence => Some(false),
+                        Comparison::Differs(_) => None,
+                    };
+                    verifying.compared(i, &l, by_digest);
                     match verdict {
                         Comparison::Same { by_digest: true } => states.set(i, mark::SAME),
                         Comparison::Same { by_digest: false } => states.set(i, mark::UNVERIFIABLE),

@@ -18,6 +18,7 @@ pub mod incremental;
 pub mod inspect;
 pub mod mirror_states;
 pub mod plan;
+pub mod refetch;
 pub mod resource_list;
 pub mod scp_apply;
 pub mod scp_audit;

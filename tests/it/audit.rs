@@ -637,7 +637,11 @@ fn source_without_digests_is_unverifiable() {
             .count()
     };
     assert_eq!(unverifiable(&out), 3);
-    assert!(stderr_of(&out).contains("3 unverifiable"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("3 unverifiable"),
+        "{}",
+        stderr_of(&out)
+    );
     let out = audit(mirror.path())
         .args(["-q", "--require-fixity"])
         .output()
@@ -1056,4 +1060,175 @@ fn changes_after_the_lists_at_are_part_of_the_expected_state() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let (code, doc) = audit_json(dir.path(), &[]);
     assert_eq!(code, 0, "{doc}");
+}
+
+// ------------------------------------------------------------------------------------------
+// issue 25: sources without digests
+
+/// A plain Sitemap of `n` resources without digests, the same lastmod for all: (tree dir,
+/// server, mirror baselined from it, the sitemap's URL).
+fn digestless(n: usize) -> (tempfile::TempDir, TestServer, tempfile::TempDir, String) {
+    let site = tempfile::tempdir().unwrap();
+    std::fs::create_dir(site.path().join("res")).unwrap();
+    let mut urls = String::new();
+    for i in 0..n {
+        std::fs::write(
+            site.path().join(format!("res/p{i:02}")),
+            format!("page {i:02} v1\n"),
+        )
+        .unwrap();
+        urls.push_str(&format!(
+            "<url><loc>{ORIGIN}/res/p{i:02}</loc><lastmod>2026-03-01T10:00:00Z</lastmod></url>\n"
+        ));
+    }
+    std::fs::write(
+        site.path().join("sitemap.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{urls}</urlset>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(site.path());
+    let mirror = tempfile::tempdir().unwrap();
+    let src = srv.url("/sitemap.xml");
+    let out = baseline(&src, mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    (site, srv, mirror, src)
+}
+
+/// The one collection's verification counts.
+fn verification(doc: &Value) -> Value {
+    let v = doc["summary"]["verification"]
+        .as_object()
+        .expect("verification");
+    assert_eq!(v.len(), 1, "{v:?}");
+    v.values().next().unwrap().clone()
+}
+
+#[test]
+fn refetch_proves_what_no_digest_can_and_finds_a_silent_change() {
+    let (site, srv, mirror, _) = digestless(6);
+    let schema = schema_validator();
+    // Without --refetch: nothing proved, nothing to say (exit 0, `?` in the report).
+    let (code, doc) = audit_json(mirror.path(), &[]);
+    assert_eq!(code, 0);
+    assert_eq!(verification(&doc)["unverified"], 6, "{doc}");
+    assert!(schema.is_valid(&doc), "{doc}");
+
+    // Full GETs: every resource compared byte for byte.
+    srv.clear_requests();
+    let (code, doc) = audit_json(mirror.path(), &["--refetch=bytes"]);
+    assert_eq!(code, 0, "{doc}");
+    let v = verification(&doc);
+    assert_eq!(
+        (v["refetched_bytes"].as_u64(), v["unverified"].as_u64()),
+        (Some(6), Some(0)),
+        "{v}"
+    );
+    assert!(troubles(&doc).is_empty(), "{doc}");
+    assert!(schema.is_valid(&doc), "{doc}");
+    let fetched: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .collect();
+    assert_eq!(fetched.len(), 6);
+    assert!(
+        fetched.iter().all(|r| r.header("if-none-match").is_none()),
+        "{fetched:?}"
+    );
+
+    // The source changes one file's bytes, keeping its length and lastmod: the plain audit
+    // cannot tell; the refetch can.
+    std::fs::write(site.path().join("res/p03"), b"page 03 v2\n").unwrap();
+    let (code, doc) = audit_json(mirror.path(), &[]);
+    assert_eq!(code, 0, "{doc}");
+    let p03 = format!("{}/res/p03", srv.base());
+    let (code, doc) = audit_json(mirror.path(), &["--refetch=bytes"]);
+    assert_eq!(code, 1, "{doc}");
+    let changed: Vec<Finding> = findings(&doc)
+        .into_iter()
+        .filter(|f| f.class == Class::Changed)
+        .collect();
+    assert_eq!(changed.len(), 1, "{doc}");
+    assert_eq!(changed[0].uri.as_deref(), Some(p03.as_str()));
+    assert_eq!(changed[0].field.as_deref(), Some("sha-256"));
+    assert_eq!(
+        changed[0].expected.as_deref(),
+        Some(sha256_file(&site.path().join("res/p03")).as_str())
+    );
+    assert_eq!(
+        changed[0].actual.as_deref(),
+        Some(current(mirror.path())[&p03].as_str())
+    );
+    assert_eq!(verification(&doc)["refetched_differs"], 1);
+
+    // Conditional GETs: the unchanged ones are only claimed unchanged (304), never verified;
+    // the changed one is fetched and found.
+    srv.clear_requests();
+    let (code, doc) = audit_json(mirror.path(), &["--refetch"]);
+    assert_eq!(code, 1, "{doc}");
+    let v = verification(&doc);
+    assert_eq!(
+        (
+            v["claimed_unchanged"].as_u64(),
+            v["refetched_bytes"].as_u64(),
+            v["refetched_differs"].as_u64()
+        ),
+        (Some(5), Some(0), Some(1)),
+        "{v}"
+    );
+    let claimed = findings(&doc)
+        .into_iter()
+        .filter(|f| {
+            f.class == Class::Unverifiable && f.actual.as_deref().is_some_and(|a| a.contains("304"))
+        })
+        .count();
+    assert_eq!(claimed, 5, "{doc}");
+    let statuses: Vec<u16> = srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 304).count(),
+        5,
+        "{statuses:?}"
+    );
+    // An audit writes no content.
+    assert_eq!(version_count(mirror.path()), 6);
+    assert_consistent(mirror.path());
+}
+
+#[test]
+fn refetch_with_a_sample_covers_the_source_over_m_nights() {
+    let (_site, srv, mirror, _) = digestless(30);
+    let mut seen = BTreeSet::new();
+    for n in 1..=3 {
+        srv.clear_requests();
+        let sample = format!("{n}/3");
+        let (code, doc) = audit_json(mirror.path(), &["--refetch=bytes", "--sample", &sample]);
+        assert_eq!(code, 0, "{doc}");
+        let paths: Vec<String> = srv
+            .requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/res/"))
+            .map(|r| r.path)
+            .collect();
+        assert!(
+            (3..=17).contains(&paths.len()),
+            "about a third: {}",
+            paths.len()
+        );
+        assert_eq!(
+            verification(&doc)["refetched_bytes"].as_u64(),
+            Some(paths.len() as u64)
+        );
+        for p in paths {
+            assert!(seen.insert(p.clone()), "{p} refetched by two slices");
+        }
+    }
+    assert_eq!(seen.len(), 30, "three nights cover every resource once");
 }
