@@ -24,8 +24,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_STEPS = ["limits", "baseline", "baseline-dump", "audit", "audit-offline", "audit-offline-sha256", "incremental",
-             "audit-index"]
+ALL_STEPS = ["limits", "baseline", "baseline-dump", "audit", "audit-refetch", "audit-offline",
+             "audit-offline-sha256", "incremental", "audit-index"]
 TOOLS = ["rsmirror", "resync"]
 # Seconds between the last large removal of files and the first run that creates files
 # (Harness.quiet_after_removals): ext4's 60 + 300 s, and a margin.
@@ -39,13 +39,16 @@ STEP_TEXT = {
     "baseline": "baseline from the Resource List",
     "baseline-dump": "baseline from the Resource Dump (`--via dump`)",
     "audit": "audit against the source (lastmod, length, digests; re-hash)",
+    "audit-refetch": "audit `--refetch=all,bytes` (every resource fetched again and its SHA-256 compared; "
+                     "nothing stored)",
     "audit-offline": "audit `--offline` (local fixity: re-hash every object, md5 + sha-256)",
     "audit-offline-sha256": "audit `--offline --level sha256` (re-hash every object, sha-256 only)",
     "incremental": "incremental after the 1% change",
     "audit-index": "audit against the Resource List Index (`--level size`)",
 }
 # Steps resync has no counterpart for.
-RESYNC_NA = {"baseline-dump": "no dump client", "audit-offline": "no offline audit",
+RESYNC_NA = {"baseline-dump": "no dump client", "audit-refetch": "no refetching audit",
+             "audit-offline": "no offline audit",
              "audit-offline-sha256": "no offline audit"}
 
 
@@ -395,7 +398,8 @@ class Harness:
             return f"{self.base}/r={d}"
 
         steps = self.steps
-        need_base = any(s in steps for s in ("audit", "audit-offline", "audit-offline-sha256", "incremental"))
+        need_base = any(s in steps for s in ("audit", "audit-refetch", "audit-offline", "audit-offline-sha256",
+                                              "incremental"))
 
         self.quiet_after_removals()
         for rep in range(1, self.reps + 1):
@@ -461,6 +465,19 @@ class Harness:
                             lambda log: (None if re.search(r"Status:\s+IN SYNC", log) else "no 'Status: IN SYNC'")
                             or verify_tree(dst, f"{self.base}/r", man_a),
                             cwd=mirror[tool])
+
+            if "audit-refetch" in steps and "rsmirror" in self.tools:
+                if not have.get("rsmirror"):
+                    self.record(key, "audit-refetch", "rsmirror", rep, "-", 0, None, None,
+                                "no baseline mirror to audit")
+                else:
+                    # The same transfers as the baseline, and no writes: every resource is fetched
+                    # again and hashed, the bytes dropped. Caches as for the baseline.
+                    self.fresh_caches(os.path.join(src, "A"))
+                    self.run_step(key, "audit-refetch", "rsmirror", rep,
+                                  [rs, "audit", root, "--refetch=all,bytes", "--level", "presence",
+                                   "--mirror", mirror["rsmirror"], "-q"],
+                                  lambda _: verify_rsmirror(mirror["rsmirror"], man_a))
 
             for step, level in (("audit-offline", []), ("audit-offline-sha256", ["--level", "sha256"])):
                 if step not in steps or "rsmirror" not in self.tools:
@@ -655,8 +672,8 @@ class Harness:
             total = meta["bytes_a"]
             ch = meta["changes"]
             n_changes = ch["updated"] + ch["created"] + ch["deleted"]
-            work = {s: (n, total) for s in ("baseline", "baseline-dump", "audit", "audit-offline",
-                                            "audit-offline-sha256")}
+            work = {s: (n, total) for s in ("baseline", "baseline-dump", "audit", "audit-refetch",
+                                            "audit-offline", "audit-offline-sha256")}
             work["incremental"] = (n_changes, meta["change_bytes"])
             L.append(f"## N = {n:,} resources × {self.size:,} bytes ({total / 1e6:.1f} MB)\n")
             lim = {}
