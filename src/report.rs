@@ -26,6 +26,9 @@ pub struct Summary {
     /// Objects found missing or truncated in the store and fetched again (no new version).
     pub repaired: u64,
     pub failed: u64,
+    /// Resources whose bytes contradicted the list (they changed after it was written): not
+    /// stored as listed, left to `incremental` (baseline; see `sync::pending`).
+    pub pending: u64,
     /// Parts of the source's list (index parts, dump packages) that could not be read: what
     /// they list was not mirrored, and is not among `failed`.
     pub failed_parts: u64,
@@ -49,7 +52,7 @@ impl Summary {
     /// The one summary line.
     pub fn line(&self) -> String {
         format!(
-            "{}{}: {} created, {} updated, {} unchanged{}, {} failed{}, {} refused, {} gone, {} deleted; {} in {:.2} s",
+            "{}{}: {} created, {} updated, {} unchanged{}, {} failed{}{}, {} refused, {} gone, {} deleted; {} in {:.2} s",
             self.command,
             if self.dry_run { " (dry run)" } else { "" },
             self.created,
@@ -59,6 +62,11 @@ impl Summary {
             self.failed,
             if self.failed_parts > 0 {
                 format!(" (and {} unread parts of the list)", self.failed_parts)
+            } else {
+                String::new()
+            },
+            if self.pending > 0 {
+                format!(", {} pending", self.pending)
             } else {
                 String::new()
             },
@@ -74,7 +82,7 @@ impl Summary {
         serde_json::json!({
             "listed": self.listed, "created": self.created, "updated": self.updated,
             "unchanged": self.unchanged, "repaired": self.repaired, "failed": self.failed,
-            "refused": self.refused, "failed_parts": self.failed_parts,
+            "refused": self.refused, "failed_parts": self.failed_parts, "pending": self.pending,
             "gone": self.gone, "deleted": self.deleted, "unknown_deletes": self.unknown_deletes,
             "bytes": self.bytes,
         })

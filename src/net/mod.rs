@@ -53,4 +53,13 @@ impl FetchError {
     pub fn is_refusal(&self) -> bool {
         matches!(self, FetchError::OutOfScope { .. })
     }
+
+    /// True when the body contradicts the declared length or a declared digest: what a
+    /// resource that changed after its list was written gives (ResourceSync 1.1 §10.1).
+    pub fn is_mismatch(&self) -> bool {
+        matches!(
+            self,
+            FetchError::LengthMismatch { .. } | FetchError::DigestMismatch { .. }
+        )
+    }
 }

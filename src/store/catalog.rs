@@ -364,6 +364,40 @@ impl Catalog {
             .is_some())
     }
 
+    /// Resources of `source_id` left pending by a baseline (their bytes contradicted the list)
+    /// and not settled since: no version recorded after it, no change applied or found
+    /// unchanged after it, no clean baseline of the source after it, and nothing said of them
+    /// by the run `run_id` (which reports them). (URI, reason, run id), by URI.
+    pub fn open_pending(
+        &self,
+        source_id: i64,
+        run_id: i64,
+    ) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "WITH latest AS (
+                 SELECT uri, max(run_id) AS run_id FROM run_problems
+                 WHERE class = 'pending' GROUP BY uri)
+             SELECT l.uri, p.reason, l.run_id FROM latest l
+             JOIN run_problems p ON p.run_id = l.run_id AND p.uri = l.uri AND p.class = 'pending'
+             JOIN runs r ON r.id = l.run_id
+             WHERE r.source_id = ?1
+               AND NOT EXISTS (SELECT 1 FROM resources res JOIN versions v ON v.resource_id = res.id
+                               WHERE res.uri = l.uri AND v.run_id > l.run_id)
+               AND NOT EXISTS (SELECT 1 FROM change_events e
+                               WHERE e.uri = l.uri AND e.run_id > l.run_id
+                                 AND e.outcome IN ('applied', 'unchanged'))
+               AND NOT EXISTS (SELECT 1 FROM runs b
+                               WHERE b.command = 'baseline' AND b.source_id = ?1
+                                 AND b.id > l.run_id AND b.outcome = 'ok')
+               AND NOT EXISTS (SELECT 1 FROM run_problems x WHERE x.run_id = ?2 AND x.uri = l.uri)
+             GROUP BY l.uri ORDER BY l.uri",
+        )?;
+        let rows = stmt.query_map(params![source_id, run_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The ETag and Last-Modified stored with a resource's current version.
     pub fn current_validators(
         &self,

@@ -51,11 +51,13 @@ pub enum JobResult {
     Fetched(usize, Box<Fetched>),
     /// The server answered 304 to the job's validators: the stored bytes are current.
     NotModified(usize),
-    /// Every URL failed; `refused` when the reason was the scope.
+    /// Every URL failed; `refused` when the reason was the scope; `mismatch` when every URL
+    /// served bytes that contradict the declared length or digests.
     Failed {
         index: usize,
         reason: String,
         refused: bool,
+        mismatch: bool,
     },
 }
 
@@ -293,12 +295,14 @@ fn run_job(
 ) -> JobResult {
     let mut reasons = Vec::new();
     let mut all_refused = true;
+    let mut all_mismatch = true;
     for url in &job.urls {
         let fetched = match first.take() {
             Some(fetched) => fetched,
             None => {
                 if let Err(reason) = job.scope.check(url) {
                     reasons.push(format!("{url}: refused: {reason}"));
+                    all_mismatch = false;
                     continue;
                 }
                 match &job.validators {
@@ -336,11 +340,13 @@ fn run_job(
                 }
                 Err(e) => {
                     all_refused = false;
+                    all_mismatch = false;
                     reasons.push(format!("{url}: cannot store object: {e}"));
                 }
             },
             Err(e) => {
                 all_refused &= e.is_refusal();
+                all_mismatch &= e.is_mismatch();
                 reasons.push(e.to_string());
             }
         }
@@ -349,6 +355,7 @@ fn run_job(
         index: job.index,
         reason: reasons.join("; then "),
         refused: all_refused && !reasons.is_empty(),
+        mismatch: all_mismatch && !reasons.is_empty(),
     }
 }
 

@@ -227,6 +227,7 @@ pub fn baseline(
                     index,
                     reason,
                     refused,
+                    ..
                 } => {
                     let uri = planned[index].0.url.as_str();
                     progress.item(0);
@@ -637,6 +638,7 @@ pub fn incremental(
                     index,
                     reason,
                     refused,
+                    ..
                 } => {
                     let d = &deltas[index];
                     let uri = d.page.url.as_str();

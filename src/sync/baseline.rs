@@ -523,16 +523,30 @@ fn apply_collection(
                 index,
                 reason,
                 refused,
+                mismatch,
             } => {
                 let l = &snap.listed[index];
                 progress.item(0);
-                let class = if refused {
+                // ResourceSync 1.1 §10.1: a source changes while a Destination fetches; the
+                // Change Lists from the list's `at` on say what changed. Bytes that contradict
+                // the list are not stored as the listed state, and do not keep the sync point
+                // from being recorded: the resource is pending until incremental fetches it
+                // for the change that explains it.
+                let pending = mismatch && !refused && snap.anchored;
+                let (class, reason) = if refused {
                     summary.refused += 1;
-                    "refused"
+                    ("refused", reason)
+                } else if pending {
+                    summary.pending += 1;
+                    let why = format!(
+                        "{reason} (it changed after the Resource List was written; pending until \
+                         rsmirror incremental fetches it for the change after the sync point)"
+                    );
+                    ("pending", why)
                 } else {
                     summary.failed += 1;
                     failed_here += 1;
-                    "failed"
+                    ("failed", reason)
                 };
                 // Errors go to stderr even with -q: cron mails them.
                 progress.println(&format!("{class}: {}: {reason}", l.uri));

@@ -274,6 +274,9 @@ impl DumpSnapshot {
                     index: i,
                     reason: reason.clone(),
                     refused: false,
+                    // A package is one consistent copy: a bitstream that contradicts its
+                    // manifest is damage, not a change made since.
+                    mismatch: false,
                 })
                 .collect()
         };
@@ -303,11 +306,17 @@ impl DumpSnapshot {
                     index: i,
                     reason: "a deletion has no bitstream".to_string(),
                     refused: false,
+                    // A package is one consistent copy: a bitstream that contradicts its
+                    // manifest is damage, not a change made since.
+                    mismatch: false,
                 }),
                 Err(StageError::Entry(e)) => results.push(JobResult::Failed {
                     index: i,
                     reason: e.to_string(),
                     refused: false,
+                    // A package is one consistent copy: a bitstream that contradicts its
+                    // manifest is damage, not a change made since.
+                    mismatch: false,
                 }),
                 Err(StageError::Package(e)) => {
                     for (_, sb) in staged {
@@ -336,6 +345,7 @@ impl DumpSnapshot {
                         index: i,
                         reason: format!("cannot store object: {e}"),
                         refused: false,
+                        mismatch: false,
                     }
                 }
             });

@@ -166,6 +166,7 @@ pub fn run(
                         m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
                     change_dump::apply(&mut ctx, &d.collection, &d.url, d.since, &states)?;
                 }
+                unexplained_pending(&mut m.catalog, source_id, run_id, &mut summary, progress)?;
                 others
             }
         };
@@ -182,6 +183,40 @@ pub fn run(
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
     m.finish(run_id, summary, result)
+}
+
+/// A baseline leaves pending the resources whose bytes contradicted the list (they changed
+/// after it was written); the Change Lists after the sync point explain them, and this run
+/// fetched them if so. Those no change explains are failures of this run, named, until a
+/// change or a new baseline settles them.
+fn unexplained_pending(
+    catalog: &mut Catalog,
+    source_id: i64,
+    run_id: i64,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let open = catalog.open_pending(source_id, run_id)?;
+    if open.is_empty() {
+        return Ok(());
+    }
+    let tx = catalog.transaction()?;
+    for (uri, reason, since) in open {
+        let why = format!(
+            "pending since run {since} ({reason}), and no change after the sync point explains \
+             it: rsmirror baseline SOURCE fetches it again"
+        );
+        summary.failed += 1;
+        progress.println(&format!("failed: {uri}: {why}"));
+        write::problem(&tx, run_id, &uri, "failed", &why)?;
+        summary.problems.push(Problem {
+            uri,
+            class: "failed",
+            reason: why,
+        });
+    }
+    tx.commit().map_err(StoreError::from)?;
+    Ok(())
 }
 
 /// The SOURCE given, else the one the mirror remembers.
@@ -559,6 +594,7 @@ fn apply_collection(
                     index,
                     reason,
                     refused,
+                    ..
                 } => {
                     let e = &events[index];
                     progress.item(0);

@@ -4,6 +4,7 @@
 mod arc;
 mod audit;
 mod baseline;
+mod busy;
 mod cli;
 mod corpus;
 mod dump;
