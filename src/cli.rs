@@ -165,10 +165,22 @@ pub struct IncrementalArgs {
     /// connections each).
     #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
+    /// When the change history has a gap (the Change Lists no longer reach back to the sync
+    /// point): stop (exit 4, nothing applied), or rebaseline: re-read the current Resource
+    /// List, fetch what differs and take its sync point, recorded as a run that crossed a gap.
+    #[arg(long, value_enum, default_value_t = OnGap::Stop, value_name = "WHAT")]
+    pub on_gap: OnGap,
     #[command(flatten)]
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// What `incremental` does at a gap in the change history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnGap {
+    Stop,
+    Rebaseline,
 }
 
 /// How deep an audit looks at each object.

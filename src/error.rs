@@ -26,6 +26,19 @@ pub enum SourceError {
         #[source]
         source: std::io::Error,
     },
+    /// ResourceSync 1.1 §10.2: the Change Lists (or Change Dumps) do not reach back to the
+    /// sync point, or do not abut: what changed in between is unknown.
+    #[error(
+        "{collection}: gap in the change history: the changes from {from} to {to} are not available \
+         from the source (no {covering} covers them); nothing was applied — run rsmirror baseline \
+         again, or incremental --on-gap rebaseline"
+    )]
+    Gap {
+        collection: String,
+        from: jiff::Timestamp,
+        to: jiff::Timestamp,
+        covering: &'static str,
+    },
 }
 
 /// Why a command ended early.

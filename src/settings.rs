@@ -170,6 +170,9 @@ pub struct Baseline {
     pub dry_run: bool,
     pub jobs: usize,
     pub output: Output,
+    /// Set by `incremental --on-gap rebaseline`: the gap this baseline crosses, recorded with
+    /// its run.
+    pub crossing_gap: Option<String>,
 }
 
 impl Baseline {
@@ -190,6 +193,7 @@ impl Baseline {
             dry_run: a.dry_run,
             jobs: jobs(a.jobs)?,
             output: Output::from(&a.output),
+            crossing_gap: None,
         })
     }
 }
@@ -203,6 +207,7 @@ pub struct Incremental {
     pub from: Option<jiff::Timestamp>,
     pub dry_run: bool,
     pub jobs: usize,
+    pub on_gap: cli::OnGap,
     pub output: Output,
 }
 
@@ -223,6 +228,7 @@ impl Incremental {
             from,
             dry_run: a.dry_run,
             jobs: jobs(a.jobs)?,
+            on_gap: a.on_gap,
             output: Output::from(&a.output),
         })
     }

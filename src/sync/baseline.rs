@@ -119,6 +119,15 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
         .catalog
         .begin_run("baseline", Some(source_id), arguments)?;
     summary.run_id = Some(run_id);
+    if let Some(gap) = &s.crossing_gap {
+        // `incremental --on-gap rebaseline`: the record says which gap this run crosses.
+        let tx = m.catalog.transaction()?;
+        write::problem(&tx, run_id, &source_url, "gap", gap)?;
+        tx.commit().map_err(StoreError::from)?;
+        summary
+            .warnings
+            .push(format!("this baseline crosses a gap: {gap}"));
+    }
 
     let result = (|| {
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;

@@ -334,12 +334,11 @@ pub fn apply(
 }
 
 fn gap(collection: &str, from: Timestamp, to: Timestamp) -> Error {
-    SourceError::Unusable {
-        url: collection.to_string(),
-        message: format!(
-            "gap in the change history: the changes from {from} to {to} are not available from the source \
-             (no Change Dump package covers them); nothing was applied — run rsmirror baseline again"
-        ),
+    SourceError::Gap {
+        collection: collection.to_string(),
+        from,
+        to,
+        covering: "Change Dump package",
     }
     .into()
 }

@@ -146,12 +146,11 @@ pub fn location(
 
 /// A gap in the change history: exit 4 before anything is applied.
 fn gap(collection: &str, from: Timestamp, to: Timestamp) -> SourceError {
-    SourceError::Unusable {
-        url: collection.to_string(),
-        message: format!(
-            "gap in the change history: the changes from {from} to {to} are not available from the source \
-             (no Change List or Change List Archive covers them); nothing was applied — run rsmirror baseline again"
-        ),
+    SourceError::Gap {
+        collection: collection.to_string(),
+        from,
+        to,
+        covering: "Change List or Change List Archive",
     }
 }
 

@@ -8,6 +8,7 @@
 //! `until` of the last fully processed closed list or the latest applied event time — never
 //! past an event that failed, so a re-run retries it.
 
+use crate::cli::{OnGap, Via};
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::net::{Expected, Http};
@@ -182,7 +183,37 @@ pub fn run(
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    m.finish(run_id, summary, result)
+    let gap = matches!(&result, Err(Error::Source(SourceError::Gap { .. })));
+    let outcome = m.finish(run_id, summary, result);
+    // The lock goes with the mirror: the baseline takes it again, as a run of its own.
+    drop(m);
+    match outcome {
+        Err(e) if gap && s.on_gap == OnGap::Rebaseline => {
+            let crossing = format!("incremental run {run_id} stopped at a {e}");
+            progress.println(&format!(
+                "rsmirror: {e}\nrsmirror: --on-gap rebaseline: taking the current Resource List"
+            ));
+            let b = settings::Baseline {
+                mirror: s.mirror.clone(),
+                source: settings::SourceSettings {
+                    source,
+                    ..s.source.clone()
+                },
+                capability_list: None,
+                section: None,
+                via: Via::Auto,
+                delete: false,
+                max_delete: None,
+                dry_run: false,
+                jobs: s.jobs,
+                output: s.output,
+                crossing_gap: Some(crossing),
+            };
+            let arguments = format!("{arguments} [--on-gap rebaseline after run {run_id}]");
+            crate::sync::baseline::run(&b, &arguments, progress)
+        }
+        outcome => outcome,
+    }
 }
 
 /// A baseline leaves pending the resources whose bytes contradicted the list (they changed

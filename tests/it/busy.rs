@@ -129,3 +129,85 @@ fn a_baseline_of_a_changing_source_records_its_sync_point_and_incremental_settle
     assert_eq!(current(dir.path()).len(), 4);
     assert_consistent(dir.path());
 }
+
+/// Issue 26: a Change List that no longer reaches back to the sync point. Without an option
+/// the run stops (exit 4, nothing applied, as before); with `--on-gap rebaseline` it re-reads
+/// the current Resource List, fetches what differs, takes the new list's `at`, and the run
+/// record says it crossed a gap.
+#[test]
+fn on_gap_rebaseline_crosses_a_gap_and_records_it() {
+    let t = Tree::new();
+    for i in 1..=3 {
+        t.put(&format!("r{i}"), format!("r{i} v1\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1", "r2", "r3"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+        0,
+    );
+
+    // A week later the source keeps only recent changes: its list starts after the sync point.
+    t.put("r2", b"r2 v2\n");
+    t.put("r4", b"r4 v1\n");
+    t.resource_list("2026-03-08T00:00:00Z", &["r1", "r2", "r3", "r4"]);
+    t.change_list("changelist.xml", "2026-03-07T00:00:00Z", None, &[]);
+    let out = incremental(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("--on-gap rebaseline"),
+        "the message names the way out"
+    );
+    assert_eq!(sync_point(dir.path()).unwrap().0.as_deref(), Some(T0));
+
+    let (s, err) = run(incremental(dir.path()).args(["--on-gap", "rebaseline"]), 0);
+    assert!(
+        err.contains("gap in the change history")
+            && err.contains("taking the current Resource List"),
+        "{err}"
+    );
+    assert_eq!(s["command"], "baseline", "{s}");
+    assert_eq!(
+        (s["created"].as_u64(), s["updated"].as_u64()),
+        (Some(1), Some(1)),
+        "{s}"
+    );
+    assert_eq!(s["sync_point"], "2026-03-08T00:00:00Z", "{s}");
+    assert!(s["warnings"].to_string().contains("crosses a gap"), "{s}");
+    let problems = last_run_problems(dir.path());
+    assert!(
+        problems.iter().any(
+            |(_, class, reason)| class == "gap" && reason.contains("gap in the change history")
+        ),
+        "{problems:?}"
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    let runs: Vec<(String, String, i64)> = conn
+        .prepare("SELECT command, outcome, exit_code FROM runs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let shape: Vec<(&str, &str, i64)> = runs
+        .iter()
+        .map(|(c, o, e)| (c.as_str(), o.as_str(), *e))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("baseline", "ok", 0),
+            ("incremental", "failed", 4),
+            ("incremental", "failed", 4),
+            ("baseline", "ok", 0)
+        ]
+    );
+    // From the new sync point the mirror follows the source again.
+    let (s, _) = run(&mut incremental(dir.path()), 0);
+    assert_eq!(s["failed"], 0, "{s}");
+    assert_eq!(current(dir.path()).len(), 4);
+    assert_consistent(dir.path());
+}
