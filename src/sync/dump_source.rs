@@ -12,7 +12,7 @@ use crate::error::SourceError;
 use crate::net::fetch::fetch_to_staging;
 use crate::net::{Expected, Http, Scope};
 use crate::rs::document::{media_type, Capability, Root};
-use crate::rs::dump::{DumpLimits, Package, StageError};
+use crate::rs::dump::{DumpLimits, EntryErrorKind, Package, StageError};
 use crate::rs::sitemap::ReadOptions;
 use crate::store::ObjectStore;
 use crate::sync::apply::{Fetched, JobResult};
@@ -274,8 +274,6 @@ impl DumpSnapshot {
                     index: i,
                     reason: reason.clone(),
                     refused: false,
-                    // A package is one consistent copy: a bitstream that contradicts its
-                    // manifest is damage, not a change made since.
                     mismatch: false,
                 })
                 .collect()
@@ -306,17 +304,19 @@ impl DumpSnapshot {
                     index: i,
                     reason: "a deletion has no bitstream".to_string(),
                     refused: false,
-                    // A package is one consistent copy: a bitstream that contradicts its
-                    // manifest is damage, not a change made since.
                     mismatch: false,
                 }),
                 Err(StageError::Entry(e)) => results.push(JobResult::Failed {
                     index: i,
+                    // A dump made while the source changed: the manifest written before the
+                    // bitstream was copied (a CRC error or corrupt data is damage instead).
+                    mismatch: matches!(
+                        e.kind,
+                        EntryErrorKind::LengthMismatch { .. }
+                            | EntryErrorKind::DigestMismatch { .. }
+                    ),
                     reason: e.to_string(),
                     refused: false,
-                    // A package is one consistent copy: a bitstream that contradicts its
-                    // manifest is damage, not a change made since.
-                    mismatch: false,
                 }),
                 Err(StageError::Package(e)) => {
                     for (_, sb) in staged {

@@ -184,6 +184,54 @@ fn auto_falls_back_to_the_list_when_the_dump_cannot_be_read() {
     );
 }
 
+/// Issue 26: a dump made while the source changed: one bitstream no longer matches the
+/// manifest written before it was copied. That resource is pending, as from a list, and the
+/// dump's `at` is the sync point (incremental then settles it as for a list: see `busy`).
+#[test]
+fn a_dump_whose_manifest_a_change_overtook_leaves_that_resource_pending() {
+    let t = six();
+    let srv = TestServer::start(t.path());
+    // The manifest as of `at`; r2's bitstream as copied a moment later.
+    let p1 = package(&t, &srv.base(), &["r1", "r2", "r3"], &[]);
+    t.put("r2", b"r2 written after the manifest\n");
+    let overtaken = {
+        let mut zip = zip::ZipArchive::new(Cursor::new(p1)).unwrap();
+        let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+        let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+        for k in 0..zip.len() {
+            let mut f = zip.by_index(k).unwrap();
+            let name = f.name().unwrap().to_string();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
+            if name == "res/r2" {
+                bytes = std::fs::read(t.path().join("res/r2")).unwrap();
+            }
+            w.start_file(name, opts).unwrap();
+            w.write_all(&bytes).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    };
+    publish_dump(&t, &[("p1.zip", &overtaken)]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .args(["--via", "dump", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["created"].as_u64(), s["pending"].as_u64()),
+        (Some(2), Some(1)),
+        "{s}"
+    );
+    assert_eq!(s["sync_point"], AT, "{s}");
+    assert!(
+        stderr_of(&out).contains("pending: ") && stderr_of(&out).contains("r2"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
 #[test]
 fn hostile_packages_are_refused_and_nothing_from_them_lands() {
     type Make = fn(&Tree, &str) -> Vec<u8>;
