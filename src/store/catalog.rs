@@ -385,7 +385,7 @@ impl Catalog {
                                WHERE res.uri = l.uri AND v.run_id > l.run_id)
                AND NOT EXISTS (SELECT 1 FROM change_events e
                                WHERE e.uri = l.uri AND e.run_id > l.run_id
-                                 AND e.outcome IN ('applied', 'unchanged'))
+                                 AND e.outcome IN ('applied', 'unchanged', 'unknown-delete'))
                AND NOT EXISTS (SELECT 1 FROM runs b
                                WHERE b.command = 'baseline' AND b.source_id = ?1
                                  AND b.id > l.run_id AND b.outcome = 'ok')

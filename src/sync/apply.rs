@@ -51,13 +51,13 @@ pub enum JobResult {
     Fetched(usize, Box<Fetched>),
     /// The server answered 304 to the job's validators: the stored bytes are current.
     NotModified(usize),
-    /// Every URL failed; `refused` when the reason was the scope; `mismatch` when every URL
-    /// served bytes that contradict the declared length or digests.
+    /// Every URL failed; `refused` when the reason was the scope; `overtaken` when every URL
+    /// answered what a change after the list explains: other bytes than declared, or gone.
     Failed {
         index: usize,
         reason: String,
         refused: bool,
-        mismatch: bool,
+        overtaken: bool,
     },
 }
 
@@ -295,14 +295,14 @@ fn run_job(
 ) -> JobResult {
     let mut reasons = Vec::new();
     let mut all_refused = true;
-    let mut all_mismatch = true;
+    let mut all_overtaken = true;
     for url in &job.urls {
         let fetched = match first.take() {
             Some(fetched) => fetched,
             None => {
                 if let Err(reason) = job.scope.check(url) {
                     reasons.push(format!("{url}: refused: {reason}"));
-                    all_mismatch = false;
+                    all_overtaken = false;
                     continue;
                 }
                 match &job.validators {
@@ -340,13 +340,13 @@ fn run_job(
                 }
                 Err(e) => {
                     all_refused = false;
-                    all_mismatch = false;
+                    all_overtaken = false;
                     reasons.push(format!("{url}: cannot store object: {e}"));
                 }
             },
             Err(e) => {
                 all_refused &= e.is_refusal();
-                all_mismatch &= e.is_mismatch();
+                all_overtaken &= e.is_overtaken();
                 reasons.push(e.to_string());
             }
         }
@@ -355,7 +355,7 @@ fn run_job(
         index: job.index,
         reason: reasons.join("; then "),
         refused: all_refused && !reasons.is_empty(),
-        mismatch: all_mismatch && !reasons.is_empty(),
+        overtaken: all_overtaken && !reasons.is_empty(),
     }
 }
 

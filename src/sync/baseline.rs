@@ -532,7 +532,7 @@ fn apply_collection(
                 index,
                 reason,
                 refused,
-                mismatch,
+                overtaken,
             } => {
                 let l = &snap.listed[index];
                 progress.item(0);
@@ -541,15 +541,16 @@ fn apply_collection(
                 // the list are not stored as the listed state, and do not keep the sync point
                 // from being recorded: the resource is pending until incremental fetches it
                 // for the change that explains it.
-                let pending = mismatch && !refused && snap.anchored;
+                let pending = overtaken && !refused && snap.anchored;
                 let (class, reason) = if refused {
                     summary.refused += 1;
                     ("refused", reason)
                 } else if pending {
                     summary.pending += 1;
                     let why = format!(
-                        "{reason} (it changed after the Resource List was written; pending until \
-                         rsmirror incremental fetches it for the change after the sync point)"
+                        "{reason} (it changed or went after the Resource List was written; \
+                         pending until rsmirror incremental applies the change after the sync \
+                         point that explains it)"
                     );
                     ("pending", why)
                 } else {

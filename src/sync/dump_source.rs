@@ -274,7 +274,7 @@ impl DumpSnapshot {
                     index: i,
                     reason: reason.clone(),
                     refused: false,
-                    mismatch: false,
+                    overtaken: false,
                 })
                 .collect()
         };
@@ -304,13 +304,13 @@ impl DumpSnapshot {
                     index: i,
                     reason: "a deletion has no bitstream".to_string(),
                     refused: false,
-                    mismatch: false,
+                    overtaken: false,
                 }),
                 Err(StageError::Entry(e)) => results.push(JobResult::Failed {
                     index: i,
                     // A dump made while the source changed: the manifest written before the
                     // bitstream was copied (a CRC error or corrupt data is damage instead).
-                    mismatch: matches!(
+                    overtaken: matches!(
                         e.kind,
                         EntryErrorKind::LengthMismatch { .. }
                             | EntryErrorKind::DigestMismatch { .. }
@@ -345,7 +345,7 @@ impl DumpSnapshot {
                         index: i,
                         reason: format!("cannot store object: {e}"),
                         refused: false,
-                        mismatch: false,
+                        overtaken: false,
                     }
                 }
             });
