@@ -54,18 +54,23 @@ impl FetchError {
         matches!(self, FetchError::OutOfScope { .. })
     }
 
-    /// True when the answer contradicts what the list declared in a way a change made after
-    /// the list was written explains (ResourceSync 1.1 §10.1): a body of another length or
-    /// digest, or the resource gone (404, 410).
-    pub fn is_overtaken(&self) -> bool {
+    /// True when the body contradicts the declared length or a declared digest: what a
+    /// resource that changed after its list was written gives (ResourceSync 1.1 §10.1).
+    pub fn is_mismatch(&self) -> bool {
         matches!(
             self,
-            FetchError::LengthMismatch { .. }
-                | FetchError::DigestMismatch { .. }
-                | FetchError::Status {
-                    status: 404 | 410,
-                    ..
-                }
+            FetchError::LengthMismatch { .. } | FetchError::DigestMismatch { .. }
+        )
+    }
+
+    /// True for a 404 or 410: the resource is not (or no longer) there.
+    pub fn is_gone(&self) -> bool {
+        matches!(
+            self,
+            FetchError::Status {
+                status: 404 | 410,
+                ..
+            }
         )
     }
 }

@@ -51,13 +51,15 @@ pub enum JobResult {
     Fetched(usize, Box<Fetched>),
     /// The server answered 304 to the job's validators: the stored bytes are current.
     NotModified(usize),
-    /// Every URL failed; `refused` when the reason was the scope; `overtaken` when every URL
-    /// answered what a change after the list explains: other bytes than declared, or gone.
+    /// Every URL failed; `refused` when the reason was the scope; `other_bytes` when every URL
+    /// served bytes that contradict the declared length or digests, `gone` when every URL
+    /// answered 404 or 410 (what a change made after the list was read gives).
     Failed {
         index: usize,
         reason: String,
         refused: bool,
-        overtaken: bool,
+        other_bytes: bool,
+        gone: bool,
     },
 }
 
@@ -295,14 +297,16 @@ fn run_job(
 ) -> JobResult {
     let mut reasons = Vec::new();
     let mut all_refused = true;
-    let mut all_overtaken = true;
+    let mut all_other_bytes = true;
+    let mut all_gone = true;
     for url in &job.urls {
         let fetched = match first.take() {
             Some(fetched) => fetched,
             None => {
                 if let Err(reason) = job.scope.check(url) {
                     reasons.push(format!("{url}: refused: {reason}"));
-                    all_overtaken = false;
+                    all_other_bytes = false;
+                    all_gone = false;
                     continue;
                 }
                 match &job.validators {
@@ -340,13 +344,15 @@ fn run_job(
                 }
                 Err(e) => {
                     all_refused = false;
-                    all_overtaken = false;
+                    all_other_bytes = false;
+                    all_gone = false;
                     reasons.push(format!("{url}: cannot store object: {e}"));
                 }
             },
             Err(e) => {
                 all_refused &= e.is_refusal();
-                all_overtaken &= e.is_overtaken();
+                all_other_bytes &= e.is_mismatch();
+                all_gone &= e.is_gone();
                 reasons.push(e.to_string());
             }
         }
@@ -355,7 +361,8 @@ fn run_job(
         index: job.index,
         reason: reasons.join("; then "),
         refused: all_refused && !reasons.is_empty(),
-        overtaken: all_overtaken && !reasons.is_empty(),
+        other_bytes: all_other_bytes && !reasons.is_empty(),
+        gone: all_gone && !reasons.is_empty(),
     }
 }
 

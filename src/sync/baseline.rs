@@ -532,7 +532,8 @@ fn apply_collection(
                 index,
                 reason,
                 refused,
-                overtaken,
+                other_bytes,
+                gone,
             } => {
                 let l = &snap.listed[index];
                 progress.item(0);
@@ -541,7 +542,7 @@ fn apply_collection(
                 // the list are not stored as the listed state, and do not keep the sync point
                 // from being recorded: the resource is pending until incremental fetches it
                 // for the change that explains it.
-                let pending = overtaken && !refused && snap.anchored;
+                let pending = (other_bytes || gone) && !refused && snap.anchored;
                 let (class, reason) = if refused {
                     summary.refused += 1;
                     ("refused", reason)

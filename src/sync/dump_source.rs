@@ -274,7 +274,8 @@ impl DumpSnapshot {
                     index: i,
                     reason: reason.clone(),
                     refused: false,
-                    overtaken: false,
+                    other_bytes: false,
+                    gone: false,
                 })
                 .collect()
         };
@@ -304,13 +305,15 @@ impl DumpSnapshot {
                     index: i,
                     reason: "a deletion has no bitstream".to_string(),
                     refused: false,
-                    overtaken: false,
+                    other_bytes: false,
+                    gone: false,
                 }),
                 Err(StageError::Entry(e)) => results.push(JobResult::Failed {
                     index: i,
                     // A dump made while the source changed: the manifest written before the
                     // bitstream was copied (a CRC error or corrupt data is damage instead).
-                    overtaken: matches!(
+                    gone: false,
+                    other_bytes: matches!(
                         e.kind,
                         EntryErrorKind::LengthMismatch { .. }
                             | EntryErrorKind::DigestMismatch { .. }
@@ -345,7 +348,8 @@ impl DumpSnapshot {
                         index: i,
                         reason: format!("cannot store object: {e}"),
                         refused: false,
-                        overtaken: false,
+                        other_bytes: false,
+                        gone: false,
                     }
                 }
             });

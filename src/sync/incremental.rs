@@ -625,13 +625,27 @@ fn apply_collection(
                     index,
                     reason,
                     refused,
+                    other_bytes,
                     ..
                 } => {
                     let e = &events[index];
                     progress.item(0);
-                    let class = if refused {
+                    let (class, reason) = if refused {
                         summary.refused += 1;
-                        "refused"
+                        ("refused", reason)
+                    } else if other_bytes {
+                        // Other bytes than the entry declares: the resource changed
+                        // again after the list was read. That later change is dated after every
+                        // entry of this list, so after the sync point this run records: it does
+                        // not hold it back (a busy source would never be caught up with); the
+                        // resource is pending until the next run applies the later change, and
+                        // reported if none comes.
+                        summary.pending += 1;
+                        let why = format!(
+                            "{reason} (it changed again after the Change List was read; pending \
+                             until a later change is applied)"
+                        );
+                        ("pending", why)
                     } else {
                         summary.failed += 1;
                         // Never advance past a change that failed: the next run retries it.
@@ -640,15 +654,11 @@ fn apply_collection(
                             (a, b) => a.or(b),
                         };
                         failed_docs.insert(e.document.as_str());
-                        "failed"
+                        ("failed", reason)
                     };
                     progress.println(&format!("{class}: {}: {reason}", e.uri));
                     writer.problem(e.uri.as_str(), class, &reason)?;
-                    writer.event(event_record(
-                        &p.collection,
-                        e,
-                        if refused { "refused" } else { "failed" },
-                    ))?;
+                    writer.event(event_record(&p.collection, e, class))?;
                     summary.problems.push(Problem {
                         uri: e.uri.to_string(),
                         class,

@@ -211,3 +211,78 @@ fn on_gap_rebaseline_crosses_a_gap_and_records_it() {
     assert_eq!(current(dir.path()).len(), 4);
     assert_consistent(dir.path());
 }
+
+/// Issue 26: a change overtaken by a later one while incremental runs (the bytes no longer
+/// match the entry). It is pending and does not hold the sync point back, so a source that
+/// never stands still is still caught up with; the next run applies the later change.
+#[test]
+fn an_overtaken_change_is_pending_and_does_not_hold_the_sync_point_back() {
+    let t = Tree::new();
+    for i in 1..=3 {
+        t.put(&format!("r{i}"), format!("r{i} v1\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1", "r2", "r3"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+        0,
+    );
+
+    t.put("r1", b"r1 v2\n");
+    t.put("r2", b"r2 v2\n");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[
+            ("r1", "updated", "2026-03-01T01:00:00Z"),
+            ("r2", "updated", "2026-03-01T02:00:00Z"),
+        ],
+    );
+    // r1 changes again before the run fetches it.
+    t.put("r1", b"r1 v3, after the list was read\n");
+    let (s, err) = run(&mut incremental(dir.path()), 0);
+    assert_eq!(
+        (
+            s["updated"].as_u64(),
+            s["pending"].as_u64(),
+            s["failed"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0)),
+        "{s}"
+    );
+    assert_eq!(
+        s["sync_point"], "2026-03-01T02:00:00Z",
+        "not held back at r1's change: {s}"
+    );
+    assert!(
+        err.contains("pending: ") && err.contains("/res/r1"),
+        "{err}"
+    );
+
+    // The source publishes r1's later change: the next run applies it.
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[
+            ("r1", "updated", "2026-03-01T01:00:00Z"),
+            ("r2", "updated", "2026-03-01T02:00:00Z"),
+            ("r1", "updated", "2026-03-01T03:00:00Z"),
+        ],
+    );
+    let (s, _) = run(&mut incremental(dir.path()), 0);
+    assert_eq!(
+        (s["updated"].as_u64(), s["failed"].as_u64()),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    let r1 = format!("{}/res/r1", srv.base());
+    assert_eq!(
+        current(dir.path())[&r1],
+        sha256_file(&t.path().join("res/r1"))
+    );
+}

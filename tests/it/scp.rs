@@ -1010,3 +1010,58 @@ fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
         assert_consistent(dir.path());
     }
 }
+
+/// Issue 26, SCP: a site whose newest snapshot is older than its newest delta (the site changed
+/// since the snapshot was made). The baseline takes the snapshot and records where it stands;
+/// incremental applies the newer delta; the mirror then audits clean.
+#[test]
+fn a_snapshot_older_than_the_newest_delta_leads_to_the_delta() {
+    let mut site = Site::new();
+    let base = site.base();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    let b2 = site.page("/blog/2", "2025-12-02T00:00:00Z", "two");
+    site.collection(
+        "s1.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T1,
+        &[b1.clone(), b2],
+        Sum::Reference,
+    );
+    let b2v2 = site.page(
+        "/blog/2",
+        "2026-01-01T12:00:00Z",
+        "two, changed after the snapshot",
+    );
+    site.collection(
+        "d2.scp",
+        Z::Plain,
+        "blog",
+        Some(T1),
+        T2,
+        std::slice::from_ref(&b2v2),
+        Sum::Reference,
+    );
+    site.sitemap();
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_json(&mut baseline(&site.srv.url("/sitemap.xml"), dir.path()), 0);
+    assert_eq!(counts(&s), [2, 0, 0, 0, 0], "{s}");
+    assert_eq!(s["sync_point"], T1, "{s}");
+    let s = run_json(&mut incremental(dir.path()), 0);
+    assert_eq!(counts(&s), [0, 1, 0, 0, 0], "{s}");
+    assert_eq!(s["sync_point"], T2, "{s}");
+    assert_eq!(current_pages(dir.path(), &base)["blog /blog/2"], b2v2);
+    let out = rsmirror()
+        .args(["audit", "--mirror"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout_of(&out),
+        stderr_of(&out)
+    );
+}
