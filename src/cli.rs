@@ -121,9 +121,14 @@ pub struct BaselineArgs {
     /// Tombstone resources that are gone from the source (only after a complete list).
     #[arg(long)]
     pub delete: bool,
-    /// With --delete: stop before the first delete when more than N would be deleted.
+    /// With --delete: stop before the first delete when more than N would be deleted (the
+    /// default guard: a tenth of the collection, at least 10 and at most 1,000; an empty list
+    /// or one part of an index deletes nothing).
     #[arg(long, value_name = "N")]
     pub max_delete: Option<u64>,
+    /// With --delete: no guard at all (an empty list, one part of an index, any number).
+    #[arg(long)]
+    pub force_delete: bool,
     /// Print the plan and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,

@@ -167,6 +167,8 @@ pub struct Baseline {
     pub via: cli::Via,
     pub delete: bool,
     pub max_delete: Option<u64>,
+    /// `--force-delete`: no deletion guard.
+    pub force_delete: bool,
     pub dry_run: bool,
     pub jobs: usize,
     pub output: Output,
@@ -182,6 +184,11 @@ impl Baseline {
                 "--max-delete only makes sense with --delete".into(),
             ));
         }
+        if a.force_delete && !a.delete {
+            return Err(UsageError(
+                "--force-delete only makes sense with --delete".into(),
+            ));
+        }
         Ok(Baseline {
             mirror: a.mirror.mirror.clone(),
             source: SourceSettings::new(&a.source, &a.source_args)?,
@@ -190,6 +197,7 @@ impl Baseline {
             via: a.via,
             delete: a.delete,
             max_delete: a.max_delete,
+            force_delete: a.force_delete,
             dry_run: a.dry_run,
             jobs: jobs(a.jobs)?,
             output: Output::from(&a.output),

@@ -283,6 +283,51 @@ fn plan_all(
     Ok(planned)
 }
 
+/// Why deleting `gone` resources of a collection of `live` ones from this snapshot is refused,
+/// if it is: the guard against a source that publishes an empty list one night, a list that is
+/// one part of an index given alone, or a mass delete. `--max-delete N` replaces the default
+/// count: a tenth of the collection, at least 10 and at most 1,000 (rclone's `--max-delete` has
+/// none; a mirror kept for years should not lose a collection to one bad night).
+fn deletion_guard(snap: &Snapshot, gone: u64, live: u64, max: Option<u64>) -> Option<String> {
+    if let Some(index) = &snap.part_of {
+        return Some(format!(
+            "this Resource List is one part of the index {index}: alone it does not list the \
+             collection ({gone} resources would go); give the index"
+        ));
+    }
+    if snap.listed.is_empty() {
+        return Some(format!(
+            "the source lists nothing (an empty list): all {gone} resources would go"
+        ));
+    }
+    let limit = max.unwrap_or_else(|| (live / 10).clamp(10, 1000));
+    (gone > limit).then(|| {
+        let bound = match max {
+            Some(_) => format!("--max-delete {limit}"),
+            None => format!(
+                "the {limit} the default guard allows (a tenth of the collection, at least 10, \
+                 at most 1,000)"
+            ),
+        };
+        format!("{gone} of {live} resources are gone from the source, more than {bound}")
+    })
+}
+
+/// Name the URLs that go (or would go) on stderr, under cron too: one line each, the first
+/// hundred, then how many more and where they are recorded.
+fn name_gone(gone: &[String], what: &str, progress: &Progress) {
+    const SHOWN: usize = 100;
+    for uri in gone.iter().take(SHOWN) {
+        progress.println(&format!("{what}: {uri}"));
+    }
+    if gone.len() > SHOWN {
+        progress.println(&format!(
+            "{what}: ... and {} more (all of them in the run's problems: run_problems)",
+            gone.len() - SHOWN
+        ));
+    }
+}
+
 /// Read the collection's Resource List (the one discovery opened, else the one its
 /// Capability List names).
 fn resource_list(docs: &Documents<'_>, collection: &mut Collection) -> Result<Snapshot, Error> {
@@ -579,19 +624,27 @@ fn apply_collection(
     drop(dump);
     writer.flush(|_| Ok(()))?;
 
-    // Gone resources: reported; tombstoned only with --delete after a complete list.
+    // Gone resources: reported; tombstoned only with --delete after a complete list, and
+    // within the deletion guard.
     summary.gone += p.gone.len() as u64;
     let may_delete = s.delete && snap.complete();
-    if may_delete {
-        if let Some(max) = s.max_delete {
-            if p.gone.len() as u64 > max {
-                return Err(Error::SafetyLimit(format!(
-                    "{} resources of {} are gone from the source, more than --max-delete {max}; nothing was deleted",
-                    p.gone.len(),
-                    p.collection
-                )));
-            }
+    if may_delete && !p.gone.is_empty() && !s.force_delete {
+        let live = states
+            .values()
+            .filter(|c| !c.deleted && c.collection == p.collection)
+            .count() as u64;
+        if let Some(why) = deletion_guard(snap, p.gone.len() as u64, live, s.max_delete) {
+            name_gone(&p.gone, "would go", progress);
+            return Err(Error::SafetyLimit(format!(
+                "{}: {why}; nothing was deleted (--max-delete N or --force-delete to go ahead)",
+                p.collection
+            )));
         }
+    }
+    if may_delete {
+        name_gone(&p.gone, "deleted", progress);
+    } else {
+        name_gone(&p.gone, "gone", progress);
     }
     for uri in &p.gone {
         if may_delete {
@@ -604,6 +657,7 @@ fn apply_collection(
                 arrived_via: "tombstone",
                 ..Default::default()
             })?;
+            writer.problem(uri, "deleted", "no longer listed by the source: tombstoned")?;
         } else {
             let reason = if s.delete {
                 "no longer listed; not deleted because part of the list could not be read"

@@ -204,6 +204,7 @@ pub fn run(
                 via: Via::Auto,
                 delete: false,
                 max_delete: None,
+                force_delete: false,
                 dry_run: false,
                 jobs: s.jobs,
                 output: s.output,

@@ -81,6 +81,9 @@ pub struct Walked {
     pub warnings: Vec<String>,
     /// Entries handed to the visitor (listed and refused).
     pub entries: u64,
+    /// The index this list says it is one part of (`rs:ln rel="index"` on a urlset): alone,
+    /// it is not the whole collection.
+    pub part_of: Option<String>,
 }
 
 impl Walked {
@@ -134,6 +137,9 @@ pub fn walk(
     }
     let mut out = w.out;
     out.warnings = w.warnings.into_vec();
+    if header.root == Root::Urlset {
+        out.part_of = header.link("index").map(|l| l.href.to_string());
+    }
     let plain =
         header.syntax == Syntax::Plain || header.md.capability.is_none() && !header.alpha_changeset;
     if let Some(at) = header.md.at.filter(|_| !plain) {

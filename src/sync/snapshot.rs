@@ -39,6 +39,8 @@ pub struct Snapshot {
     pub failed_parts: Vec<String>,
     /// Tolerated oddities, with document and line.
     pub warnings: Vec<String>,
+    /// The index this list is one part of, when it says so.
+    pub part_of: Option<String>,
 }
 
 impl Snapshot {
@@ -90,6 +92,7 @@ pub fn read(docs: &Documents<'_>, top: OpenedDocument) -> Result<Snapshot, Sourc
             .map(|(url, why)| format!("{url}: {why}"))
             .collect(),
         warnings,
+        part_of: walked.part_of,
     })
 }
 

@@ -10,6 +10,7 @@ mod corpus;
 mod dump;
 mod dump_reader;
 mod feed;
+mod guard;
 mod hostile;
 mod incremental;
 mod inspect;

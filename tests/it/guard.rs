@@ -1,0 +1,155 @@
+//! Issue 23: the deletion guard. `baseline --delete` refuses (exit 7, nothing deleted) to
+//! tombstone from an empty list, from a list that is one part of an index, or more than the
+//! default count (a tenth of the collection, at least 10, at most 1,000); `--max-delete N` and
+//! `--force-delete` override. Every URL that goes, or would go, is named on stderr.
+
+use crate::server::TestServer;
+use crate::support::*;
+
+/// A mirror of `n` generated resources, then the source trimmed to `keep` of them.
+fn shrinking(n: usize, keep: usize) -> (TestServer, tempfile::TempDir, Vec<tempfile::TempDir>) {
+    let full = tempfile::tempdir().unwrap();
+    generate_source(full.path(), n, 16);
+    let srv = TestServer::start(full.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let smaller = tempfile::tempdir().unwrap();
+    generate_source(smaller.path(), keep, 16);
+    srv.set_root(smaller.path());
+    (srv, dir, vec![full, smaller])
+}
+
+fn delete(srv: &TestServer, mirror: &std::path::Path, args: &[&str]) -> std::process::Output {
+    baseline(&srv.url("/resourcelist.xml"), mirror)
+        .arg("--delete")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_mass_delete_is_refused_by_default_and_named() {
+    // 60 of 200 go: more than a tenth (20).
+    let (srv, dir, _keep) = shrinking(200, 140);
+    let out = delete(&srv, dir.path(), &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("60 of 200 resources are gone") && err.contains("default guard"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("would go: ")).count(),
+        60,
+        "{err}"
+    );
+    assert!(tombstoned(dir.path()).is_empty());
+    // --max-delete 100 lets 60 go; each is named.
+    let out = delete(&srv, dir.path(), &["--max-delete", "100"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("deleted: ")).count(),
+        60,
+        "{err}"
+    );
+    assert_eq!(tombstoned(dir.path()).len(), 60);
+}
+
+#[test]
+fn a_few_deletes_pass_the_default_guard_and_force_overrides_it() {
+    let (srv, dir, _keep) = shrinking(200, 190);
+    let out = delete(&srv, dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(tombstoned(dir.path()).len(), 10);
+    let (srv, dir, _keep) = shrinking(30, 1);
+    assert_eq!(delete(&srv, dir.path(), &[]).status.code(), Some(7));
+    let out = delete(&srv, dir.path(), &["--force-delete"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(tombstoned(dir.path()).len(), 29);
+}
+
+#[test]
+fn an_empty_list_deletes_nothing() {
+    let (srv, dir, _keep) = shrinking(5, 0);
+    let out = delete(&srv, dir.path(), &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(err.contains("lists nothing (an empty list)"), "{err}");
+    assert!(tombstoned(dir.path()).is_empty());
+    // Without --delete the five are reported gone, by name.
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stderr_of(&out)
+            .lines()
+            .filter(|l| l.starts_with("gone: "))
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn one_part_of_an_index_given_alone_deletes_nothing() {
+    let t = Tree::new();
+    for n in ["a", "b", "c", "d"] {
+        t.put(n, format!("{n}\n").as_bytes());
+    }
+    let part = |file: &str, names: &[&str]| {
+        let urls: String = names
+            .iter()
+            .map(|n| format!("<url><loc>{ORIGIN}/res/{n}</loc></url>\n"))
+            .collect();
+        std::fs::write(
+            t.path().join(file),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+                 xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+                 <rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n\
+                 <rs:ln rel=\"index\" href=\"{ORIGIN}/index.xml\"/>\n\
+                 <rs:md capability=\"resourcelist\" at=\"2026-03-01T00:00:00Z\"/>\n{urls}</urlset>\n"
+            ),
+        )
+        .unwrap();
+    };
+    part("part1.xml", &["a", "b"]);
+    part("part2.xml", &["c", "d"]);
+    std::fs::write(
+        t.path().join("index.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+             xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+             <rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n\
+             <rs:md capability=\"resourcelist\" at=\"2026-03-01T00:00:00Z\"/>\n\
+             <sitemap><loc>{ORIGIN}/part1.xml</loc></sitemap>\n\
+             <sitemap><loc>{ORIGIN}/part2.xml</loc></sitemap>\n</sitemapindex>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/index.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 4);
+    // The first part alone, with --delete: the other part's resources are not gone.
+    let out = baseline(&srv.url("/part1.xml"), dir.path())
+        .arg("--delete")
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("one part of the index") && err.contains("index.xml"),
+        "{err}"
+    );
+    assert!(tombstoned(dir.path()).is_empty());
+}
