@@ -129,6 +129,9 @@ pub struct BaselineArgs {
     /// With --delete: no guard at all (an empty list, one part of an index, any number).
     #[arg(long)]
     pub force_delete: bool,
+    /// Make the mirror in the --mirror folder even though it holds other files.
+    #[arg(long)]
+    pub init_here: bool,
     /// Print the plan and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,

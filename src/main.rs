@@ -24,22 +24,47 @@ fn fail(e: &rsmirror::error::Error) -> Exit {
     e.exit()
 }
 
+/// A run that ended in an error: with `--json` the wrapper still gets one JSON document on
+/// stdout (`command`, `error`, `exit_code`), as audit's report carries `error`.
+fn fail_as(command: &str, json: bool, e: &rsmirror::error::Error) -> Exit {
+    if json {
+        let doc = serde_json::json!({
+            "command": command,
+            "error": e.to_string(),
+            "exit_code": e.exit().code(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialisable")
+        );
+    }
+    fail(e)
+}
+
 fn baseline(a: &rsmirror::cli::BaselineArgs, arguments: &str) -> Exit {
     let s = match settings::Baseline::new(a) {
         Ok(s) => s,
-        Err(e) => return fail(&e.into()),
+        Err(e) => return fail_as("baseline", a.output.json, &e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    summarise(sync::baseline::run(&s, arguments, &progress), &s.output)
+    summarise(
+        "baseline",
+        sync::baseline::run(&s, arguments, &progress),
+        &s.output,
+    )
 }
 
 fn incremental(a: &rsmirror::cli::IncrementalArgs, arguments: &str) -> Exit {
     let s = match settings::Incremental::new(a) {
         Ok(s) => s,
-        Err(e) => return fail(&e.into()),
+        Err(e) => return fail_as("incremental", a.output.json, &e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    summarise(sync::incremental::run(&s, arguments, &progress), &s.output)
+    summarise(
+        "incremental",
+        sync::incremental::run(&s, arguments, &progress),
+        &s.output,
+    )
 }
 
 fn audit(a: &rsmirror::cli::AuditArgs, arguments: &str) -> Exit {
@@ -56,6 +81,7 @@ fn audit(a: &rsmirror::cli::AuditArgs, arguments: &str) -> Exit {
 /// Print a baseline / incremental outcome the way DESIGN.md §5 asks: JSON on stdout with
 /// --json; quiet under cron on success; the summary line otherwise.
 fn summarise(
+    command: &str,
     result: Result<sync::context::Outcome, rsmirror::error::Error>,
     output: &settings::Output,
 ) -> Exit {
@@ -79,7 +105,7 @@ fn summarise(
             }
             o.exit
         }
-        Err(e) => fail(&e),
+        Err(e) => fail_as(command, output.json, &e),
     }
 }
 

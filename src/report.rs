@@ -11,6 +11,15 @@ pub struct Problem {
     pub reason: String,
 }
 
+/// The line that reports a resource's problem on stderr: `CLASS: URI: REASON`, the URI once
+/// (a fetch error's reason usually starts with the URL it was fetched from).
+pub fn problem_line(class: &str, uri: &str, reason: &str) -> String {
+    match reason.strip_prefix(uri).and_then(|r| r.strip_prefix(": ")) {
+        Some(rest) => format!("{class}: {uri}: {rest}"),
+        None => format!("{class}: {uri}: {reason}"),
+    }
+}
+
 /// What a `baseline` (or `incremental`) run did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -121,6 +130,30 @@ mod tests {
         assert_eq!(
             s.line(),
             "baseline: 8 created, 0 updated, 0 unchanged, 0 failed, 0 refused, 0 gone, 0 deleted; 2.0 KiB in 0.50 s"
+        );
+    }
+}
+
+#[cfg(test)]
+mod problem_line_tests {
+    use super::problem_line;
+
+    /// Issue 23: failure lines printed the URL twice (`failed: URL: URL: HTTP 404`).
+    #[test]
+    fn the_uri_is_named_once() {
+        let u = "http://h/res/a";
+        assert_eq!(
+            problem_line("failed", u, "http://h/res/a: HTTP 404"),
+            "failed: http://h/res/a: HTTP 404"
+        );
+        // A reason about another URL (a mirror, a redirect target) keeps both.
+        assert_eq!(
+            problem_line("failed", u, "http://m/res/a: HTTP 404"),
+            "failed: http://h/res/a: http://m/res/a: HTTP 404"
+        );
+        assert_eq!(
+            problem_line("refused", u, "out of scope"),
+            "refused: http://h/res/a: out of scope"
         );
     }
 }

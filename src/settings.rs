@@ -169,6 +169,8 @@ pub struct Baseline {
     pub max_delete: Option<u64>,
     /// `--force-delete`: no deletion guard.
     pub force_delete: bool,
+    /// `--init-here`: a folder of other files may become a mirror.
+    pub init_here: bool,
     pub dry_run: bool,
     pub jobs: usize,
     pub output: Output,
@@ -198,6 +200,7 @@ impl Baseline {
             delete: a.delete,
             max_delete: a.max_delete,
             force_delete: a.force_delete,
+            init_here: a.init_here,
             dry_run: a.dry_run,
             jobs: jobs(a.jobs)?,
             output: Output::from(&a.output),

@@ -27,7 +27,7 @@ use crate::arc::{self, Page, ReadOptions, Sitemap};
 use crate::error::{Error, SourceError};
 use crate::finding::{Class, Finding};
 use crate::net::{Expected, FetchError, Http, Scope, Validators};
-use crate::report::Problem;
+use crate::report::{problem_line, Problem};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::Catalog;
@@ -239,7 +239,7 @@ pub fn baseline(
                         failed += 1;
                         "failed"
                     };
-                    progress.println(&format!("{class}: {uri}: {reason}"));
+                    progress.println(&problem_line(class, uri, &reason));
                     writer.problem(uri, class, &reason)?;
                     summary.problems.push(problem(uri, class, &reason));
                 }
@@ -654,7 +654,7 @@ pub fn incremental(
                         failed_min = Some(failed_min.map_or(d.when, |m| m.min(d.when)));
                         "failed"
                     };
-                    progress.println(&format!("{class}: {uri}: {reason}"));
+                    progress.println(&problem_line(class, uri, &reason));
                     writer.problem(uri, class, &reason)?;
                     writer.event(event(d, change, class))?;
                     summary.problems.push(problem(uri, class, &reason));

@@ -12,7 +12,7 @@ use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::net::{Expected, Http, Validators};
 use crate::progress::Progress;
-use crate::report::{Problem, Summary};
+use crate::report::{problem_line, Problem, Summary};
 use crate::rs::digest::Digest;
 use crate::rs::document::Capability;
 use crate::rs::sitemap::ReadOptions;
@@ -112,6 +112,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
         return Ok(Outcome { summary, exit });
     }
 
+    refuse_a_folder_of_other_files(s)?;
     std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
     let mut m = OpenMirror::open(&s.mirror)?;
     let source_id = m.catalog.source_id(&source_url)?;
@@ -178,6 +179,32 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
     m.finish(run_id, summary, result)
+}
+
+/// A mirror folder is new (absent or empty) or a mirror (it has `catalog.sqlite`): a folder of
+/// other files given by mistake (`--mirror ~/Documents`) is not turned into one unless the user
+/// says so with `--init-here`.
+fn refuse_a_folder_of_other_files(s: &settings::Baseline) -> Result<(), Error> {
+    if s.init_here || s.mirror.join("catalog.sqlite").exists() {
+        return Ok(());
+    }
+    // What a first run that died before its catalog existed leaves is the mirror's own.
+    const OWN: [&str; 3] = [".lock", "staging", "objects"];
+    let other = std::fs::read_dir(&s.mirror).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|name| !OWN.contains(&name.as_str()))
+    });
+    match other {
+        Some(name) => Err(settings::UsageError(format!(
+            "--mirror {}: the folder holds other files ({name} among them) and no mirror; give \
+             an empty or new folder, or --init-here to make a mirror there all the same",
+            s.mirror.display()
+        ))
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// ResourceSync collections, and the others (SCP, ARC).
@@ -605,7 +632,7 @@ fn apply_collection(
                     ("failed", reason)
                 };
                 // Errors go to stderr even with -q: cron mails them.
-                progress.println(&format!("{class}: {}: {reason}", l.uri));
+                progress.println(&problem_line(class, l.uri.as_str(), &reason));
                 writer.problem(l.uri.as_str(), class, &reason)?;
                 summary.problems.push(Problem {
                     uri: l.uri.to_string(),

@@ -115,14 +115,43 @@ pub fn source_url(source: &str) -> Result<Url, SourceError> {
         }
     }
     let path = std::path::Path::new(source);
-    let abs = std::fs::canonicalize(path).map_err(|e| SourceError::Local {
-        path: source.to_string(),
-        source: e,
+    let abs = std::fs::canonicalize(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound && looks_like_a_host(source) {
+            return SourceError::Unusable {
+                url: source.into(),
+                message: format!(
+                    "no such file or folder; for a web address give its scheme: http://{source}"
+                ),
+            };
+        }
+        SourceError::Local {
+            path: source.to_string(),
+            source: e,
+        }
     })?;
     Url::from_file_path(&abs).map_err(|_| SourceError::Unusable {
         url: source.into(),
         message: "not a usable local path".into(),
     })
+}
+
+/// A SOURCE without a scheme whose first segment reads as a host (`127.0.0.1:8080/`,
+/// `example.org/rs/`, `localhost`): a web address missing its `http://`, not a path.
+fn looks_like_a_host(source: &str) -> bool {
+    let first = source.split('/').next().unwrap_or("");
+    let host = first.rsplit_once(':').map_or(first, |(h, port)| {
+        if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            first
+        }
+    });
+    !host.is_empty()
+        && (host == "localhost" || host.contains('.'))
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        && !host.starts_with('.')
 }
 
 /// Discover the collections behind `source`. `only` keeps just one Capability List.
@@ -386,4 +415,31 @@ fn is_absent(e: &FetchError) -> bool {
             ..
         } | FetchError::MapNotFound { .. }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 23: `127.0.0.1:8080/` was read as a local path, "No such file or directory".
+    #[test]
+    fn a_scheme_less_web_address_is_told_apart_from_a_path() {
+        use super::looks_like_a_host as host;
+        for yes in [
+            "127.0.0.1:8080/",
+            "example.org/rs/",
+            "localhost",
+            "localhost:8000/x",
+        ] {
+            assert!(host(yes), "{yes}");
+        }
+        for no in [
+            "./list.xml",
+            "/tmp/a.xml",
+            "..",
+            "",
+            "mirror/x",
+            "resourcelist",
+        ] {
+            assert!(!host(no), "{no}");
+        }
+    }
 }

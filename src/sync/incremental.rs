@@ -13,7 +13,7 @@ use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
-use crate::report::{Problem, Summary};
+use crate::report::{problem_line, Problem, Summary};
 use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
@@ -205,6 +205,7 @@ pub fn run(
                 delete: false,
                 max_delete: None,
                 force_delete: false,
+                init_here: false,
                 dry_run: false,
                 jobs: s.jobs,
                 output: s.output,
@@ -657,7 +658,7 @@ fn apply_collection(
                         failed_docs.insert(e.document.as_str());
                         ("failed", reason)
                     };
-                    progress.println(&format!("{class}: {}: {reason}", e.uri));
+                    progress.println(&problem_line(class, e.uri.as_str(), &reason));
                     writer.problem(e.uri.as_str(), class, &reason)?;
                     writer.event(event_record(&p.collection, e, class))?;
                     summary.problems.push(Problem {

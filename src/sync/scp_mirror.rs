@@ -23,7 +23,7 @@
 
 use crate::error::{Error, SourceError};
 use crate::net::{Scope, Validators};
-use crate::report::Problem;
+use crate::report::{problem_line, Problem};
 use crate::scp::sitemap::{CollectionEntry, EntryKind};
 use crate::scp::Limits;
 use crate::settings::{self, UsageError};
@@ -552,7 +552,7 @@ fn report(
     } else {
         ctx.summary.failed += 1;
     }
-    ctx.progress.println(&format!("{class}: {url}: {why}"));
+    ctx.progress.println(&problem_line(class, url, why));
     let tx = ctx.catalog.transaction()?;
     write::problem(&tx, ctx.run_id, url, class, why)?;
     tx.commit().map_err(StoreError::from)?;

@@ -153,3 +153,62 @@ fn one_part_of_an_index_given_alone_deletes_nothing() {
     );
     assert!(tombstoned(dir.path()).is_empty());
 }
+
+/// Issue 23: `--mirror` pointing at a folder of other files (a typo, `~/Documents`) is refused
+/// (exit 2, nothing written there) unless `--init-here`.
+#[test]
+fn a_folder_of_other_files_is_not_made_a_mirror_unless_asked() {
+    let srv = TestServer::start(crate::server::testdata("sample"));
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("thesis.odt"), b"years of work").unwrap();
+    let out = baseline(&srv.url("/"), folder.path()).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("thesis.odt") && err.contains("--init-here"),
+        "{err}"
+    );
+    let names: Vec<_> = std::fs::read_dir(folder.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["thesis.odt"], "nothing written");
+    let out = baseline(&srv.url("/"), folder.path())
+        .arg("--init-here")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // Once it is a mirror, no flag is needed.
+    let out = baseline(&srv.url("/"), folder.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+/// Issue 23: `--json` prints one JSON document on stdout when the run fails too, and a
+/// scheme-less web address gets a hint instead of "No such file or directory".
+#[test]
+fn json_on_failure_and_a_hint_for_a_missing_scheme() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline("127.0.0.1:9/", dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(
+        (doc["command"].as_str(), doc["exit_code"].as_i64()),
+        (Some("baseline"), Some(4)),
+        "{doc}"
+    );
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .contains("http://127.0.0.1:9/"),
+        "{doc}"
+    );
+    assert!(
+        stderr_of(&out).contains("give its scheme: http://127.0.0.1:9/"),
+        "{}",
+        stderr_of(&out)
+    );
+}
