@@ -132,6 +132,11 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
 
     let result = (|| {
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
+        if s.output.verbose > 0 {
+            for step in &discovery.trail {
+                progress.println(&format!("discovery: {step}"));
+            }
+        }
         let (rs, others) = by_kind(discovery.collections);
         let states = m.catalog.current_states()?;
         let inputs = PlanInputs {

@@ -135,6 +135,17 @@ pub fn source_url(source: &str) -> Result<Url, SourceError> {
     })
 }
 
+/// A document that is no Sitemap at all (an HTML page, JSON, text): what a catch-all server
+/// sends for a path it does not have.
+fn not_a_sitemap(e: &SourceError) -> bool {
+    use crate::rs::sitemap::ReadErrorKind as K;
+    match e {
+        SourceError::Json { .. } => true,
+        SourceError::Read(r) => matches!(r.kind, K::NotASitemap { .. } | K::Doctype | K::Xml(_)),
+        _ => false,
+    }
+}
+
 /// A SOURCE without a scheme whose first segment reads as a host (`127.0.0.1:8080/`,
 /// `example.org/rs/`, `localhost`): a web address missing its `http://`, not a path.
 fn looks_like_a_host(source: &str) -> bool {
@@ -222,6 +233,14 @@ impl Discoverer<'_, '_> {
                 self.out
                     .trail
                     .push(format!("{well_known}: {e}; trying robots.txt"));
+            }
+            // A catch-all web application answers every path with a 200 page: not a Source
+            // Description, so the site publishes none there (ResourceSync 1.1 §5 lets
+            // robots.txt point to it instead).
+            Err(e @ (SourceError::Read(_) | SourceError::Json { .. })) if not_a_sitemap(&e) => {
+                self.out.trail.push(format!(
+                    "{well_known}: not a ResourceSync document ({e}); trying robots.txt"
+                ));
             }
             Err(e) => return Err(e),
         }

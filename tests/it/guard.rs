@@ -212,3 +212,41 @@ fn json_on_failure_and_a_hint_for_a_missing_scheme() {
         stderr_of(&out)
     );
 }
+
+/// Issue 23: a catch-all web application answers `/.well-known/resourcesync` with a 200 HTML
+/// page; discovery goes on to robots.txt (and says so with -v) instead of stopping.
+#[test]
+fn a_catch_all_page_at_the_well_known_uri_falls_through_to_robots_txt() {
+    let site = tempfile::tempdir().unwrap();
+    let from = crate::server::testdata("syntax/discovery_robots");
+    let copy = |rel: &str| {
+        let to = site.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(rel), to).unwrap();
+    };
+    copy("robots.txt");
+    copy("resourcelist.xml");
+    for e in std::fs::read_dir(from.join("res")).unwrap() {
+        copy(&format!("res/{}", e.unwrap().file_name().to_string_lossy()));
+    }
+    std::fs::create_dir_all(site.path().join(".well-known")).unwrap();
+    std::fs::write(
+        site.path().join(".well-known/resourcesync"),
+        "<!DOCTYPE html>\n<html><body>Welcome to our repository!</body></html>\n",
+    )
+    .unwrap();
+    let srv = TestServer::start(site.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/"), dir.path())
+        .args(["-v", "--json"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("not a ResourceSync document") && err.contains("trying robots.txt"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(s["created"].as_u64().unwrap() > 0, "{s}");
+}
