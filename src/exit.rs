@@ -54,9 +54,13 @@ pub const TABLE: &[(Exit, i32, &str)] = &[
     (
         Exit::SafetyLimit,
         7,
-        "a safety limit (--max-delete ...) stopped the run",
+        "a safety limit (the deletion guard, --max-delete ...) stopped the run; nothing deleted",
     ),
-    (Exit::Interrupted, 130, "interrupted"),
+    (
+        Exit::Interrupted,
+        130,
+        "interrupted (SIGINT, SIGTERM): recorded as such; a re-run is safe",
+    ),
 ];
 
 impl Exit {

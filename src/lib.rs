@@ -13,6 +13,7 @@ pub mod cli;
 pub mod error;
 pub mod exit;
 pub mod finding;
+pub mod interrupt;
 pub mod net;
 pub mod progress;
 pub mod report;

@@ -7,6 +7,8 @@ use rsmirror::progress::Progress;
 use rsmirror::{settings, sync};
 
 fn main() {
+    // Before any thread starts: SIGINT and SIGTERM end a run honestly (`interrupt`).
+    rsmirror::interrupt::watch();
     let cli = Cli::parse();
     let arguments = std::env::args().collect::<Vec<_>>().join(" ");
     let exit = match cli.command {

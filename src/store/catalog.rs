@@ -270,7 +270,10 @@ impl Catalog {
             "INSERT INTO runs (command, source_id, arguments, started_at) VALUES (?1, ?2, ?3, ?4)",
             params![command, source_id, arguments, now()],
         )?;
-        Ok(self.conn.last_insert_rowid())
+        let run_id = self.conn.last_insert_rowid();
+        // So that Ctrl-C records it as interrupted.
+        crate::interrupt::running(self.conn.path(), run_id);
+        Ok(run_id)
     }
 
     pub fn end_run(
@@ -284,6 +287,7 @@ impl Catalog {
             "UPDATE runs SET ended_at = ?2, outcome = ?3, exit_code = ?4, counts_json = ?5 WHERE id = ?1",
             params![run_id, now(), outcome, exit_code, counts_json],
         )?;
+        crate::interrupt::finished(run_id);
         Ok(())
     }
 

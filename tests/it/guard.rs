@@ -250,3 +250,73 @@ fn a_catch_all_page_at_the_well_known_uri_falls_through_to_robots_txt() {
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(s["created"].as_u64().unwrap() > 0, "{s}");
 }
+
+/// Issue 23: Ctrl-C (SIGINT) or SIGTERM during a run: one line saying what was stopped and that
+/// a re-run is safe, exit 130, the run recorded as `interrupted` (it was `abandoned`, found by
+/// the next run), and the re-run converges.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_says_so_and_is_recorded_as_interrupted() {
+    use std::time::{Duration, Instant};
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 300, 64);
+    let srv = TestServer::start(tree.path());
+    srv.set_delay(Duration::from_millis(15));
+    let dir = tempfile::tempdir().unwrap();
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        srv.clear_requests();
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+            .args([
+                "baseline",
+                &srv.url("/resourcelist.xml"),
+                "-q",
+                "-j",
+                "2",
+                "--mirror",
+            ])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while srv
+            .requests()
+            .iter()
+            .filter(|r| r.path.starts_with("/res/"))
+            .count()
+            < 20
+        {
+            assert!(Instant::now() < deadline, "run never got going");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: a plain kill(2) of our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(130), "{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!("interrupted ({name})"))
+                && err.contains("recorded as interrupted")
+                && err.contains("a re-run is safe"),
+            "{err}"
+        );
+        let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+        let (outcome, code): (String, i64) = conn
+            .query_row(
+                "SELECT outcome, exit_code FROM runs ORDER BY id DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((outcome.as_str(), code), ("interrupted", 130));
+        assert_consistent(dir.path());
+    }
+    srv.set_delay(Duration::ZERO);
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 300);
+    assert_consistent(dir.path());
+}
