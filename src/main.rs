@@ -49,11 +49,9 @@ fn baseline(a: &rsmirror::cli::BaselineArgs, arguments: &str) -> Exit {
         Err(e) => return fail_as("baseline", a.output.json, &e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    summarise(
-        "baseline",
-        sync::baseline::run(&s, arguments, &progress),
-        &s.output,
-    )
+    let result = sync::baseline::run(&s, arguments, &progress)
+        .map_err(|e| sync::context::full_disk_said(e, &s.mirror));
+    summarise("baseline", result, &s.output)
 }
 
 fn incremental(a: &rsmirror::cli::IncrementalArgs, arguments: &str) -> Exit {
@@ -62,11 +60,9 @@ fn incremental(a: &rsmirror::cli::IncrementalArgs, arguments: &str) -> Exit {
         Err(e) => return fail_as("incremental", a.output.json, &e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    summarise(
-        "incremental",
-        sync::incremental::run(&s, arguments, &progress),
-        &s.output,
-    )
+    let result = sync::incremental::run(&s, arguments, &progress)
+        .map_err(|e| sync::context::full_disk_said(e, &s.mirror));
+    summarise("incremental", result, &s.output)
 }
 
 fn audit(a: &rsmirror::cli::AuditArgs, arguments: &str) -> Exit {

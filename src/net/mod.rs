@@ -63,6 +63,12 @@ impl FetchError {
         )
     }
 
+    /// True when the mirror's file system is full (ENOSPC, EDQUOT): no other resource can be
+    /// written either.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, FetchError::Staging(e) if is_no_space(e))
+    }
+
     /// True for a 404 or 410: the resource is not (or no longer) there.
     pub fn is_gone(&self) -> bool {
         matches!(
@@ -73,4 +79,9 @@ impl FetchError {
             }
         )
     }
+}
+
+/// ENOSPC or EDQUOT: the file system (or the user's quota) is full.
+pub fn is_no_space(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull || e.kind() == std::io::ErrorKind::QuotaExceeded
 }

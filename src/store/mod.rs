@@ -35,6 +35,17 @@ pub enum StoreError {
     },
     #[error("no mirror at {path}: run rsmirror baseline first")]
     Missing { path: String },
+    #[error(
+        "the file system of the mirror {path} is full ({message}); the run stopped at the first \
+         resource that did not fit{needed}: free space there and run it again (a re-run is safe: \
+         what landed stays)"
+    )]
+    NoSpace {
+        path: String,
+        message: String,
+        /// ", about N bytes more for what this run had left to fetch", when known.
+        needed: String,
+    },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

@@ -51,6 +51,9 @@ pub enum JobResult {
     Fetched(usize, Box<Fetched>),
     /// The server answered 304 to the job's validators: the stored bytes are current.
     NotModified(usize),
+    /// The mirror's file system is full: no other resource can land either; the caller stops
+    /// the run with this message (naming the folder), not one line per resource.
+    NoSpace(String),
     /// Every URL failed; `refused` when the reason was the scope; `other_bytes` when every URL
     /// served bytes that contradict the declared length or digests, `gone` when every URL
     /// answered 404 or 410 (what a change made after the list was read gives).
@@ -328,6 +331,7 @@ fn run_job(
             return JobResult::NotModified(job.index);
         }
         match fetched {
+            Err(e) if e.is_no_space() => return JobResult::NoSpace(e.to_string()),
             Ok(staged) => match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
                 Ok(_) => {
                     return JobResult::Fetched(
@@ -341,6 +345,9 @@ fn run_job(
                             via: "http",
                         }),
                     )
+                }
+                Err(e) if crate::net::is_no_space(&e) => {
+                    return JobResult::NoSpace(format!("{url}: cannot store object: {e}"));
                 }
                 Err(e) => {
                     all_refused = false;

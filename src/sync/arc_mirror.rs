@@ -30,7 +30,7 @@ use crate::net::{Expected, FetchError, Http, Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
-use crate::store::Catalog;
+use crate::store::{Catalog, StoreError};
 use crate::sync::apply::{self, Job, JobResult};
 use crate::sync::arc_records::{self, write_arc, ArcWriter, PageRecord, SitemapRecord};
 use crate::sync::context::RunContext;
@@ -188,6 +188,7 @@ pub fn baseline(
     }
     progress.start("baseline", jobs.len() as u64);
     let mut failed = 0u64;
+    let mirror = crate::sync::context::mirror_of(ctx.staging);
     apply::transfer(
         http,
         ctx.staging,
@@ -223,6 +224,14 @@ pub fn baseline(
                 }
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
+                JobResult::NoSpace(message) => {
+                    return Err(StoreError::NoSpace {
+                        path: mirror.clone(),
+                        message,
+                        needed: String::new(),
+                    }
+                    .into())
+                }
                 JobResult::Failed {
                     index,
                     reason,
@@ -597,6 +606,7 @@ pub fn incremental(
     }
 
     progress.start("incremental", jobs.len() as u64);
+    let mirror = crate::sync::context::mirror_of(ctx.staging);
     apply::transfer(
         http,
         ctx.staging,
@@ -634,6 +644,14 @@ pub fn incremental(
                 }
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
+                JobResult::NoSpace(message) => {
+                    return Err(StoreError::NoSpace {
+                        path: mirror.clone(),
+                        message,
+                        needed: String::new(),
+                    }
+                    .into())
+                }
                 JobResult::Failed {
                     index,
                     reason,

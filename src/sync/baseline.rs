@@ -573,8 +573,35 @@ fn apply_collection(
     });
     progress.start("baseline", wanted.len() as u64);
     let mut failed_here = 0u64;
+    // What is left to fetch, for the message of a full disk.
+    let mut left = (
+        wanted.len() as u64,
+        wanted
+            .iter()
+            .filter_map(|&i| listed[i].declared.length)
+            .sum::<u64>(),
+    );
     let on_result = |r| -> Result<(), Error> {
+        if let JobResult::Fetched(i, _)
+        | JobResult::NotModified(i)
+        | JobResult::Failed { index: i, .. } = &r
+        {
+            left.0 -= 1;
+            left.1 -= listed[*i].declared.length.unwrap_or(0).min(left.1);
+        }
         match r {
+            JobResult::NoSpace(message) => {
+                return Err(StoreError::NoSpace {
+                    path: crate::sync::context::mirror_of(staging),
+                    message,
+                    needed: format!(
+                        ", with {} resources left to fetch ({} declared)",
+                        left.0,
+                        crate::report::human_bytes(left.1)
+                    ),
+                }
+                .into())
+            }
             JobResult::Fetched(i, f) => {
                 let l = &snap.listed[i];
                 let current = states.get(l.uri.as_str()).filter(|c| !c.deleted);

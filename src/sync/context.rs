@@ -93,6 +93,7 @@ impl OpenMirror {
             (Ok(()), Err(e)) => Err(e.into()),
             (result, _) => result,
         };
+
         let exit = match &result {
             Ok(()) if partial(&summary) => Exit::Partial,
             Ok(()) => Exit::Ok,
@@ -125,4 +126,27 @@ pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
         std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
     }
     std::fs::create_dir_all(staging).map_err(|e| StoreError::io("creating", staging, e))
+}
+
+/// The mirror folder a staging folder belongs to, for messages.
+pub fn mirror_of(staging: &Path) -> String {
+    staging.parent().unwrap_or(staging).display().to_string()
+}
+
+/// A run's error, with a full disk met by the catalog (SQLITE_FULL) told as the same one
+/// message a full disk met by an object gives.
+pub fn full_disk_said(e: Error, mirror: &Path) -> Error {
+    match e {
+        Error::Store(StoreError::Sqlite(s))
+            if s.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) =>
+        {
+            StoreError::NoSpace {
+                path: mirror.display().to_string(),
+                message: format!("catalog: {s}"),
+                needed: String::new(),
+            }
+            .into()
+        }
+        e => e,
+    }
 }

@@ -623,6 +623,14 @@ fn apply_collection(
                 }
                 // Changes are fetched whole: no validators are sent.
                 JobResult::NotModified(_) => summary.unchanged += 1,
+                JobResult::NoSpace(message) => {
+                    return Err(StoreError::NoSpace {
+                        path: crate::sync::context::mirror_of(staging),
+                        message,
+                        needed: String::new(),
+                    }
+                    .into())
+                }
                 JobResult::Failed {
                     index,
                     reason,

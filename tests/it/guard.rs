@@ -320,3 +320,78 @@ fn an_interrupted_run_says_so_and_is_recorded_as_interrupted() {
     assert_eq!(current(dir.path()).len(), 300);
     assert_consistent(dir.path());
 }
+
+/// A tmpfs of `size` mounted on a new folder, unmounted when dropped; None (with a message)
+/// where mounting is refused (not root, a container without the capability).
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: mounting a tmpfs was refused (run as root to test a full disk)");
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+
+    fn resize(&self, size: &str) {
+        let ok = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(self.0.path())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// Issue 23: a full disk stops the run at the first resource that does not fit, with one
+/// message naming the mirror and what was left to fetch (not one "No space left" line per
+/// resource); the catalog stays intact; after space is freed a re-run completes.
+#[test]
+fn a_full_disk_stops_the_run_at_once_and_a_rerun_completes() {
+    let Some(disk) = Tmpfs::mount("3m") else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 400, 16 * 1024);
+    let srv = TestServer::start(tree.path());
+    let mirror = disk.0.path().join("mirror");
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("is full") && err.contains(&mirror.display().to_string()),
+        "{err}"
+    );
+    assert!(
+        err.lines().count() <= 3,
+        "one message, not a line per resource: {err}"
+    );
+    assert_consistent(&mirror);
+    let landed = current(&mirror).len();
+    assert!(landed < 400, "{landed}");
+
+    disk.resize("40m");
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 400);
+    assert_consistent(&mirror);
+}
