@@ -451,7 +451,7 @@ impl Http {
         };
         let transport = |message: String| FetchError::Transport {
             url: url.to_string(),
-            message,
+            message: tls_hint(url, message),
         };
         match e {
             ureq::Error::Timeout(_) => (timeout(), true),
@@ -707,6 +707,23 @@ pub(crate) fn parse_http_date(value: &str) -> Option<jiff::Timestamp> {
         .ok()
         .and_then(|t| t.to_datetime().ok())
         .and_then(utc)
+}
+
+/// A TLS handshake that meets plain HTTP (`https://` given for an http port) fails with
+/// rustls' "corrupt message of type InvalidContentType": say what it means.
+fn tls_hint(url: &Url, message: String) -> String {
+    if url.scheme() == "https"
+        && (message.contains("InvalidContentType") || message.contains("corrupt message"))
+    {
+        let mut plain = url.clone();
+        let _ = plain.set_scheme("http");
+        format!(
+            "{message}: the server does not answer TLS on this port; if it serves plain HTTP \
+             there, give {plain}"
+        )
+    } else {
+        message
+    }
 }
 
 /// `--map` prefixes compare against `Url::as_str()`, so write them the same way.

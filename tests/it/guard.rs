@@ -395,3 +395,35 @@ fn a_full_disk_stops_the_run_at_once_and_a_rerun_completes() {
     assert_eq!(current(&mirror).len(), 400);
     assert_consistent(&mirror);
 }
+
+/// Issue 23: `https://` against a plain-HTTP port said only "received corrupt message of type
+/// InvalidContentType"; now it says what that means and which URL to give.
+#[test]
+fn https_against_a_plain_http_port_says_so() {
+    // A plain-HTTP server as nginx is: it answers a TLS ClientHello with an HTTP 400.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut conn = conn;
+            let mut buf = [0u8; 1024];
+            let _ = std::io::Read::read(&mut conn, &mut buf);
+            let _ = std::io::Write::write_all(
+                &mut conn,
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&format!("https://127.0.0.1:{port}/"), dir.path())
+        .args(["--tries", "1"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("does not answer TLS on this port")
+            && err.contains(&format!("http://127.0.0.1:{port}/")),
+        "{err}"
+    );
+}
