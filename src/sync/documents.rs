@@ -79,6 +79,17 @@ impl Documents<'_> {
                 path: path.display().to_string(),
                 source,
             })?;
+            let mut file = std::io::BufReader::new(file);
+            let head = file.fill_buf().map_err(|source| SourceError::Local {
+                path: path.display().to_string(),
+                source,
+            })?;
+            if let Some(what) = not_a_document(head) {
+                return Err(SourceError::Unusable {
+                    url: url.to_string(),
+                    message: what.into(),
+                });
+            }
             let reader = sitemap::open(file, url, self.options)?;
             return Ok(Some(OpenedDocument {
                 url: url.clone(),
@@ -103,6 +114,12 @@ impl Documents<'_> {
                         url: body.final_url,
                     });
                 }
+                if let Some(what) = not_a_document(head) {
+                    return Err(SourceError::Unusable {
+                        url: body.final_url.to_string(),
+                        message: what.into(),
+                    });
+                }
                 let reader = sitemap::open(input, &body.final_url, self.options)?;
                 Ok(Some(OpenedDocument {
                     url: body.final_url,
@@ -124,4 +141,23 @@ impl Documents<'_> {
     pub fn scope_for(&self, url: &Url) -> Scope {
         Scope::for_document(url, self.allow_hosts)
     }
+}
+
+/// Files people give where a document belongs, told by their first bytes, with what to give
+/// instead (a ZIP package is read through the Resource Dump that lists it; a zstd file is an
+/// SCP collection, read through the site's sitemap.xml).
+fn not_a_document(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"PK\x03\x04") {
+        return Some(
+            "a ZIP file (a Resource Dump or Change Dump package?), not a Sitemap document: give \
+             the Resource Dump, Capability List or site root that lists it",
+        );
+    }
+    if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return Some(
+            "a zstd-compressed file (an SCP collection?), not a Sitemap document: give the \
+             site's sitemap.xml (SCP) or its root",
+        );
+    }
+    None
 }

@@ -427,3 +427,21 @@ fn https_against_a_plain_http_port_says_so() {
         "{err}"
     );
 }
+
+/// Issue 23: `inspect` of a ZIP package or an SCP collection said "malformed XML"; it says what
+/// the file is and what to give instead.
+#[test]
+fn inspect_says_what_a_zip_or_zstd_file_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("package.zip");
+    std::fs::write(&zip, b"PK\x03\x04 rest of a package").unwrap();
+    let zst = dir.path().join("blog.scp.zst");
+    std::fs::write(&zst, [0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0]).unwrap();
+    for (file, needle) in [(&zip, "a ZIP file"), (&zst, "SCP collection")] {
+        let out = rsmirror().arg("inspect").arg(file).output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(err.contains(needle) && err.contains("give"), "{err}");
+        assert!(!err.contains("malformed XML"), "{err}");
+    }
+}
