@@ -30,9 +30,10 @@ use crate::net::{Expected, FetchError, Http, Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
-use crate::store::{Catalog, StoreError};
+use crate::store::Catalog;
 use crate::sync::apply::{self, Job, JobResult};
 use crate::sync::arc_records::{self, write_arc, ArcWriter, PageRecord, SitemapRecord};
+use crate::sync::context::no_space;
 use crate::sync::context::RunContext;
 use crate::sync::documents::Documents;
 use crate::sync::feed;
@@ -188,7 +189,7 @@ pub fn baseline(
     }
     progress.start("baseline", jobs.len() as u64);
     let mut failed = 0u64;
-    let mirror = crate::sync::context::mirror_of(ctx.staging);
+    let staging = ctx.staging;
     apply::transfer(
         http,
         ctx.staging,
@@ -225,12 +226,7 @@ pub fn baseline(
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::NoSpace(message) => {
-                    return Err(StoreError::NoSpace {
-                        path: mirror.clone(),
-                        message,
-                        needed: String::new(),
-                    }
-                    .into())
+                    return Err(no_space(staging, message, String::new()))
                 }
                 JobResult::Failed {
                     index,
@@ -606,7 +602,7 @@ pub fn incremental(
     }
 
     progress.start("incremental", jobs.len() as u64);
-    let mirror = crate::sync::context::mirror_of(ctx.staging);
+    let staging = ctx.staging;
     apply::transfer(
         http,
         ctx.staging,
@@ -645,12 +641,7 @@ pub fn incremental(
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::NoSpace(message) => {
-                    return Err(StoreError::NoSpace {
-                        path: mirror.clone(),
-                        message,
-                        needed: String::new(),
-                    }
-                    .into())
+                    return Err(no_space(staging, message, String::new()))
                 }
                 JobResult::Failed {
                     index,

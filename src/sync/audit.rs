@@ -666,12 +666,7 @@ fn expected_state(
             doc
         }
         _ => {
-            let url = collection
-                .url_of(&Capability::ResourceList)
-                .ok_or_else(|| SourceError::Unusable {
-                    url: collection.id.clone(),
-                    message: "the Capability List names no resourcelist".into(),
-                })?;
+            let url = collection.resource_list_url()?;
             docs.fetch(url, &docs.scope_for(url))?
         }
     };

@@ -366,12 +366,7 @@ fn resource_list(docs: &Documents<'_>, collection: &mut Collection) -> Result<Sn
     let top = match collection.opened.take() {
         Some(doc) => doc,
         None => {
-            let url = collection
-                .url_of(&Capability::ResourceList)
-                .ok_or_else(|| SourceError::Unusable {
-                    url: collection.id.clone(),
-                    message: "the Capability List names no resourcelist".into(),
-                })?;
+            let url = collection.resource_list_url()?;
             docs.fetch(url, &docs.scope_for(url))?
         }
     };
@@ -591,16 +586,12 @@ fn apply_collection(
         }
         match r {
             JobResult::NoSpace(message) => {
-                return Err(StoreError::NoSpace {
-                    path: crate::sync::context::mirror_of(staging),
-                    message,
-                    needed: format!(
-                        ", with {} resources left to fetch ({} declared)",
-                        left.0,
-                        crate::report::human_bytes(left.1)
-                    ),
-                }
-                .into())
+                let needed = format!(
+                    ", with {} resources left to fetch ({} declared)",
+                    left.0,
+                    crate::report::human_bytes(left.1)
+                );
+                return Err(crate::sync::context::no_space(staging, message, needed));
             }
             JobResult::Fetched(i, f) => {
                 let l = &snap.listed[i];

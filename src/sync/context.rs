@@ -133,6 +133,17 @@ pub fn mirror_of(staging: &Path) -> String {
     staging.parent().unwrap_or(staging).display().to_string()
 }
 
+/// The error that ends a run on a full disk ([`crate::sync::apply::JobResult::NoSpace`]);
+/// `needed` says what the run had left, when the caller knows.
+pub fn no_space(staging: &Path, message: String, needed: String) -> Error {
+    StoreError::NoSpace {
+        path: mirror_of(staging),
+        message,
+        needed,
+    }
+    .into()
+}
+
 /// A run's error, with a full disk met by the catalog (SQLITE_FULL) told as the same one
 /// message a full disk met by an object gives.
 pub fn full_disk_said(e: Error, mirror: &Path) -> Error {

@@ -68,6 +68,15 @@ impl SourceKind {
 pub const SCP_NS: &str = "https://scp-protocol.org/schemas/sitemap/1.0";
 
 impl Collection {
+    /// The Resource List its Capability List names.
+    pub fn resource_list_url(&self) -> Result<&Url, SourceError> {
+        self.url_of(&Capability::ResourceList)
+            .ok_or_else(|| SourceError::Unusable {
+                url: self.id.clone(),
+                message: "the Capability List names no resourcelist".into(),
+            })
+    }
+
     fn other(kind: SourceKind, url: &Url) -> Collection {
         Collection {
             kind,

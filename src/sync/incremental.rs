@@ -411,6 +411,19 @@ fn event_record(collection: &str, e: &Event, outcome: &'static str) -> ChangeEve
     }
 }
 
+/// The tombstone a `deleted` change leaves: a version without bytes.
+fn tombstone(collection: &str, e: &Event) -> NewVersion {
+    NewVersion {
+        uri: e.uri.to_string(),
+        collection: collection.to_string(),
+        change: "deleted",
+        event_time: e.time,
+        lastmod: e.declared.lastmod,
+        arrived_via: "tombstone",
+        ..Default::default()
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn apply_collection(
     http: &Http,
@@ -498,15 +511,7 @@ fn apply_collection(
                 ));
                 summary.deleted += 1;
                 writer.version_for_event(
-                    NewVersion {
-                        uri: e.uri.to_string(),
-                        collection: p.collection.clone(),
-                        change: "deleted",
-                        event_time: e.time,
-                        lastmod: e.declared.lastmod,
-                        arrived_via: "tombstone",
-                        ..Default::default()
-                    },
+                    tombstone(&p.collection, e),
                     event_record(&p.collection, e, "applied"),
                 )?;
             }
@@ -515,15 +520,7 @@ fn apply_collection(
                     Some(c) if !c.deleted => {
                         summary.deleted += 1;
                         writer.version_for_event(
-                            NewVersion {
-                                uri: e.uri.to_string(),
-                                collection: p.collection.clone(),
-                                change: "deleted",
-                                event_time: e.time,
-                                lastmod: e.declared.lastmod,
-                                arrived_via: "tombstone",
-                                ..Default::default()
-                            },
+                            tombstone(&p.collection, e),
                             event_record(&p.collection, e, "applied"),
                         )?;
                         applied_max = applied_max.max(e.sync_time());
@@ -624,12 +621,11 @@ fn apply_collection(
                 // Changes are fetched whole: no validators are sent.
                 JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::NoSpace(message) => {
-                    return Err(StoreError::NoSpace {
-                        path: crate::sync::context::mirror_of(staging),
+                    return Err(crate::sync::context::no_space(
+                        staging,
                         message,
-                        needed: String::new(),
-                    }
-                    .into())
+                        String::new(),
+                    ))
                 }
                 JobResult::Failed {
                     index,
