@@ -257,6 +257,9 @@ pub struct Entry {
     pub lastmod: Option<Timestamp>,
     pub md: Md,
     pub links: Vec<Link>,
+    /// Why this entry cannot be used (a `<lastmod>` that is no datetime), when it cannot: the
+    /// entry is refused, the rest of the document is read.
+    pub invalid: Option<String>,
 }
 
 impl Entry {

@@ -344,6 +344,7 @@ impl<R: BufRead> SitemapReader<R> {
         };
         let mut loc: Option<Url> = None;
         let mut lastmod: Option<Timestamp> = None;
+        let mut invalid: Option<String> = None;
         let mut md = Md::default();
         let mut links: Vec<Link> = Vec::new();
         let mut mds = 0u32;
@@ -384,7 +385,11 @@ impl<R: BufRead> SitemapReader<R> {
                         Ok(())
                     })?;
                     self.read_text(empty, "lastmod")?;
-                    lastmod = Some(self.st.text_time(el_line, "<lastmod>")?);
+                    match self.st.text_lastmod(el_line) {
+                        Ok(t) => lastmod = Some(t),
+                        Err(Ok(why)) => invalid = Some(why),
+                        Err(Err(e)) => return Err(e),
+                    }
                     if change.is_some() {
                         md.change = change;
                         self.st.refresh_syntax();
@@ -495,6 +500,7 @@ impl<R: BufRead> SitemapReader<R> {
             lastmod,
             md,
             links,
+            invalid,
         })
     }
 
@@ -530,10 +536,15 @@ impl<R: BufRead> SitemapReader<R> {
             st.text.push_str(text(&plain.loc));
             let loc = st.loc(line)?;
             let mut lastmod = None;
+            let mut invalid = None;
             if let Some(r) = &plain.lastmod {
                 st.text.clear();
                 st.text.push_str(text(r));
-                lastmod = Some(st.text_time(line, "<lastmod>")?);
+                match st.text_lastmod(line) {
+                    Ok(t) => lastmod = Some(t),
+                    Err(Ok(why)) => invalid = Some(why),
+                    Err(Err(e)) => return Err(e),
+                }
             }
             let mut md = Md::default();
             if plain.md {
@@ -550,6 +561,7 @@ impl<R: BufRead> SitemapReader<R> {
                 lastmod,
                 md,
                 links: Vec::new(),
+                invalid,
             })
         })();
         self.xml.get_mut().consume(plain.end);
@@ -1900,6 +1912,28 @@ impl State {
         }
     }
 
+    /// `<lastmod>` from the text just read. A value that is no datetime at all fails only its
+    /// entry (`Err(Ok(why))`, the caller refuses that entry): one bad `lastmod` among a million
+    /// must not stop a baseline. A time without a zone stays an error of the document
+    /// (`Err(Err(_))`): it is the document's dialect, and `--assume-utc` reads it.
+    fn text_lastmod(&mut self, line: u64) -> Result<Timestamp, Result<String, ReadError>> {
+        match self.text_time(line, "<lastmod>") {
+            Ok(t) => Ok(t),
+            Err(e)
+                if matches!(
+                    e.kind,
+                    ReadErrorKind::BadDatetime {
+                        source: DatetimeError::Malformed(_),
+                        ..
+                    }
+                ) =>
+            {
+                Err(Ok(format!("line {line}: {}", e.kind)))
+            }
+            Err(e) => Err(Err(e)),
+        }
+    }
+
     /// A datetime from the text just read, reported at the element's line.
     fn text_time(&mut self, line: u64, what: &str) -> Result<Timestamp, ReadError> {
         let text = std::mem::take(&mut self.text);
@@ -2804,14 +2838,22 @@ mod tests {
             "{e}"
         );
 
-        let e = read_err(&urlset(
-            "<url><loc>https://e.org/a</loc><lastmod>yesterday</lastmod></url>",
+        // Issue 23: a `<lastmod>` that is no datetime fails its entry, not the document.
+        let r = read_ok(&urlset(
+            "<url><loc>https://e.org/a</loc><lastmod>yesterday</lastmod></url>\n\
+             <url><loc>https://e.org/b</loc><lastmod>2020-03-18T00:00:00Z</lastmod></url>",
         ));
+        let why = r.entries[0]
+            .invalid
+            .as_deref()
+            .expect("the entry is marked");
         assert!(
-            e.to_string()
-                .ends_with(r#"<lastmod>: not a W3C datetime: "yesterday""#),
-            "{e}"
+            why.starts_with("line 3: ")
+                && why.ends_with(r#"<lastmod>: not a W3C datetime: "yesterday""#),
+            "{why}"
         );
+        assert_eq!(r.entries[1].invalid, None);
+        assert_eq!(r.entries[1].lastmod, Some(ts("2020-03-18T00:00:00Z")));
     }
 
     #[test]

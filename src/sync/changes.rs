@@ -456,6 +456,13 @@ impl<'a, 'b> Collector<'a, 'b> {
         let read_at = Timestamp::now();
         while let Some(e) = doc.reader.next_entry()? {
             count += 1;
+            if let Some(why) = &e.invalid {
+                self.out.refused.push(Refused {
+                    uri: e.loc.to_string(),
+                    reason: format!("{doc_url}: {why}"),
+                });
+                continue;
+            }
             let Some(change) = e.md.change else {
                 self.out.warnings.push(format!(
                     "{doc_url}: line {}: {} has no change attribute; entry ignored",

@@ -259,6 +259,13 @@ impl Walker<'_, '_, '_> {
                 }))?;
                 continue;
             }
+            if let Some(why) = &e.invalid {
+                (self.visit)(Item::Refused(Refused {
+                    uri: e.loc.to_string(),
+                    reason: format!("{doc_url}: {why}"),
+                }))?;
+                continue;
+            }
             if let Some(t) = e.lastmod {
                 self.newest_lastmod = self.newest_lastmod.max(Some(t));
             }

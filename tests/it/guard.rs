@@ -445,3 +445,49 @@ fn inspect_says_what_a_zip_or_zstd_file_is() {
         assert!(!err.contains("malformed XML"), "{err}");
     }
 }
+
+/// Issue 23: one bad `<lastmod>` aborted the whole baseline; now it fails that entry (refused,
+/// named with its line) and the rest of the list is mirrored.
+#[test]
+fn a_bad_lastmod_fails_its_entry_not_the_run() {
+    let t = Tree::new();
+    for n in ["a", "b", "c"] {
+        t.put(n, format!("{n}\n").as_bytes());
+    }
+    let urls: String = [
+        ("a", "2026-01-01"),
+        ("b", "last Tuesday"),
+        ("c", "2026-01-03T10:00:00Z"),
+    ]
+    .iter()
+    .map(|(n, lastmod)| {
+        format!("<url><loc>{ORIGIN}/res/{n}</loc><lastmod>{lastmod}</lastmod></url>\n")
+    })
+    .collect();
+    std::fs::write(
+        t.path().join("sitemap.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{urls}</urlset>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/sitemap.xml"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["created"].as_u64(), s["refused"].as_u64()),
+        (Some(2), Some(1)),
+        "{s}"
+    );
+    assert!(
+        err.contains("/res/b") && err.contains("line 4") && err.contains("last Tuesday"),
+        "{err}"
+    );
+}
