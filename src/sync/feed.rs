@@ -6,7 +6,8 @@
 //! collection ids the catalog holds (an SCP section), by their id (`collection_identities`).
 //! One entry per run that applied something, summarising the resources it created, updated and
 //! deleted, with a link to each. The feed is built from the catalog alone (`change_events` with
-//! outcome `applied`, joined with `runs`), read-only, without the lock and without "now": the
+//! outcome `applied`, joined with `runs`, and the versions a baseline re-run wrote), read-only,
+//! without the lock and without "now": the
 //! same mirror gives byte-identical feeds, and an entry never changes once written.
 //!
 //! Seed 001's rules for feed generators, as they apply to a mirror's own history: a change
@@ -223,8 +224,30 @@ pub fn build(
             r.get::<_, String>(3)?,
         ))
     })?;
+    // A baseline re-run applies changes too, as versions without change events: every
+    // version a baseline of this collection wrote after the collection's first run, dated by
+    // the source (the event time a tombstone has, else the lastmod), never by this mirror.
+    let mut baselines = conn.prepare(
+        "WITH first AS (
+             SELECT min(v.run_id) AS run_id FROM versions v
+             JOIN resources rr ON rr.id = v.resource_id WHERE rr.collection = ?1)
+         SELECT v.run_id, rr.uri, v.change, COALESCE(v.event_time, v.lastmod)
+         FROM versions v JOIN resources rr ON rr.id = v.resource_id
+         JOIN runs r ON r.id = v.run_id, first
+         WHERE rr.collection = ?1 AND r.command = 'baseline' AND v.run_id > first.run_id
+           AND COALESCE(v.event_time, v.lastmod) IS NOT NULL
+         ORDER BY v.run_id, v.id",
+    )?;
+    let from_baselines = baselines.query_map([&c.collection], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })?;
     let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
-    for row in rows {
+    for row in rows.chain(from_baselines) {
         let (run, uri, change, time) = row?;
         // A time the catalog cannot read is as good as none (seed 001: ignored).
         let Ok(time) = time.parse::<Timestamp>() else {

@@ -291,3 +291,71 @@ fn the_feed_id_is_the_capability_lists_describes_link() {
     );
     assert_eq!(atom.matches("<entry>").count(), 1, "{atom}");
 }
+
+/// Issue 23: the changes a baseline re-run applies (an update, a delete) are an entry of the
+/// feed too, dated by the source (the new lastmod; the list's `at` for the delete); the first
+/// baseline, which only establishes the mirror, is not.
+#[test]
+fn a_baseline_re_run_that_changed_something_is_an_entry() {
+    use md5::Digest as _;
+    let t = Tree::new();
+    let list = |at: &str, entries: &[(&str, &str)]| {
+        let body: String = entries
+            .iter()
+            .map(|(n, lastmod)| {
+                let bytes = std::fs::read(t.path().join("res").join(n)).unwrap();
+                format!(
+                    "<url><loc>{ORIGIN}/res/{n}</loc><lastmod>{lastmod}</lastmod>\
+                     <rs:md hash=\"md5:{}\" length=\"{}\"/></url>\n",
+                    hex::encode(md5::Md5::digest(&bytes)),
+                    bytes.len()
+                )
+            })
+            .collect();
+        std::fs::write(
+            t.path().join("resourcelist.xml"),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+                 xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+                 <rs:md capability=\"resourcelist\" at=\"{at}\"/>\n{body}</urlset>\n"
+            ),
+        )
+        .unwrap();
+    };
+    for n in ["a", "b", "c"] {
+        t.put(n, format!("{n} v1\n").as_bytes());
+    }
+    let day1 = "2026-03-01T00:00:00Z";
+    list(day1, &[("a", day1), ("b", day1), ("c", day1)]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    ok(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()));
+    let parsed = feed_rs::parser::parse(&ok(&mut feed(dir.path())).stdout[..]).unwrap();
+    assert!(parsed.entries.is_empty(), "the first baseline is no change");
+
+    t.put("b", b"b v2\n");
+    list(
+        "2026-03-03T00:00:00Z",
+        &[("a", day1), ("b", "2026-03-02T00:00:00Z")],
+    );
+    ok(baseline(&srv.url("/resourcelist.xml"), dir.path()).arg("--delete"));
+    let atom = ok(&mut feed(dir.path())).stdout;
+    let parsed = feed_rs::parser::parse(&atom[..]).unwrap();
+    assert_eq!(
+        parsed.entries.len(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&atom)
+    );
+    let text = String::from_utf8_lossy(&atom);
+    assert!(text.contains("/res/b") && text.contains("/res/c"), "{text}");
+    assert!(
+        !text.contains("/res/a<") && !text.contains("/res/a\""),
+        "{text}"
+    );
+    assert_eq!(
+        parsed.entries[0].updated.map(|d| d.timestamp()),
+        Some(secs("2026-03-03T00:00:00Z"))
+    );
+}
