@@ -192,13 +192,40 @@ impl Catalog {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn =
             Connection::open_with_flags(&path, flags).map_err(|e| StoreError::sqlite(&path, e))?;
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| StoreError::sqlite(&path, e))?;
+        let (conn, version) = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
+            Ok(version) => (conn, version),
+            // A WAL catalog on read-only media: SQLite cannot make the shared-memory file it
+            // reads through. Nothing can write there, so read the file as it is (`immutable`).
+            Err(e) if Self::read_only_media(&path) => {
+                let uri = url::Url::from_file_path(&path)
+                    .map(|u| format!("{u}?immutable=1"))
+                    .map_err(|_| StoreError::sqlite(&path, e))?;
+                let conn =
+                    Connection::open_with_flags(&uri, flags | rusqlite::OpenFlags::SQLITE_OPEN_URI)
+                        .map_err(|e| StoreError::sqlite(&path, e))?;
+                let version = conn
+                    .query_row("PRAGMA user_version", [], |r| r.get(0))
+                    .map_err(|e| StoreError::sqlite(&path, e))?;
+                (conn, version)
+            }
+            Err(e) => return Err(StoreError::sqlite(&path, e)),
+        };
         if version != SCHEMA_VERSION {
             return Err(StoreError::schema(&path, version));
         }
         Ok(Some(Catalog { conn }))
+    }
+
+    /// The catalog's folder cannot be written (a read-only file system or no permission).
+    fn read_only_media(catalog: &Path) -> bool {
+        let folder = catalog.parent().unwrap_or(catalog);
+        match tempfile_probe(folder) {
+            Ok(()) => false,
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+            ),
+        }
     }
 
     pub fn conn(&self) -> &Connection {
@@ -759,4 +786,14 @@ mod tests {
         assert!(!c.defer_object_index().unwrap());
         assert!(object_index(&c).is_some());
     }
+}
+
+/// Whether a file can be made in `folder` (made and removed at once).
+fn tempfile_probe(folder: &Path) -> std::io::Result<()> {
+    let probe = folder.join(format!(".rsmirror-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
 }

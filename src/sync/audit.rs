@@ -47,15 +47,34 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         }
         .into());
     }
-    let _lock = MirrorLock::acquire(&s.mirror)?;
-    let catalog = Catalog::open(&s.mirror)?;
+    // A mirror on read-only media (a WORM volume, a snapshot, a replica) cannot take the lock
+    // or record a run; an offline audit reads it all the same and says that it was not
+    // recorded. Against the source it stays refused: that audit is a run of the mirror's.
+    let (lock, read_only) = match MirrorLock::acquire(&s.mirror) {
+        Ok(lock) => (Some(lock), false),
+        Err(crate::store::lock::LockError::Io { source, .. })
+            if s.offline && is_read_only(&source) =>
+        {
+            (None, true)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let _lock = lock;
+    let catalog = match read_only {
+        false => Catalog::open(&s.mirror)?,
+        true => Catalog::open_read_only(&s.mirror)?.ok_or_else(|| StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        })?,
+    };
     // Its reads are sequential (its share of the states load, the URIs in order for the report),
     // so SQLite's default 2 MB page cache only added to the peak: 1.5 MB of a 1M audit's 97.
     catalog
         .conn()
         .execute_batch("PRAGMA cache_size = -512")
         .map_err(StoreError::from)?;
-    catalog.abandon_unfinished_runs()?;
+    if !read_only {
+        catalog.abandon_unfinished_runs()?;
+    }
     let source = match s.offline {
         true => None,
         false => Some(source_of(s, &catalog)?),
@@ -78,9 +97,12 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         Some(src) => known_source_id(&catalog, src)?,
         None => None,
     };
-    let run_id = catalog.begin_run("audit", source_id, arguments)?;
+    let run_id = match read_only {
+        false => Some(catalog.begin_run("audit", source_id, arguments)?),
+        true => None,
+    };
     let header = Header {
-        run_id: Some(run_id),
+        run_id,
         started_at,
         mirror: s.mirror.display().to_string(),
         source: source.clone(),
@@ -141,7 +163,16 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         Ok(Verdict::SourceIncomplete) => ("partial", exit),
         Err(_) => ("failed", exit),
     };
-    catalog.end_run(run_id, outcome, recorded_exit.code(), &counts_json(&totals))?;
+    match run_id {
+        Some(run_id) => {
+            catalog.end_run(run_id, outcome, recorded_exit.code(), &counts_json(&totals))?
+        }
+        None if s.output.verbose > 0 || exit != Exit::Ok => eprintln!(
+            "audit: {} is read-only: this audit is not recorded in its catalog",
+            s.mirror.display()
+        ),
+        None => {}
+    }
 
     let tty = io::stderr().is_terminal();
     if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
@@ -191,7 +222,7 @@ fn check_and_report(
     s: &settings::Audit,
     catalog: &Catalog,
     source: Option<&str>,
-    run_id: i64,
+    run_id: Option<i64>,
     sinks: &mut [Sink],
     totals: &mut Totals,
 ) -> Result<Verdict, Error> {
@@ -298,18 +329,31 @@ fn check_and_report(
         .push(("all checks (concurrent)", since(started)));
     let report_started = Instant::now();
 
-    let tx = catalog
-        .conn()
-        .unchecked_transaction()
-        .map_err(StoreError::from)?;
+    // Findings are recorded with the run; a read-only mirror records none.
+    let tx = match run_id {
+        Some(_) => Some(
+            catalog
+                .conn()
+                .unchecked_transaction()
+                .map_err(StoreError::from)?,
+        ),
+        None => None,
+    };
+    let insert = match (&tx, run_id) {
+        (Some(tx), Some(run_id)) => Some((
+            tx.prepare(
+                "INSERT INTO audit_findings (run_id, mark, class, uri, object, field, expected, actual, hint)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(StoreError::from)?,
+            run_id,
+        )),
+        _ => None,
+    };
     let mut emitter = Emitter {
         sinks,
         counts: Counts::default(),
-        insert: tx.prepare(
-            "INSERT INTO audit_findings (run_id, mark, class, uri, object, field, expected, actual, hint)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        ).map_err(StoreError::from)?,
-        run_id,
+        insert,
     };
     let mut source_findings = BTreeMap::new();
     let mut failed_parts = Vec::new();
@@ -372,7 +416,9 @@ fn check_and_report(
     }
     totals.counts = std::mem::take(&mut emitter.counts);
     drop(emitter);
-    tx.commit().map_err(StoreError::from)?;
+    if let Some(tx) = tx {
+        tx.commit().map_err(StoreError::from)?;
+    }
     totals.phases.push(("report", since(report_started)));
     match compared {
         Compared::Failed(e) => Err(e.into()),
@@ -471,6 +517,14 @@ fn refetch_and_mark(
         }
     }
     Ok(())
+}
+
+/// EROFS, or no permission to write: a mirror on read-only media (or mounted so).
+fn is_read_only(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+    )
 }
 
 /// What the source comparison gave.
@@ -1001,8 +1055,8 @@ where
 struct Emitter<'a, 'c> {
     sinks: &'a mut [Sink],
     counts: Counts,
-    insert: rusqlite::Statement<'c>,
-    run_id: i64,
+    /// The statement that records a finding, with the run it belongs to (none: not recorded).
+    insert: Option<(rusqlite::Statement<'c>, i64)>,
 }
 
 impl Emitter<'_, '_> {
@@ -1035,9 +1089,9 @@ impl Emitter<'_, '_> {
         for sink in self.sinks.iter_mut() {
             sink.finding(&f);
         }
-        if !f.class.is_ok() {
-            self.insert.execute(params![
-                self.run_id,
+        if let Some((insert, run_id)) = self.insert.as_mut().filter(|_| !f.class.is_ok()) {
+            insert.execute(params![
+                *run_id,
                 f.mark().to_string(),
                 f.class.name(),
                 f.uri,

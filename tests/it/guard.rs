@@ -491,3 +491,62 @@ fn a_bad_lastmod_fails_its_entry_not_the_run() {
         "{err}"
     );
 }
+
+/// Issue 23: a mirror on read-only media (a WORM volume, a snapshot, a replica): `audit
+/// --offline` verifies it without the lock and says that it recorded nothing; `feed` and
+/// `baseline -n` read it; nothing is written there.
+#[test]
+fn a_read_only_mirror_can_be_audited_offline_and_read() {
+    let Some(disk) = Tmpfs::mount("20m") else {
+        return;
+    };
+    let srv = TestServer::start(crate::server::testdata("sample"));
+    let mirror = disk.0.path().join("mirror");
+    let out = baseline(&srv.url("/"), &mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let runs_before = {
+        let conn = rusqlite::Connection::open(mirror.join("catalog.sqlite")).unwrap();
+        conn.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    disk.resize("20m,ro");
+    assert!(std::fs::write(mirror.join("probe"), b"").is_err(), "the mirror is read-only now");
+
+    let out = rsmirror()
+        .args(["audit", "--offline", "-v", "--mirror"])
+        .arg(&mirror)
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("read-only") && err.contains("not recorded"),
+        "{err}"
+    );
+    let out = rsmirror()
+        .args(["audit", "--offline", "-q", "--mirror"])
+        .arg(&mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        (stdout_of(&out), stderr_of(&out)),
+        (String::new(), String::new())
+    );
+
+    let out = rsmirror()
+        .args(["feed", "--mirror"])
+        .arg(&mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = baseline(&srv.url("/"), &mirror).arg("-n").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    disk.resize("20m,rw");
+    let conn = rusqlite::Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let runs_after: i64 = conn
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs_after, runs_before, "nothing was recorded");
+}
