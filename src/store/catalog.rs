@@ -657,6 +657,16 @@ pub mod write {
     }
 }
 
+/// Whether a file can be made in `folder` (made and removed at once).
+fn tempfile_probe(folder: &Path) -> std::io::Result<()> {
+    let probe = folder.join(format!(".rsmirror-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -786,14 +796,4 @@ mod tests {
         assert!(!c.defer_object_index().unwrap());
         assert!(object_index(&c).is_some());
     }
-}
-
-/// Whether a file can be made in `folder` (made and removed at once).
-fn tempfile_probe(folder: &Path) -> std::io::Result<()> {
-    let probe = folder.join(format!(".rsmirror-probe-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)?;
-    std::fs::remove_file(&probe)
 }
