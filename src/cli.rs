@@ -94,6 +94,12 @@ pub struct SourceArgs {
     /// The User-Agent header.
     #[arg(long, value_name = "STRING")]
     pub user_agent: Option<String>,
+    /// A request header for a restricted source, `NAME: VALUE`; repeatable. Sent only to the
+    /// source's own host (no redirect elsewhere gets it), never recorded. Keep secrets out of
+    /// `ps` and the run record: `NAME: @FILE` reads the value from a file, `NAME: $VAR` from
+    /// the environment. Without it, a `~/.netrc` (or `$NETRC`) entry for the host is used.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
     /// Largest document (list, index, Capability List...) read, in bytes once decompressed;
     /// the Sitemap protocol's 50 MB by default. A gzip'd document may also inflate at most
     /// 200:1.

@@ -10,7 +10,7 @@ fn main() {
     // Before any thread starts: SIGINT and SIGTERM end a run honestly (`interrupt`).
     rsmirror::interrupt::watch();
     let cli = Cli::parse();
-    let arguments = std::env::args().collect::<Vec<_>>().join(" ");
+    let arguments = recorded_arguments(std::env::args());
     let exit = match cli.command {
         Command::Baseline(a) => baseline(&a, &arguments),
         Command::Incremental(a) => incremental(&a, &arguments),
@@ -19,6 +19,26 @@ fn main() {
         Command::Feed(a) => feed(&a),
     };
     std::process::exit(exit.code());
+}
+
+/// The command line as the run record keeps it: `--header` values replaced by `***`.
+fn recorded_arguments(args: impl Iterator<Item = String>) -> String {
+    let mut out = Vec::new();
+    let mut header_next = false;
+    for a in args {
+        if header_next {
+            out.push(settings::redact_header(&a));
+            header_next = false;
+        } else if a == "--header" {
+            out.push(a);
+            header_next = true;
+        } else if let Some(h) = a.strip_prefix("--header=") {
+            out.push(format!("--header={}", settings::redact_header(h)));
+        } else {
+            out.push(a);
+        }
+    }
+    out.join(" ")
 }
 
 fn fail(e: &rsmirror::error::Error) -> Exit {

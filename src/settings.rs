@@ -127,8 +127,108 @@ impl SourceSettings {
                 }),
                 maps,
                 max_redirects: 10,
+                credentials: credentials(source, &a.headers)?,
             },
         })
+    }
+}
+
+/// `--header` values (literal, `@FILE`, `$VAR`), else a `.netrc` entry for the source's host,
+/// for the source's host only.
+fn credentials(source: &str, headers: &[String]) -> Result<crate::net::Credentials, UsageError> {
+    let host = url::Url::parse(source)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+    let Some(host) = host else {
+        if !headers.is_empty() {
+            return Err(UsageError(
+                "--header needs SOURCE given as an http(s) URL: its host is the only one that \
+                 receives the headers"
+                    .into(),
+            ));
+        }
+        return Ok(Default::default());
+    };
+    let mut out = crate::net::Credentials {
+        hosts: vec![host.clone()],
+        headers: Vec::new(),
+    };
+    for h in headers {
+        let bad = |why: &str| UsageError(format!("--header {:?}: {why}", redact_header(h)));
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| bad("expected NAME: VALUE"))?;
+        let (name, value) = (name.trim(), value.trim());
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(bad("the name is not a header name"));
+        }
+        let value = if let Some(file) = value.strip_prefix('@') {
+            std::fs::read_to_string(file)
+                .map_err(|e| bad(&format!("cannot read {file}: {e}")))?
+                .trim()
+                .to_string()
+        } else if let Some(var) = value.strip_prefix('$') {
+            std::env::var(var).map_err(|_| bad(&format!("${var} is not set")))?
+        } else {
+            value.to_string()
+        };
+        if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(bad("the value holds a line break"));
+        }
+        out.headers.push((name.to_string(), value));
+    }
+    if out.headers.is_empty() {
+        if let Some((login, password)) = netrc_entry(&host) {
+            use base64::Engine as _;
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("{login}:{password}"));
+            out.headers
+                .push(("Authorization".into(), format!("Basic {basic}")));
+        }
+    }
+    Ok(out)
+}
+
+/// `NAME: ***` for messages and the run record: a header's value is never shown.
+pub fn redact_header(h: &str) -> String {
+    match h.split_once(':') {
+        Some((name, _)) => format!("{}: ***", name.trim()),
+        None => "***".into(),
+    }
+}
+
+/// The `machine HOST login L password P` entry of `$NETRC` or `~/.netrc` (or `default`).
+fn netrc_entry(host: &str) -> Option<(String, String)> {
+    let path = std::env::var_os("NETRC")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".netrc")))?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut words = text.split_whitespace();
+    let (mut matched, mut login, mut password) = (false, None, None);
+    while let Some(w) = words.next() {
+        match w {
+            "machine" => {
+                if matched && login.is_some() {
+                    break;
+                }
+                matched = words.next().is_some_and(|m| m.eq_ignore_ascii_case(host));
+                (login, password) = (None, None);
+            }
+            "default" => {
+                if matched && login.is_some() {
+                    break;
+                }
+                matched = true;
+                (login, password) = (None, None);
+            }
+            "login" => login = words.next().map(str::to_string),
+            "password" => password = words.next().map(str::to_string),
+            _ => {}
+        }
+    }
+    match (matched, login, password) {
+        (true, Some(l), Some(p)) => Some((l, p)),
+        _ => None,
     }
 }
 

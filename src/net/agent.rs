@@ -34,6 +34,39 @@ pub struct HttpConfig {
     /// `--map URL_PREFIX=DIR`: URLs under a prefix are read from the folder instead.
     pub maps: Vec<(String, PathBuf)>,
     pub max_redirects: u32,
+    /// Headers for a restricted source (`--header`, `.netrc`), sent only to these hosts.
+    pub credentials: Credentials,
+}
+
+/// Request headers a restricted source needs (an access token, Basic authentication), and the
+/// hosts they may go to: the source's own (a redirect elsewhere gets none). Never recorded:
+/// the `Debug` form shows the names only.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    pub hosts: Vec<String>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Credentials")
+            .field("hosts", &self.hosts)
+            .field("headers", &names)
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// The headers for a request to `url`: none unless its host is one of ours.
+    fn for_url(&self, url: &Url) -> &[(String, String)] {
+        let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+        if self.hosts.iter().any(|h| *h == host) {
+            &self.headers
+        } else {
+            &[]
+        }
+    }
 }
 
 impl Default for HttpConfig {
@@ -46,6 +79,7 @@ impl Default for HttpConfig {
             user_agent: default_user_agent(),
             maps: Vec::new(),
             max_redirects: 10,
+            credentials: Credentials::default(),
         }
     }
 }
@@ -288,6 +322,8 @@ impl Http {
             && url.password().is_none()
             && self.pacing.delay.is_zero()
             && self.map_for(url).is_none()
+            // Credentials go through the one place that decides where they may go.
+            && self.cfg.credentials.headers.is_empty()
     }
 
     /// GET with retries and scope-checked redirects; conditional when validators are given.
@@ -439,6 +475,9 @@ impl Http {
         }
         if let Some(v) = validators.last_modified.as_deref().and_then(header_value) {
             request = request.header(header::IF_MODIFIED_SINCE, v);
+        }
+        for (name, value) in self.cfg.credentials.for_url(&target) {
+            request = request.header(name.as_str(), value.as_str());
         }
         request.call()
     }
@@ -916,6 +955,7 @@ pub(crate) mod test_server {
             user_agent: "rsmirror-test/1".to_string(),
             maps: Vec::new(),
             max_redirects: 5,
+            credentials: Default::default(),
         }
     }
 

@@ -8,7 +8,7 @@ pub mod fetch;
 pub mod multi;
 pub mod scope;
 
-pub use agent::{Body, DocumentResponse, Http, HttpConfig, Validators};
+pub use agent::{Body, Credentials, DocumentResponse, Http, HttpConfig, Validators};
 pub use fetch::{fetch_to_staging, Expected, Staged};
 pub use scope::Scope;
 

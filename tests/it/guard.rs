@@ -510,7 +510,10 @@ fn a_read_only_mirror_can_be_audited_offline_and_read() {
             .unwrap()
     };
     disk.resize("20m,ro");
-    assert!(std::fs::write(mirror.join("probe"), b"").is_err(), "the mirror is read-only now");
+    assert!(
+        std::fs::write(mirror.join("probe"), b"").is_err(),
+        "the mirror is read-only now"
+    );
 
     let out = rsmirror()
         .args(["audit", "--offline", "-v", "--mirror"])
@@ -549,4 +552,87 @@ fn a_read_only_mirror_can_be_audited_offline_and_read() {
         .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
         .unwrap();
     assert_eq!(runs_after, runs_before, "nothing was recorded");
+}
+
+/// Issue 23: a restricted source. `--header` values (literal, `$VAR`, `@FILE`) go with every
+/// request to the source's host and to no other host, and never into the run record; without
+/// `--header`, a `.netrc` entry for the host gives Basic authentication.
+#[test]
+fn headers_go_to_the_source_host_only_and_are_never_recorded() {
+    let srv = TestServer::start(crate::server::testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "file-secret\n").unwrap();
+    let mirror = dir.path().join("m");
+    let out = baseline(&srv.url("/"), &mirror)
+        .env("RS_TOKEN", "env-secret")
+        .args(["--header", "X-Token: $RS_TOKEN", "--header"])
+        .arg(format!("X-File: @{}", token_file.display()))
+        .args(["--header", "X-Plain: plain-secret"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let requests = srv.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(r.header("x-token"), Some("env-secret"), "{r:?}");
+        assert_eq!(r.header("x-file"), Some("file-secret"), "{r:?}");
+        assert_eq!(r.header("x-plain"), Some("plain-secret"), "{r:?}");
+    }
+    let conn = rusqlite::Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let recorded: String = conn
+        .query_row(
+            "SELECT arguments FROM runs ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        !recorded.contains("secret") && recorded.contains("X-Plain: ***"),
+        "{recorded}"
+    );
+
+    // Another host (the same server under another name) gets none of them.
+    srv.clear_requests();
+    let other = srv.url("/").replace("127.0.0.1", "localhost");
+    let out = baseline(&other, &dir.path().join("m2"))
+        .args(["--header", "X-Plain: plain-secret"])
+        .arg("--allow-host")
+        .arg("127.0.0.1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let requests = srv.requests();
+    let (ours, others): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.header("host").is_some_and(|h| h.starts_with("localhost")));
+    assert!(!ours.is_empty() && !others.is_empty(), "{requests:?}");
+    assert!(
+        ours.iter()
+            .all(|r| r.header("x-plain") == Some("plain-secret")),
+        "{ours:?}"
+    );
+    assert!(
+        others.iter().all(|r| r.header("x-plain").is_none()),
+        "{others:?}"
+    );
+
+    // .netrc: Basic authentication for the source's host.
+    let netrc = dir.path().join("netrc");
+    std::fs::write(
+        &netrc,
+        "machine 127.0.0.1 login archivist password hunter2\n",
+    )
+    .unwrap();
+    srv.clear_requests();
+    let out = baseline(&srv.url("/"), &dir.path().join("m3"))
+        .env("NETRC", &netrc)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // base64("archivist:hunter2")
+    assert!(srv
+        .requests()
+        .iter()
+        .all(|r| r.header("authorization") == Some("Basic YXJjaGl2aXN0Omh1bnRlcjI=")));
 }
