@@ -61,7 +61,7 @@ impl Credentials {
     /// The headers for a request to `url`: none unless its host is one of ours.
     fn for_url(&self, url: &Url) -> &[(String, String)] {
         let host = url.host_str().unwrap_or("").to_ascii_lowercase();
-        if self.hosts.iter().any(|h| *h == host) {
+        if self.hosts.contains(&host) {
             &self.headers
         } else {
             &[]
