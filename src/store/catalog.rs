@@ -279,6 +279,18 @@ impl Catalog {
             .optional()?)
     }
 
+    /// The sources the mirror follows (those with a sync point), oldest first, each with
+    /// whether it has Change Lists to follow (false: a plain Sitemap, whose sync point says so).
+    pub fn followed_sources(&self) -> Result<Vec<(String, bool)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.url, max(p.basis NOT LIKE 'plain Sitemap%')
+             FROM sources s JOIN sync_points p ON p.source_id = s.id
+             GROUP BY s.id ORDER BY s.id",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Runs left without an end by a process that died are marked `abandoned`.
     pub fn abandon_unfinished_runs(&self) -> Result<usize, StoreError> {
         Ok(self.conn.execute(

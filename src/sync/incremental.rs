@@ -59,7 +59,122 @@ struct Pending {
     apply: Vec<usize>,
 }
 
+/// `incremental`: the SOURCE given; else every source the mirror follows, each from its own
+/// sync point, one run each (a plain Sitemap source, which has no Change Lists, by re-reading
+/// its list as a baseline does), combined into one summary whose exit code is the worst.
 pub fn run(
+    s: &settings::Incremental,
+    arguments: &str,
+    progress: &Progress,
+) -> Result<Outcome, Error> {
+    let followed = match (
+        s.source_given || s.dry_run || s.from.is_some(),
+        Catalog::open_read_only(&s.mirror),
+    ) {
+        (false, Ok(Some(catalog))) => catalog.followed_sources()?,
+        _ => Vec::new(),
+    };
+    if followed.len() <= 1 && followed.iter().all(|(_, followable)| *followable) {
+        return run_source(s, arguments, progress);
+    }
+    let mut combined: Option<Outcome> = None;
+    for (url, followable) in followed {
+        if s.output.verbose > 0 {
+            progress.println(&format!("incremental: {url}"));
+        }
+        let source = settings::SourceSettings {
+            source: url.clone(),
+            ..s.source.clone()
+        };
+        let one = if followable {
+            let one = settings::Incremental {
+                source,
+                source_given: true,
+                ..s.clone()
+            };
+            run_source(&one, arguments, progress)
+        } else {
+            let b = settings::Baseline {
+                mirror: s.mirror.clone(),
+                source,
+                capability_list: None,
+                section: None,
+                via: Via::Auto,
+                delete: false,
+                max_delete: None,
+                force_delete: false,
+                init_here: false,
+                dry_run: false,
+                jobs: s.jobs,
+                output: s.output,
+                crossing_gap: None,
+            };
+            let arguments = format!("{arguments} [a plain Sitemap source: its list read again]");
+            crate::sync::baseline::run(&b, &arguments, progress)
+        };
+        let one = one.unwrap_or_else(|e| {
+            progress.println(&format!("rsmirror: {url}: {e}"));
+            let mut summary = Summary {
+                command: "incremental",
+                source: url.clone(),
+                mirror: s.mirror.display().to_string(),
+                ..Default::default()
+            };
+            summary.problems.push(Problem {
+                uri: url.clone(),
+                class: "source",
+                reason: e.to_string(),
+            });
+            summary.exit_code = e.exit().code();
+            Outcome {
+                summary,
+                exit: e.exit(),
+            }
+        });
+        combined = Some(match combined {
+            None => one,
+            Some(all) => combine(all, one),
+        });
+    }
+    Ok(combined.expect("several sources"))
+}
+
+/// Two sources' outcomes as one: counts added, problems and warnings kept, the worse exit.
+fn combine(mut all: Outcome, one: Outcome) -> Outcome {
+    let (a, b) = (&mut all.summary, one.summary);
+    a.command = "incremental";
+    a.source = format!("{}, {}", a.source, b.source);
+    a.run_id = b.run_id.or(a.run_id);
+    for (x, y) in [
+        (&mut a.listed, b.listed),
+        (&mut a.created, b.created),
+        (&mut a.updated, b.updated),
+        (&mut a.unchanged, b.unchanged),
+        (&mut a.repaired, b.repaired),
+        (&mut a.failed, b.failed),
+        (&mut a.pending, b.pending),
+        (&mut a.failed_parts, b.failed_parts),
+        (&mut a.refused, b.refused),
+        (&mut a.gone, b.gone),
+        (&mut a.deleted, b.deleted),
+        (&mut a.unknown_deletes, b.unknown_deletes),
+        (&mut a.bytes, b.bytes),
+    ] {
+        *x += y;
+    }
+    a.seconds += b.seconds;
+    a.problems.extend(b.problems);
+    a.warnings.extend(b.warnings);
+    a.sync_point = None;
+    if one.exit.code() > all.exit.code() {
+        all.exit = one.exit;
+    }
+    a.exit_code = all.exit.code();
+    all
+}
+
+/// `incremental` of one source.
+fn run_source(
     s: &settings::Incremental,
     arguments: &str,
     progress: &Progress,

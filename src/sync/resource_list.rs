@@ -160,6 +160,7 @@ pub fn walk(
                 out.at = header.md.at;
                 "2012-draft DCTERMS.modified (unanchored)".into()
             }
+            // `Catalog::followed_sources` tells a plain Sitemap source by this prefix.
             _ => "plain Sitemap without at: newest lastmod (unanchored)".into(),
         };
     }

@@ -636,3 +636,76 @@ fn headers_go_to_the_source_host_only_and_are_never_recorded() {
         .iter()
         .all(|r| r.header("authorization") == Some("Basic YXJjaGl2aXN0Omh1bnRlcjI=")));
 }
+
+/// Issue 23: two sources in one mirror. `incremental` without SOURCE follows both, each from
+/// its own sync point (a plain Sitemap by reading its list again), says which with -v, and
+/// gives one summary; it used to follow only the last one baselined (or exit 2 for a plain
+/// Sitemap).
+#[test]
+fn incremental_without_source_follows_every_source_of_the_mirror() {
+    let a = Tree::new();
+    for n in ["a1", "a2"] {
+        a.put(n, format!("{n}\n").as_bytes());
+    }
+    a.capability_list("changelist.xml");
+    a.resource_list("2026-03-01T00:00:00Z", &["a1", "a2"]);
+    a.change_list("changelist.xml", "2026-03-01T00:00:00Z", None, &[]);
+    let srv_a = TestServer::start(a.path());
+
+    let b = tempfile::tempdir().unwrap();
+    let plain = |names: &[&str]| {
+        std::fs::create_dir_all(b.path().join("res")).unwrap();
+        let urls: String = names
+            .iter()
+            .map(|n| {
+                std::fs::write(b.path().join("res").join(n), format!("{n}\n")).unwrap();
+                format!("<url><loc>{ORIGIN}/res/{n}</loc></url>\n")
+            })
+            .collect();
+        std::fs::write(
+            b.path().join("sitemap.xml"),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{urls}</urlset>\n"
+            ),
+        )
+        .unwrap();
+    };
+    plain(&["b1"]);
+    let srv_b = TestServer::start(b.path());
+    let dir = tempfile::tempdir().unwrap();
+    for src in [srv_a.url("/capabilitylist.xml"), srv_b.url("/sitemap.xml")] {
+        let out = baseline(&src, dir.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    }
+
+    a.put("a3", b"a3\n");
+    a.change_list(
+        "changelist.xml",
+        "2026-03-01T00:00:00Z",
+        None,
+        &[("a3", "created", "2026-03-01T01:00:00Z")],
+    );
+    plain(&["b1", "b2"]);
+    let out = incremental(dir.path())
+        .args(["--json", "-v"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["created"], 2, "one from each source: {s}");
+    assert!(
+        err.contains(&srv_a.url("/capabilitylist.xml")) && err.contains(&srv_b.url("/sitemap.xml")),
+        "{err}"
+    );
+    let have = current(dir.path());
+    assert!(
+        have.contains_key(&format!("{}/res/a3", srv_a.base())),
+        "{have:?}"
+    );
+    assert!(
+        have.contains_key(&format!("{}/res/b2", srv_b.base())),
+        "{have:?}"
+    );
+}
