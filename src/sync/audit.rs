@@ -359,6 +359,7 @@ fn check_and_report(
     let mut failed_parts = Vec::new();
     let mut complete = false;
     if let Compared::Source(c) = &mut compared {
+        mark_other_collections(catalog, &states, &c.collections)?;
         let t = Instant::now();
         refetch_and_mark(s, catalog, &states, c)?;
         totals.phases.push(("refetch", since(t)));
@@ -519,6 +520,34 @@ fn refetch_and_mark(
     Ok(())
 }
 
+/// Several sources in one mirror: the resources of collections this audit did not compare
+/// are marked, so that none is called extra (`-`) for being absent from another source's list.
+/// Only a mirror whose sync points name other collections pays for the scan.
+fn mark_other_collections(
+    catalog: &Catalog,
+    states: &MirrorStates,
+    compared: &[String],
+) -> Result<(), StoreError> {
+    let conn = catalog.conn();
+    let others: Vec<String> = conn
+        .prepare("SELECT collection FROM sync_points")?
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|c| !compared.contains(c))
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = conn.prepare("SELECT uri FROM resources WHERE collection = ?1")?;
+    for c in &others {
+        for uri in stmt.query_map([c], |r| r.get::<_, String>(0))? {
+            states.set_by_uri(&uri?, mark::ELSEWHERE);
+        }
+    }
+    Ok(())
+}
+
 /// EROFS, or no permission to write: a mirror on read-only media (or mounted so).
 fn is_read_only(e: &io::Error) -> bool {
     matches!(
@@ -552,6 +581,8 @@ struct SourceComparison {
     listed: u64,
     /// How the resources were shown to match, and what `--refetch` is to fetch again.
     verifying: Verifying,
+    /// The collections compared: resources of others are not this audit's to call extra.
+    collections: Vec<String>,
 }
 
 /// What the comparison learns of how each resource can be proved: the per-collection counts,
@@ -615,6 +646,7 @@ fn compare_with_source(
     comparer.out.verifying.refetch = s.refetch;
     for collection in discovery.collections {
         comparer.out.verifying.collection = collection.id.as_str().into();
+        comparer.out.collections.push(collection.id.clone());
         let mut visit = |item| {
             comparer.push(item);
             Ok(())
@@ -963,7 +995,7 @@ fn verdict(marks: u8, deleted: bool, mode: Mode) -> Option<(Class, Option<&'stat
                     Class::Unverifiable,
                     Some("nothing on both sides to compare (no digest, length or lastmod)"),
                 ))
-            } else if marks & mark::SEEN == 0 && complete {
+            } else if marks & (mark::SEEN | mark::ELSEWHERE) == 0 && complete {
                 Some((Class::Extra, None))
             } else {
                 None

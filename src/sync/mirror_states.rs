@@ -67,6 +67,9 @@ pub mod mark {
     pub const LOCAL_BAD: u8 = 16;
     /// Nothing on both sides to compare.
     pub const NO_EVIDENCE: u8 = 32;
+    /// In a collection this audit does not compare (another source of the mirror): never
+    /// called extra by it.
+    pub const ELSEWHERE: u8 = 64;
     /// The verdict bits, cleared when a URI is listed again (the later entry counts).
     pub const VERDICT: u8 = SAME | UNVERIFIABLE | DIFFERS | NO_EVIDENCE;
 }

@@ -708,4 +708,26 @@ fn incremental_without_source_follows_every_source_of_the_mirror() {
         have.contains_key(&format!("{}/res/b2", srv_b.base())),
         "{have:?}"
     );
+
+    // An audit of one source judges extras within that source's collections: the other
+    // source's resources are not `-` (it used to exit 1 every night).
+    for src in [
+        None,
+        Some(srv_a.url("/capabilitylist.xml")),
+        Some(srv_b.url("/sitemap.xml")),
+    ] {
+        let mut cmd = rsmirror();
+        cmd.arg("audit")
+            .args(src.iter())
+            .arg("--mirror")
+            .arg(dir.path());
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{src:?}: {}{}",
+            stdout_of(&out),
+            stderr_of(&out)
+        );
+    }
 }
