@@ -79,6 +79,18 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         true => None,
         false => Some(source_of(s, &catalog)?),
     };
+    // Without SOURCE, every source the mirror follows is compared, in one report.
+    let also: Vec<String> = match (&source, s.source_given) {
+        (Some(first), false) => catalog
+            .followed_sources()?
+            .into_iter()
+            .map(|(url, _)| url)
+            .filter(|url| {
+                url != first && discover::source_url(url).is_ok_and(|u| u.as_str() != first)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let report_file = match &s.report {
         None => None,
         Some((path, format)) => {
@@ -105,7 +117,13 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         run_id,
         started_at,
         mirror: s.mirror.display().to_string(),
-        source: source.clone(),
+        source: source.as_ref().map(|first| {
+            std::iter::once(first)
+                .chain(&also)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        }),
         level: s.level.name(),
         sample: s.sample.map(|(n, m)| format!("{n}/{m}")),
         all_versions: s.all_versions,
@@ -135,6 +153,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         s,
         &catalog,
         source.as_deref(),
+        &also,
         run_id,
         &mut sinks,
         &mut totals,
@@ -222,6 +241,7 @@ fn check_and_report(
     s: &settings::Audit,
     catalog: &Catalog,
     source: Option<&str>,
+    also: &[String],
     run_id: Option<i64>,
     sinks: &mut [Sink],
     totals: &mut Totals,
@@ -280,7 +300,7 @@ fn check_and_report(
                             (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?))
                         }
                         (None, None) => (Compared::Offline, None),
-                        (Some(src), None) => match compare_with_source(s, src, &states) {
+                        (Some(src), None) => match compare_with_source(s, src, also, &states) {
                             Ok(c) => (Compared::Source(c), None),
                             Err(e) => (Compared::Failed(e), None),
                         },
@@ -627,6 +647,7 @@ impl Verifying {
 fn compare_with_source(
     s: &settings::Audit,
     source: &str,
+    also: &[String],
     states: &MirrorStates,
 ) -> Result<SourceComparison, SourceError> {
     let http = Http::new(s.source.http.clone());
@@ -635,7 +656,10 @@ fn compare_with_source(
         options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
     };
-    let discovery = discover::discover(&docs, source, None)?;
+    let mut collections = Vec::new();
+    for src in std::iter::once(source).chain(also.iter().map(String::as_str)) {
+        collections.extend(discover::discover(&docs, src, None)?.collections);
+    }
     let mut comparer = Comparer {
         states,
         sample: s.sample,
@@ -644,7 +668,7 @@ fn compare_with_source(
         warnings: Warnings::default(),
     };
     comparer.out.verifying.refetch = s.refetch;
-    for collection in discovery.collections {
+    for collection in collections {
         comparer.out.verifying.collection = collection.id.as_str().into();
         comparer.out.collections.push(collection.id.clone());
         let mut visit = |item| {

@@ -730,4 +730,25 @@ fn incremental_without_source_follows_every_source_of_the_mirror() {
             stderr_of(&out)
         );
     }
+    // Without SOURCE the audit compares every source: a change at A (the source not last
+    // baselined) is found.
+    a.put("a1", b"a1 changed at the source\n");
+    a.resource_list("2026-03-01T00:00:00Z", &["a1", "a2", "a3"]);
+    let out = rsmirror()
+        .args(["audit", "--mirror"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout_of(&out),
+        stderr_of(&out)
+    );
+    assert!(
+        stdout_of(&out).contains(&format!("* {}/res/a1", srv_a.base())),
+        "{}",
+        stdout_of(&out)
+    );
 }
