@@ -204,6 +204,11 @@ fn normalise(s: &str) -> String {
     }
 }
 
+/// (run id, URI, change, time) of a change, as both of `build`'s queries give it.
+fn change_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
 /// Build the feed of `c` from the catalog: entries updated after `since`, if given.
 pub fn build(
     conn: &Connection,
@@ -216,14 +221,7 @@ pub fn build(
          WHERE e.collection = ?1 AND e.outcome = 'applied' AND e.event_time IS NOT NULL
          ORDER BY e.run_id, e.id",
     )?;
-    let rows = stmt.query_map([&c.collection], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-        ))
-    })?;
+    let rows = stmt.query_map([&c.collection], change_row)?;
     // A baseline re-run applies changes too, as versions without change events: every
     // version a baseline of this collection wrote after the collection's first run, dated by
     // the source (the event time a tombstone has, else the lastmod), never by this mirror.
@@ -238,14 +236,7 @@ pub fn build(
            AND COALESCE(v.event_time, v.lastmod) IS NOT NULL
          ORDER BY v.run_id, v.id",
     )?;
-    let from_baselines = baselines.query_map([&c.collection], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-        ))
-    })?;
+    let from_baselines = baselines.query_map([&c.collection], change_row)?;
     let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
     for row in rows.chain(from_baselines) {
         let (run, uri, change, time) = row?;

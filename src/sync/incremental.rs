@@ -94,21 +94,7 @@ pub fn run(
             };
             run_source(&one, arguments, progress)
         } else {
-            let b = settings::Baseline {
-                mirror: s.mirror.clone(),
-                source,
-                capability_list: None,
-                section: None,
-                via: Via::Auto,
-                delete: false,
-                max_delete: None,
-                force_delete: false,
-                init_here: false,
-                dry_run: false,
-                jobs: s.jobs,
-                output: s.output,
-                crossing_gap: None,
-            };
+            let b = rebaseline(s, source, None);
             let arguments = format!("{arguments} [a plain Sitemap source: its list read again]");
             crate::sync::baseline::run(&b, &arguments, progress)
         };
@@ -137,6 +123,30 @@ pub fn run(
         });
     }
     Ok(combined.expect("several sources"))
+}
+
+/// The baseline an incremental run hands a source to (a plain Sitemap, a gap crossed): the
+/// current list, fetching what differs, deleting nothing.
+fn rebaseline(
+    s: &settings::Incremental,
+    source: settings::SourceSettings,
+    crossing_gap: Option<String>,
+) -> settings::Baseline {
+    settings::Baseline {
+        mirror: s.mirror.clone(),
+        source,
+        capability_list: None,
+        section: None,
+        via: Via::Auto,
+        delete: false,
+        max_delete: None,
+        force_delete: false,
+        init_here: false,
+        dry_run: false,
+        jobs: s.jobs,
+        output: s.output,
+        crossing_gap,
+    }
 }
 
 /// Two sources' outcomes as one: counts added, problems and warnings kept, the worse exit.
@@ -308,24 +318,11 @@ fn run_source(
             progress.println(&format!(
                 "rsmirror: {e}\nrsmirror: --on-gap rebaseline: taking the current Resource List"
             ));
-            let b = settings::Baseline {
-                mirror: s.mirror.clone(),
-                source: settings::SourceSettings {
-                    source,
-                    ..s.source.clone()
-                },
-                capability_list: None,
-                section: None,
-                via: Via::Auto,
-                delete: false,
-                max_delete: None,
-                force_delete: false,
-                init_here: false,
-                dry_run: false,
-                jobs: s.jobs,
-                output: s.output,
-                crossing_gap: Some(crossing),
+            let source = settings::SourceSettings {
+                source,
+                ..s.source.clone()
             };
+            let b = rebaseline(s, source, Some(crossing));
             let arguments = format!("{arguments} [--on-gap rebaseline after run {run_id}]");
             crate::sync::baseline::run(&b, &arguments, progress)
         }
