@@ -1,5 +1,7 @@
--- rsmirror catalog, schema version 2 (PRAGMA user_version). Version 1 had the same tables and
--- objects in two fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one.
+-- rsmirror catalog, schema version 3 (PRAGMA user_version). Version 1 had objects in two
+-- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
+-- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
+-- 3 keeps them as resources and objects like every other format (`scp_versions` below).
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -196,34 +198,20 @@ CREATE TABLE scp_sections (
     UNIQUE (source_id, name)
 );
 
--- An SCP page is (section, URL); its states are its versions, like a resource's.
-CREATE TABLE scp_pages (
-    id                    INTEGER PRIMARY KEY,
-    source_id             INTEGER NOT NULL REFERENCES sources(id),
+-- What only SCP knows of a page state (SCP 0.1, seed 000). An SCP page is a resource like any
+-- other: its URI is the page URL (`#scp-section=NAME` appended only when another collection of
+-- the mirror holds that URL already), its collection the section (`SOURCE#scp-section=NAME`),
+-- each state a `versions` row (arrived_via = 'scp') whose object is the page's JSON exactly as
+-- published. A tombstone (absent from a newer snapshot) has a row here naming that snapshot.
+CREATE TABLE scp_versions (
+    version_id            INTEGER PRIMARY KEY REFERENCES versions(id),
+    collection_row        INTEGER NOT NULL REFERENCES scp_collections(id), -- the collection that brought it
     section               TEXT NOT NULL,
-    url                   TEXT NOT NULL,
-    first_run_id          INTEGER NOT NULL REFERENCES runs(id),
-    current_version_id    INTEGER,             -- the latest version; kept in the same transaction
-    UNIQUE (source_id, section, url)
-);
-
--- Every state of a page. A tombstone (change = 'deleted': absent from a newer snapshot) has
--- no JSON. The page JSON lives here, not in objects/.
-CREATE TABLE scp_page_versions (
-    id                    INTEGER PRIMARY KEY,
-    page_id               INTEGER NOT NULL REFERENCES scp_pages(id),
-    run_id                INTEGER NOT NULL REFERENCES runs(id),
-    collection_id         INTEGER NOT NULL REFERENCES scp_collections(id), -- which collection brought it
-    change                TEXT NOT NULL,       -- created | updated | deleted
+    line                  INTEGER,             -- its line in the collection; NULL for a tombstone
     modified              TEXT,                -- the page's `modified`; NULL for a tombstone
     title                 TEXT,
-    language              TEXT,
-    line                  INTEGER,             -- its line in the collection
-    json                  TEXT,                -- the page object exactly as published
-    json_sha256_hex       TEXT,                -- of `json`, for local fixity
-    recorded_at           TEXT NOT NULL
+    language              TEXT
 );
-CREATE INDEX scp_page_versions_by_page ON scp_page_versions(page_id, id);
 
 -- ARC sitemaps a mirror follows (seed 002), as last read; the URL is the collection's id.
 CREATE TABLE arc_sitemaps (
@@ -264,4 +252,4 @@ CREATE TABLE collection_identities (
     recorded_at   TEXT NOT NULL
 );
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;

@@ -14,10 +14,11 @@ use std::path::Path;
 
 /// The schema, applied to a new catalog.
 pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads. Version 2: the object store has one
-/// fan-out level (`objects/sha256/ab/<sha256>`); version 1 had two, and is upgraded in place
-/// by [`Catalog::open`].
-pub const SCHEMA_VERSION: i64 = 2;
+/// `PRAGMA user_version` this build writes and reads. Version 3: SCP pages are resources with
+/// their JSON in the object store (`scp_versions` holds what only SCP knows); version 2 kept
+/// them in tables of their own; version 1 also had two fan-out folder levels of objects. Older
+/// versions are upgraded in place by [`Catalog::open`] (`store::migrate`).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -117,7 +118,7 @@ impl Catalog {
     /// mirror's lock.
     pub fn open(mirror: &Path) -> Result<Catalog, StoreError> {
         let path = mirror.join("catalog.sqlite");
-        let conn = Connection::open(&path).map_err(|e| StoreError::sqlite(&path, e))?;
+        let mut conn = Connection::open(&path).map_err(|e| StoreError::sqlite(&path, e))?;
         conn.execute_batch(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;",
         )
@@ -129,21 +130,7 @@ impl Catalog {
             0 => conn
                 .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
                 .map_err(|e| StoreError::sqlite(&path, e))?,
-            1 => {
-                // Same tables; the objects move from two fan-out levels to one. The new version
-                // is recorded only once every object has moved and the moves are durable, so
-                // a crash half-way repeats the (idempotent) move at the next open.
-                let objects = mirror.join("objects");
-                let moving =
-                    |e| StoreError::io("moving objects to one folder level in", &objects, e);
-                if crate::store::objects::migrate_two_level(mirror).map_err(moving)? > 0 {
-                    crate::store::ObjectStore::at(mirror)
-                        .sync()
-                        .map_err(moving)?;
-                }
-                conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))
-                    .map_err(|e| StoreError::sqlite(&path, e))?;
-            }
+            1 | 2 => crate::store::migrate::upgrade(mirror, &path, &mut conn, version)?,
             SCHEMA_VERSION => {}
             v => return Err(StoreError::schema(&path, v)),
         }
@@ -508,22 +495,43 @@ pub mod write {
 
     /// Record a version and make it the resource's current one. Returns the version id.
     pub fn version(tx: &Transaction<'_>, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
+        let resource_id = resource(tx, &v.uri, &v.collection, run_id)?;
+        version_of(tx, resource_id, run_id, v)
+    }
+
+    /// The id of the resource `uri`, added to `collection` when new.
+    pub fn resource(
+        conn: &Connection,
+        uri: &str,
+        collection: &str,
+        run_id: i64,
+    ) -> Result<i64, StoreError> {
         // A hot path (one call per resource): cached statements, and the ids from
         // `last_insert_rowid` rather than `RETURNING` (SQLite buffers a RETURNING statement's
         // rows in a temporary b-tree, which cost as much as the inserts themselves).
-        let inserted = tx
+        let inserted = conn
             .prepare_cached(
                 "INSERT INTO resources (uri, collection, first_run_id) VALUES (?1, ?2, ?3)
                  ON CONFLICT(uri) DO NOTHING",
             )?
-            .execute(params![v.uri, v.collection, run_id])?;
-        let resource_id: i64 = if inserted == 1 {
-            tx.last_insert_rowid()
-        } else {
-            tx.prepare_cached("SELECT id FROM resources WHERE uri = ?1")?
-                .query_row([&v.uri], |r| r.get(0))?
-        };
-        tx.prepare_cached(
+            .execute(params![uri, collection, run_id])?;
+        if inserted == 1 {
+            return Ok(conn.last_insert_rowid());
+        }
+        Ok(conn
+            .prepare_cached("SELECT id FROM resources WHERE uri = ?1")?
+            .query_row([uri], |r| r.get(0))?)
+    }
+
+    /// Record a version of resource `resource_id` (`v.uri` and `v.collection` are not read)
+    /// and make it the current one. Returns the version id.
+    pub fn version_of(
+        conn: &Connection,
+        resource_id: i64,
+        run_id: i64,
+        v: &NewVersion,
+    ) -> Result<i64, StoreError> {
+        conn.prepare_cached(
             "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
                 declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
                 arrived_via, fetched_from, etag, last_modified, recorded_at)
@@ -548,8 +556,8 @@ pub mod write {
             v.last_modified,
             now(),
         ])?;
-        let version_id = tx.last_insert_rowid();
-        tx.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
+        let version_id = conn.last_insert_rowid();
+        conn.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
             .execute(params![resource_id, version_id])?;
         Ok(version_id)
     }
@@ -632,7 +640,7 @@ pub mod write {
     }
 
     pub fn change_event(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         run_id: i64,
         e: &ChangeEventRecord,
         version_id: Option<i64>,

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod lock;
+pub mod migrate;
 pub mod new_file;
 pub mod objects;
 pub mod scp_catalog;
@@ -33,6 +34,9 @@ pub enum StoreError {
         expected: i64,
         hint: &'static str,
     },
+    /// Upgrading an older mirror stopped (nothing was changed by the step that stopped).
+    #[error("upgrading the mirror's catalog to schema version {version}: {0}", version = crate::store::catalog::SCHEMA_VERSION)]
+    Migration(String),
     #[error("no mirror at {path}: run rsmirror baseline first")]
     Missing { path: String },
     #[error(

@@ -9,6 +9,7 @@
 //! Times are stored as RFC 3339 text (jiff's `Timestamp` display), like the rest of the catalog.
 
 use crate::net::Validators;
+use crate::store::catalog::{write, NewVersion};
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -113,13 +114,30 @@ pub fn follow_section(
     Ok(())
 }
 
-/// Record how far a section is applied (in the transaction that applied it).
+/// Record how far a section is applied (in the transaction that applied it), and the
+/// section's sync point: the listed `generated` it is applied through.
 pub fn set_section(
     conn: &Connection,
     source_id: i64,
     run_id: i64,
     s: &SectionRecord,
 ) -> Result<(), StoreError> {
+    if let Some(at) = s.applied_through {
+        conn.execute(
+            "INSERT INTO sync_points (collection, source_id, at, anchored, basis, run_id, updated_at)
+             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)
+             ON CONFLICT(collection) DO UPDATE SET at = excluded.at, run_id = excluded.run_id,
+                updated_at = excluded.updated_at",
+            params![
+                section_collection_of(conn, source_id, &s.name)?,
+                source_id,
+                at.to_string(),
+                SYNC_POINT_BASIS,
+                run_id,
+                now()
+            ],
+        )?;
+    }
     conn.execute(
         "INSERT INTO scp_sections (source_id, name, snapshot_id, snapshot_generated,
             applied_through, run_id, updated_at)
@@ -346,14 +364,83 @@ pub fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The media type recorded for a page object (its JSON exactly as published).
+pub const PAGE_MEDIA_TYPE: &str = "application/json";
+
+/// The `basis` of a section's sync point: where the section is applied through.
+pub const SYNC_POINT_BASIS: &str =
+    "SCP: the listed generated of the newest collection applied to the section";
+
+/// The collection id of an SCP section (`resources.collection`, `sync_points.collection`):
+/// the source as the mirror knows it, and the section.
+pub fn section_collection(source_url: &str, section: &str) -> String {
+    format!("{source_url}#scp-section={section}")
+}
+
+/// [`section_collection`] of a source known by its id.
+pub fn section_collection_of(
+    conn: &Connection,
+    source_id: i64,
+    section: &str,
+) -> Result<String, StoreError> {
+    let url: String =
+        conn.query_row("SELECT url FROM sources WHERE id = ?1", [source_id], |r| {
+            r.get(0)
+        })?;
+    Ok(section_collection(&url, section))
+}
+
+/// The URI of a page whose URL another collection of the mirror holds already.
+pub fn qualified_uri(url: &str, section: &str) -> String {
+    let sep = if url.contains('#') { '&' } else { '#' };
+    format!("{url}{sep}scp-section={section}")
+}
+
+/// The page URL of a page resource's URI (see [`page_resource`]).
+pub fn page_url<'a>(uri: &'a str, section: &str) -> &'a str {
+    uri.strip_suffix(section)
+        .and_then(|u| u.strip_suffix("scp-section="))
+        .and_then(|u| u.strip_suffix('#').or_else(|| u.strip_suffix('&')))
+        .unwrap_or(uri)
+}
+
+/// The resource of the page `url` of `section` (collection `collection`), added when new. Its
+/// URI is the page URL, unless another collection (another section, another source) holds
+/// that URI already: then the URL qualified by the section (`URL#scp-section=NAME`).
+/// Returns the resource id and whether the URI is qualified.
+pub fn page_resource(
+    conn: &Connection,
+    url: &str,
+    section: &str,
+    collection: &str,
+    run_id: i64,
+) -> Result<(i64, bool), StoreError> {
+    let mut holder = conn.prepare_cached("SELECT id, collection FROM resources WHERE uri = ?1")?;
+    let held = holder
+        .query_row([url], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+        .optional()?;
+    match held {
+        None => Ok((write::resource(conn, url, collection, run_id)?, false)),
+        Some((id, c)) if c == collection => Ok((id, false)),
+        Some(_) => {
+            let uri = qualified_uri(url, section);
+            Ok((write::resource(conn, &uri, collection, run_id)?, true))
+        }
+    }
+}
+
 /// The current state of one page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageState {
-    pub page_id: i64,
+    pub resource_id: i64,
+    /// The page URL (the resource's URI without a section qualifier).
     pub url: String,
+    /// The resource's URI is the URL qualified by the section.
+    pub qualified: bool,
     /// None when the current version is a tombstone.
     pub modified: Option<Timestamp>,
-    pub json_sha256_hex: Option<String>,
+    /// Of the page JSON (the version's object).
+    pub sha256_hex: Option<String>,
     /// Listed `generated` of the collection that brought the current version.
     pub brought_by_generated: Option<Timestamp>,
 }
@@ -364,154 +451,98 @@ impl PageState {
     }
 }
 
-/// Every page of a section with its current state, streamed to `f`.
+/// Every page of a section (collection `collection`) with its current state, streamed to `f`.
 pub fn section_pages(
     conn: &Connection,
-    source_id: i64,
+    collection: &str,
     section: &str,
     mut f: impl FnMut(PageState),
 ) -> Result<(), StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT p.id, p.url, v.change, v.modified, v.json_sha256_hex, c.listed_generated
-         FROM scp_pages p
-         JOIN scp_page_versions v ON v.id = p.current_version_id
-         JOIN scp_collections c ON c.id = v.collection_id
-         WHERE p.source_id = ?1 AND p.section = ?2",
+        "SELECT r.id, r.uri, v.change, s.modified, v.sha256_hex, c.listed_generated
+         FROM resources r
+         JOIN versions v ON v.id = r.current_version_id
+         JOIN scp_versions s ON s.version_id = v.id
+         JOIN scp_collections c ON c.id = s.collection_row
+         WHERE r.collection = ?1",
     )?;
-    let mut rows = stmt.query(params![source_id, section])?;
+    let mut rows = stmt.query(params![collection])?;
     while let Some(r) = rows.next()? {
         let change: String = r.get(2)?;
+        let uri: String = r.get(1)?;
+        let url = page_url(&uri, section);
         f(PageState {
-            page_id: r.get(0)?,
-            url: r.get(1)?,
+            resource_id: r.get(0)?,
+            qualified: url.len() != uri.len(),
+            url: url.to_string(),
             modified: if change == "deleted" {
                 None
             } else {
                 ts(r.get(3)?)
             },
-            json_sha256_hex: r.get(4)?,
+            sha256_hex: r.get(4)?,
             brought_by_generated: ts(r.get(5)?),
         });
     }
     Ok(())
 }
 
-/// The URL of a page.
-pub fn page_url(conn: &Connection, page_id: i64) -> Result<String, StoreError> {
-    Ok(
-        conn.query_row("SELECT url FROM scp_pages WHERE id = ?1", [page_id], |r| {
-            r.get(0)
-        })?,
-    )
+/// The URI of a resource.
+pub fn resource_uri(conn: &Connection, resource_id: i64) -> Result<String, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT uri FROM resources WHERE id = ?1")?
+        .query_row([resource_id], |r| r.get(0))?)
 }
 
 /// A page version to record.
 #[derive(Debug, Clone)]
 pub struct NewPageVersion<'a> {
     pub run_id: i64,
-    pub collection_id: i64,
+    /// `scp_collections.id` of the collection that brought it.
+    pub collection_row: i64,
+    pub section: &'a str,
     /// `created` | `updated` | `deleted`.
     pub change: &'static str,
     pub modified: Option<Timestamp>,
     pub title: Option<&'a str>,
     pub language: Option<&'a str>,
     pub line: Option<u64>,
-    pub json: Option<&'a str>,
-    pub json_sha256_hex: Option<&'a str>,
+    /// The page JSON's object: (SHA-256 hex, length); None for a tombstone.
+    pub object: Option<(&'a str, u64)>,
 }
 
-/// A new page (no version yet); returns its id.
-pub fn insert_page(
-    conn: &Connection,
-    source_id: i64,
-    section: &str,
-    url: &str,
-    run_id: i64,
-) -> Result<i64, StoreError> {
-    // `last_insert_rowid` rather than `RETURNING`, as `catalog::write::version` does.
-    let inserted = conn
-        .prepare_cached(
-            "INSERT INTO scp_pages (source_id, section, url, first_run_id) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(source_id, section, url) DO NOTHING",
-        )?
-        .execute(params![source_id, section, url, run_id])?;
-    if inserted == 1 {
-        return Ok(conn.last_insert_rowid());
-    }
-    Ok(conn
-        .prepare_cached(
-            "SELECT id FROM scp_pages WHERE source_id = ?1 AND section = ?2 AND url = ?3",
-        )?
-        .query_row(params![source_id, section, url], |r| r.get(0))?)
-}
-
-/// Record a version of a page and make it the current one; returns the version id.
+/// Record a version of a page resource and make it the current one; returns the version id.
 pub fn insert_page_version(
     conn: &Connection,
-    page_id: i64,
+    resource_id: i64,
     v: &NewPageVersion<'_>,
-    recorded_at: &str,
 ) -> Result<i64, StoreError> {
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO scp_page_versions (page_id, run_id, collection_id, change, modified, title,
-            language, line, json, json_sha256_hex, recorded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?;
-    insert.execute(params![
-        page_id,
+    let version_id = write::version_of(
+        conn,
+        resource_id,
         v.run_id,
-        v.collection_id,
-        v.change,
+        &NewVersion {
+            change: v.change,
+            lastmod: v.modified,
+            length_bytes: v.object.map(|o| o.1),
+            sha256_hex: v.object.map(|o| o.0.to_string()),
+            media_type: v.object.map(|_| PAGE_MEDIA_TYPE.to_string()),
+            arrived_via: "scp",
+            ..Default::default()
+        },
+    )?;
+    conn.prepare_cached(
+        "INSERT INTO scp_versions (version_id, collection_row, section, line, modified, title,
+            language) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        version_id,
+        v.collection_row,
+        v.section,
+        v.line.map(|n| n as i64),
         v.modified.map(|t| t.to_string()),
         v.title,
-        v.language,
-        v.line.map(|n| n as i64),
-        v.json,
-        v.json_sha256_hex,
-        recorded_at
+        v.language
     ])?;
-    let version_id = conn.last_insert_rowid();
-    let mut current =
-        conn.prepare_cached("UPDATE scp_pages SET current_version_id = ?2 WHERE id = ?1")?;
-    current.execute(params![page_id, version_id])?;
     Ok(version_id)
-}
-
-/// One stored page version, for local fixity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredPage {
-    pub version_id: i64,
-    pub url: String,
-    pub json: String,
-    pub json_sha256_hex: Option<String>,
-}
-
-/// Every page version holding JSON (only the current ones unless `all_versions`), in URL
-/// order, streamed to `f`.
-pub fn stored_pages(
-    conn: &Connection,
-    source_id: i64,
-    all_versions: bool,
-    mut f: impl FnMut(StoredPage),
-) -> Result<(), StoreError> {
-    let join = if all_versions {
-        "v.page_id = p.id"
-    } else {
-        "v.id = p.current_version_id"
-    };
-    let mut stmt = conn.prepare(&format!(
-        "SELECT v.id, p.url, v.json, v.json_sha256_hex FROM scp_pages p
-         JOIN scp_page_versions v ON {join}
-         WHERE p.source_id = ?1 AND v.json IS NOT NULL ORDER BY p.url, v.id"
-    ))?;
-    let mut rows = stmt.query([source_id])?;
-    while let Some(r) = rows.next()? {
-        f(StoredPage {
-            version_id: r.get(0)?,
-            url: r.get(1)?,
-            json: r.get(2)?,
-            json_sha256_hex: r.get(3)?,
-        });
-    }
-    Ok(())
 }

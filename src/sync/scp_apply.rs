@@ -1,9 +1,12 @@
-//! Applying one staged SCP collection to the catalog: read it with the collection reader,
+//! Applying one staged SCP collection to the mirror: read it with the collection reader,
 //! decide page by page against the section's current state, and commit the pages, the
 //! collection record and the section's new position in ONE transaction that commits only
 //! after [`CollectionReader::finish`] said the whole file is good (limits, every line, the
-//! checksum). A collection rejected at any line leaves nothing behind: the transaction is
-//! rolled back, so "staged" pages are uncommitted rows that no reader of the catalog ever sees.
+//! checksum). A page is a resource like any other (`store::scp_catalog`): each new state is a
+//! `versions` row whose object, in `objects/`, is the page JSON exactly as published, made
+//! durable before the transaction commits. A collection rejected at any line leaves nothing
+//! behind: the transaction is rolled back and the objects it wrote that the mirror did not
+//! already hold are removed.
 //!
 //! The page rule (SCP 0.1, "Delta Application", MUST): a page not in the mirror (or
 //! tombstoned) is created; a page the mirror has is replaced only when the collection's
@@ -18,14 +21,20 @@
 
 use crate::progress::Progress;
 use crate::scp::sitemap::{CollectionEntry, EntryKind};
-use crate::scp::{CollectionReader, CollectionSummary, CollectionType, Limits, ScpError};
+use crate::scp::{
+    CollectionMeta, CollectionReader, CollectionSummary, CollectionType, Limits, Page, ScpError,
+};
+use crate::store::catalog::{write, ChangeEventRecord};
+use crate::store::new_file::NewFile;
 use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, NewPageVersion};
-use crate::store::{Catalog, StoreError};
+use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::scp_fetch::StagedCollection;
 use jiff::Timestamp;
+use rusqlite::Connection;
 use sha2::{Digest as _, Sha256};
 use std::collections::HashMap;
 use std::fs::File;
+use std::path::Path;
 
 /// A page's identity in memory: the first 128 bits of the SHA-256 of its URL (a million
 /// pages collide with odds of about 1 in 10^26).
@@ -48,7 +57,10 @@ fn short(hex_digest: &str) -> Option<Short> {
 /// The mirror's current state of one page, as the apply needs it.
 #[derive(Debug, Clone)]
 struct Local {
-    page_id: i64,
+    resource_id: i64,
+    /// The resource's URI is the page URL qualified by the section (another collection
+    /// holds the plain URL).
+    qualified: bool,
     /// None: tombstoned.
     modified: Option<Timestamp>,
     json: Option<Short>,
@@ -62,6 +74,8 @@ struct Local {
 pub struct SectionPages {
     source_id: i64,
     section: String,
+    /// The section's collection id (`resources.collection`).
+    collection: String,
     map: HashMap<Key, Local>,
 }
 
@@ -72,13 +86,15 @@ impl SectionPages {
         section: &str,
     ) -> Result<SectionPages, StoreError> {
         let mut map = HashMap::new();
-        scp_catalog::section_pages(catalog.conn(), source_id, section, |p| {
+        let collection = scp_catalog::section_collection_of(catalog.conn(), source_id, section)?;
+        scp_catalog::section_pages(catalog.conn(), &collection, section, |p| {
             map.insert(
                 key(&p.url),
                 Local {
-                    page_id: p.page_id,
+                    resource_id: p.resource_id,
+                    qualified: p.qualified,
                     modified: p.modified,
-                    json: p.json_sha256_hex.as_deref().and_then(short),
+                    json: p.sha256_hex.as_deref().and_then(short),
                     brought_by: p.brought_by_generated,
                     seen: false,
                 },
@@ -87,6 +103,7 @@ impl SectionPages {
         Ok(SectionPages {
             source_id,
             section: section.to_string(),
+            collection,
             map,
         })
     }
@@ -121,6 +138,11 @@ pub struct Applying<'a> {
     pub section: &'a mut scp_catalog::SectionRecord,
     pub gone: GonePolicy,
     pub limits: Limits,
+    /// Where the page objects go, and the folder their new files are made in.
+    pub objects: &'a ObjectStore,
+    pub staging: &'a Path,
+    /// Record each page change as a change event (incremental runs, for the feed).
+    pub events: bool,
 }
 
 /// What applying a collection did.
@@ -183,78 +205,198 @@ pub fn apply(
 fn apply_inner(
     catalog: &mut Catalog,
     pages: &mut SectionPages,
-    a: Applying<'_>,
+    mut a: Applying<'_>,
     progress: &Progress,
 ) -> Result<Applied, ApplyError> {
     let file = File::open(&a.staged.path)?;
     let mut reader = CollectionReader::open_with_len(file, a.staged.bytes, &a.limits)
         .map_err(ApplyError::Rejected)?;
     let meta = reader.meta().clone();
-    let listed_kind = match a.entry.kind {
+    check_as_listed(&meta, a.entry)?;
+    debug_assert_eq!(pages.section, a.entry.section);
+    for l in pages.map.values_mut() {
+        l.seen = false;
+    }
+    let mut written = Written::default();
+    let result = (|| {
+        let tx = catalog.transaction()?;
+        let row = scp_catalog::insert_collection(&tx, &new_collection(&a, &meta, &reader))?;
+        let mut n = Counts::default();
+        let mut w = PageWriter {
+            conn: &tx,
+            a: &a,
+            pages,
+            row,
+            written: &mut written,
+        };
+        while let Some(page) = reader.next_page().map_err(ApplyError::Rejected)? {
+            progress.item(0);
+            w.page(&page, &mut n)?;
+        }
+        // SCP 0.1 "Checksum Verification": only now may anything read from the file be used.
+        let summary = reader.finish().map_err(ApplyError::Rejected)?;
+        let is_snapshot = meta.kind == CollectionType::Snapshot;
+        if is_snapshot {
+            w.gone(&mut n)?;
+        }
+        scp_catalog::complete_collection(&tx, row, &verdict(&summary))?;
+        move_section(&tx, &mut a, row, is_snapshot, &n)?;
+        if !written.fresh.is_empty() {
+            // The objects are durable before the catalog names them.
+            a.objects.sync()?;
+        }
+        tx.commit()?;
+        Ok(Applied {
+            collection_row: row,
+            summary,
+            created: n.created,
+            updated: n.updated,
+            unchanged: n.unchanged,
+            older_kept: n.older_kept,
+            same_modified_differs: n.same_modified_differs,
+            gone: n.gone,
+            deleted: n.deleted,
+            delete_refused: n.delete_refused,
+        })
+    })();
+    if result.is_err() {
+        written.remove(a.objects);
+    }
+    result
+}
+
+/// The sitemap files a collection under a section and a type; a file that says otherwise
+/// would put pages (and, for a snapshot, deletions) in the wrong place.
+fn check_as_listed(meta: &CollectionMeta, entry: &CollectionEntry) -> Result<(), ApplyError> {
+    let listed_kind = match entry.kind {
         EntryKind::Snapshot => CollectionType::Snapshot,
         EntryKind::Delta { .. } => CollectionType::Delta,
     };
-    // The sitemap files this collection under a section and a type; a file that says
-    // otherwise would put pages (and, for a snapshot, deletions) in the wrong place.
-    if meta.section != a.entry.section {
+    if meta.section != entry.section {
         return Err(ApplyError::NotAsListed(format!(
             "line 1: section {:?}, but the sitemap (line {}) lists it under section {:?}",
-            meta.section, a.entry.line, a.entry.section
+            meta.section, entry.line, entry.section
         )));
     }
     if meta.kind != listed_kind {
         return Err(ApplyError::NotAsListed(format!(
             "line 1: type {:?}, but the sitemap (line {}) lists it as a {}",
             meta.kind.name(),
-            a.entry.line,
+            entry.line,
             listed_kind.name()
         )));
     }
-    debug_assert_eq!(pages.section, a.entry.section);
-    let listed_generated = a.entry.generated;
-    let is_snapshot = meta.kind == CollectionType::Snapshot;
-    for l in pages.map.values_mut() {
-        l.seen = false;
-    }
+    Ok(())
+}
 
-    let tx = catalog.transaction()?;
-    let row = scp_catalog::insert_collection(
-        &tx,
-        &NewCollection {
-            source_id: a.source_id,
-            run_id: a.run_id,
-            url: a.entry.url.as_str(),
-            fetched_from: a.staged.final_url.as_str(),
-            section: &meta.section,
-            kind: meta.kind.name(),
-            collection_id: &meta.id,
-            generated: meta.generated,
-            since: meta.since,
-            listed_generated,
-            version: meta.version.to_string(),
-            compression: reader.compression().name(),
-            checksum: meta.checksum.as_deref(),
-            listed_pages: a.entry.pages,
-            listed_size_bytes: a.entry.size_bytes,
-            validators: &a.staged.validators,
-        },
-    )?;
-    let recorded_at = Timestamp::now().to_string();
-    let mut n = Counts::default();
-    loop {
-        let page = match reader.next_page() {
-            Ok(Some(p)) => p,
-            Ok(None) => break,
-            Err(e) => return Err(ApplyError::Rejected(e)),
-        };
-        progress.item(0);
+fn new_collection<'a>(
+    a: &'a Applying<'_>,
+    meta: &'a CollectionMeta,
+    reader: &CollectionReader<File>,
+) -> NewCollection<'a> {
+    NewCollection {
+        source_id: a.source_id,
+        run_id: a.run_id,
+        url: a.entry.url.as_str(),
+        fetched_from: a.staged.final_url.as_str(),
+        section: &meta.section,
+        kind: meta.kind.name(),
+        collection_id: &meta.id,
+        generated: meta.generated,
+        since: meta.since,
+        listed_generated: a.entry.generated,
+        version: meta.version.to_string(),
+        compression: reader.compression().name(),
+        checksum: meta.checksum.as_deref(),
+        listed_pages: a.entry.pages,
+        listed_size_bytes: a.entry.size_bytes,
+        validators: &a.staged.validators,
+    }
+}
+
+fn verdict(summary: &CollectionSummary) -> CollectionVerdict<'_> {
+    CollectionVerdict {
+        checksum_status: summary.checksum.name(),
+        sha256_hex: &summary.sha256_hex,
+        compressed_bytes: summary.compressed_bytes,
+        decompressed_bytes: summary.decompressed_bytes,
+        line_count: summary.lines,
+        page_count: summary.pages,
+        pages_skipped: summary.pages_skipped,
+        warning_count: summary.warnings.len() as u64,
+    }
+}
+
+/// The section's new position, in the collection's transaction. A snapshot whose gone pages
+/// were only reported (no --delete, or more than --max-delete) is not yet the state the
+/// section rests on: its validators are forgotten and the section keeps its older snapshot,
+/// so the next run reads it in full again and finds them gone again (a 304 would skip the
+/// comparison), and `incremental` takes it as the newer snapshot that replaces the state
+/// (SCP 0.1: "Deletion Detection").
+fn move_section(
+    tx: &Connection,
+    a: &mut Applying<'_>,
+    row: i64,
+    is_snapshot: bool,
+    n: &Counts,
+) -> Result<(), StoreError> {
+    let listed_generated = a.entry.generated;
+    let gone_pending = is_snapshot && !n.gone.is_empty() && n.deleted == 0;
+    let section = &mut *a.section;
+    if gone_pending {
+        scp_catalog::forget_validators(tx, row)?;
+    } else if is_snapshot {
+        section.snapshot_id = Some(row);
+        section.snapshot_generated = Some(listed_generated);
+    }
+    section.applied_through = Some(
+        section
+            .applied_through
+            .map_or(listed_generated, |t| t.max(listed_generated)),
+    );
+    scp_catalog::set_section(tx, a.source_id, a.run_id, section)
+}
+
+/// The objects a collection wrote: removed again when it is not committed.
+#[derive(Default)]
+struct Written {
+    /// Objects the mirror did not hold before.
+    fresh: Vec<String>,
+}
+
+impl Written {
+    fn remove(&self, objects: &ObjectStore) {
+        for sha in &self.fresh {
+            // Best effort: one left behind is a stray object for audit to report.
+            let _ = std::fs::remove_file(objects.path_for(sha));
+        }
+    }
+}
+
+/// Writes the pages of one collection: objects, versions, change events.
+struct PageWriter<'x, 'a> {
+    conn: &'x Connection,
+    a: &'x Applying<'a>,
+    pages: &'x mut SectionPages,
+    /// `scp_collections.id` of the collection.
+    row: i64,
+    written: &'x mut Written,
+}
+
+impl PageWriter<'_, '_> {
+    /// One page of the collection, by SCP's rule.
+    fn page(&mut self, page: &Page, n: &mut Counts) -> Result<(), ApplyError> {
         let sha = Sha256::digest(page.json.as_bytes());
         let sha_short: Short = sha[..16].try_into().expect("16 bytes");
         let url = page.url.as_str();
         let k = key(url);
-        let local = pages.map.get_mut(&k);
+        let known = self
+            .pages
+            .map
+            .get(&k)
+            .map(|l| (l.resource_id, l.qualified, l.modified, l.json));
         // SCP 0.1 "Delta Application": replace only when the collection's page is newer.
-        let change = match local.as_ref().and_then(|l| l.modified) {
+        let change = match known.and_then(|l| l.2) {
             None => "created",
             Some(m) if page.modified > m => "updated",
             Some(m) => {
@@ -262,62 +404,112 @@ fn apply_inner(
                     n.older_kept += 1;
                 } else {
                     n.unchanged += 1;
-                    if local.as_ref().and_then(|l| l.json) != Some(sha_short) {
+                    if known.and_then(|l| l.3) != Some(sha_short) {
                         n.same_modified_differs += 1;
                     }
                 }
-                if let Some(l) = local {
+                if let Some(l) = self.pages.map.get_mut(&k) {
                     l.seen = true;
                 }
-                continue;
+                return Ok(());
             }
         };
-        let page_id = match &local {
-            Some(l) => l.page_id,
-            None => scp_catalog::insert_page(&tx, a.source_id, &meta.section, url, a.run_id)?,
+        let sha_hex = hex::encode(sha);
+        self.store(&sha_hex, page.json.as_bytes())?;
+        let (resource_id, qualified) = match known {
+            Some((id, qualified, ..)) => (id, qualified),
+            None => scp_catalog::page_resource(
+                self.conn,
+                url,
+                &self.pages.section,
+                &self.pages.collection,
+                self.a.run_id,
+            )?,
         };
-        scp_catalog::insert_page_version(
-            &tx,
-            page_id,
+        let version_id = scp_catalog::insert_page_version(
+            self.conn,
+            resource_id,
             &NewPageVersion {
-                run_id: a.run_id,
-                collection_id: row,
+                run_id: self.a.run_id,
+                collection_row: self.row,
+                section: &self.pages.section,
                 change,
                 modified: Some(page.modified),
                 title: Some(&page.title),
                 language: Some(&page.language),
                 line: Some(page.line),
-                json: Some(&page.json),
-                json_sha256_hex: Some(&hex::encode(sha)),
+                object: Some((&sha_hex, page.json.len() as u64)),
             },
-            &recorded_at,
         )?;
+        self.event(url, qualified, change, Some(page.modified), version_id)?;
         if change == "created" {
             n.created += 1;
         } else {
             n.updated += 1;
         }
         let state = Local {
-            page_id,
+            resource_id,
+            qualified,
             modified: Some(page.modified),
             json: Some(sha_short),
-            brought_by: Some(listed_generated),
+            brought_by: Some(self.a.entry.generated),
             seen: true,
         };
-        match local {
-            Some(l) => *l = state,
-            None => {
-                pages.map.insert(k, state);
-            }
-        }
+        self.pages.map.insert(k, state);
+        Ok(())
     }
-    // SCP 0.1 "Checksum Verification": only now may anything read from the file be used.
-    let summary = reader.finish().map_err(ApplyError::Rejected)?;
 
-    if is_snapshot {
-        // SCP 0.1 "Deletion Detection": live, absent from this snapshot, and not brought by a
-        // collection listed after it.
-        let mut gone: Vec<(Key, i64)> = pages
+    /// The page JSON into the object store (not yet durable).
+    fn store(&mut self, sha_hex: &str, json: &[u8]) -> Result<(), ApplyError> {
+        let objects = self.a.objects;
+        let fresh = !objects.path_for(sha_hex).exists();
+        let mut file = NewFile::create(self.a.staging)?;
+        file.write_all(json)?;
+        objects.ingest_new(file, sha_hex)?;
+        if fresh {
+            self.written.fresh.push(sha_hex.to_string());
+        }
+        Ok(())
+    }
+
+    /// A change event for the feed (incremental runs).
+    fn event(
+        &self,
+        url: &str,
+        qualified: bool,
+        change: &'static str,
+        time: Option<Timestamp>,
+        version_id: i64,
+    ) -> Result<(), StoreError> {
+        if !self.a.events {
+            return Ok(());
+        }
+        let uri = if qualified {
+            scp_catalog::qualified_uri(url, &self.pages.section)
+        } else {
+            url.to_string()
+        };
+        write::change_event(
+            self.conn,
+            self.a.run_id,
+            &ChangeEventRecord {
+                collection: self.pages.collection.clone(),
+                uri,
+                change,
+                event_time: time,
+                document_url: self.a.entry.url.to_string(),
+                outcome: "applied",
+            },
+            Some(version_id),
+        )
+    }
+
+    /// SCP 0.1 "Deletion Detection": live, absent from this snapshot, and not brought by a
+    /// collection listed after it; tombstoned or only reported, by the [`GonePolicy`].
+    fn gone(&mut self, n: &mut Counts) -> Result<(), StoreError> {
+        let listed_generated = self.a.entry.generated;
+        let mut gone: Vec<(Key, i64, bool)> = self
+            .pages
             .map
             .iter()
             .filter(|(_, l)| {
@@ -325,10 +517,10 @@ fn apply_inner(
                     && !l.seen
                     && l.brought_by.is_none_or(|b| b <= listed_generated)
             })
-            .map(|(k, l)| (*k, l.page_id))
+            .map(|(k, l)| (*k, l.resource_id, l.qualified))
             .collect();
-        gone.sort_by_key(|(_, id)| *id);
-        let tombstone = match a.gone {
+        gone.sort_by_key(|(_, id, _)| *id);
+        let tombstone = match self.a.gone {
             GonePolicy::Report => false,
             GonePolicy::Tombstone { max: Some(max) } if gone.len() as u64 > max => {
                 n.delete_refused = true;
@@ -336,81 +528,45 @@ fn apply_inner(
             }
             GonePolicy::Tombstone { .. } => true,
         };
-        for (k, page_id) in &gone {
-            n.gone.push(scp_catalog::page_url(&tx, *page_id)?);
+        for (k, resource_id, qualified) in &gone {
+            let uri = scp_catalog::resource_uri(self.conn, *resource_id)?;
             if tombstone {
-                scp_catalog::insert_page_version(
-                    &tx,
-                    *page_id,
+                let version_id = scp_catalog::insert_page_version(
+                    self.conn,
+                    *resource_id,
                     &NewPageVersion {
-                        run_id: a.run_id,
-                        collection_id: row,
+                        run_id: self.a.run_id,
+                        collection_row: self.row,
+                        section: &self.pages.section,
                         change: "deleted",
                         modified: None,
                         title: None,
                         language: None,
                         line: None,
-                        json: None,
-                        json_sha256_hex: None,
+                        object: None,
                     },
-                    &recorded_at,
+                )?;
+                // The page was gone by the time the snapshot was generated.
+                let url = scp_catalog::page_url(&uri, &self.pages.section).to_string();
+                self.event(
+                    &url,
+                    *qualified,
+                    "deleted",
+                    Some(listed_generated),
+                    version_id,
                 )?;
                 n.deleted += 1;
-                if let Some(l) = pages.map.get_mut(k) {
+                if let Some(l) = self.pages.map.get_mut(k) {
                     l.modified = None;
                     l.json = None;
                     l.brought_by = Some(listed_generated);
                 }
             }
+            n.gone.push(uri);
         }
         n.gone.sort();
+        Ok(())
     }
-
-    scp_catalog::complete_collection(
-        &tx,
-        row,
-        &CollectionVerdict {
-            checksum_status: summary.checksum.name(),
-            sha256_hex: &summary.sha256_hex,
-            compressed_bytes: summary.compressed_bytes,
-            decompressed_bytes: summary.decompressed_bytes,
-            line_count: summary.lines,
-            page_count: summary.pages,
-            pages_skipped: summary.pages_skipped,
-            warning_count: summary.warnings.len() as u64,
-        },
-    )?;
-    // A snapshot whose gone pages were only reported (no --delete, or more than --max-delete)
-    // is not yet the state the section rests on: its validators are forgotten and the section
-    // keeps its older snapshot, so the next run reads it in full again and finds them gone
-    // again (a 304 would skip the comparison), and `incremental` takes it as the newer
-    // snapshot that replaces the state (SCP 0.1: "Deletion Detection").
-    let gone_pending = is_snapshot && !n.gone.is_empty() && n.deleted == 0;
-    if gone_pending {
-        scp_catalog::forget_validators(&tx, row)?;
-    } else if is_snapshot {
-        a.section.snapshot_id = Some(row);
-        a.section.snapshot_generated = Some(listed_generated);
-    }
-    a.section.applied_through = Some(
-        a.section
-            .applied_through
-            .map_or(listed_generated, |t| t.max(listed_generated)),
-    );
-    scp_catalog::set_section(&tx, a.source_id, a.run_id, a.section)?;
-    tx.commit()?;
-    Ok(Applied {
-        collection_row: row,
-        summary,
-        created: n.created,
-        updated: n.updated,
-        unchanged: n.unchanged,
-        older_kept: n.older_kept,
-        same_modified_differs: n.same_modified_differs,
-        gone: n.gone,
-        deleted: n.deleted,
-        delete_refused: n.delete_refused,
-    })
 }
 
 /// What [`Applied`] counts, while the collection is read.

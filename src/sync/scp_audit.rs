@@ -15,8 +15,8 @@
 //!   with the SHA-256 recorded (`*` on the collection URL when the source changed it under
 //!   the same URL and `generated`). Collections recorded without a checksum are `?`
 //!   unverifiable (their pages were never proven).
-//! - Local fixity (`--level fixity`): every stored page JSON is hashed again and compared
-//!   with the SHA-256 recorded at ingest (`!` corrupt).
+//! - Local fixity is not done here: a page's JSON is an object like any other resource's, and
+//!   `--level fixity` hashes it with the rest (`sync::fixity`).
 //!
 //! It returns findings for the audit command to order, report and store (`sync::audit`);
 //! it writes nothing.
@@ -51,9 +51,6 @@ pub struct ScpAudit {
     pub listed: u64,
     /// Live pages in the mirror.
     pub pages: u64,
-    /// Stored page versions hashed again (`--level fixity`).
-    pub pages_rehashed: u64,
-    pub bytes_hashed: u64,
 }
 
 /// Audit the SCP mirror of source `source_id`.
@@ -76,9 +73,6 @@ pub fn audit(
             );
         }
     }
-    if s.level.hashes() {
-        rehash_pages(conn, source_id, s.all_versions, &mut out)?;
-    }
     if !s.offline {
         if let Err(e) = compare_with_source(s, catalog, source_id, &collections, &mut out) {
             match e {
@@ -88,7 +82,8 @@ pub fn audit(
         }
     }
     for section in scp_catalog::sections(conn, source_id)? {
-        scp_catalog::section_pages(conn, source_id, &section.name, |p| {
+        let collection = scp_catalog::section_collection_of(conn, source_id, &section.name)?;
+        scp_catalog::section_pages(conn, &collection, &section.name, |p| {
             if !p.deleted() {
                 out.pages += 1;
             }
@@ -117,33 +112,6 @@ impl From<SourceError> for Failure {
     fn from(e: SourceError) -> Failure {
         Failure::Source(e)
     }
-}
-
-/// Local fixity of the page JSON kept in the catalog.
-fn rehash_pages(
-    conn: &rusqlite::Connection,
-    source_id: i64,
-    all_versions: bool,
-    out: &mut ScpAudit,
-) -> Result<(), StoreError> {
-    scp_catalog::stored_pages(conn, source_id, all_versions, |p| {
-        out.pages_rehashed += 1;
-        out.bytes_hashed += p.json.len() as u64;
-        let actual = hex::encode(Sha256::digest(p.json.as_bytes()));
-        if p.json_sha256_hex.as_deref() != Some(actual.as_str()) {
-            out.findings.push(
-                Finding::new(Class::Corrupt)
-                    .uri(p.url)
-                    .field("sha-256")
-                    .expected(p.json_sha256_hex.unwrap_or_else(|| "(none recorded)".into()))
-                    .actual(actual)
-                    .hint(format!(
-                        "page version {} in catalog.sqlite no longer matches the digest recorded at ingest: restore catalog.sqlite from a backup",
-                        p.version_id
-                    )),
-            );
-        }
-    })
 }
 
 fn compare_with_source(
@@ -182,7 +150,8 @@ fn compare_with_source(
         };
         read.insert((snapshot.url.to_string(), snapshot.generated));
         let mut mirror = HashMap::new();
-        scp_catalog::section_pages(conn, source_id, &section.name, |p| {
+        let collection = scp_catalog::section_collection_of(conn, source_id, &section.name)?;
+        scp_catalog::section_pages(conn, &collection, &section.name, |p| {
             mirror.insert(p.url.clone(), (p, false));
         })?;
         match compare_snapshot(&http, &scope, snapshot, &limits, &mut mirror) {
@@ -302,14 +271,14 @@ fn compare_snapshot(
                 *seen = true;
                 let here = state.modified.expect("live pages have a modified");
                 if here == page.modified {
-                    if state.json_sha256_hex.as_deref() == Some(json_sha.as_str()) {
+                    if state.sha256_hex.as_deref() == Some(json_sha.as_str()) {
                         Finding::new(Class::InSync).uri(url)
                     } else {
                         Finding::new(Class::Changed)
                             .uri(url)
                             .field("sha-256")
                             .expected(json_sha)
-                            .actual(state.json_sha256_hex.clone().unwrap_or_default())
+                            .actual(state.sha256_hex.clone().unwrap_or_default())
                             .hint("same `modified`, different page JSON: the source changed the page without advancing `modified` (SCP 0.1 keeps the local page); rsmirror baseline cannot repair it either")
                     }
                 } else if here > page.modified

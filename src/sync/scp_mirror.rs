@@ -5,8 +5,8 @@
 //!
 //! This module chooses WHICH collections to take and reports what happened; `scp_fetch` gets
 //! the bytes (conditional GETs), `scp_apply` reads, verifies and commits one collection in one
-//! transaction, `store::scp_catalog` holds the SQL. Pages live in the catalog (`scp_pages`,
-//! `scp_page_versions`, the page JSON included), not in `objects/`.
+//! transaction, `store::scp_catalog` holds the SQL. A page is a resource like any other: its
+//! states are `versions` rows, its JSON the versions' objects in `objects/`.
 //!
 //! Failures are collected, not fatal: a collection that cannot be fetched or is rejected (a
 //! limit, a malformed line, a checksum) is a `failed` problem naming its URL and line, and
@@ -133,7 +133,10 @@ pub fn incremental(
     };
     sitemap_warnings(ctx, &fetched);
     let scope = ctx.docs.scope_for(&fetched.url);
-    let mut run = Tally::default();
+    let mut run = Tally {
+        events: true,
+        ..Default::default()
+    };
     for mut section in sections {
         let name = section.name.clone();
         // Loaded when a collection of the section is actually read (not on 304s).
@@ -207,6 +210,8 @@ struct Tally {
     /// Snapshots whose gone pages exceeded --max-delete.
     delete_refused: Vec<(String, usize)>,
     max_delete: Option<u64>,
+    /// Record page changes as change events (incremental runs).
+    events: bool,
 }
 
 /// Record the sitemap (its validators only when the mirror is now current with everything
@@ -429,6 +434,9 @@ fn take(
             section,
             gone,
             limits,
+            objects: ctx.objects,
+            staging: ctx.staging,
+            events: run.events,
         },
         ctx.progress,
     );

@@ -768,9 +768,9 @@ fn connections_are_kept_alive_across_resources() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// A mirror made before catalog version 2 (objects in two folder levels) is upgraded by the
-/// next writing run: objects moved, nothing fetched again, audit clean; read-only commands
-/// refuse it with a hint until then.
+/// A mirror made before catalog version 2 (objects in two folder levels) is upgraded to the
+/// current version by the next writing run: objects moved, nothing fetched again, audit
+/// clean; read-only commands refuse it with a hint until then.
 #[test]
 fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
     let srv = TestServer::start(testdata("sample"));
@@ -795,7 +795,7 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
     assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
     assert!(
         stderr_of(&out).contains(
-            "has schema version 1; this rsmirror reads version 2 (an older mirror: one run of \
+            "has schema version 1; this rsmirror reads version 3 (an older mirror: one run of \
              baseline, incremental or audit upgrades it)"
         ),
         "{}",
@@ -819,7 +819,7 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     assert_consistent(dir.path());
     let out = rsmirror()
         .args(["audit", "--offline", "-q", "--mirror"])

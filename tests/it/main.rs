@@ -14,6 +14,7 @@ mod guard;
 mod hostile;
 mod incremental;
 mod inspect;
+mod migrate;
 mod scp;
 mod scp_reader;
 mod server;

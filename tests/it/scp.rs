@@ -206,12 +206,15 @@ fn compress(bytes: &[u8], z: Z) -> Vec<u8> {
 }
 
 /// Every page version of the mirror: "section path" -> [(change, modified)], oldest first.
+/// Pages are resources (URI: the page URL), their versions `versions` rows with
+/// `arrived_via = 'scp'` and an `scp_versions` row.
 fn versions(mirror: &Path, base: &str) -> BTreeMap<String, Vec<(String, Option<String>)>> {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT p.section, p.url, v.change, v.modified FROM scp_pages p
-             JOIN scp_page_versions v ON v.page_id = p.id ORDER BY p.section, p.url, v.id",
+            "SELECT s.section, r.uri, v.change, s.modified FROM resources r
+             JOIN versions v ON v.resource_id = r.id JOIN scp_versions s ON s.version_id = v.id
+             WHERE v.arrived_via = 'scp' ORDER BY s.section, r.uri, v.id",
         )
         .unwrap();
     let mut out: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
@@ -235,13 +238,15 @@ fn versions(mirror: &Path, base: &str) -> BTreeMap<String, Vec<(String, Option<S
     out
 }
 
-/// The current page JSON of every live page: "section path" -> json.
+/// The current page JSON of every live page, read from its object (checked against the name
+/// the catalog gives it): "section path" -> json.
 fn current_pages(mirror: &Path, base: &str) -> BTreeMap<String, String> {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT p.section, p.url, v.json FROM scp_pages p
-             JOIN scp_page_versions v ON v.id = p.current_version_id WHERE v.change != 'deleted'",
+            "SELECT s.section, r.uri, v.sha256_hex, v.length_bytes, v.media_type FROM resources r
+             JOIN versions v ON v.id = r.current_version_id
+             JOIN scp_versions s ON s.version_id = v.id WHERE v.change != 'deleted'",
         )
         .unwrap();
     stmt.query_map([], |r| {
@@ -249,11 +254,18 @@ fn current_pages(mirror: &Path, base: &str) -> BTreeMap<String, String> {
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
             r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, String>(4)?,
         ))
     })
     .unwrap()
     .map(|r| {
-        let (section, url, json) = r.unwrap();
+        let (section, url, sha, len, media_type) = r.unwrap();
+        let object = mirror.join(format!("objects/sha256/{}/{sha}", &sha[..2]));
+        assert_eq!(sha256_file(&object), sha, "{url}");
+        let json = std::fs::read_to_string(&object).unwrap();
+        assert_eq!(json.len() as i64, len, "{url}");
+        assert_eq!(media_type, "application/json");
         (
             format!("{section} {}", url.strip_prefix(base).unwrap_or(&url)),
             json,
@@ -562,9 +574,12 @@ fn a_rejected_collection_commits_nothing() {
         "{err}"
     );
     assert!(err.contains("line 1: checksum mismatch"), "{err}");
-    for table in ["scp_pages", "scp_page_versions", "scp_collections"] {
+    for table in ["resources", "versions", "scp_versions", "scp_collections"] {
         assert_eq!(count(alone.path(), table), 0, "{table}");
     }
+    // Nor any page object: the ones written while reading were taken back.
+    let objects: Vec<_> = walkdir(&alone.path().join("objects"));
+    assert!(objects.is_empty(), "{objects:?}");
     assert!(std::fs::read_dir(alone.path().join("staging"))
         .unwrap()
         .next()
@@ -656,7 +671,7 @@ fn a_rejected_delta_holds_back_the_later_ones() {
         "{err}"
     );
     assert_eq!(site.srv.count("/blog-delta-3.scp.zst"), 0);
-    assert_eq!(count(mirror, "scp_page_versions"), 1);
+    assert_eq!(count(mirror, "scp_versions"), 1);
     assert_eq!(count(mirror, "scp_collections"), 1);
 
     site.collection(
@@ -708,8 +723,9 @@ fn section_option_chooses_one_section() {
 }
 
 /// The SCP audit (library entry point; the `audit` command wires it): in sync after a
-/// baseline; then a newer snapshot not yet mirrored shows `+`, `-` and `*`; a page JSON
-/// altered in the catalog is `!` corrupt; an unverified collection is `?`.
+/// baseline; then a newer snapshot not yet mirrored shows `+`, `-` and `*`; an unverified
+/// collection is `?`; a page object altered on disk is `!` corrupt (the command's local
+/// fixity, the same as for every resource).
 #[test]
 fn audit_compares_with_the_newest_snapshot() {
     use rsmirror::cli::{Cli, Command};
@@ -838,17 +854,63 @@ fn audit_compares_with_the_newest_snapshot() {
     assert_eq!(changed.expected.as_deref(), Some("2026-01-02T00:00:00Z"));
     assert_eq!(changed.actual.as_deref(), Some("2025-12-02T00:00:00Z"));
 
-    // Local fixity: a page JSON altered in the catalog.
+    // Local fixity: a page is an object like any other, hashed by `--level fixity`.
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
-    conn.execute(
-        "UPDATE scp_page_versions SET json = replace(json, 'one', 'uno')",
-        [],
-    )
-    .unwrap();
+    let sha: String = conn
+        .query_row(
+            "SELECT v.sha256_hex FROM resources r JOIN versions v ON v.id = r.current_version_id
+             WHERE r.uri = ?1",
+            [format!("{base}/blog/1")],
+            |r| r.get(0),
+        )
+        .unwrap();
     drop(conn);
-    let a = audit(true);
-    assert_eq!(marks(&a), ["? /blog-delta-2.scp", "! /blog/1"]);
-    assert_eq!(a.findings[1].class, Class::Corrupt);
+    let object = mirror.join(format!("objects/sha256/{}/{sha}", &sha[..2]));
+    let mut perms = std::fs::metadata(&object).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&object, perms).unwrap();
+    let json = std::fs::read_to_string(&object).unwrap();
+    std::fs::write(&object, json.replace("one", "uno")).unwrap();
+    let out = rsmirror()
+        .args([
+            "audit",
+            "--offline",
+            "--level",
+            "fixity",
+            "--json",
+            "--mirror",
+        ])
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let corrupt: Vec<&serde_json::Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["mark"] == "!")
+        .collect();
+    assert_eq!(corrupt.len(), 1, "{doc}");
+    assert_eq!(corrupt[0]["uri"], format!("{base}/blog/1"), "{doc}");
+}
+
+/// Every file under `dir`, recursively.
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// The sitemap's `size` and `pages` are cross-checked against what arrived (warnings, the

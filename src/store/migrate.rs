@@ -1,0 +1,352 @@
+//! Upgrading a mirror made by an older rsmirror, in place, when a newer one opens it
+//! (`PRAGMA user_version`; [`crate::store::Catalog::open`]). Each step is crash-safe: what it
+//! does outside the catalog (moving or writing objects) is idempotent and made durable first,
+//! and the catalog changes of a step, the new version number included, commit in one
+//! transaction. A process killed anywhere leaves the mirror at the old version or the new
+//! one, and the next open finishes the job.
+//!
+//! - 1 → 2: objects move from two fan-out folder levels to one ([`objects::migrate_two_level`]).
+//! - 2 → 3: SCP pages become resources (issue 19). Every page state kept in `scp_page_versions`
+//!   (the page JSON inside the catalog) becomes a `versions` row whose object is that JSON, plus
+//!   an `scp_versions` row with what only SCP knows; `scp_pages` and `scp_page_versions` go.
+//!   Every JSON is checked against the SHA-256 recorded at ingest before anything is written
+//!   (a mismatch stops the upgrade and changes nothing), written to the object store, made
+//!   durable, and read back and hashed again before the transaction that drops the old rows.
+
+use crate::store::new_file::NewFile;
+use crate::store::objects;
+use crate::store::scp_catalog;
+use crate::store::{ObjectStore, StoreError};
+use rusqlite::{params, Connection};
+use sha2::{Digest as _, Sha256};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+/// Bring the catalog at `path` (of the mirror `mirror`) from `from` to the current version.
+pub fn upgrade(
+    mirror: &Path,
+    path: &Path,
+    conn: &mut Connection,
+    from: i64,
+) -> Result<(), StoreError> {
+    let sql = |e| StoreError::sqlite(path, e);
+    if from < 2 {
+        one_to_two(mirror)?;
+        conn.execute_batch("PRAGMA user_version = 2;")
+            .map_err(sql)?;
+        kill_point("after 1 → 2");
+    }
+    if from < 3 {
+        two_to_three(mirror, path, conn)?;
+    }
+    Ok(())
+}
+
+/// Same tables; the objects move from two fan-out levels to one. The new version is recorded
+/// only once every object has moved and the moves are durable, so a crash half-way repeats
+/// the (idempotent) move at the next open.
+fn one_to_two(mirror: &Path) -> Result<(), StoreError> {
+    let objects = mirror.join("objects");
+    let moving = |e| StoreError::io("moving objects to one folder level in", &objects, e);
+    if objects::migrate_two_level(mirror).map_err(moving)? > 0 {
+        ObjectStore::at(mirror).sync().map_err(moving)?;
+    }
+    Ok(())
+}
+
+/// One page state of a version-2 catalog.
+struct OldVersion {
+    id: i64,
+    page_id: i64,
+    run_id: i64,
+    collection_row: i64,
+    change: String,
+    modified: Option<String>,
+    title: Option<String>,
+    language: Option<String>,
+    line: Option<i64>,
+    /// (SHA-256 hex, length) of the JSON; None for a tombstone.
+    object: Option<(String, i64)>,
+    recorded_at: String,
+}
+
+fn two_to_three(mirror: &Path, path: &Path, conn: &mut Connection) -> Result<(), StoreError> {
+    let sql = |e| StoreError::sqlite(path, e);
+    let has_pages: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'scp_page_versions')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    let written = if has_pages {
+        write_page_objects(mirror, conn)?
+    } else {
+        Vec::new()
+    };
+    let store = ObjectStore::at(mirror);
+    let objects_dir = mirror.join("objects");
+    if !written.is_empty() {
+        store.sync().map_err(|e| {
+            StoreError::io("making the SCP page objects durable in", &objects_dir, e)
+        })?;
+        kill_point("after sync");
+        // Read back from the store, as the old rows are about to go.
+        for sha in &written {
+            let at = store.path_for(sha);
+            let actual = hash_file(&at).map_err(|e| StoreError::io("reading", &at, e))?;
+            if &actual != sha {
+                return Err(StoreError::Migration(format!(
+                    "{} does not hold the bytes just written to it (SHA-256 {actual}); the \
+                     catalog was not changed: check the disk and open the mirror again",
+                    at.display()
+                )));
+            }
+        }
+    }
+    let tx = conn.transaction().map_err(sql)?;
+    tx.execute_batch(SCP_VERSIONS).map_err(sql)?;
+    if has_pages {
+        move_page_rows(&tx)?;
+        kill_point("before commit");
+        tx.execute_batch("DROP TABLE scp_page_versions; DROP TABLE scp_pages;")
+            .map_err(sql)?;
+    }
+    tx.execute_batch("PRAGMA user_version = 3;").map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    kill_point("after commit");
+    Ok(())
+}
+
+const SCP_VERSIONS: &str = "CREATE TABLE IF NOT EXISTS scp_versions (
+    version_id            INTEGER PRIMARY KEY REFERENCES versions(id),
+    collection_row        INTEGER NOT NULL REFERENCES scp_collections(id),
+    section               TEXT NOT NULL,
+    line                  INTEGER,
+    modified              TEXT,
+    title                 TEXT,
+    language              TEXT
+);";
+
+/// Every page JSON of the old tables, in the order recorded: (version id, page URL, JSON,
+/// recorded SHA-256).
+fn each_page_json(
+    conn: &Connection,
+    mut f: impl FnMut(i64, &str, &str, Option<&str>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT v.id, p.url, v.json, v.json_sha256_hex FROM scp_page_versions v
+         JOIN scp_pages p ON p.id = v.page_id WHERE v.json IS NOT NULL ORDER BY v.id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let recorded: Option<String> = r.get(3)?;
+        f(
+            r.get(0)?,
+            &r.get::<_, String>(1)?,
+            &r.get::<_, String>(2)?,
+            recorded.as_deref(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Every page JSON, first all checked against the SHA-256 recorded at ingest (a mismatch
+/// stops the upgrade before anything is written), then written to the object store (not yet
+/// durable). Returns the objects, each once.
+fn write_page_objects(mirror: &Path, conn: &Connection) -> Result<Vec<String>, StoreError> {
+    each_page_json(conn, |id, url, json, recorded| {
+        let sha = hex::encode(Sha256::digest(json.as_bytes()));
+        match recorded {
+            Some(rec) if rec != sha => Err(StoreError::Migration(format!(
+                "page version {id} of {url} no longer matches the SHA-256 recorded at ingest \
+                 ({rec}, now {sha}); nothing was changed: restore catalog.sqlite from a backup, \
+                 or audit it with an rsmirror older than schema version 3"
+            ))),
+            _ => Ok(()),
+        }
+    })?;
+    let store = ObjectStore::open(mirror)
+        .map_err(|e| StoreError::io("opening", &mirror.join("objects"), e))?;
+    let staging = mirror.join("staging");
+    std::fs::create_dir_all(&staging).map_err(|e| StoreError::io("creating", &staging, e))?;
+    let mut written = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    each_page_json(conn, |_, _, json, _| {
+        let sha = hex::encode(Sha256::digest(json.as_bytes()));
+        if !seen.insert(sha.clone()) {
+            return Ok(());
+        }
+        let at = store.path_for(&sha);
+        let present = hash_file(&at).ok().is_some_and(|h| h == sha);
+        if !present {
+            let mut file = NewFile::create(&staging)
+                .map_err(|e| StoreError::io("creating in", &staging, e))?;
+            file.write_all(json.as_bytes())
+                .map_err(|e| StoreError::io("writing", &file.describe(), e))?;
+            store
+                .ingest_new(file, &sha)
+                .map_err(|e| StoreError::io("storing", &at, e))?;
+        }
+        written.push(sha);
+        kill_point("after an object");
+        Ok(())
+    })?;
+    Ok(written)
+}
+
+/// The rows of the old page tables as resources, versions and `scp_versions`, in the order
+/// they were recorded; section sync points for the feed and for audit.
+fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
+    // Each page becomes a resource: its URL, qualified by its section when another
+    // collection holds that URL already (the first page of a URL keeps the plain one).
+    let mut pages: HashMap<i64, i64> = HashMap::new();
+    {
+        let mut stmt = tx.prepare(
+            "SELECT p.id, p.url, p.section, p.first_run_id, s.url FROM scp_pages p
+             JOIN sources s ON s.id = p.source_id ORDER BY p.id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let (page_id, url, section, first_run): (i64, String, String, i64) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            let source_url: String = r.get(4)?;
+            let collection = scp_catalog::section_collection(&source_url, &section);
+            let (resource_id, _) =
+                scp_catalog::page_resource(tx, &url, &section, &collection, first_run)?;
+            pages.insert(page_id, resource_id);
+        }
+    }
+    let mut stmt = tx.prepare(
+        "SELECT v.id, v.page_id, v.run_id, v.collection_id, v.change, v.modified, v.title,
+            v.language, v.line, v.json_sha256_hex, length(CAST(v.json AS BLOB)), v.recorded_at,
+            v.json IS NOT NULL
+         FROM scp_page_versions v ORDER BY v.id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let has_json: bool = r.get(12)?;
+        let object = if has_json {
+            // Checked against the JSON (or computed, when none was recorded) above.
+            let sha: Option<String> = r.get(9)?;
+            let sha = match sha {
+                Some(sha) => sha,
+                None => {
+                    let json: String = tx.query_row(
+                        "SELECT json FROM scp_page_versions WHERE id = ?1",
+                        [r.get::<_, i64>(0)?],
+                        |r| r.get(0),
+                    )?;
+                    hex::encode(Sha256::digest(json.as_bytes()))
+                }
+            };
+            Some((sha, r.get(10)?))
+        } else {
+            None
+        };
+        let v = OldVersion {
+            id: r.get(0)?,
+            page_id: r.get(1)?,
+            run_id: r.get(2)?,
+            collection_row: r.get(3)?,
+            change: r.get(4)?,
+            modified: r.get(5)?,
+            title: r.get(6)?,
+            language: r.get(7)?,
+            line: r.get(8)?,
+            object,
+            recorded_at: r.get(11)?,
+        };
+        let resource_id = *pages.get(&v.page_id).ok_or_else(|| {
+            StoreError::Migration(format!(
+                "page version {} names page {}, which the catalog does not have",
+                v.id, v.page_id
+            ))
+        })?;
+        move_version(tx, resource_id, &v)?;
+    }
+    // The sections' positions as sync points (see `scp_catalog::set_section`).
+    tx.execute(
+        "INSERT INTO sync_points (collection, source_id, at, anchored, basis, run_id, updated_at)
+         SELECT s.url || '#scp-section=' || x.name, x.source_id, x.applied_through, 1, ?1,
+            x.run_id, x.updated_at
+         FROM scp_sections x JOIN sources s ON s.id = x.source_id
+         WHERE x.applied_through IS NOT NULL
+         ON CONFLICT(collection) DO NOTHING",
+        [scp_catalog::SYNC_POINT_BASIS],
+    )?;
+    Ok(())
+}
+
+fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(), StoreError> {
+    let section: String = tx
+        .prepare_cached("SELECT section FROM scp_collections WHERE id = ?1")?
+        .query_row([v.collection_row], |r| r.get(0))?;
+    tx.prepare_cached(
+        "INSERT INTO versions (resource_id, run_id, change, lastmod, length_bytes, sha256_hex,
+            media_type, arrived_via, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'scp', ?8)",
+    )?
+    .execute(params![
+        resource_id,
+        v.run_id,
+        v.change,
+        v.modified,
+        v.object.as_ref().map(|o| o.1),
+        v.object.as_ref().map(|o| &o.0),
+        v.object.as_ref().map(|_| scp_catalog::PAGE_MEDIA_TYPE),
+        v.recorded_at,
+    ])?;
+    let version_id = tx.last_insert_rowid();
+    tx.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
+        .execute(params![resource_id, version_id])?;
+    tx.prepare_cached(
+        "INSERT INTO scp_versions (version_id, collection_row, section, line, modified, title,
+            language) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        version_id,
+        v.collection_row,
+        section,
+        v.line,
+        v.modified,
+        v.title,
+        v.language
+    ])?;
+    Ok(())
+}
+
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// For the kill test of the upgrade (`tests/it/migrate.rs`): a debug build given
+/// `RSMIRROR_KILL_UPGRADE_AT=N` dies at the N-th point (1-based) of the upgrade, as a crash
+/// would. Release builds never read it.
+fn kill_point(_what: &str) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PASSED: AtomicU64 = AtomicU64::new(0);
+    let Some(at) = std::env::var("RSMIRROR_KILL_UPGRADE_AT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    if PASSED.fetch_add(1, Ordering::SeqCst) + 1 == at {
+        std::process::abort();
+    }
+}

@@ -1,0 +1,354 @@
+//! Upgrading a mirror made by an older rsmirror (issue 19): the checked-in version-2 mirror
+//! `tests/fixtures/v2-mirror` (SCP pages in `scp_pages` / `scp_page_versions`, the JSON inside
+//! the catalog, beside ResourceSync resources; see its README) is opened by this rsmirror,
+//! which moves every page state to the one model in place. Every state keeps its bytes, the
+//! objects are what the catalog says, the audit is clean; killed at any point of the upgrade
+//! and run again, it finishes the same; a page whose JSON no longer matches its recorded
+//! digest stops the upgrade before anything changes.
+
+use crate::support::*;
+use rusqlite::Connection;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2-mirror")
+}
+
+/// A copy of the fixture to upgrade (the checked-in one is never opened by rsmirror).
+fn copy_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixture())
+        .arg(dir.path().join("m"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // Objects are checked in writable; rsmirror keeps them read-only, which changes nothing here.
+    dir
+}
+
+fn mirror(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("m")
+}
+
+/// One page state as the version-2 catalog holds it: "section url #n" ->
+/// (change, modified, title, language, line, json).
+type OldStates = BTreeMap<
+    String,
+    (
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+    ),
+>;
+
+fn old_states(mirror: &Path) -> OldStates {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT p.section, p.url, v.change, v.modified, v.title, v.language, v.line, v.json
+             FROM scp_pages p JOIN scp_page_versions v ON v.page_id = p.id ORDER BY v.id",
+        )
+        .unwrap();
+    let mut out = BTreeMap::new();
+    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                (
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ),
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (section, url, state) = row.unwrap();
+        let k = format!("{section} {url}");
+        let i = n.entry(k.clone()).or_default();
+        *i += 1;
+        out.insert(format!("{k} #{i}"), state);
+    }
+    out
+}
+
+/// The same, read from the one model: versions with `arrived_via = 'scp'`, their
+/// `scp_versions` rows and their objects (each hashed against its name).
+fn new_states(mirror: &Path) -> OldStates {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT s.section, r.uri, v.change, s.modified, s.title, s.language, s.line,
+                v.sha256_hex, v.length_bytes, v.arrived_via
+             FROM resources r JOIN versions v ON v.resource_id = r.id
+             JOIN scp_versions s ON s.version_id = v.id ORDER BY v.id",
+        )
+        .unwrap();
+    let mut out = BTreeMap::new();
+    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<i64>>(6)?,
+                r.get::<_, Option<String>>(7)?,
+                r.get::<_, Option<i64>>(8)?,
+                r.get::<_, String>(9)?,
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (section, uri, change, modified, title, language, line, sha, len, via) = row.unwrap();
+        assert_eq!(via, "scp");
+        let url = uri
+            .strip_suffix(&format!("#scp-section={section}"))
+            .unwrap_or(&uri)
+            .to_string();
+        let json = sha.map(|sha| {
+            let bytes =
+                std::fs::read(mirror.join(format!("objects/sha256/{}/{sha}", &sha[..2]))).unwrap();
+            assert_eq!(hex::encode(Sha256::digest(&bytes)), sha, "{uri}");
+            assert_eq!(Some(bytes.len() as i64), len, "{uri}");
+            String::from_utf8(bytes).unwrap()
+        });
+        let k = format!("{section} {url}");
+        let i = n.entry(k.clone()).or_default();
+        *i += 1;
+        out.insert(
+            format!("{k} #{i}"),
+            (change, modified, title, language, line, json),
+        );
+    }
+    out
+}
+
+fn user_version(mirror: &Path) -> i64 {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+fn has_table(mirror: &Path, name: &str) -> bool {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+        [name],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// `rsmirror audit --offline --level fixity --all-versions` (a writing run: it upgrades).
+fn audit(mirror: &Path) -> assert_cmd::Command {
+    let mut c = rsmirror();
+    c.args([
+        "audit",
+        "--offline",
+        "--level",
+        "fixity",
+        "--all-versions",
+        "--mirror",
+    ])
+    .arg(mirror);
+    c
+}
+
+/// Everything the upgrade must leave: the version, the old tables gone, every page state with
+/// its bytes, the ResourceSync resources untouched, the page URL two sections share kept
+/// apart, the sections' sync points, and a clean audit.
+fn assert_upgraded(mirror: &Path, before: &OldStates, rs_before: &BTreeMap<String, String>) {
+    assert_eq!(user_version(mirror), 3);
+    assert!(!has_table(mirror, "scp_pages"));
+    assert!(!has_table(mirror, "scp_page_versions"));
+    assert_eq!(&new_states(mirror), before);
+    let now = current(mirror);
+    for (uri, sha) in rs_before {
+        assert_eq!(now.get(uri), Some(sha), "{uri}");
+    }
+    // `/shared` is published by both sections: the first keeps the URL, the other qualifies it.
+    let shared: Vec<&String> = now.keys().filter(|u| u.contains("/shared")).collect();
+    assert_eq!(shared.len(), 2, "{shared:?}");
+    assert!(shared.iter().any(|u| u.ends_with("/shared")));
+    assert!(shared
+        .iter()
+        .any(|u| u.ends_with("/shared#scp-section=docs")));
+    // /blog/1 is a tombstone.
+    assert!(tombstoned(mirror).iter().any(|u| u.ends_with("/blog/1")));
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let points: Vec<String> = conn
+        .prepare(
+            "SELECT collection FROM sync_points WHERE collection LIKE '%#scp-section=%' ORDER BY 1",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(points.len(), 2, "{points:?}");
+    assert!(points[0].ends_with("#scp-section=blog") && points[1].ends_with("#scp-section=docs"));
+    drop(conn);
+    let out = audit(mirror).arg("--json").output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stderr_of(&out),
+        stdout_of(&out)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let differences: Vec<&serde_json::Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["mark"] != "=")
+        .collect();
+    assert!(differences.is_empty(), "{differences:?}");
+}
+
+/// The ResourceSync side of the fixture, before: URI -> sha256.
+fn rs_states(mirror: &Path) -> BTreeMap<String, String> {
+    current(mirror)
+}
+
+#[test]
+fn a_version_2_mirror_with_scp_pages_is_upgraded_in_place() {
+    let dir = copy_fixture();
+    let m = mirror(&dir);
+    assert_eq!(user_version(&m), 2);
+    let before = old_states(&m);
+    assert_eq!(before.len(), 9, "{before:?}");
+    let rs = rs_states(&m);
+    assert_eq!(rs.len(), 8);
+    let out = audit(&m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_upgraded(&m, &before, &rs);
+}
+
+/// A version-1 mirror (objects in two folder levels) with SCP pages goes through both steps.
+#[test]
+fn a_version_1_mirror_with_scp_pages_is_upgraded_in_place() {
+    let dir = copy_fixture();
+    let m = mirror(&dir);
+    let before = old_states(&m);
+    let rs = rs_states(&m);
+    make_version_1(&m, &rs);
+    let out = audit(&m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_upgraded(&m, &before, &rs);
+}
+
+fn make_version_1(m: &Path, rs: &BTreeMap<String, String>) {
+    for sha in rs.values() {
+        let top = m.join("objects/sha256").join(&sha[0..2]);
+        let old = top.join(&sha[2..4]);
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::rename(top.join(sha), old.join(sha)).unwrap();
+    }
+    let conn = Connection::open(m.join("catalog.sqlite")).unwrap();
+    conn.execute_batch("PRAGMA user_version = 1").unwrap();
+}
+
+/// Killed at every point of the upgrade in turn (each object written, after they are made
+/// durable, inside the transaction, after it), then run again: it always finishes with every
+/// state and byte in place.
+#[test]
+fn an_upgrade_killed_at_any_point_finishes_when_run_again() {
+    let mut killed = 0;
+    for start in [1, 2] {
+        for at in 1.. {
+            let dir = copy_fixture();
+            let m = mirror(&dir);
+            let before = old_states(&m);
+            let rs = rs_states(&m);
+            if start == 1 {
+                make_version_1(&m, &rs);
+            }
+            let out = audit(&m)
+                .env("RSMIRROR_KILL_UPGRADE_AT", at.to_string())
+                .output()
+                .unwrap();
+            let died = out.status.code().is_none();
+            if died {
+                killed += 1;
+                let v = user_version(&m);
+                assert!((1..=3).contains(&v), "{v}");
+                // Either side of the step, never half of it.
+                assert_eq!(has_table(&m, "scp_pages"), v < 3, "killed at point {at}");
+                let out = audit(&m).output().unwrap();
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "point {at}: {}",
+                    stderr_of(&out)
+                );
+            } else {
+                assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+            }
+            assert_upgraded(&m, &before, &rs);
+            if !died {
+                // Past the last point: every one was tried.
+                assert!(at > 5, "only {at} points");
+                break;
+            }
+        }
+    }
+    assert!(killed >= 10, "{killed}");
+}
+
+/// A page JSON that no longer matches the digest recorded at ingest stops the upgrade before
+/// anything changes, naming the page; the mirror stays a version-2 mirror.
+#[test]
+fn a_corrupt_page_in_the_old_catalog_stops_the_upgrade_and_changes_nothing() {
+    let dir = copy_fixture();
+    let m = mirror(&dir);
+    let conn = Connection::open(m.join("catalog.sqlite")).unwrap();
+    conn.execute(
+        "UPDATE scp_page_versions SET json = replace(json, 'three', 'tree') WHERE json LIKE '%three%'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let before = old_states(&m);
+    let objects_before = count_files(&m.join("objects"));
+    let out = audit(&m).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(err.contains("/blog/3"), "{err}");
+    assert!(
+        err.contains("no longer matches the SHA-256 recorded at ingest"),
+        "{err}"
+    );
+    assert_eq!(user_version(&m), 2);
+    assert_eq!(old_states(&m), before);
+    assert_eq!(count_files(&m.join("objects")), objects_before);
+}
+
+fn count_files(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            n += count_files(&p);
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
