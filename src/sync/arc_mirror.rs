@@ -52,6 +52,11 @@ use url::Url;
 /// How many days of delta feeds an incremental run reads one by one before it asks for a new
 /// baseline instead (a cron job that stopped for months; a site without delta feeds).
 pub const MAX_DELTA_DAYS: i32 = 93;
+
+/// What an ARC source lacks when its sync point is older than [`MAX_DELTA_DAYS`].
+const ARC_GAP_COVERING: &str = "delta feed the sitemap names, and more than 93 days of daily \
+    delta feeds are not read one by one";
+
 /// The longest pause between two requests a sitemap's `crawl_rate` may impose; `--delay`
 /// overrides it either way. A pause is paid once per page: at 60 s (the old bound) a site of
 /// 5,000 pages kept a cron run asleep for three and a half days, and a typo such as
@@ -426,9 +431,15 @@ pub fn incremental(
     } else {
         let span = first_day.until(today).map(|s| s.get_days()).unwrap_or(0);
         if span > MAX_DELTA_DAYS {
-            return Err(UsageError(format!(
-                "the sync point of {collection} ({since}) is {span} days old: more than {MAX_DELTA_DAYS} days of delta feeds to read one by one; run rsmirror baseline again (it fetches only what changed)"
-            ))
+            // A condition of the source and the mirror, not of the command line: the daily
+            // feeds since the sync point are too many to read one by one (exit 4; --on-gap
+            // rebaseline takes the sitemap again, fetching only what changed).
+            return Err(SourceError::Gap {
+                collection: collection.clone(),
+                from: since,
+                to: now,
+                covering: ARC_GAP_COVERING,
+            }
             .into());
         }
         feeds.extend(delta::days(first_day, today).map(|d| delta::conventional_url(&base, d)));

@@ -881,3 +881,42 @@ fn a_stalled_or_missing_sitemap_is_a_source_error() {
     srv.set_rule("/arc-sitemap.json", Rule::Status(404));
     fails_and_changes_nothing(dir.path(), &mut incremental(dir.path()), 4, "HTTP 404");
 }
+
+/// A sync point older than the daily delta feeds an incremental run reads one by one (93 days)
+/// is a gap in the change history, a condition of the source and the mirror (exit 4, like a
+/// ResourceSync gap; `--on-gap rebaseline` applies), not a usage error (exit 2).
+#[test]
+fn a_sync_point_too_old_for_the_daily_feeds_is_a_gap() {
+    let (_s, srv, dir) = good_mirror();
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    let old = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * 200);
+    let n = conn
+        .execute("UPDATE sync_points SET at = ?1", [old.to_string()])
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(conn);
+    fails_and_changes_nothing(
+        dir.path(),
+        &mut incremental(dir.path()),
+        4,
+        "gap in the change history",
+    );
+    let out = incremental(dir.path()).output().unwrap();
+    assert!(
+        stderr_of(&out).contains("more than 93 days of daily delta feeds are not read one by one"),
+        "{}",
+        stderr_of(&out)
+    );
+    // --on-gap rebaseline takes the sitemap again: the mirror is current, and said so.
+    let out = incremental(dir.path())
+        .args(["--on-gap", "rebaseline"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let conn = rusqlite::Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+    let at: String = conn
+        .query_row("SELECT at FROM sync_points", [], |r| r.get(0))
+        .unwrap();
+    assert!(at.parse::<jiff::Timestamp>().unwrap() > old, "{at}");
+    assert!(srv.count("/arc-sitemap.json") >= 3);
+}
