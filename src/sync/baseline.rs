@@ -173,7 +173,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
             let url = url::Url::parse(&c.id).expect("collection ids of other kinds are URLs");
             let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
             match c.kind {
-                SourceKind::Scp => scp_mirror::baseline(&mut ctx, s, &url)?,
+                SourceKind::Scp => scp_mirror::baseline(&mut ctx, s, &url, c.prefetched)?,
                 SourceKind::Arc => arc_mirror::baseline(&mut ctx, s, &url)?,
                 SourceKind::ResourceSync => unreachable!("partitioned out"),
             }

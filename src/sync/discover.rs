@@ -31,6 +31,9 @@ pub struct Collection {
     pub capabilities: Vec<(Capability, Url)>,
     /// The document the user pointed at, already opened, when it is a capability document.
     pub opened: Option<OpenedDocument>,
+    /// Another protocol's document as discovery received it (an SCP sitemap.xml), so that its
+    /// module does not fetch it again.
+    pub prefetched: Option<Prefetched>,
     /// The Capability List's `rs:ln rel="describes"`: how the collection is known outside
     /// the mirror (the feed's id).
     pub describes: Option<String>,
@@ -67,6 +70,15 @@ impl SourceKind {
 /// The SCP sitemap extension namespace (SCP 0.1).
 pub const SCP_NS: &str = "https://scp-protocol.org/schemas/sitemap/1.0";
 
+/// A document discovery fetched for another protocol's module: as received.
+#[derive(Debug, Clone)]
+pub struct Prefetched {
+    /// After redirects.
+    pub url: Url,
+    pub bytes: Vec<u8>,
+    pub validators: Validators,
+}
+
 impl Collection {
     /// The Resource List its Capability List names.
     pub fn resource_list_url(&self) -> Result<&Url, SourceError> {
@@ -84,6 +96,7 @@ impl Collection {
             capability_list: None,
             capabilities: Vec::new(),
             opened: None,
+            prefetched: None,
             describes: None,
         }
     }
@@ -401,6 +414,7 @@ impl Discoverer<'_, '_> {
                     capability_list: Some(doc.url.clone()),
                     capabilities,
                     opened: None,
+                    prefetched: None,
                     describes: header.link("describes").map(|l| l.href.to_string()),
                 });
                 Ok(())
@@ -408,9 +422,14 @@ impl Discoverer<'_, '_> {
             None if header.namespaces.iter().any(|n| n == SCP_NS) => {
                 // SCP 0.1: a sitemap.xml with the scp: extension is an SCP source.
                 self.out.trail.push(format!("{}: SCP sitemap", doc.url));
-                self.out
-                    .collections
-                    .push(Collection::other(SourceKind::Scp, &doc.url));
+                let mut c = Collection::other(SourceKind::Scp, &doc.url);
+                let (url, validators) = (doc.url.clone(), doc.validators.clone());
+                c.prefetched = doc.into_bytes().map(|bytes| Prefetched {
+                    url,
+                    bytes,
+                    validators,
+                });
+                self.out.collections.push(c);
                 Ok(())
             }
             other => {
@@ -426,6 +445,7 @@ impl Discoverer<'_, '_> {
                     capability_list: None,
                     capabilities: vec![(capability, doc.url.clone())],
                     opened: Some(doc),
+                    prefetched: None,
                     describes: None,
                 });
                 Ok(())

@@ -7,7 +7,8 @@ use crate::net::{Http, Scope, Validators};
 use crate::rs::document::{Header, Root, Syntax};
 use crate::rs::sitemap::{self, ReadOptions, SitemapReader};
 use crate::store::catalog::DocumentRecord;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+use std::sync::{Arc, Mutex};
 use url::Url;
 
 /// An opened document: its header has been read, its entries have not.
@@ -16,9 +17,63 @@ pub struct OpenedDocument {
     pub url: Url,
     pub reader: SitemapReader<Box<dyn BufRead>>,
     pub validators: Validators,
+    /// The bytes received so far, while they fit [`RECORDED_BYTES`] (fetched documents only):
+    /// a document that turns out to be another protocol's (an SCP sitemap.xml) is handed to
+    /// its reader without a second request.
+    recorded: Option<Arc<Mutex<Recording>>>,
+}
+
+/// How much of a fetched document is kept for [`OpenedDocument::into_bytes`].
+pub const RECORDED_BYTES: usize = 4 << 20;
+
+#[derive(Default)]
+struct Recording {
+    bytes: Vec<u8>,
+    /// More arrived than [`RECORDED_BYTES`]: the recording is incomplete and dropped.
+    overflow: bool,
+}
+
+/// Keeps what passes through it in a [`Recording`].
+struct Recorder<R> {
+    inner: R,
+    to: Arc<Mutex<Recording>>,
+}
+
+impl<R: Read> Read for Recorder<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut r = self.to.lock().expect("recording lock");
+        if !r.overflow {
+            if r.bytes.len() + n > RECORDED_BYTES {
+                r.overflow = true;
+                r.bytes = Vec::new();
+            } else {
+                r.bytes.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
 }
 
 impl OpenedDocument {
+    /// The whole document as received, for another protocol's reader: the rest of its entries
+    /// are read through (and dropped) so that every byte has arrived. `None` for a local file,
+    /// a document larger than [`RECORDED_BYTES`], or one the Sitemap reader cannot read to
+    /// its end (the caller fetches it again).
+    pub fn into_bytes(mut self) -> Option<Vec<u8>> {
+        let recorded = self.recorded.take()?;
+        loop {
+            match self.reader.next_entry() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return None,
+            }
+        }
+        drop(self.reader);
+        let r = std::mem::take(&mut *recorded.lock().ok()?);
+        (!r.overflow).then_some(r.bytes)
+    }
+
     pub fn header(&self) -> &Header {
         self.reader.header()
     }
@@ -95,13 +150,19 @@ impl Documents<'_> {
                 url: url.clone(),
                 reader,
                 validators: Validators::default(),
+                recorded: None,
             }));
         }
         match self.http.get(url, scope, validators)? {
             DocumentResponse::NotModified => Ok(None),
             DocumentResponse::Body(body) => {
                 // JSON where a Sitemap was expected: an ARC sitemap (told apart by content).
-                let mut input = std::io::BufReader::with_capacity(64 * 1024, body.reader);
+                let recorded = Arc::new(Mutex::new(Recording::default()));
+                let recorder = Recorder {
+                    inner: body.reader,
+                    to: Arc::clone(&recorded),
+                };
+                let mut input = std::io::BufReader::with_capacity(64 * 1024, recorder);
                 let head = input
                     .fill_buf()
                     .map_err(|e| self.http.read_error(&body.final_url, e))?;
@@ -125,6 +186,7 @@ impl Documents<'_> {
                     url: body.final_url,
                     reader,
                     validators: body.validators,
+                    recorded: Some(recorded),
                 }))
             }
         }

@@ -13,6 +13,7 @@ use crate::error::SourceError;
 use crate::net::agent::DocumentResponse;
 use crate::net::{FetchError, Http, Scope, Validators};
 use crate::scp::sitemap::{read_sitemap, ScpSitemap, DEFAULT_MAX_BYTES};
+use crate::sync::discover::Prefetched;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -61,12 +62,26 @@ pub fn sitemap(
             }
         }
     };
+    read_as_scp(read, final_url, validators).map(Some)
+}
+
+/// An SCP sitemap discovery already received (`sync::discover`): read, not fetched again.
+pub fn sitemap_received(p: Prefetched) -> Result<FetchedSitemap, SourceError> {
+    let read = read_sitemap(&p.bytes[..], &p.url, DEFAULT_MAX_BYTES);
+    read_as_scp(read, p.url, p.validators)
+}
+
+fn read_as_scp<E: std::fmt::Display>(
+    read: Result<Option<ScpSitemap>, E>,
+    final_url: Url,
+    validators: Validators,
+) -> Result<FetchedSitemap, SourceError> {
     match read {
-        Ok(Some(sitemap)) => Ok(Some(FetchedSitemap {
+        Ok(Some(sitemap)) => Ok(FetchedSitemap {
             url: final_url,
             sitemap,
             validators,
-        })),
+        }),
         Ok(None) => Err(SourceError::Unusable {
             url: final_url.to_string(),
             message: "not an SCP sitemap: no element in the SCP namespace".into(),

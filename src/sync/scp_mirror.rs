@@ -31,6 +31,7 @@ use crate::store::catalog::write;
 use crate::store::scp_catalog::{self, SectionRecord};
 use crate::store::StoreError;
 use crate::sync::context::RunContext;
+use crate::sync::discover::Prefetched;
 use crate::sync::scp_apply::{self, Applied, ApplyError, Applying, GonePolicy, SectionPages};
 use crate::sync::scp_fetch::{self, CollectionResponse, FetchedSitemap};
 use jiff::Timestamp;
@@ -42,11 +43,13 @@ pub use crate::sync::scp_audit::{audit, ScpAudit};
 /// The section a site publishes for all its pages; taken alone when no `--section` is given.
 pub const ALL_SECTION: &str = "all";
 
-/// `baseline` of the SCP source whose sitemap is at `sitemap`.
+/// `baseline` of the SCP source whose sitemap is at `sitemap` (`received`: as discovery
+/// already fetched it).
 pub fn baseline(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Baseline,
     sitemap: &Url,
+    received: Option<Prefetched>,
 ) -> Result<(), Error> {
     if s.dry_run {
         return Err(UsageError(format!(
@@ -54,13 +57,16 @@ pub fn baseline(
         ))
         .into());
     }
-    let fetched = scp_fetch::sitemap(
-        ctx.http,
-        sitemap,
-        &ctx.docs.scope_for(sitemap),
-        &Validators::default(),
-    )?
-    .expect("an unconditional GET is never answered 304");
+    let fetched = match received {
+        Some(p) => scp_fetch::sitemap_received(p)?,
+        None => scp_fetch::sitemap(
+            ctx.http,
+            sitemap,
+            &ctx.docs.scope_for(sitemap),
+            &Validators::default(),
+        )?
+        .expect("an unconditional GET is never answered 304"),
+    };
     sitemap_warnings(ctx, &fetched);
     let names = choose_sections(&fetched, s.section.as_deref())?;
     for name in &names {

@@ -372,6 +372,8 @@ fn snapshot_deltas_and_newer_snapshot_give_exactly_the_expected_versions() {
     let s = run_json(&mut baseline(&site.srv.url("/"), mirror), 0);
     assert_eq!(counts(&s), [5, 0, 0, 0, 0], "{s}");
     assert_eq!(s["sync_point"], T1);
+    // Discovery found the sitemap through robots.txt and its read is the one used: one GET.
+    assert_eq!(site.srv.count("/sitemap.xml"), 1);
     let mut want = Expected::new();
     created(&mut want, "blog /blog/1", "2025-12-01T00:00:00Z");
     created(&mut want, "blog /blog/2", "2025-12-02T00:00:00Z");
