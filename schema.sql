@@ -10,7 +10,8 @@ CREATE TABLE sources (
     id            INTEGER PRIMARY KEY,
     url           TEXT NOT NULL UNIQUE,
     kind          TEXT NOT NULL DEFAULT 'resourcesync', -- resourcesync | scp | arc
-    added_at      TEXT NOT NULL
+    added_at      TEXT NOT NULL,
+    maps_json     TEXT                         -- the --map rules given with it: [[URL_PREFIX, DIR], ...]
 );
 
 -- One command invocation.

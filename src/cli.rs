@@ -74,8 +74,14 @@ pub struct SourceArgs {
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
     /// Read URLs under URL_PREFIX from the local folder DIR instead of the network; repeatable.
+    /// Remembered with the source: later runs on the mirror use the same rules unless given
+    /// --map again (which replaces them) or --no-map.
     #[arg(long, value_name = "URL_PREFIX=DIR")]
     pub map: Vec<String>,
+    /// Use no --map rules remembered with the mirror's sources (baseline and incremental also
+    /// forget them).
+    #[arg(long, conflicts_with = "map")]
+    pub no_map: bool,
     /// Read datetimes without a zone (not W3C, but published by some sources) as UTC.
     #[arg(long)]
     pub assume_utc: bool,

@@ -4,7 +4,7 @@
 use crate::cli;
 use crate::net::HttpConfig;
 use crate::rs::w3c_datetime::Zone;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A usage error: exit 2.
@@ -42,6 +42,16 @@ pub struct SourceSettings {
     /// `--max-document-size`.
     pub max_document_bytes: u64,
     pub http: HttpConfig,
+    /// What to do with the `--map` rules remembered with the mirror's sources.
+    pub maps: MapChoice,
+}
+
+/// `--map` given, `--no-map`, or neither (the remembered rules apply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapChoice {
+    Given,
+    Forget,
+    Remembered,
 }
 
 impl SourceSettings {
@@ -82,6 +92,8 @@ impl SourceSettings {
                     dir.display()
                 )));
             }
+            // Absolute, as it is remembered with the source for runs from other folders.
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
             maps.push((prefix.to_string(), dir));
         }
         for h in &a.allow_host {
@@ -128,6 +140,13 @@ impl SourceSettings {
                 maps,
                 max_redirects: 10,
                 credentials: credentials(source, &a.headers)?,
+            },
+            maps: if !a.map.is_empty() {
+                MapChoice::Given
+            } else if a.no_map {
+                MapChoice::Forget
+            } else {
+                MapChoice::Remembered
             },
         })
     }
@@ -233,6 +252,48 @@ fn netrc_entry(host: &str) -> Option<(String, String)> {
 }
 
 impl SourceSettings {
+    /// These settings with the `--map` rules remembered with the mirror's sources, when the
+    /// command line gave neither `--map` nor `--no-map`. A remembered folder that is gone is a
+    /// usage error naming it (give `--map` again, or `--no-map`).
+    pub fn with_remembered_maps(
+        &self,
+        mirror: &Path,
+    ) -> Result<SourceSettings, crate::error::Error> {
+        let mut s = self.clone();
+        if self.maps != MapChoice::Remembered {
+            return Ok(s);
+        }
+        let Ok(Some(catalog)) = crate::store::Catalog::open_read_only(mirror) else {
+            return Ok(s);
+        };
+        let remembered = catalog.remembered_maps()?;
+        for (prefix, dir) in &remembered {
+            if !dir.is_dir() {
+                return Err(UsageError(format!(
+                    "the mirror remembers --map {prefix}={} from its baseline, and that folder is \
+                     gone: give --map again, or --no-map to read {prefix} from the network",
+                    dir.display()
+                ))
+                .into());
+            }
+        }
+        s.http.maps = remembered;
+        Ok(s)
+    }
+
+    /// Remember (`--map`) or forget (`--no-map`) the rules with the source of a writing run.
+    pub fn record_maps(
+        &self,
+        catalog: &crate::store::Catalog,
+        source_id: i64,
+    ) -> Result<(), crate::store::StoreError> {
+        match self.maps {
+            MapChoice::Given => catalog.remember_maps(source_id, Some(&self.http.maps)),
+            MapChoice::Forget => catalog.remember_maps(source_id, None),
+            MapChoice::Remembered => Ok(()),
+        }
+    }
+
     /// How the readers read this source's documents.
     pub fn read_options(&self) -> crate::rs::sitemap::ReadOptions {
         crate::rs::sitemap::ReadOptions {

@@ -254,6 +254,40 @@ impl Catalog {
             .optional()?)
     }
 
+    /// The `--map` rules remembered with the mirror's sources (every source's, each rule once):
+    /// a rule only ever applies to the URLs under its prefix.
+    pub fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT maps_json FROM sources WHERE maps_json IS NOT NULL ORDER BY id")?;
+        let mut out: Vec<(String, std::path::PathBuf)> = Vec::new();
+        for json in stmt.query_map([], |r| r.get::<_, String>(0))? {
+            let rules: Vec<(String, std::path::PathBuf)> =
+                serde_json::from_str(&json?).unwrap_or_default();
+            for rule in rules {
+                if !out.contains(&rule) {
+                    out.push(rule);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Remember the `--map` rules given with a source (`None`: forget them).
+    pub fn remember_maps(
+        &self,
+        source_id: i64,
+        maps: Option<&[(String, std::path::PathBuf)]>,
+    ) -> Result<(), StoreError> {
+        // A folder whose name is not UTF-8 cannot be written as JSON: nothing is remembered.
+        let json = maps.and_then(|m| serde_json::to_string(m).ok());
+        self.conn.execute(
+            "UPDATE sources SET maps_json = ?2 WHERE id = ?1",
+            params![source_id, json],
+        )?;
+        Ok(())
+    }
+
     /// The source the mirror remembers (the most recently added one).
     pub fn remembered_source(&self) -> Result<Option<String>, StoreError> {
         Ok(self

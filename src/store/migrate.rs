@@ -6,7 +6,8 @@
 //! one, and the next open finishes the job.
 //!
 //! - 1 → 2: objects move from two fan-out folder levels to one ([`objects::migrate_two_level`]).
-//! - 2 → 3: SCP pages become resources (issue 19). Every page state kept in `scp_page_versions`
+//! - 2 → 3: `sources.maps_json` (the `--map` rules remembered with a source), and SCP pages
+//!   become resources (issue 19). Every page state kept in `scp_page_versions`
 //!   (the page JSON inside the catalog) becomes a `versions` row whose object is that JSON, plus
 //!   an `scp_versions` row with what only SCP knows; `scp_pages` and `scp_page_versions` go.
 //!   Every JSON is checked against the SHA-256 recorded at ingest before anything is written
@@ -107,6 +108,18 @@ fn two_to_three(mirror: &Path, path: &Path, conn: &mut Connection) -> Result<(),
     }
     let tx = conn.transaction().map_err(sql)?;
     tx.execute_batch(SCP_VERSIONS).map_err(sql)?;
+    // `--map` is remembered with the source (issue 23).
+    let has_maps: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sources') WHERE name = 'maps_json')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    if !has_maps {
+        tx.execute_batch("ALTER TABLE sources ADD COLUMN maps_json TEXT;")
+            .map_err(sql)?;
+    }
     if has_pages {
         move_page_rows(&tx)?;
         kill_point("before commit");

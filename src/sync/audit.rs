@@ -40,6 +40,10 @@ use std::time::Instant;
 
 pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
     let started = Instant::now();
+    let s = &settings::Audit {
+        source: s.source.with_remembered_maps(&s.mirror)?,
+        ..s.clone()
+    };
     let started_at = jiff::Timestamp::now().to_string();
     if !s.mirror.join("catalog.sqlite").is_file() {
         return Err(StoreError::Missing {

@@ -58,6 +58,10 @@ struct PlanInputs<'a> {
 
 pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
     let started = Instant::now();
+    let s = &settings::Baseline {
+        source: s.source.with_remembered_maps(&s.mirror)?,
+        ..s.clone()
+    };
     let http = s.source.http();
     let docs = Documents {
         http: &http,
@@ -116,6 +120,7 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
     std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
     let mut m = OpenMirror::open(&s.mirror)?;
     let source_id = m.catalog.source_id(&source_url)?;
+    s.source.record_maps(&m.catalog, source_id)?;
     let run_id = m
         .catalog
         .begin_run("baseline", Some(source_id), arguments)?;

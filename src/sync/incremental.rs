@@ -67,6 +67,10 @@ pub fn run(
     arguments: &str,
     progress: &Progress,
 ) -> Result<Outcome, Error> {
+    let s = &settings::Incremental {
+        source: s.source.with_remembered_maps(&s.mirror)?,
+        ..s.clone()
+    };
     let followed = match (
         s.source_given || s.dry_run || s.from.is_some(),
         Catalog::open_read_only(&s.mirror),
@@ -249,6 +253,7 @@ fn run_source(
     summary.source = source.clone();
     let source_url = discover::source_url(&source)?;
     let source_id = m.catalog.source_id(source_url.as_str())?;
+    s.source.record_maps(&m.catalog, source_id)?;
     let run_id = m
         .catalog
         .begin_run("incremental", Some(source_id), arguments)?;

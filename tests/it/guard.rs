@@ -752,3 +752,53 @@ fn incremental_without_source_follows_every_source_of_the_mirror() {
         stdout_of(&out)
     );
 }
+
+/// The README's first command, then the next natural ones: `--map` is remembered with the
+/// source, so `audit` and `incremental` read the same folder (no DNS lookup of the sample's
+/// host); `--no-map` reads the network instead; a remembered folder that is gone is named.
+#[test]
+fn map_is_remembered_with_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("m");
+    let sample = crate::server::testdata("sample");
+    // A copy of the sample, so that it can disappear.
+    let tree = dir.path().join("sample");
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&sample)
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let map = format!("http://sample.example.org/={}", tree.display());
+    let out = baseline("http://sample.example.org/", &mirror)
+        .args(["--map", &map])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let audit = || {
+        let mut c = rsmirror();
+        c.args(["audit", "--mirror"]).arg(&mirror);
+        c
+    };
+    let out = audit().output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = incremental(&mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // --no-map: the network, where sample.example.org does not resolve (a source error).
+    let out = audit().arg("--no-map").output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_of(&out));
+    // Given again elsewhere, --map replaces the rule for the runs after it.
+    let moved = dir.path().join("moved");
+    std::fs::rename(&tree, &moved).unwrap();
+    let out = audit().output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(err.contains(&tree.display().to_string()), "{err}");
+    assert!(err.contains("give --map again, or --no-map"), "{err}");
+    let map = format!("http://sample.example.org/={}", moved.display());
+    let out = incremental(&mirror).args(["--map", &map]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = audit().output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}

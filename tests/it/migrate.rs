@@ -203,6 +203,11 @@ fn assert_upgraded(mirror: &Path, before: &OldStates, rs_before: &BTreeMap<Strin
         .collect();
     assert_eq!(points.len(), 2, "{points:?}");
     assert!(points[0].ends_with("#scp-section=blog") && points[1].ends_with("#scp-section=docs"));
+    // Version 3 remembers --map with the source (none was given to this mirror).
+    let maps: i64 = conn
+        .query_row("SELECT count(maps_json) FROM sources", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(maps, 0);
     drop(conn);
     let out = audit(mirror).arg("--json").output().unwrap();
     assert_eq!(
