@@ -1,7 +1,8 @@
 -- rsmirror catalog, schema version 3 (PRAGMA user_version). Version 1 had objects in two
 -- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
 -- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
--- 3 keeps them as resources and objects like every other format (`scp_versions` below).
+-- 3 keeps them as resources and objects like every other format (`scp_versions` below), names
+-- each collection once (`collections`), and remembers `--map` with its source.
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -47,11 +48,19 @@ CREATE TABLE documents (
     UNIQUE (source_id, url)
 );
 
+-- The collections resources belong to, each named once: a Capability List (or list) URL, an
+-- ARC sitemap URL, an SCP section (`SOURCE#scp-section=NAME`). The same names are used by
+-- sync_points, change_events and collection_identities.
+CREATE TABLE collections (
+    id                 INTEGER PRIMARY KEY,
+    name               TEXT NOT NULL UNIQUE
+);
+
 -- A resource is a URI; its states are its versions.
 CREATE TABLE resources (
     id                 INTEGER PRIMARY KEY,
     uri                TEXT NOT NULL UNIQUE,   -- as the source listed it (resolved, trimmed)
-    collection         TEXT NOT NULL,          -- the Capability List (or list) it belongs to
+    collection_id      INTEGER NOT NULL REFERENCES collections(id), -- the collection it was first listed in
     first_run_id       INTEGER NOT NULL REFERENCES runs(id),
     current_version_id INTEGER                 -- the latest version; kept in the same transaction
 );
@@ -203,13 +212,12 @@ CREATE TABLE scp_sections (
 -- other: its URI is the page URL (`#scp-section=NAME` appended only when another collection of
 -- the mirror holds that URL already), its collection the section (`SOURCE#scp-section=NAME`),
 -- each state a `versions` row (arrived_via = 'scp') whose object is the page's JSON exactly as
--- published. A tombstone (absent from a newer snapshot) has a row here naming that snapshot.
+-- published; the page's `modified` is the version's `lastmod`. A tombstone (absent from a newer
+-- snapshot) has a row here naming that snapshot.
 CREATE TABLE scp_versions (
     version_id            INTEGER PRIMARY KEY REFERENCES versions(id),
-    collection_row        INTEGER NOT NULL REFERENCES scp_collections(id), -- the collection that brought it
-    section               TEXT NOT NULL,
+    collection_row        INTEGER NOT NULL REFERENCES scp_collections(id), -- the collection that brought it (its section is the page's)
     line                  INTEGER,             -- its line in the collection; NULL for a tombstone
-    modified              TEXT,                -- the page's `modified`; NULL for a tombstone
     title                 TEXT,
     language              TEXT
 );

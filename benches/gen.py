@@ -294,6 +294,7 @@ def cmd_index(a):
     with open(a.schema) as f:
         con.executescript(f.read())
     con.execute("INSERT INTO sources (id, url, added_at) VALUES (1, ?, ?)", (index_url, now))
+    con.execute("INSERT INTO collections (id, name) VALUES (1, ?)", (index_url,))
     con.execute("INSERT INTO runs (id, command, source_id, arguments, started_at, ended_at, outcome, exit_code, counts_json)"
                 " VALUES (1, 'baseline', 1, ?, ?, ?, 'ok', 0, ?)",
                 (f"rsmirror baseline {index_url} (built by benches/gen.py index)", now, now,
@@ -318,7 +319,7 @@ def cmd_index(a):
             lm = lastmod_of(i)
             hash_attr = f"md5:{md5} sha-256:{sha}"
             body.append(url_entry(loc, lm, f'hash="{hash_attr}" length="{len(data)}" type="text/plain"'))
-            resources.append((i + 1, loc, index_url, i + 1))
+            resources.append((i + 1, loc, 1, i + 1))
             etag = f'"{int(lm.timestamp()):x}-{len(data):x}"'  # what nginx would have sent
             versions.append((i + 1, i + 1, w3c(lm), len(data), len(data), hash_attr, md5, sha, "text/plain", loc,
                              etag, email.utils.format_datetime(lm, usegmt=True), now))
@@ -344,7 +345,7 @@ def cmd_index(a):
         body.append("</urlset>\n")
         write_text(os.path.join(site, f"resourcelist-{p:04d}.xml"), "".join(body))
         idx += f'<sitemap><loc>{list_url}</loc><rs:md at="{at}"/></sitemap>\n'
-        con.executemany("INSERT INTO resources (id, uri, collection, first_run_id, current_version_id)"
+        con.executemany("INSERT INTO resources (id, uri, collection_id, first_run_id, current_version_id)"
                         " VALUES (?, ?, ?, 1, ?)", resources)
         con.executemany("INSERT INTO versions (id, resource_id, run_id, change, lastmod, length_bytes,"
                         " declared_length_bytes, declared_hash, md5_hex, sha256_hex, media_type, arrived_via,"

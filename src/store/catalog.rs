@@ -355,8 +355,9 @@ impl Catalog {
     pub fn current_states(&self) -> Result<HashMap<String, CurrentState>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT r.uri, r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
-                    r.collection
-             FROM resources r JOIN versions v ON v.id = r.current_version_id",
+                    c.name
+             FROM resources r JOIN versions v ON v.id = r.current_version_id
+             JOIN collections c ON c.id = r.collection_id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -545,16 +546,30 @@ pub mod write {
         // rows in a temporary b-tree, which cost as much as the inserts themselves).
         let inserted = conn
             .prepare_cached(
-                "INSERT INTO resources (uri, collection, first_run_id) VALUES (?1, ?2, ?3)
+                "INSERT INTO resources (uri, collection_id, first_run_id) VALUES (?1, ?2, ?3)
                  ON CONFLICT(uri) DO NOTHING",
             )?
-            .execute(params![uri, collection, run_id])?;
+            .execute(params![uri, collection_id(conn, collection)?, run_id])?;
         if inserted == 1 {
             return Ok(conn.last_insert_rowid());
         }
         Ok(conn
             .prepare_cached("SELECT id FROM resources WHERE uri = ?1")?
             .query_row([uri], |r| r.get(0))?)
+    }
+
+    /// The id of a collection name (`collections`), added when new.
+    pub fn collection_id(conn: &Connection, name: &str) -> Result<i64, StoreError> {
+        let known = conn
+            .prepare_cached("SELECT id FROM collections WHERE name = ?1")?
+            .query_row([name], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = known {
+            return Ok(id);
+        }
+        conn.prepare_cached("INSERT INTO collections (name) VALUES (?1)")?
+            .execute([name])?;
+        Ok(conn.last_insert_rowid())
     }
 
     /// Record a version of resource `resource_id` (`v.uri` and `v.collection` are not read)

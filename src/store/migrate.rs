@@ -18,7 +18,7 @@ use crate::store::new_file::NewFile;
 use crate::store::objects;
 use crate::store::scp_catalog;
 use crate::store::{ObjectStore, StoreError};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest as _, Sha256};
 use std::collections::HashMap;
 use std::io::Read;
@@ -106,38 +106,86 @@ fn two_to_three(mirror: &Path, path: &Path, conn: &mut Connection) -> Result<(),
             }
         }
     }
-    let tx = conn.transaction().map_err(sql)?;
-    tx.execute_batch(SCP_VERSIONS).map_err(sql)?;
+    // The resources table is rebuilt (its collection named once, in `collections`): SQLite
+    // checks no foreign key while the old table goes and the new one takes its name.
+    conn.execute_batch("PRAGMA foreign_keys = OFF;")
+        .map_err(sql)?;
+    let moved = move_rows(conn, has_pages).map_err(|e| match e {
+        StoreError::Sqlite(e) => StoreError::sqlite(path, e),
+        e => e,
+    });
+    conn.execute_batch("PRAGMA foreign_keys = ON;")
+        .map_err(sql)?;
+    moved?;
+    kill_point("after commit");
+    Ok(())
+}
+
+/// The catalog side of 2 → 3, in one transaction.
+fn move_rows(conn: &mut Connection, has_pages: bool) -> Result<(), StoreError> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS collections (
+             id                 INTEGER PRIMARY KEY,
+             name               TEXT NOT NULL UNIQUE
+         );",
+    )?;
+    let has = |table: &str, column: &str| -> rusqlite::Result<bool> {
+        tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+            [table, column],
+            |r| r.get(0),
+        )
+    };
+    if has("resources", "collection")? {
+        tx.execute_batch(
+            "INSERT OR IGNORE INTO collections (name)
+                 SELECT DISTINCT collection FROM resources ORDER BY collection;
+             CREATE TABLE resources_v3 (
+                 id                 INTEGER PRIMARY KEY,
+                 uri                TEXT NOT NULL UNIQUE,
+                 collection_id      INTEGER NOT NULL REFERENCES collections(id),
+                 first_run_id       INTEGER NOT NULL REFERENCES runs(id),
+                 current_version_id INTEGER
+             );
+             INSERT INTO resources_v3 (id, uri, collection_id, first_run_id, current_version_id)
+                 SELECT r.id, r.uri, c.id, r.first_run_id, r.current_version_id
+                 FROM resources r JOIN collections c ON c.name = r.collection ORDER BY r.id;
+             DROP TABLE resources;
+             ALTER TABLE resources_v3 RENAME TO resources;",
+        )?;
+    }
     // `--map` is remembered with the source (issue 23).
-    let has_maps: bool = tx
+    if !has("sources", "maps_json")? {
+        tx.execute_batch("ALTER TABLE sources ADD COLUMN maps_json TEXT;")?;
+    }
+    tx.execute_batch(SCP_VERSIONS)?;
+    if has_pages {
+        move_page_rows(&tx)?;
+        tx.execute_batch("DROP TABLE scp_page_versions; DROP TABLE scp_pages;")?;
+    }
+    let broken: Option<String> = tx
         .query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sources') WHERE name = 'maps_json')",
+            "SELECT \"table\" FROM pragma_foreign_key_check LIMIT 1",
             [],
             |r| r.get(0),
         )
-        .map_err(sql)?;
-    if !has_maps {
-        tx.execute_batch("ALTER TABLE sources ADD COLUMN maps_json TEXT;")
-            .map_err(sql)?;
+        .optional()?;
+    if let Some(table) = broken {
+        return Err(StoreError::Migration(format!(
+            "a row of {table} names a row that does not exist; nothing was changed"
+        )));
     }
-    if has_pages {
-        move_page_rows(&tx)?;
-        kill_point("before commit");
-        tx.execute_batch("DROP TABLE scp_page_versions; DROP TABLE scp_pages;")
-            .map_err(sql)?;
-    }
-    tx.execute_batch("PRAGMA user_version = 3;").map_err(sql)?;
-    tx.commit().map_err(sql)?;
-    kill_point("after commit");
+    kill_point("before commit");
+    tx.execute_batch("PRAGMA user_version = 3;")?;
+    tx.commit()?;
     Ok(())
 }
 
 const SCP_VERSIONS: &str = "CREATE TABLE IF NOT EXISTS scp_versions (
     version_id            INTEGER PRIMARY KEY REFERENCES versions(id),
     collection_row        INTEGER NOT NULL REFERENCES scp_collections(id),
-    section               TEXT NOT NULL,
     line                  INTEGER,
-    modified              TEXT,
     title                 TEXT,
     language              TEXT
 );";
@@ -293,9 +341,6 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
 }
 
 fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(), StoreError> {
-    let section: String = tx
-        .prepare_cached("SELECT section FROM scp_collections WHERE id = ?1")?
-        .query_row([v.collection_row], |r| r.get(0))?;
     tx.prepare_cached(
         "INSERT INTO versions (resource_id, run_id, change, lastmod, length_bytes, sha256_hex,
             media_type, arrived_via, recorded_at)
@@ -315,15 +360,13 @@ fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(),
     tx.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
         .execute(params![resource_id, version_id])?;
     tx.prepare_cached(
-        "INSERT INTO scp_versions (version_id, collection_row, section, line, modified, title,
-            language) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![
         version_id,
         v.collection_row,
-        section,
         v.line,
-        v.modified,
         v.title,
         v.language
     ])?;

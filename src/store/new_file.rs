@@ -94,17 +94,19 @@ impl NewFile {
     /// Give the file the name `dest`, replacing whatever is there; the file is made
     /// read-only first. Consumes the file either way.
     pub fn put_at(self, dest: &Path) -> io::Result<()> {
-        self.put(dest, None)
+        self.put(dest, None).map(|_| ())
     }
 
     /// [`NewFile::put_at`] for a `dest` that is also `relative` to the open folder `within`:
     /// an anonymous file is linked there by that shorter name, resolved from the folder
     /// rather than from the root (the whole mirror path, once per object of a baseline).
-    pub fn put_within(self, within: &File, relative: &Path, dest: &Path) -> io::Result<()> {
+    /// `Ok(true)` when nothing was at `dest` before.
+    pub fn put_within(self, within: &File, relative: &Path, dest: &Path) -> io::Result<bool> {
         self.put(dest, Some((within, relative)))
     }
 
-    fn put(mut self, dest: &Path, within: Option<(&File, &Path)>) -> io::Result<()> {
+    /// `Ok(true)`: `dest` is a new name; `Ok(false)`: it replaced what was there.
+    fn put(mut self, dest: &Path, within: Option<(&File, &Path)>) -> io::Result<bool> {
         let file = self.file.as_ref().expect("put after close");
         // An anonymous file was created 0444; unless the umask took a read bit away, it has
         // that mode already (a system call per object saved).
@@ -119,7 +121,7 @@ impl NewFile {
             match linked {
                 Ok(()) => {
                     self.file = None;
-                    return Ok(());
+                    return Ok(true);
                 }
                 // Replaced, as a rename would: a copy torn by an earlier crash is healed.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -129,10 +131,12 @@ impl NewFile {
             }
         }
         let name = self.name.as_ref().expect("named by now");
+        // Only a named file (no anonymous files here) or a replacement comes this way.
+        let fresh = !dest.exists();
         std::fs::rename(name, dest)?;
         self.name = None;
         self.file = None;
-        Ok(())
+        Ok(fresh)
     }
 
     /// Link the anonymous file under a new `.part` name in its folder.

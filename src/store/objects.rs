@@ -91,15 +91,25 @@ impl ObjectStore {
     /// [`ObjectStore::ingest`] for a [`NewFile`] (written by the caller and verified): it
     /// is linked into place when anonymous, renamed when named.
     pub fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<PathBuf> {
+        self.ingest_new_fresh(file, sha256_hex)?;
+        Ok(self.path_for(sha256_hex))
+    }
+
+    /// [`ObjectStore::ingest_new`], saying whether the store had no such object before
+    /// (`true`) or the new copy replaced it (`false`).
+    pub fn ingest_new_fresh(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool> {
         let dest = self.place_for(sha256_hex)?;
         match &self.sha256_dir {
             Some(dir) => {
                 let relative = format!("{}/{sha256_hex}", &sha256_hex[0..2]);
-                file.put_within(dir, Path::new(&relative), &dest)?;
+                file.put_within(dir, Path::new(&relative), &dest)
             }
-            None => file.put_at(&dest)?,
+            None => {
+                let fresh = !dest.exists();
+                file.put_at(&dest)?;
+                Ok(fresh)
+            }
         }
-        Ok(dest)
     }
 
     /// Where the object named `sha256_hex` goes, its folder made.

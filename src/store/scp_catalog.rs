@@ -415,7 +415,10 @@ pub fn page_resource(
     collection: &str,
     run_id: i64,
 ) -> Result<(i64, bool), StoreError> {
-    let mut holder = conn.prepare_cached("SELECT id, collection FROM resources WHERE uri = ?1")?;
+    let mut holder = conn.prepare_cached(
+        "SELECT r.id, c.name FROM resources r JOIN collections c ON c.id = r.collection_id
+         WHERE r.uri = ?1",
+    )?;
     let held = holder
         .query_row([url], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
         .optional()?;
@@ -459,12 +462,12 @@ pub fn section_pages(
     mut f: impl FnMut(PageState),
 ) -> Result<(), StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT r.id, r.uri, v.change, s.modified, v.sha256_hex, c.listed_generated
+        "SELECT r.id, r.uri, v.change, v.lastmod, v.sha256_hex, c.listed_generated
          FROM resources r
          JOIN versions v ON v.id = r.current_version_id
          JOIN scp_versions s ON s.version_id = v.id
          JOIN scp_collections c ON c.id = s.collection_row
-         WHERE r.collection = ?1",
+         WHERE r.collection_id = (SELECT id FROM collections WHERE name = ?1)",
     )?;
     let mut rows = stmt.query(params![collection])?;
     while let Some(r) = rows.next()? {
@@ -500,9 +503,9 @@ pub struct NewPageVersion<'a> {
     pub run_id: i64,
     /// `scp_collections.id` of the collection that brought it.
     pub collection_row: i64,
-    pub section: &'a str,
     /// `created` | `updated` | `deleted`.
     pub change: &'static str,
+    /// The page's `modified` (the version's `lastmod`).
     pub modified: Option<Timestamp>,
     pub title: Option<&'a str>,
     pub language: Option<&'a str>,
@@ -532,15 +535,13 @@ pub fn insert_page_version(
         },
     )?;
     conn.prepare_cached(
-        "INSERT INTO scp_versions (version_id, collection_row, section, line, modified, title,
-            language) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![
         version_id,
         v.collection_row,
-        v.section,
         v.line.map(|n| n as i64),
-        v.modified.map(|t| t.to_string()),
         v.title,
         v.language
     ])?;

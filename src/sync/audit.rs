@@ -563,7 +563,9 @@ fn mark_other_collections(
     if others.is_empty() {
         return Ok(());
     }
-    let mut stmt = conn.prepare("SELECT uri FROM resources WHERE collection = ?1")?;
+    let mut stmt = conn.prepare(
+        "SELECT uri FROM resources WHERE collection_id = (SELECT id FROM collections WHERE name = ?1)",
+    )?;
     for c in &others {
         for uri in stmt.query_map([c], |r| r.get::<_, String>(0))? {
             states.set_by_uri(&uri?, mark::ELSEWHERE);

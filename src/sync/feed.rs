@@ -228,11 +228,13 @@ pub fn build(
     let mut baselines = conn.prepare(
         "WITH first AS (
              SELECT min(v.run_id) AS run_id FROM versions v
-             JOIN resources rr ON rr.id = v.resource_id WHERE rr.collection = ?1)
+             JOIN resources rr ON rr.id = v.resource_id
+             WHERE rr.collection_id = (SELECT id FROM collections WHERE name = ?1))
          SELECT v.run_id, rr.uri, v.change, COALESCE(v.event_time, v.lastmod)
          FROM versions v JOIN resources rr ON rr.id = v.resource_id
          JOIN runs r ON r.id = v.run_id, first
-         WHERE rr.collection = ?1 AND r.command = 'baseline' AND v.run_id > first.run_id
+         WHERE rr.collection_id = (SELECT id FROM collections WHERE name = ?1)
+           AND r.command = 'baseline' AND v.run_id > first.run_id
            AND COALESCE(v.event_time, v.lastmod) IS NOT NULL
          ORDER BY v.run_id, v.id",
     )?;

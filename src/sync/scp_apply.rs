@@ -217,52 +217,127 @@ fn apply_inner(
     for l in pages.map.values_mut() {
         l.seen = false;
     }
-    let mut written = Written::default();
-    let result = (|| {
-        let tx = catalog.transaction()?;
-        let row = scp_catalog::insert_collection(&tx, &new_collection(&a, &meta, &reader))?;
-        let mut n = Counts::default();
-        let mut w = PageWriter {
-            conn: &tx,
-            a: &a,
-            pages,
-            row,
-            written: &mut written,
+    std::thread::scope(|sc| {
+        // Page objects are written by a thread of their own while this one reads, hashes
+        // and records (a file per page costs the kernel as much as the rest together).
+        let (send, receive) = std::sync::mpsc::sync_channel(OBJECTS_IN_FLIGHT);
+        let (objects, staging) = (a.objects, a.staging);
+        let handle = sc.spawn(move || write_objects(objects, staging, receive));
+        let mut writer = ObjectWriter {
+            send: Some(send),
+            handle: Some(handle),
+            fresh: Vec::new(),
         };
-        while let Some(page) = reader.next_page().map_err(ApplyError::Rejected)? {
-            progress.item(0);
-            w.page(&page, &mut n)?;
+        let result = (|| {
+            let tx = catalog.transaction()?;
+            let row = scp_catalog::insert_collection(&tx, &new_collection(&a, &meta, &reader))?;
+            let mut n = Counts::default();
+            let mut w = PageWriter {
+                conn: &tx,
+                a: &a,
+                pages,
+                row,
+                objects: &mut writer,
+            };
+            while let Some(page) = reader.next_page().map_err(ApplyError::Rejected)? {
+                progress.item(0);
+                w.page(page, &mut n)?;
+            }
+            // SCP 0.1 "Checksum Verification": only now may anything read from the file be used.
+            let summary = reader.finish().map_err(ApplyError::Rejected)?;
+            let is_snapshot = meta.kind == CollectionType::Snapshot;
+            if is_snapshot {
+                w.gone(&mut n)?;
+            }
+            scp_catalog::complete_collection(&tx, row, &verdict(&summary))?;
+            move_section(&tx, &mut a, row, is_snapshot, &n)?;
+            writer.finish()?;
+            if !writer.fresh.is_empty() {
+                // The objects are durable before the catalog names them.
+                a.objects.sync()?;
+            }
+            tx.commit()?;
+            Ok(Applied {
+                collection_row: row,
+                summary,
+                created: n.created,
+                updated: n.updated,
+                unchanged: n.unchanged,
+                older_kept: n.older_kept,
+                same_modified_differs: n.same_modified_differs,
+                gone: n.gone,
+                deleted: n.deleted,
+                delete_refused: n.delete_refused,
+            })
+        })();
+        if result.is_err() {
+            // Whatever the writer got to: the objects this collection added go again.
+            let _ = writer.finish();
+            for sha in &writer.fresh {
+                // Best effort: one left behind is a stray object for audit to report.
+                let _ = std::fs::remove_file(a.objects.path_for(sha));
+            }
         }
-        // SCP 0.1 "Checksum Verification": only now may anything read from the file be used.
-        let summary = reader.finish().map_err(ApplyError::Rejected)?;
-        let is_snapshot = meta.kind == CollectionType::Snapshot;
-        if is_snapshot {
-            w.gone(&mut n)?;
+        result
+    })
+}
+
+/// Page objects queued for the object thread at most (each a page's JSON, a few KB).
+const OBJECTS_IN_FLIGHT: usize = 256;
+
+/// The object thread: each (SHA-256 hex, page JSON) into the store (not yet durable). Returns
+/// the objects the store did not hold before, and the error that stopped it, if one did.
+fn write_objects(
+    objects: &ObjectStore,
+    staging: &Path,
+    receive: std::sync::mpsc::Receiver<(String, String)>,
+) -> (Vec<String>, Option<std::io::Error>) {
+    let mut fresh = Vec::new();
+    for (sha, json) in receive {
+        let written = NewFile::create(staging).and_then(|mut file| {
+            file.write_all(json.as_bytes())?;
+            objects.ingest_new_fresh(file, &sha)
+        });
+        match written {
+            Ok(true) => fresh.push(sha),
+            Ok(false) => {}
+            Err(e) => return (fresh, Some(e)),
         }
-        scp_catalog::complete_collection(&tx, row, &verdict(&summary))?;
-        move_section(&tx, &mut a, row, is_snapshot, &n)?;
-        if !written.fresh.is_empty() {
-            // The objects are durable before the catalog names them.
-            a.objects.sync()?;
-        }
-        tx.commit()?;
-        Ok(Applied {
-            collection_row: row,
-            summary,
-            created: n.created,
-            updated: n.updated,
-            unchanged: n.unchanged,
-            older_kept: n.older_kept,
-            same_modified_differs: n.same_modified_differs,
-            gone: n.gone,
-            deleted: n.deleted,
-            delete_refused: n.delete_refused,
-        })
-    })();
-    if result.is_err() {
-        written.remove(a.objects);
     }
-    result
+    (fresh, None)
+}
+
+/// The sending end of the object thread.
+struct ObjectWriter<'scope> {
+    send: Option<std::sync::mpsc::SyncSender<(String, String)>>,
+    handle: Option<std::thread::ScopedJoinHandle<'scope, (Vec<String>, Option<std::io::Error>)>>,
+    /// Objects the store did not hold before (known once finished).
+    fresh: Vec<String>,
+}
+
+impl ObjectWriter<'_> {
+    fn write(&mut self, sha_hex: String, json: String) -> Result<(), ApplyError> {
+        let sent = self.send.as_ref().map(|s| s.send((sha_hex, json)));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The thread stopped at an error: `finish` has it.
+            _ => self.finish().map_err(ApplyError::Io),
+        }
+    }
+
+    /// Wait for every object queued; the first error the thread met.
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.send = None;
+        let Some(handle) = self.handle.take() else {
+            return Ok(());
+        };
+        let (fresh, error) = handle.join().expect("the object thread does not panic");
+        self.fresh = fresh;
+        match error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The sitemap files a collection under a section and a type; a file that says otherwise
@@ -357,35 +432,19 @@ fn move_section(
     scp_catalog::set_section(tx, a.source_id, a.run_id, section)
 }
 
-/// The objects a collection wrote: removed again when it is not committed.
-#[derive(Default)]
-struct Written {
-    /// Objects the mirror did not hold before.
-    fresh: Vec<String>,
-}
-
-impl Written {
-    fn remove(&self, objects: &ObjectStore) {
-        for sha in &self.fresh {
-            // Best effort: one left behind is a stray object for audit to report.
-            let _ = std::fs::remove_file(objects.path_for(sha));
-        }
-    }
-}
-
 /// Writes the pages of one collection: objects, versions, change events.
-struct PageWriter<'x, 'a> {
+struct PageWriter<'x, 'a, 's> {
     conn: &'x Connection,
     a: &'x Applying<'a>,
     pages: &'x mut SectionPages,
     /// `scp_collections.id` of the collection.
     row: i64,
-    written: &'x mut Written,
+    objects: &'x mut ObjectWriter<'s>,
 }
 
-impl PageWriter<'_, '_> {
+impl PageWriter<'_, '_, '_> {
     /// One page of the collection, by SCP's rule.
-    fn page(&mut self, page: &Page, n: &mut Counts) -> Result<(), ApplyError> {
+    fn page(&mut self, page: Page, n: &mut Counts) -> Result<(), ApplyError> {
         let sha = Sha256::digest(page.json.as_bytes());
         let sha_short: Short = sha[..16].try_into().expect("16 bytes");
         let url = page.url.as_str();
@@ -415,7 +474,6 @@ impl PageWriter<'_, '_> {
             }
         };
         let sha_hex = hex::encode(sha);
-        self.store(&sha_hex, page.json.as_bytes())?;
         let (resource_id, qualified) = match known {
             Some((id, qualified, ..)) => (id, qualified),
             None => scp_catalog::page_resource(
@@ -432,7 +490,6 @@ impl PageWriter<'_, '_> {
             &NewPageVersion {
                 run_id: self.a.run_id,
                 collection_row: self.row,
-                section: &self.pages.section,
                 change,
                 modified: Some(page.modified),
                 title: Some(&page.title),
@@ -456,20 +513,7 @@ impl PageWriter<'_, '_> {
             seen: true,
         };
         self.pages.map.insert(k, state);
-        Ok(())
-    }
-
-    /// The page JSON into the object store (not yet durable).
-    fn store(&mut self, sha_hex: &str, json: &[u8]) -> Result<(), ApplyError> {
-        let objects = self.a.objects;
-        let fresh = !objects.path_for(sha_hex).exists();
-        let mut file = NewFile::create(self.a.staging)?;
-        file.write_all(json)?;
-        objects.ingest_new(file, sha_hex)?;
-        if fresh {
-            self.written.fresh.push(sha_hex.to_string());
-        }
-        Ok(())
+        self.objects.write(sha_hex, page.json)
     }
 
     /// A change event for the feed (incremental runs).
@@ -537,7 +581,6 @@ impl PageWriter<'_, '_> {
                     &NewPageVersion {
                         run_id: self.a.run_id,
                         collection_row: self.row,
-                        section: &self.pages.section,
                         change: "deleted",
                         modified: None,
                         title: None,

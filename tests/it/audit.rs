@@ -326,7 +326,8 @@ fn catalog_row_whose_object_is_gone() {
         let ghost = fx.srv.url("/res/ghost");
         let conn = Connection::open(fx.path().join("catalog.sqlite")).unwrap();
         conn.execute_batch(&format!(
-            "INSERT INTO resources (uri, collection, first_run_id) VALUES ('{ghost}', 'c', 1);
+            "INSERT INTO resources (uri, collection_id, first_run_id)
+               VALUES ('{ghost}', (SELECT min(id) FROM collections), 1);
              INSERT INTO versions (resource_id, run_id, change, length_bytes, md5_hex, sha256_hex,
                  arrived_via, recorded_at)
                VALUES (last_insert_rowid(), 1, 'created', 5, '{md5}', '{sha}', 'http', '2026-01-01T00:00:00Z');

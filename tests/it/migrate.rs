@@ -90,10 +90,11 @@ fn new_states(mirror: &Path) -> OldStates {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT s.section, r.uri, v.change, s.modified, s.title, s.language, s.line,
+            "SELECT c.section, r.uri, v.change, v.lastmod, s.title, s.language, s.line,
                 v.sha256_hex, v.length_bytes, v.arrived_via
              FROM resources r JOIN versions v ON v.resource_id = r.id
-             JOIN scp_versions s ON s.version_id = v.id ORDER BY v.id",
+             JOIN scp_versions s ON s.version_id = v.id
+             JOIN scp_collections c ON c.id = s.collection_row ORDER BY v.id",
         )
         .unwrap();
     let mut out = BTreeMap::new();
@@ -182,6 +183,27 @@ fn assert_upgraded(mirror: &Path, before: &OldStates, rs_before: &BTreeMap<Strin
     for (uri, sha) in rs_before {
         assert_eq!(now.get(uri), Some(sha), "{uri}");
     }
+    // Each collection is named once; every resource names one.
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM collections ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with("/rs/capabilitylist.xml")));
+    let orphans: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM resources r LEFT JOIN collections c ON c.id = r.collection_id
+             WHERE c.id IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0);
+    drop(conn);
     // `/shared` is published by both sections: the first keeps the URL, the other qualifies it.
     let shared: Vec<&String> = now.keys().filter(|u| u.contains("/shared")).collect();
     assert_eq!(shared.len(), 2, "{shared:?}");

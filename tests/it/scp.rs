@@ -207,14 +207,16 @@ fn compress(bytes: &[u8], z: Z) -> Vec<u8> {
 
 /// Every page version of the mirror: "section path" -> [(change, modified)], oldest first.
 /// Pages are resources (URI: the page URL), their versions `versions` rows with
-/// `arrived_via = 'scp'` and an `scp_versions` row.
+/// `arrived_via = 'scp'` (the page's `modified` as `lastmod`) and an `scp_versions` row naming
+/// the collection (and so the section) that brought them.
 fn versions(mirror: &Path, base: &str) -> BTreeMap<String, Vec<(String, Option<String>)>> {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT s.section, r.uri, v.change, s.modified FROM resources r
+            "SELECT c.section, r.uri, v.change, v.lastmod FROM resources r
              JOIN versions v ON v.resource_id = r.id JOIN scp_versions s ON s.version_id = v.id
-             WHERE v.arrived_via = 'scp' ORDER BY s.section, r.uri, v.id",
+             JOIN scp_collections c ON c.id = s.collection_row
+             WHERE v.arrived_via = 'scp' ORDER BY c.section, r.uri, v.id",
         )
         .unwrap();
     let mut out: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
@@ -244,9 +246,10 @@ fn current_pages(mirror: &Path, base: &str) -> BTreeMap<String, String> {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT s.section, r.uri, v.sha256_hex, v.length_bytes, v.media_type FROM resources r
+            "SELECT c.section, r.uri, v.sha256_hex, v.length_bytes, v.media_type FROM resources r
              JOIN versions v ON v.id = r.current_version_id
-             JOIN scp_versions s ON s.version_id = v.id WHERE v.change != 'deleted'",
+             JOIN scp_versions s ON s.version_id = v.id
+             JOIN scp_collections c ON c.id = s.collection_row WHERE v.change != 'deleted'",
         )
         .unwrap();
     stmt.query_map([], |r| {
