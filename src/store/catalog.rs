@@ -105,6 +105,14 @@ fn now() -> String {
     Timestamp::now().to_string()
 }
 
+/// Now, to the second: the time a version was recorded (one per resource; the sub-seconds
+/// were a tenth of a page's catalog row and said nothing).
+fn now_seconds() -> String {
+    Timestamp::from_second(Timestamp::now().as_second())
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| now())
+}
+
 fn ts(s: Option<String>) -> Option<Timestamp> {
     s.and_then(|s| s.parse().ok())
 }
@@ -541,6 +549,22 @@ pub mod write {
         collection: &str,
         run_id: i64,
     ) -> Result<i64, StoreError> {
+        if let Some(id) = new_resource(conn, uri, collection_id(conn, collection)?, run_id)? {
+            return Ok(id);
+        }
+        Ok(conn
+            .prepare_cached("SELECT id FROM resources WHERE uri = ?1")?
+            .query_row([uri], |r| r.get(0))?)
+    }
+
+    /// Add the resource `uri` to the collection `collection_id`; `None` when the mirror has
+    /// that URI already (in whatever collection).
+    pub fn new_resource(
+        conn: &Connection,
+        uri: &str,
+        collection_id: i64,
+        run_id: i64,
+    ) -> Result<Option<i64>, StoreError> {
         // A hot path (one call per resource): cached statements, and the ids from
         // `last_insert_rowid` rather than `RETURNING` (SQLite buffers a RETURNING statement's
         // rows in a temporary b-tree, which cost as much as the inserts themselves).
@@ -549,13 +573,8 @@ pub mod write {
                 "INSERT INTO resources (uri, collection_id, first_run_id) VALUES (?1, ?2, ?3)
                  ON CONFLICT(uri) DO NOTHING",
             )?
-            .execute(params![uri, collection_id(conn, collection)?, run_id])?;
-        if inserted == 1 {
-            return Ok(conn.last_insert_rowid());
-        }
-        Ok(conn
-            .prepare_cached("SELECT id FROM resources WHERE uri = ?1")?
-            .query_row([uri], |r| r.get(0))?)
+            .execute(params![uri, collection_id, run_id])?;
+        Ok((inserted == 1).then(|| conn.last_insert_rowid()))
     }
 
     /// The id of a collection name (`collections`), added when new.
@@ -603,7 +622,7 @@ pub mod write {
             v.fetched_from,
             v.etag,
             v.last_modified,
-            now(),
+            now_seconds(),
         ])?;
         let version_id = conn.last_insert_rowid();
         conn.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?

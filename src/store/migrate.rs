@@ -14,6 +14,7 @@
 //!   (a mismatch stops the upgrade and changes nothing), written to the object store, made
 //!   durable, and read back and hashed again before the transaction that drops the old rows.
 
+use crate::store::catalog::write;
 use crate::store::new_file::NewFile;
 use crate::store::objects;
 use crate::store::scp_catalog;
@@ -274,8 +275,9 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
                 (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
             let source_url: String = r.get(4)?;
             let collection = scp_catalog::section_collection(&source_url, &section);
+            let collection_id = write::collection_id(tx, &collection)?;
             let (resource_id, _) =
-                scp_catalog::page_resource(tx, &url, &section, &collection, first_run)?;
+                scp_catalog::page_resource(tx, &url, &section, collection_id, first_run)?;
             pages.insert(page_id, resource_id);
         }
     }
@@ -343,8 +345,8 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
 fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(), StoreError> {
     tx.prepare_cached(
         "INSERT INTO versions (resource_id, run_id, change, lastmod, length_bytes, sha256_hex,
-            media_type, arrived_via, recorded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'scp', ?8)",
+            arrived_via, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'scp', ?7)",
     )?
     .execute(params![
         resource_id,
@@ -353,7 +355,6 @@ fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(),
         v.modified,
         v.object.as_ref().map(|o| o.1),
         v.object.as_ref().map(|o| &o.0),
-        v.object.as_ref().map(|_| scp_catalog::PAGE_MEDIA_TYPE),
         v.recorded_at,
     ])?;
     let version_id = tx.last_insert_rowid();

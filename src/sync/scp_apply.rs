@@ -74,8 +74,9 @@ struct Local {
 pub struct SectionPages {
     source_id: i64,
     section: String,
-    /// The section's collection id (`resources.collection`).
+    /// The section's collection (`collections.name`) and its id.
     collection: String,
+    collection_id: i64,
     map: HashMap<Key, Local>,
 }
 
@@ -87,6 +88,7 @@ impl SectionPages {
     ) -> Result<SectionPages, StoreError> {
         let mut map = HashMap::new();
         let collection = scp_catalog::section_collection_of(catalog.conn(), source_id, section)?;
+        let collection_id = write::collection_id(catalog.conn(), &collection)?;
         scp_catalog::section_pages(catalog.conn(), &collection, section, |p| {
             map.insert(
                 key(&p.url),
@@ -104,6 +106,7 @@ impl SectionPages {
             source_id,
             section: section.to_string(),
             collection,
+            collection_id,
             map,
         })
     }
@@ -179,6 +182,9 @@ pub enum ApplyError {
     Store(#[from] StoreError),
     #[error("staged file: {0}")]
     Io(#[from] std::io::Error),
+    /// Writing the page objects, or making them durable, failed.
+    #[error("page objects: {0}")]
+    Objects(std::io::Error),
 }
 
 impl From<rusqlite::Error> for ApplyError {
@@ -251,10 +257,10 @@ fn apply_inner(
             }
             scp_catalog::complete_collection(&tx, row, &verdict(&summary))?;
             move_section(&tx, &mut a, row, is_snapshot, &n)?;
-            writer.finish()?;
+            writer.finish().map_err(ApplyError::Objects)?;
             if !writer.fresh.is_empty() {
                 // The objects are durable before the catalog names them.
-                a.objects.sync()?;
+                a.objects.sync().map_err(ApplyError::Objects)?;
             }
             tx.commit()?;
             Ok(Applied {
@@ -321,7 +327,7 @@ impl ObjectWriter<'_> {
         match sent {
             Some(Ok(())) => Ok(()),
             // The thread stopped at an error: `finish` has it.
-            _ => self.finish().map_err(ApplyError::Io),
+            _ => self.finish().map_err(ApplyError::Objects),
         }
     }
 
@@ -480,7 +486,7 @@ impl PageWriter<'_, '_, '_> {
                 self.conn,
                 url,
                 &self.pages.section,
-                &self.pages.collection,
+                self.pages.collection_id,
                 self.a.run_id,
             )?,
         };

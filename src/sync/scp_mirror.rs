@@ -458,6 +458,18 @@ fn take(
         Err(ApplyError::Io(e)) => {
             return Err(StoreError::io("reading the staged collection", &staged.path, e).into())
         }
+        Err(ApplyError::Objects(e)) if crate::net::is_no_space(&e) => {
+            // An SCP page is a file of its own: a snapshot of small pages may use up the
+            // file system's inodes before its bytes.
+            return Err(crate::sync::context::no_space(
+                ctx.staging,
+                format!("{e}; each SCP page is a file: `df -i` tells whether inodes ran out"),
+                String::new(),
+            ));
+        }
+        Err(ApplyError::Objects(e)) => {
+            return Err(StoreError::io("writing page objects in", ctx.objects.root(), e).into())
+        }
     };
     drop(staged);
     run.landed += 1;

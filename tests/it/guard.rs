@@ -321,43 +321,6 @@ fn an_interrupted_run_says_so_and_is_recorded_as_interrupted() {
     assert_consistent(dir.path());
 }
 
-/// A tmpfs of `size` mounted on a new folder, unmounted when dropped; None (with a message)
-/// where mounting is refused (not root, a container without the capability).
-struct Tmpfs(tempfile::TempDir);
-
-impl Tmpfs {
-    fn mount(size: &str) -> Option<Tmpfs> {
-        let dir = tempfile::tempdir().unwrap();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: mounting a tmpfs was refused (run as root to test a full disk)");
-            return None;
-        }
-        Some(Tmpfs(dir))
-    }
-
-    fn resize(&self, size: &str) {
-        let ok = std::process::Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(self.0.path())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.0.path())
-            .status();
-    }
-}
-
 /// Issue 23: a full disk stops the run at the first resource that does not fit, with one
 /// message naming the mirror and what was left to fetch (not one "No space left" line per
 /// resource); the catalog stays intact; after space is freed a re-run completes.

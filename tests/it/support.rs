@@ -353,3 +353,50 @@ pub fn incremental(mirror: &Path) -> Command {
     c.args(["incremental", "--mirror"]).arg(mirror);
     c
 }
+
+/// A tmpfs of `size` mounted on a new folder, unmounted when dropped; None (with a message)
+/// where mounting is refused (not root, a container without the capability).
+pub struct Tmpfs(pub tempfile::TempDir);
+
+impl Tmpfs {
+    pub fn mount(size: &str) -> Option<Tmpfs> {
+        Tmpfs::mount_with(&format!("size={size}"))
+    }
+
+    /// Mounted with tmpfs options (`size=20m,nr_inodes=64`).
+    pub fn mount_with(options: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: mounting a tmpfs was refused (run as root to test a full disk)");
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+
+    pub fn resize(&self, size: &str) {
+        self.remount(&format!("size={size}"));
+    }
+
+    /// Remounted with other tmpfs options.
+    pub fn remount(&self, options: &str) {
+        let ok = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,{options}")])
+            .arg(self.0.path())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
