@@ -83,8 +83,7 @@ CREATE TABLE versions (
     arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone
     fetched_from         TEXT,                 -- final URL after redirects (or dump package)
     etag                 TEXT,
-    last_modified        TEXT,
-    recorded_at          TEXT NOT NULL
+    last_modified        TEXT                  -- (when a version was recorded: its run's time)
 );
 CREATE INDEX versions_by_resource ON versions(resource_id, id);
 CREATE INDEX versions_by_object ON versions(sha256_hex);

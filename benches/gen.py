@@ -322,7 +322,7 @@ def cmd_index(a):
             resources.append((i + 1, loc, 1, i + 1))
             etag = f'"{int(lm.timestamp()):x}-{len(data):x}"'  # what nginx would have sent
             versions.append((i + 1, i + 1, w3c(lm), len(data), len(data), hash_attr, md5, sha, "text/plain", loc,
-                             etag, email.utils.format_datetime(lm, usegmt=True), now))
+                             etag, email.utils.format_datetime(lm, usegmt=True)))
             # The object (content-addressed, read-only) and resync's copy of it (a hard link).
             d = os.path.join(objects, sha[:2])
             if d not in made_dirs:
@@ -349,8 +349,8 @@ def cmd_index(a):
                         " VALUES (?, ?, ?, 1, ?)", resources)
         con.executemany("INSERT INTO versions (id, resource_id, run_id, change, lastmod, length_bytes,"
                         " declared_length_bytes, declared_hash, md5_hex, sha256_hex, media_type, arrived_via,"
-                        " fetched_from, etag, last_modified, recorded_at)"
-                        " VALUES (?, ?, 1, 'created', ?, ?, ?, ?, ?, ?, ?, 'http', ?, ?, ?, ?)", versions)
+                        " fetched_from, etag, last_modified)"
+                        " VALUES (?, ?, 1, 'created', ?, ?, ?, ?, ?, ?, ?, 'http', ?, ?, ?)", versions)
         con.execute("INSERT INTO documents (source_id, url, capability, root, syntax, at, completed, entry_count, fetched_at, run_id)"
                     " VALUES (1, ?, 'resourcelist', 'urlset', 'v1', ?, ?, ?, ?, 1)",
                     (list_url, at, at, len(resources), now))

@@ -105,14 +105,6 @@ fn now() -> String {
     Timestamp::now().to_string()
 }
 
-/// Now, to the second: the time a version was recorded (one per resource; the sub-seconds
-/// were a tenth of a page's catalog row and said nothing).
-fn now_seconds() -> String {
-    Timestamp::from_second(Timestamp::now().as_second())
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| now())
-}
-
 fn ts(s: Option<String>) -> Option<Timestamp> {
     s.and_then(|s| s.parse().ok())
 }
@@ -602,8 +594,8 @@ pub mod write {
         conn.prepare_cached(
             "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
                 declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
-                arrived_via, fetched_from, etag, last_modified, recorded_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                arrived_via, fetched_from, etag, last_modified)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )?
         .execute(params![
             resource_id,
@@ -622,7 +614,6 @@ pub mod write {
             v.fetched_from,
             v.etag,
             v.last_modified,
-            now_seconds(),
         ])?;
         let version_id = conn.last_insert_rowid();
         conn.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?

@@ -6,8 +6,9 @@
 //! one, and the next open finishes the job.
 //!
 //! - 1 → 2: objects move from two fan-out folder levels to one ([`objects::migrate_two_level`]).
-//! - 2 → 3: `sources.maps_json` (the `--map` rules remembered with a source), and SCP pages
-//!   become resources (issue 19). Every page state kept in `scp_page_versions`
+//! - 2 → 3: each collection named once (`collections`, `resources.collection_id`), no
+//!   per-version recording time (a version's time is its run's), `sources.maps_json` (the
+//!   `--map` rules remembered with a source), and SCP pages become resources (issue 19). Every page state kept in `scp_page_versions`
 //!   (the page JSON inside the catalog) becomes a `versions` row whose object is that JSON, plus
 //!   an `scp_versions` row with what only SCP knows; `scp_pages` and `scp_page_versions` go.
 //!   Every JSON is checked against the SHA-256 recorded at ingest before anything is written
@@ -70,7 +71,6 @@ struct OldVersion {
     line: Option<i64>,
     /// (SHA-256 hex, length) of the JSON; None for a tombstone.
     object: Option<(String, i64)>,
-    recorded_at: String,
 }
 
 fn two_to_three(mirror: &Path, path: &Path, conn: &mut Connection) -> Result<(), StoreError> {
@@ -155,6 +155,11 @@ fn move_rows(conn: &mut Connection, has_pages: bool) -> Result<(), StoreError> {
              DROP TABLE resources;
              ALTER TABLE resources_v3 RENAME TO resources;",
         )?;
+    }
+    // A version's time is its run's: the per-row recording time (a tenth of a small
+    // resource's row) goes.
+    if has("versions", "recorded_at")? {
+        tx.execute_batch("ALTER TABLE versions DROP COLUMN recorded_at;")?;
     }
     // `--map` is remembered with the source (issue 23).
     if !has("sources", "maps_json")? {
@@ -283,13 +288,13 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
     }
     let mut stmt = tx.prepare(
         "SELECT v.id, v.page_id, v.run_id, v.collection_id, v.change, v.modified, v.title,
-            v.language, v.line, v.json_sha256_hex, length(CAST(v.json AS BLOB)), v.recorded_at,
+            v.language, v.line, v.json_sha256_hex, length(CAST(v.json AS BLOB)),
             v.json IS NOT NULL
          FROM scp_page_versions v ORDER BY v.id",
     )?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
-        let has_json: bool = r.get(12)?;
+        let has_json: bool = r.get(11)?;
         let object = if has_json {
             // Checked against the JSON (or computed, when none was recorded) above.
             let sha: Option<String> = r.get(9)?;
@@ -319,7 +324,6 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
             language: r.get(7)?,
             line: r.get(8)?,
             object,
-            recorded_at: r.get(11)?,
         };
         let resource_id = *pages.get(&v.page_id).ok_or_else(|| {
             StoreError::Migration(format!(
@@ -345,8 +349,8 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
 fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(), StoreError> {
     tx.prepare_cached(
         "INSERT INTO versions (resource_id, run_id, change, lastmod, length_bytes, sha256_hex,
-            arrived_via, recorded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'scp', ?7)",
+            arrived_via)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'scp')",
     )?
     .execute(params![
         resource_id,
@@ -355,7 +359,6 @@ fn move_version(tx: &Connection, resource_id: i64, v: &OldVersion) -> Result<(),
         v.modified,
         v.object.as_ref().map(|o| o.1),
         v.object.as_ref().map(|o| &o.0),
-        v.recorded_at,
     ])?;
     let version_id = tx.last_insert_rowid();
     tx.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?

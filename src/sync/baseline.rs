@@ -78,18 +78,33 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
     };
 
     if s.dry_run {
-        let states = match Catalog::open_read_only(&s.mirror)? {
+        let catalog = Catalog::open_read_only(&s.mirror)?;
+        let states = match &catalog {
             Some(c) => c.current_states()?,
             None => HashMap::new(),
         };
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
         let (rs, others) = by_kind(discovery.collections);
-        if let Some(c) = others.first() {
-            return Err(Error::Usage(settings::UsageError(format!(
-                "--dry-run is not supported for {} sources ({})",
-                c.kind.name(),
-                c.id
-            ))));
+        for c in others {
+            let url = url::Url::parse(&c.id).expect("collection ids of other kinds are URLs");
+            match c.kind {
+                SourceKind::Scp => scp_mirror::dry_run(
+                    &docs,
+                    s,
+                    &source_url,
+                    &url,
+                    c.prefetched,
+                    catalog.as_ref(),
+                    &mut summary,
+                )?,
+                kind => {
+                    return Err(Error::Usage(settings::UsageError(format!(
+                        "--dry-run is not supported for {} sources ({})",
+                        kind.name(),
+                        c.id
+                    ))))
+                }
+            }
         }
         let dry_staging =
             std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
@@ -107,7 +122,10 @@ pub fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Resu
         let planned = planned?;
         print_plan(&planned, &states, s, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
-        let exit = if partial(&summary) || planned.iter().any(|p| !p.snapshot.complete()) {
+        let exit = if partial(&summary)
+            || summary.failed > 0
+            || planned.iter().any(|p| !p.snapshot.complete())
+        {
             Exit::Partial
         } else {
             Exit::Ok

@@ -604,3 +604,140 @@ fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {
         ctx.summary.warnings.push(format!("{}: {w}", fetched.url));
     }
 }
+
+/// `baseline --dry-run` of an SCP source: the newest snapshot of each section it would take is
+/// read through the collection reader (verified; nothing stored, nothing locked) and every page
+/// compared with the mirror's by the rule the baseline applies ([`scp_apply::page_change`]).
+/// The plan is printed with the marks of a ResourceSync dry run, once the file verified: `+`
+/// created, `*` updated (its `modified`), `=` kept (with `-v`), `-` gone from the snapshot
+/// (deleted with `--delete`), `!` a collection that cannot be read (counted as failed).
+pub fn dry_run(
+    docs: &crate::sync::documents::Documents<'_>,
+    s: &settings::Baseline,
+    source_url: &str,
+    sitemap: &Url,
+    received: Option<Prefetched>,
+    catalog: Option<&crate::store::Catalog>,
+    summary: &mut crate::report::Summary,
+) -> Result<(), Error> {
+    let fetched = match received {
+        Some(p) => scp_fetch::sitemap_received(p)?,
+        None => scp_fetch::sitemap(
+            docs.http,
+            sitemap,
+            &docs.scope_for(sitemap),
+            &Validators::default(),
+        )?
+        .expect("an unconditional GET is never answered 304"),
+    };
+    for w in &fetched.sitemap.warnings {
+        summary.warnings.push(format!("{}: {w}", fetched.url));
+    }
+    let scope = docs.scope_for(&fetched.url);
+    for name in choose_sections(&fetched, s.section.as_deref())? {
+        let entry = fetched
+            .sitemap
+            .latest_snapshot(&name)
+            .expect("chosen sections have a snapshot");
+        let mut mirror = std::collections::HashMap::new();
+        if let Some(c) = catalog {
+            let collection = scp_catalog::section_collection(source_url, &name);
+            scp_catalog::section_pages(c.conn(), &collection, &name, |p| {
+                mirror.insert(p.url.clone(), (p, false));
+            })?;
+        }
+        match plan_snapshot(docs.http, &scope, entry, &mut mirror) {
+            Ok((lines, pages)) => {
+                summary.listed += pages;
+                for (mark, line) in lines {
+                    match mark {
+                        '+' => summary.created += 1,
+                        '*' => summary.updated += 1,
+                        _ => summary.unchanged += 1,
+                    }
+                    if mark != '=' || s.output.verbose > 0 {
+                        println!("{mark} {line}");
+                    }
+                }
+            }
+            Err(why) => {
+                summary.failed += 1;
+                println!("! {} {why}", entry.url);
+                continue;
+            }
+        }
+        let mut gone: Vec<&String> = mirror
+            .iter()
+            .filter(|(_, (p, seen))| {
+                scp_apply::gone_from_snapshot(
+                    p.modified,
+                    *seen,
+                    p.brought_by_generated,
+                    entry.generated,
+                )
+            })
+            .map(|(url, _)| url)
+            .collect();
+        gone.sort();
+        for url in gone {
+            summary.gone += 1;
+            let what = if s.delete {
+                "would be deleted"
+            } else {
+                "gone from the source"
+            };
+            println!("- {url} ({what})");
+        }
+    }
+    Ok(())
+}
+
+/// Read one snapshot over HTTP and decide each page against the mirror's (marked seen);
+/// `Err`: why it could not be read (nothing of it counts then).
+fn plan_snapshot(
+    http: &crate::net::Http,
+    scope: &Scope,
+    entry: &CollectionEntry,
+    mirror: &mut std::collections::HashMap<String, (scp_catalog::PageState, bool)>,
+) -> Result<(Vec<(char, String)>, u64), String> {
+    use crate::net::agent::DocumentResponse;
+    use sha2::{Digest as _, Sha256};
+    let body = match http.get(&entry.url, scope, &Validators::default()) {
+        Ok(DocumentResponse::Body(body)) => body,
+        Ok(DocumentResponse::NotModified) => unreachable!("an unconditional GET"),
+        Err(e) => return Err(e.to_string()),
+    };
+    let reject = |e: crate::scp::ScpError| format!("rejected: {e}");
+    let mut reader =
+        crate::scp::CollectionReader::open(body.reader, &Limits::default()).map_err(reject)?;
+    let mut lines = std::collections::BTreeMap::new();
+    while let Some(page) = reader.next_page().map_err(reject)? {
+        let digest = Sha256::digest(page.json.as_bytes());
+        let json: scp_apply::Short = digest[..16].try_into().expect("16 bytes");
+        let local = mirror.get_mut(page.url.as_str()).map(|(p, seen)| {
+            *seen = true;
+            (
+                p.modified,
+                p.sha256_hex.as_deref().and_then(scp_apply::short),
+            )
+        });
+        let line = match scp_apply::page_change(local, page.modified, json) {
+            scp_apply::PageChange::Create => ('+', page.url.to_string()),
+            scp_apply::PageChange::Update => {
+                let here = local
+                    .and_then(|l| l.0)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default();
+                (
+                    '*',
+                    format!("{} (modified: {here} -> {})", page.url, page.modified),
+                )
+            }
+            _ => ('=', page.url.to_string()),
+        };
+        // A page listed twice: the later entry counts, as when the snapshot is applied.
+        lines.insert(page.url.to_string(), line);
+    }
+    let summary = reader.finish().map_err(reject)?;
+    Ok((lines.into_values().collect(), summary.pages))
+}

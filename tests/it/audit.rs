@@ -329,8 +329,8 @@ fn catalog_row_whose_object_is_gone() {
             "INSERT INTO resources (uri, collection_id, first_run_id)
                VALUES ('{ghost}', (SELECT min(id) FROM collections), 1);
              INSERT INTO versions (resource_id, run_id, change, length_bytes, md5_hex, sha256_hex,
-                 arrived_via, recorded_at)
-               VALUES (last_insert_rowid(), 1, 'created', 5, '{md5}', '{sha}', 'http', '2026-01-01T00:00:00Z');
+                 arrived_via)
+               VALUES (last_insert_rowid(), 1, 'created', 5, '{md5}', '{sha}', 'http');
              UPDATE resources SET current_version_id = last_insert_rowid() WHERE uri = '{ghost}';",
             md5 = "0".repeat(32),
             sha = "cd".repeat(32),

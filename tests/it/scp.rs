@@ -1179,3 +1179,103 @@ fn a_snapshot_that_does_not_fit_commits_nothing_and_a_rerun_takes_it() {
     assert_eq!(current_pages(&mirror, &site.base()).len(), 200);
     assert_consistent(&mirror);
 }
+
+/// `baseline --dry-run` of an SCP source (refused before issue 19): the newest snapshot is
+/// read and verified, each page decided by the rule the baseline applies, and the plan printed
+/// with the ResourceSync dry run's marks; nothing is written.
+#[test]
+fn a_dry_run_prints_the_plan_and_writes_nothing() {
+    let mut site = Site::new();
+    let base = site.base();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    let b2 = site.page("/blog/2", "2025-12-02T00:00:00Z", "two");
+    let b3 = site.page("/blog/3", "2025-12-03T00:00:00Z", "three");
+    site.collection(
+        "s1.scp.gz",
+        Z::Gzip,
+        "all",
+        None,
+        T1,
+        &[b1, b2.clone(), b3],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("m");
+    let sitemap = site.srv.url("/sitemap.xml");
+    let dry = |extra: &[&str]| {
+        let out = baseline(&sitemap, &mirror)
+            .arg("--dry-run")
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        let mut lines: Vec<String> = stdout_of(&out)
+            .lines()
+            .map(|l| l.replace(&base, ""))
+            .collect();
+        lines.sort();
+        lines
+    };
+    // No mirror yet: everything is created, and no mirror is made.
+    assert_eq!(dry(&[]), ["+ /blog/1", "+ /blog/2", "+ /blog/3"]);
+    assert!(!mirror.exists());
+    run_json(&mut baseline(&site.srv.url("/sitemap.xml"), &mirror), 0);
+    let before = versions(&mirror, &base);
+
+    // A newer snapshot: /blog/1 gone, /blog/2 newer, /blog/4 new, /blog/3 as it was.
+    let b2v2 = site.page("/blog/2", "2026-01-02T00:00:00Z", "two, revised");
+    let b3 = site.page("/blog/3", "2025-12-03T00:00:00Z", "three");
+    let b4 = site.page("/blog/4", "2026-01-02T00:00:00Z", "four");
+    site.collection(
+        "s2.scp.gz",
+        Z::Gzip,
+        "all",
+        None,
+        T2,
+        &[b2v2, b3, b4],
+        Sum::Reference,
+    );
+    site.sitemap();
+    assert_eq!(
+        dry(&[]),
+        [
+            "* /blog/2 (modified: 2025-12-02T00:00:00Z -> 2026-01-02T00:00:00Z)",
+            "+ /blog/4",
+            "- /blog/1 (gone from the source)"
+        ]
+    );
+    let with_delete = dry(&["--delete", "-v"]);
+    assert!(
+        with_delete.contains(&"- /blog/1 (would be deleted)".to_string()),
+        "{with_delete:?}"
+    );
+    assert!(
+        with_delete.contains(&"= /blog/3".to_string()),
+        "{with_delete:?}"
+    );
+    assert_eq!(versions(&mirror, &base), before, "a dry run writes nothing");
+
+    // A snapshot that does not verify is named, and nothing of it is planned.
+    site.collection(
+        "s3.scp.gz",
+        Z::Gzip,
+        "all",
+        None,
+        T3,
+        &[site.page("/blog/9", "2026-01-03T00:00:00Z", "nine")],
+        Sum::Wrong,
+    );
+    site.sitemap();
+    let out = baseline(&site.srv.url("/sitemap.xml"), &mirror)
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let plan = stdout_of(&out);
+    assert!(
+        plan.contains("! ") && plan.contains("s3.scp.gz rejected:"),
+        "{plan}"
+    );
+    assert!(!plan.contains("/blog/9"), "{plan}");
+}
