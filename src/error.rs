@@ -17,7 +17,7 @@ pub enum SourceError {
     Read(#[from] ReadError),
     #[error("{url}: {message}")]
     Unusable { url: String, message: String },
-    /// A JSON document where XML was expected: an ARC sitemap, handled by `sync::arc_mirror`.
+    /// A JSON document where XML was expected: an ARC sitemap, handled by `sync::formats::arc::mirror`.
     #[error("{url}: a JSON document, not a Sitemap")]
     Json { url: Url },
     #[error("{path}: {source}")]

@@ -2,7 +2,7 @@
 //! page list with `lastmod` and `ai_checksum`, and delta feeds of the pages changed since.
 //!
 //! Pure readers, as `rs` and `scp`: they take bytes and yield typed, validated items; they know
-//! nothing of the network or the catalog (`sync::arc_mirror` wires them in). `sitemap` reads and
+//! nothing of the network or the catalog (`sync::formats::arc::mirror` wires them in). `sitemap` reads and
 //! validates a sitemap or a delta feed against the seed's JSON schema (§E.9), `crawl_rate` reads
 //! the politeness hint (§E.7), `delta` names the delta feeds (§E.8).
 

@@ -7,7 +7,7 @@
 //! expected state compared resource by resource with the mirror's current state through
 //! `plan::compare`, the comparison baseline plans with. The mirror's side is held in a compact
 //! index (`sync::mirror_states`) and the source's list is streamed through it
-//! (`sync::resource_list`), so a list of a million entries is audited in bounded memory.
+//! (`sync::formats::resourcesync::resource_list`), so a list of a million entries is audited in bounded memory.
 //!
 //! Findings are reported after every check has run, in URI order, the same ones to every
 //! form (lines on stdout, `--json`, `--report FILE`) and, except the `=` ones, to the
@@ -24,14 +24,16 @@ use crate::rs::document::Capability;
 use crate::rs::document::Change;
 use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
-use crate::sync::changes::{self, Collector, Event};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::fixity::{self, Fixity};
+use crate::sync::formats::arc::mirror as arc_mirror;
+use crate::sync::formats::resourcesync::changes::{self, Collector, Event};
+use crate::sync::formats::resourcesync::resource_list::{self, Item, Walked, Warnings};
+use crate::sync::formats::scp::mirror as scp_mirror;
 use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
-use crate::sync::resource_list::{self, Item, Walked, Warnings};
-use crate::sync::{arc_mirror, refetch, scp_mirror};
+use crate::sync::refetch;
 use rusqlite::{params, OptionalExtension};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};

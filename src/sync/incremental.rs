@@ -19,13 +19,15 @@ use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
-use crate::sync::baseline::declared_hash;
-use crate::sync::changes::{self, Changes, Collector, Event};
 use crate::sync::context::{partial, OpenMirror, Outcome};
 use crate::sync::discover::{self, Collection, SourceKind};
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::feed::{self, DESCRIBES_BASIS};
-use crate::sync::{arc_mirror, change_dump, scp_mirror, sync_point};
+use crate::sync::formats;
+use crate::sync::formats::resourcesync::baseline::declared_hash;
+use crate::sync::formats::resourcesync::change_dump;
+use crate::sync::formats::resourcesync::changes::{self, Changes, Collector, Event};
+use crate::sync::sync_point;
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -303,11 +305,7 @@ fn run_source(
         };
         for (kind, url) in others {
             let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
-            match kind {
-                SourceKind::Scp => scp_mirror::incremental(&mut ctx, s, &url)?,
-                SourceKind::Arc => arc_mirror::incremental(&mut ctx, s, &url)?,
-                SourceKind::ResourceSync => unreachable!("partitioned out"),
-            }
+            formats::of(kind).incremental(&mut ctx, s, &url)?;
         }
         Ok::<(), Error>(())
     })();
@@ -390,7 +388,7 @@ fn collect_all(
     source: &str,
 ) -> Result<Collected, Error> {
     let discovery = discover::discover(docs, source, None)?;
-    let (rs, others) = crate::sync::baseline::by_kind(discovery.collections);
+    let (rs, others) = crate::sync::formats::resourcesync::split(discovery.collections);
     let others = others
         .into_iter()
         .map(|c| {

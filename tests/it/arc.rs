@@ -147,7 +147,7 @@ fn arc_audit(sitemap: &str, mirror: &Path) -> Vec<(char, String, String)> {
         .unwrap()
         .unwrap();
     let url = url::Url::parse(sitemap).unwrap();
-    let a = rsmirror::sync::arc_mirror::audit(&docs, &catalog, &url).unwrap();
+    let a = rsmirror::sync::formats::arc::mirror::audit(&docs, &catalog, &url).unwrap();
     a.findings
         .iter()
         .map(|f| {

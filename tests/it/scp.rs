@@ -786,9 +786,9 @@ fn audit_compares_with_the_newest_snapshot() {
             .conn()
             .query_row("SELECT id FROM sources", [], |r| r.get(0))
             .unwrap();
-        rsmirror::sync::scp_mirror::audit(&s, &catalog, source_id).unwrap()
+        rsmirror::sync::formats::scp::mirror::audit(&s, &catalog, source_id).unwrap()
     };
-    let marks = |a: &rsmirror::sync::scp_mirror::ScpAudit| -> Vec<String> {
+    let marks = |a: &rsmirror::sync::formats::scp::mirror::ScpAudit| -> Vec<String> {
         a.findings
             .iter()
             .map(|f| {

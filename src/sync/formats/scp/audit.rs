@@ -30,7 +30,7 @@ use crate::scp::{CollectionReader, CollectionSummary, Limits, ScpError};
 use crate::settings;
 use crate::store::scp_catalog::{self, CollectionRecord, PageState};
 use crate::store::{Catalog, StoreError};
-use crate::sync::scp_fetch;
+use crate::sync::formats::scp::fetch as scp_fetch;
 use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::io::Read;

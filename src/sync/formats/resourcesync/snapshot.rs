@@ -11,8 +11,8 @@
 use crate::error::SourceError;
 use crate::store::catalog::DocumentRecord;
 use crate::sync::documents::{Documents, OpenedDocument};
+use crate::sync::formats::resourcesync::resource_list::{self, Item};
 use crate::sync::plan::Listed;
-use crate::sync::resource_list::{self, Item};
 use jiff::Timestamp;
 use std::collections::HashSet;
 

@@ -32,13 +32,15 @@ use crate::store::scp_catalog::{self, SectionRecord};
 use crate::store::StoreError;
 use crate::sync::context::RunContext;
 use crate::sync::discover::Prefetched;
-use crate::sync::scp_apply::{self, Applied, ApplyError, Applying, GonePolicy, SectionPages};
-use crate::sync::scp_fetch::{self, CollectionResponse, FetchedSitemap};
+use crate::sync::formats::scp::apply::{
+    self as scp_apply, Applied, ApplyError, Applying, GonePolicy, SectionPages,
+};
+use crate::sync::formats::scp::fetch::{self as scp_fetch, CollectionResponse, FetchedSitemap};
 use jiff::Timestamp;
 use std::collections::BTreeSet;
 use url::Url;
 
-pub use crate::sync::scp_audit::{audit, ScpAudit};
+pub use crate::sync::formats::scp::audit::{audit, ScpAudit};
 
 /// The section a site publishes for all its pages; taken alone when no `--section` is given.
 pub const ALL_SECTION: &str = "all";

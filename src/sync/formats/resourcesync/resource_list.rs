@@ -19,8 +19,8 @@ use crate::net::Scope;
 use crate::rs::document::{Capability, Entry, Root, Syntax, Warning};
 use crate::store::catalog::DocumentRecord;
 use crate::sync::documents::{Documents, OpenedDocument};
+use crate::sync::formats::resourcesync::snapshot::Refused;
 use crate::sync::plan::{Declared, Listed};
-use crate::sync::snapshot::Refused;
 use crate::sync::sync_point;
 use crossbeam_channel::{Receiver, Sender};
 use jiff::Timestamp;
@@ -578,7 +578,7 @@ impl Entries for Ahead {
 mod tests {
     use super::*;
     use crate::net::{Http, HttpConfig};
-    use crate::sync::snapshot;
+    use crate::sync::formats::resourcesync::snapshot;
     use std::path::Path;
     use url::Url;
 

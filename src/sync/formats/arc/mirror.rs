@@ -32,14 +32,16 @@ use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::Catalog;
 use crate::sync::apply::{self, Job, JobResult};
-use crate::sync::arc_records::{self, write_arc, ArcWriter, PageRecord, SitemapRecord};
 use crate::sync::context::no_space;
 use crate::sync::context::RunContext;
 use crate::sync::documents::Documents;
 use crate::sync::feed;
+use crate::sync::formats::arc::records::{
+    self as arc_records, write_arc, ArcWriter, PageRecord, SitemapRecord,
+};
+use crate::sync::formats::resourcesync::resource_list::{Item, Walked};
+use crate::sync::formats::resourcesync::snapshot::Refused;
 use crate::sync::plan::{self, Action, Comparison, Declared, Listed};
-use crate::sync::resource_list::{Item, Walked};
-use crate::sync::snapshot::Refused;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};

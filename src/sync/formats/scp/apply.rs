@@ -28,7 +28,7 @@ use crate::store::catalog::{write, ChangeEventRecord};
 use crate::store::new_file::NewFile;
 use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, NewPageVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
-use crate::sync::scp_fetch::StagedCollection;
+use crate::sync::formats::scp::fetch::StagedCollection;
 use jiff::Timestamp;
 use rusqlite::Connection;
 use sha2::{Digest as _, Sha256};

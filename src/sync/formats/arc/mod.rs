@@ -1,0 +1,61 @@
+//! ARC sitemaps (seed 002) as a [`Format`]: `mirror` takes a sitemap's pages (fetched, their
+//! declared checksums verified) and follows its delta feeds; `records` is the SQL of what only
+//! ARC knows (`arc_sitemaps`, `arc_versions`). The reader is `crate::arc`.
+
+pub mod mirror;
+pub mod records;
+
+use super::{url_of, Format};
+use crate::error::Error;
+use crate::report::Summary;
+use crate::settings::{self, UsageError};
+use crate::store::Catalog;
+use crate::sync::context::RunContext;
+use crate::sync::discover::{Collection, SourceKind};
+use crate::sync::documents::Documents;
+use url::Url;
+
+pub struct Arc;
+
+impl Format for Arc {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Arc
+    }
+
+    fn baseline(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+    ) -> Result<(), Error> {
+        for c in collections {
+            mirror::baseline(ctx, s, &url_of(&c))?;
+        }
+        Ok(())
+    }
+
+    fn plan(
+        &self,
+        _docs: &Documents<'_>,
+        _s: &settings::Baseline,
+        _source_url: &str,
+        collections: Vec<Collection>,
+        _catalog: Option<&Catalog>,
+        _summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        let which = collections.first().map(|c| c.id.as_str()).unwrap_or("");
+        Err(UsageError(format!(
+            "--dry-run is not supported for ARC sources yet ({which})"
+        ))
+        .into())
+    }
+
+    fn incremental(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Incremental,
+        url: &Url,
+    ) -> Result<(), Error> {
+        mirror::incremental(ctx, s, url)
+    }
+}

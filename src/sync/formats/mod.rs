@@ -1,0 +1,107 @@
+//! The source formats, each behind [`Format`]: what the commands (`sync::baseline`,
+//! `sync::incremental`) ask of a format, and one folder per format holding its adapter.
+//!
+//! The engine (the rest of `sync/`: opening the mirror and its runs, discovery, the plan,
+//! transfers, verification, the writer, sync points, tombstones, audit's local side) names no
+//! format; discovery tells each collection's [`SourceKind`], and [`of`] gives its format. A
+//! format's reader (the bytes to typed entries, no network and no catalog) lives beside the
+//! engine at `src/rs/`, `src/scp/`, `src/arc/`; its adapter here turns what the reader gives
+//! into the mirror's one model (resources, versions, objects, a side table for what only it
+//! knows).
+//!
+//! ## Adding a format
+//! 1. A reader module at `src/<format>/` (pure: bytes in, entries and errors with line numbers
+//!    out), with its own unit tests against real documents.
+//! 2. A folder `src/sync/formats/<format>/` with a unit struct implementing [`Format`]:
+//!    `baseline` takes the current state the source lists (each item's bytes into the object
+//!    store, verified; one version per new state through `store::catalog::write`, what only the
+//!    format knows in a side table keyed by version id); `incremental` applies what changed
+//!    since the sync point and moves it; `plan` prints a dry run with the shared marks.
+//! 3. A [`SourceKind`] variant, told apart by discovery (`sync::discover`), and an arm in
+//!    [`of`]. Nothing else in the commands changes: audit's local fixity, the feed, tombstones
+//!    and the reading of the mirror already treat every version alike.
+
+pub mod arc;
+pub mod resourcesync;
+pub mod scp;
+
+use crate::error::Error;
+use crate::report::Summary;
+use crate::settings;
+use crate::store::Catalog;
+use crate::sync::context::RunContext;
+use crate::sync::discover::{Collection, SourceKind};
+use crate::sync::documents::Documents;
+use url::Url;
+
+/// What the commands ask of a source format.
+pub trait Format: Sync {
+    fn kind(&self) -> SourceKind;
+
+    /// `baseline`: take the current state of `collections` (every collection of this format
+    /// discovery found for the source) into the mirror, in the run `ctx` records.
+    fn baseline(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+    ) -> Result<(), Error>;
+
+    /// `baseline --dry-run`: print what `baseline` would do (`+ * ? = - !`), writing nothing;
+    /// `catalog` is the mirror's, read-only, when it has one. `Ok(true)`: the plan is complete
+    /// (every list or collection could be read).
+    fn plan(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        source_url: &str,
+        collections: Vec<Collection>,
+        catalog: Option<&Catalog>,
+        summary: &mut Summary,
+    ) -> Result<bool, Error>;
+
+    /// `incremental` of the collection at `url` (recorded by an earlier baseline): apply what
+    /// changed since its sync point.
+    fn incremental(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Incremental,
+        url: &Url,
+    ) -> Result<(), Error>;
+}
+
+/// The format of a kind of source.
+pub fn of(kind: SourceKind) -> &'static dyn Format {
+    match kind {
+        SourceKind::ResourceSync => &resourcesync::ResourceSync,
+        SourceKind::Scp => &scp::Scp,
+        SourceKind::Arc => &arc::Arc,
+    }
+}
+
+/// Discovery's collections by format, in a fixed order (ResourceSync, SCP, ARC), each format
+/// once.
+pub fn by_format(collections: Vec<Collection>) -> Vec<(&'static dyn Format, Vec<Collection>)> {
+    let mut out: Vec<(SourceKind, Vec<Collection>)> = Vec::new();
+    for c in collections {
+        match out.iter_mut().find(|(k, _)| *k == c.kind) {
+            Some((_, v)) => v.push(c),
+            None => out.push((c.kind, vec![c])),
+        }
+    }
+    out.sort_by_key(|(k, _)| order(*k));
+    out.into_iter().map(|(k, v)| (of(k), v)).collect()
+}
+
+fn order(kind: SourceKind) -> u8 {
+    match kind {
+        SourceKind::ResourceSync => 0,
+        SourceKind::Scp => 1,
+        SourceKind::Arc => 2,
+    }
+}
+
+/// The URL of a collection of another protocol than ResourceSync (its id).
+pub(crate) fn url_of(c: &Collection) -> Url {
+    Url::parse(&c.id).expect("collection ids of SCP and ARC are URLs")
+}

@@ -1,0 +1,73 @@
+//! ResourceSync (1.1, 1.0, the 2013 beta and 2012 alpha drafts; plain Sitemaps) as a
+//! [`Format`]: `baseline` reads Resource Lists and Resource Dumps (`resource_list`, `snapshot`,
+//! `dump_source`) and takes them in; `changes` collects Change Lists (indexes, archives, 1.0
+//! and 2012 forms) for `sync::incremental`, `change_dump` applies Change Dumps. The reader is
+//! `crate::rs`.
+
+pub mod baseline;
+pub mod change_dump;
+pub mod changes;
+pub mod dump_source;
+pub mod resource_list;
+pub mod snapshot;
+
+use super::Format;
+use crate::error::Error;
+use crate::report::Summary;
+use crate::settings;
+use crate::store::Catalog;
+use crate::sync::context::RunContext;
+use crate::sync::discover::{Collection, SourceKind};
+use crate::sync::documents::Documents;
+use url::Url;
+
+pub struct ResourceSync;
+
+impl Format for ResourceSync {
+    fn kind(&self) -> SourceKind {
+        SourceKind::ResourceSync
+    }
+
+    fn baseline(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+    ) -> Result<(), Error> {
+        baseline::baseline(ctx, s, collections)
+    }
+
+    fn plan(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        _source_url: &str,
+        collections: Vec<Collection>,
+        catalog: Option<&Catalog>,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        baseline::plan(docs, s, collections, catalog, summary)
+    }
+
+    /// A ResourceSync source's changes are collected across its collections by
+    /// `sync::incremental` (Change Lists, Change Dumps, gaps, coalescing), which calls the
+    /// other formats through this trait; a single collection is not followed alone.
+    fn incremental(
+        &self,
+        _ctx: &mut RunContext<'_, '_>,
+        _s: &settings::Incremental,
+        url: &Url,
+    ) -> Result<(), Error> {
+        Err(settings::UsageError(format!(
+            "{url}: ResourceSync collections are followed by rsmirror incremental of their source"
+        ))
+        .into())
+    }
+}
+
+/// ResourceSync collections, and the others (SCP, ARC).
+pub fn split(collections: Vec<Collection>) -> (Vec<Collection>, Vec<Collection>) {
+    collections
+        .into_iter()
+        .partition(|c| c.kind == SourceKind::ResourceSync)
+}

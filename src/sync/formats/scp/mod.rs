@@ -1,0 +1,73 @@
+//! The Site Content Protocol (SCP 0.1, seed 000) as a [`Format`]: `mirror` chooses the
+//! collections to take and reports, `fetch` gets their bytes (conditional GETs), `apply` reads,
+//! verifies and commits one collection (pages as resources, their JSON as objects, what only
+//! SCP knows in `scp_versions`), `audit` compares the mirror with the newest snapshots. The
+//! reader is `crate::scp`.
+
+pub mod apply;
+pub mod audit;
+pub mod fetch;
+pub mod mirror;
+
+use super::{url_of, Format};
+use crate::error::Error;
+use crate::report::Summary;
+use crate::settings;
+use crate::store::Catalog;
+use crate::sync::context::RunContext;
+use crate::sync::discover::{Collection, SourceKind};
+use crate::sync::documents::Documents;
+use url::Url;
+
+pub struct Scp;
+
+impl Format for Scp {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Scp
+    }
+
+    fn baseline(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+    ) -> Result<(), Error> {
+        for c in collections {
+            mirror::baseline(ctx, s, &url_of(&c), c.prefetched)?;
+        }
+        Ok(())
+    }
+
+    fn plan(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        source_url: &str,
+        collections: Vec<Collection>,
+        catalog: Option<&Catalog>,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        let failed = summary.failed;
+        for c in collections {
+            mirror::dry_run(
+                docs,
+                s,
+                source_url,
+                &url_of(&c),
+                c.prefetched,
+                catalog,
+                summary,
+            )?;
+        }
+        Ok(summary.failed == failed)
+    }
+
+    fn incremental(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Incremental,
+        url: &Url,
+    ) -> Result<(), Error> {
+        mirror::incremental(ctx, s, url)
+    }
+}
