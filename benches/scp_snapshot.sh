@@ -22,7 +22,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 python3 "$HERE/scp_snapshot.py" --out "$WORK/site" --base http://127.0.0.1:18777 --bytes "$BYTES"
 python3 -m http.server 18777 --bind 127.0.0.1 --directory "$WORK/site" > "$WORK/server.log" 2>&1 &
 SRV=$!
-trap 'kill $SRV 2>/dev/null; umount "$WORK/fs" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill $SRV 2>/dev/null || true; umount "$WORK/fs" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 sleep 1
 truncate -s 20G "$WORK/fs.img"
 mkdir -p "$WORK/fs"
