@@ -89,7 +89,8 @@ impl Collection {
             })
     }
 
-    fn other(kind: SourceKind, url: &Url) -> Collection {
+    /// A collection of another protocol than ResourceSync, known by its URL.
+    pub fn other(kind: SourceKind, url: &Url) -> Collection {
         Collection {
             kind,
             id: url.to_string(),

@@ -60,14 +60,40 @@ pub trait Format: Sync {
         summary: &mut Summary,
     ) -> Result<bool, Error>;
 
-    /// `incremental` of the collection at `url` (recorded by an earlier baseline): apply what
-    /// changed since its sync point.
+    /// `incremental`: apply what changed since the sync point of each of `collections` (all of
+    /// this format), in the run `ctx` records.
     fn incremental(
         &self,
         ctx: &mut RunContext<'_, '_>,
         s: &settings::Incremental,
-        url: &Url,
+        collections: Vec<Collection>,
     ) -> Result<(), Error>;
+
+    /// `incremental --dry-run`: print what `incremental` would do, writing nothing. `Ok(true)`:
+    /// the plan is complete.
+    fn plan_changes(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
+        catalog: &Catalog,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        let _ = (docs, s, catalog, summary);
+        let which = collections.first().map(|c| c.id.as_str()).unwrap_or("");
+        Err(settings::UsageError(format!(
+            "--dry-run is not supported for incremental runs of {} sources yet ({which})",
+            self.kind().name()
+        ))
+        .into())
+    }
+
+    /// True when the mirror's records of a source of this format name everything
+    /// `incremental` follows (an SCP sitemap and its sections, an ARC sitemap), so that the
+    /// source is not discovered again.
+    fn follows_its_records(&self) -> bool {
+        false
+    }
 }
 
 /// The format of a kind of source.

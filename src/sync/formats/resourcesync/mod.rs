@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod change_dump;
 pub mod changes;
 pub mod dump_source;
+pub mod incremental;
 pub mod resource_list;
 pub mod snapshot;
 
@@ -19,7 +20,6 @@ use crate::store::Catalog;
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
-use url::Url;
 
 pub struct ResourceSync;
 
@@ -49,25 +49,23 @@ impl Format for ResourceSync {
         baseline::plan(docs, s, collections, catalog, summary)
     }
 
-    /// A ResourceSync source's changes are collected across its collections by
-    /// `sync::incremental` (Change Lists, Change Dumps, gaps, coalescing), which calls the
-    /// other formats through this trait; a single collection is not followed alone.
     fn incremental(
         &self,
-        _ctx: &mut RunContext<'_, '_>,
-        _s: &settings::Incremental,
-        url: &Url,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
     ) -> Result<(), Error> {
-        Err(settings::UsageError(format!(
-            "{url}: ResourceSync collections are followed by rsmirror incremental of their source"
-        ))
-        .into())
+        incremental::incremental(ctx, s, collections)
     }
-}
 
-/// ResourceSync collections, and the others (SCP, ARC).
-pub fn split(collections: Vec<Collection>) -> (Vec<Collection>, Vec<Collection>) {
-    collections
-        .into_iter()
-        .partition(|c| c.kind == SourceKind::ResourceSync)
+    fn plan_changes(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
+        catalog: &Catalog,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        incremental::plan(docs, s, collections, catalog, summary)
+    }
 }

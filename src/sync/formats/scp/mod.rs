@@ -17,7 +17,6 @@ use crate::store::Catalog;
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
-use url::Url;
 
 pub struct Scp;
 
@@ -66,8 +65,15 @@ impl Format for Scp {
         &self,
         ctx: &mut RunContext<'_, '_>,
         s: &settings::Incremental,
-        url: &Url,
+        collections: Vec<Collection>,
     ) -> Result<(), Error> {
-        mirror::incremental(ctx, s, url)
+        for c in collections {
+            mirror::incremental(ctx, s, &url_of(&c))?;
+        }
+        Ok(())
+    }
+
+    fn follows_its_records(&self) -> bool {
+        true
     }
 }
