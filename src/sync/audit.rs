@@ -20,22 +20,18 @@ use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals, Verification};
 use crate::net::Http;
-use crate::rs::document::Capability;
-use crate::rs::document::Change;
 use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
-use crate::sync::discover::{self, Collection, SourceKind};
+use crate::sync::discover::{self, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::fixity::{self, Fixity};
-use crate::sync::formats::arc::mirror as arc_mirror;
-use crate::sync::formats::resourcesync::changes::{self, Collector, Event};
-use crate::sync::formats::resourcesync::resource_list::{self, Item, Walked, Warnings};
-use crate::sync::formats::scp::mirror as scp_mirror;
+use crate::sync::formats;
+use crate::sync::formats::resourcesync::resource_list::{Item, Warnings};
 use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::refetch;
 use rusqlite::{params, OptionalExtension};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};
 use std::iter::Peekable;
 use std::time::Instant;
@@ -289,22 +285,27 @@ fn check_and_report(
                     inner.spawn(|| fixity::check_current(&s.mirror, fixity_options, &states))
                 });
                 let compared = (|| {
-                    // An SCP source's pages are not resources: its module compares them (with
-                    // the source, and offline their stored JSON).
+                    // A format that compares by a rule of its own (SCP: `modified`, the newest
+                    // snapshots) gives its findings; the others' expected states are compared
+                    // here.
                     let known = match source {
                         Some(src) => Some(src.to_string()),
                         None => catalog.remembered_source()?,
                     };
-                    let scp_source = match known {
-                        Some(src) if catalog.source_kind(&src)?.as_deref() == Some("scp") => {
-                            Some(catalog.source_id(&src)?)
+                    let own = match known {
+                        // Read only: the catalog may be on read-only media.
+                        Some(src) => {
+                            match (catalog.source_kind(&src)?, sources_row(catalog, &src)?) {
+                                (Some(kind), Some(id)) => {
+                                    formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
+                                }
+                                _ => None,
+                            }
                         }
-                        _ => None,
+                        None => None,
                     };
-                    Ok::<_, StoreError>(match (source, scp_source) {
-                        (_, Some(id)) => {
-                            (Compared::Offline, Some(scp_mirror::audit(s, catalog, id)?))
-                        }
+                    Ok::<_, StoreError>(match (source, own) {
+                        (_, Some(own)) => (Compared::Offline, Some(own)),
                         (None, None) => (Compared::Offline, None),
                         (Some(src), None) => match compare_with_source(s, src, also, &states) {
                             Ok(c) => (Compared::Source(c), None),
@@ -420,7 +421,7 @@ fn check_and_report(
         emitter.emit(f)?;
     }
     if let Some(scp) = scp {
-        // SCP pages and collections, compared with the newest snapshots by `scp_mirror`.
+        // What a format compared by its own rule (SCP pages and collections).
         totals.listed += scp.listed;
         totals.warnings.extend(scp.warnings);
         for f in scp.findings {
@@ -683,22 +684,15 @@ fn compare_with_source(
             comparer.push(item);
             Ok(())
         };
-        let walked = if collection.kind == SourceKind::Arc {
-            // An ARC sitemap: its own walk, the same comparison.
-            let url =
-                url::Url::parse(&collection.id).expect("collection ids of other kinds are URLs");
-            let arc = arc_mirror::expected_state(&docs, &url, &mut visit)?;
-            comparer.flush();
-            // Pages skipped on purpose (auth_required, noarchive) are neither missing nor extra.
-            for uri in &arc.skipped {
-                states.set_by_uri(uri, mark::SEEN);
-            }
-            arc.walked
-        } else {
-            let walked = expected_state(&docs, collection, &mut visit)?;
-            comparer.flush();
-            walked
-        };
+        // Each format walks its own documents; the comparison is the same.
+        let expected =
+            formats::of(collection.kind).expected_state(&docs, collection, &mut visit)?;
+        comparer.flush();
+        // What the format leaves out on purpose is neither missing nor extra.
+        for uri in &expected.skipped {
+            states.set_by_uri(uri, mark::SEEN);
+        }
+        let walked = expected.walked;
         for w in walked.warnings {
             comparer.warnings.push(w);
         }
@@ -762,89 +756,6 @@ impl Comparer<'_> {
             );
         }
     }
-}
-
-/// The expected state of one collection, streamed to `visit` (ResourceSync 1.1 §10.3): the
-/// Resource List (or index) as the source publishes it now, with every change after its `at`
-/// applied from the Change Lists. The changes are few (a change list, not a snapshot): they
-/// are collected first into URI -> last change; a listed entry that changed later is handed
-/// over with the change's declared state (or not at all when deleted), and the created URIs
-/// the list does not name are handed over after the walk.
-fn expected_state(
-    docs: &Documents<'_>,
-    collection: Collection,
-    visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
-) -> Result<Walked, SourceError> {
-    let changes_at = changes::location(docs, &collection);
-    let top = match collection.opened {
-        Some(doc)
-            if doc.header().capability() != Some(Capability::ChangeList)
-                && !doc.header().alpha_changeset =>
-        {
-            doc
-        }
-        _ => {
-            let url = collection.resource_list_url()?;
-            docs.fetch(url, &docs.scope_for(url))?
-        }
-    };
-    let mut overlay: HashMap<String, Event> = HashMap::new();
-    let mut overlay_problem = None;
-    if let Some(at) = top.header().md.at {
-        match changes_at.and_then(|loc| {
-            loc.map(|(url, archive)| {
-                Collector::new(docs, None, &collection.id, at).collect(&url, None, archive.as_ref())
-            })
-            .transpose()
-        }) {
-            Ok(Some(ch)) => {
-                for e in ch.events {
-                    overlay.insert(e.uri.to_string(), e);
-                }
-            }
-            Ok(None) => {}
-            Err(e) => overlay_problem = Some(e.to_string()),
-        }
-    }
-    let mut walked = resource_list::walk(docs, top, &mut |item| match item {
-        // Most lists have no changes after their `at`: no hashing of every URI then.
-        Item::Listed(l) if overlay.is_empty() => visit(Item::Listed(l)),
-        Item::Listed(l) => match overlay.remove(l.uri.as_str()) {
-            None => visit(Item::Listed(l)),
-            Some(e) if e.change == Change::Deleted => Ok(()),
-            Some(e) => visit(Item::Listed(Listed {
-                declared: e.declared,
-                media_type: e.media_type.or(l.media_type),
-                ..l
-            })),
-        },
-        refused => visit(refused),
-    })?;
-    // Created (or updated) after `at` and not in the list: expected all the same.
-    let mut created: Vec<Event> = overlay
-        .into_values()
-        .filter(|e| e.change != Change::Deleted)
-        .collect();
-    created.sort_by(|a, b| a.uri.as_str().cmp(b.uri.as_str()));
-    for e in created {
-        visit(Item::Listed(Listed {
-            uri: e.uri,
-            declared: e.declared,
-            media_type: e.media_type,
-            duplicates: e.duplicates,
-            document: e.document.into(),
-            line: e.line,
-            scope: e.scope,
-        }))?;
-    }
-    if let Some(p) = overlay_problem {
-        // Without the changes after `at` the expected state is unknown for what they touch:
-        // report it, and derive no extras from an incomplete picture.
-        walked
-            .failed_parts
-            .push(("change lists after the list's at".into(), p));
-    }
-    Ok(walked)
 }
 
 /// Compare one entry of the source's list (`key`: its URI's) with the mirror's current state.
@@ -1214,6 +1125,14 @@ fn source_of(s: &settings::Audit, catalog: &Catalog) -> Result<String, Error> {
 
 /// The id of a source the mirror already knows; an audit adds none (it must not change the
 /// source the mirror remembers).
+/// The id of the `sources` row of exactly `url`, if there is one (nothing written).
+fn sources_row(catalog: &Catalog, url: &str) -> Result<Option<i64>, StoreError> {
+    Ok(catalog
+        .conn()
+        .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))
+        .optional()?)
+}
+
 fn known_source_id(catalog: &Catalog, source: &str) -> Result<Option<i64>, StoreError> {
     let Ok(url) = discover::source_url(source) else {
         return Ok(None);

@@ -25,13 +25,14 @@ pub mod arc;
 pub mod resourcesync;
 pub mod scp;
 
-use crate::error::Error;
+use crate::error::{Error, SourceError};
 use crate::report::Summary;
 use crate::settings;
-use crate::store::Catalog;
+use crate::store::{Catalog, StoreError};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
+use crate::sync::formats::resourcesync::resource_list::{Item, Walked};
 use url::Url;
 
 /// What the commands ask of a source format.
@@ -88,12 +89,58 @@ pub trait Format: Sync {
         .into())
     }
 
+    /// `audit`: stream what the source lists now for `collection` (its expected state) to
+    /// `visit`; the engine compares each item with the mirror as it comes, in bounded memory.
+    fn expected_state(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+        visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+    ) -> Result<Expected, SourceError>;
+
+    /// `audit` of a source of this format by a rule of its own, instead of the expected-state
+    /// comparison (`None`: the engine compares [`Format::expected_state`]).
+    fn audit(
+        &self,
+        s: &settings::Audit,
+        catalog: &Catalog,
+        source_id: i64,
+    ) -> Result<Option<OwnAudit>, StoreError> {
+        let _ = (s, catalog, source_id);
+        Ok(None)
+    }
+
     /// True when the mirror's records of a source of this format name everything
     /// `incremental` follows (an SCP sitemap and its sections, an ARC sitemap), so that the
     /// source is not discovered again.
     fn follows_its_records(&self) -> bool {
         false
     }
+}
+
+/// A collection's expected state, as walked for `audit`.
+pub struct Expected {
+    pub walked: Walked,
+    /// URIs the format leaves out on purpose (an ARC page that asks not to be archived):
+    /// neither missing nor extra.
+    pub skipped: Vec<String>,
+}
+
+/// What a format's own audit found ([`Format::audit`]).
+#[derive(Debug, Default)]
+pub struct OwnAudit {
+    /// Every finding (`=` ones included), ordered by subject.
+    pub findings: Vec<crate::finding::Finding>,
+    /// Parts that could not be read (URL, why): nothing they list was compared, so the audit
+    /// cannot call the mirror complete (exit 4, like failed parts of a Resource List).
+    pub failed_parts: Vec<(String, String)>,
+    pub warnings: Vec<String>,
+    /// Set when the source could not be had at all: nothing was compared with it.
+    pub source_error: Option<SourceError>,
+    /// Items the source lists now.
+    pub listed: u64,
+    /// Live items in the mirror.
+    pub pages: u64,
 }
 
 /// The format of a kind of source.

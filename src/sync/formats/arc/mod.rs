@@ -5,14 +5,15 @@
 pub mod mirror;
 pub mod records;
 
-use super::{url_of, Format};
-use crate::error::Error;
+use super::{url_of, Expected, Format};
+use crate::error::{Error, SourceError};
 use crate::report::Summary;
 use crate::settings::{self, UsageError};
 use crate::store::Catalog;
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
+use crate::sync::formats::resourcesync::resource_list::Item;
 
 pub struct Arc;
 
@@ -63,5 +64,18 @@ impl Format for Arc {
 
     fn follows_its_records(&self) -> bool {
         true
+    }
+
+    fn expected_state(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+        visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+    ) -> Result<Expected, SourceError> {
+        let arc = mirror::expected_state(docs, &url_of(&collection), visit)?;
+        Ok(Expected {
+            walked: arc.walked,
+            skipped: arc.skipped.into_iter().collect(),
+        })
     }
 }

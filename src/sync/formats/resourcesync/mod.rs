@@ -4,6 +4,7 @@
 //! and 2012 forms) for `sync::incremental`, `change_dump` applies Change Dumps. The reader is
 //! `crate::rs`.
 
+pub mod audit;
 pub mod baseline;
 pub mod change_dump;
 pub mod changes;
@@ -12,14 +13,15 @@ pub mod incremental;
 pub mod resource_list;
 pub mod snapshot;
 
-use super::Format;
-use crate::error::Error;
+use super::{Expected, Format};
+use crate::error::{Error, SourceError};
 use crate::report::Summary;
 use crate::settings;
 use crate::store::Catalog;
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
+use resource_list::Item;
 
 pub struct ResourceSync;
 
@@ -67,5 +69,17 @@ impl Format for ResourceSync {
         summary: &mut Summary,
     ) -> Result<bool, Error> {
         incremental::plan(docs, s, collections, catalog, summary)
+    }
+
+    fn expected_state(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+        visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+    ) -> Result<Expected, SourceError> {
+        Ok(Expected {
+            walked: audit::expected_state(docs, collection, visit)?,
+            skipped: Vec::new(),
+        })
     }
 }

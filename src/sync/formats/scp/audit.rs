@@ -36,22 +36,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use url::Url;
 
-/// What the SCP audit found.
-#[derive(Debug, Default)]
-pub struct ScpAudit {
-    /// Every finding (`=` ones included), ordered by subject (page or collection URL).
-    pub findings: Vec<Finding>,
-    /// Collections that could not be read (URL, why): nothing they list was compared. The
-    /// audit cannot call the mirror complete (exit 4, like failed parts of a Resource List).
-    pub failed_parts: Vec<(String, String)>,
-    pub warnings: Vec<String>,
-    /// Set when the sitemap itself could not be had: nothing was compared with the source.
-    pub source_error: Option<SourceError>,
-    /// Pages listed by the newest snapshots read.
-    pub listed: u64,
-    /// Live pages in the mirror.
-    pub pages: u64,
-}
+/// What the SCP audit found (`pages`: live pages in the mirror; `listed`: pages the newest
+/// snapshots list).
+pub use crate::sync::formats::OwnAudit as ScpAudit;
 
 /// Audit the SCP mirror of source `source_id`.
 pub fn audit(

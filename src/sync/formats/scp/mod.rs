@@ -9,14 +9,15 @@ pub mod audit;
 pub mod fetch;
 pub mod mirror;
 
-use super::{url_of, Format};
-use crate::error::Error;
+use super::{url_of, Expected, Format, OwnAudit};
+use crate::error::{Error, SourceError};
 use crate::report::Summary;
 use crate::settings;
-use crate::store::Catalog;
+use crate::store::{Catalog, StoreError};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
+use crate::sync::formats::resourcesync::resource_list::Item;
 
 pub struct Scp;
 
@@ -75,5 +76,29 @@ impl Format for Scp {
 
     fn follows_its_records(&self) -> bool {
         true
+    }
+
+    /// SCP is compared by its own rule ([`Format::audit`]); a collection found by discovery
+    /// during another source's audit is not walked.
+    fn expected_state(
+        &self,
+        _docs: &Documents<'_>,
+        collection: Collection,
+        _visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+    ) -> Result<Expected, SourceError> {
+        Err(SourceError::Unusable {
+            url: collection.id,
+            message: "an SCP sitemap: audit it as a source of its own (rsmirror audit SOURCE)"
+                .into(),
+        })
+    }
+
+    fn audit(
+        &self,
+        s: &settings::Audit,
+        catalog: &Catalog,
+        source_id: i64,
+    ) -> Result<Option<OwnAudit>, StoreError> {
+        audit::audit(s, catalog, source_id).map(Some)
     }
 }
