@@ -7,7 +7,7 @@
 //! expected state compared resource by resource with the mirror's current state through
 //! `plan::compare`, the comparison baseline plans with. The mirror's side is held in a compact
 //! index (`sync::mirror_states`) and the source's list is streamed through it
-//! (`sync::formats::resourcesync::resource_list`), so a list of a million entries is audited in bounded memory.
+//! (each format's walk, `Format::expected_state`), so a list of a million entries is audited in bounded memory.
 //!
 //! Findings are reported after every check has run, in URI order, the same ones to every
 //! form (lines on stdout, `--json`, `--report FILE`) and, except the `=` ones, to the
@@ -24,9 +24,9 @@ use crate::settings::{self, UsageError};
 use crate::store::{Catalog, MirrorLock, StoreError};
 use crate::sync::discover::{self, SourceKind};
 use crate::sync::documents::Documents;
+use crate::sync::expected::{Item, Warnings};
 use crate::sync::fixity::{self, Fixity};
 use crate::sync::formats;
-use crate::sync::formats::resourcesync::resource_list::{Item, Warnings};
 use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::refetch;

@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod context;
 pub mod discover;
 pub mod documents;
+pub mod expected;
 pub mod feed;
 pub mod fixity;
 pub mod formats;

@@ -32,7 +32,7 @@ use crate::store::{Catalog, StoreError};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
-use crate::sync::formats::resourcesync::resource_list::{Item, Walked};
+use crate::sync::expected::{Item, Walked};
 use url::Url;
 
 /// What the commands ask of a source format.

@@ -35,12 +35,12 @@ use crate::sync::apply::{self, Job, JobResult};
 use crate::sync::context::no_space;
 use crate::sync::context::RunContext;
 use crate::sync::documents::Documents;
+use crate::sync::expected::Refused;
+use crate::sync::expected::{Item, Walked};
 use crate::sync::feed;
 use crate::sync::formats::arc::records::{
     self as arc_records, write_arc, ArcWriter, PageRecord, SitemapRecord,
 };
-use crate::sync::formats::resourcesync::resource_list::{Item, Walked};
-use crate::sync::formats::resourcesync::snapshot::Refused;
 use crate::sync::plan::{self, Action, Comparison, Declared, Listed};
 use jiff::civil::Date;
 use jiff::tz::TimeZone;

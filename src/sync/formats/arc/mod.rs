@@ -13,7 +13,7 @@ use crate::store::Catalog;
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
-use crate::sync::formats::resourcesync::resource_list::Item;
+use crate::sync::expected::Item;
 
 pub struct Arc;
 

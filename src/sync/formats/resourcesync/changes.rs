@@ -17,7 +17,7 @@ use crate::store::catalog::DocumentRecord;
 use crate::store::Catalog;
 use crate::sync::discover::Collection;
 use crate::sync::documents::{Documents, OpenedDocument};
-use crate::sync::formats::resourcesync::snapshot::Refused;
+use crate::sync::expected::Refused;
 use crate::sync::plan::Declared;
 use crate::sync::sync_point;
 use jiff::Timestamp;

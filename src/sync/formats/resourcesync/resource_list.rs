@@ -19,7 +19,7 @@ use crate::net::Scope;
 use crate::rs::document::{Capability, Entry, Root, Syntax, Warning};
 use crate::store::catalog::DocumentRecord;
 use crate::sync::documents::{Documents, OpenedDocument};
-use crate::sync::formats::resourcesync::snapshot::Refused;
+use crate::sync::expected::Refused;
 use crate::sync::plan::{Declared, Listed};
 use crate::sync::sync_point;
 use crossbeam_channel::{Receiver, Sender};
@@ -32,66 +32,7 @@ use url::Url;
 /// How deep Resource List Indexes may nest.
 const MAX_INDEX_DEPTH: usize = 3;
 
-/// Warnings, kept up to a bound (a list of a million oddities must not cost a million strings)
-/// and counted beyond it.
-#[derive(Debug, Default)]
-pub struct Warnings {
-    list: Vec<String>,
-    dropped: u64,
-}
-
-impl Warnings {
-    pub const MAX: usize = 1000;
-
-    pub fn push(&mut self, w: String) {
-        if self.list.len() < Self::MAX {
-            self.list.push(w);
-        } else {
-            self.dropped += 1;
-        }
-    }
-
-    pub fn into_vec(mut self) -> Vec<String> {
-        if self.dropped > 0 {
-            self.list
-                .push(format!("... and {} more warnings", self.dropped));
-        }
-        self.list
-    }
-}
-
-/// What the visitor is handed.
-#[derive(Debug)]
-pub enum Item {
-    Listed(Listed),
-    /// A listed resource the scope refused.
-    Refused(Refused),
-}
-
-/// What was walked, besides the entries.
-#[derive(Debug, Default)]
-pub struct Walked {
-    pub documents: Vec<DocumentRecord>,
-    pub at: Option<Timestamp>,
-    pub completed: Option<Timestamp>,
-    pub anchored: bool,
-    pub basis: String,
-    /// Index parts that could not be read: (part URL, why).
-    pub failed_parts: Vec<(String, String)>,
-    pub warnings: Vec<String>,
-    /// Entries handed to the visitor (listed and refused).
-    pub entries: u64,
-    /// The index this list says it is one part of (`rs:ln rel="index"` on a urlset): alone,
-    /// it is not the whole collection.
-    pub part_of: Option<String>,
-}
-
-impl Walked {
-    /// True when every document was read in full.
-    pub fn complete(&self) -> bool {
-        self.failed_parts.is_empty()
-    }
-}
+pub use crate::sync::expected::{Item, Walked, Warnings};
 
 /// Walk the list starting from an opened top-level document, handing every entry to `visit`.
 /// An error from the top-level document (or from `visit`) ends the walk.

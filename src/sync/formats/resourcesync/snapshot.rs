@@ -16,12 +16,7 @@ use crate::sync::plan::Listed;
 use jiff::Timestamp;
 use std::collections::HashSet;
 
-/// A listed resource the scope refused.
-#[derive(Debug, Clone)]
-pub struct Refused {
-    pub uri: String,
-    pub reason: String,
-}
+pub use crate::sync::expected::Refused;
 
 /// Everything read from one collection's Resource List.
 #[derive(Debug, Default)]

@@ -17,7 +17,7 @@ use crate::store::{Catalog, StoreError};
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
-use crate::sync::formats::resourcesync::resource_list::Item;
+use crate::sync::expected::Item;
 
 pub struct Scp;
 
