@@ -3,10 +3,14 @@
 use crate::exit::Exit;
 use crate::net::FetchError;
 use crate::rs::sitemap::ReadError;
-use crate::settings::UsageError;
 use crate::store::lock::LockError;
 use crate::store::StoreError;
 use url::Url;
+
+/// A usage error: exit 2 (what the user typed cannot be run; the settings say what).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 /// A source document could not be had or understood: nothing is applied (exit 4).
 #[derive(Debug, thiserror::Error)]

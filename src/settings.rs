@@ -7,10 +7,7 @@ use crate::rs::w3c_datetime::Zone;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A usage error: exit 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use crate::error::UsageError;
 
 /// How much to say.
 #[derive(Debug, Clone, Copy)]

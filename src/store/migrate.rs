@@ -15,9 +15,9 @@
 //!   (a mismatch stops the upgrade and changes nothing), written to the object store, made
 //!   durable, and read back and hashed again before the transaction that drops the old rows.
 
-use crate::store::catalog::write;
 use crate::store::new_file::NewFile;
 use crate::store::objects;
+use crate::store::rows as write;
 use crate::store::scp_catalog;
 use crate::store::{ObjectStore, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};

@@ -6,6 +6,7 @@ pub mod lock;
 pub mod migrate;
 pub mod new_file;
 pub mod objects;
+pub mod rows;
 pub mod scp_catalog;
 
 pub use catalog::Catalog;

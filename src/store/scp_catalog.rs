@@ -9,7 +9,7 @@
 //! Times are stored as RFC 3339 text (jiff's `Timestamp` display), like the rest of the catalog.
 
 use crate::net::Validators;
-use crate::store::catalog::{write, NewVersion};
+use crate::store::rows::{self as write, NewVersion};
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
