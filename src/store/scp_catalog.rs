@@ -22,6 +22,13 @@ fn ts(s: Option<String>) -> Option<Timestamp> {
     s.and_then(|s| s.parse().ok())
 }
 
+/// The id of the source recorded with exactly this URL (nothing written).
+pub fn source_row(conn: &Connection, url: &str) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))
+        .optional()?)
+}
+
 /// The sitemap of an SCP source, with the validators of the last clean run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SitemapRecord {

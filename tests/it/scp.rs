@@ -1279,3 +1279,90 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
     );
     assert!(!plan.contains("/blog/9"), "{plan}");
 }
+
+/// `incremental --dry-run` of an SCP source: the deltas not applied yet, each decided against
+/// the state the ones before it would leave, and a newer snapshot's gone pages as deletions;
+/// nothing is written, and the run after it does what the plan said.
+#[test]
+fn an_incremental_dry_run_plans_the_deltas_in_order() {
+    let mut site = Site::new();
+    let base = site.base();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    let b2 = site.page("/blog/2", "2025-12-02T00:00:00Z", "two");
+    site.collection(
+        "s1.scp.gz",
+        Z::Gzip,
+        "all",
+        None,
+        T1,
+        &[b1, b2],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path();
+    run_json(&mut baseline(&site.srv.url("/sitemap.xml"), mirror), 0);
+    // Two deltas: /blog/3 created by the first and updated by the second; /blog/2 updated.
+    let b3 = site.page("/blog/3", "2026-01-01T10:00:00Z", "three");
+    let b3v2 = site.page("/blog/3", "2026-01-02T10:00:00Z", "three, again");
+    let b2v2 = site.page("/blog/2", "2026-01-02T11:00:00Z", "two, revised");
+    site.collection(
+        "d2.scp",
+        Z::Plain,
+        "all",
+        Some(T1),
+        T2,
+        &[b3],
+        Sum::Reference,
+    );
+    site.collection(
+        "d3.scp.gz",
+        Z::Gzip,
+        "all",
+        Some(T2),
+        T3,
+        &[b3v2, b2v2],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let before = versions(mirror, &base);
+    let out = incremental(mirror).arg("--dry-run").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let plan: Vec<String> = stdout_of(&out)
+        .lines()
+        .map(|l| l.replace(&base, ""))
+        .collect();
+    assert_eq!(
+        plan,
+        [
+            "+ /blog/3",
+            "* /blog/2 (modified: 2025-12-02T00:00:00Z -> 2026-01-02T11:00:00Z)",
+            "* /blog/3 (modified: 2026-01-01T10:00:00Z -> 2026-01-02T10:00:00Z)",
+        ]
+    );
+    assert_eq!(versions(mirror, &base), before, "a dry run writes nothing");
+    // The run does what the plan said.
+    let s = run_json(&mut incremental(mirror), 0);
+    assert_eq!(counts(&s), [1, 2, 0, 0, 0], "{s}");
+
+    // A newer snapshot without /blog/1: an incremental run deletes it, and its plan says so.
+    let b2v2 = site.page("/blog/2", "2026-01-02T11:00:00Z", "two, revised");
+    let b3v2 = site.page("/blog/3", "2026-01-02T10:00:00Z", "three, again");
+    site.collection(
+        "s4.scp.gz",
+        Z::Gzip,
+        "all",
+        None,
+        T4,
+        &[b2v2, b3v2],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let out = incremental(mirror).arg("--dry-run").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let plan: Vec<String> = stdout_of(&out)
+        .lines()
+        .map(|l| l.replace(&base, ""))
+        .collect();
+    assert_eq!(plan, ["- /blog/1 (would be deleted)"]);
+}

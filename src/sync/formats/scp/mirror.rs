@@ -53,12 +53,6 @@ pub fn baseline(
     sitemap: &Url,
     received: Option<Prefetched>,
 ) -> Result<(), Error> {
-    if s.dry_run {
-        return Err(UsageError(format!(
-            "--dry-run is not supported for SCP sources ({sitemap})"
-        ))
-        .into());
-    }
     let fetched = match received {
         Some(p) => scp_fetch::sitemap_received(p)?,
         None => scp_fetch::sitemap(
@@ -102,12 +96,6 @@ pub fn incremental(
     s: &settings::Incremental,
     source: &Url,
 ) -> Result<(), Error> {
-    if s.dry_run {
-        return Err(UsageError(format!(
-            "--dry-run is not supported for SCP sources ({source})"
-        ))
-        .into());
-    }
     let no_baseline = || {
         Error::Usage(UsageError(format!(
             "the mirror has no SCP baseline of {source}: run rsmirror baseline first"
@@ -607,6 +595,26 @@ fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {
     }
 }
 
+/// The mirror's pages of one section, as a dry run compares and updates them in memory:
+/// page URL -> (its state, listed in the collection being read).
+type Planned = std::collections::HashMap<String, (scp_catalog::PageState, bool)>;
+
+/// The pages of a section from the mirror's catalog (empty without one).
+fn planned_pages(
+    catalog: Option<&crate::store::Catalog>,
+    source_url: &str,
+    section: &str,
+) -> Result<Planned, StoreError> {
+    let mut pages = Planned::new();
+    if let Some(c) = catalog {
+        let collection = scp_catalog::section_collection(source_url, section);
+        scp_catalog::section_pages(c.conn(), &collection, section, |p| {
+            pages.insert(p.url.clone(), (p, false));
+        })?;
+    }
+    Ok(pages)
+}
+
 /// `baseline --dry-run` of an SCP source: the newest snapshot of each section it would take is
 /// read through the collection reader (verified; nothing stored, nothing locked) and every page
 /// compared with the mirror's by the rule the baseline applies ([`scp_apply::page_change`]).
@@ -636,71 +644,187 @@ pub fn dry_run(
         summary.warnings.push(format!("{}: {w}", fetched.url));
     }
     let scope = docs.scope_for(&fetched.url);
+    let verbose = s.output.verbose > 0;
     for name in choose_sections(&fetched, s.section.as_deref())? {
         let entry = fetched
             .sitemap
             .latest_snapshot(&name)
             .expect("chosen sections have a snapshot");
-        let mut mirror = std::collections::HashMap::new();
-        if let Some(c) = catalog {
-            let collection = scp_catalog::section_collection(source_url, &name);
-            scp_catalog::section_pages(c.conn(), &collection, &name, |p| {
-                mirror.insert(p.url.clone(), (p, false));
-            })?;
-        }
-        match plan_snapshot(docs.http, &scope, entry, &mut mirror) {
-            Ok((lines, pages)) => {
-                summary.listed += pages;
-                for (mark, line) in lines {
-                    match mark {
-                        '+' => summary.created += 1,
-                        '*' => summary.updated += 1,
-                        _ => summary.unchanged += 1,
-                    }
-                    if mark != '=' || s.output.verbose > 0 {
-                        println!("{mark} {line}");
-                    }
+        let mut pages = planned_pages(catalog, source_url, &name)?;
+        let gone = if s.delete {
+            "would be deleted"
+        } else {
+            "gone from the source"
+        };
+        plan_collection(
+            docs.http,
+            &scope,
+            entry,
+            &mut pages,
+            Some(gone),
+            verbose,
+            summary,
+        );
+    }
+    Ok(())
+}
+
+/// `incremental --dry-run` of an SCP source: for each section followed, a newer snapshot (its
+/// gone pages would be deleted) and then every delta listed after the section's position that
+/// was not applied yet, each read and verified and decided page by page against the state the
+/// ones before it would leave, as `incremental` applies them. Nothing is stored.
+pub fn plan_changes(
+    docs: &crate::sync::documents::Documents<'_>,
+    s: &settings::Incremental,
+    source: &Url,
+    catalog: &crate::store::Catalog,
+    summary: &mut crate::report::Summary,
+) -> Result<(), Error> {
+    let conn = catalog.conn();
+    let no_baseline = || {
+        Error::Usage(UsageError(format!(
+            "the mirror has no SCP baseline of {source}: run rsmirror baseline first"
+        )))
+    };
+    let source_id = scp_catalog::source_row(conn, source.as_str())?.ok_or_else(no_baseline)?;
+    let recorded = scp_catalog::sitemap(conn, source_id)?.ok_or_else(no_baseline)?;
+    let sitemap_url = Url::parse(&recorded.url).map_err(|e| SourceError::Unusable {
+        url: recorded.url.clone(),
+        message: format!("the recorded sitemap URL does not parse: {e}"),
+    })?;
+    let fetched = scp_fetch::sitemap(
+        docs.http,
+        &sitemap_url,
+        &docs.scope_for(&sitemap_url),
+        &Validators::default(),
+    )?
+    .expect("an unconditional GET is never answered 304");
+    for w in &fetched.sitemap.warnings {
+        summary.warnings.push(format!("{}: {w}", fetched.url));
+    }
+    let scope = docs.scope_for(&fetched.url);
+    let verbose = s.output.verbose > 0;
+    for section in scp_catalog::sections(conn, source_id)? {
+        let name = section.name.clone();
+        let mut pages = planned_pages(Some(catalog), source.as_str(), &name)?;
+        let mut through = section.applied_through;
+        if let Some(snap) = fetched.sitemap.latest_snapshot(&name) {
+            if section
+                .snapshot_generated
+                .is_none_or(|g| snap.generated > g)
+            {
+                if !plan_collection(
+                    docs.http,
+                    &scope,
+                    snap,
+                    &mut pages,
+                    Some("would be deleted"),
+                    verbose,
+                    summary,
+                ) {
+                    continue;
                 }
+                through = Some(through.map_or(snap.generated, |t| t.max(snap.generated)));
             }
-            Err(why) => {
-                summary.failed += 1;
-                println!("! {} {why}", entry.url);
+        }
+        let Some(through) = through else {
+            continue;
+        };
+        let after = s.from.map_or(through, |f| f.min(through));
+        for delta in fetched.sitemap.deltas_after(&name, after) {
+            if s.from.is_none()
+                && scp_catalog::collection_applied(
+                    conn,
+                    source_id,
+                    delta.url.as_str(),
+                    delta.generated,
+                )?
+            {
                 continue;
             }
-        }
-        let mut gone: Vec<&String> = mirror
-            .iter()
-            .filter(|(_, (p, seen))| {
-                scp_apply::gone_from_snapshot(
-                    p.modified,
-                    *seen,
-                    p.brought_by_generated,
-                    entry.generated,
-                )
-            })
-            .map(|(url, _)| url)
-            .collect();
-        gone.sort();
-        for url in gone {
-            summary.gone += 1;
-            let what = if s.delete {
-                "would be deleted"
-            } else {
-                "gone from the source"
-            };
-            println!("- {url} ({what})");
+            if !plan_collection(docs.http, &scope, delta, &mut pages, None, verbose, summary) {
+                // Later deltas wait for this one, as in a run.
+                break;
+            }
         }
     }
     Ok(())
 }
 
-/// Read one snapshot over HTTP and decide each page against the mirror's (marked seen);
-/// `Err`: why it could not be read (nothing of it counts then).
-fn plan_snapshot(
+/// Read one collection over HTTP (verified) and print what applying it would do to `pages`,
+/// which are updated as the application would leave them; for a snapshot (`gone`: how to
+/// call a page it no longer lists), the live pages it does not list are named too. `false`:
+/// the collection could not be read (named with `!`, counted as failed; nothing of it
+/// counts).
+fn plan_collection(
     http: &crate::net::Http,
     scope: &Scope,
     entry: &CollectionEntry,
-    mirror: &mut std::collections::HashMap<String, (scp_catalog::PageState, bool)>,
+    pages: &mut Planned,
+    gone: Option<&str>,
+    verbose: bool,
+    summary: &mut crate::report::Summary,
+) -> bool {
+    for (_, seen) in pages.values_mut() {
+        *seen = false;
+    }
+    let lines = match read_and_decide(http, scope, entry, pages) {
+        Ok((lines, listed)) => {
+            summary.listed += listed;
+            lines
+        }
+        Err(why) => {
+            summary.failed += 1;
+            println!("! {} {why}", entry.url);
+            return false;
+        }
+    };
+    for (mark, line) in lines {
+        match mark {
+            '+' => summary.created += 1,
+            '*' => summary.updated += 1,
+            _ => summary.unchanged += 1,
+        }
+        if mark != '=' || verbose {
+            println!("{mark} {line}");
+        }
+    }
+    let Some(what) = gone else {
+        return true;
+    };
+    let mut gone_pages: Vec<String> = pages
+        .iter()
+        .filter(|(_, (p, seen))| {
+            scp_apply::gone_from_snapshot(
+                p.modified,
+                *seen,
+                p.brought_by_generated,
+                entry.generated,
+            )
+        })
+        .map(|(url, _)| url.clone())
+        .collect();
+    gone_pages.sort();
+    for url in gone_pages {
+        summary.gone += 1;
+        println!("- {url} ({what})");
+        if what == "would be deleted" {
+            if let Some((p, _)) = pages.get_mut(&url) {
+                p.modified = None;
+            }
+        }
+    }
+    true
+}
+
+/// Read one collection over HTTP and decide each page against `pages` (marked seen, and
+/// updated as applying it would); `Err`: why it could not be read (nothing of it counts then,
+/// and `pages` are as they were).
+fn read_and_decide(
+    http: &crate::net::Http,
+    scope: &Scope,
+    entry: &CollectionEntry,
+    pages: &mut Planned,
 ) -> Result<(Vec<(char, String)>, u64), String> {
     use crate::net::agent::DocumentResponse;
     use sha2::{Digest as _, Sha256};
@@ -713,10 +837,12 @@ fn plan_snapshot(
     let mut reader =
         crate::scp::CollectionReader::open(body.reader, &Limits::default()).map_err(reject)?;
     let mut lines = std::collections::BTreeMap::new();
+    let mut after: Vec<(String, scp_catalog::PageState)> = Vec::new();
     while let Some(page) = reader.next_page().map_err(reject)? {
         let digest = Sha256::digest(page.json.as_bytes());
         let json: scp_apply::Short = digest[..16].try_into().expect("16 bytes");
-        let local = mirror.get_mut(page.url.as_str()).map(|(p, seen)| {
+        let url = page.url.to_string();
+        let local = pages.get_mut(&url).map(|(p, seen)| {
             *seen = true;
             (
                 p.modified,
@@ -724,7 +850,7 @@ fn plan_snapshot(
             )
         });
         let line = match scp_apply::page_change(local, page.modified, json) {
-            scp_apply::PageChange::Create => ('+', page.url.to_string()),
+            scp_apply::PageChange::Create => ('+', url.clone()),
             scp_apply::PageChange::Update => {
                 let here = local
                     .and_then(|l| l.0)
@@ -732,14 +858,31 @@ fn plan_snapshot(
                     .unwrap_or_default();
                 (
                     '*',
-                    format!("{} (modified: {here} -> {})", page.url, page.modified),
+                    format!("{url} (modified: {here} -> {})", page.modified),
                 )
             }
-            _ => ('=', page.url.to_string()),
+            _ => ('=', url.clone()),
         };
-        // A page listed twice: the later entry counts, as when the snapshot is applied.
-        lines.insert(page.url.to_string(), line);
+        if line.0 != '=' {
+            after.push((
+                url.clone(),
+                scp_catalog::PageState {
+                    resource_id: 0,
+                    url: url.clone(),
+                    qualified: false,
+                    modified: Some(page.modified),
+                    sha256_hex: Some(hex::encode(digest)),
+                    brought_by_generated: Some(entry.generated),
+                },
+            ));
+        }
+        // A page listed twice: the later entry counts, as when the collection is applied.
+        lines.insert(url, line);
     }
     let summary = reader.finish().map_err(reject)?;
+    // Verified: the state the application would leave.
+    for (url, state) in after {
+        pages.insert(url, (state, true));
+    }
     Ok((lines.into_values().collect(), summary.pages))
 }

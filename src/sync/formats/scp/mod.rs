@@ -74,6 +74,21 @@ impl Format for Scp {
         Ok(())
     }
 
+    fn plan_changes(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
+        catalog: &Catalog,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        let failed = summary.failed;
+        for c in collections {
+            mirror::plan_changes(docs, s, &url_of(&c), catalog, summary)?;
+        }
+        Ok(summary.failed == failed)
+    }
+
     fn follows_its_records(&self) -> bool {
         true
     }
