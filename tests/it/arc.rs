@@ -920,3 +920,39 @@ fn a_sync_point_too_old_for_the_daily_feeds_is_a_gap() {
     assert!(at.parse::<jiff::Timestamp>().unwrap() > old, "{at}");
     assert!(srv.count("/arc-sitemap.json") >= 3);
 }
+
+/// `baseline --dry-run` of an ARC sitemap (refused before issue 19): the sitemap read, every
+/// page decided against the mirror as a baseline would, the plan printed with the shared marks;
+/// no page fetched, nothing written.
+#[test]
+fn a_dry_run_prints_the_plan_without_fetching_a_page() {
+    let (s, srv, dir) = good_mirror();
+    s.put("a.html", "<html>a, changed</html>\n");
+    s.put("c.html", "<html>c</html>\n");
+    s.sitemap(
+        &at(0, "00:00:00"),
+        vec![
+            page("a.html", &at(0, "00:00:00"), "<html>a, changed</html>\n"),
+            page("c.html", &at(0, "00:00:00"), "<html>c</html>\n"),
+        ],
+    );
+    let before = snapshot(dir.path());
+    srv.clear_requests();
+    let out = baseline(&srv.url("/arc-sitemap.json"), dir.path())
+        .args(["--dry-run", "--delete"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let base = srv.base();
+    let mut plan: Vec<String> = stdout_of(&out)
+        .lines()
+        .map(|l| l.replace(&base, ""))
+        .collect();
+    plan.sort();
+    assert_eq!(plan.len(), 3, "{plan:?}");
+    assert!(plan[0].starts_with("* /pages/a.html ("), "{plan:?}");
+    assert_eq!(plan[1], "+ /pages/c.html");
+    assert_eq!(plan[2], "- /pages/b.html (would be deleted)");
+    assert_eq!(snapshot(dir.path()), before, "a dry run writes nothing");
+    assert_eq!(srv.count("/pages/a.html") + srv.count("/pages/c.html"), 0);
+}

@@ -68,43 +68,50 @@ pub const MAX_CRAWL_DELAY: Duration = Duration::from_secs(2);
 /// How far ahead of our clock a source's time may be before it is "in the future".
 const CLOCK_SKEW: SignedDuration = SignedDuration::from_mins(5);
 
-/// `baseline` of the ARC source whose sitemap is at `sitemap`.
-pub fn baseline(
-    ctx: &mut RunContext<'_, '_>,
+/// What a baseline of an ARC sitemap would do, decided before anything is fetched.
+struct ArcPlan {
+    /// The sitemap's validators.
+    validators: Validators,
+    header: arc::Header,
+    warnings: Vec<String>,
+    scope: Arc<Scope>,
+    /// Every page to take, with what to do (the later entry for a URL listed twice).
+    planned: Vec<(Page, Action)>,
+    /// (URI, why) of pages outside the site, and of pages skipped on purpose.
+    refused: Vec<(String, String)>,
+    skipped: Vec<(String, String)>,
+    /// Live pages of this collection the sitemap no longer lists, sorted.
+    gone: Vec<String>,
+}
+
+/// Read the sitemap and decide every page against the mirror's `states`.
+fn plan_sitemap(
+    docs: &Documents<'_>,
     s: &settings::Baseline,
     sitemap: &Url,
-) -> Result<(), Error> {
-    let opts = read_options(&s.source);
-    let now = Timestamp::now();
+    states: &HashMap<String, CurrentState>,
+    now: Timestamp,
+) -> Result<ArcPlan, Error> {
     let collection = sitemap.to_string();
     let fetched = fetch(
-        ctx.http,
+        docs.http,
         sitemap,
-        &ctx.docs.scope_for(sitemap),
+        &docs.scope_for(sitemap),
         &Validators::default(),
-        opts,
+        read_options(&s.source),
         "sitemap",
     )?
     .expect("an unconditional GET is never answered 304");
     let Sitemap { header, pages } = fetched.sitemap;
     let mut warnings = prefixed(&fetched.url, &header.warnings);
-    let scope = Arc::new(page_scope(
-        ctx.docs,
-        &fetched.url,
-        &header.site,
-        &mut warnings,
-    ));
+    let scope = Arc::new(page_scope(docs, &fetched.url, &header.site, &mut warnings));
     if header.generated_at > now + CLOCK_SKEW {
         warnings.push(format!(
             "{}: generated_at {} is in the future; the sync point is our clock instead",
             fetched.url, header.generated_at
         ));
     }
-    let crawl_delay = header.crawl_rate.map(|r| r.delay());
-    let paced = paced_http(&s.source, crawl_delay, &mut warnings);
-    let http = paced.as_ref().unwrap_or(ctx.http);
-
-    // Plan: every page, the later entry for a URL listed twice (in the first one's place).
+    // Every page, the later entry for a URL listed twice (in the first one's place).
     let mut unique: Vec<Page> = Vec::with_capacity(pages.len());
     let mut at_index: HashMap<String, usize> = HashMap::new();
     for page in pages {
@@ -130,31 +137,97 @@ pub fn baseline(
             }
         }
     }
-    let states = ctx.catalog.current_states()?;
-    let mut planned: Vec<(Page, Action)> = Vec::new();
+    let mut plan = ArcPlan {
+        validators: fetched.validators,
+        header,
+        warnings,
+        scope,
+        planned: Vec::new(),
+        refused: Vec::new(),
+        skipped: Vec::new(),
+        gone: Vec::new(),
+    };
     let mut listed: HashSet<String> = HashSet::new();
-    let mut refused: Vec<(String, String)> = Vec::new();
-    let mut skipped: Vec<(String, String)> = Vec::new();
     for page in unique {
         let uri = page.url.to_string();
-        if let Err(reason) = scope.check(&page.url) {
-            refused.push((uri, format!("outside the site: {reason}")));
+        if let Err(reason) = plan.scope.check(&page.url) {
+            plan.refused
+                .push((uri, format!("outside the site: {reason}")));
             continue;
         }
         listed.insert(uri.clone());
         if let Some(why) = page.skip_reason() {
-            skipped.push((uri, why));
+            plan.skipped.push((uri, why));
             continue;
         }
         let action = plan::action(&declared(&page), states.get(uri.as_str()));
-        planned.push((page, action));
+        plan.planned.push((page, action));
     }
-    let mut gone: Vec<String> = states
+    plan.gone = states
         .iter()
         .filter(|(uri, st)| !st.deleted && st.collection == collection && !listed.contains(*uri))
         .map(|(uri, _)| uri.clone())
         .collect();
-    gone.sort();
+    plan.gone.sort();
+    plan.skipped.sort();
+    Ok(plan)
+}
+
+/// `baseline --dry-run` of the ARC sitemap at `sitemap`: the sitemap read and every page
+/// decided as a baseline would, the plan printed with the shared marks; nothing is fetched
+/// but the sitemap, nothing written.
+pub fn dry_run(
+    docs: &Documents<'_>,
+    s: &settings::Baseline,
+    sitemap: &Url,
+    catalog: Option<&Catalog>,
+    summary: &mut crate::report::Summary,
+) -> Result<(), Error> {
+    let states = match catalog {
+        Some(c) => c.current_states()?,
+        None => HashMap::new(),
+    };
+    let p = plan_sitemap(docs, s, sitemap, &states, Timestamp::now())?;
+    summary.listed += p.header.pages;
+    summary.warnings.extend(p.warnings);
+    for (page, action) in &p.planned {
+        plan::print_mark(page.url.as_str(), action, s.output.verbose > 0, summary);
+    }
+    for (uri, reason) in &p.refused {
+        summary.refused += 1;
+        println!("! {uri} refused: {reason}");
+    }
+    let what = if s.delete {
+        "would be deleted"
+    } else {
+        "gone from the source"
+    };
+    for uri in &p.gone {
+        summary.gone += 1;
+        println!("- {uri} ({what})");
+    }
+    Ok(())
+}
+
+/// `baseline` of the ARC source whose sitemap is at `sitemap`.
+pub fn baseline(
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Baseline,
+    sitemap: &Url,
+) -> Result<(), Error> {
+    let now = Timestamp::now();
+    let collection = sitemap.to_string();
+    let states = ctx.catalog.current_states()?;
+    let ArcPlan {
+        validators,
+        header,
+        mut warnings,
+        scope,
+        planned,
+        refused,
+        skipped,
+        gone,
+    } = plan_sitemap(ctx.docs, s, sitemap, &states, now)?;
     if s.delete {
         if let Some(max) = s.max_delete {
             if gone.len() as u64 > max {
@@ -165,6 +238,9 @@ pub fn baseline(
             }
         }
     }
+    let crawl_delay = header.crawl_rate.map(|r| r.delay());
+    let paced = paced_http(&s.source, crawl_delay, &mut warnings);
+    let http = paced.as_ref().unwrap_or(ctx.http);
 
     let summary = &mut *ctx.summary;
     let progress = ctx.progress;
@@ -177,7 +253,6 @@ pub fn baseline(
         writer.problem(uri, "refused", reason)?;
         summary.problems.push(problem(uri, "refused", reason));
     }
-    skipped.sort();
     for (uri, reason) in &skipped {
         if s.output.verbose > 0 {
             progress.println(&format!("skipped: {uri}: {reason}"));
@@ -300,8 +375,8 @@ pub fn baseline(
         page_count: header.pages,
         crawl_delay,
         delta_feeds: header.delta_feeds.iter().map(|u| u.to_string()).collect(),
-        etag: fetched.validators.etag.clone(),
-        last_modified: fetched.validators.last_modified.clone(),
+        etag: validators.etag.clone(),
+        last_modified: validators.last_modified.clone(),
     };
     commit_sitemap(
         writer,

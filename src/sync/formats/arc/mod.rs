@@ -8,7 +8,7 @@ pub mod records;
 use super::{url_of, Expected, Format};
 use crate::error::{Error, SourceError};
 use crate::report::Summary;
-use crate::settings::{self, UsageError};
+use crate::settings;
 use crate::store::Catalog;
 use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
@@ -36,18 +36,17 @@ impl Format for Arc {
 
     fn plan(
         &self,
-        _docs: &Documents<'_>,
-        _s: &settings::Baseline,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
         _source_url: &str,
         collections: Vec<Collection>,
-        _catalog: Option<&Catalog>,
-        _summary: &mut Summary,
+        catalog: Option<&Catalog>,
+        summary: &mut Summary,
     ) -> Result<bool, Error> {
-        let which = collections.first().map(|c| c.id.as_str()).unwrap_or("");
-        Err(UsageError(format!(
-            "--dry-run is not supported for ARC sources yet ({which})"
-        ))
-        .into())
+        for c in collections {
+            mirror::dry_run(docs, s, &url_of(&c), catalog, summary)?;
+        }
+        Ok(true)
     }
 
     fn incremental(

@@ -355,40 +355,7 @@ fn print_plan(
     for p in planned {
         summary.listed += p.snapshot.listed.len() as u64;
         for (l, a) in p.snapshot.listed.iter().zip(&p.actions) {
-            match a {
-                Action::Create => {
-                    summary.created += 1;
-                    println!("+ {}", l.uri);
-                }
-                Action::Update(diffs) => {
-                    summary.updated += 1;
-                    let why: Vec<String> = diffs
-                        .iter()
-                        .map(|d| format!("{}: {} -> {}", d.field, d.actual, d.expected))
-                        .collect();
-                    println!("* {} ({})", l.uri, why.join(", "));
-                }
-                Action::Check => {
-                    summary.updated += 1;
-                    println!(
-                        "? {} (nothing to compare: will fetch and compare bytes)",
-                        l.uri
-                    );
-                }
-                Action::Revalidate => {
-                    summary.updated += 1;
-                    println!(
-                        "? {} (no digest and a date-only lastmod: will ask the server whether it changed)",
-                        l.uri
-                    );
-                }
-                Action::Keep => {
-                    summary.unchanged += 1;
-                    if s.output.verbose > 0 {
-                        println!("= {}", l.uri);
-                    }
-                }
-            }
+            plan::print_mark(l.uri.as_str(), a, s.output.verbose > 0, summary);
         }
         for r in &p.snapshot.refused {
             summary.refused += 1;
