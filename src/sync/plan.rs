@@ -198,6 +198,42 @@ pub fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
     }
 }
 
+/// Print one line of a dry run's plan for `uri` (`+` create, `*` update with the fields that
+/// differ, `?` fetch to compare, `=` keep, only when `verbose`) and count it, the same for
+/// every format.
+pub fn print_mark(uri: &str, action: &Action, verbose: bool, summary: &mut crate::report::Summary) {
+    match action {
+        Action::Create => {
+            summary.created += 1;
+            println!("+ {uri}");
+        }
+        Action::Update(diffs) => {
+            summary.updated += 1;
+            let why: Vec<String> = diffs
+                .iter()
+                .map(|d| format!("{}: {} -> {}", d.field, d.actual, d.expected))
+                .collect();
+            println!("* {uri} ({})", why.join(", "));
+        }
+        Action::Check => {
+            summary.updated += 1;
+            println!("? {uri} (nothing to compare: will fetch and compare bytes)");
+        }
+        Action::Revalidate => {
+            summary.updated += 1;
+            println!(
+                "? {uri} (no digest and a date-only lastmod: will ask the server whether it changed)"
+            );
+        }
+        Action::Keep => {
+            summary.unchanged += 1;
+            if verbose {
+                println!("= {uri}");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,41 +356,5 @@ mod tests {
         gone.deleted = true;
         assert_eq!(action(&d, Some(&gone)), Action::Create);
         assert_eq!(action(&d, None), Action::Create);
-    }
-}
-
-/// Print one line of a dry run's plan for `uri` (`+` create, `*` update with the fields that
-/// differ, `?` fetch to compare, `=` keep, only when `verbose`) and count it, the same for
-/// every format.
-pub fn print_mark(uri: &str, action: &Action, verbose: bool, summary: &mut crate::report::Summary) {
-    match action {
-        Action::Create => {
-            summary.created += 1;
-            println!("+ {uri}");
-        }
-        Action::Update(diffs) => {
-            summary.updated += 1;
-            let why: Vec<String> = diffs
-                .iter()
-                .map(|d| format!("{}: {} -> {}", d.field, d.actual, d.expected))
-                .collect();
-            println!("* {uri} ({})", why.join(", "));
-        }
-        Action::Check => {
-            summary.updated += 1;
-            println!("? {uri} (nothing to compare: will fetch and compare bytes)");
-        }
-        Action::Revalidate => {
-            summary.updated += 1;
-            println!(
-                "? {uri} (no digest and a date-only lastmod: will ask the server whether it changed)"
-            );
-        }
-        Action::Keep => {
-            summary.unchanged += 1;
-            if verbose {
-                println!("= {uri}");
-            }
-        }
     }
 }
