@@ -956,3 +956,54 @@ fn a_dry_run_prints_the_plan_without_fetching_a_page() {
     assert_eq!(snapshot(dir.path()), before, "a dry run writes nothing");
     assert_eq!(srv.count("/pages/a.html") + srv.count("/pages/c.html"), 0);
 }
+
+/// `incremental --dry-run` of an ARC source: the delta feeds since the sync point read, each
+/// change printed with what it would do; no page fetched, nothing written; the run after it
+/// does what the plan said.
+#[test]
+fn an_incremental_dry_run_plans_the_delta_feeds() {
+    let (s, srv, dir) = good_mirror();
+    s.put("a.html", "<html>a, changed</html>\n");
+    s.put("c.html", "<html>c</html>\n");
+    let mut gone = page("b.html", &at(0, "00:00:02"), "");
+    gone["deleted"] = json!(true);
+    s.delta(
+        &day(0),
+        &at(0, "00:00:03"),
+        vec![
+            page("a.html", &at(0, "00:00:01"), "<html>a, changed</html>\n"),
+            page("c.html", &at(0, "00:00:01"), "<html>c</html>\n"),
+            gone,
+        ],
+    );
+    let before = snapshot(dir.path());
+    srv.clear_requests();
+    let out = incremental(dir.path()).arg("--dry-run").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let base = srv.base();
+    let plan: Vec<String> = stdout_of(&out)
+        .lines()
+        .map(|l| l.replace(&base, ""))
+        .collect();
+    assert_eq!(plan.len(), 3, "{plan:?}");
+    assert!(
+        plan[0].starts_with("* /pages/a.html (lastmod: "),
+        "{plan:?}"
+    );
+    assert_eq!(plan[1], "+ /pages/c.html");
+    assert_eq!(plan[2], "- /pages/b.html (would be deleted)");
+    assert_eq!(snapshot(dir.path()), before, "a dry run writes nothing");
+    assert_eq!(srv.count("/pages/a.html") + srv.count("/pages/c.html"), 0);
+    let out = incremental(dir.path()).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let summary = json_of(&out);
+    assert_eq!(
+        (
+            summary["created"].as_u64(),
+            summary["updated"].as_u64(),
+            summary["deleted"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "{summary}"
+    );
+}

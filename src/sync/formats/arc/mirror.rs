@@ -405,16 +405,37 @@ enum Disposal {
     Tombstone,
 }
 
-/// `incremental` of the ARC source at `url` (its sitemap, or the SOURCE given at baseline).
-pub fn incremental(
-    ctx: &mut RunContext<'_, '_>,
+/// What an incremental run of an ARC collection applies, all read before anything is applied:
+/// the sitemap again (conditionally), then every delta feed since the sync point.
+struct ArcChanges {
+    record: SitemapRecord,
+    collection: String,
+    since: Timestamp,
+    warnings: Vec<String>,
+    /// What was read, said with `-v`.
+    trail: Vec<String>,
+    page_scope: Arc<Scope>,
+    /// The agent paced by the sitemap's crawl_rate, when it gives one and `--delay` does not.
+    paced: Option<Http>,
+    /// The last change per URL, in the order they are applied.
+    deltas: Vec<Delta>,
+    refused: Vec<(String, String)>,
+    skipped: BTreeMap<String, String>,
+    /// The latest `generated_at` of the delta feeds read.
+    feed_max: Option<Timestamp>,
+}
+
+fn collect_changes(
+    catalog: &Catalog,
+    source_id: i64,
+    docs: &Documents<'_>,
     s: &settings::Incremental,
     url: &Url,
-) -> Result<(), Error> {
+    now: Timestamp,
+) -> Result<ArcChanges, Error> {
     let opts = read_options(&s.source);
-    let now = Timestamp::now();
-    let mut record = arc_records::sitemap_of(ctx.catalog.conn(), ctx.source_id, url.as_str())?
-        .ok_or_else(|| {
+    let mut record =
+        arc_records::sitemap_of(catalog.conn(), source_id, url.as_str())?.ok_or_else(|| {
             UsageError(format!(
                 "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
             ))
@@ -422,8 +443,7 @@ pub fn incremental(
     let collection = record.url.clone();
     let since = match s.from {
         Some(t) => t,
-        None => ctx
-            .catalog
+        None => catalog
             .sync_point(&collection)?
             .and_then(|sp| sp.at)
             .ok_or_else(|| {
@@ -444,9 +464,16 @@ pub fn incremental(
         etag: record.etag.clone(),
         last_modified: record.last_modified.clone(),
     };
-    let scope = ctx.docs.scope_for(&sitemap_url);
+    let scope = docs.scope_for(&sitemap_url);
     let mut base = sitemap_url.clone();
-    match fetch(ctx.http, &sitemap_url, &scope, &validators, opts, "sitemap")? {
+    match fetch(
+        docs.http,
+        &sitemap_url,
+        &scope,
+        &validators,
+        opts,
+        "sitemap",
+    )? {
         None => trail.push(format!("{sitemap_url}: not modified")),
         Some(f) => {
             let h = &f.sitemap.header;
@@ -473,9 +500,9 @@ pub fn incremental(
     if base.scheme() == "file" {
         base = site.clone();
     }
-    let page_scope = Arc::new(page_scope(ctx.docs, &base, &site, &mut warnings));
+    let page_scope = Arc::new(page_scope(docs, &base, &site, &mut warnings));
     let paced = paced_http(&s.source, record.crawl_delay, &mut warnings);
-    let http = paced.as_ref().unwrap_or(ctx.http);
+    let http = paced.as_ref().unwrap_or(docs.http);
 
     // Which delta feeds: those the sitemap names, else one per day since the sync point's day.
     let today = now.to_zoned(TimeZone::UTC).date();
@@ -616,6 +643,104 @@ pub fn incremental(
             .then_with(|| a.page.url.cmp(&b.page.url))
     });
 
+    Ok(ArcChanges {
+        record,
+        collection,
+        since,
+        warnings,
+        trail,
+        page_scope,
+        paced,
+        deltas,
+        refused,
+        skipped,
+        feed_max,
+    })
+}
+
+/// `incremental --dry-run` of the ARC collection at `url`: the changes collected as a run
+/// would, each printed with what it would do (`+` created, `*` updated, `-` deleted, `!`
+/// refused, `=` known already, with `-v`); no page fetched, nothing written.
+pub fn plan_changes(
+    docs: &Documents<'_>,
+    s: &settings::Incremental,
+    url: &Url,
+    catalog: &Catalog,
+    summary: &mut crate::report::Summary,
+) -> Result<(), Error> {
+    let source_id: i64 = catalog
+        .conn()
+        .query_row(
+            "SELECT id FROM sources WHERE url = ?1",
+            [url.as_str()],
+            |r| r.get(0),
+        )
+        .map_err(|_| {
+            UsageError(format!(
+                "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
+            ))
+        })?;
+    let c = collect_changes(catalog, source_id, docs, s, url, Timestamp::now())?;
+    summary.warnings.extend(c.warnings);
+    let states = catalog.current_states()?;
+    let verbose = s.output.verbose > 0;
+    for d in &c.deltas {
+        let uri = d.page.url.as_str();
+        let current = states.get(uri);
+        match disposal(d, current, c.since) {
+            Disposal::Fetch => match current.filter(|c| !c.deleted) {
+                Some(here) => {
+                    summary.updated += 1;
+                    let was = here.lastmod.map(|t| t.to_string()).unwrap_or_default();
+                    let now = d.page.lastmod.map(|t| t.to_string()).unwrap_or_default();
+                    println!("* {uri} (lastmod: {was} -> {now})");
+                }
+                None => {
+                    summary.created += 1;
+                    println!("+ {uri}");
+                }
+            },
+            Disposal::Tombstone => {
+                summary.gone += 1;
+                println!("- {uri} (would be deleted)");
+            }
+            Disposal::Event(_, "unknown-delete") => summary.unknown_deletes += 1,
+            Disposal::Known | Disposal::Event(..) => {
+                summary.unchanged += 1;
+                if verbose {
+                    println!("= {uri}");
+                }
+            }
+        }
+    }
+    for (uri, reason) in &c.refused {
+        summary.refused += 1;
+        println!("! {uri} refused: {reason}");
+    }
+    Ok(())
+}
+
+/// `incremental` of the ARC source at `url` (its sitemap, or the SOURCE given at baseline).
+pub fn incremental(
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Incremental,
+    url: &Url,
+) -> Result<(), Error> {
+    let now = Timestamp::now();
+    let ArcChanges {
+        record,
+        collection,
+        since,
+        warnings,
+        trail,
+        page_scope,
+        paced,
+        deltas,
+        refused,
+        skipped,
+        feed_max,
+    } = collect_changes(ctx.catalog, ctx.source_id, ctx.docs, s, url, now)?;
+    let http = paced.as_ref().unwrap_or(ctx.http);
     let summary = &mut *ctx.summary;
     let progress = ctx.progress;
     summary.warnings.extend(warnings.iter().cloned());

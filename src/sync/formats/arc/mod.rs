@@ -61,6 +61,20 @@ impl Format for Arc {
         Ok(())
     }
 
+    fn plan_changes(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
+        catalog: &Catalog,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        for c in collections {
+            mirror::plan_changes(docs, s, &url_of(&c), catalog, summary)?;
+        }
+        Ok(true)
+    }
+
     fn follows_its_records(&self) -> bool {
         true
     }
