@@ -469,6 +469,22 @@ fn incremental_from_a_change_dump_equals_incremental_from_the_change_list() {
         ),
     )
     .unwrap();
+    // A dry run names the package it would fetch (what it changes is inside it), and fetches
+    // nothing.
+    srv.clear_requests();
+    let out = incremental(by_dump.path())
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        stdout_of(&out).trim(),
+        format!(
+            "? {}/cd-1.zip (a Change Dump package from {AT} until 2026-04-01T05:00:00Z: its changes are read when it is fetched)",
+            srv.base()
+        )
+    );
+    assert_eq!(srv.count("/cd-1.zip"), 0);
     srv.clear_requests();
     for m in [&by_list, &by_dump] {
         let out = incremental(m.path()).output().unwrap();

@@ -9,14 +9,19 @@ use crate::error::{Error, SourceError};
 use crate::net::fetch::fetch_to_staging;
 use crate::net::Expected;
 use crate::report::Problem;
+use crate::report::Summary;
 use crate::rs::document::{Capability, Change, Root};
 use crate::rs::dump::{DumpLimits, Package, StageError, StagedBitstream};
-use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
+use crate::store::catalog::{
+    write, ChangeEventRecord, CurrentState, DocumentRecord, NewVersion, SyncPoint,
+};
+use crate::store::Catalog;
 use crate::sync::apply::Writer;
 use crate::sync::context::RunContext;
+use crate::sync::documents::Documents;
 use crate::sync::formats::resourcesync::baseline::declared_hash;
 use jiff::Timestamp;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use url::Url;
 
 /// One manifest entry to apply: (entry index, event time, its staged bitstream, none for a
@@ -27,6 +32,7 @@ type Step = (
     Result<Option<StagedBitstream>, String>,
 );
 
+#[derive(Clone)]
 struct PackageRef {
     url: Url,
     from: Option<Timestamp>,
@@ -34,15 +40,16 @@ struct PackageRef {
     expected: Expected,
 }
 
-/// Apply the Change Dump at `dump_url` to `collection` from `since`.
-pub fn apply(
-    ctx: &mut RunContext<'_, '_>,
+/// The packages of the Change Dump at `dump_url` still to apply to `collection` from `since`,
+/// in order (they must reach back to `since` and abut, as Change Lists must), and the
+/// documents read to find them.
+fn packages(
+    docs: &Documents<'_>,
+    catalog: &Catalog,
     collection: &str,
     dump_url: &Url,
     since: Timestamp,
-    states: &HashMap<String, CurrentState>,
-) -> Result<(), Error> {
-    let docs = ctx.docs;
+) -> Result<(Vec<PackageRef>, Vec<DocumentRecord>), Error> {
     // The packages, in forward order.
     let mut refs = Vec::new();
     let mut documents = Vec::new();
@@ -103,16 +110,56 @@ pub fn apply(
         }
     }
 
-    let processed_before: HashSet<String> = relevant
-        .iter()
-        .filter(|r| r.until.is_some())
+    // Closed packages processed by an earlier run are not fetched again.
+    let relevant = relevant
+        .into_iter()
         .filter(|r| {
-            ctx.catalog
-                .change_list_processed(r.url.as_str())
-                .unwrap_or(false)
+            r.until.is_none()
+                || !catalog
+                    .change_list_processed(r.url.as_str())
+                    .unwrap_or(false)
         })
-        .map(|r| r.url.to_string())
+        .cloned()
         .collect();
+    Ok((relevant, documents))
+}
+
+/// `incremental --dry-run` of a Change Dump: the packages a run would fetch, in order; what
+/// each changes is in its manifest, known once it is fetched (`?`).
+pub fn plan(
+    docs: &Documents<'_>,
+    catalog: &Catalog,
+    collection: &str,
+    dump_url: &Url,
+    since: Timestamp,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    let (packages, _) = packages(docs, catalog, collection, dump_url, since)?;
+    for r in packages {
+        summary.updated += 1;
+        let range = match (r.from, r.until) {
+            (Some(f), Some(u)) => format!(" from {f} until {u}"),
+            (Some(f), None) => format!(" from {f}"),
+            _ => String::new(),
+        };
+        println!(
+            "? {} (a Change Dump package{range}: its changes are read when it is fetched)",
+            r.url
+        );
+    }
+    Ok(())
+}
+
+/// Apply the Change Dump at `dump_url` to `collection` from `since`.
+pub fn apply(
+    ctx: &mut RunContext<'_, '_>,
+    collection: &str,
+    dump_url: &Url,
+    since: Timestamp,
+    states: &HashMap<String, CurrentState>,
+) -> Result<(), Error> {
+    let docs = ctx.docs;
+    let (relevant, documents) = packages(docs, ctx.catalog, collection, dump_url, since)?;
     let mut current: HashMap<String, Option<String>> = states
         .iter()
         .map(|(u, c)| {
@@ -127,10 +174,7 @@ pub fn apply(
     let mut until_max: Option<Timestamp> = None;
     let mut stopped_at: Option<Timestamp> = None;
     let mut processed = Vec::new();
-    for r in relevant {
-        if processed_before.contains(r.url.as_str()) {
-            continue;
-        }
+    for r in &relevant {
         let record = |uri: &Url, change: Change, t: Option<Timestamp>, outcome: &'static str| {
             ChangeEventRecord {
                 collection: collection.to_string(),

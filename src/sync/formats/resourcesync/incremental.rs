@@ -103,14 +103,11 @@ pub fn plan(
     summary: &mut Summary,
 ) -> Result<bool, Error> {
     let Collected { pending, dumps } = collect_all(docs, catalog, s, collections)?;
-    if let Some(d) = dumps.first() {
-        return Err(Error::Usage(settings::UsageError(format!(
-            "--dry-run is not supported for Change Dumps ({})",
-            d.url
-        ))));
-    }
     let states = catalog.current_states()?;
     print_plan(&pending, &states, summary);
+    for d in dumps {
+        change_dump::plan(docs, catalog, &d.collection, &d.url, d.since, summary)?;
+    }
     Ok(true)
 }
 
