@@ -344,36 +344,9 @@ fn apply_collection(
                 let Some(c) = current.filter(|c| !c.deleted) else {
                     continue;
                 };
-                let time = e.time.unwrap_or(p.since);
-                let held = match c.lastmod {
-                    Some(lastmod) if lastmod <= time => true,
-                    Some(lastmod) => {
-                        summary.warnings.push(format!(
-                            "{}: line {}: deleted {} dated {time}, before the sync point; not \
-                             applied: the mirror holds a later state (lastmod {lastmod})",
-                            e.document, e.line, e.uri
-                        ));
-                        false
-                    }
-                    None => {
-                        summary.warnings.push(format!(
-                            "{}: line {}: deleted {} dated {time}, before the sync point; not \
-                             applied: the mirror's state has no lastmod to compare (if the \
-                             resource is gone, rsmirror baseline SOURCE --delete records it)",
-                            e.document, e.line, e.uri
-                        ));
-                        false
-                    }
-                };
-                if !held {
+                if !stale_delete_holds(e, c, p.since, summary) {
                     continue;
                 }
-                summary.warnings.push(format!(
-                    "{}: line {}: deleted {} dated {time}, before the sync point (a ResourceSync \
-                     1.0 list dates a delete by the deleted state's lastmod); applied: the mirror \
-                     still held that state",
-                    e.document, e.line, e.uri
-                ));
                 summary.deleted += 1;
                 writer.version_for_event(
                     tombstone(&p.collection, e),
@@ -458,28 +431,7 @@ fn apply_collection(
                         "created"
                     };
                     writer.version_for_event(
-                        NewVersion {
-                            uri: e.uri.to_string(),
-                            collection: p.collection.clone(),
-                            change,
-                            event_time: e.time,
-                            lastmod: e.declared.lastmod,
-                            length_bytes: Some(f.computed.length),
-                            declared_length_bytes: e.declared.length,
-                            declared_hash: declared_hash(&e.declared.digests),
-                            md5_hex: Some(f.computed.md5_hex.clone()),
-                            sha1_hex: f.computed.sha1_hex.clone(),
-                            sha256_hex: Some(f.computed.sha256_hex.clone()),
-                            media_type: e
-                                .media_type
-                                .as_deref()
-                                .map(str::to_string)
-                                .or_else(|| f.media_type.clone()),
-                            arrived_via: "http",
-                            fetched_from: Some(f.final_url.to_string()),
-                            etag: f.etag.clone(),
-                            last_modified: f.last_modified.clone(),
-                        },
+                        fetched_version(&p.collection, e, &f, change),
                         event_record(&p.collection, e, "applied"),
                     )?;
                 }
@@ -541,8 +493,6 @@ fn apply_collection(
         },
     )?;
 
-    // The new sync point: the later of the last fully processed closed list's `until` and the
-    // latest applied event time, never past a failed event, never backwards.
     let closed_ok: Vec<_> = p
         .changes
         .closed_read
@@ -550,42 +500,7 @@ fn apply_collection(
         .filter(|c| !failed_docs.contains(c.url.as_str()))
         .collect();
     let until_max = closed_ok.iter().map(|c| c.until).max();
-    let mut at = p
-        .since
-        .max(until_max.unwrap_or(p.since))
-        .max(applied_max.unwrap_or(p.since));
-    let mut basis = match (until_max, applied_max) {
-        (Some(u), Some(a)) if a > u => "latest applied event time".to_string(),
-        (Some(_), _) => "until of the last closed Change List processed".to_string(),
-        (None, Some(_)) => "latest applied event time".to_string(),
-        (None, None) => "unchanged: no new changes".to_string(),
-    };
-    if let Some(f) = failed_min {
-        if f < at {
-            at = f.max(p.since);
-            basis = "time of the earliest failed change (it is retried next run)".to_string();
-        }
-    }
-    // Future-dated events and `until`s are left out above; this guards whatever else could
-    // carry it there (never backwards, though: a --from in the future is the user's own).
-    let now = Timestamp::now();
-    if sync_point::is_future(at, now) {
-        let kept = now.max(p.since);
-        summary.warnings.push(format!(
-            "{}: the new sync point would be {at}, later than the Change Lists were read; kept at {kept}",
-            p.collection
-        ));
-        at = kept;
-        basis = "time the Change Lists were read (their times lie in the future)".to_string();
-    }
-    summary.sync_point = Some(at.to_string());
-    summary.anchored = true;
-    let sync_point = SyncPoint {
-        collection: p.collection.clone(),
-        at: Some(at),
-        anchored: true,
-        basis,
-    };
+    let sync_point = new_sync_point(&p, until_max, applied_max, failed_min, summary);
     // A list with a failed change keeps no validators: the next run must read it again
     // even if it did not change, to retry that change.
     let documents: Vec<_> = p
@@ -617,4 +532,123 @@ fn apply_collection(
         Ok(())
     })?;
     Ok(())
+}
+
+/// A 1.0 delete dated before the sync point (by the deleted state's lastmod): applied when the
+/// mirror still holds that state or an older one (said as a warning either way).
+fn stale_delete_holds(
+    e: &Event,
+    c: &CurrentState,
+    since: Timestamp,
+    summary: &mut Summary,
+) -> bool {
+    let time = e.time.unwrap_or(since);
+    let held = match c.lastmod {
+        Some(lastmod) if lastmod <= time => true,
+        Some(lastmod) => {
+            summary.warnings.push(format!(
+                "{}: line {}: deleted {} dated {time}, before the sync point; not \
+                 applied: the mirror holds a later state (lastmod {lastmod})",
+                e.document, e.line, e.uri
+            ));
+            false
+        }
+        None => {
+            summary.warnings.push(format!(
+                "{}: line {}: deleted {} dated {time}, before the sync point; not \
+                 applied: the mirror's state has no lastmod to compare (if the \
+                 resource is gone, rsmirror baseline SOURCE --delete records it)",
+                e.document, e.line, e.uri
+            ));
+            false
+        }
+    };
+    if !held {
+        return false;
+    }
+    summary.warnings.push(format!(
+        "{}: line {}: deleted {} dated {time}, before the sync point (a ResourceSync \
+         1.0 list dates a delete by the deleted state's lastmod); applied: the mirror \
+         still held that state",
+        e.document, e.line, e.uri
+    ));
+    true
+}
+
+/// The version a fetched change records.
+fn fetched_version(
+    collection: &str,
+    e: &Event,
+    f: &apply::Fetched,
+    change: &'static str,
+) -> NewVersion {
+    NewVersion {
+        uri: e.uri.to_string(),
+        collection: collection.to_string(),
+        change,
+        event_time: e.time,
+        lastmod: e.declared.lastmod,
+        length_bytes: Some(f.computed.length),
+        declared_length_bytes: e.declared.length,
+        declared_hash: declared_hash(&e.declared.digests),
+        md5_hex: Some(f.computed.md5_hex.clone()),
+        sha1_hex: f.computed.sha1_hex.clone(),
+        sha256_hex: Some(f.computed.sha256_hex.clone()),
+        media_type: e
+            .media_type
+            .as_deref()
+            .map(str::to_string)
+            .or_else(|| f.media_type.clone()),
+        arrived_via: "http",
+        fetched_from: Some(f.final_url.to_string()),
+        etag: f.etag.clone(),
+        last_modified: f.last_modified.clone(),
+    }
+}
+
+/// The new sync point: the later of the last fully processed closed list's `until` and the
+/// latest applied event time, never past a failed event, never backwards, never in the future.
+fn new_sync_point(
+    p: &Pending,
+    until_max: Option<Timestamp>,
+    applied_max: Option<Timestamp>,
+    failed_min: Option<Timestamp>,
+    summary: &mut Summary,
+) -> SyncPoint {
+    let mut at = p
+        .since
+        .max(until_max.unwrap_or(p.since))
+        .max(applied_max.unwrap_or(p.since));
+    let mut basis = match (until_max, applied_max) {
+        (Some(u), Some(a)) if a > u => "latest applied event time".to_string(),
+        (Some(_), _) => "until of the last closed Change List processed".to_string(),
+        (None, Some(_)) => "latest applied event time".to_string(),
+        (None, None) => "unchanged: no new changes".to_string(),
+    };
+    if let Some(f) = failed_min {
+        if f < at {
+            at = f.max(p.since);
+            basis = "time of the earliest failed change (it is retried next run)".to_string();
+        }
+    }
+    // Future-dated events and `until`s are left out above; this guards whatever else could
+    // carry it there (never backwards, though: a --from in the future is the user's own).
+    let now = Timestamp::now();
+    if sync_point::is_future(at, now) {
+        let kept = now.max(p.since);
+        summary.warnings.push(format!(
+            "{}: the new sync point would be {at}, later than the Change Lists were read; kept at {kept}",
+            p.collection
+        ));
+        at = kept;
+        basis = "time the Change Lists were read (their times lie in the future)".to_string();
+    }
+    summary.sync_point = Some(at.to_string());
+    summary.anchored = true;
+    SyncPoint {
+        collection: p.collection.clone(),
+        at: Some(at),
+        anchored: true,
+        basis,
+    }
 }
