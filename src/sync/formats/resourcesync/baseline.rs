@@ -394,26 +394,7 @@ fn apply_collection(
     let snap = &p.snapshot;
     summary.listed += snap.listed.len() as u64;
     summary.warnings.extend(snap.warnings.iter().cloned());
-    for r in &snap.refused {
-        summary.refused += 1;
-        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
-        writer.problem(&r.uri, "refused", &r.reason)?;
-        summary.problems.push(Problem {
-            uri: r.uri.clone(),
-            class: "refused",
-            reason: r.reason.clone(),
-        });
-    }
-    summary.failed_parts += snap.failed_parts.len() as u64;
-    for f in &snap.failed_parts {
-        progress.println(&format!("failed: part of the Resource List: {f}"));
-        writer.problem(&p.collection, "document", f)?;
-        summary.problems.push(Problem {
-            uri: p.collection.clone(),
-            class: "document",
-            reason: f.clone(),
-        });
-    }
+    report_snapshot_problems(writer, snap, &p.collection, summary, progress)?;
 
     // Jobs are made as the workers take them: only the ones in flight are in memory.
     let wanted: Vec<usize> = (0..snap.listed.len())
@@ -544,55 +525,7 @@ fn apply_collection(
     drop(dump);
     writer.flush(|_| Ok(()))?;
 
-    // Gone resources: reported; tombstoned only with --delete after a complete list, and
-    // within the deletion guard.
-    summary.gone += p.gone.len() as u64;
-    let may_delete = s.delete && snap.complete();
-    if may_delete && !p.gone.is_empty() && !s.force_delete {
-        let live = states
-            .values()
-            .filter(|c| !c.deleted && c.collection == p.collection)
-            .count() as u64;
-        if let Some(why) = deletion_guard(snap, p.gone.len() as u64, live, s.max_delete) {
-            name_gone(&p.gone, "would go", progress);
-            return Err(Error::SafetyLimit(format!(
-                "{}: {why}; nothing was deleted (--max-delete N or --force-delete to go ahead)",
-                p.collection
-            )));
-        }
-    }
-    if may_delete {
-        name_gone(&p.gone, "deleted", progress);
-    } else {
-        name_gone(&p.gone, "gone", progress);
-    }
-    for uri in &p.gone {
-        if may_delete {
-            summary.deleted += 1;
-            writer.version(NewVersion {
-                uri: uri.clone(),
-                collection: p.collection.clone(),
-                change: "deleted",
-                event_time: snap.at,
-                arrived_via: "tombstone",
-                ..Default::default()
-            })?;
-            writer.problem(uri, "deleted", "no longer listed by the source: tombstoned")?;
-        } else {
-            let reason = if s.delete {
-                "no longer listed; not deleted because part of the list could not be read"
-                    .to_string()
-            } else {
-                "no longer listed by the source; run with --delete to tombstone it".to_string()
-            };
-            writer.problem(uri, "gone", &reason)?;
-            summary.problems.push(Problem {
-                uri: uri.clone(),
-                class: "gone",
-                reason,
-            });
-        }
-    }
+    settle_gone(writer, s, &p, states, summary, progress)?;
 
     // The sync point advances with the last batch, only when the whole snapshot is mirrored.
     let record_sync_point = failed_here == 0 && snap.complete();
@@ -661,4 +594,97 @@ pub fn declared_hash(digests: &[Digest]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" ")
     })
+}
+
+/// The entries the scope refused and the parts of an index that could not be read: counted,
+/// said on stderr, recorded.
+fn report_snapshot_problems(
+    writer: &mut Writer<'_>,
+    snap: &Snapshot,
+    collection: &str,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    for r in &snap.refused {
+        summary.refused += 1;
+        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
+        writer.problem(&r.uri, "refused", &r.reason)?;
+        summary.problems.push(Problem {
+            uri: r.uri.clone(),
+            class: "refused",
+            reason: r.reason.clone(),
+        });
+    }
+    summary.failed_parts += snap.failed_parts.len() as u64;
+    for f in &snap.failed_parts {
+        progress.println(&format!("failed: part of the Resource List: {f}"));
+        writer.problem(collection, "document", f)?;
+        summary.problems.push(Problem {
+            uri: collection.to_string(),
+            class: "document",
+            reason: f.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Gone resources: reported; tombstoned only with --delete after a complete list, and within
+/// the deletion guard.
+fn settle_gone(
+    writer: &mut Writer<'_>,
+    s: &settings::Baseline,
+    p: &Planned,
+    states: &HashMap<String, CurrentState>,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let snap = &p.snapshot;
+    summary.gone += p.gone.len() as u64;
+    let may_delete = s.delete && snap.complete();
+    if may_delete && !p.gone.is_empty() && !s.force_delete {
+        let live = states
+            .values()
+            .filter(|c| !c.deleted && c.collection == p.collection)
+            .count() as u64;
+        if let Some(why) = deletion_guard(snap, p.gone.len() as u64, live, s.max_delete) {
+            name_gone(&p.gone, "would go", progress);
+            return Err(Error::SafetyLimit(format!(
+                "{}: {why}; nothing was deleted (--max-delete N or --force-delete to go ahead)",
+                p.collection
+            )));
+        }
+    }
+    if may_delete {
+        name_gone(&p.gone, "deleted", progress);
+    } else {
+        name_gone(&p.gone, "gone", progress);
+    }
+    for uri in &p.gone {
+        if may_delete {
+            summary.deleted += 1;
+            writer.version(NewVersion {
+                uri: uri.clone(),
+                collection: p.collection.clone(),
+                change: "deleted",
+                event_time: snap.at,
+                arrived_via: "tombstone",
+                ..Default::default()
+            })?;
+            writer.problem(uri, "deleted", "no longer listed by the source: tombstoned")?;
+        } else {
+            let reason = if s.delete {
+                "no longer listed; not deleted because part of the list could not be read"
+                    .to_string()
+            } else {
+                "no longer listed by the source; run with --delete to tombstone it".to_string()
+            };
+            writer.problem(uri, "gone", &reason)?;
+            summary.problems.push(Problem {
+                uri: uri.clone(),
+                class: "gone",
+                reason,
+            });
+        }
+    }
+    Ok(())
 }
