@@ -1,14 +1,14 @@
 //! rsmirror: a ResourceSync Destination.
 //!
 //! The model in a paragraph: a *source* publishes documents (Source Description, Capability
-//! List, Resource List, Change List, dumps, SCP collections, ARC sitemaps). Readers (`rs`) turn
-//! those bytes into typed items without touching the network; the network layer (`net`) fetches
+//! List, Resource List, Change List, dumps, SCP collections, ARC sitemaps). Readers (`rs`, and
+//! each format's `read` under `sync::formats`) turn those bytes into typed items without
+//! touching the network; the network layer (`net`) fetches
 //! documents and resources within a scope, streaming bodies to `staging/` while hashing them;
 //! the store (`store`) keeps a SQLite catalog and a content-addressed object store; the commands
 //! (`sync`) wire these together: discover, read, plan, transfer, verify, commit, report.
 //! `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
 
-pub mod arc;
 pub mod cli;
 pub mod error;
 pub mod exit;
@@ -18,7 +18,6 @@ pub mod net;
 pub mod progress;
 pub mod report;
 pub mod rs;
-pub mod scp;
 pub mod settings;
 pub mod store;
 pub mod sync;

@@ -178,7 +178,7 @@ pub struct CollectionRecord {
     pub generated: Option<Timestamp>,
     pub listed_generated: Option<Timestamp>,
     pub checksum: Option<String>,
-    /// [`crate::scp::ChecksumStatus::name`].
+    /// [`crate::sync::formats::scp::read::ChecksumStatus::name`].
     pub checksum_status: String,
     pub sha256_hex: String,
     pub compressed_bytes: u64,

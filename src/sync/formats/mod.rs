@@ -1,25 +1,35 @@
 //! The source formats, each behind [`Format`]: what the commands (`sync::baseline`,
-//! `sync::incremental`) ask of a format, and one folder per format holding its adapter.
+//! `sync::incremental`, `sync::audit`) ask of a format, and one folder per format holding
+//! its reader and its adapter.
 //!
 //! The engine (the rest of `sync/`: opening the mirror and its runs, discovery, the plan,
-//! transfers, verification, the writer, sync points, tombstones, audit's local side) names no
-//! format; discovery tells each collection's [`SourceKind`], and [`of`] gives its format. A
-//! format's reader (the bytes to typed entries, no network and no catalog) lives beside the
-//! engine at `src/rs/`, `src/scp/`, `src/arc/`; its adapter here turns what the reader gives
-//! into the mirror's one model (resources, versions, objects, a side table for what only it
-//! knows).
+//! transfers, verification, the writer, sync points, tombstones, the audit's comparison and
+//! local fixity) names no format: discovery tells each collection's [`SourceKind`], [`of`]
+//! gives its format, and what a format's walk lists arrives in one shape
+//! (`sync::expected`). A format's folder holds its reader (`read/`: bytes in, typed entries and
+//! errors with line numbers out; no network, no catalog) and its adapter, which turns what
+//! the reader gives into the mirror's one model: resources, versions and their objects
+//! (`store::rows`), and a side table for what only the format knows, keyed by version id
+//! (`scp_versions`, `arc_versions`).
+//!
+//! The Sitemap protocol is the exception that proves the layering: its reader (`crate::rs`:
+//! Sitemap and ResourceSync documents, digests, W3C datetimes, dump packages) is shared by the
+//! engine (discovery opens every Sitemap through it, whatever it turns out to be; fixity and
+//! the plan compare digests), so it sits below the engine rather than in `resourcesync/`.
 //!
 //! ## Adding a format
-//! 1. A reader module at `src/<format>/` (pure: bytes in, entries and errors with line numbers
-//!    out), with its own unit tests against real documents.
-//! 2. A folder `src/sync/formats/<format>/` with a unit struct implementing [`Format`]:
-//!    `baseline` takes the current state the source lists (each item's bytes into the object
-//!    store, verified; one version per new state through `store::catalog::write`, what only the
-//!    format knows in a side table keyed by version id); `incremental` applies what changed
-//!    since the sync point and moves it; `plan` prints a dry run with the shared marks.
-//! 3. A [`SourceKind`] variant, told apart by discovery (`sync::discover`), and an arm in
-//!    [`of`]. Nothing else in the commands changes: audit's local fixity, the feed, tombstones
-//!    and the reading of the mirror already treat every version alike.
+//! 1. A folder `src/sync/formats/<format>/` with `read/` (the reader, with unit tests against
+//!    real documents) and a unit struct implementing [`Format`]: `baseline` takes the current
+//!    state the source lists (each item's bytes into the object store, verified; a version per
+//!    new state; what only the format knows in a side table keyed by version id); `plan` prints
+//!    the dry run with `plan::print_mark`; `incremental` and `plan_changes` apply and print
+//!    what changed since the sync point; `expected_state` streams what the source lists now for
+//!    `audit` (or `audit`, to compare by a rule of its own). The three folders here are the
+//!    models: `arc/` is the smallest.
+//! 2. A [`SourceKind`] variant, told apart by discovery (`sync::discover`: a namespace, a
+//!    content type, JSON), and its arm in [`of`] and [`by_format`]'s order. Nothing else
+//!    changes: the commands, local fixity, the feed, tombstones and the reading of the mirror
+//!    already treat every version alike.
 
 pub mod arc;
 pub mod resourcesync;

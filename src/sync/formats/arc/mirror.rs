@@ -22,8 +22,6 @@
 //! page again, and an ARC mirror that could never be followed because one page is published
 //! with a wrong checksum would help nobody.
 
-use crate::arc::delta;
-use crate::arc::{self, Page, ReadOptions, Sitemap};
 use crate::error::{Error, SourceError};
 use crate::finding::{Class, Finding};
 use crate::net::{Expected, FetchError, Http, Scope, Validators};
@@ -38,6 +36,8 @@ use crate::sync::documents::Documents;
 use crate::sync::expected::Refused;
 use crate::sync::expected::{Item, Walked};
 use crate::sync::feed;
+use crate::sync::formats::arc::read::delta;
+use crate::sync::formats::arc::read::{self as arc, Page, ReadOptions, Sitemap};
 use crate::sync::formats::arc::records::{
     self as arc_records, write_arc, ArcWriter, PageRecord, SitemapRecord,
 };

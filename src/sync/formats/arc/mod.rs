@@ -1,8 +1,9 @@
 //! ARC sitemaps (seed 002) as a [`Format`]: `mirror` takes a sitemap's pages (fetched, their
 //! declared checksums verified) and follows its delta feeds; `records` is the SQL of what only
-//! ARC knows (`arc_sitemaps`, `arc_versions`). The reader is `crate::arc`.
+//! ARC knows (`arc_sitemaps`, `arc_versions`). The reader is `crate::sync::formats::arc::read`.
 
 pub mod mirror;
+pub mod read;
 pub mod records;
 
 use super::{url_of, Expected, Format};

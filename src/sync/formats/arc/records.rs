@@ -6,10 +6,10 @@
 //! transaction, so a version row never names bytes a crash could lose) with the ARC row that
 //! is keyed by each version's id written in the same transaction.
 
-use crate::arc::Page;
 use crate::store::catalog::{ChangeEventRecord, NewVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{Then, Writer};
+use crate::sync::formats::arc::read::Page;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::time::Duration;

@@ -20,15 +20,15 @@
 //! and SQL to `store::scp_catalog`.
 
 use crate::progress::Progress;
-use crate::scp::sitemap::{CollectionEntry, EntryKind};
-use crate::scp::{
-    CollectionMeta, CollectionReader, CollectionSummary, CollectionType, Limits, Page, ScpError,
-};
 use crate::store::catalog::{write, ChangeEventRecord};
 use crate::store::new_file::NewFile;
 use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, NewPageVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::formats::scp::fetch::StagedCollection;
+use crate::sync::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
+use crate::sync::formats::scp::read::{
+    CollectionMeta, CollectionReader, CollectionSummary, CollectionType, Limits, Page, ScpError,
+};
 use jiff::Timestamp;
 use rusqlite::Connection;
 use sha2::{Digest as _, Sha256};

@@ -25,12 +25,12 @@ use crate::error::SourceError;
 use crate::finding::{Class, Finding};
 use crate::net::agent::DocumentResponse;
 use crate::net::{Http, Scope, Validators};
-use crate::scp::sitemap::CollectionEntry;
-use crate::scp::{CollectionReader, CollectionSummary, Limits, ScpError};
 use crate::settings;
 use crate::store::scp_catalog::{self, CollectionRecord, PageState};
 use crate::store::{Catalog, StoreError};
 use crate::sync::formats::scp::fetch as scp_fetch;
+use crate::sync::formats::scp::read::sitemap::CollectionEntry;
+use crate::sync::formats::scp::read::{CollectionReader, CollectionSummary, Limits, ScpError};
 use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -50,7 +50,7 @@ pub fn audit(
     let mut out = ScpAudit::default();
     let collections = scp_catalog::collections(conn, source_id)?;
     for c in &collections {
-        if c.checksum_status == crate::scp::ChecksumStatus::Unverified.name() {
+        if c.checksum_status == crate::sync::formats::scp::read::ChecksumStatus::Unverified.name() {
             out.findings.push(
                 Finding::new(Class::Unverifiable)
                     .uri(c.url.clone())

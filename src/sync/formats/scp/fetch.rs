@@ -12,8 +12,8 @@
 use crate::error::SourceError;
 use crate::net::agent::DocumentResponse;
 use crate::net::{FetchError, Http, Scope, Validators};
-use crate::scp::sitemap::{read_sitemap, ScpSitemap, DEFAULT_MAX_BYTES};
 use crate::sync::discover::Prefetched;
+use crate::sync::formats::scp::read::sitemap::{read_sitemap, ScpSitemap, DEFAULT_MAX_BYTES};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};

@@ -24,8 +24,6 @@
 use crate::error::{Error, SourceError};
 use crate::net::{Scope, Validators};
 use crate::report::{problem_line, Problem};
-use crate::scp::sitemap::{CollectionEntry, EntryKind};
-use crate::scp::Limits;
 use crate::settings::{self, UsageError};
 use crate::store::catalog::write;
 use crate::store::scp_catalog::{self, SectionRecord};
@@ -36,6 +34,8 @@ use crate::sync::formats::scp::apply::{
     self as scp_apply, Applied, ApplyError, Applying, GonePolicy, SectionPages,
 };
 use crate::sync::formats::scp::fetch::{self as scp_fetch, CollectionResponse, FetchedSitemap};
+use crate::sync::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
+use crate::sync::formats::scp::read::Limits;
 use jiff::Timestamp;
 use std::collections::BTreeSet;
 use url::Url;
@@ -833,9 +833,10 @@ fn read_and_decide(
         Ok(DocumentResponse::NotModified) => unreachable!("an unconditional GET"),
         Err(e) => return Err(e.to_string()),
     };
-    let reject = |e: crate::scp::ScpError| format!("rejected: {e}");
+    let reject = |e: crate::sync::formats::scp::read::ScpError| format!("rejected: {e}");
     let mut reader =
-        crate::scp::CollectionReader::open(body.reader, &Limits::default()).map_err(reject)?;
+        crate::sync::formats::scp::read::CollectionReader::open(body.reader, &Limits::default())
+            .map_err(reject)?;
     let mut lines = std::collections::BTreeMap::new();
     let mut after: Vec<(String, scp_catalog::PageState)> = Vec::new();
     while let Some(page) = reader.next_page().map_err(reject)? {

@@ -2,12 +2,13 @@
 //! collections to take and reports, `fetch` gets their bytes (conditional GETs), `apply` reads,
 //! verifies and commits one collection (pages as resources, their JSON as objects, what only
 //! SCP knows in `scp_versions`), `audit` compares the mirror with the newest snapshots. The
-//! reader is `crate::scp`.
+//! reader is `crate::sync::formats::scp::read`.
 
 pub mod apply;
 pub mod audit;
 pub mod fetch;
 pub mod mirror;
+pub mod read;
 
 use super::{url_of, Expected, Format, OwnAudit};
 use crate::error::{Error, SourceError};

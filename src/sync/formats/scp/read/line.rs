@@ -6,12 +6,12 @@
 //! It owns: the line buffer (its capacity never exceeds `max_line_bytes + 1`, and it is shrunk
 //! back after an unusually long line), a fixed read buffer, line numbers, and turning the
 //! decompressor's errors into [`ScpError`]s with the line being read. It leaves the bytes'
-//! meaning (UTF-8, JSON, checksums) to [`crate::scp::collection`].
+//! meaning (UTF-8, JSON, checksums) to [`crate::sync::formats::scp::read::collection`].
 //!
-//! [`Limits::max_line_bytes`]: crate::scp::Limits::max_line_bytes
+//! [`Limits::max_line_bytes`]: crate::sync::formats::scp::read::Limits::max_line_bytes
 
-use crate::scp::decompress::Decompressor;
-use crate::scp::error::{ScpError, ScpErrorKind};
+use crate::sync::formats::scp::read::decompress::Decompressor;
+use crate::sync::formats::scp::read::error::{ScpError, ScpErrorKind};
 use std::io::{BufRead, Read};
 
 /// Bytes read from the decompressor at a time.
@@ -157,8 +157,8 @@ fn grow(line: &mut Vec<u8>, extra: usize, max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scp::decompress::tests::{gzip, zstd};
-    use crate::scp::Limits;
+    use crate::sync::formats::scp::read::decompress::tests::{gzip, zstd};
+    use crate::sync::formats::scp::read::Limits;
     use proptest::prelude::*;
 
     fn reader(input: &[u8], max_line: u64) -> LineReader<&[u8]> {

@@ -6,16 +6,18 @@
 //! delta, `version` by the MAJOR.MINOR rule, the checksum's form), feeding every byte to the
 //! checksum [`Verifier`], turning lines into [`Page`]s, and the verdict in
 //! [`CollectionReader::finish`]. It leaves decompression and limits to
-//! [`crate::scp::decompress`], line splitting to [`crate::scp::line`], page rules to
-//! [`crate::scp::page`], and everything about storing pages to its caller.
+//! [`crate::sync::formats::scp::read::decompress`], line splitting to [`crate::sync::formats::scp::read::line`], page rules to
+//! [`crate::sync::formats::scp::read::page`], and everything about storing pages to its caller.
 
-use crate::scp::checksum::{parse_declared, ChecksumStatus, Verifier};
-use crate::scp::decompress::{Compression, Decompressor, GZIP_MAGIC, ZSTD_MAGIC};
-use crate::scp::error::{ScpError, ScpErrorKind};
-use crate::scp::limits::Limits;
-use crate::scp::line::LineReader;
-use crate::scp::page::{parse_page, Page};
-use crate::scp::warning::{WarnKind, Warning, WarningLog};
+use crate::sync::formats::scp::read::checksum::{parse_declared, ChecksumStatus, Verifier};
+use crate::sync::formats::scp::read::decompress::{
+    Compression, Decompressor, GZIP_MAGIC, ZSTD_MAGIC,
+};
+use crate::sync::formats::scp::read::error::{ScpError, ScpErrorKind};
+use crate::sync::formats::scp::read::limits::Limits;
+use crate::sync::formats::scp::read::line::LineReader;
+use crate::sync::formats::scp::read::page::{parse_page, Page};
+use crate::sync::formats::scp::read::warning::{WarnKind, Warning, WarningLog};
 use jiff::Timestamp;
 use serde_json::Value;
 use std::fmt;
@@ -118,7 +120,7 @@ pub struct CollectionSummary {
     pub warnings: Vec<Warning>,
 }
 
-/// Pull reader over one collection file. See the module documentation of [`crate::scp`] for
+/// Pull reader over one collection file. See the module documentation of [`crate::sync::formats::scp::read`] for
 /// the stage-then-commit protocol.
 pub struct CollectionReader<R: Read> {
     lines: LineReader<R>,
@@ -253,7 +255,7 @@ impl<R: Read> CollectionReader<R> {
         }
     }
 
-    /// Warnings so far (the first of each kind; see [`crate::scp::warning`]).
+    /// Warnings so far (the first of each kind; see [`crate::sync::formats::scp::read::warning`]).
     pub fn warnings(&self) -> &[Warning] {
         self.log.listed()
     }
@@ -437,8 +439,8 @@ fn invalid(field: &str, reason: String) -> ScpErrorKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scp::decompress::tests::{gzip, gzip_padded, zstd};
-    use crate::scp::page::Block;
+    use crate::sync::formats::scp::read::decompress::tests::{gzip, gzip_padded, zstd};
+    use crate::sync::formats::scp::read::page::Block;
     use proptest::prelude::*;
     use sha2::{Digest as _, Sha256};
 

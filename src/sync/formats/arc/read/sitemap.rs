@@ -17,9 +17,9 @@
 //! (§E.7, at the top level or in a `metadata` object) and `delta_feeds` (URLs of delta feeds,
 //! §E.8); and in a delta feed a page may say `"deleted": true`.
 
-use crate::arc::crawl_rate::CrawlRate;
 use crate::rs::digest::{Algorithm, Digest};
 use crate::rs::w3c_datetime::{self, Zone};
+use crate::sync::formats::arc::read::crawl_rate::CrawlRate;
 use jiff::Timestamp;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};

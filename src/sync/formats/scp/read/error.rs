@@ -1,7 +1,7 @@
 //! Why a collection is rejected: one error type with the 1-based line it concerns, and the
 //! kinds a caller may want to tell apart (a limit, the checksum, a broken file). Every error is
 //! fatal for the whole collection (SCP 0.1, "Fatal Errors (reject entire file)"); what the
-//! spec lets a reader skip becomes a [`crate::scp::Warning`] instead.
+//! spec lets a reader skip becomes a [`crate::sync::formats::scp::read::Warning`] instead.
 //!
 //! The errors carry no URL: the reader is pure. Callers that know where the bytes came from
 //! prefix it (`{url}: {error}`).

@@ -6,7 +6,7 @@
 //! It owns: magic-byte detection (SCP 0.1, IANA section: `1F 8B` gzip, `28 B5 2F FD` zstd,
 //! anything else plain), multi-member gzip (read whole), multi-frame zstd, counting compressed
 //! and decompressed bytes, the compressed / decompressed caps and the ratio rule. It leaves to
-//! the line reader ([`crate::scp::line`]) everything about lines, and knows nothing of JSON.
+//! the line reader ([`crate::sync::formats::scp::read::line`]) everything about lines, and knows nothing of JSON.
 //!
 //! The ratio rule. The spec's limit is on the whole file: `decompressed <= 100 x compressed`
 //! (exactly 100:1 passes). When the caller knows the compressed length (a staged file, a
@@ -16,8 +16,8 @@
 //! exactly against the total at the end of the input. Without a known length, a file whose
 //! beginning is far more compressible than its whole can be refused; pass the length.
 
-use crate::scp::error::ScpErrorKind;
-use crate::scp::limits::Limits;
+use crate::sync::formats::scp::read::error::ScpErrorKind;
+use crate::sync::formats::scp::read::limits::Limits;
 use std::io::{self, BufReader, Read};
 
 /// gzip (RFC 1952) member header.

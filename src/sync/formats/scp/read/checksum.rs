@@ -14,7 +14,7 @@
 //! `"password"` and `"foo"`, and a truncated one) and are refused outright, as is anything
 //! that is not `sha256:` + 64 hex digits (upper case accepted, stored lower case: notes §2.4).
 
-use crate::scp::error::{Mismatch, ScpErrorKind};
+use crate::sync::formats::scp::read::error::{Mismatch, ScpErrorKind};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
 use std::fmt;

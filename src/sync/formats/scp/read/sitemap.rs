@@ -1,6 +1,6 @@
 //! Reader for the SCP sitemap extension (SCP 0.1, "Discovery via Sitemap" and Appendix A): a
 //! Sitemap `<urlset>` whose direct children include elements in the namespace
-//! [`SCP_NS`](crate::scp::SCP_NS): `scp:version`, `scp:compression`, `scp:section`,
+//! [`SCP_NS`](crate::sync::formats::scp::read::SCP_NS): `scp:version`, `scp:compression`, `scp:section`,
 //! `scp:collection` (snapshots) and `scp:delta`.
 //!
 //! It owns: deciding whether a sitemap is an SCP source (the SCP namespace is declared or used;
@@ -16,11 +16,11 @@
 //! `size`, `period`) becomes `None` with a warning. Malformed XML is a [`SitemapError`].
 
 use crate::rs::w3c_datetime::{self, Zone};
-use crate::scp::decompress::Decompressor;
-use crate::scp::error::ScpErrorKind;
-use crate::scp::limits::Limits;
-use crate::scp::warning::Warning;
-use crate::scp::SCP_NS;
+use crate::sync::formats::scp::read::decompress::Decompressor;
+use crate::sync::formats::scp::read::error::ScpErrorKind;
+use crate::sync::formats::scp::read::limits::Limits;
+use crate::sync::formats::scp::read::warning::Warning;
+use crate::sync::formats::scp::read::SCP_NS;
 use jiff::Timestamp;
 use quick_xml::events::{BytesRef, BytesStart, Event};
 use quick_xml::name::ResolveResult;
@@ -453,13 +453,13 @@ impl<B: BufRead> Reader<'_, B> {
 
     fn version(&mut self, line: u64, v: String, map: &mut ScpSitemap) {
         let v = v.trim().to_string();
-        match crate::scp::Version::parse(&v) {
+        match crate::sync::formats::scp::read::Version::parse(&v) {
             None => self.warn(line, format!("scp:version {v:?} is not MAJOR.MINOR")),
-            Some(parsed) if parsed.major > crate::scp::SUPPORTED_VERSION.major => self.warn(
+            Some(parsed) if parsed.major > crate::sync::formats::scp::read::SUPPORTED_VERSION.major => self.warn(
                 line,
                 format!(
                     "scp:version {v} has a newer major version than {}: its collections will be refused",
-                    crate::scp::SUPPORTED_VERSION
+                    crate::sync::formats::scp::read::SUPPORTED_VERSION
                 ),
             ),
             Some(_) => {}
@@ -671,15 +671,15 @@ impl<B: BufRead> Reader<'_, B> {
             }
             None => EntryKind::Snapshot,
         };
-        let checksum = a
-            .take("checksum")
-            .and_then(|c| match crate::scp::checksum::parse_declared(&c) {
+        let checksum = a.take("checksum").and_then(|c| {
+            match crate::sync::formats::scp::read::checksum::parse_declared(&c) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     a.warn(format!("checksum ignored: {e}"));
                     None
                 }
-            });
+            }
+        });
         Some(CollectionEntry {
             line: a.line,
             section,
@@ -780,7 +780,7 @@ fn is_space(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scp::decompress::tests::gzip;
+    use crate::sync::formats::scp::read::decompress::tests::gzip;
 
     fn doc_url() -> Url {
         Url::parse("https://example.com/sitemap.xml").unwrap()

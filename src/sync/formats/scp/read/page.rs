@@ -18,8 +18,8 @@
 //! (borrowing strings where it can), the `content` array stops materialising blocks once the
 //! limit is reached and only counts the rest.
 
-use crate::scp::error::ScpErrorKind;
-use crate::scp::warning::{WarnKind, WarningLog};
+use crate::sync::formats::scp::read::error::ScpErrorKind;
+use crate::sync::formats::scp::read::warning::{WarnKind, WarningLog};
 use jiff::Timestamp;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;

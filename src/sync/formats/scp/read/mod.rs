@@ -17,9 +17,9 @@
 //! and gives its verdict only at the end:
 //!
 //! ```no_run
-//! # use rsmirror::scp::{CollectionReader, Limits};
-//! # fn stage(_: &rsmirror::scp::Page) {}
-//! # fn commit(_: &rsmirror::scp::CollectionSummary) {}
+//! # use rsmirror::sync::formats::scp::read::{CollectionReader, Limits};
+//! # fn stage(_: &rsmirror::sync::formats::scp::read::Page) {}
+//! # fn commit(_: &rsmirror::sync::formats::scp::read::CollectionSummary) {}
 //! # fn discard() {}
 //! # let file = std::fs::File::open("staging/x").unwrap();
 //! # let len = file.metadata().unwrap().len();
@@ -36,7 +36,7 @@
 //!     Ok(summary) => commit(&summary), // checksum verified (or recorded as unverified)
 //!     Err(_) => discard(),             // nothing from this collection is used
 //! }
-//! # Ok::<(), rsmirror::scp::ScpError>(())
+//! # Ok::<(), rsmirror::sync::formats::scp::read::ScpError>(())
 //! ```
 //!
 //! - [`CollectionReader::open`]`(input, &limits)` / [`CollectionReader::open_with_len`]`(input,
