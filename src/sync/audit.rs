@@ -38,8 +38,13 @@ use std::time::Instant;
 
 pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
     let started = Instant::now();
+    // Offline, nothing is read from the source: a remembered --map folder that is gone
+    // does not matter then.
     let s = &settings::Audit {
-        source: s.source.with_remembered_maps(&s.mirror)?,
+        source: match s.offline {
+            true => s.source.clone(),
+            false => s.source.with_remembered_maps(&s.mirror)?,
+        },
         ..s.clone()
     };
     let started_at = jiff::Timestamp::now().to_string();
@@ -286,31 +291,38 @@ fn check_and_report(
                 });
                 let compared = (|| {
                     // A format that compares by a rule of its own (SCP: `modified`, the newest
-                    // snapshots) gives its findings; the others' expected states are compared
-                    // here.
-                    let known = match source {
-                        Some(src) => Some(src.to_string()),
-                        None => catalog.remembered_source()?,
+                    // snapshots) gives its findings, source by source; the others' expected
+                    // states are walked and compared here, in one pass.
+                    let sources: Vec<String> = match source {
+                        Some(src) => std::iter::once(src.to_string())
+                            .chain(also.iter().cloned())
+                            .collect(),
+                        None => catalog.remembered_source()?.into_iter().collect(),
                     };
-                    let own = match known {
+                    let mut own: Option<formats::OwnAudit> = None;
+                    let mut walked: Vec<String> = Vec::new();
+                    for src in sources {
                         // Read only: the catalog may be on read-only media.
-                        Some(src) => {
-                            match (catalog.source_kind(&src)?, sources_row(catalog, &src)?) {
-                                (Some(kind), Some(id)) => {
-                                    formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
-                                }
-                                _ => None,
+                        let found = match (catalog.source_kind(&src)?, sources_row(catalog, &src)?)
+                        {
+                            (Some(kind), Some(id)) => {
+                                formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
+                            }
+                            _ => None,
+                        };
+                        match found {
+                            Some(a) => own = Some(merge_own(own, a)),
+                            None => walked.push(src),
+                        }
+                    }
+                    Ok::<_, StoreError>(match (source, walked.split_first()) {
+                        (Some(_), Some((first, rest))) => {
+                            match compare_with_source(s, first, rest, &states) {
+                                Ok(c) => (Compared::Source(c), own),
+                                Err(e) => (Compared::Failed(e), own),
                             }
                         }
-                        None => None,
-                    };
-                    Ok::<_, StoreError>(match (source, own) {
-                        (_, Some(own)) => (Compared::Offline, Some(own)),
-                        (None, None) => (Compared::Offline, None),
-                        (Some(src), None) => match compare_with_source(s, src, also, &states) {
-                            Ok(c) => (Compared::Source(c), None),
-                            Err(e) => (Compared::Failed(e), None),
-                        },
+                        _ => (Compared::Offline, own),
                     })
                 })();
                 let compared_in = since(t);
@@ -1125,6 +1137,20 @@ fn source_of(s: &settings::Audit, catalog: &Catalog) -> Result<String, Error> {
 
 /// The id of a source the mirror already knows; an audit adds none (it must not change the
 /// source the mirror remembers).
+/// Two formats' own audits (several sources of such formats) as one.
+fn merge_own(into: Option<formats::OwnAudit>, mut more: formats::OwnAudit) -> formats::OwnAudit {
+    let Some(mut a) = into else {
+        return more;
+    };
+    a.findings.append(&mut more.findings);
+    a.failed_parts.append(&mut more.failed_parts);
+    a.warnings.append(&mut more.warnings);
+    a.source_error = a.source_error.or(more.source_error);
+    a.listed += more.listed;
+    a.pages += more.pages;
+    a
+}
+
 /// The id of the `sources` row of exactly `url`, if there is one (nothing written).
 fn sources_row(catalog: &Catalog, url: &str) -> Result<Option<i64>, StoreError> {
     Ok(catalog

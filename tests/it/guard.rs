@@ -759,6 +759,9 @@ fn map_is_remembered_with_the_source() {
     let err = stderr_of(&out);
     assert!(err.contains(&tree.display().to_string()), "{err}");
     assert!(err.contains("give --map again, or --no-map"), "{err}");
+    // Offline, the source is not read: the folder does not matter.
+    let out = audit().arg("--offline").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let map = format!("http://sample.example.org/={}", moved.display());
     let out = incremental(&mirror).args(["--map", &map]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));

@@ -1366,3 +1366,48 @@ fn an_incremental_dry_run_plans_the_deltas_in_order() {
         .collect();
     assert_eq!(plan, ["- /blog/1 (would be deleted)"]);
 }
+
+/// One mirror following an SCP source and a ResourceSync source: `audit` without SOURCE
+/// compares both (each by its format's rule) in one report, and is clean; `incremental`
+/// without SOURCE follows both.
+#[test]
+fn an_scp_source_beside_a_resourcesync_source_is_audited_and_followed() {
+    let mut site = Site::new();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    site.collection("s1.scp.gz", Z::Gzip, "all", None, T1, &[b1], Sum::Reference);
+    site.sitemap();
+    let rs = crate::server::TestServer::start(crate::server::testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path();
+    run_json(&mut baseline(&site.srv.url("/sitemap.xml"), mirror), 0);
+    run_json(&mut baseline(&rs.url("/"), mirror), 0);
+    for order in [0, 1] {
+        let out = rsmirror()
+            .args(["audit", "--json", "--mirror"])
+            .arg(mirror)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}\n{}",
+            stderr_of(&out),
+            stdout_of(&out)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let uris: Vec<&str> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["uri"].as_str())
+            .collect();
+        assert!(uris.iter().any(|u| u.ends_with("/blog/1")), "{uris:?}");
+        assert!(uris.iter().any(|u| u.ends_with("/res/a.txt")), "{uris:?}");
+        if order == 0 {
+            // The other source the most recent: the same report.
+            let out = incremental(mirror).output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+            run_json(&mut baseline(&site.srv.url("/sitemap.xml"), mirror), 0);
+        }
+    }
+}
