@@ -203,6 +203,15 @@ impl Catalog {
         self.conn.transaction().map_err(StoreError::from)
     }
 
+    /// The id of the source recorded with exactly this URL, if any (nothing written: the
+    /// catalog may be open read-only).
+    pub fn known_source_id(&self, url: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))
+            .optional()?)
+    }
+
     /// The id of a source URL, added when new.
     pub fn source_id(&self, url: &str) -> Result<i64, StoreError> {
         self.conn.execute(

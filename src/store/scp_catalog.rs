@@ -22,13 +22,6 @@ fn ts(s: Option<String>) -> Option<Timestamp> {
     s.and_then(|s| s.parse().ok())
 }
 
-/// The id of the source recorded with exactly this URL (nothing written).
-pub fn source_row(conn: &Connection, url: &str) -> Result<Option<i64>, StoreError> {
-    Ok(conn
-        .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))
-        .optional()?)
-}
-
 /// The sitemap of an SCP source, with the validators of the last clean run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SitemapRecord {
@@ -370,11 +363,6 @@ pub fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
     )?;
     Ok(())
 }
-
-/// The media type of every page object (its JSON exactly as published). Not recorded per
-/// version (`versions.media_type` is NULL for `arrived_via = 'scp'`): the format fixes it, and
-/// at a few dozen bytes a page it was a twentieth of the catalog of a large snapshot.
-pub const PAGE_MEDIA_TYPE: &str = "application/json";
 
 /// The `basis` of a section's sync point: where the section is applied through.
 pub const SYNC_POINT_BASIS: &str =

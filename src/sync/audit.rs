@@ -30,7 +30,7 @@ use crate::sync::formats;
 use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::refetch;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};
 use std::iter::Peekable;
@@ -303,13 +303,13 @@ fn check_and_report(
                     let mut walked: Vec<String> = Vec::new();
                     for src in sources {
                         // Read only: the catalog may be on read-only media.
-                        let found = match (catalog.source_kind(&src)?, sources_row(catalog, &src)?)
-                        {
-                            (Some(kind), Some(id)) => {
-                                formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
-                            }
-                            _ => None,
-                        };
+                        let found =
+                            match (catalog.source_kind(&src)?, catalog.known_source_id(&src)?) {
+                                (Some(kind), Some(id)) => {
+                                    formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
+                                }
+                                _ => None,
+                            };
                         match found {
                             Some(a) => own = Some(merge_own(own, a)),
                             None => walked.push(src),
@@ -1151,26 +1151,11 @@ fn merge_own(into: Option<formats::OwnAudit>, mut more: formats::OwnAudit) -> fo
     a
 }
 
-/// The id of the `sources` row of exactly `url`, if there is one (nothing written).
-fn sources_row(catalog: &Catalog, url: &str) -> Result<Option<i64>, StoreError> {
-    Ok(catalog
-        .conn()
-        .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))
-        .optional()?)
-}
-
 fn known_source_id(catalog: &Catalog, source: &str) -> Result<Option<i64>, StoreError> {
-    let Ok(url) = discover::source_url(source) else {
-        return Ok(None);
-    };
-    Ok(catalog
-        .conn()
-        .query_row(
-            "SELECT id FROM sources WHERE url = ?1",
-            [url.as_str()],
-            |r| r.get(0),
-        )
-        .optional()?)
+    match discover::source_url(source) {
+        Ok(url) => catalog.known_source_id(url.as_str()),
+        Err(_) => Ok(None),
+    }
 }
 
 fn counts_json(t: &Totals) -> String {

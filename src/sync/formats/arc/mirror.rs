@@ -668,18 +668,11 @@ pub fn plan_changes(
     catalog: &Catalog,
     summary: &mut crate::report::Summary,
 ) -> Result<(), Error> {
-    let source_id: i64 = catalog
-        .conn()
-        .query_row(
-            "SELECT id FROM sources WHERE url = ?1",
-            [url.as_str()],
-            |r| r.get(0),
-        )
-        .map_err(|_| {
-            UsageError(format!(
-                "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
-            ))
-        })?;
+    let source_id = catalog.known_source_id(url.as_str())?.ok_or_else(|| {
+        UsageError(format!(
+            "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
+        ))
+    })?;
     let c = collect_changes(catalog, source_id, docs, s, url, Timestamp::now())?;
     summary.warnings.extend(c.warnings);
     let states = catalog.current_states()?;

@@ -242,13 +242,8 @@ fn compare_snapshot(
     limits: &Limits,
     mirror: &mut HashMap<String, (PageState, bool)>,
 ) -> Result<(Vec<Finding>, CollectionSummary), String> {
-    let body = match http.get(&snapshot.url, scope, &Validators::default()) {
-        Ok(DocumentResponse::Body(body)) => body,
-        Ok(DocumentResponse::NotModified) => unreachable!("an unconditional GET"),
-        Err(e) => return Err(e.to_string()),
-    };
     let reject = |e: ScpError| format!("rejected: {e}");
-    let mut reader = CollectionReader::open(body.reader, limits).map_err(reject)?;
+    let mut reader = scp_fetch::stream(http, &snapshot.url, scope, limits)?;
     let mut findings: HashMap<String, Finding> = HashMap::new();
     while let Some(page) = reader.next_page().map_err(reject)? {
         let url = page.url.as_str();

@@ -14,6 +14,7 @@ use crate::net::agent::DocumentResponse;
 use crate::net::{FetchError, Http, Scope, Validators};
 use crate::sync::discover::Prefetched;
 use crate::sync::formats::scp::read::sitemap::{read_sitemap, ScpSitemap, DEFAULT_MAX_BYTES};
+use crate::sync::formats::scp::read::{CollectionReader, Limits};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -63,6 +64,38 @@ pub fn sitemap(
         }
     };
     read_as_scp(read, final_url, validators).map(Some)
+}
+
+/// The sitemap a baseline takes: as discovery received it, else fetched.
+pub fn sitemap_to_take(
+    docs: &crate::sync::documents::Documents<'_>,
+    url: &Url,
+    received: Option<Prefetched>,
+) -> Result<FetchedSitemap, SourceError> {
+    match received {
+        Some(p) => sitemap_received(p),
+        None => Ok(
+            sitemap(docs.http, url, &docs.scope_for(url), &Validators::default())?
+                .expect("an unconditional GET is never answered 304"),
+        ),
+    }
+}
+
+/// A collection read straight from the source through the collection reader, nothing staged
+/// (audit and dry runs: what they read is never stored). `Err`: why it could not be had.
+pub fn stream(
+    http: &Http,
+    url: &Url,
+    scope: &Scope,
+    limits: &Limits,
+) -> Result<CollectionReader<Box<dyn Read + Send>>, String> {
+    match http.get(url, scope, &Validators::default()) {
+        Ok(DocumentResponse::Body(body)) => {
+            CollectionReader::open(body.reader, limits).map_err(|e| format!("rejected: {e}"))
+        }
+        Ok(DocumentResponse::NotModified) => unreachable!("an unconditional GET"),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// An SCP sitemap discovery already received (`sync::discover`): read, not fetched again.

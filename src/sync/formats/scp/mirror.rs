@@ -53,16 +53,7 @@ pub fn baseline(
     sitemap: &Url,
     received: Option<Prefetched>,
 ) -> Result<(), Error> {
-    let fetched = match received {
-        Some(p) => scp_fetch::sitemap_received(p)?,
-        None => scp_fetch::sitemap(
-            ctx.http,
-            sitemap,
-            &ctx.docs.scope_for(sitemap),
-            &Validators::default(),
-        )?
-        .expect("an unconditional GET is never answered 304"),
-    };
+    let fetched = scp_fetch::sitemap_to_take(ctx.docs, sitemap, received)?;
     sitemap_warnings(ctx, &fetched);
     let names = choose_sections(&fetched, s.section.as_deref())?;
     for name in &names {
@@ -630,16 +621,7 @@ pub fn dry_run(
     catalog: Option<&crate::store::Catalog>,
     summary: &mut crate::report::Summary,
 ) -> Result<(), Error> {
-    let fetched = match received {
-        Some(p) => scp_fetch::sitemap_received(p)?,
-        None => scp_fetch::sitemap(
-            docs.http,
-            sitemap,
-            &docs.scope_for(sitemap),
-            &Validators::default(),
-        )?
-        .expect("an unconditional GET is never answered 304"),
-    };
+    let fetched = scp_fetch::sitemap_to_take(docs, sitemap, received)?;
     for w in &fetched.sitemap.warnings {
         summary.warnings.push(format!("{}: {w}", fetched.url));
     }
@@ -686,7 +668,9 @@ pub fn plan_changes(
             "the mirror has no SCP baseline of {source}: run rsmirror baseline first"
         )))
     };
-    let source_id = scp_catalog::source_row(conn, source.as_str())?.ok_or_else(no_baseline)?;
+    let source_id = catalog
+        .known_source_id(source.as_str())?
+        .ok_or_else(no_baseline)?;
     let recorded = scp_catalog::sitemap(conn, source_id)?.ok_or_else(no_baseline)?;
     let sitemap_url = Url::parse(&recorded.url).map_err(|e| SourceError::Unusable {
         url: recorded.url.clone(),
@@ -826,17 +810,9 @@ fn read_and_decide(
     entry: &CollectionEntry,
     pages: &mut Planned,
 ) -> Result<(Vec<(char, String)>, u64), String> {
-    use crate::net::agent::DocumentResponse;
     use sha2::{Digest as _, Sha256};
-    let body = match http.get(&entry.url, scope, &Validators::default()) {
-        Ok(DocumentResponse::Body(body)) => body,
-        Ok(DocumentResponse::NotModified) => unreachable!("an unconditional GET"),
-        Err(e) => return Err(e.to_string()),
-    };
     let reject = |e: crate::sync::formats::scp::read::ScpError| format!("rejected: {e}");
-    let mut reader =
-        crate::sync::formats::scp::read::CollectionReader::open(body.reader, &Limits::default())
-            .map_err(reject)?;
+    let mut reader = scp_fetch::stream(http, &entry.url, scope, &Limits::default())?;
     let mut lines = std::collections::BTreeMap::new();
     let mut after: Vec<(String, scp_catalog::PageState)> = Vec::new();
     while let Some(page) = reader.next_page().map_err(reject)? {
