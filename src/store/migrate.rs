@@ -240,8 +240,12 @@ fn write_page_objects(mirror: &Path, conn: &Connection) -> Result<Vec<String>, S
     std::fs::create_dir_all(&staging).map_err(|e| StoreError::io("creating", &staging, e))?;
     let mut written = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    each_page_json(conn, |_, _, json, _| {
-        let sha = hex::encode(Sha256::digest(json.as_bytes()));
+    each_page_json(conn, |_, _, json, recorded| {
+        // Checked against the JSON just above.
+        let sha = match recorded {
+            Some(sha) => sha.to_string(),
+            None => hex::encode(Sha256::digest(json.as_bytes())),
+        };
         if !seen.insert(sha.clone()) {
             return Ok(());
         }

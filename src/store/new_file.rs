@@ -93,8 +93,9 @@ impl NewFile {
 
     /// Give the file the name `dest`, replacing whatever is there; the file is made
     /// read-only first. Consumes the file either way.
-    pub fn put_at(self, dest: &Path) -> io::Result<()> {
-        self.put(dest, None).map(|_| ())
+    /// `Ok(true)` when nothing was at `dest` before.
+    pub fn put_at(self, dest: &Path) -> io::Result<bool> {
+        self.put(dest, None)
     }
 
     /// [`NewFile::put_at`] for a `dest` that is also `relative` to the open folder `within`:

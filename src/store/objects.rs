@@ -104,11 +104,7 @@ impl ObjectStore {
                 let relative = format!("{}/{sha256_hex}", &sha256_hex[0..2]);
                 file.put_within(dir, Path::new(&relative), &dest)
             }
-            None => {
-                let fresh = !dest.exists();
-                file.put_at(&dest)?;
-                Ok(fresh)
-            }
+            None => file.put_at(&dest),
         }
     }
 
