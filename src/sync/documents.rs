@@ -182,11 +182,23 @@ impl Documents<'_> {
                     });
                 }
                 let reader = sitemap::open(input, &body.final_url, self.options)?;
+                // A ResourceSync document (it names its capability) is read by this reader to
+                // its end: nothing to hand to another one, so nothing is kept (a list of
+                // millions of entries is never copied, not even its first megabytes).
+                let recorded = match reader.header().capability() {
+                    Some(_) => {
+                        let mut r = recorded.lock().expect("recording lock");
+                        r.overflow = true;
+                        r.bytes = Vec::new();
+                        None
+                    }
+                    None => Some(recorded),
+                };
                 Ok(Some(OpenedDocument {
                     url: body.final_url,
                     reader,
                     validators: body.validators,
-                    recorded: Some(recorded),
+                    recorded,
                 }))
             }
         }
