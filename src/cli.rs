@@ -41,6 +41,138 @@ pub enum Command {
     /// mirror gives byte-identical output.
     #[command(after_help = crate::exit::Exit::help_table())]
     Feed(FeedArgs),
+    /// List the resources present now or at WHEN, sorted by URI (no network; no lock).
+    #[command(after_help = reading_help())]
+    Ls(LsArgs),
+    /// Write the bytes of a resource's state exactly as fetched, re-hashed as they stream:
+    /// bytes that do not match the catalog fail the command (exit 1).
+    #[command(after_help = reading_help())]
+    Cat(CatArgs),
+    /// A resource's versions (newest first), or the mirror's runs (newest first), or one run's
+    /// problems and findings.
+    #[command(after_help = reading_help())]
+    Log(LogArgs),
+    /// What changed between two points of the mirror's history: `+` created, `-` deleted, `*`
+    /// updated, one line per resource.
+    #[command(after_help = reading_help())]
+    Diff(DiffArgs),
+    /// Per source and collection: sync point and age, the last run of each command, what the
+    /// mirror holds, the last audit and how long since every object was re-hashed, and hints.
+    #[command(after_help = reading_help())]
+    Status(StatusArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) for rsmirror, or for one of its commands.
+    Man(ManArgs),
+}
+
+/// The footer of the reading commands: the one clock, then the exit codes.
+pub fn reading_help() -> String {
+    format!(
+        "WHEN is a point in the mirror's history: run:N (the mirror as run N left it; run:0 is \
+         before the first run), an RFC 3339 time (2026-03-01T12:00:00Z) or a date (2026-03-01: \
+         its midnight, UTC). One clock everywhere: a state's time is the start of the run that \
+         brought it into the mirror (its arrival, not the source's lastmod); a time T means the \
+         mirror as the runs started by T left it. Times shown are rounded up to the millisecond, \
+         so --at a time shown for a state includes that state.\n\n\
+         The reading commands read the catalog and objects only: no network, nothing written, \
+         no lock taken (they run beside a baseline or incremental, and on read-only media).\n\n{}",
+        crate::exit::Exit::help_table()
+    )
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Only URIs that begin with this.
+    #[arg(value_name = "URL_PREFIX")]
+    pub prefix: Option<String>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// The mirror at WHEN instead of now (run:N, an RFC 3339 time, a date).
+    #[arg(long, value_name = "WHEN")]
+    pub at: Option<String>,
+    /// Long: length, lastmod, SHA-256 (12 hex), the time the state arrived, URI.
+    #[arg(short = 'l')]
+    pub long: bool,
+    /// Also the resources deleted (tombstoned) by WHEN.
+    #[arg(long)]
+    pub deleted: bool,
+    /// Only the resources of this collection (as `rsmirror status` names it; an SCP source's
+    /// URL means all its sections).
+    #[arg(long, value_name = "URL")]
+    pub collection: Option<String>,
+    /// JSON Lines: one object per resource (uri, collection, deleted, arrived, version, run,
+    /// change, lastmod, length, sha256, media_type).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// The resource's URI, exactly as `rsmirror ls` shows it.
+    pub url: String,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// The state at WHEN instead of the current one.
+    #[arg(long, value_name = "WHEN", conflicts_with = "version")]
+    pub at: Option<String>,
+    /// This version (an id from `rsmirror log URL`).
+    #[arg(long, value_name = "ID")]
+    pub version: Option<i64>,
+    /// Write to FILE (under a temporary name, renamed into place only once verified) instead
+    /// of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// A resource: its versions. Without: the runs.
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// One run: what it was, its problems and (an audit) its findings.
+    #[arg(long, value_name = "ID", conflicts_with = "url")]
+    pub run: Option<i64>,
+    /// JSON: `log URL` and `log --run ID` one document; the runs JSON Lines, one per run.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// From this point (run:N, an RFC 3339 time, a date).
+    #[arg(value_name = "WHEN1")]
+    pub from: String,
+    /// To this point; default: now.
+    #[arg(value_name = "WHEN2")]
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// JSON Lines: one object per resource (mark, change, uri, before, after).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// One JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A command (ls, cat, baseline...); default: rsmirror itself.
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Args)]

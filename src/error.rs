@@ -58,6 +58,10 @@ pub enum Error {
     Lock(#[from] LockError),
     #[error("safety limit: {0}")]
     SafetyLimit(String),
+    /// The mirror's own bytes do not match its catalog (`cat` of a damaged object): exit 1,
+    /// as an audit that finds corruption.
+    #[error("{0}")]
+    Damaged(String),
 }
 
 impl Error {
@@ -69,6 +73,7 @@ impl Error {
             Error::Lock(LockError::Held { .. }) => Exit::Locked,
             Error::Lock(LockError::Io { .. }) => Exit::Store,
             Error::SafetyLimit(_) => Exit::SafetyLimit,
+            Error::Damaged(_) => Exit::Differences,
         }
     }
 }

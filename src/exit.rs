@@ -36,9 +36,13 @@ pub const TABLE: &[(Exit, i32, &str)] = &[
     (
         Exit::Differences,
         1,
-        "audit found differences or corruption",
+        "audit found differences or corruption; cat: the stored bytes are damaged",
     ),
-    (Exit::Usage, 2, "usage error (bad arguments)"),
+    (
+        Exit::Usage,
+        2,
+        "usage error (bad arguments; a bad WHEN, a URL or state not in the mirror)",
+    ),
     (
         Exit::Partial,
         3,

@@ -7,8 +7,10 @@
 //! documents and resources within a scope, streaming bodies to `staging/` while hashing them;
 //! the store (`store`) keeps a SQLite catalog and a content-addressed object store; the commands
 //! (`sync`) wire these together: discover, read, plan, transfer, verify, commit, report.
-//! `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
+//! `access` reads the mirror back (ls, cat, log, diff, status) from the catalog and objects
+//! alone. `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
 
+pub mod access;
 pub mod cli;
 pub mod error;
 pub mod exit;

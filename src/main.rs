@@ -4,7 +4,7 @@ use clap::Parser;
 use rsmirror::cli::{Cli, Command};
 use rsmirror::exit::Exit;
 use rsmirror::progress::Progress;
-use rsmirror::{settings, sync};
+use rsmirror::{access, settings, sync};
 
 fn main() {
     // Before any thread starts: SIGINT and SIGTERM end a run honestly (`interrupt`).
@@ -17,6 +17,13 @@ fn main() {
         Command::Audit(a) => audit(&a, &arguments),
         Command::Inspect(a) => inspect(&a),
         Command::Feed(a) => feed(&a),
+        Command::Ls(a) => reading(|| ls(&a)),
+        Command::Cat(a) => reading(|| cat(&a)),
+        Command::Log(a) => reading(|| log(&a)),
+        Command::Diff(a) => reading(|| diff(&a)),
+        Command::Status(a) => reading(|| status(&a)),
+        Command::Completions(a) => completions(&a),
+        Command::Man(a) => man(&a),
     };
     std::process::exit(exit.code());
 }
@@ -163,5 +170,106 @@ fn feed(a: &rsmirror::cli::FeedArgs) -> Exit {
     match sync::feed::run(&s) {
         Ok(()) => Exit::Ok,
         Err(e) => fail(&e),
+    }
+}
+
+/// A reading command: nothing to summarise, the error (if any) on stderr.
+fn reading(f: impl FnOnce() -> Result<(), rsmirror::error::Error>) -> Exit {
+    match f() {
+        Ok(()) => Exit::Ok,
+        Err(e) => fail(&e),
+    }
+}
+
+fn when(arg: Option<&str>) -> Result<Option<access::When>, rsmirror::error::Error> {
+    Ok(arg.map(access::When::parse).transpose()?)
+}
+
+fn ls(a: &rsmirror::cli::LsArgs) -> Result<(), rsmirror::error::Error> {
+    let o = access::ls::Options {
+        prefix: a.prefix.clone(),
+        at: when(a.at.as_deref())?,
+        long: a.long,
+        deleted: a.deleted,
+        collection: a.collection.clone(),
+        json: a.json,
+    };
+    access::ls::run(&a.mirror.mirror, &o)
+}
+
+fn cat(a: &rsmirror::cli::CatArgs) -> Result<(), rsmirror::error::Error> {
+    let o = access::cat::Options {
+        url: a.url.clone(),
+        at: when(a.at.as_deref())?,
+        version: a.version,
+        output: a.output.clone(),
+    };
+    access::cat::run(&a.mirror.mirror, &o)
+}
+
+fn log(a: &rsmirror::cli::LogArgs) -> Result<(), rsmirror::error::Error> {
+    let o = access::log::Options {
+        url: a.url.clone(),
+        run: a.run,
+        json: a.json,
+    };
+    access::log::run(&a.mirror.mirror, &o)
+}
+
+fn diff(a: &rsmirror::cli::DiffArgs) -> Result<(), rsmirror::error::Error> {
+    let o = access::diff::Options {
+        from: access::When::parse(&a.from)?,
+        to: when(a.to.as_deref())?,
+        json: a.json,
+    };
+    access::diff::run(&a.mirror.mirror, &o)
+}
+
+fn status(a: &rsmirror::cli::StatusArgs) -> Result<(), rsmirror::error::Error> {
+    access::status::run(&a.mirror.mirror, &access::status::Options { json: a.json })
+}
+
+fn completions(a: &rsmirror::cli::CompletionsArgs) -> Exit {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    clap_complete::generate(a.shell, &mut cmd, "rsmirror", &mut std::io::stdout());
+    Exit::Ok
+}
+
+/// The man page of rsmirror, or of one command (`rsmirror-ls(1)`), from the clap definitions.
+fn man(a: &rsmirror::cli::ManArgs) -> Exit {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let cmd = match &a.command {
+        None => root,
+        Some(name) => match root.find_subcommand(name) {
+            // A one-shot process: the name lives as long as it anyway.
+            Some(sub) => {
+                let title: &'static str = Box::leak(format!("rsmirror-{name}").into_boxed_str());
+                sub.clone().name(title)
+            }
+            None => {
+                let names: Vec<String> = root
+                    .get_subcommands()
+                    .map(|c| c.get_name().to_string())
+                    .collect();
+                return fail(
+                    &rsmirror::error::UsageError(format!(
+                        "man {name}: no such command; the commands are {}",
+                        names.join(", ")
+                    ))
+                    .into(),
+                );
+            }
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    match clap_mangen::Man::new(cmd).render(&mut out) {
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => fail(
+            &rsmirror::store::StoreError::io("writing to", std::path::Path::new("stdout"), e)
+                .into(),
+        ),
     }
 }

@@ -190,9 +190,12 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         Err(_) => ("failed", exit),
     };
     match run_id {
-        Some(run_id) => {
-            catalog.end_run(run_id, outcome, recorded_exit.code(), &counts_json(&totals))?
-        }
+        Some(run_id) => catalog.end_run(
+            run_id,
+            outcome,
+            recorded_exit.code(),
+            &counts_json(&totals, s),
+        )?,
         None if s.output.verbose > 0 || exit != Exit::Ok => eprintln!(
             "audit: {} is read-only: this audit is not recorded in its catalog",
             s.mirror.display()
@@ -1158,8 +1161,15 @@ fn known_source_id(catalog: &Catalog, source: &str) -> Result<Option<i64>, Store
     }
 }
 
-fn counts_json(t: &Totals) -> String {
+/// What an audit recorded in `runs.counts_json`: its counts and what it covered (`status` reads
+/// the coverage to say how long since every object was last re-hashed).
+fn counts_json(t: &Totals, s: &settings::Audit) -> String {
     serde_json::json!({
+        "level": s.level.name(),
+        "sample": s.sample.map(|(n, m)| format!("{n}/{m}")),
+        "all_versions": s.all_versions,
+        "offline": s.offline,
+        "every_source": !s.source_given || s.offline,
         "findings": t.counts.to_json(),
         "resources": t.resources,
         "listed": t.listed,

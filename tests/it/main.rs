@@ -15,6 +15,7 @@ mod hostile;
 mod incremental;
 mod inspect;
 mod migrate;
+mod read;
 mod scp;
 mod scp_reader;
 mod server;

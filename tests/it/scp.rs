@@ -1026,7 +1026,7 @@ fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
         "blog",
         None,
         T2,
-        &[p1, p2],
+        &[p1.clone(), p2],
         Sum::Reference,
     );
     site.sitemap();
@@ -1052,6 +1052,40 @@ fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
     assert_eq!(
         live(by_incremental.path()),
         ["blog /blog/1", "blog /blog/2"]
+    );
+    // The reading commands see SCP pages as resources like any other (issue 20).
+    let read = |args: &[&str]| {
+        let out = rsmirror()
+            .args(args)
+            .arg("--mirror")
+            .arg(by_incremental.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        out.stdout
+    };
+    let page = |n: &str| format!("{base}/blog/{n}");
+    assert_eq!(
+        String::from_utf8(read(&["ls"])).unwrap(),
+        format!("{}\n{}\n", page("1"), page("2"))
+    );
+    assert_eq!(
+        String::from_utf8(read(&["ls", "--at", "run:1"])).unwrap(),
+        format!("{}\n{}\n{}\n", page("1"), page("2"), page("3"))
+    );
+    assert_eq!(
+        String::from_utf8(read(&["diff", "run:1"])).unwrap(),
+        format!("- {}\n", page("3"))
+    );
+    assert_eq!(read(&["cat", &page("1")]), p1.as_bytes());
+    let log: serde_json::Value =
+        serde_json::from_slice(&read(&["log", &page("3"), "--json"])).unwrap();
+    assert_eq!(log["versions"][0]["change"], "deleted");
+    assert_eq!(log["versions"][1]["arrived_via"], "scp");
+    assert_eq!(log["versions"][1]["document"], site.srv.url("/s1.scp"));
+    assert_eq!(
+        log["collection"],
+        format!("{base}/sitemap.xml#scp-section=blog")
     );
 
     // A baseline without --delete reports it again; with --delete it goes.

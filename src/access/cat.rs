@@ -1,0 +1,261 @@
+//! `rsmirror cat`: the bytes of one state of a resource, exactly as fetched, re-hashed as they
+//! stream. To a file (`-o`) they go under a temporary name that is renamed into place only
+//! once the bytes match the catalog; to stdout a mismatch is reported on stderr and by the
+//! exit code (1), the bytes having gone out already.
+
+use crate::access::{state_at, Point, Reader, VersionRow, When};
+use crate::error::{Error, UsageError};
+use crate::store::objects::ObjectStore;
+use crate::store::StoreError;
+use rusqlite::OptionalExtension;
+use sha2::{Digest, Sha256};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+pub struct Options {
+    pub url: String,
+    pub at: Option<When>,
+    pub version: Option<i64>,
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+    let reader = Reader::open(mirror)?;
+    let (resource_id, uri) = reader.resource(&o.url)?;
+    let v = choose(&reader, resource_id, &uri, o)?;
+    let sha = v.sha256.clone().ok_or_else(|| {
+        Error::Damaged(format!(
+            "{uri}: version {} has no object recorded (a catalog without its digest: run rsmirror audit --offline)",
+            v.version
+        ))
+    })?;
+    let object = ObjectStore::at(mirror).path_for(&sha);
+    let relative = ObjectStore::relative_path(&sha);
+    let mut file = std::fs::File::open(&object).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            Error::Damaged(format!(
+                "{uri} (version {}): its object {relative} is missing from the mirror \
+                 (rsmirror audit --offline lists every such object)",
+                v.version
+            ))
+        } else {
+            StoreError::io("reading the object", &object, e).into()
+        }
+    })?;
+    match &o.output {
+        None => {
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            let got = copy_hashing(&mut file, &mut out, &object, Path::new("stdout"))?;
+            check(&uri, &v, &relative, &got)
+        }
+        Some(path) if path.as_os_str() == "-" => {
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            let got = copy_hashing(&mut file, &mut out, &object, Path::new("stdout"))?;
+            check(&uri, &v, &relative, &got)
+        }
+        Some(path) => {
+            let tmp = temporary_name(path);
+            let result = (|| {
+                let mut dest = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)
+                    .map_err(|e| StoreError::io("creating", &tmp, e))?;
+                let got = copy_hashing(&mut file, &mut dest, &object, &tmp)?;
+                check(&uri, &v, &relative, &got)?;
+                dest.sync_all()
+                    .map_err(|e| StoreError::io("writing", &tmp, e))?;
+                std::fs::rename(&tmp, path)
+                    .map_err(|e| StoreError::io("renaming into", path, e))?;
+                Ok(())
+            })();
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result
+        }
+    }
+}
+
+/// The state `cat` shows: `--version`, the state at `--at`, or the current one; a state
+/// without bytes (deleted, or not yet there) is a usage error that says when.
+fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<VersionRow, Error> {
+    if let Some(id) = o.version {
+        let found = reader
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT {}, r.uri FROM versions v JOIN resources r ON r.id = v.resource_id WHERE v.id = ?1",
+                    VersionRow::SELECT
+                ),
+                [id],
+                |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(7)?)),
+            )
+            .optional()
+            .map_err(StoreError::from)?;
+        return match found {
+            None => Err(UsageError(format!(
+                "--version {id}: the mirror has no version {id} (rsmirror log {uri} lists its versions)"
+            ))
+            .into()),
+            Some((_, other)) if other != uri => Err(UsageError(format!(
+                "--version {id} is a version of {other}, not of {uri} (rsmirror log {uri} lists its versions)"
+            ))
+            .into()),
+            Some((v, _)) if v.deleted() => Err(UsageError(format!(
+                "--version {id} is the deletion of {uri} by {}: it has no bytes",
+                reader.describe_run(v.run)
+            ))
+            .into()),
+            Some((v, _)) => Ok(v),
+        };
+    }
+    let point = reader.point(o.at.as_ref())?;
+    match state_at(reader.conn(), resource_id, point)? {
+        None => Err(UsageError(format!(
+            "{uri} was not in the mirror yet {}; {}",
+            reader.describe_point(point),
+            first_arrival(reader, resource_id)?
+        ))
+        .into()),
+        Some(v) if v.deleted() => {
+            let before = state_before(reader, resource_id, v.version)?;
+            let hint = match before {
+                Some(b) => format!(
+                    "; its last state before: rsmirror cat {uri} --version {}",
+                    b.version
+                ),
+                None => String::new(),
+            };
+            let when = if point == Point::NOW {
+                String::new()
+            } else {
+                format!(" (looking at the mirror {})", reader.describe_point(point))
+            };
+            Err(UsageError(format!(
+                "{uri} was deleted by {} (version {}){when}{hint}",
+                reader.describe_run(v.run),
+                v.version
+            ))
+            .into())
+        }
+        Some(v) => Ok(v),
+    }
+}
+
+fn first_arrival(reader: &Reader, resource_id: i64) -> Result<String, StoreError> {
+    let first: Option<(i64, i64)> = reader
+        .conn()
+        .query_row(
+            "SELECT id, run_id FROM versions WHERE resource_id = ?1 ORDER BY run_id, id LIMIT 1",
+            [resource_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    Ok(match first {
+        Some((id, run)) => format!(
+            "its first state (version {id}) arrived with {}",
+            reader.describe_run(run)
+        ),
+        None => "it has no versions".into(),
+    })
+}
+
+/// The newest state before a version that has bytes.
+fn state_before(
+    reader: &Reader,
+    resource_id: i64,
+    version: i64,
+) -> Result<Option<VersionRow>, StoreError> {
+    Ok(reader
+        .conn()
+        .query_row(
+            &format!(
+                "SELECT {} FROM versions v WHERE v.resource_id = ?1 AND v.id != ?2 \
+                 AND v.change != 'deleted' AND v.run_id <= (SELECT run_id FROM versions WHERE id = ?2) \
+                 ORDER BY v.run_id DESC, v.id DESC LIMIT 1",
+                VersionRow::SELECT
+            ),
+            [resource_id, version],
+            |r| VersionRow::from_row(r, 0),
+        )
+        .optional()?)
+}
+
+/// What the bytes that went out hashed to.
+struct Got {
+    sha256: String,
+    length: u64,
+}
+
+fn copy_hashing(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    object: &Path,
+    dest: &Path,
+) -> Result<Got, Error> {
+    let mut hasher = Sha256::new();
+    let mut length = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(StoreError::io("reading the object", object, e).into()),
+        };
+        hasher.update(&buf[..n]);
+        length += n as u64;
+        match to.write_all(&buf[..n]) {
+            Ok(()) => {}
+            // `cat | head`: the reader wanted no more.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Ok(Got {
+                    sha256: String::new(),
+                    length: u64::MAX,
+                })
+            }
+            Err(e) => return Err(StoreError::io("writing to", dest, e).into()),
+        }
+    }
+    to.flush()
+        .map_err(|e| StoreError::io("writing to", dest, e))?;
+    Ok(Got {
+        sha256: hex::encode(hasher.finalize()),
+        length,
+    })
+}
+
+fn check(uri: &str, v: &VersionRow, relative: &str, got: &Got) -> Result<(), Error> {
+    if got.length == u64::MAX {
+        return Ok(());
+    }
+    let want = v.sha256.as_deref().unwrap_or("");
+    let length_ok = v.length.is_none_or(|n| n as u64 == got.length);
+    if got.sha256 == want && length_ok {
+        return Ok(());
+    }
+    Err(Error::Damaged(format!(
+        "{uri} (version {}): the stored object {relative} does not match the catalog: it has \
+         {} bytes with SHA-256 {}, the catalog records {} bytes with SHA-256 {want}; the mirror's \
+         copy is damaged (rsmirror audit --offline checks every object)",
+        v.version,
+        got.length,
+        got.sha256,
+        v.length
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into()),
+    )))
+}
+
+/// `.NAME.rsmirror-PID.tmp` beside the destination: the same file system, so the rename is
+/// atomic.
+fn temporary_name(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    path.with_file_name(format!(".{name}.rsmirror-{}.tmp", std::process::id()))
+}

@@ -1,0 +1,145 @@
+//! `rsmirror ls`: the resources present at a point, sorted by URI, streamed from the catalog's
+//! URI index (the first line comes at once; memory stays flat however many there are).
+
+use crate::access::{shown_time, state_join, Out, Reader, VersionRow, When};
+use crate::error::{Error, UsageError};
+use crate::store::StoreError;
+
+pub struct Options {
+    pub prefix: Option<String>,
+    pub at: Option<When>,
+    pub long: bool,
+    pub deleted: bool,
+    pub collection: Option<String>,
+    pub json: bool,
+}
+
+/// One line of `ls --json` (JSON Lines; these keys are stable).
+#[derive(serde::Serialize)]
+struct Entry<'a> {
+    uri: &'a str,
+    collection: &'a str,
+    deleted: bool,
+    /// When the state arrived: the start of the run that brought it.
+    arrived: &'a str,
+    #[serde(flatten)]
+    version: &'a VersionRow,
+}
+
+pub fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
+    let reader = Reader::open(mirror)?;
+    let point = reader.point(o.at.as_ref())?;
+    let collections = match &o.collection {
+        None => None,
+        Some(c) => Some(collection_ids(&reader, c)?),
+    };
+    let prefix = o.prefix.clone().unwrap_or_default();
+    let mut sql = format!(
+        "SELECT r.uri, c.name, {} FROM resources r JOIN versions v ON {} \
+         JOIN collections c ON c.id = r.collection_id \
+         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2",
+        VersionRow::SELECT,
+        state_join(point, "?2")
+    );
+    if !o.deleted {
+        sql.push_str(" AND v.change != 'deleted'");
+    }
+    if let Some(ids) = &collections {
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
+    }
+    sql.push_str(" ORDER BY r.uri");
+    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt
+        .query(rusqlite::params![prefix, point.bound()])
+        .map_err(StoreError::from)?;
+    let mut out = Out::stdout();
+    let mut first = true;
+    while let Some(r) = rows.next().map_err(StoreError::from)? {
+        let uri: String = r.get(0).map_err(StoreError::from)?;
+        let collection: String = r.get(1).map_err(StoreError::from)?;
+        let v = VersionRow::from_row(r, 2).map_err(StoreError::from)?;
+        let arrived = reader.arrived(v.run);
+        let more = if o.json {
+            out.json_line(&Entry {
+                uri: &uri,
+                collection: &collection,
+                deleted: v.deleted(),
+                arrived,
+                version: &v,
+            })?
+        } else if o.long {
+            out.line(&long_line(&uri, &v, arrived))?
+        } else if v.deleted() {
+            out.line(&format!("{uri}  (deleted {})", shown_time(arrived)))?
+        } else {
+            out.line(&uri)?
+        };
+        if !more {
+            break;
+        }
+        if first {
+            out.flush()?;
+            first = false;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived, URI in fixed columns.
+fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
+    let length = match v.length {
+        Some(n) if !v.deleted() => n.to_string(),
+        _ => "-".into(),
+    };
+    let sha = if v.deleted() {
+        "(deleted)".to_string()
+    } else {
+        v.sha256
+            .as_deref()
+            .map(|s| s[..s.len().min(12)].to_string())
+            .unwrap_or_else(|| "-".into())
+    };
+    let lastmod = v.lastmod.as_deref().unwrap_or("-");
+    format!(
+        "{length:>12}  {lastmod:<20}  {sha:<12}  {}  {uri}",
+        shown_time(arrived)
+    )
+}
+
+/// The collections `--collection` names: one by its exact name, or every section of an SCP
+/// source given by its URL.
+pub fn collection_ids(reader: &Reader, name: &str) -> Result<Vec<i64>, Error> {
+    let mut stmt = reader
+        .conn()
+        .prepare("SELECT id, name FROM collections ORDER BY name")
+        .map_err(StoreError::from)?;
+    let all: Vec<(i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(StoreError::from)?
+        .collect::<Result<_, _>>()
+        .map_err(StoreError::from)?;
+    if let Some((id, _)) = all.iter().find(|(_, n)| n == name) {
+        return Ok(vec![*id]);
+    }
+    let sections = format!("{name}#scp-section=");
+    let ids: Vec<i64> = all
+        .iter()
+        .filter(|(_, n)| n.starts_with(&sections))
+        .map(|(id, _)| *id)
+        .collect();
+    if !ids.is_empty() {
+        return Ok(ids);
+    }
+    let names: Vec<&str> = all.iter().map(|(_, n)| n.as_str()).collect();
+    Err(UsageError(format!(
+        "--collection {name}: the mirror has no such collection; it has: {}",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+    .into())
+}

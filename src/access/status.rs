@@ -1,0 +1,684 @@
+//! `rsmirror status`: per source and collection, the sync point and its age, the last run of
+//! each command, what the mirror holds, the last audit and how long since every object was last
+//! re-hashed, and a hint when something needs a person.
+
+use crate::access::{age_of, human_age, shown_time, Out, Reader};
+use crate::error::Error;
+use crate::report::human_bytes;
+use crate::store::StoreError;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+/// A sync point not advanced for this long gets a hint (a daily cron job that stopped).
+pub const STALE_SYNC_POINT_DAYS: i64 = 7;
+/// Objects not all re-hashed for this long get a hint.
+pub const STALE_FIXITY_DAYS: i64 = 90;
+
+pub struct Options {
+    pub json: bool,
+}
+
+#[derive(Serialize, Default)]
+struct Status {
+    mirror: String,
+    schema_version: i64,
+    catalog_bytes: u64,
+    /// Objects the catalog references (each stored once), and their bytes.
+    objects: u64,
+    object_bytes: u64,
+    /// Free bytes on the mirror's file system (None: unknown).
+    free_bytes: Option<u64>,
+    resources_present: u64,
+    resources_deleted: u64,
+    versions: u64,
+    sources: Vec<Source>,
+    /// A run without an end: running now (or its process died).
+    running: Option<RunBrief>,
+    last_audit: Option<AuditBrief>,
+    fixity: Fixity,
+    hints: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Source {
+    url: String,
+    kind: String,
+    added_at: String,
+    collections: Vec<Collection>,
+    /// The last run of each command for this source.
+    last_runs: BTreeMap<String, RunBrief>,
+}
+
+#[derive(Serialize, Default)]
+struct Collection {
+    name: String,
+    sync_point: Option<SyncPoint>,
+    resources_present: u64,
+    resources_deleted: u64,
+}
+
+#[derive(Serialize)]
+struct SyncPoint {
+    at: Option<String>,
+    anchored: bool,
+    basis: String,
+    run: i64,
+    /// When the mirror last set it (the run's commit time).
+    updated_at: String,
+    /// Seconds since `updated_at`.
+    age_seconds: Option<i64>,
+}
+
+#[derive(Serialize, Clone)]
+struct RunBrief {
+    run: i64,
+    command: String,
+    started_at: String,
+    ended_at: Option<String>,
+    outcome: Option<String>,
+    exit_code: Option<i64>,
+}
+
+#[derive(Serialize, Clone)]
+struct AuditBrief {
+    #[serde(flatten)]
+    run: RunBrief,
+    level: String,
+    sample: Option<String>,
+    all_versions: bool,
+    offline: bool,
+    findings: Value,
+}
+
+#[derive(Serialize, Default)]
+struct Fixity {
+    /// Since when every current object has been re-hashed by an audit (one full audit, or
+    /// every slice of `--sample N/M`); None: never.
+    current_objects_rehashed_since: Option<String>,
+    /// The same for every stored object (audits with `--all-versions`).
+    all_objects_rehashed_since: Option<String>,
+}
+
+pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+    let reader = Reader::open(mirror)?;
+    let conn = reader.conn();
+    // One read transaction: every figure below comes from the same snapshot.
+    conn.execute_batch("BEGIN").map_err(StoreError::from)?;
+    let mut st = Status {
+        mirror: mirror.display().to_string(),
+        ..Status::default()
+    };
+    st.schema_version = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(StoreError::from)?;
+    st.catalog_bytes = ["catalog.sqlite", "catalog.sqlite-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(mirror.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    st.free_bytes = free_bytes(mirror);
+    (st.objects, st.object_bytes) = conn
+        .query_row(
+            "SELECT count(*), coalesce(sum(n), 0) FROM
+               (SELECT max(length_bytes) AS n FROM versions WHERE sha256_hex IS NOT NULL GROUP BY sha256_hex)",
+            [],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+        )
+        .map_err(StoreError::from)?;
+    st.versions = conn
+        .query_row("SELECT count(*) FROM versions", [], |r| r.get::<_, i64>(0))
+        .map_err(StoreError::from)? as u64;
+    st.sources = sources(&reader)?;
+    for c in st.sources.iter().flat_map(|s| &s.collections) {
+        st.resources_present += c.resources_present;
+        st.resources_deleted += c.resources_deleted;
+    }
+    st.running = conn
+        .query_row(
+            "SELECT id, command, started_at, ended_at, outcome, exit_code FROM runs
+             WHERE ended_at IS NULL ORDER BY id DESC LIMIT 1",
+            [],
+            run_brief,
+        )
+        .ok();
+    let audits = audits(&reader)?;
+    st.last_audit = audits.first().map(|(a, _)| a.clone());
+    let multiple = st.sources.len() > 1;
+    st.fixity = Fixity {
+        current_objects_rehashed_since: rehashed_since(&audits, false, multiple),
+        all_objects_rehashed_since: rehashed_since(&audits, true, multiple),
+    };
+    st.hints = hints(&st);
+    conn.execute_batch("COMMIT").map_err(StoreError::from)?;
+    let mut out = Out::stdout();
+    if o.json {
+        out.line(&serde_json::to_string_pretty(&st).expect("serialisable"))?;
+    } else {
+        out.line(&text(&st))?;
+    }
+    Ok(out.flush()?)
+}
+
+fn run_brief(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunBrief> {
+    Ok(RunBrief {
+        run: r.get(0)?,
+        command: r.get(1)?,
+        started_at: r.get(2)?,
+        ended_at: r.get(3)?,
+        outcome: r.get(4)?,
+        exit_code: r.get(5)?,
+    })
+}
+
+/// Every source with its collections (those with a sync point, and those holding resources)
+/// and the last run of each command.
+fn sources(reader: &Reader) -> Result<Vec<Source>, StoreError> {
+    let conn = reader.conn();
+    // Present and deleted resources per collection: one pass over the current states.
+    let mut counts: HashMap<i64, (u64, u64)> = HashMap::new();
+    {
+        let mut stmt = conn.prepare(
+            "SELECT r.collection_id, sum(v.change != 'deleted'), sum(v.change = 'deleted')
+             FROM resources r JOIN versions v ON v.id = r.current_version_id GROUP BY r.collection_id",
+        )?;
+        for row in stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        })? {
+            let (id, present, deleted) = row?;
+            counts.insert(id, (present, deleted));
+        }
+    }
+    // Each collection's source: its sync point's, else the source of the run that first
+    // listed one of its resources.
+    let mut stmt = conn.prepare(
+        "SELECT c.id, c.name,
+                coalesce(p.source_id,
+                         (SELECT ru.source_id FROM resources r JOIN runs ru ON ru.id = r.first_run_id
+                           WHERE r.collection_id = c.id LIMIT 1)),
+                p.at, p.anchored, p.basis, p.run_id, p.updated_at
+         FROM collections c LEFT JOIN sync_points p ON p.collection = c.name
+         UNION ALL
+         SELECT NULL, p.collection, p.source_id, p.at, p.anchored, p.basis, p.run_id, p.updated_at
+         FROM sync_points p WHERE p.collection NOT IN (SELECT name FROM collections)
+         ORDER BY 2",
+    )?;
+    let mut by_source: BTreeMap<Option<i64>, Vec<Collection>> = BTreeMap::new();
+    let rows = stmt.query_map([], |r| {
+        let id: Option<i64> = r.get(0)?;
+        let source: Option<i64> = r.get(2)?;
+        let basis: Option<String> = r.get(5)?;
+        let sync_point = match basis {
+            None => None,
+            Some(basis) => {
+                let updated_at: String = r.get(7)?;
+                Some(SyncPoint {
+                    at: r.get(3)?,
+                    anchored: r.get::<_, i64>(4)? != 0,
+                    basis,
+                    run: r.get(6)?,
+                    age_seconds: age_of(&updated_at),
+                    updated_at,
+                })
+            }
+        };
+        Ok((
+            source,
+            id,
+            Collection {
+                name: r.get(1)?,
+                sync_point,
+                ..Collection::default()
+            },
+        ))
+    })?;
+    for row in rows {
+        let (source, id, mut c) = row?;
+        if let Some((present, deleted)) = id.and_then(|id| counts.get(&id)) {
+            c.resources_present = *present;
+            c.resources_deleted = *deleted;
+        }
+        by_source.entry(source).or_default().push(c);
+    }
+    let mut last: HashMap<Option<i64>, BTreeMap<String, RunBrief>> = HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT id, command, started_at, ended_at, outcome, exit_code, source_id FROM runs
+         WHERE id IN (SELECT max(id) FROM runs GROUP BY source_id, command)",
+    )?;
+    for row in stmt.query_map([], |r| Ok((run_brief(r)?, r.get::<_, Option<i64>>(6)?)))? {
+        let (run, source) = row?;
+        last.entry(source)
+            .or_default()
+            .insert(run.command.clone(), run);
+    }
+    let mut out = Vec::new();
+    let mut stmt = conn.prepare("SELECT id, url, kind, added_at FROM sources ORDER BY id")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, url, kind, added_at) = row?;
+        out.push(Source {
+            url,
+            kind,
+            added_at,
+            collections: by_source.remove(&Some(id)).unwrap_or_default(),
+            last_runs: last.remove(&Some(id)).unwrap_or_default(),
+        });
+    }
+    // Runs and collections of no known source (an offline audit): under the mirror itself.
+    let orphans = by_source.into_values().flatten().collect::<Vec<_>>();
+    let runs = last.remove(&None).unwrap_or_default();
+    if !orphans.is_empty() || !runs.is_empty() {
+        out.push(Source {
+            url: "(no source)".into(),
+            kind: String::new(),
+            added_at: String::new(),
+            collections: orphans,
+            last_runs: runs,
+        });
+    }
+    Ok(out)
+}
+
+/// What an audit covered, read from its counts (older mirrors: from its command line).
+struct Coverage {
+    hashes: bool,
+    sample: Option<(u64, u64)>,
+    all_versions: bool,
+    every_source: bool,
+}
+
+fn coverage(counts: &Value, arguments: &str) -> (String, Coverage) {
+    let args: Vec<&str> = arguments.split_whitespace().collect();
+    let flag = |name: &str| -> Option<String> {
+        args.iter().enumerate().find_map(|(i, a)| {
+            if let Some(v) = a.strip_prefix(&format!("{name}=")) {
+                Some(v.to_string())
+            } else if *a == name {
+                args.get(i + 1).map(|v| v.to_string())
+            } else {
+                None
+            }
+        })
+    };
+    let level = counts["level"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| flag("--level"))
+        .unwrap_or_else(|| "fixity".into());
+    let sample = counts["sample"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| flag("--sample"))
+        .and_then(|s| {
+            let (n, m) = s.split_once('/')?;
+            Some((n.parse().ok()?, m.parse().ok()?))
+        });
+    let all_versions = counts["all_versions"]
+        .as_bool()
+        .unwrap_or_else(|| args.contains(&"--all-versions"));
+    // Older runs did not record it: an audit given a SOURCE covered that source.
+    let every_source = counts["every_source"].as_bool().unwrap_or(true);
+    let hashes = matches!(level.as_str(), "sha256" | "fixity");
+    (
+        level,
+        Coverage {
+            hashes,
+            sample,
+            all_versions,
+            every_source,
+        },
+    )
+}
+
+fn audits(reader: &Reader) -> Result<Vec<(AuditBrief, Coverage)>, StoreError> {
+    let mut stmt = reader.conn().prepare(
+        "SELECT id, command, started_at, ended_at, outcome, exit_code, arguments, counts_json
+         FROM runs WHERE command = 'audit' AND ended_at IS NOT NULL ORDER BY id DESC",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            run_brief(r)?,
+            r.get::<_, String>(6)?,
+            r.get::<_, Option<String>>(7)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (run, arguments, counts) = row?;
+        let counts: Value = counts
+            .and_then(|c| serde_json::from_str(&c).ok())
+            .unwrap_or(Value::Null);
+        let (level, cov) = coverage(&counts, &arguments);
+        out.push((
+            AuditBrief {
+                run,
+                level,
+                sample: cov.sample.map(|(n, m)| format!("{n}/{m}")),
+                all_versions: cov.all_versions,
+                offline: counts["offline"]
+                    .as_bool()
+                    .unwrap_or_else(|| arguments.contains("--offline")),
+                findings: counts["findings"].clone(),
+            },
+            cov,
+        ));
+    }
+    Ok(out)
+}
+
+/// The latest time since which every object (every current one, or with `all_versions` every
+/// stored one) has been re-hashed by audits that finished: a full audit, or the newest runs of
+/// every slice of one `--sample N/M`.
+fn rehashed_since(
+    audits: &[(AuditBrief, Coverage)],
+    all_versions: bool,
+    several_sources: bool,
+) -> Option<String> {
+    let mut slices: HashMap<u64, HashSet<u64>> = HashMap::new();
+    for (a, cov) in audits {
+        let finished = a.run.outcome.as_deref() == Some("ok");
+        if !finished
+            || !cov.hashes
+            || (all_versions && !cov.all_versions)
+            || (several_sources && !cov.every_source)
+        {
+            continue;
+        }
+        match cov.sample {
+            None => return Some(a.run.started_at.clone()),
+            Some((n, m)) => {
+                let seen = slices.entry(m).or_default();
+                seen.insert(n);
+                if seen.len() as u64 == m {
+                    return Some(a.run.started_at.clone());
+                }
+            }
+        }
+    }
+    None
+}
+
+fn hints(st: &Status) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in &st.sources {
+        for run in s.last_runs.values() {
+            let ok = run.outcome.as_deref() == Some("ok") && run.exit_code == Some(0);
+            let audit_differences = run.command == "audit" && run.exit_code == Some(1);
+            if run.ended_at.is_some() && !ok && !audit_differences {
+                out.push(format!(
+                    "the last {} of {} ended {} (exit {}): rsmirror log --run {}",
+                    run.command,
+                    s.url,
+                    run.outcome.as_deref().unwrap_or("?"),
+                    run.exit_code.map(|c| c.to_string()).unwrap_or("-".into()),
+                    run.run
+                ));
+            }
+        }
+        for c in &s.collections {
+            if let Some(p) = &c.sync_point {
+                if p.age_seconds.unwrap_or(0) > STALE_SYNC_POINT_DAYS * 86_400 {
+                    out.push(format!(
+                        "the sync point of {} was last set {} ago (run {}): is the incremental cron job running?",
+                        c.name,
+                        human_age(p.age_seconds.unwrap_or(0)),
+                        p.run
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(a) = &st.last_audit {
+        if a.run.exit_code == Some(1) {
+            out.push(format!(
+                "the last audit (run {}) found differences: rsmirror log --run {}",
+                a.run.run, a.run.run
+            ));
+        }
+    }
+    if st.resources_present + st.resources_deleted > 0 {
+        match &st.fixity.current_objects_rehashed_since {
+            None => out.push(
+                "the objects have never all been re-hashed: rsmirror audit --offline (or --sample N/M nightly)"
+                    .into(),
+            ),
+            Some(t) if age_of(t).unwrap_or(0) > STALE_FIXITY_DAYS * 86_400 => out.push(format!(
+                "the objects were last all re-hashed {} ago: rsmirror audit --offline",
+                human_age(age_of(t).unwrap_or(0))
+            )),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+fn run_text(r: &RunBrief) -> String {
+    format!(
+        "run {:<5} {}  {}{}",
+        r.run,
+        shown_time(&r.started_at),
+        r.outcome.as_deref().unwrap_or("running"),
+        r.exit_code
+            .map(|c| format!(" (exit {c})"))
+            .unwrap_or_default()
+    )
+}
+
+fn since_text(t: &Option<String>, what: &str) -> String {
+    match t {
+        None => format!("never ({what})"),
+        Some(t) => format!(
+            "since {} ({} ago)",
+            shown_time(t),
+            human_age(age_of(t).unwrap_or(0))
+        ),
+    }
+}
+
+fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn text(st: &Status) -> String {
+    let mut l = Vec::new();
+    l.push(format!(
+        "mirror      {} (schema {})",
+        st.mirror, st.schema_version
+    ));
+    l.push(format!("catalog     {}", human_bytes(st.catalog_bytes)));
+    l.push(format!(
+        "objects     {} ({}){}",
+        count(st.objects),
+        human_bytes(st.object_bytes),
+        st.free_bytes
+            .map(|f| format!("; {} free on its file system", human_bytes(f)))
+            .unwrap_or_default()
+    ));
+    l.push(format!(
+        "resources   {} present, {} deleted; {} versions",
+        count(st.resources_present),
+        count(st.resources_deleted),
+        count(st.versions)
+    ));
+    if let Some(r) = &st.running {
+        l.push(format!(
+            "running     {} {} (or its process died: the next run marks it abandoned)",
+            r.command,
+            run_text(r)
+        ));
+    }
+    for s in &st.sources {
+        l.push(String::new());
+        if s.kind.is_empty() {
+            l.push(format!("source {}", s.url));
+        } else {
+            l.push(format!(
+                "source {} ({}, added {})",
+                s.url,
+                s.kind,
+                shown_time(&s.added_at)
+            ));
+        }
+        for c in &s.collections {
+            l.push(format!("  collection {}", c.name));
+            match &c.sync_point {
+                Some(p) => l.push(format!(
+                    "    sync point  {} ({}), set by run {} {} ago",
+                    p.at.as_deref().unwrap_or("none"),
+                    p.basis,
+                    p.run,
+                    human_age(p.age_seconds.unwrap_or(0))
+                )),
+                None => l.push("    sync point  none yet".into()),
+            }
+            l.push(format!(
+                "    resources   {} present, {} deleted",
+                count(c.resources_present),
+                count(c.resources_deleted)
+            ));
+        }
+        for (command, r) in &s.last_runs {
+            l.push(format!("  last {command:<12} {}", run_text(r)));
+        }
+    }
+    l.push(String::new());
+    l.push("fixity".into());
+    match &st.last_audit {
+        None => l.push("  last audit   none".into()),
+        Some(a) => {
+            let mut what = a.level.clone();
+            if let Some(s) = &a.sample {
+                what.push_str(&format!(", slice {s}"));
+            }
+            if a.all_versions {
+                what.push_str(", all versions");
+            }
+            if a.offline {
+                what.push_str(", offline");
+            }
+            l.push(format!("  last audit   {}  {what}", run_text(&a.run)));
+        }
+    }
+    l.push(format!(
+        "  current objects re-hashed  {}",
+        since_text(
+            &st.fixity.current_objects_rehashed_since,
+            "audit --level sha256 or fixity"
+        )
+    ));
+    l.push(format!(
+        "  every object re-hashed     {}",
+        since_text(
+            &st.fixity.all_objects_rehashed_since,
+            "audit --all-versions"
+        )
+    ));
+    if !st.hints.is_empty() {
+        l.push(String::new());
+        for h in &st.hints {
+            l.push(format!("hint: {h}"));
+        }
+    }
+    l.join("\n")
+}
+
+/// Free bytes on the file system that holds the mirror.
+fn free_bytes(mirror: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(mirror.as_os_str().as_bytes()).ok()?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a zeroed struct the call fills.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut s) };
+    (rc == 0).then(|| s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn audit(id: i64, outcome: &str, counts: Value, arguments: &str) -> (AuditBrief, Coverage) {
+        let (level, cov) = coverage(&counts, arguments);
+        (
+            AuditBrief {
+                run: RunBrief {
+                    run: id,
+                    command: "audit".into(),
+                    started_at: format!("2026-01-{id:02}T00:00:00Z"),
+                    ended_at: Some(format!("2026-01-{id:02}T01:00:00Z")),
+                    outcome: Some(outcome.into()),
+                    exit_code: Some(0),
+                },
+                level,
+                sample: None,
+                all_versions: cov.all_versions,
+                offline: false,
+                findings: Value::Null,
+            },
+            cov,
+        )
+    }
+
+    #[test]
+    fn every_slice_of_a_sample_covers_the_objects_from_the_oldest_slice_needed() {
+        let j = |level: &str, sample: Option<&str>| serde_json::json!({"level": level, "sample": sample, "all_versions": false});
+        // Newest first: slices 2, 1, (a failed 3), presence only, 3, 2.
+        let audits: Vec<_> = vec![
+            audit(9, "ok", j("fixity", Some("2/3")), ""),
+            audit(8, "ok", j("sha256", Some("1/3")), ""),
+            audit(7, "failed", j("fixity", Some("3/3")), ""),
+            audit(6, "ok", j("presence", None), ""),
+            audit(5, "ok", j("fixity", Some("3/3")), ""),
+            audit(4, "ok", j("fixity", Some("2/3")), ""),
+        ];
+        assert_eq!(
+            rehashed_since(&audits, false, false).as_deref(),
+            Some("2026-01-05T00:00:00Z")
+        );
+        assert_eq!(rehashed_since(&audits, true, false), None);
+        // An older run without recorded coverage: read from its command line.
+        let old = vec![audit(
+            3,
+            "ok",
+            Value::Null,
+            "rsmirror audit --all-versions --offline",
+        )];
+        assert_eq!(
+            rehashed_since(&old, true, false).as_deref(),
+            Some("2026-01-03T00:00:00Z")
+        );
+        let presence = vec![audit(
+            2,
+            "ok",
+            Value::Null,
+            "rsmirror audit --level=presence",
+        )];
+        assert_eq!(rehashed_since(&presence, false, false), None);
+    }
+
+    #[test]
+    fn counts_read_with_thousands() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1234567), "1,234,567");
+    }
+}
