@@ -55,6 +55,8 @@ pub fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
         .map_err(StoreError::from)?;
     let mut out = Out::stdout();
     let mut first = true;
+    // Each run's time as shown, formatted once (a million lines name a handful of runs).
+    let mut shown: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     while let Some(r) = rows.next().map_err(StoreError::from)? {
         let uri: String = r.get(0).map_err(StoreError::from)?;
         let collection: String = r.get(1).map_err(StoreError::from)?;
@@ -69,9 +71,11 @@ pub fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
                 version: &v,
             })?
         } else if o.long {
-            out.line(&long_line(&uri, &v, arrived))?
+            let shown = shown.entry(v.run).or_insert_with(|| shown_time(arrived));
+            out.line(&long_line(&uri, &v, shown))?
         } else if v.deleted() {
-            out.line(&format!("{uri}  (deleted {})", shown_time(arrived)))?
+            let shown = shown.entry(v.run).or_insert_with(|| shown_time(arrived));
+            out.line(&format!("{uri}  (deleted {shown})"))?
         } else {
             out.line(&uri)?
         };
@@ -87,7 +91,7 @@ pub fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     Ok(())
 }
 
-/// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived, URI in fixed columns.
+/// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived (as shown), URI in fixed columns.
 fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
     let length = match v.length {
         Some(n) if !v.deleted() => n.to_string(),
@@ -102,10 +106,7 @@ fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
             .unwrap_or_else(|| "-".into())
     };
     let lastmod = v.lastmod.as_deref().unwrap_or("-");
-    format!(
-        "{length:>12}  {lastmod:<20}  {sha:<12}  {}  {uri}",
-        shown_time(arrived)
-    )
+    format!("{length:>12}  {lastmod:<20}  {sha:<12}  {arrived}  {uri}")
 }
 
 /// The collections `--collection` names: one by its exact name, or every section of an SCP
