@@ -112,9 +112,10 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
             Some(Sink::new(Box::new(BufWriter::new(file)), form))
         }
     };
+    // An audit of every source the mirror follows is the whole mirror's, recorded with none.
     let source_id = match &source {
-        Some(src) => known_source_id(&catalog, src)?,
-        None => None,
+        Some(src) if also.is_empty() => known_source_id(&catalog, src)?,
+        _ => None,
     };
     let run_id = match read_only {
         false => Some(catalog.begin_run("audit", source_id, arguments)?),

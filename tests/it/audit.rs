@@ -1218,8 +1218,11 @@ fn refetch_with_a_sample_covers_the_source_over_m_nights() {
             .filter(|r| r.path.starts_with("/res/"))
             .map(|r| r.path)
             .collect();
+        // The slices hash the URIs, which carry the server's port: a slice of 30 holds 10 on
+        // average, and 3 to 17 failed about one run in 500 (seen once); 1 to 20 fails about
+        // one in 100,000 and still catches a sample that refetches all or nothing.
         assert!(
-            (3..=17).contains(&paths.len()),
+            (1..=20).contains(&paths.len()),
             "about a third: {}",
             paths.len()
         );

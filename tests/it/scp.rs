@@ -1444,4 +1444,33 @@ fn an_scp_source_beside_a_resourcesync_source_is_audited_and_followed() {
             run_json(&mut baseline(&site.srv.url("/sitemap.xml"), mirror), 0);
         }
     }
+    // status: each source with its collection, the counts per collection adding up.
+    let out = rsmirror()
+        .args(["status", "--json", "--mirror"])
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sources = st["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 2, "{st}");
+    assert_eq!(sources[0]["kind"], "scp");
+    assert_eq!(sources[1]["kind"], "resourcesync");
+    let per = |s: &serde_json::Value, key: &str| -> Vec<u64> {
+        s["collections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c[key].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(per(&sources[0], "resources_present"), [1]);
+    assert_eq!(per(&sources[0], "versions"), [1]);
+    assert_eq!(per(&sources[1], "resources_present"), [8]);
+    assert_eq!(per(&sources[1], "versions"), [8]);
+    assert_eq!(st["versions"], 9);
+    // An audit of every source is the whole mirror's, not one source's.
+    assert!(sources[0]["last_runs"]["audit"].is_null(), "{st}");
+    assert!(sources[1]["last_runs"]["audit"].is_null(), "{st}");
+    assert_eq!(st["whole_mirror_runs"]["audit"]["outcome"], "ok");
 }
