@@ -1,7 +1,7 @@
 //! `rsmirror ls`: the resources present at a point, sorted by URI, streamed from the catalog's
 //! URI index (the first line comes at once; memory stays flat however many there are).
 
-use crate::access::{shown_time, state_join, Out, Reader, VersionRow, When};
+use crate::access::{each_state, shown_time, Filter, Out, Reader, VersionRow, When};
 use crate::error::{Error, UsageError};
 use crate::store::StoreError;
 
@@ -33,60 +33,40 @@ pub fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
         None => None,
         Some(c) => Some(collection_ids(&reader, c)?),
     };
-    let prefix = o.prefix.clone().unwrap_or_default();
-    let mut sql = format!(
-        "SELECT r.uri, c.name, {} FROM resources r JOIN versions v ON {} \
-         JOIN collections c ON c.id = r.collection_id \
-         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2",
-        VersionRow::SELECT,
-        state_join(point, "?2")
-    );
-    if !o.deleted {
-        sql.push_str(" AND v.change != 'deleted'");
-    }
-    if let Some(ids) = &collections {
-        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
-    }
-    sql.push_str(" ORDER BY r.uri");
-    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
-    let mut rows = stmt
-        .query(rusqlite::params![prefix, point.bound()])
-        .map_err(StoreError::from)?;
+    let filter = Filter {
+        prefix: o.prefix.clone().unwrap_or_default(),
+        collections,
+        deleted: o.deleted,
+    };
     let mut out = Out::stdout();
     let mut first = true;
     // Each run's time as shown, formatted once (a million lines name a handful of runs).
     let mut shown: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
-    while let Some(r) = rows.next().map_err(StoreError::from)? {
-        let uri: String = r.get(0).map_err(StoreError::from)?;
-        let collection: String = r.get(1).map_err(StoreError::from)?;
-        let v = VersionRow::from_row(r, 2).map_err(StoreError::from)?;
+    each_state(&reader, point, &filter, |uri, collection, v| {
         let arrived = reader.arrived(v.run);
         let more = if o.json {
             out.json_line(&Entry {
-                uri: &uri,
-                collection: &collection,
+                uri,
+                collection,
                 deleted: v.deleted(),
                 arrived,
-                version: &v,
+                version: v,
             })?
         } else if o.long {
             let shown = shown.entry(v.run).or_insert_with(|| shown_time(arrived));
-            out.line(&long_line(&uri, &v, shown))?
+            out.line(&long_line(uri, v, shown))?
         } else if v.deleted() {
             let shown = shown.entry(v.run).or_insert_with(|| shown_time(arrived));
             out.line(&format!("{uri}  (deleted {shown})"))?
         } else {
-            out.line(&uri)?
+            out.line(uri)?
         };
-        if !more {
-            break;
-        }
-        if first {
+        if more && first {
             out.flush()?;
             first = false;
         }
-    }
+        Ok(more)
+    })?;
     out.flush()?;
     Ok(())
 }

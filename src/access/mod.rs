@@ -322,6 +322,61 @@ pub fn state_join(point: Point, bound_param: &str) -> String {
     }
 }
 
+/// Which states [`each_state`] walks.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only URIs that begin with this ("" for all).
+    pub prefix: String,
+    /// Only resources of these collections (`None`: all).
+    pub collections: Option<Vec<i64>>,
+    /// Tombstones too.
+    pub deleted: bool,
+}
+
+/// Every resource's state at a point, in URI order, streamed from the catalog's URI index
+/// (one statement: one consistent snapshot). `f` returns `Ok(false)` to stop.
+pub fn each_state(
+    reader: &Reader,
+    point: Point,
+    filter: &Filter,
+    mut f: impl FnMut(&str, &str, &VersionRow) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    let mut sql = format!(
+        "SELECT r.uri, c.name, {} FROM resources r JOIN versions v ON {} \
+         JOIN collections c ON c.id = r.collection_id \
+         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2",
+        VersionRow::SELECT,
+        state_join(point, "?2")
+    );
+    if !filter.deleted {
+        sql.push_str(" AND v.change != 'deleted'");
+    }
+    if let Some(ids) = &filter.collections {
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
+    }
+    sql.push_str(" ORDER BY r.uri");
+    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt
+        .query(rusqlite::params![filter.prefix, point.bound()])
+        .map_err(StoreError::from)?;
+    while let Some(r) = rows.next().map_err(StoreError::from)? {
+        let uri = r.get_ref(0).map_err(StoreError::from)?;
+        let uri = uri
+            .as_str()
+            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
+        let collection = r.get_ref(1).map_err(StoreError::from)?;
+        let collection = collection
+            .as_str()
+            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
+        let v = VersionRow::from_row(r, 2).map_err(StoreError::from)?;
+        if !f(uri, collection, &v)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// A resource's state at a point (`None`: it was not in the mirror yet).
 pub fn state_at(
     conn: &Connection,
