@@ -102,7 +102,7 @@ pub struct LsArgs {
     #[arg(long, value_name = "URL")]
     pub collection: Option<String>,
     /// JSON Lines: one object per resource (uri, collection, deleted, arrived, version, run,
-    /// change, lastmod, length, sha256, media_type).
+    /// change, lastmod, length, sha256, md5, media_type).
     #[arg(long)]
     pub json: bool,
 }

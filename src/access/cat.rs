@@ -3,13 +3,11 @@
 //! once the bytes match the catalog; to stdout a mismatch is reported on stderr and by the
 //! exit code (1), the bytes having gone out already.
 
-use crate::access::{state_at, Point, Reader, VersionRow, When};
+use crate::access::{check, copy_hashing, open_object, state_at, Point, Reader, VersionRow, When};
 use crate::error::{Error, UsageError};
-use crate::store::objects::ObjectStore;
 use crate::store::StoreError;
 use rusqlite::OptionalExtension;
-use sha2::{Digest, Sha256};
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 pub struct Options {
@@ -23,25 +21,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let (resource_id, uri) = reader.resource(&o.url)?;
     let v = choose(&reader, resource_id, &uri, o)?;
-    let sha = v.sha256.clone().ok_or_else(|| {
-        Error::Damaged(format!(
-            "{uri}: version {} has no object recorded (a catalog without its digest: run rsmirror audit --offline)",
-            v.version
-        ))
-    })?;
-    let object = ObjectStore::at(mirror).path_for(&sha);
-    let relative = ObjectStore::relative_path(&sha);
-    let mut file = std::fs::File::open(&object).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            Error::Damaged(format!(
-                "{uri} (version {}): its object {relative} is missing from the mirror \
-                 (rsmirror audit --offline lists every such object)",
-                v.version
-            ))
-        } else {
-            StoreError::io("reading the object", &object, e).into()
-        }
-    })?;
+    let (mut file, object, relative) = open_object(mirror, &uri, &v)?;
     match &o.output {
         None => {
             let stdout = io::stdout();
@@ -91,7 +71,7 @@ fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<V
                     VersionRow::SELECT
                 ),
                 [id],
-                |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(7)?)),
+                |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(8)?)),
             )
             .optional()
             .map_err(StoreError::from)?;
@@ -182,72 +162,6 @@ fn state_before(
             |r| VersionRow::from_row(r, 0),
         )
         .optional()?)
-}
-
-/// What the bytes that went out hashed to.
-struct Got {
-    sha256: String,
-    length: u64,
-}
-
-fn copy_hashing(
-    from: &mut impl Read,
-    to: &mut impl Write,
-    object: &Path,
-    dest: &Path,
-) -> Result<Got, Error> {
-    let mut hasher = Sha256::new();
-    let mut length = 0u64;
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(StoreError::io("reading the object", object, e).into()),
-        };
-        hasher.update(&buf[..n]);
-        length += n as u64;
-        match to.write_all(&buf[..n]) {
-            Ok(()) => {}
-            // `cat | head`: the reader wanted no more.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                return Ok(Got {
-                    sha256: String::new(),
-                    length: u64::MAX,
-                })
-            }
-            Err(e) => return Err(StoreError::io("writing to", dest, e).into()),
-        }
-    }
-    to.flush()
-        .map_err(|e| StoreError::io("writing to", dest, e))?;
-    Ok(Got {
-        sha256: hex::encode(hasher.finalize()),
-        length,
-    })
-}
-
-fn check(uri: &str, v: &VersionRow, relative: &str, got: &Got) -> Result<(), Error> {
-    if got.length == u64::MAX {
-        return Ok(());
-    }
-    let want = v.sha256.as_deref().unwrap_or("");
-    let length_ok = v.length.is_none_or(|n| n as u64 == got.length);
-    if got.sha256 == want && length_ok {
-        return Ok(());
-    }
-    Err(Error::Damaged(format!(
-        "{uri} (version {}): the stored object {relative} does not match the catalog: it has \
-         {} bytes with SHA-256 {}, the catalog records {} bytes with SHA-256 {want}; the mirror's \
-         copy is damaged (rsmirror audit --offline checks every object)",
-        v.version,
-        got.length,
-        got.sha256,
-        v.length
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "?".into()),
-    )))
 }
 
 /// `.NAME.rsmirror-PID.tmp` beside the destination: the same file system, so the rename is

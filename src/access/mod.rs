@@ -18,8 +18,9 @@ use crate::store::catalog::Catalog;
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// A point in the mirror's history, as the user wrote it (`WHEN`).
@@ -285,13 +286,14 @@ pub struct VersionRow {
     pub lastmod: Option<String>,
     pub length: Option<i64>,
     pub sha256: Option<String>,
+    pub md5: Option<String>,
     pub media_type: Option<String>,
 }
 
 impl VersionRow {
     /// The columns of `versions v`, for [`VersionRow::from_row`] at an offset.
     pub const SELECT: &'static str =
-        "v.id, v.run_id, v.change, v.lastmod, v.length_bytes, v.sha256_hex, v.media_type";
+        "v.id, v.run_id, v.change, v.lastmod, v.length_bytes, v.sha256_hex, v.md5_hex, v.media_type";
 
     pub fn from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<VersionRow> {
         Ok(VersionRow {
@@ -301,7 +303,8 @@ impl VersionRow {
             lastmod: r.get(at + 3)?,
             length: r.get(at + 4)?,
             sha256: r.get(at + 5)?,
-            media_type: r.get(at + 6)?,
+            md5: r.get(at + 6)?,
+            media_type: r.get(at + 7)?,
         })
     }
 
@@ -320,6 +323,105 @@ pub fn state_join(point: Point, bound_param: &str) -> String {
              ORDER BY w.run_id DESC, w.id DESC LIMIT 1)"
         ),
     }
+}
+
+/// The object of a state with bytes, open for reading, with its path and its name relative to
+/// the mirror; a missing object is damage (exit 1), naming the URI.
+pub fn open_object(
+    mirror: &Path,
+    uri: &str,
+    v: &VersionRow,
+) -> Result<(std::fs::File, PathBuf, String), Error> {
+    let sha = v.sha256.clone().ok_or_else(|| {
+        Error::Damaged(format!(
+            "{uri}: version {} has no object recorded (a catalog without its digest: run rsmirror audit --offline)",
+            v.version
+        ))
+    })?;
+    let object = crate::store::objects::ObjectStore::at(mirror).path_for(&sha);
+    let relative = crate::store::objects::ObjectStore::relative_path(&sha);
+    let file = std::fs::File::open(&object).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            Error::Damaged(format!(
+                "{uri} (version {}): its object {relative} is missing from the mirror \
+                 (rsmirror audit --offline lists every such object)",
+                v.version
+            ))
+        } else {
+            StoreError::io("reading the object", &object, e).into()
+        }
+    })?;
+    Ok((file, object, relative))
+}
+
+/// What the bytes that went out hashed to.
+pub struct Got {
+    /// Empty when the reader went away before the end.
+    pub sha256: String,
+    /// `u64::MAX` when the reader went away before the end (`cat | head`).
+    pub length: u64,
+}
+
+/// Copy an object's bytes, hashing them on the way.
+pub fn copy_hashing(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    object: &Path,
+    dest: &Path,
+) -> Result<Got, Error> {
+    let mut hasher = Sha256::new();
+    let mut length = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(StoreError::io("reading the object", object, e).into()),
+        };
+        hasher.update(&buf[..n]);
+        length += n as u64;
+        match to.write_all(&buf[..n]) {
+            Ok(()) => {}
+            // `cat | head`: the reader wanted no more.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Ok(Got {
+                    sha256: String::new(),
+                    length: u64::MAX,
+                })
+            }
+            Err(e) => return Err(StoreError::io("writing to", dest, e).into()),
+        }
+    }
+    to.flush()
+        .map_err(|e| StoreError::io("writing to", dest, e))?;
+    Ok(Got {
+        sha256: hex::encode(hasher.finalize()),
+        length,
+    })
+}
+
+/// The bytes that went out are the state's, or the object is damaged (exit 1).
+pub fn check(uri: &str, v: &VersionRow, relative: &str, got: &Got) -> Result<(), Error> {
+    if got.length == u64::MAX {
+        return Ok(());
+    }
+    let want = v.sha256.as_deref().unwrap_or("");
+    let length_ok = v.length.is_none_or(|n| n as u64 == got.length);
+    if got.sha256 == want && length_ok {
+        return Ok(());
+    }
+    Err(Error::Damaged(format!(
+        "{uri} (version {}): the stored object {relative} does not match the catalog: it has \
+         {} bytes with SHA-256 {}, the catalog records {} bytes with SHA-256 {want}; the mirror's \
+         copy is damaged (rsmirror audit --offline checks every object)",
+        v.version,
+        got.length,
+        got.sha256,
+        v.length
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into()),
+    )))
 }
 
 /// Which states [`each_state`] walks.
