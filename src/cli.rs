@@ -60,6 +60,11 @@ pub enum Command {
     /// mirror holds, the last audit and how long since every object was re-hashed, and hints.
     #[command(after_help = reading_help())]
     Status(StatusArgs),
+    /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
+    /// (plain files, HOST/PATH) or bagit (a BagIt 1.0 bag). Reads the catalog and objects only
+    /// and checks every object's bytes as it places them.
+    #[command(after_help = reading_help())]
+    Export(ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, or for one of its commands.
@@ -161,6 +166,39 @@ pub struct StatusArgs {
     /// One JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// tree or bagit.
+    #[arg(value_enum)]
+    pub format: crate::export::Format,
+    /// The folder to write: new, empty, or an earlier export of the same format (brought to
+    /// the new state, touching only what changed). Anything else is refused.
+    pub dest: PathBuf,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// The mirror at WHEN instead of now (run:N, an RFC 3339 time, a date).
+    #[arg(long, value_name = "WHEN")]
+    pub at: Option<String>,
+    /// Only the resources of this collection (as `rsmirror status` names it).
+    #[arg(long, value_name = "URL")]
+    pub collection: Option<String>,
+    /// Write the URLs under URL_PREFIX straight into DEST (the rest of their path), as
+    /// resync-sync lays out a `uri=path` mapping; other URLs go under their host.
+    #[arg(long, value_name = "URL_PREFIX")]
+    pub strip: Option<String>,
+    /// hard: hard links to the objects (no bytes copied; the files are the mirror's objects,
+    /// read-only: never edit them); copy; auto: a reflink where the file system makes one,
+    /// else a hard link on the same file system, else a copy.
+    #[arg(long, value_enum, default_value_t = crate::export::Link::Copy)]
+    pub link: crate::export::Link,
+    /// The summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -8,12 +8,13 @@
 //! the store (`store`) keeps a SQLite catalog and a content-addressed object store; the commands
 //! (`sync`) wire these together: discover, read, plan, transfer, verify, commit, report.
 //! `access` reads the mirror back (ls, cat, log, diff, status) from the catalog and objects
-//! alone. `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
+//! alone; `export` writes it out (tree, BagIt) for preservation systems. `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
 
 pub mod access;
 pub mod cli;
 pub mod error;
 pub mod exit;
+pub mod export;
 pub mod finding;
 pub mod interrupt;
 pub mod net;

@@ -22,6 +22,7 @@ fn main() {
         Command::Log(a) => reading(|| log(&a)),
         Command::Diff(a) => reading(|| diff(&a)),
         Command::Status(a) => reading(|| status(&a)),
+        Command::Export(a) => export(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     };
@@ -227,6 +228,36 @@ fn diff(a: &rsmirror::cli::DiffArgs) -> Result<(), rsmirror::error::Error> {
 
 fn status(a: &rsmirror::cli::StatusArgs) -> Result<(), rsmirror::error::Error> {
     access::status::run(&a.mirror.mirror, &access::status::Options { json: a.json })
+}
+
+fn export(a: &rsmirror::cli::ExportArgs) -> Exit {
+    let at = match when(a.at.as_deref()) {
+        Ok(at) => at,
+        Err(e) => return fail(&e),
+    };
+    let o = rsmirror::export::Options {
+        format: a.format,
+        dest: a.dest.clone(),
+        at,
+        collection: a.collection.clone(),
+        strip: a.strip.clone(),
+        link: a.link,
+    };
+    match rsmirror::export::run(&a.mirror.mirror, &o) {
+        Ok(s) => {
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&s).expect("serialisable")
+                );
+            }
+            if !a.quiet {
+                eprintln!("{}", s.line());
+            }
+            Exit::Ok
+        }
+        Err(e) => fail(&e),
+    }
 }
 
 fn completions(a: &rsmirror::cli::CompletionsArgs) -> Exit {

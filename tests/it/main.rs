@@ -9,6 +9,7 @@ mod cli;
 mod corpus;
 mod dump;
 mod dump_reader;
+mod export;
 mod feed;
 mod guard;
 mod hostile;

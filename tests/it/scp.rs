@@ -1087,6 +1087,27 @@ fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
         log["collection"],
         format!("{base}/sitemap.xml#scp-section=blog")
     );
+    // ... and so do the exports: each page's JSON as a file, the deleted page gone.
+    let out_dir = tempfile::tempdir().unwrap();
+    let tree = out_dir.path().join("tree");
+    read(&["export", "tree", tree.to_str().unwrap(), "-q"]);
+    let host = base.trim_start_matches("http://");
+    assert_eq!(
+        std::fs::read(tree.join(host).join("blog/1")).unwrap(),
+        p1.as_bytes()
+    );
+    assert!(tree.join(host).join("blog/2").is_file());
+    assert!(!tree.join(host).join("blog/3").exists());
+    let at1 = out_dir.path().join("at1");
+    read(&[
+        "export",
+        "tree",
+        at1.to_str().unwrap(),
+        "--at",
+        "run:1",
+        "-q",
+    ]);
+    assert!(at1.join(host).join("blog/3").is_file());
 
     // A baseline without --delete reports it again; with --delete it goes.
     let s = run_json(

@@ -1,0 +1,190 @@
+//! `export bagit`: a BagIt 1.0 bag (RFC 8493). `data/` is the tree (`export::tree`); the
+//! payload manifests come from the catalog's digests (`manifest-sha256.txt`, and
+//! `manifest-md5.txt` when every file's MD5 is known), so nothing is hashed twice: each object
+//! is read once, to check it as it is placed. The tag manifest is written last; an export that
+//! stops before it leaves a bag that does not validate (and `INCOMPLETE` beside it).
+
+use crate::error::Error;
+use crate::export::tree::{self, Placed, Walk};
+use crate::export::{Link, Summary};
+use crate::store::StoreError;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// A path as a manifest line names it (RFC 8493 §2.1.3: CR, LF and `%` percent-encoded).
+fn manifest_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 5);
+    out.push_str("data/");
+    for c in path.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\n' => out.push_str("%0A"),
+            '\r' => out.push_str("%0D"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub fn export(
+    walk: &Walk<'_>,
+    dest: &Path,
+    own: &Path,
+    link: Link,
+    earlier: bool,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    // An earlier bag stops validating at once: its tag manifest goes first.
+    let tagmanifest = dest.join("tagmanifest-sha256.txt");
+    match std::fs::remove_file(&tagmanifest) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(StoreError::io("removing", &tagmanifest, e).into()),
+    }
+    let sha_tmp = own.join("manifest-sha256.txt.new");
+    let md5_tmp = own.join("manifest-md5.txt.new");
+    let create = |p: &Path| -> Result<BufWriter<File>, StoreError> {
+        Ok(BufWriter::new(
+            File::create(p).map_err(|e| StoreError::io("creating", p, e))?,
+        ))
+    };
+    let mut sha = create(&sha_tmp)?;
+    let mut md5 = create(&md5_tmp)?;
+    let mut every_md5 = true;
+    let mut each = |p: Placed<'_>| -> Result<(), Error> {
+        let line = manifest_path(p.path);
+        let digest = p.version.sha256.as_deref().unwrap_or("");
+        writeln!(sha, "{digest}  {line}").map_err(|e| StoreError::io("writing", &sha_tmp, e))?;
+        match &p.version.md5 {
+            Some(m) if every_md5 => {
+                writeln!(md5, "{m}  {line}").map_err(|e| StoreError::io("writing", &md5_tmp, e))?
+            }
+            _ => every_md5 = false,
+        }
+        Ok(())
+    };
+    tree::export(
+        walk,
+        &dest.join("data"),
+        own,
+        link,
+        earlier,
+        summary,
+        Some(&mut each),
+    )?;
+    let finish = |w: BufWriter<File>, tmp: &Path| -> Result<(), StoreError> {
+        w.into_inner()
+            .map_err(|e| StoreError::io("writing", tmp, e.into_error()))?
+            .sync_all()
+            .map_err(|e| StoreError::io("writing", tmp, e))
+    };
+    finish(sha, &sha_tmp)?;
+    finish(md5, &md5_tmp)?;
+    let mut tags = vec!["bagit.txt", "bag-info.txt", "manifest-sha256.txt"];
+    move_into(&sha_tmp, &dest.join("manifest-sha256.txt"))?;
+    let md5_manifest = dest.join("manifest-md5.txt");
+    if every_md5 {
+        move_into(&md5_tmp, &md5_manifest)?;
+        tags.push("manifest-md5.txt");
+    } else {
+        let _ = std::fs::remove_file(&md5_tmp);
+        let _ = std::fs::remove_file(&md5_manifest);
+    }
+    write_file(
+        &dest.join("bagit.txt"),
+        "BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n",
+    )?;
+    write_file(&dest.join("bag-info.txt"), &bag_info(walk, summary)?)?;
+    let mut lines = String::new();
+    for tag in tags {
+        let path = dest.join(tag);
+        let bytes = std::fs::read(&path).map_err(|e| StoreError::io("reading", &path, e))?;
+        lines.push_str(&format!("{}  {tag}\n", hex::encode(Sha256::digest(&bytes))));
+    }
+    write_file(&tagmanifest, &lines)?;
+    Ok(())
+}
+
+fn move_into(tmp: &Path, dest: &Path) -> Result<(), StoreError> {
+    std::fs::rename(tmp, dest).map_err(|e| StoreError::io("writing", dest, e))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), StoreError> {
+    let mut f = File::create(path).map_err(|e| StoreError::io("creating", path, e))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| StoreError::io("writing", path, e))
+}
+
+/// `bag-info.txt`: what the bag holds and where it came from.
+fn bag_info(walk: &Walk<'_>, summary: &Summary) -> Result<String, StoreError> {
+    let conn = walk.reader.conn();
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Bag-Software-Agent: rsmirror {}\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    s.push_str(&format!(
+        "Bagging-Date: {}\n",
+        jiff::Timestamp::now().strftime("%Y-%m-%d")
+    ));
+    s.push_str(&format!(
+        "Payload-Oxum: {}.{}\n",
+        summary.bytes, summary.files
+    ));
+    let wanted = |collection: &str| -> Result<bool, StoreError> {
+        Ok(match &walk.filter.collections {
+            None => true,
+            Some(ids) => {
+                let id: Option<i64> = rusqlite::OptionalExtension::optional(conn.query_row(
+                    "SELECT id FROM collections WHERE name = ?1",
+                    [collection],
+                    |r| r.get(0),
+                ))?;
+                id.is_some_and(|id| ids.contains(&id))
+            }
+        })
+    };
+    let mut stmt = conn.prepare(
+        "SELECT p.collection, p.at, s.url FROM sync_points p JOIN sources s ON s.id = p.source_id
+         ORDER BY s.id, p.collection",
+    )?;
+    let rows: Vec<(String, Option<String>, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut sources: Vec<&str> = Vec::new();
+    for (collection, at, source) in &rows {
+        if !wanted(collection)? {
+            continue;
+        }
+        if !sources.contains(&source.as_str()) {
+            sources.push(source);
+            s.push_str(&format!("External-Identifier: {source}\n"));
+        }
+        s.push_str(&format!(
+            "Rsmirror-Sync-Point: {collection} {}\n",
+            at.as_deref().unwrap_or("(none: an unanchored list)")
+        ));
+    }
+    let run = walk.point.run.unwrap_or(0);
+    s.push_str(&format!(
+        "External-Description: A mirror kept by rsmirror, as {} left it. Each file's URL is \
+         in .rsmirror-export/map.tsv.\n",
+        walk.reader.describe_run(run)
+    ));
+    s.push_str(&format!("Rsmirror-Run: {run}\n"));
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_encode_percent_and_line_breaks() {
+        assert_eq!(manifest_path("a/b c"), "data/a/b c");
+        assert_eq!(manifest_path("100%25\n\r"), "data/100%2525%0A%0D");
+    }
+}

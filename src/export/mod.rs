@@ -1,0 +1,228 @@
+//! `rsmirror export FORMAT DEST`: the mirror, at a point of its history, written in a form a
+//! preservation system or a plain web server takes. Reads the catalog and objects only (no
+//! network, no lock) and checks every object's bytes against the catalog as it places them: a
+//! damaged object stops the export (exit 1) naming the URI.
+//!
+//! DEST is empty, missing, or an earlier export of the same format (its `.rsmirror-export/`
+//! says so); anything else is refused. While an export runs, `DEST/.rsmirror-export/INCOMPLETE`
+//! says so; it goes only once everything is written. Re-running into the same DEST brings it
+//! to the new state, touching only what changed.
+
+pub mod bagit;
+pub mod paths;
+pub mod tree;
+
+use crate::access::{Point, Reader, When};
+use crate::error::{Error, UsageError};
+use crate::store::StoreError;
+use std::path::{Path, PathBuf};
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The state as plain files, `DEST/HOST[:PORT]/PATH`.
+    Tree,
+    /// A BagIt 1.0 bag (RFC 8493) whose `data/` is the tree.
+    Bagit,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Tree => "tree",
+            Format::Bagit => "bagit",
+        }
+    }
+}
+
+/// How a file gets its bytes from `objects/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Link {
+    /// A hard link: no bytes copied; the file is the object (read-only: never edit it).
+    Hard,
+    /// A copy.
+    Copy,
+    /// A reflink (a copy-on-write clone) where the file system makes one, else a hard link
+    /// on the same file system, else a copy.
+    Auto,
+}
+
+pub struct Options {
+    pub format: Format,
+    pub dest: PathBuf,
+    pub at: Option<When>,
+    pub collection: Option<String>,
+    pub strip: Option<String>,
+    pub link: Link,
+}
+
+/// What an export did, for the summary line and `--json`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub format: &'static str,
+    pub dest: String,
+    /// The run whose state was exported.
+    pub run: i64,
+    pub files: u64,
+    pub bytes: u64,
+    pub written: u64,
+    pub kept: u64,
+    pub removed: u64,
+    /// URLs written at a path of their own, by reason (`index`, `query`, `clash`...).
+    pub notes: std::collections::BTreeMap<String, u64>,
+}
+
+impl Summary {
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "export {}: {} files, {} ({} written, {} kept, {} removed) into {}, the mirror as run {} left it",
+            self.format,
+            self.files,
+            crate::report::human_bytes(self.bytes),
+            self.written,
+            self.kept,
+            self.removed,
+            self.dest,
+            self.run
+        );
+        if !self.notes.is_empty() {
+            let notes: Vec<String> = self.notes.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            s.push_str(&format!(
+                "; at a path of their own ({}, listed in {}/map.tsv): {}",
+                "see README *Exporting*",
+                paths::OWN,
+                notes.join(", ")
+            ));
+        }
+        s
+    }
+}
+
+/// The record an export leaves in `DEST/.rsmirror-export/export.json`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    pub format: String,
+    pub rsmirror_version: String,
+    pub mirror: String,
+    pub run: i64,
+    pub collection: Option<String>,
+    pub strip: Option<String>,
+    pub complete: bool,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+}
+
+pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
+    let reader = Reader::open(mirror)?;
+    let point = reader.point(o.at.as_ref())?;
+    // Now is the newest run: the record names a point that stays the same.
+    let run = point
+        .run
+        .unwrap_or_else(|| reader.runs.keys().next_back().copied().unwrap_or(0));
+    let point = Point { run: Some(run) };
+    let collections = match &o.collection {
+        None => None,
+        Some(c) => Some(crate::access::ls::collection_ids(&reader, c)?),
+    };
+    let earlier = check_dest(&o.dest, o.format)?;
+    let own = o.dest.join(paths::OWN);
+    std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
+    let incomplete = own.join("INCOMPLETE");
+    std::fs::write(
+        &incomplete,
+        "This export is not finished: run the same rsmirror export again to finish it.\n",
+    )
+    .map_err(|e| StoreError::io("writing", &incomplete, e))?;
+    let mut record = Record {
+        format: o.format.name().into(),
+        rsmirror_version: env!("CARGO_PKG_VERSION").into(),
+        mirror: mirror.display().to_string(),
+        run,
+        collection: o.collection.clone(),
+        strip: o.strip.clone(),
+        complete: false,
+        started_at: jiff::Timestamp::now().to_string(),
+        finished_at: None,
+    };
+    write_record(&own, &record)?;
+    let walk = tree::Walk {
+        reader: &reader,
+        mirror,
+        point,
+        filter: crate::access::Filter {
+            prefix: String::new(),
+            collections,
+            deleted: false,
+        },
+        strip: o.strip.as_deref(),
+        no_percent: o.format == Format::Bagit,
+    };
+    let mut summary = Summary {
+        format: o.format.name(),
+        dest: o.dest.display().to_string(),
+        run,
+        ..Summary::default()
+    };
+    match o.format {
+        Format::Tree => tree::export(&walk, &o.dest, &own, o.link, earlier, &mut summary, None)?,
+        Format::Bagit => bagit::export(&walk, &o.dest, &own, o.link, earlier, &mut summary)?,
+    }
+    record.complete = true;
+    record.finished_at = Some(jiff::Timestamp::now().to_string());
+    write_record(&own, &record)?;
+    std::fs::remove_file(&incomplete).map_err(|e| StoreError::io("removing", &incomplete, e))?;
+    Ok(summary)
+}
+
+fn write_record(own: &Path, record: &Record) -> Result<(), StoreError> {
+    let path = own.join("export.json");
+    let tmp = own.join("export.json.tmp");
+    let text = serde_json::to_string_pretty(record).expect("serialisable");
+    std::fs::write(&tmp, text + "\n")
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| StoreError::io("writing", &path, e))
+}
+
+/// DEST is missing or empty (`Ok(false)`), or an earlier export of this format (`Ok(true)`);
+/// anything else is refused.
+fn check_dest(dest: &Path, format: Format) -> Result<bool, Error> {
+    let mut entries = match std::fs::read_dir(dest) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dest).map_err(|e| StoreError::io("creating", dest, e))?;
+            return Ok(false);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(UsageError(format!(
+                "export: {} is a file, not a folder to export into",
+                dest.display()
+            ))
+            .into())
+        }
+        Err(e) => return Err(StoreError::io("reading", dest, e).into()),
+    };
+    if entries.next().is_none() {
+        return Ok(false);
+    }
+    let record = dest.join(paths::OWN).join("export.json");
+    let found: Option<Record> = std::fs::read_to_string(&record)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    match found {
+        Some(r) if r.format == format.name() => Ok(true),
+        Some(r) => Err(UsageError(format!(
+            "export: {} holds an rsmirror export of format {}, not {}: export into an empty \
+             folder, or into that one with the same format",
+            dest.display(),
+            r.format,
+            format.name()
+        ))
+        .into()),
+        None => Err(UsageError(format!(
+            "export: {} holds other files: rsmirror exports only into an empty (or new) folder, \
+             or into an earlier export of the same format, and never overwrites anything else",
+            dest.display()
+        ))
+        .into()),
+    }
+}

@@ -1,0 +1,428 @@
+//! `export tree`: the state as plain files (`paths` says where each URL goes). Three walks of
+//! the catalog in URI order, none holding the mirror in memory:
+//!
+//! 1. every URL's natural path; the paths and folders seen kept as 64-bit keys, so a clash (a
+//!    file where a folder must be, a path taken twice) is found in bounded memory;
+//! 2. with an earlier export in DEST, its map (`.rsmirror-export/map.tsv`, in URI order) merged
+//!    with the new state: the files of URLs gone, or moved, are removed;
+//! 3. every file placed (or kept, when the earlier export has the same bytes at the same
+//!    path), its bytes checked against the catalog, and the new map written.
+
+use crate::access::{each_state, open_object, Filter, Point, Reader, VersionRow};
+use crate::error::Error;
+use crate::export::paths::{self, Natural};
+use crate::export::{Link, Summary};
+use crate::store::StoreError;
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// What to walk.
+pub struct Walk<'a> {
+    pub reader: &'a Reader,
+    pub mirror: &'a Path,
+    pub point: Point,
+    pub filter: Filter,
+    pub strip: Option<&'a str>,
+    /// No `%` in names (a BagIt bag: see `paths`).
+    pub no_percent: bool,
+}
+
+/// One file of the export as a format sees it once placed.
+pub struct Placed<'a> {
+    /// Relative to the tree's root, `/`-separated.
+    pub path: &'a str,
+    pub version: &'a VersionRow,
+}
+
+/// A format's hook, called for every file placed or kept, in URI order (BagIt's manifests).
+pub type Each<'a> = &'a mut dyn FnMut(Placed<'_>) -> Result<(), Error>;
+
+/// One line of the map: `path\turi\tsha256\tlength\tnotes`.
+struct MapLine {
+    path: String,
+    uri: String,
+    sha256: String,
+    length: u64,
+}
+
+fn parse_map_line(line: &str) -> Option<MapLine> {
+    let mut f = line.split('\t');
+    Some(MapLine {
+        path: f.next()?.to_string(),
+        uri: f.next()?.to_string(),
+        sha256: f.next()?.to_string(),
+        length: f.next()?.parse().ok()?,
+    })
+}
+
+/// The earlier export's map, read in step with a walk in URI order.
+struct OldMap {
+    lines: Option<io::Lines<io::BufReader<File>>>,
+    next: Option<MapLine>,
+}
+
+impl OldMap {
+    fn open(own: &Path, earlier: bool) -> Result<OldMap, StoreError> {
+        let path = own.join("map.tsv");
+        let lines = match (earlier, File::open(&path)) {
+            (true, Ok(f)) => Some(io::BufReader::new(f).lines()),
+            (_, Err(e)) if earlier && e.kind() != io::ErrorKind::NotFound => {
+                return Err(StoreError::io("reading", &path, e))
+            }
+            _ => None,
+        };
+        let mut m = OldMap { lines, next: None };
+        m.advance()?;
+        Ok(m)
+    }
+
+    fn advance(&mut self) -> Result<(), StoreError> {
+        self.next = None;
+        if let Some(lines) = &mut self.lines {
+            for line in lines.by_ref() {
+                let line = line.map_err(|e| StoreError::io("reading", Path::new("map.tsv"), e))?;
+                if let Some(m) = parse_map_line(&line) {
+                    self.next = Some(m);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The entries before `uri` (gone from the new state), then the one for `uri` if any.
+    fn take_through(&mut self, uri: &str) -> Result<(Vec<MapLine>, Option<MapLine>), StoreError> {
+        let mut before = Vec::new();
+        while let Some(n) = &self.next {
+            match n.uri.as_str().cmp(uri) {
+                std::cmp::Ordering::Less => {
+                    before.push(self.next.take().expect("peeked"));
+                    self.advance()?;
+                }
+                std::cmp::Ordering::Equal => {
+                    let same = self.next.take();
+                    self.advance()?;
+                    return Ok((before, same));
+                }
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        Ok((before, None))
+    }
+
+    fn rest(&mut self) -> Result<Vec<MapLine>, StoreError> {
+        let mut out = Vec::new();
+        while let Some(n) = self.next.take() {
+            out.push(n);
+            self.advance()?;
+        }
+        Ok(out)
+    }
+}
+
+/// Paths and folders seen, as keys, and the URLs that came second to a path.
+struct Clashes {
+    files: HashSet<u64>,
+    folders: HashSet<u64>,
+    second: HashSet<String>,
+}
+
+impl Clashes {
+    fn find(walk: &Walk<'_>) -> Result<Clashes, Error> {
+        let mut c = Clashes {
+            files: HashSet::new(),
+            folders: HashSet::new(),
+            second: HashSet::new(),
+        };
+        // The export's own folder is taken at the top.
+        c.files.insert(paths::key(paths::OWN));
+        each_state(walk.reader, walk.point, &walk.filter, |uri, _, _| {
+            let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
+                return Ok(true);
+            };
+            let mut folder = String::new();
+            for part in &n.parts[..n.parts.len() - 1] {
+                if !folder.is_empty() {
+                    folder.push('/');
+                }
+                folder.push_str(part);
+                c.folders.insert(paths::key(&folder));
+            }
+            if !c.files.insert(paths::key(&n.joined())) {
+                c.second.insert(uri.to_string());
+            }
+            Ok(true)
+        })?;
+        Ok(c)
+    }
+
+    /// Where a URL goes once clashes are settled.
+    fn place(&self, uri: &str, n: Natural) -> Natural {
+        let path = n.joined();
+        let own_top = n.parts.len() == 1 && n.parts[0] == paths::OWN;
+        if own_top || self.folders.contains(&paths::key(&path)) || self.second.contains(uri) {
+            paths::moved_aside(&n, uri)
+        } else {
+            n
+        }
+    }
+}
+
+/// Export the tree under `root` (DEST, or a bag's `data/`); `own` is DEST's
+/// `.rsmirror-export/`. `each` sees every file in URI order.
+pub fn export(
+    walk: &Walk<'_>,
+    root: &Path,
+    own: &Path,
+    link: Link,
+    earlier: bool,
+    summary: &mut Summary,
+    mut each: Option<Each<'_>>,
+) -> Result<(), Error> {
+    std::fs::create_dir_all(root).map_err(|e| StoreError::io("creating", root, e))?;
+    let clashes = Clashes::find(walk)?;
+
+    // Walk 2: the earlier export's files that the new state does not have at the same path.
+    if earlier {
+        let mut old = OldMap::open(own, true)?;
+        each_state(walk.reader, walk.point, &walk.filter, |uri, _, _| {
+            let (gone, same) = old.take_through(uri)?;
+            for g in gone {
+                summary.removed += remove(root, &g.path)?;
+            }
+            if let (Some(same), Some(n)) = (same, paths::natural(uri, walk.strip, walk.no_percent))
+            {
+                if clashes.place(uri, n).joined() != same.path {
+                    summary.removed += remove(root, &same.path)?;
+                }
+            }
+            Ok(true)
+        })?;
+        for g in old.rest()? {
+            summary.removed += remove(root, &g.path)?;
+        }
+    }
+
+    // Walk 3: place every file and write the new map.
+    let map_path = own.join("map.tsv");
+    let new_map = own.join("map.tsv.new");
+    let mut map = BufWriter::new(
+        File::create(&new_map).map_err(|e| StoreError::io("creating", &new_map, e))?,
+    );
+    let mut old = OldMap::open(own, earlier)?;
+    let mut placer = Placer::new(walk.mirror, root, link);
+    each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
+        let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
+            return Ok(true);
+        };
+        let n = clashes.place(uri, n);
+        let path = n.joined();
+        let (_, before) = old.take_through(uri)?;
+        let sha = v.sha256.as_deref().unwrap_or("");
+        let length = v.length.unwrap_or(0).max(0) as u64;
+        let unchanged = before.is_some_and(|b| {
+            b.path == path
+                && b.sha256 == sha
+                && b.length == length
+                && std::fs::metadata(root.join(&b.path))
+                    .is_ok_and(|m| m.is_file() && m.len() == length)
+        });
+        if unchanged {
+            summary.kept += 1;
+        } else {
+            placer.place(uri, v, &path)?;
+            summary.written += 1;
+        }
+        summary.files += 1;
+        summary.bytes += length;
+        for note in &n.notes {
+            *summary.notes.entry((*note).to_string()).or_default() += 1;
+        }
+        writeln!(map, "{path}\t{uri}\t{sha}\t{length}\t{}", n.notes.join(","))
+            .map_err(|e| StoreError::io("writing", &new_map, e))?;
+        if let Some(each) = each.as_mut() {
+            each(Placed {
+                path: &path,
+                version: v,
+            })?;
+        }
+        Ok(true)
+    })?;
+    map.into_inner()
+        .map_err(|e| StoreError::io("writing", &new_map, e.into_error()))
+        .and_then(|f| {
+            f.sync_all()
+                .map_err(|e| StoreError::io("writing", &new_map, e))
+        })?;
+    std::fs::rename(&new_map, &map_path).map_err(|e| StoreError::io("writing", &map_path, e))?;
+    Ok(())
+}
+
+/// Remove an earlier export's file, and the folders it leaves empty; 1 when a file went.
+fn remove(root: &Path, path: &str) -> Result<u64, Error> {
+    let full = root.join(path);
+    match std::fs::remove_file(&full) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(StoreError::io("removing", &full, e).into()),
+    }
+    let mut dir = full.parent();
+    while let Some(d) = dir {
+        if d == root || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(1)
+}
+
+/// Puts files in place from the objects, checking the bytes.
+struct Placer {
+    mirror: PathBuf,
+    root: PathBuf,
+    link: Link,
+    /// Reflinks failed once: the file system makes none.
+    no_reflink: bool,
+    /// Hard links failed once (another file system): copies from then on.
+    no_hard_link: bool,
+    counter: u64,
+    buf: Vec<u8>,
+}
+
+impl Placer {
+    fn new(mirror: &Path, root: &Path, link: Link) -> Placer {
+        Placer {
+            mirror: mirror.to_path_buf(),
+            root: root.to_path_buf(),
+            link,
+            no_reflink: false,
+            no_hard_link: false,
+            counter: 0,
+            buf: vec![0; 256 * 1024],
+        }
+    }
+
+    fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
+        let dest = self.root.join(path);
+        let folder = dest.parent().unwrap_or(&self.root).to_path_buf();
+        std::fs::create_dir_all(&folder).map_err(|e| StoreError::io("creating", &folder, e))?;
+        self.counter += 1;
+        let tmp = folder.join(format!(
+            ".rsmirror-tmp-{}-{}",
+            std::process::id(),
+            self.counter
+        ));
+        let result = self.write(uri, v, &tmp).and_then(|()| {
+            std::fs::rename(&tmp, &dest)
+                .map_err(|e| Error::from(StoreError::io("placing the file", &dest, e)))
+        });
+        // A rename onto a hard link of the same object does nothing and leaves `tmp`.
+        let _ = std::fs::remove_file(&tmp);
+        result
+    }
+
+    fn write(&mut self, uri: &str, v: &VersionRow, tmp: &Path) -> Result<(), Error> {
+        let (mut object, object_path, relative) = open_object(&self.mirror, uri, v)?;
+        if matches!(self.link, Link::Auto) && !self.no_reflink {
+            match reflink(&object, tmp) {
+                Ok(()) => {
+                    self.verify(&mut object, &object_path, uri, v, &relative)?;
+                    set_mtime(tmp, v);
+                    return Ok(());
+                }
+                Err(_) => {
+                    let _ = std::fs::remove_file(tmp);
+                    self.no_reflink = true;
+                }
+            }
+        }
+        if matches!(self.link, Link::Hard | Link::Auto) && !self.no_hard_link {
+            self.verify(&mut object, &object_path, uri, v, &relative)?;
+            match std::fs::hard_link(&object_path, tmp) {
+                Ok(()) => return Ok(()),
+                // Another file system: copies from here on (auto), or an error (hard).
+                Err(e) if self.link == Link::Auto && e.kind() == io::ErrorKind::CrossesDevices => {
+                    self.no_hard_link = true;
+                    object = File::open(&object_path)
+                        .map_err(|e| StoreError::io("reading the object", &object_path, e))?;
+                }
+                Err(e) => {
+                    return Err(StoreError::io("hard-linking the object to", tmp, e).into());
+                }
+            }
+        }
+        let mut out = File::create(tmp).map_err(|e| StoreError::io("creating", tmp, e))?;
+        let got = crate::access::copy_hashing(&mut object, &mut out, &object_path, tmp)?;
+        crate::access::check(uri, v, &relative, &got)?;
+        drop(out);
+        set_mtime(tmp, v);
+        Ok(())
+    }
+
+    /// Read the object through and check it (for links, where nothing is copied).
+    fn verify(
+        &mut self,
+        object: &mut File,
+        object_path: &Path,
+        uri: &str,
+        v: &VersionRow,
+        relative: &str,
+    ) -> Result<(), Error> {
+        let mut hasher = Sha256::new();
+        let mut length = 0u64;
+        loop {
+            let n = match object.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(StoreError::io("reading the object", object_path, e).into()),
+            };
+            hasher.update(&self.buf[..n]);
+            length += n as u64;
+        }
+        let got = crate::access::Got {
+            sha256: hex::encode(hasher.finalize()),
+            length,
+        };
+        crate::access::check(uri, v, relative, &got)
+    }
+}
+
+/// The file's time: the source's lastmod, when it gave one.
+fn set_mtime(path: &Path, v: &VersionRow) {
+    let Some(t) = v
+        .lastmod
+        .as_deref()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    else {
+        return;
+    };
+    let when = std::time::SystemTime::from(t);
+    if let Ok(f) = File::options().write(true).open(path) {
+        let _ = f.set_modified(when);
+    }
+}
+
+/// A copy-on-write clone of `object` at `dest` (Linux `FICLONE`).
+fn reflink(object: &File, dest: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        const FICLONE: libc::c_ulong = 0x4004_9409;
+        let out = File::create(dest)?;
+        // SAFETY: two open file descriptors; the ioctl reads the second's extents.
+        let rc = unsafe { libc::ioctl(out.as_raw_fd(), FICLONE as _, object.as_raw_fd()) };
+        if rc == 0 {
+            return Ok(());
+        }
+        Err(io::Error::last_os_error())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (object, dest);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}

@@ -1,0 +1,432 @@
+//! `rsmirror export`: trees and BagIt bags of a mirror with odd URLs (query strings, a trailing
+//! slash, percent-encoding, non-ASCII, a file/folder clash, a long name), checked byte for byte
+//! and by the validator BagIt users trust (bagit-python); re-exports after changes; refusals.
+
+use crate::server::{Rule, TestServer};
+use crate::support::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A validator's executable: from `RSMIRROR_VALIDATORS` (a folder), `.ci/venv/bin` (made by
+/// `.ci/run`), or PATH. Missing: a failure under CI, else `None` with a message.
+pub fn validator(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("RSMIRROR_VALIDATORS") {
+        dirs.push(d.into());
+    }
+    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin"));
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) {
+        return Some(found);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{name} is missing: .ci/run installs it (python3 -m venv .ci/venv; pip install bagit warcio)"
+    );
+    eprintln!("skipped: {name} is not installed (bash .ci/run installs it into .ci/venv)");
+    None
+}
+
+/// (URL path, bytes): the odd URLs, served by rules.
+fn odd() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("/res/plain.txt", b"plain\n".to_vec()),
+        ("/res/q?x=1", b"the same bytes for every query\n".to_vec()),
+        ("/res/q?x=2", b"the same bytes for every query\n".to_vec()),
+        ("/res/dir/", b"a folder's own page\n".to_vec()),
+        (
+            "/res/dir/index.html",
+            b"an index.html of its own\n".to_vec(),
+        ),
+        ("/res/a", b"a file where a folder must be\n".to_vec()),
+        ("/res/a/b", b"inside the folder a\n".to_vec()),
+        ("/res/caf%C3%A9.txt", "café\n".as_bytes().to_vec()),
+        ("/res/100%25.txt", b"a percent sign\n".to_vec()),
+        ("/res/a%20b.txt", b"a space\n".to_vec()),
+        (
+            "/res/.rsmirror-export",
+            b"named like the export's folder\n".to_vec(),
+        ),
+    ]
+}
+
+fn sha256(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+fn md5(b: &[u8]) -> String {
+    use md5::Digest;
+    hex::encode(md5::Md5::digest(b))
+}
+
+/// A source listing `resources` (URL path -> bytes) in one Resource List, served by rules.
+struct Source {
+    srv: TestServer,
+    _dir: tempfile::TempDir,
+}
+
+impl Source {
+    fn new() -> Source {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = TestServer::start(dir.path());
+        Source { srv, _dir: dir }
+    }
+
+    fn publish(&self, at: &str, resources: &[(&str, Vec<u8>)]) {
+        let mut xml = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n",
+        );
+        xml.push_str(&format!(
+            "<rs:md capability=\"resourcelist\" at=\"{at}\"/>\n"
+        ));
+        for (path, bytes) in resources {
+            xml.push_str(&format!(
+                "<url><loc>{}{path}</loc><rs:md hash=\"md5:{} sha-256:{}\" length=\"{}\"/></url>\n",
+                self.srv.base(),
+                md5(bytes),
+                sha256(bytes),
+                bytes.len()
+            ));
+            let key = path.split('?').next().unwrap();
+            let decoded = percent_encoding::percent_decode_str(key)
+                .decode_utf8()
+                .unwrap()
+                .into_owned();
+            self.srv.set_rule(&decoded, Rule::Body(bytes.clone()));
+        }
+        xml.push_str("</urlset>\n");
+        self.srv
+            .set_rule("/resourcelist.xml", Rule::Body(xml.into_bytes()));
+    }
+
+    fn list(&self) -> String {
+        self.srv.url("/resourcelist.xml")
+    }
+}
+
+fn run_ok(args: &[&str], mirror: &Path) -> String {
+    let out = rsmirror()
+        .args(args)
+        .arg("--mirror")
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+    stderr_of(&out)
+}
+
+/// Every file under `root` (relative, `/`-separated) with its bytes, the export's own folder
+/// left out.
+fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_str().unwrap().to_string();
+            if rel == ".rsmirror-export" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// The map: URL -> (path, notes).
+fn map(dest: &Path) -> BTreeMap<String, (String, String)> {
+    std::fs::read_to_string(dest.join(".rsmirror-export/map.tsv"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[1].to_string(), (f[0].to_string(), f[4].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_tree_holds_every_url_once_and_the_map_reads_it_back() {
+    let src = Source::new();
+    let mut resources = odd();
+    let long = format!("/res/{}", "n".repeat(300));
+    resources.push((Box::leak(long.into_boxed_str()), b"a long name\n".to_vec()));
+    src.publish("2026-03-01T00:00:00Z", &resources);
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dest = tempfile::tempdir().unwrap();
+    let dest = dest.path().join("tree");
+    let said = run_ok(&["export", "tree", dest.to_str().unwrap()], mirror.path());
+    assert!(
+        said.contains(&format!("{} files", resources.len())),
+        "{said}"
+    );
+    assert!(said.contains("clash 2, index 1, long 1, query 2"), "{said}");
+
+    let host = src.srv.base().trim_start_matches("http://").to_string();
+    let tree = files(&dest);
+    let map = map(&dest);
+    assert_eq!(tree.len(), resources.len());
+    assert_eq!(map.len(), resources.len());
+    // Every URL's bytes are at the path the map gives, and nothing else is there.
+    for (path, bytes) in &resources {
+        let url = format!("{}{path}", src.srv.base());
+        let (file, _) = &map[&url];
+        assert_eq!(&tree[file], bytes, "{url} at {file}");
+    }
+    let at = |p: &str| map[&format!("{}{p}", src.srv.base())].clone();
+    assert_eq!(at("/res/plain.txt").0, format!("{host}/res/plain.txt"));
+    assert_eq!(at("/res/q?x=1").0, format!("{host}/res/q?x=1"));
+    assert_eq!(at("/res/q?x=1").1, "query");
+    assert_eq!(at("/res/caf%C3%A9.txt").0, format!("{host}/res/café.txt"));
+    assert_eq!(at("/res/100%25.txt").0, format!("{host}/res/100%25.txt"));
+    assert_eq!(at("/res/a%20b.txt").0, format!("{host}/res/a b.txt"));
+    // The folder keeps its name; the file beside it is moved aside.
+    assert_eq!(at("/res/a/b").0, format!("{host}/res/a/b"));
+    assert!(
+        at("/res/a").0.starts_with(&format!("{host}/res/a~")),
+        "{:?}",
+        at("/res/a")
+    );
+    assert_eq!(at("/res/a").1, "clash");
+    // `/dir/` is dir/index.html; the real /dir/index.html comes after it in URI order.
+    assert_eq!(at("/res/dir/").0, format!("{host}/res/dir/index.html"));
+    assert!(at("/res/dir/index.html").0.contains("index.html~"));
+    // A long name is cut, and no name is longer than 255 bytes.
+    assert!(at(long_path(&resources)).1.contains("long"));
+    for f in tree.keys() {
+        assert!(f.split('/').all(|n| n.len() <= 255), "{f}");
+    }
+
+    // --strip: resync-sync's layout for a uri=path mapping.
+    let stripped = dest.with_file_name("stripped");
+    let prefix = format!("{}/res/", src.srv.base());
+    run_ok(
+        &[
+            "export",
+            "tree",
+            stripped.to_str().unwrap(),
+            "--strip",
+            &prefix,
+        ],
+        mirror.path(),
+    );
+    let tree = files(&stripped);
+    assert_eq!(tree["plain.txt"], b"plain\n");
+    assert_eq!(tree["a/b"], b"inside the folder a\n");
+    // A resource named like the export's own folder is moved aside, not mixed into it.
+    let own = map_of(&stripped, &format!("{prefix}.rsmirror-export"));
+    assert!(own.starts_with(".rsmirror-export~"), "{own}");
+}
+
+fn long_path(resources: &[(&'static str, Vec<u8>)]) -> &'static str {
+    resources
+        .iter()
+        .map(|(p, _)| *p)
+        .find(|p| p.len() > 300)
+        .unwrap()
+}
+
+fn map_of(dest: &Path, url: &str) -> String {
+    map(dest)[url].0.clone()
+}
+
+#[test]
+fn a_bag_validates_and_a_re_export_follows_the_mirror() {
+    let src = Source::new();
+    let mut resources = odd();
+    src.publish("2026-03-01T00:00:00Z", &resources);
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let bag = dir.path().join("bag");
+    run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
+    let payload = files(&bag.join("data"));
+    assert_eq!(payload.len(), resources.len());
+    let info = std::fs::read_to_string(bag.join("bag-info.txt")).unwrap();
+    assert!(
+        info.contains(&format!(
+            "Payload-Oxum: {}.{}",
+            resources.iter().map(|(_, b)| b.len()).sum::<usize>(),
+            resources.len()
+        )),
+        "{info}"
+    );
+    assert!(
+        info.contains(&format!("External-Identifier: {}", src.list())),
+        "{info}"
+    );
+    assert!(info.contains("Rsmirror-Sync-Point: "), "{info}");
+    assert!(bag.join("manifest-md5.txt").exists());
+    let manifest = std::fs::read_to_string(bag.join("manifest-sha256.txt")).unwrap();
+    // No `%` in a bag's names (bagit-python does not read RFC 8493's `%25`).
+    assert!(manifest.contains("/res/100\u{FF05}25.txt"), "{manifest}");
+    assert!(!manifest.contains('%'), "{manifest}");
+    assert!(!bag.join(".rsmirror-export/INCOMPLETE").exists());
+    validate_bag(&bag);
+
+    // The source changes: one resource updated, one removed, one added; the mirror follows
+    // with a baseline --delete, and a re-export brings the bag to the new state.
+    resources.retain(|(p, _)| *p != "/res/a%20b.txt");
+    resources[0].1 = b"plain, changed\n".to_vec();
+    resources.push(("/res/new.txt", b"new\n".to_vec()));
+    src.publish("2026-03-02T00:00:00Z", &resources);
+    let out = baseline(&src.list(), mirror.path())
+        .arg("--delete")
+        .arg("--force-delete")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let host = src.srv.base().trim_start_matches("http://").to_string();
+    let untouched = bag.join(format!("data/{host}/res/caf\u{e9}.txt"));
+    let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&untouched).unwrap());
+    let said = run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
+    assert!(said.contains("(2 written, 9 kept, 1 removed)"), "{said}");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&untouched).unwrap()),
+        inode,
+        "an unchanged file is not rewritten"
+    );
+    let payload = files(&bag.join("data"));
+    assert_eq!(payload.len(), resources.len());
+    assert_eq!(
+        payload[&format!("{host}/res/plain.txt")],
+        b"plain, changed\n"
+    );
+    assert!(!payload.contains_key(&format!("{host}/res/a b.txt")));
+    validate_bag(&bag);
+
+    // --at the first run: the bag goes back to the first state, with --link hard.
+    run_ok(
+        &[
+            "export",
+            "bagit",
+            bag.to_str().unwrap(),
+            "--at",
+            "run:1",
+            "--link",
+            "hard",
+        ],
+        mirror.path(),
+    );
+    let payload = files(&bag.join("data"));
+    assert_eq!(payload.len(), odd().len());
+    assert_eq!(payload[&format!("{host}/res/plain.txt")], b"plain\n");
+    validate_bag(&bag);
+}
+
+fn validate_bag(bag: &Path) {
+    let Some(bagit) = validator("bagit.py") else {
+        return;
+    };
+    for fast in [true, false] {
+        let mut cmd = std::process::Command::new(&bagit);
+        cmd.arg("--validate");
+        if fast {
+            cmd.arg("--fast");
+        }
+        let out = cmd.arg(bag).output().unwrap();
+        assert!(
+            out.status.success(),
+            "bagit.py --validate{}: {}",
+            if fast { " --fast" } else { "" },
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
+    let src = Source::new();
+    let resources = odd();
+    src.publish("2026-03-01T00:00:00Z", &resources);
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let sha = sha256(b"plain\n");
+    let object = mirror
+        .path()
+        .join("objects/sha256")
+        .join(&sha[..2])
+        .join(&sha);
+    let mut perms = std::fs::metadata(&object).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&object, perms).unwrap();
+    std::fs::write(&object, b"plane\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["tree", "bagit"] {
+        let dest = dir.path().join(format);
+        let out = rsmirror()
+            .args(["export", format])
+            .arg(&dest)
+            .arg("--mirror")
+            .arg(mirror.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        let e = stderr_of(&out);
+        assert!(e.contains("/res/plain.txt"), "{e}");
+        assert!(e.contains("does not match the catalog"), "{e}");
+        assert!(dest.join(".rsmirror-export/INCOMPLETE").exists());
+        let record: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dest.join(".rsmirror-export/export.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record["complete"], false);
+        // No file of that resource, and no temporary file, is left in the tree.
+        let left: Vec<String> = files(&dest).into_keys().collect();
+        assert!(
+            left.iter()
+                .all(|f| !f.ends_with("plain.txt") && !f.contains(".rsmirror-tmp")),
+            "{left:?}"
+        );
+        if format == "bagit" {
+            assert!(!dest.join("tagmanifest-sha256.txt").exists());
+        }
+    }
+}
+
+#[test]
+fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
+    let src = Source::new();
+    src.publish("2026-03-01T00:00:00Z", &odd());
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("thesis.pdf"), b"not ours").unwrap();
+    let tree = dir.path().join("tree");
+    run_ok(&["export", "tree", tree.to_str().unwrap()], mirror.path());
+    for (format, dest, want) in [
+        ("tree", &other, "holds other files"),
+        ("bagit", &tree, "holds an rsmirror export of format tree"),
+    ] {
+        let out = rsmirror()
+            .args(["export", format])
+            .arg(dest)
+            .arg("--mirror")
+            .arg(mirror.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        assert!(stderr_of(&out).contains(want), "{}", stderr_of(&out));
+    }
+    assert_eq!(
+        std::fs::read(other.join("thesis.pdf")).unwrap(),
+        b"not ours"
+    );
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+}
