@@ -61,8 +61,8 @@ pub enum Command {
     #[command(after_help = reading_help())]
     Status(StatusArgs),
     /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
-    /// (plain files, HOST/PATH) or bagit (a BagIt 1.0 bag). Reads the catalog and objects only
-    /// and checks every object's bytes as it places them.
+    /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag) or warc (WARC 1.1 resource records).
+    /// Reads the catalog and objects only and checks every object's bytes as it writes them.
     #[command(after_help = reading_help())]
     Export(ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -170,7 +170,7 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// tree or bagit.
+    /// tree, bagit or warc.
     #[arg(value_enum)]
     pub format: crate::export::Format,
     /// The folder to write: new, empty, or an earlier export of the same format (brought to
@@ -193,6 +193,13 @@ pub struct ExportArgs {
     /// else a hard link on the same file system, else a copy.
     #[arg(long, value_enum, default_value_t = crate::export::Link::Copy)]
     pub link: crate::export::Link,
+    /// warc: every version ever recorded up to WHEN, in the order they arrived (a deletion as
+    /// a metadata record), not only the state at WHEN.
+    #[arg(long)]
+    pub all_versions: bool,
+    /// warc: start a new file once one holds this many (compressed) bytes.
+    #[arg(long, default_value_t = crate::export::warc::DEFAULT_SIZE, value_name = "BYTES")]
+    pub warc_size: u64,
     /// The summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,

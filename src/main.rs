@@ -242,6 +242,8 @@ fn export(a: &rsmirror::cli::ExportArgs) -> Exit {
         collection: a.collection.clone(),
         strip: a.strip.clone(),
         link: a.link,
+        all_versions: a.all_versions,
+        warc_size: a.warc_size,
     };
     match rsmirror::export::run(&a.mirror.mirror, &o) {
         Ok(s) => {

@@ -479,6 +479,39 @@ pub fn each_state(
     Ok(())
 }
 
+/// Every version up to a point, tombstones included, in the order they arrived (by run, then
+/// as recorded), for exports of the whole history. The prefix and collections of `filter` hold;
+/// `filter.deleted` does not (a history has its deletions).
+pub fn each_version(
+    reader: &Reader,
+    point: Point,
+    filter: &Filter,
+    mut f: impl FnMut(&str, &VersionRow) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    let mut sql = format!(
+        "SELECT r.uri, {} FROM versions v JOIN resources r ON r.id = v.resource_id \
+         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND v.run_id <= ?2",
+        VersionRow::SELECT
+    );
+    if let Some(ids) = &filter.collections {
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
+    }
+    sql.push_str(" ORDER BY v.run_id, v.id");
+    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt
+        .query(rusqlite::params![filter.prefix, point.bound()])
+        .map_err(StoreError::from)?;
+    while let Some(r) = rows.next().map_err(StoreError::from)? {
+        let uri: String = r.get(0).map_err(StoreError::from)?;
+        let v = VersionRow::from_row(r, 1).map_err(StoreError::from)?;
+        if !f(&uri, &v)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// A resource's state at a point (`None`: it was not in the mirror yet).
 pub fn state_at(
     conn: &Connection,

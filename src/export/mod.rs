@@ -11,6 +11,7 @@
 pub mod bagit;
 pub mod paths;
 pub mod tree;
+pub mod warc;
 
 use crate::access::{Point, Reader, When};
 use crate::error::{Error, UsageError};
@@ -24,6 +25,8 @@ pub enum Format {
     Tree,
     /// A BagIt 1.0 bag (RFC 8493) whose `data/` is the tree.
     Bagit,
+    /// WARC 1.1 files of resource records, gzip per record.
+    Warc,
 }
 
 impl Format {
@@ -31,6 +34,7 @@ impl Format {
         match self {
             Format::Tree => "tree",
             Format::Bagit => "bagit",
+            Format::Warc => "warc",
         }
     }
 }
@@ -54,6 +58,10 @@ pub struct Options {
     pub collection: Option<String>,
     pub strip: Option<String>,
     pub link: Link,
+    /// warc: every version, not only the state at WHEN.
+    pub all_versions: bool,
+    /// warc: start a new file past this many bytes.
+    pub warc_size: u64,
 }
 
 /// What an export did, for the summary line and `--json`.
@@ -74,8 +82,13 @@ pub struct Summary {
 
 impl Summary {
     pub fn line(&self) -> String {
+        let what = if self.format == "warc" {
+            "records"
+        } else {
+            "files"
+        };
         let mut s = format!(
-            "export {}: {} files, {} ({} written, {} kept, {} removed) into {}, the mirror as run {} left it",
+            "export {}: {} {what}, {} ({} written, {} kept, {} removed) into {}, the mirror as run {} left it",
             self.format,
             self.files,
             crate::report::human_bytes(self.bytes),
@@ -113,6 +126,22 @@ pub struct Record {
 }
 
 pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
+    if o.all_versions && o.format != Format::Warc {
+        return Err(UsageError(format!(
+            "export {}: --all-versions is for warc (a tree or a bag holds one state: give --at WHEN)",
+            o.format.name()
+        ))
+        .into());
+    }
+    if o.strip.is_some() && o.format == Format::Warc {
+        return Err(UsageError(
+            "export warc: --strip is for tree and bagit (a WARC record names its whole URL)".into(),
+        )
+        .into());
+    }
+    if o.warc_size == 0 {
+        return Err(UsageError("export warc: --warc-size must be more than 0 bytes".into()).into());
+    }
     let reader = Reader::open(mirror)?;
     let point = reader.point(o.at.as_ref())?;
     // Now is the newest run: the record names a point that stays the same.
@@ -166,6 +195,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     match o.format {
         Format::Tree => tree::export(&walk, &o.dest, &own, o.link, earlier, &mut summary, None)?,
         Format::Bagit => bagit::export(&walk, &o.dest, &own, o.link, earlier, &mut summary)?,
+        Format::Warc => warc::export(&walk, &o.dest, o.all_versions, o.warc_size, &mut summary)?,
     }
     record.complete = true;
     record.finished_at = Some(jiff::Timestamp::now().to_string());

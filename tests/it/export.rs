@@ -365,7 +365,7 @@ fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
     std::fs::set_permissions(&object, perms).unwrap();
     std::fs::write(&object, b"plane\n").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    for format in ["tree", "bagit"] {
+    for format in ["tree", "bagit", "warc"] {
         let dest = dir.path().join(format);
         let out = rsmirror()
             .args(["export", format])
@@ -394,6 +394,8 @@ fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
         if format == "bagit" {
             assert!(!dest.join("tagmanifest-sha256.txt").exists());
         }
+        // A WARC file is named only once complete.
+        assert!(left.iter().all(|f| !f.ends_with(".warc.gz")), "{left:?}");
     }
 }
 
@@ -429,4 +431,207 @@ fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
         b"not ours"
     );
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+}
+
+/// Every record of the WARC files in `dest` (in file order), read back by warcio's
+/// ArchiveIterator: (type, target URI, date, sha256 of the content, content type).
+fn warc_records(dest: &Path) -> Option<Vec<serde_json::Value>> {
+    // The Python that has warcio: beside its `warcio` command.
+    let warcio = validator("warcio")?;
+    let python = ["python", "python3"]
+        .iter()
+        .map(|p| warcio.with_file_name(p))
+        .find(|p| p.is_file())
+        .expect("a python beside warcio");
+    let script = r#"
+import hashlib, json, sys, glob
+from warcio.archiveiterator import ArchiveIterator
+for name in sorted(glob.glob(sys.argv[1] + "/*.warc.gz")):
+    with open(name, "rb") as f:
+        for r in ArchiveIterator(f):
+            body = r.content_stream().read()
+            print(json.dumps({"file": name.rsplit("/", 1)[1], "type": r.rec_type,
+                "uri": r.rec_headers.get_header("WARC-Target-URI"),
+                "date": r.rec_headers.get_header("WARC-Date"),
+                "sha256": hashlib.sha256(body).hexdigest(),
+                "content_type": r.rec_headers.get_header("Content-Type")}))
+"#;
+    let out = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(dest)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    )
+}
+
+fn warcio_check(dest: &Path) {
+    let Some(warcio) = validator("warcio") else {
+        return;
+    };
+    let names: Vec<PathBuf> = std::fs::read_dir(dest)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(".warc.gz"))
+        .collect();
+    assert!(!names.is_empty());
+    let out = std::process::Command::new(warcio)
+        .args(["check", "-v"])
+        .args(&names)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "warcio check: {text}");
+    // Every record's digests were checked and passed (an unknown algorithm is "not checked").
+    let records = text.matches("WARC-Record-ID").count();
+    assert!(records > 0, "{text}");
+    assert_eq!(text.matches("digest pass").count(), records, "{text}");
+}
+
+#[test]
+fn warc_files_hold_every_state_and_warcio_reads_them_back() {
+    let src = Source::new();
+    let mut resources = odd();
+    src.publish("2026-03-01T00:00:00Z", &resources);
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    resources.retain(|(p, _)| *p != "/res/a%20b.txt");
+    resources[0].1 = b"plain, changed\n".to_vec();
+    src.publish("2026-03-02T00:00:00Z", &resources);
+    let out = baseline(&src.list(), mirror.path())
+        .args(["--delete", "--force-delete"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+
+    // The current state: one resource record per resource, in URI order, the bytes the
+    // source's.
+    let now = dir.path().join("now");
+    let said = run_ok(&["export", "warc", now.to_str().unwrap()], mirror.path());
+    assert!(
+        said.contains(&format!("{} records", resources.len())),
+        "{said}"
+    );
+    warcio_check(&now);
+    if let Some(records) = warc_records(&now) {
+        assert_eq!(records[0]["type"], "warcinfo");
+        let mut want: Vec<(String, String)> = resources
+            .iter()
+            .map(|(p, b)| (format!("{}{p}", src.srv.base()), sha256(b)))
+            .collect();
+        want.sort();
+        let got: Vec<(String, String)> = records[1..]
+            .iter()
+            .map(|r| {
+                assert_eq!(r["type"], "resource");
+                (
+                    r["uri"].as_str().unwrap().to_string(),
+                    r["sha256"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want);
+        // WARC-Date: when the state arrived (the start of its run), to the microsecond.
+        let runs: Vec<serde_json::Value> = run_ok_stdout(&["log", "--json"], mirror.path())
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let run2 = runs[0]["started_at"].as_str().unwrap();
+        let plain = records
+            .iter()
+            .find(|r| {
+                r["uri"]
+                    .as_str()
+                    .is_some_and(|u| u.ends_with("/res/plain.txt"))
+            })
+            .unwrap();
+        assert_eq!(&plain["date"].as_str().unwrap()[..19], &run2[..19]);
+    }
+
+    // Every version, split into files of at most about 600 bytes, each opening with its
+    // warcinfo; the deletion a metadata record.
+    let all = dir.path().join("all");
+    run_ok(
+        &[
+            "export",
+            "warc",
+            all.to_str().unwrap(),
+            "--all-versions",
+            "--warc-size",
+            "600",
+        ],
+        mirror.path(),
+    );
+    warcio_check(&all);
+    if let Some(records) = warc_records(&all) {
+        let files: std::collections::BTreeSet<&str> = records
+            .iter()
+            .map(|r| r["file"].as_str().unwrap())
+            .collect();
+        assert!(files.len() > 2, "{files:?}");
+        for f in &files {
+            let first = records.iter().find(|r| r["file"] == *f).unwrap();
+            assert_eq!(first["type"], "warcinfo", "{f}");
+        }
+        let body: Vec<&serde_json::Value> =
+            records.iter().filter(|r| r["type"] != "warcinfo").collect();
+        // 11 first states, then plain.txt's second and a%20b.txt's deletion.
+        assert_eq!(body.len(), odd().len() + 2);
+        let dates: Vec<&str> = body.iter().map(|r| r["date"].as_str().unwrap()).collect();
+        assert!(
+            dates.windows(2).all(|w| w[0] <= w[1]),
+            "in the order they arrived"
+        );
+        let deleted: Vec<&&serde_json::Value> =
+            body.iter().filter(|r| r["type"] == "metadata").collect();
+        assert_eq!(deleted.len(), 1);
+        assert!(deleted[0]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("/res/a%20b.txt"));
+        let plain: Vec<&str> = body
+            .iter()
+            .filter(|r| r["uri"].as_str().unwrap().ends_with("/res/plain.txt"))
+            .map(|r| r["sha256"].as_str().unwrap())
+            .collect();
+        assert_eq!(plain, vec![sha256(b"plain\n"), sha256(b"plain, changed\n")]);
+    }
+    // Bad combinations are usage errors.
+    for args in [
+        vec!["export", "tree", "x", "--all-versions"],
+        vec!["export", "warc", "x", "--strip", "http://a/"],
+        vec!["export", "warc", "x", "--warc-size", "0"],
+    ] {
+        let out = rsmirror()
+            .args(&args)
+            .current_dir(dir.path())
+            .arg("--mirror")
+            .arg(mirror.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+fn run_ok_stdout(args: &[&str], mirror: &Path) -> String {
+    let out = rsmirror()
+        .args(args)
+        .arg("--mirror")
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+    stdout_of(&out)
 }

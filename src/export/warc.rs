@@ -1,0 +1,326 @@
+//! `export warc`: WARC 1.1 files, each record its own gzip member (`rsmirror-NNNNN.warc.gz`,
+//! a new file once one passes `--warc-size`). Each file opens with a `warcinfo` record; then
+//! one `resource` record per state exported — the state at WHEN in URI order, or with
+//! `--all-versions` every version in the order it arrived, a deletion as a `metadata` record
+//! (`deleted: TIME`). `WARC-Date` is when the state arrived in the mirror (the start of its
+//! run); the block is the bytes exactly as fetched, so `WARC-Block-Digest` and
+//! `WARC-Payload-Digest` are both its SHA-256 from the catalog, and no HTTP headers are made up
+//! (none were kept). Each object is read once, checked as it is compressed. A file is written
+//! as `*.warc.gz.open` and renamed only once complete.
+
+use crate::access::{each_state, each_version, open_object, Reader, VersionRow};
+use crate::error::Error;
+use crate::export::tree::Walk;
+use crate::export::Summary;
+use crate::store::StoreError;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The default size past which a new WARC file is started (1 GB, as the WARC world does).
+pub const DEFAULT_SIZE: u64 = 1_000_000_000;
+
+/// A deterministic `urn:uuid:` for a record (the same export gives the same ids).
+fn record_id(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let mut b: [u8; 16] = h.finalize()[..16].try_into().expect("16 bytes");
+    b[6] = (b[6] & 0x0f) | 0x80; // version 8: a custom, name-based UUID
+    b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
+    let x = hex::encode(b);
+    format!(
+        "<urn:uuid:{}-{}-{}-{}-{}>",
+        &x[..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..]
+    )
+}
+
+/// A WARC-Date: UTC, to the microsecond.
+fn warc_date(t: &str) -> String {
+    t.parse::<jiff::Timestamp>()
+        .map(|ts| ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        .unwrap_or_else(|_| t.to_string())
+}
+
+/// Checks a block's SHA-256 and length once it has gone into the file.
+type Check<'a> = &'a mut dyn FnMut(&str, u64) -> Result<(), Error>;
+
+struct Out<'a> {
+    dest: &'a Path,
+    max: u64,
+    reader: &'a Reader,
+    run: i64,
+    index: u32,
+    file: Option<(BufWriter<File>, PathBuf, u64)>,
+    warcinfo: String,
+    buf: Vec<u8>,
+    files: Vec<String>,
+}
+
+/// Counts what is written to a file.
+struct Counting<W: Write> {
+    inner: W,
+    n: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(b)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl Out<'_> {
+    fn name(&self) -> String {
+        format!("rsmirror-{:05}.warc.gz", self.index)
+    }
+
+    /// The open file, a new one (with its warcinfo record) when none is open.
+    fn file(&mut self) -> Result<(), Error> {
+        if self.file.is_some() {
+            return Ok(());
+        }
+        let name = self.name();
+        let path = self.dest.join(format!("{name}.open"));
+        let f = File::create(&path).map_err(|e| StoreError::io("creating", &path, e))?;
+        self.file = Some((BufWriter::with_capacity(1 << 20, f), path, 0));
+        self.warcinfo = record_id(&["warcinfo", &name, &self.run.to_string()]);
+        let mut fields = format!(
+            "software: rsmirror {}\r\nformat: WARC File Format 1.1\r\n\
+             conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n\
+             description: a mirror kept by rsmirror, as {} left it; each record's WARC-Date is when its state arrived in the mirror\r\n",
+            env!("CARGO_PKG_VERSION"),
+            self.reader.describe_run(self.run)
+        );
+        let mut stmt = self
+            .reader
+            .conn()
+            .prepare("SELECT url FROM sources ORDER BY id")
+            .map_err(StoreError::from)?;
+        let sources: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(StoreError::from)?
+            .collect::<Result<_, _>>()
+            .map_err(StoreError::from)?;
+        for s in sources {
+            fields.push_str(&format!("isPartOf: {s}\r\n"));
+        }
+        let date = warc_date(&jiff::Timestamp::now().to_string());
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: {}\r\nWARC-Date: {date}\r\n\
+             WARC-Filename: {name}\r\nContent-Type: application/warc-fields\r\n\
+             WARC-Block-Digest: sha256:{}\r\nContent-Length: {}\r\n\r\n",
+            self.warcinfo,
+            hex::encode(Sha256::digest(fields.as_bytes())),
+            fields.len()
+        );
+        self.member(
+            head.as_bytes(),
+            &mut io::Cursor::new(fields.into_bytes()),
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// One record as one gzip member: `head`, the block from `body`, and the record's end.
+    /// `check`: the block must hash to this (an object's bytes).
+    fn member(
+        &mut self,
+        head: &[u8],
+        body: &mut dyn Read,
+        check: Option<Check<'_>>,
+    ) -> Result<(), Error> {
+        let (w, path, size) = self.file.as_mut().expect("an open file");
+        let io_err = |e: io::Error| Error::from(StoreError::io("writing", path, e));
+        let mut gz = GzEncoder::new(
+            Counting {
+                inner: &mut *w,
+                n: 0,
+            },
+            Compression::new(6),
+        );
+        gz.write_all(head).map_err(io_err)?;
+        let mut hasher = Sha256::new();
+        let mut length = 0u64;
+        loop {
+            let n = match body.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(StoreError::io("reading the object", path, e).into()),
+            };
+            hasher.update(&self.buf[..n]);
+            length += n as u64;
+            gz.write_all(&self.buf[..n]).map_err(io_err)?;
+        }
+        if let Some(check) = check {
+            check(&hex::encode(hasher.finalize()), length)?;
+        }
+        gz.write_all(b"\r\n\r\n").map_err(io_err)?;
+        let counted = gz.finish().map_err(io_err)?;
+        *size += counted.n;
+        Ok(())
+    }
+
+    /// Close the file once it is past the size (or at the end): flushed, synced, renamed.
+    fn close_if(&mut self, at_end: bool) -> Result<(), Error> {
+        let full = self.file.as_ref().is_some_and(|(_, _, n)| *n >= self.max);
+        if !(full || at_end) {
+            return Ok(());
+        }
+        if let Some((w, path, _)) = self.file.take() {
+            let f = w
+                .into_inner()
+                .map_err(|e| StoreError::io("writing", &path, e.into_error()))?;
+            f.sync_all()
+                .map_err(|e| StoreError::io("writing", &path, e))?;
+            let name = self.name();
+            let done = self.dest.join(&name);
+            std::fs::rename(&path, &done).map_err(|e| StoreError::io("writing", &done, e))?;
+            self.files.push(name);
+            self.index += 1;
+        }
+        Ok(())
+    }
+
+    fn resource(&mut self, uri: &str, v: &VersionRow, mirror: &Path) -> Result<u64, Error> {
+        self.file()?;
+        let arrived = self.reader.arrived(v.run).to_string();
+        let date = warc_date(&arrived);
+        let id = record_id(&[uri, &v.version.to_string()]);
+        if v.deleted() {
+            let fields = format!("deleted: {date}\r\nrun: {}\r\n", v.run);
+            let head = format!(
+                "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
+                 WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\n\
+                 Content-Type: application/warc-fields\r\nWARC-Block-Digest: sha256:{}\r\n\
+                 Content-Length: {}\r\n\r\n",
+                self.warcinfo,
+                hex::encode(Sha256::digest(fields.as_bytes())),
+                fields.len()
+            );
+            self.member(
+                head.as_bytes(),
+                &mut io::Cursor::new(fields.into_bytes()),
+                None,
+            )?;
+            return Ok(0);
+        }
+        let (mut object, _, relative) = open_object(mirror, uri, v)?;
+        let sha = v.sha256.clone().unwrap_or_default();
+        let length = v.length.unwrap_or(0).max(0) as u64;
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
+             WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\nContent-Type: {}\r\n\
+             WARC-Block-Digest: sha256:{sha}\r\nWARC-Payload-Digest: sha256:{sha}\r\n\
+             Content-Length: {length}\r\n\r\n",
+            self.warcinfo,
+            v.media_type
+                .as_deref()
+                .unwrap_or("application/octet-stream")
+        );
+        let mut check = |got: &str, n: u64| {
+            crate::access::check(
+                uri,
+                v,
+                &relative,
+                &crate::access::Got {
+                    sha256: got.to_string(),
+                    length: n,
+                },
+            )
+        };
+        self.member(head.as_bytes(), &mut object, Some(&mut check))?;
+        Ok(length)
+    }
+}
+
+pub fn export(
+    walk: &Walk<'_>,
+    dest: &Path,
+    all_versions: bool,
+    max: u64,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    // An earlier export's files go (a WARC is rewritten, never patched).
+    for e in std::fs::read_dir(dest).map_err(|e| StoreError::io("reading", dest, e))? {
+        let e = e.map_err(|e| StoreError::io("reading", dest, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("rsmirror-")
+            && (name.ends_with(".warc.gz") || name.ends_with(".warc.gz.open"))
+        {
+            std::fs::remove_file(e.path())
+                .map_err(|e2| StoreError::io("removing", &e.path(), e2))?;
+            summary.removed += 1;
+        }
+    }
+    let mut out = Out {
+        dest,
+        max,
+        reader: walk.reader,
+        run: walk.point.run.unwrap_or(0),
+        index: 0,
+        file: None,
+        warcinfo: String::new(),
+        buf: vec![0; 256 * 1024],
+        files: Vec::new(),
+    };
+    let mut record = |uri: &str, v: &VersionRow| -> Result<bool, Error> {
+        let bytes = out.resource(uri, v, walk.mirror)?;
+        summary.files += 1;
+        summary.written += 1;
+        summary.bytes += bytes;
+        out.close_if(false)?;
+        Ok(true)
+    };
+    if all_versions {
+        each_version(walk.reader, walk.point, &walk.filter, |uri, v| {
+            record(uri, v)
+        })?;
+    } else {
+        each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
+            record(uri, v)
+        })?;
+    }
+    if out.index == 0 && out.file.is_none() {
+        // Nothing to export: one file with its warcinfo record says so.
+        out.file()?;
+    }
+    out.close_if(true)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_ids_are_uuids_and_stable() {
+        let a = record_id(&["http://ex.org/a", "1"]);
+        assert_eq!(a, record_id(&["http://ex.org/a", "1"]));
+        assert_ne!(a, record_id(&["http://ex.org/a", "2"]));
+        assert_eq!(a.len(), "<urn:uuid:>".len() + 36);
+        assert_eq!(&a[24..25], "8", "{a}");
+    }
+
+    #[test]
+    fn dates_are_utc_microseconds() {
+        assert_eq!(
+            warc_date("2026-11-25T08:56:29.075756646Z"),
+            "2026-11-25T08:56:29.075756Z"
+        );
+    }
+}
