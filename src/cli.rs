@@ -61,7 +61,8 @@ pub enum Command {
     #[command(after_help = reading_help())]
     Status(StatusArgs),
     /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
-    /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag) or warc (WARC 1.1 resource records).
+    /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag), warc (WARC 1.1 resource records) or
+    /// ocfl (an OCFL 1.1 storage root, every version).
     /// Reads the catalog and objects only and checks every object's bytes as it writes them.
     #[command(after_help = reading_help())]
     Export(ExportArgs),
@@ -170,7 +171,7 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// tree, bagit or warc.
+    /// tree, bagit, warc or ocfl.
     #[arg(value_enum)]
     pub format: crate::export::Format,
     /// The folder to write: new, empty, or an earlier export of the same format (brought to

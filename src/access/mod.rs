@@ -512,6 +512,51 @@ pub fn each_version(
     Ok(())
 }
 
+/// Every resource's versions up to a point (tombstones included, in the order they arrived),
+/// one resource at a time in URI order: for exports that keep each resource's history.
+pub fn each_history(
+    reader: &Reader,
+    point: Point,
+    filter: &Filter,
+    mut f: impl FnMut(&str, &[VersionRow]) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    let mut sql = format!(
+        "SELECT r.uri, {} FROM resources r JOIN versions v ON v.resource_id = r.id \
+         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2 \
+         AND v.run_id <= ?2",
+        VersionRow::SELECT
+    );
+    if let Some(ids) = &filter.collections {
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
+    }
+    sql.push_str(" ORDER BY r.uri, v.run_id, v.id");
+    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt
+        .query(rusqlite::params![filter.prefix, point.bound()])
+        .map_err(StoreError::from)?;
+    let mut uri = String::new();
+    let mut history: Vec<VersionRow> = Vec::new();
+    while let Some(r) = rows.next().map_err(StoreError::from)? {
+        let this = r.get_ref(0).map_err(StoreError::from)?;
+        let this = this
+            .as_str()
+            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
+        if this != uri {
+            if !history.is_empty() && !f(&uri, &history)? {
+                return Ok(());
+            }
+            history.clear();
+            uri = this.to_string();
+        }
+        history.push(VersionRow::from_row(r, 1).map_err(StoreError::from)?);
+    }
+    if !history.is_empty() {
+        f(&uri, &history)?;
+    }
+    Ok(())
+}
+
 /// A resource's state at a point (`None`: it was not in the mirror yet).
 pub fn state_at(
     conn: &Connection,

@@ -9,6 +9,7 @@
 //! to the new state, touching only what changed.
 
 pub mod bagit;
+pub mod ocfl;
 pub mod paths;
 pub mod tree;
 pub mod warc;
@@ -27,6 +28,8 @@ pub enum Format {
     Bagit,
     /// WARC 1.1 files of resource records, gzip per record.
     Warc,
+    /// An OCFL 1.1 storage root: an object per resource, its versions the mirror's.
+    Ocfl,
 }
 
 impl Format {
@@ -35,6 +38,7 @@ impl Format {
             Format::Tree => "tree",
             Format::Bagit => "bagit",
             Format::Warc => "warc",
+            Format::Ocfl => "ocfl",
         }
     }
 }
@@ -82,10 +86,10 @@ pub struct Summary {
 
 impl Summary {
     pub fn line(&self) -> String {
-        let what = if self.format == "warc" {
-            "records"
-        } else {
-            "files"
+        let what = match self.format {
+            "warc" => "records",
+            "ocfl" => "objects",
+            _ => "files",
         };
         let mut s = format!(
             "export {}: {} {what}, {} ({} written, {} kept, {} removed) into {}, the mirror as run {} left it",
@@ -128,15 +132,16 @@ pub struct Record {
 pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     if o.all_versions && o.format != Format::Warc {
         return Err(UsageError(format!(
-            "export {}: --all-versions is for warc (a tree or a bag holds one state: give --at WHEN)",
+            "export {}: --all-versions is for warc (a tree or a bag holds one state: give --at WHEN; an OCFL object always holds every version)",
             o.format.name()
         ))
         .into());
     }
-    if o.strip.is_some() && o.format == Format::Warc {
-        return Err(UsageError(
-            "export warc: --strip is for tree and bagit (a WARC record names its whole URL)".into(),
-        )
+    if o.strip.is_some() && matches!(o.format, Format::Warc | Format::Ocfl) {
+        return Err(UsageError(format!(
+            "export {}: --strip is for tree and bagit (a record or an object names its whole URL)",
+            o.format.name()
+        ))
         .into());
     }
     if o.warc_size == 0 {
@@ -154,9 +159,8 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         Some(c) => Some(crate::access::ls::collection_ids(&reader, c)?),
     };
     let earlier = check_dest(&o.dest, o.format)?;
-    let own = o.dest.join(paths::OWN);
+    let (own, record_path, incomplete) = own_files(&o.dest, o.format);
     std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
-    let incomplete = own.join("INCOMPLETE");
     std::fs::write(
         &incomplete,
         "This export is not finished: run the same rsmirror export again to finish it.\n",
@@ -173,7 +177,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         started_at: jiff::Timestamp::now().to_string(),
         finished_at: None,
     };
-    write_record(&own, &record)?;
+    write_record(&record_path, &record)?;
     let walk = tree::Walk {
         reader: &reader,
         mirror,
@@ -196,21 +200,38 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         Format::Tree => tree::export(&walk, &o.dest, &own, o.link, earlier, &mut summary, None)?,
         Format::Bagit => bagit::export(&walk, &o.dest, &own, o.link, earlier, &mut summary)?,
         Format::Warc => warc::export(&walk, &o.dest, o.all_versions, o.warc_size, &mut summary)?,
+        Format::Ocfl => ocfl::export(&walk, &o.dest, o.link, &mut summary)?,
     }
     record.complete = true;
     record.finished_at = Some(jiff::Timestamp::now().to_string());
-    write_record(&own, &record)?;
+    write_record(&record_path, &record)?;
     std::fs::remove_file(&incomplete).map_err(|e| StoreError::io("removing", &incomplete, e))?;
     Ok(summary)
 }
 
-fn write_record(own: &Path, record: &Record) -> Result<(), StoreError> {
-    let path = own.join("export.json");
-    let tmp = own.join("export.json.tmp");
+/// Where an export keeps its own files: (the folder, the record, the INCOMPLETE flag).
+/// `.rsmirror-export/` in DEST; in an OCFL storage root, where a folder that is not an object
+/// is not allowed (E072), files beside `0=ocfl_1.1` instead.
+fn own_files(dest: &Path, format: Format) -> (PathBuf, PathBuf, PathBuf) {
+    match format {
+        Format::Ocfl => (
+            dest.to_path_buf(),
+            dest.join("rsmirror-export.json"),
+            dest.join("rsmirror-export.INCOMPLETE"),
+        ),
+        _ => {
+            let own = dest.join(paths::OWN);
+            (own.clone(), own.join("export.json"), own.join("INCOMPLETE"))
+        }
+    }
+}
+
+fn write_record(path: &Path, record: &Record) -> Result<(), StoreError> {
+    let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(record).expect("serialisable");
     std::fs::write(&tmp, text + "\n")
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .map_err(|e| StoreError::io("writing", &path, e))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| StoreError::io("writing", path, e))
 }
 
 /// DEST is missing or empty (`Ok(false)`), or an earlier export of this format (`Ok(true)`);
@@ -234,9 +255,10 @@ fn check_dest(dest: &Path, format: Format) -> Result<bool, Error> {
     if entries.next().is_none() {
         return Ok(false);
     }
-    let record = dest.join(paths::OWN).join("export.json");
-    let found: Option<Record> = std::fs::read_to_string(&record)
-        .ok()
+    let found: Option<Record> = [Format::Tree, Format::Ocfl]
+        .iter()
+        .map(|f| own_files(dest, *f).1)
+        .find_map(|record| std::fs::read_to_string(record).ok())
         .and_then(|t| serde_json::from_str(&t).ok());
     match found {
         Some(r) if r.format == format.name() => Ok(true),

@@ -280,7 +280,7 @@ fn remove(root: &Path, path: &str) -> Result<u64, Error> {
 }
 
 /// Puts files in place from the objects, checking the bytes.
-struct Placer {
+pub struct Placer {
     mirror: PathBuf,
     root: PathBuf,
     link: Link,
@@ -293,7 +293,7 @@ struct Placer {
 }
 
 impl Placer {
-    fn new(mirror: &Path, root: &Path, link: Link) -> Placer {
+    pub fn new(mirror: &Path, root: &Path, link: Link) -> Placer {
         Placer {
             mirror: mirror.to_path_buf(),
             root: root.to_path_buf(),
@@ -305,7 +305,8 @@ impl Placer {
         }
     }
 
-    fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
+    /// Put the bytes of `v` at `path` under the root (a temporary name, then a rename).
+    pub fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
         let dest = self.root.join(path);
         let folder = dest.parent().unwrap_or(&self.root).to_path_buf();
         std::fs::create_dir_all(&folder).map_err(|e| StoreError::io("creating", &folder, e))?;

@@ -23,7 +23,7 @@ pub fn validator(name: &str) -> Option<PathBuf> {
     }
     assert!(
         std::env::var("CI").as_deref() != Ok("true"),
-        "{name} is missing: .ci/run installs it (python3 -m venv .ci/venv; pip install bagit warcio)"
+        "{name} is missing: .ci/run installs it (python3 -m venv .ci/venv; pip install bagit warcio ocfl-py)"
     );
     eprintln!("skipped: {name} is not installed (bash .ci/run installs it into .ci/venv)");
     None
@@ -634,4 +634,109 @@ fn run_ok_stdout(args: &[&str], mirror: &Path) -> String {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
     stdout_of(&out)
+}
+
+fn ocfl_validate(root: &Path) {
+    let Some(validate) = validator("ocfl-validate.py") else {
+        return;
+    };
+    let out = std::process::Command::new(validate)
+        .arg(root)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "ocfl-validate.py: {text}");
+    assert!(!text.contains("[E"), "{text}");
+}
+
+/// The inventory of the OCFL object of `uri` (0004 layout: sha256 of the id, 3 tuples of 3).
+fn inventory(root: &Path, uri: &str) -> (PathBuf, serde_json::Value) {
+    let h = sha256(uri.as_bytes());
+    let obj = root.join(&h[..3]).join(&h[3..6]).join(&h[6..9]).join(&h);
+    let inv = serde_json::from_slice(&std::fs::read(obj.join("inventory.json")).unwrap()).unwrap();
+    (obj, inv)
+}
+
+#[test]
+fn an_ocfl_root_holds_every_version_and_grows_by_appending() {
+    let src = Source::new();
+    let mut resources = odd();
+    src.publish("2026-03-01T00:00:00Z", &resources);
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    resources.retain(|(p, _)| *p != "/res/a%20b.txt");
+    resources[0].1 = b"plain, changed\n".to_vec();
+    src.publish("2026-03-02T00:00:00Z", &resources);
+    let out = baseline(&src.list(), mirror.path())
+        .args(["--delete", "--force-delete"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ocfl");
+
+    // The state after run 1: one object per resource, one version each.
+    let said = run_ok(
+        &["export", "ocfl", root.to_str().unwrap(), "--at", "run:1"],
+        mirror.path(),
+    );
+    assert!(said.contains(&format!("{} objects", odd().len())), "{said}");
+    ocfl_validate(&root);
+    let plain = format!("{}/res/plain.txt", src.srv.base());
+    let (obj, inv) = inventory(&root, &plain);
+    assert_eq!(inv["id"], plain);
+    assert_eq!(inv["digestAlgorithm"], "sha256");
+    assert_eq!(inv["head"], "v1");
+    assert_eq!(
+        std::fs::read(obj.join("v1/content/plain.txt")).unwrap(),
+        b"plain\n"
+    );
+    let v1 = std::fs::read(obj.join("v1/inventory.json")).unwrap();
+
+    // Now: the changed and the deleted resources get a v2; nothing else is touched.
+    let said = run_ok(&["export", "ocfl", root.to_str().unwrap()], mirror.path());
+    assert!(said.contains("2 written, 9 kept"), "{said}");
+    ocfl_validate(&root);
+    let (obj, inv) = inventory(&root, &plain);
+    assert_eq!(inv["head"], "v2");
+    assert_eq!(
+        inv["versions"]["v2"]["state"][sha256(b"plain, changed\n")],
+        serde_json::json!(["plain.txt"])
+    );
+    assert_eq!(
+        std::fs::read(obj.join("v2/content/plain.txt")).unwrap(),
+        b"plain, changed\n"
+    );
+    assert_eq!(
+        std::fs::read(obj.join("v1/inventory.json")).unwrap(),
+        v1,
+        "v1 untouched"
+    );
+    let (_, gone) = inventory(&root, &format!("{}/res/a%20b.txt", src.srv.base()));
+    assert_eq!(gone["head"], "v2");
+    assert_eq!(gone["versions"]["v2"]["state"], serde_json::json!({}));
+    // Exporting the same point again changes nothing.
+    let said = run_ok(&["export", "ocfl", root.to_str().unwrap()], mirror.path());
+    assert!(said.contains("0 written, 11 kept"), "{said}");
+
+    // An earlier point cannot go into a root that holds later versions.
+    let out = rsmirror()
+        .args(["export", "ocfl"])
+        .arg(&root)
+        .args(["--at", "run:1", "--mirror"])
+        .arg(mirror.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("only appends"),
+        "{}",
+        stderr_of(&out)
+    );
+    ocfl_validate(&root);
 }
