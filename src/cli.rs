@@ -62,7 +62,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
     /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag), warc (WARC 1.1 resource records) or
-    /// ocfl (an OCFL 1.1 storage root, every version).
+    /// ocfl (an OCFL 1.1 storage root, every version) or resourcesync (the tree and the
+    /// ResourceSync documents that make DEST a source, served at --base-url).
     /// Reads the catalog and objects only and checks every object's bytes as it writes them.
     #[command(after_help = reading_help())]
     Export(ExportArgs),
@@ -171,7 +172,7 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// tree, bagit, warc or ocfl.
+    /// tree, bagit, warc, ocfl or resourcesync.
     #[arg(value_enum)]
     pub format: crate::export::Format,
     /// The folder to write: new, empty, or an earlier export of the same format (brought to
@@ -201,6 +202,13 @@ pub struct ExportArgs {
     /// warc: start a new file once one holds this many (compressed) bytes.
     #[arg(long, default_value_t = crate::export::warc::DEFAULT_SIZE, value_name = "BYTES")]
     pub warc_size: u64,
+    /// resourcesync: the URL DEST will be served at (files are published at URL + their path).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// resourcesync: the Change List holds what the runs after WHEN brought (default: after
+    /// the mirror's first run).
+    #[arg(long, value_name = "WHEN")]
+    pub changes_since: Option<String>,
     /// The summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,

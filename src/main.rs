@@ -235,6 +235,10 @@ fn export(a: &rsmirror::cli::ExportArgs) -> Exit {
         Ok(at) => at,
         Err(e) => return fail(&e),
     };
+    let changes_since = match when(a.changes_since.as_deref()) {
+        Ok(w) => w,
+        Err(e) => return fail(&e),
+    };
     let o = rsmirror::export::Options {
         format: a.format,
         dest: a.dest.clone(),
@@ -244,6 +248,8 @@ fn export(a: &rsmirror::cli::ExportArgs) -> Exit {
         link: a.link,
         all_versions: a.all_versions,
         warc_size: a.warc_size,
+        base_url: a.base_url.clone(),
+        changes_since,
     };
     match rsmirror::export::run(&a.mirror.mirror, &o) {
         Ok(s) => {

@@ -11,6 +11,7 @@
 pub mod bagit;
 pub mod ocfl;
 pub mod paths;
+pub mod resourcesync;
 pub mod tree;
 pub mod warc;
 
@@ -30,6 +31,8 @@ pub enum Format {
     Warc,
     /// An OCFL 1.1 storage root: an object per resource, its versions the mirror's.
     Ocfl,
+    /// The tree plus the ResourceSync 1.1 documents that make DEST a source (`--base-url`).
+    Resourcesync,
 }
 
 impl Format {
@@ -39,6 +42,7 @@ impl Format {
             Format::Bagit => "bagit",
             Format::Warc => "warc",
             Format::Ocfl => "ocfl",
+            Format::Resourcesync => "resourcesync",
         }
     }
 }
@@ -66,6 +70,10 @@ pub struct Options {
     pub all_versions: bool,
     /// warc: start a new file past this many bytes.
     pub warc_size: u64,
+    /// resourcesync: the URL DEST is served at.
+    pub base_url: Option<String>,
+    /// resourcesync: the Change List covers the runs after this point (default: the first).
+    pub changes_since: Option<When>,
 }
 
 /// What an export did, for the summary line and `--json`.
@@ -115,6 +123,14 @@ impl Summary {
     }
 }
 
+/// A time as the exported documents give it: UTC to the microsecond (WARC-Date, ResourceSync
+/// `at` and `datetime`; readers such as Python's `datetime` take no more digits than that).
+pub fn micros(t: &str) -> String {
+    t.parse::<jiff::Timestamp>()
+        .map(|ts| ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        .unwrap_or_else(|_| t.to_string())
+}
+
 /// The record an export leaves in `DEST/.rsmirror-export/export.json`.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Record {
@@ -147,6 +163,22 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     if o.warc_size == 0 {
         return Err(UsageError("export warc: --warc-size must be more than 0 bytes".into()).into());
     }
+    if o.format != Format::Resourcesync && (o.base_url.is_some() || o.changes_since.is_some()) {
+        return Err(UsageError(
+            "export: --base-url and --changes-since are for resourcesync".into(),
+        )
+        .into());
+    }
+    let base = match o.format {
+        Format::Resourcesync => Some(resourcesync::base_url(o.base_url.as_deref().ok_or_else(
+            || {
+                UsageError(
+                    "export resourcesync: give --base-url, the URL DEST will be served at".into(),
+                )
+            },
+        )?)?),
+        _ => None,
+    };
     let reader = Reader::open(mirror)?;
     let point = reader.point(o.at.as_ref())?;
     // Now is the newest run: the record names a point that stays the same.
@@ -189,6 +221,10 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         },
         strip: o.strip.as_deref(),
         no_percent: o.format == Format::Bagit,
+        reserved: match o.format {
+            Format::Resourcesync => resourcesync::RESERVED,
+            _ => &[],
+        },
     };
     let mut summary = Summary {
         format: o.format.name(),
@@ -197,10 +233,32 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         ..Summary::default()
     };
     match o.format {
-        Format::Tree => tree::export(&walk, &o.dest, &own, o.link, earlier, &mut summary, None)?,
+        Format::Tree => {
+            tree::export(&walk, &o.dest, &own, o.link, earlier, &mut summary, None)?;
+        }
         Format::Bagit => bagit::export(&walk, &o.dest, &own, o.link, earlier, &mut summary)?,
         Format::Warc => warc::export(&walk, &o.dest, o.all_versions, o.warc_size, &mut summary)?,
         Format::Ocfl => ocfl::export(&walk, &o.dest, o.link, &mut summary)?,
+        Format::Resourcesync => {
+            let since = match &o.changes_since {
+                Some(w) => reader.point(Some(w))?,
+                // After the first run: every change the mirror applied since it was made.
+                None => Point {
+                    run: Some(reader.runs.keys().next().copied().unwrap_or(0)),
+                },
+            };
+            let base = base.as_deref().expect("checked above");
+            resourcesync::export(
+                &walk,
+                &o.dest,
+                &own,
+                o.link,
+                earlier,
+                base,
+                since,
+                &mut summary,
+            )?
+        }
     }
     record.complete = true;
     record.finished_at = Some(jiff::Timestamp::now().to_string());

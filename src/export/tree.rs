@@ -28,6 +28,8 @@ pub struct Walk<'a> {
     pub strip: Option<&'a str>,
     /// No `%` in names (a BagIt bag: see `paths`).
     pub no_percent: bool,
+    /// Top-level names the format keeps for itself (a ResourceSync export's documents).
+    pub reserved: &'a [&'a str],
 }
 
 /// One file of the export as a format sees it once placed.
@@ -124,7 +126,7 @@ impl OldMap {
 }
 
 /// Paths and folders seen, as keys, and the URLs that came second to a path.
-struct Clashes {
+pub struct Clashes {
     files: HashSet<u64>,
     folders: HashSet<u64>,
     second: HashSet<String>,
@@ -160,7 +162,7 @@ impl Clashes {
     }
 
     /// Where a URL goes once clashes are settled.
-    fn place(&self, uri: &str, n: Natural) -> Natural {
+    pub fn place(&self, uri: &str, n: Natural) -> Natural {
         let path = n.joined();
         let own_top = n.parts.len() == 1 && n.parts[0] == paths::OWN;
         if own_top || self.folders.contains(&paths::key(&path)) || self.second.contains(uri) {
@@ -181,9 +183,18 @@ pub fn export(
     earlier: bool,
     summary: &mut Summary,
     mut each: Option<Each<'_>>,
-) -> Result<(), Error> {
+) -> Result<Clashes, Error> {
     std::fs::create_dir_all(root).map_err(|e| StoreError::io("creating", root, e))?;
     let clashes = Clashes::find(walk)?;
+    if let Some(top) = walk.reserved.iter().find(|r| {
+        clashes.files.contains(&paths::key(r)) || clashes.folders.contains(&paths::key(r))
+    }) {
+        return Err(crate::error::UsageError(format!(
+            "export: a resource would be written at {top} in DEST, where the export keeps its own \
+             documents: give --strip a prefix that leaves it under its folder, or none"
+        ))
+        .into());
+    }
 
     // Walk 2: the earlier export's files that the new state does not have at the same path.
     if earlier {
@@ -258,7 +269,7 @@ pub fn export(
                 .map_err(|e| StoreError::io("writing", &new_map, e))
         })?;
     std::fs::rename(&new_map, &map_path).map_err(|e| StoreError::io("writing", &map_path, e))?;
-    Ok(())
+    Ok(clashes)
 }
 
 /// Remove an earlier export's file, and the folders it leaves empty; 1 when a file went.

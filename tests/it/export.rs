@@ -740,3 +740,184 @@ fn an_ocfl_root_holds_every_version_and_grows_by_appending() {
     );
     ocfl_validate(&root);
 }
+
+/// `python3 -m http.server` serving `dir` on 127.0.0.1 (a real static server), stopped when
+/// dropped.
+struct StaticServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl StaticServer {
+    fn start(dir: &Path) -> StaticServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-u",
+                "-m",
+                "http.server",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
+        let port = line
+            .split(" port ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        StaticServer { child, port }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The second mirror's current states, each traced back through the export's map to the
+/// first mirror's URI: original URI -> sha256.
+fn traced(second: &Path, base: &str, dest: &Path) -> BTreeMap<String, String> {
+    let map: BTreeMap<String, String> =
+        std::fs::read_to_string(dest.join(".rsmirror-export/map.tsv"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0].to_string(), f[1].to_string())
+            })
+            .collect();
+    current(second)
+        .into_iter()
+        .map(|(uri, sha)| {
+            let path = uri
+                .strip_prefix(base)
+                .unwrap_or_else(|| panic!("{uri} not under {base}"));
+            let path = percent_encoding::percent_decode_str(path)
+                .decode_utf8()
+                .unwrap();
+            let original = map
+                .get(path.as_ref())
+                .unwrap_or_else(|| panic!("{path} not in the map"));
+            (original.clone(), sha)
+        })
+        .collect()
+}
+
+#[test]
+fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
+    let src = Source::new();
+    let mut resources = odd();
+    src.publish("2026-03-01T00:00:00Z", &resources);
+    let first = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), first.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("published");
+    std::fs::create_dir(&dest).unwrap();
+    let web = StaticServer::start(&dest);
+    let base = web.base();
+    run_ok(
+        &[
+            "export",
+            "resourcesync",
+            dest.to_str().unwrap(),
+            "--base-url",
+            &base,
+        ],
+        first.path(),
+    );
+
+    // rsmirror mirrors the mirror: every byte back, under the published URLs.
+    let second = tempfile::tempdir().unwrap();
+    let out = baseline(&base, second.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(traced(second.path(), &base, &dest), current(first.path()));
+
+    // So does resync-sync 2.0.1, the reference client.
+    if let Some(resync) = validator("resync-sync") {
+        let copy = dir.path().join("resync-copy");
+        let work = dir.path().join("resync-work");
+        std::fs::create_dir_all(&work).unwrap();
+        let out = std::process::Command::new(resync)
+            .args([
+                "--baseline",
+                "--hash",
+                "md5",
+                "--hash",
+                "sha-256",
+                "--sitemap",
+            ])
+            .arg(format!("{base}resourcesync/resourcelist.xml"))
+            .arg(format!("{}={}", base.trim_end_matches('/'), copy.display()))
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "resync-sync: {log}");
+        let got: std::collections::BTreeSet<String> =
+            files(&copy).values().map(|b| sha256(b)).collect();
+        let want: std::collections::BTreeSet<String> =
+            current(first.path()).into_values().collect();
+        assert_eq!(got, want, "{log}");
+        assert_eq!(files(&copy).len(), resources.len(), "{log}");
+    }
+
+    // The first mirror moves on; a re-export publishes the change, and the second follows
+    // its Change List.
+    resources.retain(|(p, _)| *p != "/res/a%20b.txt");
+    resources[0].1 = b"plain, changed\n".to_vec();
+    resources.push(("/res/new.txt", b"new\n".to_vec()));
+    src.publish("2026-03-02T00:00:00Z", &resources);
+    let out = baseline(&src.list(), first.path())
+        .args(["--delete", "--force-delete"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    run_ok(
+        &[
+            "export",
+            "resourcesync",
+            dest.to_str().unwrap(),
+            "--base-url",
+            &base,
+        ],
+        first.path(),
+    );
+    let changes = std::fs::read_to_string(dest.join("resourcesync/changelist.xml")).unwrap();
+    assert_eq!(changes.matches("<url>").count(), 3, "{changes}");
+    let out = incremental(second.path()).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            s["created"].as_u64(),
+            s["updated"].as_u64(),
+            s["deleted"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "{s}"
+    );
+    assert_eq!(traced(second.path(), &base, &dest), current(first.path()));
+}
