@@ -241,6 +241,46 @@ fn a_site_is_baselined_followed_and_audited() {
         &["/pages/p1.html", "/pages/p2.html"],
     );
     assert_eq!(summary["sync_point"], at(-2, "08:00:00"));
+    // Read and exported like any other format (issue 20, 21): each page's versions name the
+    // ARC sitemap, and a bag of the mirror holds both pages and validates.
+    let out = rsmirror()
+        .args([
+            "log",
+            &format!("{base}/pages/p1.html"),
+            "--json",
+            "--mirror",
+        ])
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let log: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(log["versions"][0]["arrived_via"], "arc");
+    assert_eq!(log["versions"][0]["document"], sitemap);
+    let bag = dir.path().join("bag");
+    let out = rsmirror()
+        .args(["export", "bagit"])
+        .arg(&bag)
+        .arg("--mirror")
+        .arg(mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let host = base.trim_start_matches("http://");
+    for p in ["p1.html", "p2.html"] {
+        assert_eq!(
+            std::fs::read(bag.join("data").join(host).join("pages").join(p)).unwrap(),
+            std::fs::read(s.path().join("pages").join(p)).unwrap()
+        );
+    }
+    if let Some(bagit) = crate::export::validator("bagit.py") {
+        let v = std::process::Command::new(bagit)
+            .arg("--validate")
+            .arg(&bag)
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let kind: String = conn
         .query_row("SELECT kind FROM sources", [], |r| r.get(0))
