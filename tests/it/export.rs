@@ -397,6 +397,28 @@ fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
         // A WARC file is named only once complete.
         assert!(left.iter().all(|f| !f.ends_with(".warc.gz")), "{left:?}");
     }
+    // Once the object is good again (restored from a copy), running the same exports again
+    // finishes them.
+    std::fs::write(&object, b"plain\n").unwrap();
+    for format in ["tree", "bagit", "warc"] {
+        let dest = dir.path().join(format);
+        run_ok(&["export", format, dest.to_str().unwrap()], mirror.path());
+        assert!(
+            !dest.join(".rsmirror-export/INCOMPLETE").exists(),
+            "{format}"
+        );
+        let left: Vec<String> = files(&dest).into_keys().collect();
+        assert!(
+            left.iter()
+                .all(|f| !f.contains(".rsmirror-tmp") && !f.ends_with(".open")),
+            "{left:?}"
+        );
+        match format {
+            "bagit" => validate_bag(&dest),
+            "warc" => warcio_check(&dest),
+            _ => assert_eq!(left.len(), resources.len()),
+        }
+    }
 }
 
 #[test]
