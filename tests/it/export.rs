@@ -207,6 +207,42 @@ fn a_tree_holds_every_url_once_and_the_map_reads_it_back() {
         assert!(f.split('/').all(|n| n.len() <= 255), "{f}");
     }
 
+    // --link hard: the files are the objects themselves (the same inode); copy: their own.
+    use std::os::unix::fs::MetadataExt;
+    let object_inode = |bytes: &[u8]| {
+        let sha = sha256(bytes);
+        std::fs::metadata(
+            mirror
+                .path()
+                .join("objects/sha256")
+                .join(&sha[..2])
+                .join(&sha),
+        )
+        .unwrap()
+        .ino()
+    };
+    let hard = dest.with_file_name("hard");
+    run_ok(
+        &["export", "tree", hard.to_str().unwrap(), "--link", "hard"],
+        mirror.path(),
+    );
+    let plain = |root: &Path| root.join(&host).join("res/plain.txt");
+    assert_eq!(
+        std::fs::metadata(plain(&hard)).unwrap().ino(),
+        object_inode(b"plain\n")
+    );
+    assert_ne!(
+        std::fs::metadata(plain(&dest)).unwrap().ino(),
+        object_inode(b"plain\n")
+    );
+    // auto: a reflink where the file system makes one (its own inode), else a hard link.
+    let auto = dest.with_file_name("auto");
+    run_ok(
+        &["export", "tree", auto.to_str().unwrap(), "--link", "auto"],
+        mirror.path(),
+    );
+    assert_eq!(std::fs::read(plain(&auto)).unwrap(), b"plain\n");
+
     // --strip: resync-sync's layout for a uri=path mapping.
     let stripped = dest.with_file_name("stripped");
     let prefix = format!("{}/res/", src.srv.base());
