@@ -67,6 +67,11 @@ pub enum Command {
     /// Reads the catalog and objects only and checks every object's bytes as it writes them.
     #[command(after_help = reading_help())]
     Export(ExportArgs),
+    /// Get back the bytes of every object found corrupt, missing or unreadable (from
+    /// --from-mirror DIR, else the source), proven by the SHA-256 the catalog records; the
+    /// damaged files and stray files go to quarantine/, never deleted.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Repair(RepairArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, or for one of its commands.
@@ -215,6 +220,33 @@ pub struct ExportArgs {
     /// No summary on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// Take the bytes from another rsmirror mirror (a second copy, a restored backup) first,
+    /// by digest.
+    #[arg(long, value_name = "DIR")]
+    pub from_mirror: Option<PathBuf>,
+    /// Repair what the last audit found (each object checked again first) instead of checking
+    /// every object now.
+    #[arg(long)]
+    pub from_audit: bool,
+    /// Do not fetch from the source (only --from-mirror).
+    #[arg(long)]
+    pub offline: bool,
+    /// Print what is damaged and change nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Hashing threads for the check (default: all cores).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]

@@ -23,6 +23,7 @@ fn main() {
         Command::Diff(a) => reading(|| diff(&a)),
         Command::Status(a) => reading(|| status(&a)),
         Command::Export(a) => export(&a),
+        Command::Repair(a) => repair(&a, &arguments),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     };
@@ -263,6 +264,56 @@ fn export(a: &rsmirror::cli::ExportArgs) -> Exit {
                 eprintln!("{}", s.line());
             }
             Exit::Ok
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn repair(a: &rsmirror::cli::RepairArgs, arguments: &str) -> Exit {
+    let mirror = &a.mirror.mirror;
+    // Requests go out as the mirror's own runs send them: its source's headers and --map rules.
+    let source = rsmirror::store::Catalog::open_read_only(mirror)
+        .ok()
+        .flatten()
+        .and_then(|c| c.remembered_source().ok().flatten())
+        .unwrap_or_default();
+    let settings = match settings::SourceSettings::new(&source, &a.source_args)
+        .map_err(rsmirror::error::Error::from)
+        .and_then(|s| s.with_remembered_maps(mirror))
+    {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let o = sync::repair::Options {
+        mirror: mirror.clone(),
+        from_mirror: a.from_mirror.clone(),
+        from_audit: a.from_audit,
+        offline: a.offline,
+        dry_run: a.dry_run,
+        jobs,
+        quiet: a.output.quiet,
+        source: settings,
+    };
+    match sync::repair::run(&o, arguments) {
+        Ok((summary, exit)) => {
+            if a.output.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&summary).expect("serialisable")
+                );
+            }
+            for u in &summary.unrepaired {
+                eprintln!("not repaired: {u}");
+            }
+            if !a.output.quiet {
+                eprintln!("{}", summary.line());
+            }
+            exit
         }
         Err(e) => fail(&e),
     }

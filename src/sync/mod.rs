@@ -17,4 +17,5 @@ pub mod inspect;
 pub mod mirror_states;
 pub mod plan;
 pub mod refetch;
+pub mod repair;
 pub mod sync_point;

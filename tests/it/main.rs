@@ -17,6 +17,7 @@ mod incremental;
 mod inspect;
 mod migrate;
 mod read;
+mod repair;
 mod scp;
 mod scp_reader;
 mod server;

@@ -1,0 +1,489 @@
+//! `rsmirror repair`: get back the bytes of every object found corrupt, missing or unreadable,
+//! and prove them. The damage comes from a local check of every object every version names
+//! (SHA-256 and length, as `audit --offline --level sha256 --all-versions`), or with
+//! `--from-audit` from the last audit's findings (each checked again first).
+//!
+//! For each damaged object, the bytes are taken from `--from-mirror DIR` (another rsmirror
+//! mirror: a second copy, a restored backup) by digest, else fetched again from the URLs of the
+//! versions that name it; either way they are accepted only if they hash to the SHA-256 the
+//! catalog recorded (what the source declares now proves nothing). The damaged file is moved to
+//! `MIRROR/quarantine/RUN/` with a JSON record of what was found, never deleted; stray files in
+//! `objects/` go there too. Every object restored, quarantined or left damaged is a problem
+//! row of the repair run (`rsmirror log --run ID` shows them). Exit 0 when nothing damaged is
+//! left, 1 when something could not be repaired (each named).
+
+use crate::access::{Got, VersionRow};
+use crate::cli::AuditLevel;
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::finding::Class;
+use crate::net::fetch::{fetch_new_object, Expected};
+use crate::net::{Http, Scope};
+use crate::rs::digest::{Algorithm, Digest};
+use crate::settings::SourceSettings;
+use crate::store::new_file::NewFile;
+use crate::store::objects::{is_sha256_hex, ObjectStore};
+use crate::store::StoreError;
+use crate::sync::context::OpenMirror;
+use crate::sync::fixity;
+use rusqlite::params;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub struct Options {
+    pub mirror: PathBuf,
+    pub from_mirror: Option<PathBuf>,
+    pub from_audit: bool,
+    /// No request to the source (only `--from-mirror`).
+    pub offline: bool,
+    pub dry_run: bool,
+    pub jobs: usize,
+    pub quiet: bool,
+    /// How requests go out (timeouts, headers, `--map`).
+    pub source: SourceSettings,
+}
+
+/// What the check found wrong with an object.
+#[derive(Debug, Clone)]
+struct Damage {
+    sha256: String,
+    /// corrupt | missing-object | unreadable
+    class: &'static str,
+    /// What the bytes on disk gave, when read.
+    actual: Option<String>,
+}
+
+/// What repair did, for the summary and `--json`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub damaged: u64,
+    pub restored_from_mirror: u64,
+    pub restored_from_source: u64,
+    pub quarantined: u64,
+    pub strays: u64,
+    pub unrepaired: Vec<String>,
+    pub dry_run: bool,
+}
+
+impl Summary {
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "repair: {} damaged object{}",
+            self.damaged,
+            if self.damaged == 1 { "" } else { "s" }
+        );
+        if self.dry_run {
+            s.push_str(&format!(
+                ", {} stray file{} (a dry run: nothing fetched or moved)",
+                self.strays,
+                if self.strays == 1 { "" } else { "s" }
+            ));
+            return s;
+        }
+        s.push_str(&format!(
+            ": {} restored from the source, {} from the other mirror, {} not; {} stray file{} \
+             quarantined",
+            self.restored_from_source,
+            self.restored_from_mirror,
+            self.unrepaired.len(),
+            self.strays,
+            if self.strays == 1 { "" } else { "s" }
+        ));
+        s
+    }
+}
+
+pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
+    let open = OpenMirror::open(&o.mirror)?;
+    let (damage, strays) = if o.from_audit {
+        from_audit(&open)?
+    } else {
+        check(o)?
+    };
+    let mut summary = Summary {
+        damaged: damage.len() as u64,
+        strays: strays.len() as u64,
+        dry_run: o.dry_run,
+        ..Summary::default()
+    };
+    if o.dry_run {
+        for d in &damage {
+            let uris = uris_of(&open, &d.sha256)?;
+            println!(
+                "! {} {} ({})",
+                d.class,
+                ObjectStore::relative_path(&d.sha256),
+                uris.iter()
+                    .map(|(u, _)| u.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        for s in &strays {
+            println!("! stray-object {s}");
+        }
+        return Ok((summary, Exit::Ok));
+    }
+    let run_id = open.catalog.begin_run("repair", None, arguments)?;
+    let quarantine = o.mirror.join("quarantine").join(format!("run-{run_id}"));
+    let http = (!o.offline).then(|| Http::new(o.source.http.clone()));
+    let mut problems: Vec<(String, &'static str, String)> = Vec::new();
+    for d in &damage {
+        let uris = uris_of(&open, &d.sha256)?;
+        let length = uris.first().and_then(|(_, v)| v.length).unwrap_or(0).max(0) as u64;
+        let name = ObjectStore::relative_path(&d.sha256);
+        let first_uri = uris.first().map(|(u, _)| u.clone()).unwrap_or_default();
+        let mut tried = Vec::new();
+        let mut got: Option<(NewFile, String)> = None;
+        if let Some(other) = &o.from_mirror {
+            match from_other_mirror(other, &open.staging, &d.sha256, length) {
+                Ok(f) => got = Some((f, format!("from the mirror at {}", other.display()))),
+                Err(why) => tried.push(format!("{}: {why}", other.display())),
+            }
+        }
+        if got.is_none() {
+            if let Some(http) = &http {
+                for (uri, _) in &uris {
+                    match from_source(http, &o.source, &open.staging, uri, &d.sha256, length) {
+                        Ok(f) => {
+                            got = Some((f, format!("from the source ({uri})")));
+                            break;
+                        }
+                        Err(why) => tried.push(format!("{uri}: {why}")),
+                    }
+                }
+            }
+        }
+        let Some((file, how)) = got else {
+            let why = if tried.is_empty() {
+                "no copy to take it from (give --from-mirror DIR, or leave out --offline)".into()
+            } else {
+                tried.join("; ")
+            };
+            let reason = format!("{name} is {}; not repaired: {why}", what(d.class));
+            problems.push((first_uri.clone(), "unrepaired", reason));
+            summary
+                .unrepaired
+                .push(format!("{name} ({first_uri}): {why}"));
+            continue;
+        };
+        // The damaged file goes to quarantine (when there is one), then the proven bytes in.
+        let path = open.objects.path_for(&d.sha256);
+        let damaged_file = path.exists();
+        if damaged_file {
+            quarantine_file(&quarantine, &path, &name, d, run_id)?;
+            summary.quarantined += 1;
+        }
+        open.objects
+            .ingest_new(file, &d.sha256)
+            .map_err(|e| StoreError::io("writing the object", &path, e))?;
+        if how.starts_with("from the mirror") {
+            summary.restored_from_mirror += 1;
+        } else {
+            summary.restored_from_source += 1;
+        }
+        problems.push((
+            first_uri,
+            "repaired",
+            format!(
+                "{name} was {} ({}); restored {how}, its bytes proven by the SHA-256 the catalog records{}",
+                what(d.class),
+                d.actual.as_deref().unwrap_or("no bytes"),
+                if damaged_file {
+                    format!("; the damaged file is in quarantine/run-{run_id}/")
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    for s in &strays {
+        let path = o.mirror.join(s);
+        if path.is_file() {
+            let d = Damage {
+                sha256: String::new(),
+                class: "stray-object",
+                actual: None,
+            };
+            quarantine_file(&quarantine, &path, s, &d, run_id)?;
+            problems.push((
+                s.clone(),
+                "quarantined",
+                format!("{s}: a file no version names; moved to quarantine/run-{run_id}/"),
+            ));
+        }
+    }
+    open.objects
+        .sync()
+        .map_err(|e| StoreError::io("syncing", open.objects.root(), e))?;
+    let exit = if summary.unrepaired.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Differences
+    };
+    {
+        let tx = open.catalog.conn();
+        for (uri, class, reason) in &problems {
+            tx.execute(
+                "INSERT INTO run_problems (run_id, uri, class, reason) VALUES (?1, ?2, ?3, ?4)",
+                params![run_id, uri, class, reason],
+            )
+            .map_err(StoreError::from)?;
+        }
+    }
+    let counts = serde_json::json!({
+        "damaged": summary.damaged,
+        "restored": summary.restored_from_source + summary.restored_from_mirror,
+        "quarantined": summary.quarantined + summary.strays,
+        "unrepaired": summary.unrepaired.len(),
+    });
+    open.catalog.end_run(
+        run_id,
+        if exit == Exit::Ok { "ok" } else { "partial" },
+        exit.code(),
+        &counts.to_string(),
+    )?;
+    Ok((summary, exit))
+}
+
+/// The local check: every object every version names, hashed (SHA-256) and measured.
+fn check(o: &Options) -> Result<(Vec<Damage>, Vec<String>), Error> {
+    let found = fixity::check(
+        &o.mirror,
+        fixity::Options {
+            level: AuditLevel::Sha256,
+            all_versions: true,
+            sample: None,
+            jobs: o.jobs,
+            quiet: o.quiet,
+        },
+    )?;
+    let mut damage: BTreeMap<String, Damage> = BTreeMap::new();
+    let mut strays = Vec::new();
+    for f in found.by_uri.iter().chain(found.other.iter()) {
+        let class = match f.class {
+            Class::Corrupt => "corrupt",
+            Class::MissingObject => "missing-object",
+            Class::Unreadable => "unreadable",
+            Class::StrayObject => {
+                if let Some(p) = &f.object {
+                    strays.push(p.clone());
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        if let Some(sha) = f.object.as_deref().filter(|s| is_sha256_hex(s)) {
+            damage.entry(sha.to_string()).or_insert(Damage {
+                sha256: sha.to_string(),
+                class,
+                actual: f.actual.clone(),
+            });
+        }
+    }
+    Ok((damage.into_values().collect(), strays))
+}
+
+/// The last audit's findings, each object checked again (what is good now is left alone).
+fn from_audit(open: &OpenMirror) -> Result<(Vec<Damage>, Vec<String>), Error> {
+    let conn = open.catalog.conn();
+    let last: Option<i64> = conn
+        .query_row(
+            "SELECT max(id) FROM runs WHERE command = 'audit' AND ended_at IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(StoreError::from)?;
+    let Some(run) = last else {
+        return Err(crate::error::UsageError(
+            "repair --from-audit: the mirror has no audit yet (run rsmirror audit, or repair without --from-audit)".into(),
+        )
+        .into());
+    };
+    let mut stmt = conn
+        .prepare(
+            "SELECT DISTINCT class, object FROM audit_findings WHERE run_id = ?1
+             AND class IN ('corrupt', 'missing-object', 'unreadable', 'stray-object')
+             AND object IS NOT NULL ORDER BY object",
+        )
+        .map_err(StoreError::from)?;
+    let rows: Vec<(String, String)> = stmt
+        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(StoreError::from)?
+        .collect::<Result<_, _>>()
+        .map_err(StoreError::from)?;
+    let mut damage: BTreeMap<String, Damage> = BTreeMap::new();
+    let mut strays = Vec::new();
+    for (class, object) in rows {
+        if class == "stray-object" {
+            strays.push(object);
+            continue;
+        }
+        if !is_sha256_hex(&object) || damage.contains_key(&object) {
+            continue;
+        }
+        let path = open.objects.path_for(&object);
+        let now = hash_file(&path);
+        let class = match &now {
+            Ok(got) if got.sha256 == object => continue,
+            Ok(_) => "corrupt",
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing-object",
+            Err(_) => "unreadable",
+        };
+        damage.insert(
+            object.clone(),
+            Damage {
+                sha256: object,
+                class,
+                actual: now
+                    .ok()
+                    .map(|g| format!("{} bytes, sha-256 {}", g.length, g.sha256)),
+            },
+        );
+    }
+    Ok((damage.into_values().collect(), strays))
+}
+
+/// A damage class as a sentence says it.
+fn what(class: &str) -> &'static str {
+    match class {
+        "missing-object" => "missing",
+        "unreadable" => "unreadable",
+        _ => "corrupt",
+    }
+}
+
+fn hash_file(path: &Path) -> std::io::Result<Got> {
+    use sha2::Digest as _;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut length = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        length += n as u64;
+    }
+    Ok(Got {
+        sha256: hex::encode(h.finalize()),
+        length,
+    })
+}
+
+/// The URIs of the versions that name an object (with one of those versions).
+fn uris_of(open: &OpenMirror, sha256: &str) -> Result<Vec<(String, VersionRow)>, StoreError> {
+    let mut stmt = open.catalog.conn().prepare(&format!(
+        "SELECT r.uri, {} FROM versions v JOIN resources r ON r.id = v.resource_id
+         WHERE v.sha256_hex = ?1 ORDER BY v.id DESC",
+        VersionRow::SELECT
+    ))?;
+    let rows = stmt.query_map([sha256], |r| {
+        Ok((r.get::<_, String>(0)?, VersionRow::from_row(r, 1)?))
+    })?;
+    let mut out: Vec<(String, VersionRow)> = Vec::new();
+    for row in rows {
+        let (uri, v) = row?;
+        if !out.iter().any(|(u, _)| *u == uri) {
+            out.push((uri, v));
+        }
+    }
+    Ok(out)
+}
+
+/// The object from another mirror, copied into a new file and proven by its digest.
+fn from_other_mirror(
+    other: &Path,
+    staging: &Path,
+    sha256: &str,
+    length: u64,
+) -> Result<NewFile, String> {
+    let path = ObjectStore::at(other).path_for(sha256);
+    let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::create_dir_all(staging).map_err(|e| e.to_string())?;
+    let mut out = NewFile::create(staging).map_err(|e| e.to_string())?;
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut n_total = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        n_total += n as u64;
+        out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+    }
+    let got = hex::encode(h.finalize());
+    if got != sha256 || n_total != length {
+        return Err(format!(
+            "its copy is damaged too ({n_total} bytes, sha-256 {got})"
+        ));
+    }
+    Ok(out)
+}
+
+/// The bytes fetched again from the source, accepted only with the recorded SHA-256.
+fn from_source(
+    http: &Http,
+    source: &SourceSettings,
+    staging: &Path,
+    uri: &str,
+    sha256: &str,
+    length: u64,
+) -> Result<NewFile, String> {
+    let url = url::Url::parse(uri).map_err(|e| e.to_string())?;
+    let scope = Scope::for_document(&url, &source.allow_hosts);
+    std::fs::create_dir_all(staging).map_err(|e| e.to_string())?;
+    let expected = Expected {
+        length: Some(length),
+        digests: vec![Digest::new(Algorithm::Sha256, sha256)],
+    };
+    match fetch_new_object(http, &url, &scope, staging, &expected) {
+        Ok(staged) => Ok(staged.file),
+        Err(e) => Err(format!("the source no longer serves these bytes ({e})")),
+    }
+}
+
+/// Move a damaged (or stray) file into the run's quarantine folder, with a record beside it.
+fn quarantine_file(
+    quarantine: &Path,
+    path: &Path,
+    name: &str,
+    d: &Damage,
+    run: i64,
+) -> Result<(), StoreError> {
+    std::fs::create_dir_all(quarantine).map_err(|e| StoreError::io("creating", quarantine, e))?;
+    let file_name = Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let mut dest = quarantine.join(&file_name);
+    let mut n = 1;
+    while dest.exists() {
+        dest = quarantine.join(format!("{file_name}.{n}"));
+        n += 1;
+    }
+    std::fs::rename(path, &dest).map_err(|e| StoreError::io("moving to quarantine", path, e))?;
+    let record = serde_json::json!({
+        "was": name,
+        "found": d.class,
+        "expected_sha256": (!d.sha256.is_empty()).then_some(&d.sha256),
+        "actual": d.actual,
+        "run": run,
+        "moved_at": jiff::Timestamp::now().to_string(),
+    });
+    let json = dest.with_file_name(format!(
+        "{}.json",
+        dest.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(&record).expect("json") + "\n",
+    )
+    .map_err(|e| StoreError::io("writing", &json, e))
+}
