@@ -130,13 +130,13 @@ impl Class {
                 "listed outside the source's scope, so never mirrored; --allow-host widens the scope"
             }
             Class::MissingObject => {
-                "re-fetch with rsmirror baseline (it fetches missing or truncated objects again), or restore from a backup"
+                "rsmirror repair gets it back from the source (or --from-mirror a backup), proven by its SHA-256"
             }
             Class::Corrupt | Class::Unreadable => {
-                "restore the object from a backup, or move it aside and re-fetch with rsmirror baseline"
+                "rsmirror repair quarantines it and gets the bytes back from the source (or --from-mirror a backup), proven by its SHA-256"
             }
             Class::StrayObject => {
-                "no version references it: left by hand or by an old run; safe to remove once checked"
+                "no version references it: left by hand or by an old run; rsmirror repair moves it to quarantine/"
             }
             Class::Catalog => "the catalog is damaged or inconsistent: restore catalog.sqlite from a backup",
             Class::Source => {
