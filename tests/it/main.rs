@@ -7,6 +7,7 @@ mod baseline;
 mod busy;
 mod cli;
 mod corpus;
+mod corruption;
 mod dump;
 mod dump_reader;
 mod export;
