@@ -193,11 +193,12 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     let earlier = check_dest(&o.dest, o.format)?;
     let (own, record_path, incomplete) = own_files(&o.dest, o.format);
     std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
-    std::fs::write(
-        &incomplete,
-        "This export is not finished: run the same rsmirror export again to finish it.\n",
-    )
-    .map_err(|e| StoreError::io("writing", &incomplete, e))?;
+    if incomplete.exists() {
+        // An earlier export of this DEST was stopped: the files it was writing go.
+        sweep_temporaries(&o.dest)?;
+    }
+    // The record first (written whole, by a rename), then the flag: an export killed at any
+    // point leaves DEST recognisably its own.
     let mut record = Record {
         format: o.format.name().into(),
         rsmirror_version: env!("CARGO_PKG_VERSION").into(),
@@ -210,6 +211,11 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         finished_at: None,
     };
     write_record(&record_path, &record)?;
+    std::fs::write(
+        &incomplete,
+        "This export is not finished: run the same rsmirror export again to finish it.\n",
+    )
+    .map_err(|e| StoreError::io("writing", &incomplete, e))?;
     let walk = tree::Walk {
         reader: &reader,
         mirror,
@@ -284,6 +290,47 @@ fn own_files(dest: &Path, format: Format) -> (PathBuf, PathBuf, PathBuf) {
     }
 }
 
+/// Remove the temporary files an export stopped midway left (`.rsmirror-tmp-*` beside the
+/// files it places, `*.rsmirror-tmp` beside the documents it writes). A resource that happened
+/// to have such a name is placed again by the export that follows.
+fn sweep_temporaries(dir: &Path) -> Result<(), StoreError> {
+    for e in std::fs::read_dir(dir).map_err(|e| StoreError::io("reading", dir, e))? {
+        let e = e.map_err(|e| StoreError::io("reading", dir, e))?;
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let kind = e
+            .file_type()
+            .map_err(|e| StoreError::io("reading", &path, e))?;
+        if kind.is_dir() {
+            sweep_temporaries(&path)?;
+        } else if name.starts_with(".rsmirror-tmp-") || name.ends_with(".rsmirror-tmp") {
+            std::fs::remove_file(&path).map_err(|e| StoreError::io("removing", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// DEST holds nothing but what an export makes before its record is in place: its own
+/// (empty) folder, or a record being written.
+fn only_a_started_record(dest: &Path) -> bool {
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let top = names(dest);
+    let ocfl_started = top.iter().all(|n| n == "rsmirror-export.json.tmp");
+    let own_started = top == [paths::OWN]
+        && names(&dest.join(paths::OWN))
+            .iter()
+            .all(|n| n == "export.json.tmp");
+    ocfl_started || own_started
+}
+
 fn write_record(path: &Path, record: &Record) -> Result<(), StoreError> {
     let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(record).expect("serialisable");
@@ -311,6 +358,10 @@ fn check_dest(dest: &Path, format: Format) -> Result<bool, Error> {
         Err(e) => return Err(StoreError::io("reading", dest, e).into()),
     };
     if entries.next().is_none() {
+        return Ok(false);
+    }
+    if only_a_started_record(dest) {
+        // An export killed before its record was in place: nothing but its own beginnings.
         return Ok(false);
     }
     let found: Option<Record> = [Format::Tree, Format::Ocfl]

@@ -489,6 +489,24 @@ fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
         b"not ours"
     );
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+
+    // An export killed before its record was written left only its own folder: accepted.
+    let started = dir.path().join("started");
+    std::fs::create_dir_all(started.join(".rsmirror-export")).unwrap();
+    std::fs::write(started.join(".rsmirror-export/export.json.tmp"), b"{\"form").unwrap();
+    run_ok(
+        &["export", "tree", started.to_str().unwrap()],
+        mirror.path(),
+    );
+    // One killed while it placed files left a temporary file and INCOMPLETE: the next run
+    // removes the temporary file and finishes.
+    let host = src.srv.base().trim_start_matches("http://").to_string();
+    let stale = tree.join(&host).join("res/.rsmirror-tmp-99999-1");
+    std::fs::write(&stale, b"half a file").unwrap();
+    std::fs::write(tree.join(".rsmirror-export/INCOMPLETE"), b"").unwrap();
+    run_ok(&["export", "tree", tree.to_str().unwrap()], mirror.path());
+    assert!(!stale.exists());
+    assert!(!tree.join(".rsmirror-export/INCOMPLETE").exists());
 }
 
 /// Every record of the WARC files in `dest` (in file order), read back by warcio's

@@ -8,6 +8,7 @@ mod busy;
 mod cli;
 mod corpus;
 mod corruption;
+mod crash;
 mod dump;
 mod dump_reader;
 mod export;
