@@ -136,7 +136,7 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
     let dir = tempfile::tempdir().unwrap();
     let mirror = dir.path().join("m");
     let mut round = 0u64;
-    let mut publish =
+    let publish =
         |round: u64, changed: &[&str]| -> (String, std::collections::BTreeMap<String, String>) {
             let at = format!("2026-03-01T00:{:02}:{:02}Z", round / 60, round % 60);
             let mut entries = Vec::new();
