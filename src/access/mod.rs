@@ -435,6 +435,19 @@ pub struct Filter {
     pub deleted: bool,
 }
 
+impl Filter {
+    /// ` AND r.collection_id IN (...)` when the filter names collections (ids: no quoting).
+    fn collection_clause(&self) -> String {
+        match &self.collections {
+            None => String::new(),
+            Some(ids) => {
+                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+                format!(" AND r.collection_id IN ({})", list.join(","))
+            }
+        }
+    }
+}
+
 /// Every resource's state at a point, in URI order, streamed from the catalog's URI index
 /// (one statement: one consistent snapshot). `f` returns `Ok(false)` to stop.
 pub fn each_state(
@@ -453,10 +466,7 @@ pub fn each_state(
     if !filter.deleted {
         sql.push_str(" AND v.change != 'deleted'");
     }
-    if let Some(ids) = &filter.collections {
-        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
-    }
+    sql.push_str(&filter.collection_clause());
     sql.push_str(" ORDER BY r.uri");
     let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt
@@ -493,10 +503,7 @@ pub fn each_version(
          WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND v.run_id <= ?2",
         VersionRow::SELECT
     );
-    if let Some(ids) = &filter.collections {
-        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
-    }
+    sql.push_str(&filter.collection_clause());
     sql.push_str(" ORDER BY v.run_id, v.id");
     let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt
@@ -526,10 +533,7 @@ pub fn each_history(
          AND v.run_id <= ?2",
         VersionRow::SELECT
     );
-    if let Some(ids) = &filter.collections {
-        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-        sql.push_str(&format!(" AND r.collection_id IN ({})", list.join(",")));
-    }
+    sql.push_str(&filter.collection_clause());
     sql.push_str(" ORDER BY r.uri, v.run_id, v.id");
     let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt

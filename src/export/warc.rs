@@ -112,20 +112,28 @@ impl Out<'_> {
             fields.push_str(&format!("isPartOf: {s}\r\n"));
         }
         let date = crate::export::micros(&jiff::Timestamp::now().to_string());
+        let headers = format!(
+            "WARC-Record-ID: {}\r\nWARC-Date: {date}\r\nWARC-Filename: {name}\r\n",
+            self.warcinfo
+        );
+        self.fields_record("warcinfo", &headers, &fields)?;
+        Ok(())
+    }
+
+    /// A record whose block is `application/warc-fields` (warcinfo, metadata): `headers` are
+    /// its own, each ending in CRLF.
+    fn fields_record(&mut self, kind: &str, headers: &str, fields: &str) -> Result<(), Error> {
         let head = format!(
-            "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: {}\r\nWARC-Date: {date}\r\n\
-             WARC-Filename: {name}\r\nContent-Type: application/warc-fields\r\n\
+            "WARC/1.1\r\nWARC-Type: {kind}\r\n{headers}Content-Type: application/warc-fields\r\n\
              WARC-Block-Digest: sha256:{}\r\nContent-Length: {}\r\n\r\n",
-            self.warcinfo,
             hex::encode(Sha256::digest(fields.as_bytes())),
             fields.len()
         );
         self.member(
             head.as_bytes(),
-            &mut io::Cursor::new(fields.into_bytes()),
+            &mut io::Cursor::new(fields.as_bytes().to_vec()),
             None,
-        )?;
-        Ok(())
+        )
     }
 
     /// One record as one gzip member: `head`, the block from `body`, and the record's end.
@@ -196,20 +204,12 @@ impl Out<'_> {
         let id = record_id(&[uri, &v.version.to_string()]);
         if v.deleted() {
             let fields = format!("deleted: {date}\r\nrun: {}\r\n", v.run);
-            let head = format!(
-                "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
-                 WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\n\
-                 Content-Type: application/warc-fields\r\nWARC-Block-Digest: sha256:{}\r\n\
-                 Content-Length: {}\r\n\r\n",
-                self.warcinfo,
-                hex::encode(Sha256::digest(fields.as_bytes())),
-                fields.len()
+            let headers = format!(
+                "WARC-Record-ID: {id}\r\nWARC-Date: {date}\r\nWARC-Target-URI: {uri}\r\n\
+                 WARC-Warcinfo-ID: {}\r\n",
+                self.warcinfo
             );
-            self.member(
-                head.as_bytes(),
-                &mut io::Cursor::new(fields.into_bytes()),
-                None,
-            )?;
+            self.fields_record("metadata", &headers, &fields)?;
             return Ok(0);
         }
         let (mut object, _, relative) = open_object(mirror, uri, v)?;

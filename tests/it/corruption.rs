@@ -19,26 +19,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A small deterministic generator (xorshift64*), so a failing copy can be run again.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn hex(&mut self) -> String {
-        (0..4).map(|_| format!("{:016x}", self.next())).collect()
-    }
-}
-
 /// One object of the clean mirror.
 #[derive(Clone, Debug)]
 struct Obj {
@@ -168,7 +148,7 @@ fn inject(
         if candidates.is_empty() {
             return None;
         }
-        Some(free.swap_remove(candidates[rng.below(candidates.len())]))
+        Some(free.swap_remove(candidates[rng.pick(candidates.len())]))
     };
     let conn = Connection::open(m.join("catalog.sqlite")).unwrap();
     let mut expect = Vec::new();
@@ -176,15 +156,15 @@ fn inject(
     // checkpoint them into the catalog).
     let mut lost: Vec<String> = Vec::new();
     for _ in 0..k {
-        let kind = rng.below(9);
+        let kind = rng.pick(9);
         match kind {
             0 => {
                 let Some(o) = take(rng, true) else { continue };
                 let p = object_path(m, &o.sha);
                 writable(&p);
                 let mut b = std::fs::read(&p).unwrap();
-                let at = rng.below(b.len());
-                b[at] ^= 1 << rng.below(8);
+                let at = rng.pick(b.len());
+                b[at] ^= 1 << rng.pick(8);
                 std::fs::write(&p, b).unwrap();
                 expect.push(Expect::Object(o.sha));
                 *tally.entry("bit flip").or_default() += 1;
@@ -194,7 +174,7 @@ fn inject(
                 let p = object_path(m, &o.sha);
                 writable(&p);
                 let b = std::fs::read(&p).unwrap();
-                std::fs::write(&p, &b[..rng.below(b.len())]).unwrap();
+                std::fs::write(&p, &b[..rng.pick(b.len())]).unwrap();
                 expect.push(Expect::Object(o.sha));
                 *tally.entry("truncation").or_default() += 1;
             }
@@ -219,11 +199,11 @@ fn inject(
             }
             4 => {
                 // A stray: a well-named object nobody references, or any other file.
-                let rel = if rng.below(2) == 0 {
+                let rel = if rng.pick(2) == 0 {
                     let h = rng.hex();
                     format!("objects/sha256/{}/{h}", &h[..2])
                 } else {
-                    format!("objects/sha256/00/stray-{}.tmp", rng.below(1_000_000))
+                    format!("objects/sha256/00/stray-{}.tmp", rng.pick(1_000_000))
                 };
                 let p = m.join(&rel);
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -246,7 +226,7 @@ fn inject(
                 let Some(o) = take(rng, false) else { continue };
                 conn.execute(
                     "UPDATE versions SET length_bytes = length_bytes + ?2 WHERE sha256_hex = ?1",
-                    rusqlite::params![o.sha, 1 + rng.below(1000) as i64],
+                    rusqlite::params![o.sha, 1 + rng.pick(1000) as i64],
                 )
                 .unwrap();
                 expect.push(Expect::Field(o.sha, "length"));
@@ -398,7 +378,7 @@ fn audit_finds_every_fault_that_changes_anything_and_nothing_else() {
                 let db = m.join("catalog.sqlite");
                 let size = std::fs::metadata(&db).unwrap().len() as usize;
                 let mut bytes = std::fs::read(&db).unwrap();
-                let at = 4096 + rng.below(size - 4096 - 64);
+                let at = 4096 + rng.pick(size - 4096 - 64);
                 for b in &mut bytes[at..at + 16] {
                     *b = rng.next() as u8;
                 }
@@ -425,7 +405,7 @@ fn audit_finds_every_fault_that_changes_anything_and_nothing_else() {
                 }
             }
             _ => {
-                let k = 14 + rng.below(20);
+                let k = 14 + rng.pick(20);
                 let expect = inject(&m, &objs, &mut rng, k, &mut tally);
                 faults += expect.len() as u64;
                 let (code, findings, e) = audit(&m);

@@ -15,22 +15,6 @@ use rusqlite::Connection;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 /// Start `args` on the mirror and SIGKILL it after `after` (or let it end first); true when
 /// the kill landed while it ran.
 fn kill_after(mirror: &Path, args: &[&str], after: Duration) -> bool {
@@ -92,20 +76,10 @@ fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-fn ok(mirror: &Path, args: &[&str]) {
-    let out = rsmirror()
-        .args(args)
-        .arg("--mirror")
-        .arg(mirror)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
-}
-
 /// After a re-run: the mirror is the source, and every version's object is clean.
 fn converged(mirror: &Path, want: &std::collections::BTreeMap<String, String>) {
     assert_eq!(&current(mirror), want);
-    ok(mirror, &["audit", "--offline", "--all-versions", "-q"]);
+    ok_on_mirror(mirror, &["audit", "--offline", "--all-versions", "-q"]);
     // A re-run cleans what an earlier run left in staging/.
     assert!(
         walk_files(&mirror.join("staging")).is_empty(),
@@ -226,18 +200,18 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
         match command {
             "baseline" | "incremental" | "repair" | "audit" => {
                 let started = Instant::now();
-                ok(&mirror, &argv);
+                ok_on_mirror(&mirror, &argv);
                 lengths.insert(command, started.elapsed().as_millis() as u64);
                 invariants(&mirror, &at);
-                ok(&mirror, &["baseline", &list, "-q"]);
+                ok_on_mirror(&mirror, &["baseline", &list, "-q"]);
                 converged(&mirror, &want);
             }
             _ => {
                 if !mirror.join("catalog.sqlite").exists() {
-                    ok(&mirror, &["baseline", &list, "-q"]);
+                    ok_on_mirror(&mirror, &["baseline", &list, "-q"]);
                 }
                 let started = Instant::now();
-                ok(&mirror, &argv);
+                ok_on_mirror(&mirror, &argv);
                 lengths.insert(command, started.elapsed().as_millis() as u64);
                 assert!(!export_dest.join(".rsmirror-export/INCOMPLETE").exists());
                 let files = walk_files(&export_dest.join("data"));

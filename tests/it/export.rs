@@ -107,15 +107,9 @@ impl Source {
     }
 }
 
+/// stderr of a command on the mirror that must succeed.
 fn run_ok(args: &[&str], mirror: &Path) -> String {
-    let out = rsmirror()
-        .args(args)
-        .arg("--mirror")
-        .arg(mirror)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
-    stderr_of(&out)
+    ok_on_mirror(mirror, args).1
 }
 
 /// Every file under `root` (relative, `/`-separated) with its bytes, the export's own folder
@@ -620,7 +614,8 @@ fn warc_files_hold_every_state_and_warcio_reads_them_back() {
             .collect();
         assert_eq!(got, want);
         // WARC-Date: when the state arrived (the start of its run), to the microsecond.
-        let runs: Vec<serde_json::Value> = run_ok_stdout(&["log", "--json"], mirror.path())
+        let runs: Vec<serde_json::Value> = ok_on_mirror(mirror.path(), &["log", "--json"])
+            .0
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -699,17 +694,6 @@ fn warc_files_hold_every_state_and_warcio_reads_them_back() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
-}
-
-fn run_ok_stdout(args: &[&str], mirror: &Path) -> String {
-    let out = rsmirror()
-        .args(args)
-        .arg("--mirror")
-        .arg(mirror)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
-    stdout_of(&out)
 }
 
 fn ocfl_validate(root: &Path) {

@@ -22,15 +22,6 @@ fn overwrite(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-fn run(mirror: &Path, args: &[&str]) -> std::process::Output {
-    rsmirror()
-        .args(args)
-        .arg("--mirror")
-        .arg(mirror)
-        .output()
-        .unwrap()
-}
-
 fn text(i: usize) -> Vec<u8> {
     format!("resource {i}, as mirrored\n").into_bytes()
 }
@@ -72,7 +63,7 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
     std::fs::write(&stray, b"nobody's\n").unwrap();
 
     // A dry run names everything and changes nothing.
-    let out = run(&mirror, &["repair", "--dry-run"]);
+    let out = on_mirror(&mirror, &["repair", "--dry-run"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let plan = stdout_of(&out);
     assert_eq!(plan.lines().count(), 5, "{plan}");
@@ -86,7 +77,7 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
     assert!(stray.exists());
 
     // From the source: r1 and r2; r3 and r4 cannot be had (the source serves other bytes).
-    let out = run(&mirror, &["repair", "--json"]);
+    let out = on_mirror(&mirror, &["repair", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["damaged"], 4);
@@ -128,17 +119,20 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
         "{records:?}"
     );
     // The repair run is in the log with what it did.
-    let runs = stdout_of(&run(&mirror, &["log", "--json"]));
+    let runs = stdout_of(&on_mirror(&mirror, &["log", "--json"]));
     let last: serde_json::Value = serde_json::from_str(runs.lines().next().unwrap()).unwrap();
     assert_eq!(last["command"], "repair");
     assert_eq!(last["exit_code"], 1);
-    let shown = stdout_of(&run(&mirror, &["log", "--run", &last["run"].to_string()]));
+    let shown = stdout_of(&on_mirror(
+        &mirror,
+        &["log", "--run", &last["run"].to_string()],
+    ));
     assert!(shown.contains("repaired"), "{shown}");
     assert!(shown.contains("unrepaired"), "{shown}");
     assert!(shown.contains("quarantined"), "{shown}");
 
     // From the backup: r3; r4's copy is damaged too and is refused.
-    let out = run(
+    let out = on_mirror(
         &mirror,
         &[
             "repair",
@@ -154,7 +148,7 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
     assert_eq!(std::fs::read(object(&mirror, &text(3))).unwrap(), text(3));
 
     // An offline audit now finds only r4.
-    let out = run(&mirror, &["audit", "--offline", "--json", "--all-versions"]);
+    let out = on_mirror(&mirror, &["audit", "--offline", "--json", "--all-versions"]);
     assert_eq!(out.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let bad: Vec<String> = doc["findings"]
@@ -168,15 +162,15 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
 
     // --from-audit: what that audit found, checked again; r5 damaged since is not in it.
     overwrite(&object(&mirror, &text(5)), b"rot\n");
-    let out = run(&mirror, &["repair", "--from-audit", "--json"]);
+    let out = on_mirror(&mirror, &["repair", "--from-audit", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["damaged"], 1, "{s}");
     // With r4's good bytes back at the source, a repair finishes the job.
     t.put("r4", &text(4));
-    let out = run(&mirror, &["repair"]);
+    let out = on_mirror(&mirror, &["repair"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let out = run(&mirror, &["audit", "--offline", "--all-versions"]);
+    let out = on_mirror(&mirror, &["audit", "--offline", "--all-versions"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_consistent(&mirror);
 }

@@ -400,3 +400,50 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// `rsmirror ARGS --mirror MIRROR`, run to its end.
+pub fn on_mirror(mirror: &Path, args: &[&str]) -> std::process::Output {
+    rsmirror()
+        .args(args)
+        .arg("--mirror")
+        .arg(mirror)
+        .output()
+        .unwrap()
+}
+
+/// [`on_mirror`] that must exit 0: its stdout and stderr.
+pub fn ok_on_mirror(mirror: &Path, args: &[&str]) -> (String, String) {
+    let out = on_mirror(mirror, args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+    (stdout_of(&out), stderr_of(&out))
+}
+
+/// A small deterministic generator (xorshift64*) for the fault matrices: a seed names a run
+/// that can be repeated.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// An index below `n` (0 when `n` is 0).
+    pub fn pick(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// 64 random hex digits.
+    pub fn hex(&mut self) -> String {
+        (0..4).map(|_| format!("{:016x}", self.next())).collect()
+    }
+}
