@@ -160,7 +160,8 @@ fn object(
         std::fs::create_dir_all(&obj).map_err(|e| StoreError::io("creating", &obj, e))?;
         write(&obj.join("0=ocfl_object_1.1"), b"ocfl_object_1.1\n")?;
     }
-    let mut placer = Placer::new(walk.mirror, &obj, link);
+    // New version folders: direct (a file already there is replaced the careful way).
+    let mut placer = Placer::new(walk.mirror, &obj, link, true);
     for (i, v) in history.iter().enumerate().skip(held) {
         let name = format!("v{}", i + 1);
         let mut state = Map::new();

@@ -224,7 +224,7 @@ pub fn export(
         File::create(&new_map).map_err(|e| StoreError::io("creating", &new_map, e))?,
     );
     let mut old = OldMap::open(own, earlier)?;
-    let mut placer = Placer::new(walk.mirror, root, link);
+    let mut placer = Placer::new(walk.mirror, root, link, !earlier);
     each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
         let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
             return Ok(true);
@@ -299,30 +299,52 @@ pub struct Placer {
     no_reflink: bool,
     /// Hard links failed once (another file system): copies from then on.
     no_hard_link: bool,
+    /// Files go straight to their names, made exclusively (nothing was there before: a first
+    /// export); else under a temporary name, renamed over what is there.
+    direct: bool,
+    /// The folder made last (files come in URI order: most share their folder).
+    made: PathBuf,
     counter: u64,
     buf: Vec<u8>,
 }
 
 impl Placer {
-    pub fn new(mirror: &Path, root: &Path, link: Link) -> Placer {
+    pub fn new(mirror: &Path, root: &Path, link: Link, direct: bool) -> Placer {
         Placer {
             mirror: mirror.to_path_buf(),
             root: root.to_path_buf(),
             link,
             no_reflink: false,
             no_hard_link: false,
+            direct,
+            made: PathBuf::new(),
             counter: 0,
             buf: vec![0; 256 * 1024],
         }
     }
 
-    /// Put the bytes of `v` at `path` under the root (a temporary name, then a rename).
+    /// Put the bytes of `v` at `path` under the root.
     pub fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
         let dest = self.root.join(path);
-        let folder = dest.parent().unwrap_or(&self.root).to_path_buf();
-        std::fs::create_dir_all(&folder).map_err(|e| StoreError::io("creating", &folder, e))?;
+        let folder = dest.parent().unwrap_or(&self.root);
+        if folder != self.made {
+            std::fs::create_dir_all(folder).map_err(|e| StoreError::io("creating", folder, e))?;
+            self.made = folder.to_path_buf();
+        }
+        if self.direct {
+            match self.write(uri, v, &dest) {
+                Ok(()) => return Ok(()),
+                // Something is there after all: replace it the careful way.
+                Err(Error::Store(StoreError::Io { source, .. }))
+                    if source.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    let _ = std::fs::remove_file(&dest);
+                    return Err(e);
+                }
+            }
+        }
         self.counter += 1;
-        let tmp = folder.join(format!(
+        let tmp = self.made.join(format!(
             ".rsmirror-tmp-{}-{}",
             std::process::id(),
             self.counter
@@ -331,29 +353,36 @@ impl Placer {
             std::fs::rename(&tmp, &dest)
                 .map_err(|e| Error::from(StoreError::io("placing the file", &dest, e)))
         });
-        // A rename onto a hard link of the same object does nothing and leaves `tmp`.
-        let _ = std::fs::remove_file(&tmp);
+        // A failure, or a rename onto a hard link of the same object (which does nothing),
+        // leaves `tmp`.
+        if result.is_err() || self.link != Link::Copy {
+            let _ = std::fs::remove_file(&tmp);
+        }
         result
     }
 
-    fn write(&mut self, uri: &str, v: &VersionRow, tmp: &Path) -> Result<(), Error> {
+    /// Write the state's bytes as a new file `to` (never replacing one).
+    fn write(&mut self, uri: &str, v: &VersionRow, to: &Path) -> Result<(), Error> {
         let (mut object, object_path, relative) = open_object(&self.mirror, uri, v)?;
         if matches!(self.link, Link::Auto) && !self.no_reflink {
-            match reflink(&object, tmp) {
-                Ok(()) => {
+            match reflink(&object, to) {
+                Ok(clone) => {
                     self.verify(&mut object, &object_path, uri, v, &relative)?;
-                    set_mtime(tmp, v);
+                    set_mtime(&clone, v);
                     return Ok(());
                 }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(StoreError::io("creating", to, e).into());
+                }
                 Err(_) => {
-                    let _ = std::fs::remove_file(tmp);
+                    let _ = std::fs::remove_file(to);
                     self.no_reflink = true;
                 }
             }
         }
         if matches!(self.link, Link::Hard | Link::Auto) && !self.no_hard_link {
             self.verify(&mut object, &object_path, uri, v, &relative)?;
-            match std::fs::hard_link(&object_path, tmp) {
+            match std::fs::hard_link(&object_path, to) {
                 Ok(()) => return Ok(()),
                 // Another file system: copies from here on (auto), or an error (hard).
                 Err(e) if self.link == Link::Auto && e.kind() == io::ErrorKind::CrossesDevices => {
@@ -362,15 +391,18 @@ impl Placer {
                         .map_err(|e| StoreError::io("reading the object", &object_path, e))?;
                 }
                 Err(e) => {
-                    return Err(StoreError::io("hard-linking the object to", tmp, e).into());
+                    return Err(StoreError::io("hard-linking the object to", to, e).into());
                 }
             }
         }
-        let mut out = File::create(tmp).map_err(|e| StoreError::io("creating", tmp, e))?;
-        let got = crate::access::copy_hashing(&mut object, &mut out, &object_path, tmp)?;
+        let mut out = File::options()
+            .write(true)
+            .create_new(true)
+            .open(to)
+            .map_err(|e| StoreError::io("creating", to, e))?;
+        let got = crate::access::copy_hashing(&mut object, &mut out, &object_path, to)?;
         crate::access::check(uri, v, &relative, &got)?;
-        drop(out);
-        set_mtime(tmp, v);
+        set_mtime(&out, v);
         Ok(())
     }
 
@@ -404,31 +436,27 @@ impl Placer {
 }
 
 /// The file's time: the source's lastmod, when it gave one.
-fn set_mtime(path: &Path, v: &VersionRow) {
-    let Some(t) = v
+fn set_mtime(file: &File, v: &VersionRow) {
+    if let Some(t) = v
         .lastmod
         .as_deref()
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-    else {
-        return;
-    };
-    let when = std::time::SystemTime::from(t);
-    if let Ok(f) = File::options().write(true).open(path) {
-        let _ = f.set_modified(when);
+    {
+        let _ = file.set_modified(std::time::SystemTime::from(t));
     }
 }
 
-/// A copy-on-write clone of `object` at `dest` (Linux `FICLONE`).
-fn reflink(object: &File, dest: &Path) -> io::Result<()> {
+/// A copy-on-write clone of `object`, a new file at `dest` (Linux `FICLONE`).
+fn reflink(object: &File, dest: &Path) -> io::Result<File> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
         const FICLONE: libc::c_ulong = 0x4004_9409;
-        let out = File::create(dest)?;
+        let out = File::options().write(true).create_new(true).open(dest)?;
         // SAFETY: two open file descriptors; the ioctl reads the second's extents.
         let rc = unsafe { libc::ioctl(out.as_raw_fd(), FICLONE as _, object.as_raw_fd()) };
         if rc == 0 {
-            return Ok(());
+            return Ok(out);
         }
         Err(io::Error::last_os_error())
     }
