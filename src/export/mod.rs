@@ -180,6 +180,12 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         _ => None,
     };
     let reader = Reader::open(mirror)?;
+    // One read transaction for the whole export: its walks of the catalog see one snapshot,
+    // whatever a run beside it commits meanwhile.
+    reader
+        .conn()
+        .execute_batch("BEGIN")
+        .map_err(StoreError::from)?;
     let point = reader.point(o.at.as_ref())?;
     // Now is the newest run: the record names a point that stays the same.
     let run = point
