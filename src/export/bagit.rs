@@ -100,8 +100,19 @@ pub fn export(
     let mut lines = String::new();
     for tag in tags {
         let path = dest.join(tag);
-        let bytes = std::fs::read(&path).map_err(|e| StoreError::io("reading", &path, e))?;
-        lines.push_str(&format!("{}  {tag}\n", hex::encode(Sha256::digest(&bytes))));
+        // Streamed: a manifest of a million files is over 100 MB.
+        let mut hasher = Sha256::new();
+        let mut f = File::open(&path).map_err(|e| StoreError::io("reading", &path, e))?;
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            match std::io::Read::read(&mut f, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StoreError::io("reading", &path, e).into()),
+            }
+        }
+        lines.push_str(&format!("{}  {tag}\n", hex::encode(hasher.finalize())));
     }
     write_file(&tagmanifest, &lines)?;
     Ok(())
