@@ -426,12 +426,5 @@ fn audit_finds_every_fault_that_changes_anything_and_nothing_else() {
          {detected} found, {harmless} proven harmless, 0 missed, 0 false findings, 0 panics \
          (seed {seed}); by kind: {tally:?}"
     );
-    eprintln!("{line}");
-    // For .ci/run, which prints the tallies after the tests.
-    let tallies = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reliability-tallies.txt");
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(tallies)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+    record_tally(&line);
 }

@@ -233,13 +233,7 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
         "crash matrix: {done} SIGKILLs at random moments ({landed} while the run ran), every \
          re-run finished, 0 invariant broken; by command (kills, landed): {tally:?}"
     );
-    eprintln!("{line}");
-    let tallies = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reliability-tallies.txt");
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(tallies)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+    record_tally(&line);
     assert!(
         landed * 2 >= done,
         "most kills must land while the run runs: {tally:?}"

@@ -107,6 +107,28 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The odd resources published and mirrored (run 1); then one updated (`plain.txt`) and
+    /// one deleted (`a b.txt`), followed by a baseline with --delete (run 2). The mirror and
+    /// what the source holds at the end.
+    fn mirrored_twice(&self) -> (tempfile::TempDir, Vec<(&'static str, Vec<u8>)>) {
+        let mut resources = odd();
+        self.publish("2026-03-01T00:00:00Z", &resources);
+        let mirror = tempfile::tempdir().unwrap();
+        let out = baseline(&self.list(), mirror.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        resources.retain(|(p, _)| *p != "/res/a%20b.txt");
+        resources[0].1 = b"plain, changed\n".to_vec();
+        self.publish("2026-03-02T00:00:00Z", &resources);
+        let out = baseline(&self.list(), mirror.path())
+            .args(["--delete", "--force-delete"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        (mirror, resources)
+    }
+}
+
 /// stderr of a command on the mirror that must succeed.
 fn run_ok(args: &[&str], mirror: &Path) -> String {
     ok_on_mirror(mirror, args).1
@@ -571,19 +593,7 @@ fn warcio_check(dest: &Path) {
 #[test]
 fn warc_files_hold_every_state_and_warcio_reads_them_back() {
     let src = Source::new();
-    let mut resources = odd();
-    src.publish("2026-03-01T00:00:00Z", &resources);
-    let mirror = tempfile::tempdir().unwrap();
-    let out = baseline(&src.list(), mirror.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    resources.retain(|(p, _)| *p != "/res/a%20b.txt");
-    resources[0].1 = b"plain, changed\n".to_vec();
-    src.publish("2026-03-02T00:00:00Z", &resources);
-    let out = baseline(&src.list(), mirror.path())
-        .args(["--delete", "--force-delete"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (mirror, resources) = src.mirrored_twice();
     let dir = tempfile::tempdir().unwrap();
 
     // The current state: one resource record per resource, in URI order, the bytes the
@@ -724,19 +734,7 @@ fn inventory(root: &Path, uri: &str) -> (PathBuf, serde_json::Value) {
 #[test]
 fn an_ocfl_root_holds_every_version_and_grows_by_appending() {
     let src = Source::new();
-    let mut resources = odd();
-    src.publish("2026-03-01T00:00:00Z", &resources);
-    let mirror = tempfile::tempdir().unwrap();
-    let out = baseline(&src.list(), mirror.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    resources.retain(|(p, _)| *p != "/res/a%20b.txt");
-    resources[0].1 = b"plain, changed\n".to_vec();
-    src.publish("2026-03-02T00:00:00Z", &resources);
-    let out = baseline(&src.list(), mirror.path())
-        .args(["--delete", "--force-delete"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (mirror, _) = src.mirrored_twice();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ocfl");
 

@@ -447,3 +447,14 @@ impl Rng {
         (0..4).map(|_| format!("{:016x}", self.next())).collect()
     }
 }
+
+/// Print a fault suite's tally and add it to the file `.ci/run` prints after the tests.
+pub fn record_tally(line: &str) {
+    eprintln!("{line}");
+    let tallies = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reliability-tallies.txt");
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(tallies)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+}
