@@ -61,8 +61,8 @@ pub enum Command {
     #[command(after_help = reading_help())]
     Status(StatusArgs),
     /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
-    /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag), warc (WARC 1.1 resource records) or
-    /// ocfl (an OCFL 1.1 storage root, every version) or resourcesync (the tree and the
+    /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag), warc (WARC 1.1 resource records),
+    /// ocfl (an OCFL 1.1 storage root, every version), or resourcesync (the tree and the
     /// ResourceSync documents that make DEST a source, served at --base-url).
     /// Reads the catalog and objects only and checks every object's bytes as it writes them.
     #[command(after_help = reading_help())]
