@@ -22,17 +22,18 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let (resource_id, uri) = reader.resource(&o.url)?;
     let v = choose(&reader, resource_id, &uri, o)?;
     let (mut file, object, relative) = open_object(mirror, &uri, &v)?;
+    let mut buf = vec![0u8; crate::access::COPY_BUFFER];
     match &o.output {
         None => {
             let stdout = io::stdout();
             let mut out = stdout.lock();
-            let got = copy_hashing(&mut file, &mut out, &object, Path::new("stdout"))?;
+            let got = copy_hashing(&mut file, &mut out, &mut buf, &object, Path::new("stdout"))?;
             check(&uri, &v, &relative, &got)
         }
         Some(path) if path.as_os_str() == "-" => {
             let stdout = io::stdout();
             let mut out = stdout.lock();
-            let got = copy_hashing(&mut file, &mut out, &object, Path::new("stdout"))?;
+            let got = copy_hashing(&mut file, &mut out, &mut buf, &object, Path::new("stdout"))?;
             check(&uri, &v, &relative, &got)
         }
         Some(path) => {
@@ -43,7 +44,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
                     .create_new(true)
                     .open(&tmp)
                     .map_err(|e| StoreError::io("creating", &tmp, e))?;
-                let got = copy_hashing(&mut file, &mut dest, &object, &tmp)?;
+                let got = copy_hashing(&mut file, &mut dest, &mut buf, &object, &tmp)?;
                 check(&uri, &v, &relative, &got)?;
                 dest.sync_all()
                     .map_err(|e| StoreError::io("writing", &tmp, e))?;

@@ -1,9 +1,10 @@
 //! `rsmirror ls`: the resources present at a point, sorted by URI, streamed from the catalog's
 //! URI index (the first line comes at once; memory stays flat however many there are).
 
-use crate::access::{each_state, shown_time, Filter, Out, Reader, VersionRow, When};
-use crate::error::{Error, UsageError};
-use crate::store::StoreError;
+use crate::access::{
+    collection_ids, each_state, shown_time, Filter, Out, Reader, VersionRow, When,
+};
+use crate::error::Error;
 
 pub struct Options {
     pub prefix: Option<String>,
@@ -87,40 +88,4 @@ fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
     };
     let lastmod = v.lastmod.as_deref().unwrap_or("-");
     format!("{length:>12}  {lastmod:<20}  {sha:<12}  {arrived}  {uri}")
-}
-
-/// The collections `--collection` names: one by its exact name, or every section of an SCP
-/// source given by its URL.
-pub fn collection_ids(reader: &Reader, name: &str) -> Result<Vec<i64>, Error> {
-    let mut stmt = reader
-        .conn()
-        .prepare("SELECT id, name FROM collections ORDER BY name")
-        .map_err(StoreError::from)?;
-    let all: Vec<(i64, String)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .map_err(StoreError::from)?
-        .collect::<Result<_, _>>()
-        .map_err(StoreError::from)?;
-    if let Some((id, _)) = all.iter().find(|(_, n)| n == name) {
-        return Ok(vec![*id]);
-    }
-    let sections = format!("{name}#scp-section=");
-    let ids: Vec<i64> = all
-        .iter()
-        .filter(|(_, n)| n.starts_with(&sections))
-        .map(|(id, _)| *id)
-        .collect();
-    if !ids.is_empty() {
-        return Ok(ids);
-    }
-    let names: Vec<&str> = all.iter().map(|(_, n)| n.as_str()).collect();
-    Err(UsageError(format!(
-        "--collection {name}: the mirror has no such collection; it has: {}",
-        if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        }
-    ))
-    .into())
 }

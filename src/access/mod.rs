@@ -259,6 +259,42 @@ impl Reader {
     }
 }
 
+/// The collections `--collection` names: one by its exact name, or every section of an SCP
+/// source given by its URL.
+pub fn collection_ids(reader: &Reader, name: &str) -> Result<Vec<i64>, Error> {
+    let mut stmt = reader
+        .conn()
+        .prepare("SELECT id, name FROM collections ORDER BY name")
+        .map_err(StoreError::from)?;
+    let all: Vec<(i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(StoreError::from)?
+        .collect::<Result<_, _>>()
+        .map_err(StoreError::from)?;
+    if let Some((id, _)) = all.iter().find(|(_, n)| n == name) {
+        return Ok(vec![*id]);
+    }
+    let sections = format!("{name}#scp-section=");
+    let ids: Vec<i64> = all
+        .iter()
+        .filter(|(_, n)| n.starts_with(&sections))
+        .map(|(id, _)| *id)
+        .collect();
+    if !ids.is_empty() {
+        return Ok(ids);
+    }
+    let names: Vec<&str> = all.iter().map(|(_, n)| n.as_str()).collect();
+    Err(UsageError(format!(
+        "--collection {name}: the mirror has no such collection; it has: {}",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+    .into())
+}
+
 /// Levenshtein distance by characters (for suggestions; the strings are URLs).
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -362,18 +398,22 @@ pub struct Got {
     pub length: u64,
 }
 
-/// Copy an object's bytes, hashing them on the way.
+/// The buffer [`copy_hashing`] reads through: callers that copy many objects keep one.
+pub const COPY_BUFFER: usize = 256 * 1024;
+
+/// Copy an object's bytes through `buf`, hashing them on the way (to `io::sink()`: only
+/// hash them).
 pub fn copy_hashing(
     from: &mut impl Read,
     to: &mut impl Write,
+    buf: &mut [u8],
     object: &Path,
     dest: &Path,
 ) -> Result<Got, Error> {
     let mut hasher = Sha256::new();
     let mut length = 0u64;
-    let mut buf = vec![0u8; 256 * 1024];
     loop {
-        let n = match from.read(&mut buf) {
+        let n = match from.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -194,7 +194,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     let point = Point { run: Some(run) };
     let collections = match &o.collection {
         None => None,
-        Some(c) => Some(crate::access::ls::collection_ids(&reader, c)?),
+        Some(c) => Some(crate::access::collection_ids(&reader, c)?),
     };
     let earlier = check_dest(&o.dest, o.format)?;
     let (own, record_path, incomplete) = own_files(&o.dest, o.format);

@@ -13,10 +13,9 @@ use crate::error::Error;
 use crate::export::paths::{self, Natural};
 use crate::export::{Link, Summary};
 use crate::store::StoreError;
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// What to walk.
@@ -319,7 +318,7 @@ impl Placer {
             direct,
             made: PathBuf::new(),
             counter: 0,
-            buf: vec![0; 256 * 1024],
+            buf: vec![0; crate::access::COPY_BUFFER],
         }
     }
 
@@ -400,7 +399,8 @@ impl Placer {
             .create_new(true)
             .open(to)
             .map_err(|e| StoreError::io("creating", to, e))?;
-        let got = crate::access::copy_hashing(&mut object, &mut out, &object_path, to)?;
+        let got =
+            crate::access::copy_hashing(&mut object, &mut out, &mut self.buf, &object_path, to)?;
         crate::access::check(uri, v, &relative, &got)?;
         set_mtime(&out, v);
         Ok(())
@@ -415,22 +415,13 @@ impl Placer {
         v: &VersionRow,
         relative: &str,
     ) -> Result<(), Error> {
-        let mut hasher = Sha256::new();
-        let mut length = 0u64;
-        loop {
-            let n = match object.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(StoreError::io("reading the object", object_path, e).into()),
-            };
-            hasher.update(&self.buf[..n]);
-            length += n as u64;
-        }
-        let got = crate::access::Got {
-            sha256: hex::encode(hasher.finalize()),
-            length,
-        };
+        let got = crate::access::copy_hashing(
+            object,
+            &mut io::sink(),
+            &mut self.buf,
+            object_path,
+            Path::new("(nowhere: only hashed)"),
+        )?;
         crate::access::check(uri, v, relative, &got)
     }
 }

@@ -355,23 +355,10 @@ fn what(class: &str) -> &'static str {
 }
 
 fn hash_file(path: &Path) -> std::io::Result<Got> {
-    use sha2::Digest as _;
     let mut f = std::fs::File::open(path)?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut length = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        length += n as u64;
-    }
-    Ok(Got {
-        sha256: hex::encode(h.finalize()),
-        length,
-    })
+    let mut buf = vec![0u8; crate::access::COPY_BUFFER];
+    crate::access::copy_hashing(&mut f, &mut std::io::sink(), &mut buf, path, path)
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// The URIs of the versions that name an object (with one of those versions).

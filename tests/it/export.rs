@@ -108,15 +108,22 @@ impl Source {
 }
 
 impl Source {
-    /// The odd resources published and mirrored (run 1); then one updated (`plain.txt`) and
-    /// one deleted (`a b.txt`), followed by a baseline with --delete (run 2). The mirror and
-    /// what the source holds at the end.
-    fn mirrored_twice(&self) -> (tempfile::TempDir, Vec<(&'static str, Vec<u8>)>) {
-        let mut resources = odd();
+    /// The odd resources published and mirrored by a baseline (run 1): the mirror and the
+    /// resources.
+    fn mirrored_once(&self) -> (tempfile::TempDir, Vec<(&'static str, Vec<u8>)>) {
+        let resources = odd();
         self.publish("2026-03-01T00:00:00Z", &resources);
         let mirror = tempfile::tempdir().unwrap();
         let out = baseline(&self.list(), mirror.path()).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        (mirror, resources)
+    }
+
+    /// The odd resources published and mirrored (run 1); then one updated (`plain.txt`) and
+    /// one deleted (`a b.txt`), followed by a baseline with --delete (run 2). The mirror and
+    /// what the source holds at the end.
+    fn mirrored_twice(&self) -> (tempfile::TempDir, Vec<(&'static str, Vec<u8>)>) {
+        let (mirror, mut resources) = self.mirrored_once();
         resources.retain(|(p, _)| *p != "/res/a%20b.txt");
         resources[0].1 = b"plain, changed\n".to_vec();
         self.publish("2026-03-02T00:00:00Z", &resources);
@@ -295,11 +302,7 @@ fn map_of(dest: &Path, url: &str) -> String {
 #[test]
 fn a_bag_validates_and_a_re_export_follows_the_mirror() {
     let src = Source::new();
-    let mut resources = odd();
-    src.publish("2026-03-01T00:00:00Z", &resources);
-    let mirror = tempfile::tempdir().unwrap();
-    let out = baseline(&src.list(), mirror.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (mirror, mut resources) = src.mirrored_once();
     let dir = tempfile::tempdir().unwrap();
     let bag = dir.path().join("bag");
     run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
@@ -400,11 +403,7 @@ fn validate_bag(bag: &Path) {
 #[test]
 fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
     let src = Source::new();
-    let resources = odd();
-    src.publish("2026-03-01T00:00:00Z", &resources);
-    let mirror = tempfile::tempdir().unwrap();
-    let out = baseline(&src.list(), mirror.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (mirror, resources) = src.mirrored_once();
     let sha = sha256(b"plain\n");
     let object = mirror
         .path()
@@ -476,10 +475,7 @@ fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
 #[test]
 fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
     let src = Source::new();
-    src.publish("2026-03-01T00:00:00Z", &odd());
-    let mirror = tempfile::tempdir().unwrap();
-    let out = baseline(&src.list(), mirror.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (mirror, _) = src.mirrored_once();
     let dir = tempfile::tempdir().unwrap();
     let other = dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
@@ -882,11 +878,7 @@ fn traced(second: &Path, base: &str, dest: &Path) -> BTreeMap<String, String> {
 #[test]
 fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
     let src = Source::new();
-    let mut resources = odd();
-    src.publish("2026-03-01T00:00:00Z", &resources);
-    let first = tempfile::tempdir().unwrap();
-    let out = baseline(&src.list(), first.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (first, mut resources) = src.mirrored_once();
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("published");
     std::fs::create_dir(&dest).unwrap();
