@@ -329,6 +329,42 @@ pub struct SourceArgs {
     /// 200:1.
     #[arg(long, default_value_t = crate::rs::sitemap::MAX_DOCUMENT_BYTES, value_name = "BYTES")]
     pub max_document_size: u64,
+    /// Largest resource fetched when the source declares no length (a declared length bounds
+    /// a resource exactly); a body that grows past it is cut off and that resource fails.
+    /// BYTES may end in K, M, G or T (powers of 1024); 0 for no bound.
+    #[arg(long, default_value = "64G", value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_size: u64,
+    /// Cut off (and retry) a transfer that moves fewer than this many bytes a second over a
+    /// --timeout window: a server that trickles cannot hold a run. K, M, G suffixes as above.
+    #[arg(long, default_value = "1K", value_name = "BYTES", value_parser = parse_bytes)]
+    pub min_rate: u64,
+    /// Longest one resource transfer may take, in seconds, however fast it goes (no bound by
+    /// default: --min-rate and --max-size bound it).
+    #[arg(long, value_name = "SECS")]
+    pub max_time: Option<f64>,
+}
+
+/// A byte count: digits, optionally followed by K, M, G or T (powers of 1024, a trailing `B`
+/// or `iB` allowed).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let upper = t.to_ascii_uppercase();
+    let body = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (digits, shift) = match body.chars().last() {
+        Some('K') => (&body[..body.len() - 1], 10),
+        Some('M') => (&body[..body.len() - 1], 20),
+        Some('G') => (&body[..body.len() - 1], 30),
+        Some('T') => (&body[..body.len() - 1], 40),
+        _ => (body, 0),
+    };
+    let n: u64 = digits.trim().parse().map_err(|_| {
+        format!("{s:?} is not a byte count (digits, optionally followed by K, M, G or T)")
+    })?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 #[derive(Debug, Args)]

@@ -137,6 +137,12 @@ impl SourceSettings {
                 maps,
                 max_redirects: 10,
                 credentials: credentials(source, &a.headers)?,
+                max_size: a.max_size,
+                min_rate: a.min_rate,
+                max_time: match a.max_time {
+                    None => None,
+                    Some(t) => Some(secs("max-time", t)?),
+                },
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

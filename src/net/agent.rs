@@ -36,6 +36,14 @@ pub struct HttpConfig {
     pub max_redirects: u32,
     /// Headers for a restricted source (`--header`, `.netrc`), sent only to these hosts.
     pub credentials: Credentials,
+    /// `--max-size`: the most bytes a resource may have when its length is not declared (a
+    /// declared length bounds it exactly); 0 for no bound.
+    pub max_size: u64,
+    /// `--min-rate`: a transfer slower than this many bytes a second over a `timeout` window
+    /// is cut off (and retried).
+    pub min_rate: u64,
+    /// `--max-time`: the longest one resource transfer may take, whatever its rate.
+    pub max_time: Option<Duration>,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -59,7 +67,7 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// The headers for a request to `url`: none unless its host is one of ours.
-    fn for_url(&self, url: &Url) -> &[(String, String)] {
+    pub(crate) fn for_url(&self, url: &Url) -> &[(String, String)] {
         let host = url.host_str().unwrap_or("").to_ascii_lowercase();
         if self.hosts.contains(&host) {
             &self.headers
@@ -80,9 +88,20 @@ impl Default for HttpConfig {
             maps: Vec::new(),
             max_redirects: 10,
             credentials: Credentials::default(),
+            max_size: DEFAULT_MAX_SIZE,
+            min_rate: DEFAULT_MIN_RATE,
+            max_time: None,
         }
     }
 }
+
+/// `--max-size`'s default, 64 GiB: above the largest single files real repositories accept
+/// (Zenodo takes 50 GB per record, Dryad 300 GB per dataset in files of at most 10 GB,
+/// institutional repositories far less), far below what fills an archive's disk unseen.
+pub const DEFAULT_MAX_SIZE: u64 = 64 << 30;
+/// `--min-rate`'s default: 1 KiB/s over the `--timeout` window. A server that sends less is
+/// stalled; even a slow link moves a hundred times more.
+pub const DEFAULT_MIN_RATE: u64 = 1024;
 
 /// `rsmirror/VERSION (ResourceSync Destination)`: what we send when nothing else was configured.
 pub fn default_user_agent() -> String {
@@ -217,9 +236,6 @@ pub struct Http {
     pacing: HostPacing,
     /// The `User-Agent` sent (the configured one, or [`default_user_agent`]).
     user_agent: String,
-    /// No proxy is configured (ureq takes one from the environment): requests may go straight
-    /// to the host, as [`Multi`](crate::net::multi::Multi) sends them.
-    direct: bool,
 }
 
 impl std::fmt::Debug for Http {
@@ -256,7 +272,6 @@ impl Http {
             .user_agent(user_agent.clone())
             .accept_encoding("identity")
             .build();
-        let direct = config.proxy().is_none();
         let resolver = Arc::new(CachingResolver::<
             ureq::unversioned::resolver::DefaultResolver,
         >::default());
@@ -281,7 +296,6 @@ impl Http {
             maps,
             pacing: HostPacing::new(Duration::ZERO),
             user_agent,
-            direct,
         }
     }
 
@@ -311,19 +325,15 @@ impl Http {
         &self.user_agent
     }
 
-    /// Whether a GET of `url` may be sent by [`Multi`](crate::net::multi::Multi), outside
-    /// this agent: plain `http` without credentials in the URL, not under a `--map` prefix,
-    /// no `--delay` to keep, no proxy. The scope is the caller's to check, as for every GET.
-    pub(crate) fn sends_directly(&self, url: &Url) -> bool {
-        self.direct
-            && url.scheme() == "http"
-            && url.host_str().is_some()
-            && url.username().is_empty()
-            && url.password().is_none()
-            && self.pacing.delay.is_zero()
-            && self.map_for(url).is_none()
-            // Credentials go through the one place that decides where they may go.
-            && self.cfg.credentials.headers.is_empty()
+    /// Whether `url` is read from a `--map` folder.
+    pub(crate) fn is_mapped(&self, url: &Url) -> bool {
+        self.map_for(url).is_some()
+    }
+
+    /// `--delay`: reserve the next request slot for `host`, and say when it comes (`None`
+    /// without a delay).
+    pub(crate) fn take_turn(&self, host: &str) -> Option<Instant> {
+        self.pacing.reserve(host)
     }
 
     /// GET with retries and scope-checked redirects; conditional when validators are given.
@@ -359,23 +369,6 @@ impl Http {
         retries: &mut Retries<'_>,
     ) -> Result<DocumentResponse, FetchError> {
         self.follow(url, Hops::new(url), scope, validators, retries)
-    }
-
-    /// [`Http::get_with`] for a GET of `url` whose first response, received elsewhere
-    /// ([`Multi`](crate::net::multi::Multi)), was the redirect `status` to `location`: the
-    /// hop is checked and followed exactly as if this agent had received it.
-    pub(crate) fn get_redirected(
-        &self,
-        url: &Url,
-        status: u16,
-        location: Option<&str>,
-        scope: &Scope,
-        validators: &Validators,
-        retries: &mut Retries<'_>,
-    ) -> Result<DocumentResponse, FetchError> {
-        let mut hops = Hops::new(url);
-        hops.redirect(url, status, location, self.cfg.max_redirects)?;
-        self.follow(url, hops, scope, validators, retries)
     }
 
     fn follow(
@@ -516,7 +509,7 @@ impl Http {
     }
 
     /// Serve `url` from a `--map` folder, when a prefix matches.
-    fn mapped(&self, url: &Url) -> Result<Option<Body>, FetchError> {
+    pub(crate) fn mapped(&self, url: &Url) -> Result<Option<Body>, FetchError> {
         let Some((dir, rest)) = self.map_for(url) else {
             return Ok(None);
         };
@@ -667,7 +660,11 @@ pub(crate) fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
-fn redirect_target(current: &Url, status: u16, location: Option<&str>) -> Result<Url, FetchError> {
+pub(crate) fn redirect_target(
+    current: &Url,
+    status: u16,
+    location: Option<&str>,
+) -> Result<Url, FetchError> {
     let Some(location) = location.filter(|l| !l.is_empty()) else {
         return Err(FetchError::Transport {
             url: current.to_string(),
@@ -750,7 +747,7 @@ pub(crate) fn parse_http_date(value: &str) -> Option<jiff::Timestamp> {
 
 /// A TLS handshake that meets plain HTTP (`https://` given for an http port) fails with
 /// rustls' "corrupt message of type InvalidContentType": say what it means.
-fn tls_hint(url: &Url, message: String) -> String {
+pub(crate) fn tls_hint(url: &Url, message: String) -> String {
     if url.scheme() == "https"
         && (message.contains("InvalidContentType") || message.contains("corrupt message"))
     {
@@ -859,17 +856,21 @@ impl HostPacing {
 
     /// Reserve the next slot for `host` and sleep until it comes.
     fn wait_turn(&self, host: &str) {
+        if let Some(start) = self.reserve(host) {
+            std::thread::sleep(start.saturating_duration_since(Instant::now()));
+        }
+    }
+
+    /// Reserve the next slot for `host`: when it comes (`None` without a delay).
+    fn reserve(&self, host: &str) -> Option<Instant> {
         if self.delay.is_zero() {
-            return;
+            return None;
         }
         let now = Instant::now();
-        let start = {
-            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-            let start = next.get(host).map_or(now, |&t| t.max(now));
-            next.insert(host.to_string(), start + self.delay);
-            start
-        };
-        std::thread::sleep(start.saturating_duration_since(now));
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let start = next.get(host).map_or(now, |&t| t.max(now));
+        next.insert(host.to_string(), start + self.delay);
+        Some(start)
     }
 }
 
@@ -956,6 +957,9 @@ pub(crate) mod test_server {
             maps: Vec::new(),
             max_redirects: 5,
             credentials: Default::default(),
+            max_size: 0,
+            min_rate: 1024,
+            max_time: None,
         }
     }
 

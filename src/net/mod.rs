@@ -5,8 +5,8 @@
 
 pub mod agent;
 pub mod fetch;
-pub mod multi;
 pub mod scope;
+pub mod transfer;
 
 pub use agent::{Body, Credentials, DocumentResponse, Http, HttpConfig, Validators};
 pub use fetch::{fetch_to_staging, Expected, Staged};

@@ -1,15 +1,14 @@
-//! Transfer and commit: a bounded number of requests in flight (several per thread on
-//! [`Multi`]'s connections where the URLs allow, else a thread each on the blocking agent),
-//! and one writer (the calling thread) that batches catalog writes.
+//! Transfer and commit: a bounded number of requests in flight (several per thread, on
+//! libcurl's multi interface: [`Transfers`]), and one writer (the calling thread) that
+//! batches catalog writes.
 //!
 //! A fetching thread fetches into `staging/`, verifies length and digests in the same pass, and moves
 //! the verified file into the object store. The writer collects results; before each catalog
 //! transaction it makes the batch's objects durable with one `syncfs`, so a version row never
 //! references bytes a crash could lose.
 
-use crate::net::fetch::{fetch_new_object, fetch_new_object_if_changed, fetch_new_object_resumed};
-use crate::net::multi::{Multi, Outcome};
-use crate::net::{Expected, FetchError, Http, Scope, Staged, Validators};
+use crate::net::transfer::{Outcome, Request, Transfers};
+use crate::net::{Expected, FetchError, Http, Scope, Validators};
 use crate::rs::digest::Computed;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::new_file::NewFile;
@@ -77,11 +76,9 @@ const RESULT_AGE: Duration = Duration::from_millis(100);
 /// from `jobs` as they free up, so only the jobs in flight exist at any time (memory does not
 /// grow with the list).
 ///
-/// When the jobs' URLs can go straight to the host ([`Multi`]), a thread per core keeps its
-/// share of the requests in flight on its own connections, and hands what [`Multi`] cannot
-/// finish (a URL it does not take, a redirect, a retry with its pause) to helper threads on
-/// the blocking path, so that a pause never holds up the requests in flight beside it.
-/// Otherwise each request has a thread of its own on the blocking path.
+/// A thread per core (no more than `workers`) keeps its share of the requests in flight on a
+/// libcurl multi handle of its own ([`Transfers`]); a retry's pause or a `--delay` holds up
+/// only the request concerned.
 pub fn transfer<E>(
     http: &Http,
     staging: &Path,
@@ -90,42 +87,15 @@ pub fn transfer<E>(
     workers: usize,
     mut on_result: impl FnMut(JobResult) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut jobs = jobs.into_iter().fuse().peekable();
-    let direct = jobs
-        .peek()
-        .and_then(|job| job.urls.first())
-        .is_some_and(|url| http.sends_directly(url));
-    let (threads, per_thread) = shares(workers, direct);
-    let helpers = workers.max(1) - threads;
-    let jobs = std::sync::Mutex::new(jobs);
+    let (threads, per_thread) = shares(workers);
+    let jobs = std::sync::Mutex::new(jobs.into_iter().fuse());
     let stop = std::sync::atomic::AtomicBool::new(false);
     // Room for results while the writer waits on a syncfs and a commit, so the threads keep
     // fetching meanwhile.
     let (res_tx, res_rx) = crossbeam_channel::bounded::<Vec<JobResult>>(1024 / RESULT_BATCH);
-    let (help_tx, help_rx) = crossbeam_channel::bounded::<(Job, Option<Outcome>)>(helpers);
     std::thread::scope(|s| {
-        for _ in 0..helpers {
-            let (res_tx, help_rx, stop) = (res_tx.clone(), help_rx.clone(), &stop);
-            s.spawn(move || {
-                let mut out = Handover::new(res_tx);
-                for (job, outcome) in help_rx.iter() {
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        return;
-                    }
-                    if !out.push(finish_job(http, staging, objects, job, outcome)) {
-                        return;
-                    }
-                    // Help is rare: nothing waits behind this result to fill its batch.
-                    if help_rx.is_empty() && !out.send() {
-                        return;
-                    }
-                }
-                out.flush();
-            });
-        }
-        drop(help_rx);
         for _ in 0..threads {
-            let (res_tx, help_tx) = (res_tx.clone(), help_tx.clone());
+            let res_tx = res_tx.clone();
             let (jobs, stop) = (&jobs, &stop);
             s.spawn(move || {
                 let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
@@ -137,62 +107,39 @@ pub fn transfer<E>(
                         .next()
                 };
                 let mut out = Handover::new(res_tx);
-                // A job for the blocking path: to a helper when there are any, else here.
-                let blocking = |out: &mut Handover, job: Job, outcome: Option<Outcome>| {
-                    if helpers == 0 {
-                        return out.push(finish_job(http, staging, objects, job, outcome));
-                    }
-                    help_tx.send((job, outcome)).is_ok()
-                };
-                let mut multi = Multi::new(http, staging, per_thread);
+                let mut transfers = Transfers::new(http, staging, per_thread);
                 let mut drawn_all = false;
                 while !stopped() {
-                    while !drawn_all && multi.has_room() && !stopped() {
+                    while !drawn_all && transfers.has_room() && !stopped() {
                         let Some(job) = next() else {
                             drawn_all = true;
                             break;
                         };
-                        // Multi sends no validators: a conditional GET takes the blocking path.
-                        let first = job
-                            .urls
-                            .first()
-                            .filter(|u| job.scope.check(u).is_ok() && job.validators.is_none());
-                        let job = match first.cloned() {
-                            Some(url) => match multi.start(url, job.expected.clone(), job) {
-                                Ok(()) => continue,
-                                Err(job) => job,
-                            },
-                            None => job,
-                        };
-                        if !blocking(&mut out, job, None) {
-                            return;
+                        if let Some(r) = Attempts::new(job).start_next(&mut transfers) {
+                            if !out.push(r) {
+                                return;
+                            }
                         }
                     }
-                    if multi.is_idle() {
+                    if transfers.is_idle() {
                         break;
                     }
-                    for (job, outcome) in multi.wait() {
-                        // Storing the bytes, or failing with nothing more to try, is quick.
-                        let here = match &outcome {
-                            Outcome::Fetched(_) => true,
-                            Outcome::Failed(_) => job.urls.len() == 1,
-                            Outcome::Resume(_) => false,
+                    for (attempts, outcome) in transfers.wait() {
+                        let r = match attempts.outcome(outcome, objects) {
+                            Ok(r) => Some(r),
+                            Err(attempts) => attempts.start_next(&mut transfers),
                         };
-                        let sent = if here {
-                            let r = finish_job(http, staging, objects, job, Some(outcome));
-                            out.push(r)
-                        } else {
-                            blocking(&mut out, job, Some(outcome))
-                        };
-                        if !sent {
-                            return;
+                        if let Some(r) = r {
+                            if !out.push(r) {
+                                return;
+                            }
                         }
                     }
                 }
                 out.flush();
             });
         }
-        drop((res_tx, help_tx));
+        drop(res_tx);
         let mut outcome = Ok(());
         'results: for batch in res_rx.iter() {
             for r in batch {
@@ -209,40 +156,13 @@ pub fn transfer<E>(
     })
 }
 
-/// Threads, and requests in flight per thread, for `workers` requests in flight: on
-/// [`Multi`]'s path (`direct`), no more threads than cores.
-fn shares(workers: usize, direct: bool) -> (usize, usize) {
+/// Threads, and requests in flight per thread, for `workers` requests in flight: no more
+/// threads than cores (a thread keeps many requests in flight).
+fn shares(workers: usize) -> (usize, usize) {
     let workers = workers.max(1);
-    if !direct {
-        return (workers, 1);
-    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = workers.min(cores);
     (threads, workers.div_ceil(threads))
-}
-
-/// Finish `job` on the blocking path, after [`Multi`]'s `outcome` for its first URL when it
-/// had one.
-fn finish_job(
-    http: &Http,
-    staging: &Path,
-    objects: &ObjectStore,
-    job: Job,
-    outcome: Option<Outcome>,
-) -> JobResult {
-    let first = outcome.map(|outcome| match outcome {
-        Outcome::Fetched(staged) => Ok(*staged),
-        Outcome::Failed(e) => Err(e),
-        Outcome::Resume(resume) => fetch_new_object_resumed(
-            http,
-            &job.urls[0],
-            &job.scope,
-            staging,
-            &job.expected,
-            resume,
-        ),
-    });
-    run_job(http, staging, objects, job, first)
 }
 
 /// A thread's results on their way to the writer, a few at a time.
@@ -289,87 +209,111 @@ impl Handover {
     }
 }
 
-/// Fetch `job` from its URLs in turn until one gives verified bytes; `first` is the outcome
-/// for the first URL when it was fetched already (its scope checked).
-fn run_job(
-    http: &Http,
-    staging: &Path,
-    objects: &ObjectStore,
+/// A job's way through its URLs: each is tried in turn until one gives verified bytes.
+struct Attempts {
     job: Job,
-    mut first: Option<Result<Staged<NewFile>, FetchError>>,
-) -> JobResult {
-    let mut reasons = Vec::new();
-    let mut all_refused = true;
-    let mut all_other_bytes = true;
-    let mut all_gone = true;
-    for url in &job.urls {
-        let fetched = match first.take() {
-            Some(fetched) => fetched,
-            None => {
-                if let Err(reason) = job.scope.check(url) {
-                    reasons.push(format!("{url}: refused: {reason}"));
-                    all_other_bytes = false;
-                    all_gone = false;
-                    continue;
-                }
-                match &job.validators {
-                    Some(v) => fetch_new_object_if_changed(
-                        http,
-                        url,
-                        &job.scope,
-                        staging,
-                        &job.expected,
-                        v,
-                    ),
-                    None => fetch_new_object(http, url, &job.scope, staging, &job.expected),
-                }
-            }
-        };
-        if job.validators.is_some()
-            && matches!(fetched, Err(FetchError::Status { status: 304, .. }))
-        {
-            return JobResult::NotModified(job.index);
-        }
-        match fetched {
-            Err(e) if e.is_no_space() => return JobResult::NoSpace(e.to_string()),
-            Ok(staged) => match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
-                Ok(_) => {
-                    return JobResult::Fetched(
-                        job.index,
-                        Box::new(Fetched {
-                            computed: staged.computed,
-                            final_url: staged.final_url,
-                            etag: staged.etag,
-                            last_modified: staged.last_modified,
-                            media_type: staged.media_type,
-                            via: "http",
-                        }),
-                    )
-                }
-                Err(e) if crate::net::is_no_space(&e) => {
-                    return JobResult::NoSpace(format!("{url}: cannot store object: {e}"));
-                }
-                Err(e) => {
-                    all_refused = false;
-                    all_other_bytes = false;
-                    all_gone = false;
-                    reasons.push(format!("{url}: cannot store object: {e}"));
-                }
-            },
-            Err(e) => {
-                all_refused &= e.is_refusal();
-                all_other_bytes &= e.is_mismatch();
-                all_gone &= e.is_gone();
-                reasons.push(e.to_string());
-            }
+    /// The next URL to try.
+    next: usize,
+    reasons: Vec<String>,
+    all_refused: bool,
+    all_other_bytes: bool,
+    all_gone: bool,
+}
+
+impl Attempts {
+    fn new(job: Job) -> Attempts {
+        Attempts {
+            job,
+            next: 0,
+            reasons: Vec::new(),
+            all_refused: true,
+            all_other_bytes: true,
+            all_gone: true,
         }
     }
-    JobResult::Failed {
-        index: job.index,
-        reason: reasons.join("; then "),
-        refused: all_refused && !reasons.is_empty(),
-        other_bytes: all_other_bytes && !reasons.is_empty(),
-        gone: all_gone && !reasons.is_empty(),
+
+    /// Start a GET of the next URL; the job's result when none is left.
+    fn start_next(mut self, transfers: &mut Transfers<'_, Attempts>) -> Option<JobResult> {
+        let Some(url) = self.job.urls.get(self.next).cloned() else {
+            return Some(self.failed());
+        };
+        self.next += 1;
+        let request = Request {
+            url,
+            scope: Arc::clone(&self.job.scope),
+            expected: self.job.expected.clone(),
+            validators: self.job.validators.clone().unwrap_or_default(),
+            create: NewFile::create,
+        };
+        transfers.start(request, self);
+        None
+    }
+
+    /// The job's result after the GET of its latest URL, or the job back to try the next.
+    // Handed straight back to `start_next`: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
+    fn outcome(mut self, outcome: Outcome, objects: &ObjectStore) -> Result<JobResult, Attempts> {
+        let index = self.job.index;
+        let fetched = outcome.into_result();
+        if self.job.validators.is_some()
+            && matches!(fetched, Err(FetchError::Status { status: 304, .. }))
+        {
+            return Ok(JobResult::NotModified(index));
+        }
+        match fetched {
+            Err(e) if e.is_no_space() => return Ok(JobResult::NoSpace(e.to_string())),
+            Ok(staged) => {
+                let url = staged.final_url.clone();
+                match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
+                    Ok(_) => {
+                        return Ok(JobResult::Fetched(
+                            index,
+                            Box::new(Fetched {
+                                computed: staged.computed,
+                                final_url: staged.final_url,
+                                etag: staged.etag,
+                                last_modified: staged.last_modified,
+                                media_type: staged.media_type,
+                                via: "http",
+                            }),
+                        ))
+                    }
+                    Err(e) if crate::net::is_no_space(&e) => {
+                        return Ok(JobResult::NoSpace(format!(
+                            "{url}: cannot store object: {e}"
+                        )));
+                    }
+                    Err(e) => {
+                        self.all_refused = false;
+                        self.all_other_bytes = false;
+                        self.all_gone = false;
+                        self.reasons
+                            .push(format!("{url}: cannot store object: {e}"));
+                    }
+                }
+            }
+            Err(e) => {
+                self.all_refused &= e.is_refusal();
+                self.all_other_bytes &= e.is_mismatch();
+                self.all_gone &= e.is_gone();
+                self.reasons.push(e.to_string());
+            }
+        }
+        if self.next < self.job.urls.len() {
+            return Err(self);
+        }
+        Ok(self.failed())
+    }
+
+    fn failed(self) -> JobResult {
+        let some = !self.reasons.is_empty();
+        JobResult::Failed {
+            index: self.job.index,
+            reason: self.reasons.join("; then "),
+            refused: self.all_refused && some,
+            other_bytes: self.all_other_bytes && some,
+            gone: self.all_gone && some,
+        }
     }
 }
 
