@@ -342,6 +342,10 @@ pub struct SourceArgs {
     /// default: --min-rate and --max-size bound it).
     #[arg(long, value_name = "SECS")]
     pub max_time: Option<f64>,
+    /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
+    /// source whose certificate a private CA signed.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// A byte count: digits, optionally followed by K, M, G or T (powers of 1024, a trailing `B`

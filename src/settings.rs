@@ -143,6 +143,14 @@ impl SourceSettings {
                     None => None,
                     Some(t) => Some(secs("max-time", t)?),
                 },
+                ca_file: match &a.ca_file {
+                    None => None,
+                    Some(f) => {
+                        crate::net::agent::read_ca_file(f)
+                            .map_err(|e| UsageError(format!("--ca-file {e}")))?;
+                        Some(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+                    }
+                },
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

@@ -44,6 +44,9 @@ pub struct HttpConfig {
     pub min_rate: u64,
     /// `--max-time`: the longest one resource transfer may take, whatever its rate.
     pub max_time: Option<Duration>,
+    /// `--ca-file`: trust the certificate authorities in this PEM file instead of the default
+    /// ones (a source behind a private CA).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -91,6 +94,7 @@ impl Default for HttpConfig {
             max_size: DEFAULT_MAX_SIZE,
             min_rate: DEFAULT_MIN_RATE,
             max_time: None,
+            ca_file: None,
         }
     }
 }
@@ -102,6 +106,26 @@ pub const DEFAULT_MAX_SIZE: u64 = 64 << 30;
 /// `--min-rate`'s default: 1 KiB/s over the `--timeout` window. A server that sends less is
 /// stalled; even a slow link moves a hundred times more.
 pub const DEFAULT_MIN_RATE: u64 = 1024;
+
+/// The certificates of a PEM file (`--ca-file`); an error names the file and what is wrong.
+pub fn read_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(format!("{}: not PEM: {e}", path.display())),
+        }
+    }
+    if certs.is_empty() {
+        return Err(format!(
+            "{}: no certificate (a PEM file of CERTIFICATE blocks was expected)",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
 
 /// `rsmirror/VERSION (ResourceSync Destination)`: what we send when nothing else was configured.
 pub fn default_user_agent() -> String {
@@ -254,7 +278,12 @@ impl Http {
             cfg.user_agent.clone()
         };
         let t = Some(cfg.timeout);
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if let Some(certs) = cfg.ca_file.as_deref().and_then(|f| read_ca_file(f).ok()) {
+            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
+        }
         let config = ureq::Agent::config_builder()
+            .tls_config(tls.build())
             .timeout_resolve(t)
             .timeout_connect(t)
             .timeout_send_request(t)
@@ -960,6 +989,7 @@ pub(crate) mod test_server {
             max_size: 0,
             min_rate: 1024,
             max_time: None,
+            ca_file: None,
         }
     }
 

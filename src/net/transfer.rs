@@ -345,6 +345,9 @@ impl<'h, T> Transfers<'h, T> {
             headers.append(&format!("{name}: {value}"))?;
         }
         easy.http_headers(headers)?;
+        if let Some(ca_file) = &cfg.ca_file {
+            easy.cainfo(ca_file)?;
+        }
         easy.connect_timeout(cfg.timeout)?;
         // A trickle is cut: under `--min-rate` bytes a second over a `--timeout` window (the
         // head included; a silent server is the slowest trickle).
