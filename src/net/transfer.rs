@@ -120,6 +120,8 @@ struct Get<'h, T> {
     retries: Retries<'h>,
     /// `--delay`'s turn for this attempt has been taken already.
     turn_taken: bool,
+    /// Send it on a new connection: a kept-alive one had bytes nobody asked for.
+    fresh: bool,
 }
 
 struct Running<'h, T> {
@@ -172,6 +174,7 @@ impl<'h, T> Transfers<'h, T> {
             hops: 0,
             retries: self.http.retries(),
             turn_taken: false,
+            fresh: false,
         };
         self.launch(get);
     }
@@ -324,6 +327,10 @@ impl<'h, T> Transfers<'h, T> {
         target.set_fragment(None);
         easy.url(target.as_str())?;
         only_http(easy)?;
+        check_reused_connections(easy)?;
+        if get.fresh {
+            easy.fresh_connect(true)?;
+        }
         easy.follow_location(false)?;
         easy.useragent(self.http.user_agent())?;
         // The representation as served: nothing decoded, `Content-Encoding` recorded.
@@ -428,6 +435,12 @@ impl<'h, T> Transfers<'h, T> {
     fn after(&mut self, mut get: Get<'h, T>, step: Step) {
         match step {
             Step::Done(r) => self.end(get, r),
+            // Not sent: again, at no cost, on a new connection.
+            Step::Stale => {
+                get.fresh = true;
+                get.turn_taken = true;
+                self.launch(get);
+            }
             Step::Redirect { status, location } => {
                 let max = self.http.config().max_redirects;
                 get.hops += 1;
@@ -493,6 +506,166 @@ enum Step {
     },
     /// Another attempt may mend it; the server's `Retry-After` when it gave one.
     Retry(FetchError, Option<Duration>),
+    /// The kept-alive connection picked for the request had bytes waiting that nobody asked
+    /// for: the request was not sent.
+    Stale,
+}
+
+/// `CURLOPT_PREREQFUNCTION` and `CURLOPT_PREREQDATA` (libcurl 7.80) and `CURLINFO_SCHEME`
+/// (7.52): not wrapped by the crates.
+const CURLOPT_PREREQFUNCTION: curl_sys::CURLoption = 20_000 + 312;
+const CURLOPT_PREREQDATA: curl_sys::CURLoption = 10_000 + 313;
+const CURLINFO_SCHEME: curl_sys::CURLINFO = 0x10_0000 + 49;
+const CURL_PREREQFUNC_ABORT: libc::c_int = 1;
+
+thread_local! {
+    /// The sockets libcurl opened on this thread (file descriptors; some may be closed since).
+    static SOCKETS: std::cell::RefCell<Vec<libc::c_int>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The socket of this thread's whose local and remote ports are these; closed ones are
+/// forgotten on the way.
+fn socket_with_ports(local: libc::c_int, remote: libc::c_int) -> Option<libc::c_int> {
+    let port = |fd: libc::c_int, peer: bool| {
+        // SAFETY: a zeroed sockaddr_storage is a valid buffer of the length passed.
+        let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let p = &mut addr as *mut libc::sockaddr_storage as *mut libc::sockaddr;
+        // SAFETY: `p` points to `len` writable bytes.
+        let rc = unsafe {
+            if peer {
+                libc::getpeername(fd, p, &mut len)
+            } else {
+                libc::getsockname(fd, p, &mut len)
+            }
+        };
+        if rc != 0 {
+            return None;
+        }
+        match addr.ss_family as libc::c_int {
+            // SAFETY: the family says which structure the bytes are.
+            libc::AF_INET => {
+                Some(
+                    u16::from_be(unsafe { (*(p as *const libc::sockaddr_in)).sin_port })
+                        as libc::c_int,
+                )
+            }
+            // SAFETY: as above.
+            libc::AF_INET6 => {
+                Some(
+                    u16::from_be(unsafe { (*(p as *const libc::sockaddr_in6)).sin6_port })
+                        as libc::c_int,
+                )
+            }
+            _ => None,
+        }
+    };
+    SOCKETS.with_borrow_mut(|sockets| {
+        sockets.retain(|&fd| port(fd, false).is_some());
+        sockets
+            .iter()
+            .copied()
+            .find(|&fd| port(fd, false) == Some(local) && port(fd, true) == Some(remote))
+    })
+}
+
+/// Whether `fd` has bytes (or an end of stream) waiting to be read.
+fn has_bytes_waiting(fd: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents != 0
+}
+
+/// Refuse a kept-alive plain-http connection that has bytes waiting before the request goes
+/// out. libcurl checks an idle connection only when it has been idle for a second, so a stray
+/// response that arrived since the last one (a broken or hostile server, a response smuggled
+/// behind another) would be read as the answer to the next request: with no digest declared,
+/// the wrong bytes would be stored under the next resource's name. (Over TLS the socket's
+/// readability says nothing about the HTTP stream; there libcurl's own check stands.)
+fn check_reused_connections(easy: &mut Easy2<Sink>) -> Result<(), curl::Error> {
+    extern "C" fn prereq(
+        clientp: *mut libc::c_void,
+        _primary_ip: *mut libc::c_char,
+        _local_ip: *mut libc::c_char,
+        primary_port: libc::c_int,
+        local_port: libc::c_int,
+    ) -> libc::c_int {
+        let handle = clientp as *mut curl_sys::CURL;
+        let mut connects: libc::c_long = 1;
+        let mut scheme: *const libc::c_char = std::ptr::null();
+        // SAFETY: `handle` is the easy handle this callback was set on, alive while its
+        // transfer runs; each getinfo writes one value of the type passed.
+        unsafe {
+            curl_sys::curl_easy_getinfo(handle, curl_sys::CURLINFO_NUM_CONNECTS, &mut connects);
+            curl_sys::curl_easy_getinfo(handle, CURLINFO_SCHEME, &mut scheme);
+        }
+        let plain = !scheme.is_null()
+            // SAFETY: libcurl gives a NUL-terminated string it owns.
+            && unsafe { std::ffi::CStr::from_ptr(scheme) }
+                .to_bytes()
+                .eq_ignore_ascii_case(b"http");
+        if connects != 0 || !plain {
+            return 0;
+        }
+        // libcurl does not say which socket a reused connection is (CURLINFO_ACTIVESOCKET
+        // is only set once the transfer is done): it is the one of this thread's sockets
+        // with these ports.
+        match socket_with_ports(local_port, primary_port) {
+            Some(fd) if has_bytes_waiting(fd) => CURL_PREREQFUNC_ABORT,
+            _ => 0,
+        }
+    }
+    extern "C" fn sockopt(
+        _clientp: *mut libc::c_void,
+        fd: curl_sys::curl_socket_t,
+        _purpose: curl_sys::curlsocktype,
+    ) -> libc::c_int {
+        SOCKETS.with_borrow_mut(|s| {
+            if !s.contains(&fd) {
+                s.push(fd);
+            }
+        });
+        0
+    }
+    type Sockopt = extern "C" fn(
+        *mut libc::c_void,
+        curl_sys::curl_socket_t,
+        curl_sys::curlsocktype,
+    ) -> libc::c_int;
+    type Prereq = extern "C" fn(
+        *mut libc::c_void,
+        *mut libc::c_char,
+        *mut libc::c_char,
+        libc::c_int,
+        libc::c_int,
+    ) -> libc::c_int;
+    let raw = easy.raw();
+    // SAFETY: a valid easy handle; a function pointer of libcurl's prototype, and the handle
+    // itself as its data.
+    let rc = unsafe {
+        let mut rc = curl_sys::curl_easy_setopt(raw, CURLOPT_PREREQFUNCTION, prereq as Prereq);
+        if rc == curl_sys::CURLE_OK {
+            rc = curl_sys::curl_easy_setopt(raw, CURLOPT_PREREQDATA, raw as *mut libc::c_void);
+        }
+        if rc == curl_sys::CURLE_OK {
+            rc = curl_sys::curl_easy_setopt(
+                raw,
+                curl_sys::CURLOPT_SOCKOPTFUNCTION,
+                sockopt as Sockopt,
+            );
+        }
+        rc
+    };
+    if rc == curl_sys::CURLE_OK {
+        Ok(())
+    } else {
+        Err(curl::Error::new(rc))
+    }
 }
 
 /// Speak only http and https, whatever the URL says (a redirect is checked by the scope too).
@@ -644,6 +817,11 @@ impl Sink {
         if let Some(e) = self.error.take() {
             return Step::Done(Err(e));
         }
+        if let Err(e) = &result {
+            if e.code() == curl_sys::CURLE_ABORTED_BY_CALLBACK && !self.head_done {
+                return Step::Stale;
+            }
+        }
         if let Err(e) = result {
             // An error or redirect body cut short by us: the status decides.
             let dropped_body = e.is_write_error() && !self.keeps_body() && status != 0;
@@ -746,6 +924,12 @@ impl Sink {
             }
             let timeout = cfg.timeout;
             return Step::Retry(FetchError::Timeout { url, timeout }, None);
+        }
+        if e.is_out_of_memory() && !self.head_done {
+            // libcurl's answer to a header line longer than it takes (100 KiB).
+            return Step::Done(Err(message(format!(
+                "response head too large: a header line over libcurl's limit ({detail})"
+            ))));
         }
         if e.is_partial_file() {
             if let Some(announced) = self.head.content_length {

@@ -15,6 +15,7 @@ mod export;
 mod feed;
 mod guard;
 mod hostile;
+mod hostile_http;
 mod incremental;
 mod inspect;
 mod migrate;
