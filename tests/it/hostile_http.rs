@@ -701,3 +701,108 @@ fn a_black_holed_host_holds_up_nothing_else() {
     drop(fillers);
     record_tally("hostile http: a black-holed host held up 0 of 6 transfers beside it");
 }
+
+/// A whole baseline against every misbehaviour at once, beside good resources: the run ends
+/// (exit 3, some resources failed) in bounded time, names each bad resource with its reason,
+/// and the mirror holds exactly the good resources, each with its own bytes, and audits clean.
+#[test]
+fn a_baseline_against_a_hostile_server_keeps_only_true_bytes() {
+    let table = behaviours();
+    let scripts: std::collections::HashMap<String, Vec<Act>> = table
+        .iter()
+        .map(|(p, acts, _)| (format!("/{p}"), acts.clone()))
+        .collect();
+    let list = Arc::new(Mutex::new(Vec::new()));
+    let served = Arc::clone(&list);
+    let raw = Raw::start(move |path| {
+        if path == "/list.xml" {
+            return vec![Act::W(ok(&served.lock().unwrap()))];
+        }
+        match scripts.get(path.trim_end_matches("-d")) {
+            Some(acts) => acts.clone(),
+            None => vec![Act::W(ok(&body_of(path)))],
+        }
+    });
+    let mut entries = String::new();
+    let mut good = std::collections::BTreeMap::new();
+    let mut bad = Vec::new();
+    let paths = (table.iter().map(|(p, _, _)| p.to_string()))
+        .flat_map(|p| [p.clone(), format!("{p}-d")])
+        .chain((0..12).map(|i| format!("good{i}")));
+    for (n, path) in paths.enumerate() {
+        let url = raw.url(&path);
+        let body = body_of(&format!("/{path}"));
+        // Every other resource declares its digest; the bad ones named -d always do.
+        let md = if path.ends_with("-d") || n % 2 == 0 {
+            format!(r#"<rs:md hash="sha-256:{}"/>"#, sha256_hex(&body))
+        } else {
+            String::new()
+        };
+        entries.push_str(&format!("<url><loc>{url}</loc>{md}</url>\n"));
+        if path.starts_with("good") {
+            good.insert(url.to_string(), sha256_hex(&body));
+        } else {
+            bad.push(url.to_string());
+        }
+    }
+    *list.lock().unwrap() = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>
+{entries}</urlset>
+"#
+    )
+    .into_bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = baseline(raw.url("list.xml").as_str(), dir.path())
+        .args([
+            "--timeout",
+            "1",
+            "--tries",
+            "2",
+            "--max-size",
+            "1M",
+            "-j",
+            "4",
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    for url in &bad {
+        // Bytes that contradict a declared digest are "pending": what a resource that changed
+        // after its list was written gives.
+        let named = err.lines().any(|l| {
+            ["failed: ", "pending: ", "refused: "]
+                .iter()
+                .any(|k| l.starts_with(k))
+                && l.contains(url.as_str())
+        });
+        // The framed "alp" of longer-than-cl, without a digest, is its body as HTTP frames it.
+        let framed = url.ends_with("/longer-than-cl");
+        assert!(named || framed, "{url} is reported as failed: {err}");
+    }
+    let mut held = current(dir.path());
+    if let Some(sha) = held.remove(raw.url("longer-than-cl").as_str()) {
+        assert_eq!(sha, sha256_hex(b"alp"));
+    }
+    assert_eq!(
+        held, good,
+        "exactly the good resources, each with its own bytes"
+    );
+    assert_consistent(dir.path());
+    assert!(
+        staging_is_empty(&dir.path().join("staging")),
+        "staging/ is empty"
+    );
+    ok_on_mirror(dir.path(), &["audit", "--offline"]);
+    record_tally(&format!(
+        "hostile http: a baseline against all {} misbehaviours (x2) and 12 good resources: \
+         exit 3 in {:.1} s, 12 good resources stored, none other",
+        table.len(),
+        took.as_secs_f64()
+    ));
+}
