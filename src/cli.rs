@@ -342,6 +342,11 @@ pub struct SourceArgs {
     /// default: --min-rate and --max-size bound it).
     #[arg(long, value_name = "SECS")]
     pub max_time: Option<f64>,
+    /// Free space to leave on the mirror's file system: a run refuses to start, or stops
+    /// cleanly (exit 5, what landed kept), when less is free. Default: 1% of the file
+    /// system, at most 1G. K, M, G suffixes as above; 0 to fill the disk.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub min_free: Option<u64>,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
     /// source whose certificate a private CA signed.
     #[arg(long, value_name = "FILE")]

@@ -53,7 +53,11 @@ pub const TABLE: &[(Exit, i32, &str)] = &[
         4,
         "source error: unreachable, malformed or unsafe; nothing applied",
     ),
-    (Exit::Store, 5, "local store error (catalog or objects)"),
+    (
+        Exit::Store,
+        5,
+        "store error: catalog, objects, disk full, under --min-free",
+    ),
     (Exit::Locked, 6, "another run holds the mirror's lock"),
     (
         Exit::SafetyLimit,

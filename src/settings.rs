@@ -143,6 +143,7 @@ impl SourceSettings {
                     None => None,
                     Some(t) => Some(secs("max-time", t)?),
                 },
+                min_free: a.min_free,
                 ca_file: match &a.ca_file {
                     None => None,
                     Some(f) => {

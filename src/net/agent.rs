@@ -44,6 +44,9 @@ pub struct HttpConfig {
     pub min_rate: u64,
     /// `--max-time`: the longest one resource transfer may take, whatever its rate.
     pub max_time: Option<Duration>,
+    /// `--min-free`: the free space a run leaves on the mirror's file system (it stops cleanly
+    /// under it); `None` for the default, 1% of the file system and at most 1 GiB.
+    pub min_free: Option<u64>,
     /// `--ca-file`: trust the certificate authorities in this PEM file instead of the default
     /// ones (a source behind a private CA).
     pub ca_file: Option<PathBuf>,
@@ -94,6 +97,7 @@ impl Default for HttpConfig {
             max_size: DEFAULT_MAX_SIZE,
             min_rate: DEFAULT_MIN_RATE,
             max_time: None,
+            min_free: None,
             ca_file: None,
         }
     }
@@ -432,7 +436,9 @@ impl Http {
                 304 if !validators.is_empty() => return Ok(DocumentResponse::NotModified),
                 // 206 would be part of a representation we never asked a range of.
                 200..=299 if status != 206 => {
-                    return Ok(DocumentResponse::Body(body_of(hops.current, response)));
+                    let mut body = body_of(hops.current, response);
+                    body.reader = Box::new(RateGuard::new(body.reader, &self.cfg));
+                    return Ok(DocumentResponse::Body(body));
                 }
                 _ => {
                     return Err(FetchError::Status {
@@ -730,6 +736,55 @@ fn body_of(final_url: Url, response: Response<ureq::Body>) -> Body {
     }
 }
 
+/// `--min-rate` for a document read as a stream: ureq bounds each read by `--timeout`, not the
+/// whole body, so a server that sends a byte now and then would hold the run for ever. Over
+/// each `--timeout` window of time spent waiting on the server (the reader's own pauses, while
+/// the caller works on what it read, do not count) at least `min_rate` bytes a second must
+/// arrive.
+struct RateGuard<R> {
+    inner: R,
+    min_rate: u64,
+    window: Duration,
+    waited: Duration,
+    bytes: u64,
+}
+
+impl<R> RateGuard<R> {
+    fn new(inner: R, cfg: &HttpConfig) -> RateGuard<R> {
+        RateGuard {
+            inner,
+            min_rate: cfg.min_rate,
+            window: cfg.timeout.max(Duration::from_secs(1)),
+            waited: Duration::ZERO,
+            bytes: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for RateGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let started = Instant::now();
+        let n = self.inner.read(buf)?;
+        self.waited += started.elapsed();
+        self.bytes += n as u64;
+        if n > 0 && self.waited >= self.window {
+            let needed = (self.min_rate as f64 * self.waited.as_secs_f64()) as u64;
+            if self.bytes < needed {
+                return Err(io::Error::other(format!(
+                    "transfer cut off: under --min-rate {} bytes/s for {} s ({} bytes in {:.1} s)",
+                    self.min_rate,
+                    self.window.as_secs_f64(),
+                    self.bytes,
+                    self.waited.as_secs_f64()
+                )));
+            }
+            self.waited = Duration::ZERO;
+            self.bytes = 0;
+        }
+        Ok(n)
+    }
+}
+
 /// `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, as a wait from `now`.
 /// A date in the past means "now"; an unparseable value means no advice.
 pub(crate) fn parse_retry_after(value: &str, now: jiff::Timestamp) -> Option<Duration> {
@@ -989,6 +1044,7 @@ pub(crate) mod test_server {
             max_size: 0,
             min_rate: 1024,
             max_time: None,
+            min_free: None,
             ca_file: None,
         }
     }

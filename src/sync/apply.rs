@@ -88,6 +88,10 @@ pub fn transfer<E>(
     mut on_result: impl FnMut(JobResult) -> Result<(), E>,
 ) -> Result<(), E> {
     let (threads, per_thread) = shares(workers);
+    let min_free = http.config().min_free;
+    if let Err(message) = room_left(staging, min_free) {
+        return on_result(JobResult::NoSpace(message));
+    }
     let jobs = std::sync::Mutex::new(jobs.into_iter().fuse());
     let stop = std::sync::atomic::AtomicBool::new(false);
     // Room for results while the writer waits on a syncfs and a commit, so the threads keep
@@ -109,7 +113,20 @@ pub fn transfer<E>(
                 let mut out = Handover::new(res_tx);
                 let mut transfers = Transfers::new(http, staging, per_thread);
                 let mut drawn_all = false;
+                let (mut checked, mut since) = (Instant::now(), 0);
                 while !stopped() {
+                    // The disk margin, checked once a second or every few results while jobs
+                    // are drawn.
+                    if !drawn_all
+                        && (checked.elapsed() >= FREE_SPACE_CHECK || since >= FREE_SPACE_RESULTS)
+                    {
+                        (checked, since) = (Instant::now(), 0);
+                        if let Err(message) = room_left(staging, min_free) {
+                            out.push(JobResult::NoSpace(message));
+                            out.flush();
+                            return;
+                        }
+                    }
                     while !drawn_all && transfers.has_room() && !stopped() {
                         let Some(job) = next() else {
                             drawn_all = true;
@@ -125,6 +142,7 @@ pub fn transfer<E>(
                         break;
                     }
                     for (attempts, outcome) in transfers.wait() {
+                        since += 1;
                         let r = match attempts.outcome(outcome, objects) {
                             Ok(r) => Some(r),
                             Err(attempts) => attempts.start_next(&mut transfers),
@@ -154,6 +172,36 @@ pub fn transfer<E>(
         drop(res_rx);
         outcome
     })
+}
+
+/// How often a fetching thread checks the free space left: after this long, or this many
+/// results (a `statvfs` costs a few microseconds).
+const FREE_SPACE_CHECK: Duration = Duration::from_secs(1);
+const FREE_SPACE_RESULTS: usize = 16;
+
+/// `Err` with the message for the run's end when the free space on `staging`'s file system is
+/// under `min_free` (by default 1% of the file system, at most 1 GiB).
+fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
+    let Ok(path) = std::ffi::CString::new(staging.as_os_str().as_encoded_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: a zeroed statvfs is a valid buffer; `path` is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return Ok(());
+    }
+    let unit = st.f_frsize as u64;
+    let free = (st.f_bavail as u64).saturating_mul(unit);
+    let size = (st.f_blocks as u64).saturating_mul(unit);
+    let margin = min_free.unwrap_or((size / 100).min(1 << 30));
+    if margin > 0 && free < margin {
+        return Err(format!(
+            "{} free, under the --min-free margin of {}",
+            crate::report::human_bytes(free),
+            crate::report::human_bytes(margin)
+        ));
+    }
+    Ok(())
 }
 
 /// Threads, and requests in flight per thread, for `workers` requests in flight: no more

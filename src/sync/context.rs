@@ -144,6 +144,20 @@ pub fn no_space(staging: &Path, message: String, needed: String) -> Error {
     .into()
 }
 
+/// [`no_space`] for a transfer that stopped: what landed before it (the writer's pending
+/// versions) is committed first when the catalog still has room, so the next run need not
+/// fetch it again. (Under `--min-free` there is room; on a full disk the commit may fail, and
+/// the next run finds the objects by digest.)
+pub fn stop_for_space(
+    writer: &mut crate::sync::apply::Writer<'_>,
+    staging: &Path,
+    message: String,
+    needed: String,
+) -> Error {
+    let _ = writer.flush(|_| Ok(()));
+    no_space(staging, message, needed)
+}
+
 /// A run's error, with a full disk met by the catalog (SQLITE_FULL) told as the same one
 /// message a full disk met by an object gives.
 pub fn full_disk_said(e: Error, mirror: &Path) -> Error {

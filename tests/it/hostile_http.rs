@@ -806,3 +806,97 @@ fn a_baseline_against_a_hostile_server_keeps_only_true_bytes() {
         took.as_secs_f64()
     ));
 }
+
+/// A document (the Resource List itself) trickled a few bytes at a time, each byte within
+/// `--timeout` of the last: the read is cut off by `--min-rate`, not held for ever.
+#[test]
+fn a_trickled_document_is_cut_off() {
+    let mut list = String::from(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>
+"#,
+    );
+    for i in 0..200 {
+        list.push_str(&format!("<url><loc>http://127.0.0.1/r{i}</loc></url>\n"));
+    }
+    list.push_str("</urlset>\n");
+    let body = list.into_bytes();
+    let raw = Raw::start(move |_| {
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+        vec![Act::W(head.into_bytes()), Act::Trickle(body.clone(), 20)]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = baseline(raw.url("list.xml").as_str(), dir.path())
+        .args(["--timeout", "1", "--tries", "1"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = stderr_of(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("under --min-rate 1024 bytes/s"), "{err}");
+    assert!(err.contains("list.xml"), "names the document: {err}");
+    // 200 entries at 50 bytes/s would take minutes.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    record_tally(&format!(
+        "hostile http: a trickled Resource List cut off by --min-rate after {:.1} s",
+        took.as_secs_f64()
+    ));
+}
+
+/// `--min-free`: a run refuses to start when the mirror's file system has less free space
+/// than the margin, and stops cleanly (exit 5, what landed kept and consistent) when it falls
+/// under it; a re-run with room completes.
+#[test]
+fn a_run_keeps_the_free_space_margin() {
+    let Some(disk) = Tmpfs::mount("16m") else {
+        return;
+    };
+    let t = Tree::new();
+    let names: Vec<String> = (0..40).map(|i| format!("r{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        t.put(n, &vec![b'a' + (i % 26) as u8; 256 * 1024]);
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    t.resource_list("2026-01-01T00:00:00Z", &refs);
+    let srv = crate::server::TestServer::start(t.path());
+    let mirror = disk.0.path().join("mirror");
+
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .args(["--min-free", "100M"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("under the --min-free margin of 100.0 MiB"),
+        "{err}"
+    );
+    assert!(current(&mirror).is_empty());
+
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .args(["--min-free", "12M", "-j", "1"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("--min-free margin of 12.0 MiB"), "{err}");
+    let landed = current(&mirror).len();
+    assert!(
+        (1..40).contains(&landed),
+        "{landed} landed before the margin: {err}"
+    );
+    assert_consistent(&mirror);
+
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .args(["--min-free", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 40);
+    record_tally(&format!(
+        "disk margin: a run under --min-free refused to start; a run that reached it stopped \
+         with {landed} of 40 resources landed, consistent; a re-run completed"
+    ));
+}

@@ -442,7 +442,9 @@ fn apply_collection(
                     left.0,
                     crate::report::human_bytes(left.1)
                 );
-                return Err(crate::sync::context::no_space(staging, message, needed));
+                return Err(crate::sync::context::stop_for_space(
+                    writer, staging, message, needed,
+                ));
             }
             JobResult::Fetched(i, f) => {
                 let l = &snap.listed[i];

@@ -438,7 +438,8 @@ fn apply_collection(
                 // Changes are fetched whole: no validators are sent.
                 JobResult::NotModified(_) => summary.unchanged += 1,
                 JobResult::NoSpace(message) => {
-                    return Err(crate::sync::context::no_space(
+                    return Err(crate::sync::context::stop_for_space(
+                        writer,
                         staging,
                         message,
                         String::new(),
