@@ -16,6 +16,7 @@ mod feed;
 mod guard;
 mod hostile;
 mod hostile_http;
+mod https;
 mod incremental;
 mod inspect;
 mod migrate;
