@@ -518,13 +518,17 @@ const CURLOPT_PREREQDATA: curl_sys::CURLoption = 10_000 + 313;
 const CURLINFO_SCHEME: curl_sys::CURLINFO = 0x10_0000 + 49;
 const CURL_PREREQFUNC_ABORT: libc::c_int = 1;
 
+/// A socket libcurl opened on this thread, and its (local, remote) ports once connected.
+type Socket = (libc::c_int, Option<(libc::c_int, libc::c_int)>);
+
 thread_local! {
-    /// The sockets libcurl opened on this thread (file descriptors; some may be closed since).
-    static SOCKETS: std::cell::RefCell<Vec<libc::c_int>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The sockets libcurl holds open on this thread: added when it makes one
+    /// (`CURLOPT_SOCKOPTFUNCTION`), removed when it closes one (`CURLOPT_CLOSESOCKETFUNCTION`),
+    /// so a lookup costs no system call once a socket's ports are known.
+    static SOCKETS: std::cell::RefCell<Vec<Socket>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The socket of this thread's whose local and remote ports are these; closed ones are
-/// forgotten on the way.
+/// The socket of this thread's whose local and remote ports are these.
 fn socket_with_ports(local: libc::c_int, remote: libc::c_int) -> Option<libc::c_int> {
     let port = |fd: libc::c_int, peer: bool| {
         // SAFETY: a zeroed sockaddr_storage is a valid buffer of the length passed.
@@ -561,11 +565,13 @@ fn socket_with_ports(local: libc::c_int, remote: libc::c_int) -> Option<libc::c_
         }
     };
     SOCKETS.with_borrow_mut(|sockets| {
-        sockets.retain(|&fd| port(fd, false).is_some());
+        for (fd, ports) in sockets.iter_mut().filter(|(_, p)| p.is_none()) {
+            *ports = port(*fd, false).zip(port(*fd, true));
+        }
         sockets
             .iter()
-            .copied()
-            .find(|&fd| port(fd, false) == Some(local) && port(fd, true) == Some(remote))
+            .find(|(_, ports)| *ports == Some((local, remote)))
+            .map(|(fd, _)| *fd)
     })
 }
 
@@ -625,18 +631,27 @@ fn check_reused_connections(easy: &mut Easy2<Sink>) -> Result<(), curl::Error> {
         fd: curl_sys::curl_socket_t,
         _purpose: curl_sys::curlsocktype,
     ) -> libc::c_int {
-        SOCKETS.with_borrow_mut(|s| {
-            if !s.contains(&fd) {
-                s.push(fd);
-            }
+        let _ = SOCKETS.try_with(|s| {
+            let mut s = s.borrow_mut();
+            s.retain(|(known, _)| *known != fd);
+            s.push((fd, None));
         });
         0
+    }
+    extern "C" fn closesocket(
+        _clientp: *mut libc::c_void,
+        fd: curl_sys::curl_socket_t,
+    ) -> libc::c_int {
+        let _ = SOCKETS.try_with(|s| s.borrow_mut().retain(|(known, _)| *known != fd));
+        // SAFETY: libcurl hands over a socket it opened and will not use again.
+        unsafe { libc::close(fd) }
     }
     type Sockopt = extern "C" fn(
         *mut libc::c_void,
         curl_sys::curl_socket_t,
         curl_sys::curlsocktype,
     ) -> libc::c_int;
+    type Closesocket = extern "C" fn(*mut libc::c_void, curl_sys::curl_socket_t) -> libc::c_int;
     type Prereq = extern "C" fn(
         *mut libc::c_void,
         *mut libc::c_char,
@@ -657,6 +672,13 @@ fn check_reused_connections(easy: &mut Easy2<Sink>) -> Result<(), curl::Error> {
                 raw,
                 curl_sys::CURLOPT_SOCKOPTFUNCTION,
                 sockopt as Sockopt,
+            );
+        }
+        if rc == curl_sys::CURLE_OK {
+            rc = curl_sys::curl_easy_setopt(
+                raw,
+                curl_sys::CURLOPT_CLOSESOCKETFUNCTION,
+                closesocket as Closesocket,
             );
         }
         rc
