@@ -239,3 +239,440 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
         "most kills must land while the run runs: {tally:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Named points: every point of `rsmirror::store::kill::KILL_POINTS` reached by a real run,
+// which dies there (`RSMIRROR_KILL_AT=<name>[:<nth>]`, a debug build aborts), then the
+// invariants, then the same command again to the end and the mirror it should have made.
+
+/// The runs that reach the named points. Every listed point must be in a row here (the test
+/// fails for one that is not), and a row may name a point more than once, with other runs.
+const NAMED: &[(&str, Kind, u64)] = &[
+    ("object.placed", Kind::Baseline, 3),
+    ("object.placed", Kind::Incremental, 1),
+    ("object.placed", Kind::Arc, 1),
+    ("writer.mid-batch", Kind::Baseline, 2),
+    ("writer.mid-batch", Kind::ChangeDump, 1),
+    ("writer.committed", Kind::Baseline, 1),
+    ("writer.committed", Kind::Incremental, 1),
+    ("writer.committed", Kind::Arc, 1),
+    ("baseline.versions-committed", Kind::Baseline, 1),
+    ("incremental.tombstone", Kind::Incremental, 1),
+    ("scp.before-commit", Kind::Scp, 1),
+    ("scp.before-commit", Kind::Scp, 2),
+    ("arc.before-commit", Kind::Arc, 1),
+    ("change-dump.package-staged", Kind::ChangeDump, 1),
+    ("change-dump.object-stored", Kind::ChangeDump, 2),
+    ("repair.quarantined", Kind::Repair, 1),
+    ("repair.quarantined", Kind::Repair, 2),
+    ("repair.object-restored", Kind::Repair, 1),
+    ("repair.object-restored", Kind::Repair, 2),
+    ("export.between-files", Kind::Export, 3),
+    ("export.before-complete", Kind::Export, 1),
+    ("upgrade.after-1-to-2", Kind::Upgrade, 1),
+    ("upgrade.after-an-object", Kind::Upgrade, 1),
+    ("upgrade.after-an-object", Kind::Upgrade, 3),
+    ("upgrade.after-sync", Kind::Upgrade, 1),
+    ("upgrade.before-commit", Kind::Upgrade, 1),
+    ("upgrade.after-commit", Kind::Upgrade, 1),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A first baseline of a Resource List.
+    Baseline,
+    /// An incremental from a Change List: updates, a create, a delete.
+    Incremental,
+    /// A baseline of an SCP site: two sections, each a snapshot collection.
+    Scp,
+    /// A baseline of an ARC sitemap.
+    Arc,
+    /// An incremental from a Change Dump package.
+    ChangeDump,
+    /// An online repair of two damaged objects.
+    Repair,
+    /// A BagIt export.
+    Export,
+    /// The schema upgrade of a version 1 mirror (tests/fixtures/v2-mirror, made version 1).
+    Upgrade,
+}
+
+/// A mirror ready for the run to kill, with what keeps its source alive.
+struct Scenario {
+    _keep: Vec<Box<dyn std::any::Any>>,
+    dir: tempfile::TempDir,
+    mirror: std::path::PathBuf,
+    args: Vec<String>,
+    /// The latest sync point the source allows.
+    at: String,
+}
+
+impl Scenario {
+    fn argv(&self) -> Vec<&str> {
+        self.args.iter().map(String::as_str).collect()
+    }
+
+    fn export_dest(&self) -> std::path::PathBuf {
+        self.dir.path().join("export")
+    }
+}
+
+const NAMED_AT: &str = "2026-03-01T00:00:00Z";
+
+fn scenario(kind: Kind) -> Scenario {
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("m");
+    let s = |keep: Vec<Box<dyn std::any::Any>>, args: &[&str], at: &str, dir| Scenario {
+        _keep: keep,
+        dir,
+        mirror: mirror.clone(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        at: at.to_string(),
+    };
+    match kind {
+        Kind::Baseline | Kind::Incremental | Kind::Repair | Kind::Export => {
+            let t = Tree::new();
+            let names: Vec<String> = (1..=12).map(|i| format!("r{i}")).collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            for n in &refs {
+                t.put(n, format!("{n}, first\n").as_bytes());
+            }
+            t.capability_list("changelist.xml");
+            t.resource_list(NAMED_AT, &refs);
+            t.change_list("changelist.xml", NAMED_AT, None, &[]);
+            let srv = TestServer::start(t.path());
+            let list = srv.url("/resourcelist.xml");
+            if kind == Kind::Baseline {
+                let args = ["baseline", &list, "-q", "-j", "2"];
+                return s(vec![Box::new(t), Box::new(srv)], &args, NAMED_AT, dir);
+            }
+            ok_on_mirror(&mirror, &["baseline", &list, "-q"]);
+            match kind {
+                Kind::Incremental => {
+                    t.put("r1", b"r1, second\n");
+                    t.put("r3", b"r3, second\n");
+                    t.put("r13", b"r13, new\n");
+                    t.remove("r2");
+                    t.change_list(
+                        "changelist.xml",
+                        NAMED_AT,
+                        None,
+                        &[
+                            ("r1", "updated", "2026-03-01T01:00:00Z"),
+                            ("r2", "deleted", "2026-03-01T02:00:00Z"),
+                            ("r3", "updated", "2026-03-01T03:00:00Z"),
+                            ("r13", "created", "2026-03-01T04:00:00Z"),
+                        ],
+                    );
+                    let args = ["incremental", "-q", "-j", "2"];
+                    s(
+                        vec![Box::new(t), Box::new(srv)],
+                        &args,
+                        "2026-03-01T04:00:00Z",
+                        dir,
+                    )
+                }
+                Kind::Repair => {
+                    // Two objects damaged: one with other bytes, one gone.
+                    let mut shas: Vec<String> = current(&mirror).into_values().collect();
+                    shas.sort();
+                    let path = |sha: &str| mirror.join("objects/sha256").join(&sha[..2]).join(sha);
+                    let p0 = path(&shas[0]);
+                    let mut perms = std::fs::metadata(&p0).unwrap().permissions();
+                    #[allow(clippy::permissions_set_readonly_false)]
+                    perms.set_readonly(false);
+                    std::fs::set_permissions(&p0, perms).unwrap();
+                    std::fs::write(&p0, b"rot\n").unwrap();
+                    let p1 = path(&shas[1]);
+                    let mut perms = std::fs::metadata(&p1).unwrap().permissions();
+                    #[allow(clippy::permissions_set_readonly_false)]
+                    perms.set_readonly(false);
+                    std::fs::set_permissions(&p1, perms).unwrap();
+                    std::fs::write(&p1, b"rot too\n").unwrap();
+                    s(
+                        vec![Box::new(t), Box::new(srv)],
+                        &["repair", "-q"],
+                        NAMED_AT,
+                        dir,
+                    )
+                }
+                _ => {
+                    let dest = dir.path().join("export");
+                    let args = ["export", "bagit", dest.to_str().unwrap(), "-q"];
+                    s(vec![Box::new(t), Box::new(srv)], &args, NAMED_AT, dir)
+                }
+            }
+        }
+        Kind::Scp => {
+            use crate::scp::{Site, Sum, T1, Z};
+            let mut site = Site::new();
+            let blog: Vec<String> = (1..=4)
+                .map(|i| site.page(&format!("/blog/{i}"), "2025-12-01T00:00:00Z", "b"))
+                .collect();
+            let docs: Vec<String> = (1..=3)
+                .map(|i| site.page(&format!("/docs/{i}"), "2025-12-01T00:00:00Z", "d"))
+                .collect();
+            site.collection(
+                "blog-1.scp",
+                Z::Plain,
+                "blog",
+                None,
+                T1,
+                &blog,
+                Sum::Reference,
+            );
+            site.collection(
+                "docs-1.scp.gz",
+                Z::Gzip,
+                "docs",
+                None,
+                T1,
+                &docs,
+                Sum::Reference,
+            );
+            site.sitemap();
+            let url = site.srv.url("/sitemap.xml");
+            s(vec![Box::new(site)], &["baseline", &url, "-q"], T1, dir)
+        }
+        Kind::Arc => {
+            use crate::arc::{at, page, ArcSite};
+            let site = ArcSite::new();
+            let generated = at(-1, "00:00:00");
+            let mut pages = Vec::new();
+            for i in 1..=6 {
+                let body = format!("<html>page {i}</html>\n");
+                site.put(&format!("p{i}.html"), &body);
+                pages.push(page(&format!("p{i}.html"), &generated, &body));
+            }
+            site.sitemap(&generated, pages);
+            let srv = TestServer::start(site.path());
+            let url = srv.url("/arc-sitemap.json");
+            s(
+                vec![Box::new(site), Box::new(srv)],
+                &["baseline", &url, "-q", "-j", "2"],
+                &generated,
+                dir,
+            )
+        }
+        Kind::ChangeDump => {
+            use crate::dump::{change_package, AT, NS};
+            let t = Tree::new();
+            for i in 1..=4 {
+                t.put(&format!("r{i}"), format!("resource {i} v1\n").as_bytes());
+            }
+            t.resource_list(AT, &["r1", "r2", "r3", "r4"]);
+            std::fs::write(
+                t.path().join("capabilitylist.xml"),
+                format!(
+                    "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
+                     <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
+                     <url><loc>{ORIGIN}/changedump.xml</loc><rs:md capability=\"changedump\"/></url>\n</urlset>\n"
+                ),
+            )
+            .unwrap();
+            std::fs::write(
+                t.path().join("changedump.xml"),
+                format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n"),
+            )
+            .unwrap();
+            let srv = TestServer::start(t.path());
+            ok_on_mirror(
+                &mirror,
+                &[
+                    "baseline",
+                    &srv.url("/capabilitylist.xml"),
+                    "--via",
+                    "list",
+                    "-q",
+                ],
+            );
+            let v2: &[u8] = b"resource 1 v2\n";
+            let v3: &[u8] = b"resource 1 v3\n";
+            let r5: &[u8] = b"resource 5 v1\n";
+            t.put("r1", v3);
+            t.put("r5", r5);
+            t.remove("r2");
+            let pkg = change_package(
+                &srv.base(),
+                &[
+                    ("r1", "updated", "2026-04-01T01:00:00Z", Some(v2)),
+                    ("r1", "updated", "2026-04-01T02:00:00Z", Some(v3)),
+                    ("r5", "created", "2026-04-01T03:00:00Z", Some(r5)),
+                    ("r2", "deleted", "2026-04-01T04:00:00Z", None),
+                ],
+            );
+            std::fs::write(t.path().join("cd-1.zip"), &pkg).unwrap();
+            std::fs::write(
+                t.path().join("changedump.xml"),
+                format!(
+                    "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n\
+                     <url><loc>{ORIGIN}/cd-1.zip</loc><rs:md type=\"application/zip\" length=\"{}\" from=\"{AT}\" until=\"2026-04-01T05:00:00Z\"/></url>\n</urlset>\n",
+                    pkg.len()
+                ),
+            )
+            .unwrap();
+            s(
+                vec![Box::new(t), Box::new(srv)],
+                &["incremental", "-q"],
+                "2026-04-01T05:00:00Z",
+                dir,
+            )
+        }
+        Kind::Upgrade => {
+            let fixture = crate::migrate::copy_fixture();
+            let m = crate::migrate::mirror(&fixture);
+            let rs = crate::migrate::rs_states(&m);
+            crate::migrate::make_version_1(&m, &rs);
+            Scenario {
+                _keep: vec![Box::new(fixture)],
+                dir,
+                mirror: m,
+                args: Vec::new(),
+                at: String::new(),
+            }
+        }
+    }
+}
+
+/// A copy of `from` (a mirror no process has open).
+fn copy_dir(from: &Path, to: &Path) {
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next() {
+    use std::os::unix::process::ExitStatusExt;
+    for p in rsmirror::store::kill::KILL_POINTS {
+        assert!(
+            NAMED.iter().any(|(n, _, _)| n == p),
+            "kill point {p} has no run in NAMED: add one that reaches it"
+        );
+    }
+    let mut passed = std::collections::BTreeMap::<&str, u64>::new();
+    for &(point, kind, nth) in NAMED {
+        let sc = scenario(kind);
+        let what = format!("{point}:{nth} in {kind:?}");
+        if kind == Kind::Upgrade {
+            let before = crate::migrate::old_states(&sc.mirror);
+            let rs = crate::migrate::rs_states(&sc.mirror);
+            let out = crate::migrate::audit(&sc.mirror)
+                .env("RSMIRROR_KILL_AT", format!("{point}:{nth}"))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.signal(), Some(6), "{what}: {}", stderr_of(&out));
+            assert!(stderr_of(&out).contains(&format!("killed at {point}")));
+            let v = crate::migrate::user_version(&sc.mirror);
+            assert!((1..=3).contains(&v), "{what}: version {v}");
+            assert_eq!(
+                crate::migrate::has_table(&sc.mirror, "scp_pages"),
+                v < 3,
+                "{what}"
+            );
+            integrity_ok(&sc.mirror);
+            let out = crate::migrate::audit(&sc.mirror).output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr_of(&out));
+            crate::migrate::assert_upgraded(&sc.mirror, &before, &rs);
+            *passed.entry(point).or_default() += 1;
+            continue;
+        }
+        // What the run makes when nothing kills it, on a copy.
+        let reference = sc.dir.path().join("reference");
+        let made = sc.mirror.exists();
+        if made {
+            copy_dir(&sc.mirror, &reference);
+        }
+        let ref_args: Vec<String> = sc
+            .args
+            .iter()
+            .map(|a| {
+                a.replace(
+                    sc.export_dest().to_str().unwrap(),
+                    sc.dir.path().join("ref-export").to_str().unwrap(),
+                )
+            })
+            .collect();
+        let ref_argv: Vec<&str> = ref_args.iter().map(String::as_str).collect();
+        ok_on_mirror(&reference, &ref_argv);
+        let want = current(&reference);
+
+        let out = rsmirror()
+            .args(sc.argv())
+            .arg("--mirror")
+            .arg(&sc.mirror)
+            .env("RSMIRROR_KILL_AT", format!("{point}:{nth}"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(6),
+            "{what}: the run did not die there (exit {:?}): {}",
+            out.status.code(),
+            stderr_of(&out)
+        );
+        assert!(
+            stderr_of(&out).contains(&format!("killed at {point}")),
+            "{what}: {}",
+            stderr_of(&out)
+        );
+        *passed.entry(point).or_default() += 1;
+        if kind == Kind::Repair {
+            // The damage was there before the run: only the catalog is checked here, and the
+            // damaged bytes are kept (in place or in quarantine).
+            integrity_ok(&sc.mirror);
+        } else {
+            invariants(&sc.mirror, &sc.at);
+        }
+        ok_on_mirror(&sc.mirror, &sc.argv());
+        invariants(&sc.mirror, &sc.at);
+        converged(&sc.mirror, &want);
+        match kind {
+            Kind::Export => {
+                let dest = sc.export_dest();
+                assert!(!dest.join(".rsmirror-export/INCOMPLETE").exists(), "{what}");
+                assert_eq!(walk_files(&dest.join("data")).len(), want.len(), "{what}");
+            }
+            Kind::Repair => {
+                let q = walk_files(&sc.mirror.join("quarantine"));
+                let rot = q
+                    .iter()
+                    .filter(|p| {
+                        std::fs::read(p)
+                            .map(|b| b == b"rot\n" || b == b"rot too\n")
+                            .unwrap_or(false)
+                    })
+                    .count();
+                assert_eq!(rot, 2, "{what}: the damaged files are kept in quarantine");
+            }
+            Kind::Incremental | Kind::ChangeDump => {
+                assert_eq!(tombstoned(&sc.mirror), tombstoned(&reference), "{what}");
+                assert_eq!(
+                    version_count(&sc.mirror),
+                    version_count(&reference),
+                    "{what}"
+                );
+            }
+            _ => {}
+        }
+    }
+    let line = format!(
+        "crash matrix, named points: {} runs killed at {} named points (SIGABRT there), every \
+         re-run finished, 0 invariant broken; passes by point: {passed:?}",
+        NAMED.len(),
+        passed.len()
+    );
+    record_tally(&line);
+}
+
+fn integrity_ok(mirror: &Path) {
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let ic: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ic, "ok");
+}

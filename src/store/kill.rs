@@ -1,0 +1,77 @@
+//! Fault injection for the crash matrix (`tests/it/crash.rs`, issue 22): named points at the
+//! moments a crash matters (an object placed but not yet named by the catalog, versions
+//! committed but not the sync point, ...). A debug build run with
+//! `RSMIRROR_KILL_AT=<name>[:<nth>]` aborts (SIGABRT, as abrupt as a SIGKILL: no destructor,
+//! no flush) at the `nth` pass (1-based, default 1) of the point `name`. Release builds never
+//! read the variable and every point is a no-op.
+
+/// Every named point, for the test that kills a run at each in turn: a point added here is
+/// covered by it (the test fails for a point it has no run for, or one a run never reaches).
+pub const KILL_POINTS: &[&str] = &[
+    // An object renamed or linked into objects/, before the catalog names it.
+    "object.placed",
+    // The writer's transaction holds some of a batch's versions, not yet committed.
+    "writer.mid-batch",
+    // A batch of versions committed; later batches and the sync point not yet.
+    "writer.committed",
+    // A baseline's versions committed, before its last transaction (the sync point).
+    "baseline.versions-committed",
+    // An incremental's tombstone handed to the writer (not yet committed).
+    "incremental.tombstone",
+    // SCP: a collection's objects written and durable, before its pages' rows commit.
+    "scp.before-commit",
+    // ARC: the pages' objects in place, before the last transaction (sitemap, sync point).
+    "arc.before-commit",
+    // Change Dump: a package's bitstreams staged, before any of them is stored or committed.
+    "change-dump.package-staged",
+    // Change Dump: a bitstream moved into objects/, before its version commits.
+    "change-dump.object-stored",
+    // Repair: the damaged file moved to quarantine, before the proven bytes land.
+    "repair.quarantined",
+    // Repair: the proven bytes in objects/, before the run's problem rows are written.
+    "repair.object-restored",
+    // Export: after a file is placed, before the next.
+    "export.between-files",
+    // Export: every file placed and the record complete, before INCOMPLETE is removed.
+    "export.before-complete",
+    // The schema upgrade (store/migrate.rs).
+    "upgrade.after-1-to-2",
+    "upgrade.after-an-object",
+    "upgrade.after-sync",
+    "upgrade.before-commit",
+    "upgrade.after-commit",
+];
+
+/// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.
+#[inline]
+pub fn point(name: &'static str) {
+    if cfg!(debug_assertions) {
+        armed(name);
+    }
+}
+
+#[cold]
+fn armed(name: &'static str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    debug_assert!(
+        KILL_POINTS.contains(&name),
+        "kill point {name} is not listed"
+    );
+    static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
+    static PASSED: AtomicU64 = AtomicU64::new(0);
+    let at = AT.get_or_init(|| {
+        let v = std::env::var("RSMIRROR_KILL_AT").ok()?;
+        Some(match v.rsplit_once(':') {
+            Some((n, nth)) if nth.parse::<u64>().is_ok() => (n.to_string(), nth.parse().unwrap()),
+            _ => (v, 1),
+        })
+    });
+    let Some((want, nth)) = at else {
+        return;
+    };
+    if want == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *nth {
+        eprintln!("rsmirror: killed at {name} (pass {nth}) by RSMIRROR_KILL_AT");
+        std::process::abort();
+    }
+}
