@@ -2,8 +2,10 @@
 //! moments a crash matters (an object placed but not yet named by the catalog, versions
 //! committed but not the sync point, ...). A debug build run with
 //! `RSMIRROR_KILL_AT=<name>[:<nth>]` aborts (SIGABRT, as abrupt as a SIGKILL: no destructor,
-//! no flush) at the `nth` pass (1-based, default 1) of the point `name`. Release builds never
-//! read the variable and every point is a no-op.
+//! no flush) at the `nth` pass (1-based, default 1) of the point `name`. With
+//! `RSMIRROR_KILL_TRACE=<file>` every pass of a point appends its name to the file, a line
+//! each (the random-kill matrix tells from it which points a killed run had passed). Release
+//! builds never read either variable and every point is a no-op.
 
 /// Every named point, for the test that kills a run at each in turn: a point added here is
 /// covered by it (the test fails for a point it has no run for, or one a run never reaches).
@@ -59,7 +61,22 @@ fn armed(name: &'static str) {
         "kill point {name} is not listed"
     );
     static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
+    static TRACE: OnceLock<Option<std::fs::File>> = OnceLock::new();
     static PASSED: AtomicU64 = AtomicU64::new(0);
+    if let Some(mut f) = TRACE
+        .get_or_init(|| {
+            let path = std::env::var_os("RSMIRROR_KILL_TRACE")?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()
+        })
+        .as_ref()
+    {
+        // One write per line, appended: lines from several threads never interleave.
+        let _ = std::io::Write::write_all(&mut f, format!("{name}\n").as_bytes());
+    }
     let at = AT.get_or_init(|| {
         let v = std::env::var("RSMIRROR_KILL_AT").ok()?;
         Some(match v.rsplit_once(':') {

@@ -16,9 +16,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Start `args` on the mirror and SIGKILL it after `after` (or let it end first); true when
-/// the kill landed while it ran.
-fn kill_after(mirror: &Path, args: &[&str], after: Duration) -> bool {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+/// the kill landed while it ran. The named points the run passes are appended to `trace` (`RSMIRROR_KILL_TRACE`).
+fn kill_after(mirror: &Path, args: &[&str], after: Duration, trace: Option<&Path>) -> bool {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
+    if let Some(trace) = trace {
+        let _ = std::fs::remove_file(trace);
+        command.env("RSMIRROR_KILL_TRACE", trace);
+    }
+    let mut child = command
         .args(args)
         .arg("--mirror")
         .arg(mirror)
@@ -44,6 +49,17 @@ fn invariants(mirror: &Path, list_at: &str) {
     if !mirror.join("catalog.sqlite").exists() {
         return; // killed before the catalog was made
     }
+    let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    if version == 0 {
+        // Killed after SQLite made the file, before the schema's transaction committed: the
+        // next run makes the schema (`Catalog::open`).
+        integrity_ok(mirror);
+        return;
+    }
+    drop(conn);
     assert_consistent(mirror);
     // staging/ may hold a killed run's partial files: the next run empties it (checked in
     // `converged`).
@@ -92,16 +108,41 @@ fn sha(b: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(b))
 }
 
+/// Kills of the whole random matrix (`RSMIRROR_CRASH_KILLS`, default 300): three quarters
+/// for the ResourceSync lists, one quarter for SCP, ARC and Change Dumps.
+fn crash_kills() -> u64 {
+    std::env::var("RSMIRROR_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+fn crash_seed() -> u64 {
+    std::env::var("RSMIRROR_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0xC0FFEE)
+}
+
+/// The named points a killed run had passed (its trace), into the tally: how many kills fell
+/// after each point was last passed, and every point passed at all.
+fn tally_trace(
+    trace: &Path,
+    last: &mut std::collections::BTreeMap<String, u64>,
+    seen: &mut std::collections::BTreeSet<String>,
+) {
+    let text = std::fs::read_to_string(trace).unwrap_or_default();
+    for l in text.lines() {
+        seen.insert(l.to_string());
+    }
+    let l = text.lines().last().unwrap_or("(none)");
+    *last.entry(l.to_string()).or_default() += 1;
+}
+
 #[test]
 fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
-    let kills: u64 = std::env::var("RSMIRROR_CRASH_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
-    let mut rng = Rng(std::env::var("RSMIRROR_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0xC0FFEE));
+    let kills = crash_kills() - crash_kills() / 4;
+    let mut rng = Rng(crash_seed());
     let t = Tree::new();
     let names: Vec<String> = (1..=40).map(|i| format!("r{i}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -141,6 +182,8 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
         };
     let (mut at, mut want) = publish(round, &refs);
     let mut tally = std::collections::BTreeMap::<&str, (u64, u64)>::new();
+    let (mut last_point, mut points) = Default::default();
+    let trace = dir.path().join("trace");
     let mut lengths = std::collections::HashMap::<&str, u64>::new();
     let mut done = 0u64;
     while done < kills {
@@ -188,11 +231,12 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
         // A moment within the run: its length as last measured to the end.
         let length = *lengths.get(command).unwrap_or(&30);
         let after = Duration::from_millis(1 + rng.below(length.max(2)));
-        let landed = kill_after(&mirror, &argv, after);
+        let landed = kill_after(&mirror, &argv, after, Some(&trace));
         let entry = tally.entry(command).or_default();
         entry.0 += 1;
         if landed {
             entry.1 += 1;
+            tally_trace(&trace, &mut last_point, &mut points);
         }
         invariants(&mirror, &at);
         // Run it again to the end, timed (the next kill of this command falls within that
@@ -231,7 +275,332 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
     let landed: u64 = tally.values().map(|(_, l)| l).sum();
     let line = format!(
         "crash matrix: {done} SIGKILLs at random moments ({landed} while the run ran), every \
-         re-run finished, 0 invariant broken; by command (kills, landed): {tally:?}"
+         re-run finished, 0 invariant broken; by command (kills, landed): {tally:?}; named \
+         points passed: {points:?}; kills by the last point passed: {last_point:?}"
+    );
+    record_tally(&line);
+    assert!(
+        landed * 2 >= done,
+        "most kills must land while the run runs: {tally:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// SCP, ARC and Change Dump runs killed at random moments. Each round the source changes (a
+// newer SCP snapshot, a newer ARC sitemap, one more Change Dump package), a reference mirror
+// follows it uninterrupted, and the mirror under test is killed, checked, and run again: it
+// must then equal the reference.
+
+/// A source of one of the three formats, changed round by round.
+enum FormatSource {
+    Scp {
+        site: crate::scp::Site,
+        /// Each page's revision.
+        pages: Vec<u64>,
+    },
+    Arc {
+        site: crate::arc::ArcSite,
+        srv: TestServer,
+        pages: Vec<u64>,
+    },
+    Dump {
+        t: Tree,
+        srv: TestServer,
+        /// Each resource's revision, None while deleted.
+        live: Vec<Option<u64>>,
+        /// (file, length, from, until) of every package so far.
+        packages: Vec<(String, usize, String, String)>,
+    },
+}
+
+impl FormatSource {
+    fn name(&self) -> &'static str {
+        match self {
+            FormatSource::Scp { .. } => "scp",
+            FormatSource::Arc { .. } => "arc",
+            FormatSource::Dump { .. } => "change-dump",
+        }
+    }
+
+    /// The first command, run on both mirrors to the end.
+    fn first(&self) -> Vec<String> {
+        match self {
+            FormatSource::Scp { site, .. } => {
+                vec!["baseline".into(), site.srv.url("/sitemap.xml"), "-q".into()]
+            }
+            FormatSource::Arc { srv, .. } => {
+                vec!["baseline".into(), srv.url("/arc-sitemap.json"), "-q".into()]
+            }
+            FormatSource::Dump { srv, .. } => vec![
+                "baseline".into(),
+                srv.url("/capabilitylist.xml"),
+                "--via".into(),
+                "list".into(),
+                "-q".into(),
+            ],
+        }
+    }
+
+    /// The command of round `round`, killed on the mirror under test.
+    fn command(&self, round: u64) -> Vec<String> {
+        match self {
+            // A newer snapshot, taken by a baseline or followed by an incremental.
+            FormatSource::Scp { .. } if round.is_multiple_of(2) => {
+                vec!["incremental".into(), "-q".into()]
+            }
+            FormatSource::Scp { .. } | FormatSource::Arc { .. } => {
+                let mut c = self.first();
+                c.extend(["-j".into(), "2".into()]);
+                c
+            }
+            FormatSource::Dump { .. } => vec!["incremental".into(), "-q".into()],
+        }
+    }
+
+    /// Change the source for round `round` (1-based); the latest sync point it allows.
+    fn publish(&mut self, round: u64, rng: &mut Rng) -> String {
+        let time = |base: &str| {
+            format!(
+                "{base}T{:02}:{:02}:{:02}Z",
+                round / 3600,
+                (round / 60) % 60,
+                round % 60
+            )
+        };
+        match self {
+            FormatSource::Scp { site, pages } => {
+                use crate::scp::{Sum, Z};
+                let generated: &'static str = Box::leak(time("2026-01-01").into_boxed_str());
+                for _ in 0..1 + rng.below(8) {
+                    let i = rng.pick(pages.len());
+                    pages[i] = round;
+                }
+                let lines: Vec<String> = pages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, rev)| {
+                        let modified = format!(
+                            "2025-12-01T{:02}:{:02}:{:02}Z",
+                            rev / 3600,
+                            (rev / 60) % 60,
+                            rev % 60
+                        );
+                        site.page(
+                            &format!("/blog/{i}"),
+                            &modified,
+                            &format!(
+                                "page {i} revision {rev} {}",
+                                "x".repeat(*rev as usize % 200)
+                            ),
+                        )
+                    })
+                    .collect();
+                site.collection(
+                    "blog.scp",
+                    Z::Plain,
+                    "blog",
+                    None,
+                    generated,
+                    &lines,
+                    Sum::Reference,
+                );
+                site.sitemap();
+                generated.to_string()
+            }
+            FormatSource::Arc { site, pages, .. } => {
+                use crate::arc::{at, page};
+                let clock = |t: u64| format!("{:02}:{:02}:{:02}", t / 3600, (t / 60) % 60, t % 60);
+                let generated = at(-1, &clock(round));
+                for _ in 0..1 + rng.below(6) {
+                    let i = rng.pick(pages.len());
+                    pages[i] = round;
+                }
+                let mut entries = Vec::new();
+                for (i, rev) in pages.iter().enumerate() {
+                    let body = format!("<html>page {i} revision {rev}</html>\n");
+                    let lastmod = at(-1, &clock(*rev));
+                    site.put(&format!("p{i}.html"), &body);
+                    entries.push(page(&format!("p{i}.html"), &lastmod, &body));
+                }
+                site.sitemap(&generated, entries);
+                generated
+            }
+            FormatSource::Dump {
+                t,
+                srv,
+                live,
+                packages,
+            } => {
+                use crate::dump::{change_package_between, AT, NS};
+                if round == 0 {
+                    return AT.to_string();
+                }
+                let from = packages
+                    .last()
+                    .map(|p| p.3.clone())
+                    .unwrap_or_else(|| AT.to_string());
+                let until = time("2026-04-01");
+                let mut entries: Vec<(String, &str, String, Option<Vec<u8>>)> = Vec::new();
+                for _ in 0..1 + rng.below(6) {
+                    let i = rng.pick(live.len());
+                    let when = until.clone();
+                    let name = format!("r{i}");
+                    let (change, bytes) = match live[i] {
+                        Some(_) if rng.below(5) == 0 => {
+                            live[i] = None;
+                            ("deleted", None)
+                        }
+                        Some(_) => {
+                            live[i] = Some(round);
+                            (
+                                "updated",
+                                Some(format!("{name} round {round}\n").into_bytes()),
+                            )
+                        }
+                        None => {
+                            live[i] = Some(round);
+                            (
+                                "created",
+                                Some(format!("{name} round {round}\n").into_bytes()),
+                            )
+                        }
+                    };
+                    entries.push((name, change, when, bytes));
+                }
+                let borrowed: Vec<(&str, &str, &str, Option<&[u8]>)> = entries
+                    .iter()
+                    .map(|(n, c, w, b)| (n.as_str(), *c, w.as_str(), b.as_deref()))
+                    .collect();
+                let pkg = change_package_between(&srv.base(), &from, &until, &borrowed);
+                let file = format!("cd-{round}.zip");
+                std::fs::write(t.path().join(&file), &pkg).unwrap();
+                packages.push((file, pkg.len(), from, until.clone()));
+                let mut body = format!(
+                    "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n"
+                );
+                for (file, len, from, until) in packages.iter() {
+                    body.push_str(&format!(
+                        "<url><loc>{ORIGIN}/{file}</loc><rs:md type=\"application/zip\" length=\"{len}\" from=\"{from}\" until=\"{until}\"/></url>\n"
+                    ));
+                }
+                body.push_str("</urlset>\n");
+                std::fs::write(t.path().join("changedump.xml"), body).unwrap();
+                until
+            }
+        }
+    }
+}
+
+fn format_sources() -> Vec<FormatSource> {
+    let scp = crate::scp::Site::new();
+    scp.srv.set_delay(Duration::from_millis(2));
+    let mut out = vec![FormatSource::Scp {
+        site: scp,
+        pages: vec![0; 150],
+    }];
+    let arc = crate::arc::ArcSite::new();
+    let srv = TestServer::start(arc.path());
+    srv.set_delay(Duration::from_millis(3));
+    out.push(FormatSource::Arc {
+        site: arc,
+        srv,
+        pages: vec![0; 20],
+    });
+    use crate::dump::{AT, NS};
+    let t = Tree::new();
+    let names: Vec<String> = (0..20).map(|i| format!("r{i}")).collect();
+    for n in &names {
+        t.put(n, format!("{n} first\n").as_bytes());
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    t.resource_list(AT, &refs);
+    std::fs::write(
+        t.path().join("capabilitylist.xml"),
+        format!(
+            "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
+             <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
+             <url><loc>{ORIGIN}/changedump.xml</loc><rs:md capability=\"changedump\"/></url>\n</urlset>\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        t.path().join("changedump.xml"),
+        format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n"),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    srv.set_delay(Duration::from_millis(2));
+    out.push(FormatSource::Dump {
+        t,
+        srv,
+        live: vec![Some(0); 20],
+        packages: Vec::new(),
+    });
+    out
+}
+
+#[test]
+fn scp_arc_and_change_dump_runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
+    let kills = crash_kills() / 4;
+    let mut rng = Rng(crash_seed() ^ 0x5C0A);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let mut sources = format_sources();
+    let mut tally = std::collections::BTreeMap::<&str, (u64, u64)>::new();
+    let (mut last_point, mut points) = Default::default();
+    let mut lengths = std::collections::HashMap::<&str, u64>::new();
+    let mut first_at = Vec::new();
+    for (k, s) in sources.iter_mut().enumerate() {
+        let at = s.publish(0, &mut rng);
+        let args = s.first();
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        for m in ["m", "reference"] {
+            ok_on_mirror(&dir.path().join(format!("{k}-{m}")), &argv);
+        }
+        first_at.push(at);
+    }
+    let mut done = 0u64;
+    let mut round = 0u64;
+    while done < kills {
+        round += 1;
+        let k = (done % sources.len() as u64) as usize;
+        let s = &mut sources[k];
+        let name = s.name();
+        let mirror = dir.path().join(format!("{k}-m"));
+        let reference = dir.path().join(format!("{k}-reference"));
+        let at = s.publish(round, &mut rng);
+        let args = s.command(round);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok_on_mirror(&reference, &argv);
+        let want = current(&reference);
+        let length = *lengths.get(name).unwrap_or(&100);
+        let after = Duration::from_millis(1 + rng.below(length.max(2)));
+        let landed = kill_after(&mirror, &argv, after, Some(&trace));
+        let entry = tally.entry(name).or_default();
+        entry.0 += 1;
+        if landed {
+            entry.1 += 1;
+            tally_trace(&trace, &mut last_point, &mut points);
+        }
+        invariants(&mirror, &at);
+        let started = Instant::now();
+        ok_on_mirror(&mirror, &argv);
+        lengths.insert(name, started.elapsed().as_millis() as u64);
+        invariants(&mirror, &at);
+        converged(&mirror, &want);
+        assert_eq!(
+            tombstoned(&mirror),
+            tombstoned(&reference),
+            "{name}, round {round}"
+        );
+        done += 1;
+    }
+    let landed: u64 = tally.values().map(|(_, l)| l).sum();
+    let line = format!(
+        "crash matrix, SCP/ARC/Change Dump: {done} SIGKILLs at random moments ({landed} while \
+         the run ran), every re-run finished and equals an uninterrupted mirror, 0 invariant \
+         broken; by format (kills, landed): {tally:?}; named points passed: {points:?}; kills \
+         by the last point passed: {last_point:?}"
     );
     record_tally(&line);
     assert!(

@@ -365,8 +365,18 @@ pub(crate) fn change_package(
     origin: &str,
     entries: &[(&str, &str, &str, Option<&[u8]>)],
 ) -> Vec<u8> {
+    change_package_between(origin, AT, "2026-04-01T05:00:00Z", entries)
+}
+
+/// [`change_package`] whose manifest says `from` and `until`.
+pub(crate) fn change_package_between(
+    origin: &str,
+    from: &str,
+    until: &str,
+    entries: &[(&str, &str, &str, Option<&[u8]>)],
+) -> Vec<u8> {
     let mut manifest = format!(
-        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump-manifest\" from=\"{AT}\" until=\"2026-04-01T05:00:00Z\"/>\n"
+        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump-manifest\" from=\"{from}\" until=\"{until}\"/>\n"
     );
     let mut w = ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
