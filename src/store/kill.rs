@@ -77,18 +77,36 @@ fn armed(name: &'static str) {
         // One write per line, appended: lines from several threads never interleave.
         let _ = std::io::Write::write_all(&mut f, format!("{name}\n").as_bytes());
     }
-    let at = AT.get_or_init(|| {
-        let v = std::env::var("RSMIRROR_KILL_AT").ok()?;
-        Some(match v.rsplit_once(':') {
-            Some((n, nth)) if nth.parse::<u64>().is_ok() => (n.to_string(), nth.parse().unwrap()),
-            _ => (v, 1),
-        })
-    });
+    let at = AT.get_or_init(|| std::env::var("RSMIRROR_KILL_AT").ok().map(|v| parse(&v)));
     let Some((want, nth)) = at else {
         return;
     };
     if want == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *nth {
         eprintln!("rsmirror: killed at {name} (pass {nth}) by RSMIRROR_KILL_AT");
         std::process::abort();
+    }
+}
+
+/// `<name>[:<nth>]` as (name, nth); nth 1 when not given.
+fn parse(v: &str) -> (String, u64) {
+    match v.rsplit_once(':').map(|(n, nth)| (n, nth.parse::<u64>())) {
+        Some((n, Ok(nth))) => (n.to_string(), nth),
+        _ => (v.to_string(), 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_point_is_named_with_an_optional_pass() {
+        assert_eq!(parse("object.placed"), ("object.placed".into(), 1));
+        assert_eq!(parse("object.placed:3"), ("object.placed".into(), 3));
+        assert_eq!(parse("a:b"), ("a:b".into(), 1));
+        let mut names = KILL_POINTS.to_vec();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), KILL_POINTS.len(), "a point listed twice");
     }
 }

@@ -82,6 +82,33 @@ fn invariants(mirror: &Path, list_at: &str) {
     );
 }
 
+/// Every version the catalog holds, as (URI, object, change): what a run acknowledged.
+fn acknowledged(mirror: &Path) -> std::collections::BTreeSet<(String, Option<String>, String)> {
+    let Ok(conn) = Connection::open(mirror.join("catalog.sqlite")) else {
+        return Default::default();
+    };
+    let Ok(mut stmt) = conn.prepare(
+        "SELECT r.uri, v.sha256_hex, v.change FROM versions v JOIN resources r ON r.id = v.resource_id",
+    ) else {
+        return Default::default(); // no schema yet
+    };
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// Nothing `before` acknowledged is missing from the mirror now.
+fn nothing_lost(
+    mirror: &Path,
+    before: &std::collections::BTreeSet<(String, Option<String>, String)>,
+    what: &str,
+) {
+    let now = acknowledged(mirror);
+    let lost: Vec<_> = before.difference(&now).collect();
+    assert!(lost.is_empty(), "{what}: versions lost: {lost:?}");
+}
+
 fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
@@ -244,6 +271,7 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
             tally_trace(&trace, &mut last_point, &mut points);
         }
         invariants(&mirror, &at);
+        let before = acknowledged(&mirror);
         // Run it again to the end, timed (the next kill of this command falls within that
         // length); then a baseline for the sync commands, to be sure of the state.
         match command {
@@ -254,6 +282,7 @@ fn runs_killed_at_random_moments_leave_a_mirror_that_a_rerun_completes() {
                 invariants(&mirror, &at);
                 ok_on_mirror(&mirror, &["baseline", &list, "-q"]);
                 converged(&mirror, &want);
+                nothing_lost(&mirror, &before, command);
             }
             _ => {
                 if !mirror.join("catalog.sqlite").exists() {
@@ -501,7 +530,7 @@ fn format_sources() -> Vec<FormatSource> {
     scp.srv.set_delay(Duration::from_millis(2));
     let mut out = vec![FormatSource::Scp {
         site: scp,
-        pages: vec![0; 150],
+        pages: vec![0; 80],
     }];
     let arc = crate::arc::ArcSite::new();
     let srv = TestServer::start(arc.path());
@@ -588,11 +617,13 @@ fn scp_arc_and_change_dump_runs_killed_at_random_moments_leave_a_mirror_that_a_r
             tally_trace(&trace, &mut last_point, &mut points);
         }
         invariants(&mirror, &at);
+        let before = acknowledged(&mirror);
         let started = Instant::now();
         ok_on_mirror(&mirror, &argv);
         lengths.insert(name, started.elapsed().as_millis() as u64);
         invariants(&mirror, &at);
         converged(&mirror, &want);
+        nothing_lost(&mirror, &before, name);
         assert_eq!(
             tombstoned(&mirror),
             tombstoned(&reference),
@@ -1002,9 +1033,11 @@ fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next()
         } else {
             invariants(&sc.mirror, &sc.at);
         }
+        let before = acknowledged(&sc.mirror);
         ok_on_mirror(&sc.mirror, &sc.argv());
         invariants(&sc.mirror, &sc.at);
         converged(&sc.mirror, &want);
+        nothing_lost(&sc.mirror, &before, &what);
         match kind {
             Kind::Export => {
                 let dest = sc.export_dest();
