@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The crash matrix at a larger size than CI runs: baseline, incremental, audit, export and
-# repair runs SIGKILLed at random moments, each followed by a re-run and the invariants
-# (integrity_check, every object its digest, staging emptied, sync point never ahead, the
-# mirror equal to the source, an offline audit clean). Prints the tally of each seed.
+# repair runs of a ResourceSync source (three quarters of the kills) and SCP, ARC and Change
+# Dump runs (a quarter) SIGKILLed at random moments, each followed by a re-run and the
+# invariants (integrity_check, every object its digest, staging emptied, sync point never
+# ahead, the mirror equal to the source or to an uninterrupted mirror, an offline audit
+# clean); and every named kill point (RSMIRROR_KILL_AT, the same each seed). Prints the
+# tallies of each seed.
 #
 #   benches/crash.sh [KILLS_PER_SEED] [SEEDS]      # default: 1000 kills x 3 seeds
 set -euo pipefail

@@ -275,6 +275,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     record.complete = true;
     record.finished_at = Some(jiff::Timestamp::now().to_string());
     write_record(&record_path, &record)?;
+    crate::store::kill::point("export.before-complete");
     std::fs::remove_file(&incomplete).map_err(|e| StoreError::io("removing", &incomplete, e))?;
     Ok(summary)
 }

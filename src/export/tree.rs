@@ -324,6 +324,7 @@ impl Placer {
 
     /// Put the bytes of `v` at `path` under the root.
     pub fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
+        crate::store::kill::point("export.between-files");
         let dest = self.root.join(path);
         let folder = dest.parent().unwrap_or(&self.root);
         if folder != self.made {

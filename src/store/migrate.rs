@@ -38,7 +38,7 @@ pub fn upgrade(
         one_to_two(mirror)?;
         conn.execute_batch("PRAGMA user_version = 2;")
             .map_err(sql)?;
-        kill_point("after 1 → 2");
+        kill_point("upgrade.after-1-to-2");
     }
     if from < 3 {
         two_to_three(mirror, path, conn)?;
@@ -93,7 +93,7 @@ fn two_to_three(mirror: &Path, path: &Path, conn: &mut Connection) -> Result<(),
         store.sync().map_err(|e| {
             StoreError::io("making the SCP page objects durable in", &objects_dir, e)
         })?;
-        kill_point("after sync");
+        kill_point("upgrade.after-sync");
         // Read back from the store, as the old rows are about to go.
         for sha in &written {
             let at = store.path_for(sha);
@@ -118,7 +118,7 @@ fn two_to_three(mirror: &Path, path: &Path, conn: &mut Connection) -> Result<(),
     conn.execute_batch("PRAGMA foreign_keys = ON;")
         .map_err(sql)?;
     moved?;
-    kill_point("after commit");
+    kill_point("upgrade.after-commit");
     Ok(())
 }
 
@@ -182,7 +182,7 @@ fn move_rows(conn: &mut Connection, has_pages: bool) -> Result<(), StoreError> {
             "a row of {table} names a row that does not exist; nothing was changed"
         )));
     }
-    kill_point("before commit");
+    kill_point("upgrade.before-commit");
     tx.execute_batch("PRAGMA user_version = 3;")?;
     tx.commit()?;
     Ok(())
@@ -261,7 +261,7 @@ fn write_page_objects(mirror: &Path, conn: &Connection) -> Result<Vec<String>, S
                 .map_err(|e| StoreError::io("storing", &at, e))?;
         }
         written.push(sha);
-        kill_point("after an object");
+        kill_point("upgrade.after-an-object");
         Ok(())
     })?;
     Ok(written)
@@ -397,11 +397,12 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
 
 /// For the kill test of the upgrade (`tests/it/migrate.rs`): a debug build given
 /// `RSMIRROR_KILL_UPGRADE_AT=N` dies at the N-th point (1-based) of the upgrade, as a crash
-/// would. Release builds never read it.
-fn kill_point(_what: &str) {
+/// would. Release builds never read it. Each point is also a named one (`store::kill`).
+fn kill_point(name: &'static str) {
     if !cfg!(debug_assertions) {
         return;
     }
+    crate::store::kill::point(name);
     use std::sync::atomic::{AtomicU64, Ordering};
     static PASSED: AtomicU64 = AtomicU64::new(0);
     let Some(at) = std::env::var("RSMIRROR_KILL_UPGRADE_AT")

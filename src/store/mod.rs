@@ -2,6 +2,7 @@
 //! folder and the lock (DESIGN.md §3). Nothing here knows about HTTP or ResourceSync syntax.
 
 pub mod catalog;
+pub mod kill;
 pub mod lock;
 pub mod migrate;
 pub mod new_file;

@@ -314,6 +314,7 @@ impl Attempts {
                 let url = staged.final_url.clone();
                 match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
                     Ok(_) => {
+                        crate::store::kill::point("object.placed");
                         return Ok(JobResult::Fetched(
                             index,
                             Box::new(Fetched {
@@ -324,7 +325,7 @@ impl Attempts {
                                 media_type: staged.media_type,
                                 via: "http",
                             }),
-                        ))
+                        ));
                     }
                     Err(e) if crate::net::is_no_space(&e) => {
                         return Ok(JobResult::NoSpace(format!(
@@ -468,9 +469,11 @@ impl<'a> Writer<'a> {
                 .sync()
                 .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
         }
+        let any_version = !self.versions.is_empty();
         let tx = self.catalog.transaction()?;
         for p in self.versions.drain(..) {
             let id = write::version(&tx, self.run_id, &p.version)?;
+            crate::store::kill::point("writer.mid-batch");
             if let Some(e) = p.event {
                 write::change_event(&tx, self.run_id, &e, Some(id))?;
             }
@@ -486,6 +489,9 @@ impl<'a> Writer<'a> {
         }
         extra(&tx)?;
         tx.commit()?;
+        if any_version {
+            crate::store::kill::point("writer.committed");
+        }
         self.last_flush = Instant::now();
         Ok(())
     }

@@ -173,11 +173,13 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
         let damaged_file = path.exists();
         if damaged_file {
             quarantine_file(&quarantine, &path, &name, d, run_id)?;
+            crate::store::kill::point("repair.quarantined");
             summary.quarantined += 1;
         }
         open.objects
             .ingest_new(file, &d.sha256)
             .map_err(|e| StoreError::io("writing the object", &path, e))?;
+        crate::store::kill::point("repair.object-restored");
         if how.starts_with("from the mirror") {
             summary.restored_from_mirror += 1;
         } else {

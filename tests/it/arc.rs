@@ -20,12 +20,12 @@ use std::path::Path;
 /// A site that publishes an ARC sitemap: pages under `/pages/`, the sitemap at
 /// `/arc-sitemap.json`, delta feeds under `/arc-sitemap-deltas/`. URLs use the placeholder
 /// origin the test server rewrites; page bodies never contain it (their checksums must hold).
-struct ArcSite {
+pub(crate) struct ArcSite {
     dir: tempfile::TempDir,
 }
 
 impl ArcSite {
-    fn new() -> ArcSite {
+    pub(crate) fn new() -> ArcSite {
         let s = ArcSite {
             dir: tempfile::tempdir().unwrap(),
         };
@@ -34,11 +34,11 @@ impl ArcSite {
         s
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn put(&self, name: &str, body: &str) {
+    pub(crate) fn put(&self, name: &str, body: &str) {
         std::fs::write(self.path().join("pages").join(name), body).unwrap();
     }
 
@@ -50,7 +50,7 @@ impl ArcSite {
         .unwrap();
     }
 
-    fn sitemap(&self, generated_at: &str, pages: Vec<Value>) {
+    pub(crate) fn sitemap(&self, generated_at: &str, pages: Vec<Value>) {
         self.write("arc-sitemap.json", &document(generated_at, pages));
     }
 
@@ -77,7 +77,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// A page entry whose checksum is that of `body`.
-fn page(name: &str, lastmod: &str, body: &str) -> Value {
+pub(crate) fn page(name: &str, lastmod: &str, body: &str) -> Value {
     json!({
         "url": format!("{ORIGIN}/pages/{name}"),
         "lastmod": lastmod,
@@ -96,7 +96,7 @@ fn day(offset: i64) -> String {
 }
 
 /// Today + `offset` days at `time` (UTC), RFC 3339.
-fn at(offset: i64, time: &str) -> String {
+pub(crate) fn at(offset: i64, time: &str) -> String {
     format!("{}T{time}Z", day(offset))
 }
 

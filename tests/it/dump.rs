@@ -9,8 +9,8 @@ use std::io::{Cursor, Write};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
-const AT: &str = "2026-04-01T00:00:00Z";
-const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
+pub(crate) const AT: &str = "2026-04-01T00:00:00Z";
+pub(crate) const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
 
 fn hashes(bytes: &[u8]) -> String {
     use md5::Digest as _;
@@ -361,9 +361,22 @@ fn a_missing_bitstream_fails_that_resource_and_extras_are_reported() {
 }
 
 /// A Change Dump package: (uri name, change, datetime, bytes or None for a delete).
-fn change_package(origin: &str, entries: &[(&str, &str, &str, Option<&[u8]>)]) -> Vec<u8> {
+pub(crate) fn change_package(
+    origin: &str,
+    entries: &[(&str, &str, &str, Option<&[u8]>)],
+) -> Vec<u8> {
+    change_package_between(origin, AT, "2026-04-01T05:00:00Z", entries)
+}
+
+/// [`change_package`] whose manifest says `from` and `until`.
+pub(crate) fn change_package_between(
+    origin: &str,
+    from: &str,
+    until: &str,
+    entries: &[(&str, &str, &str, Option<&[u8]>)],
+) -> Vec<u8> {
     let mut manifest = format!(
-        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump-manifest\" from=\"{AT}\" until=\"2026-04-01T05:00:00Z\"/>\n"
+        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump-manifest\" from=\"{from}\" until=\"{until}\"/>\n"
     );
     let mut w = ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);

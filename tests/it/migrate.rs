@@ -17,7 +17,7 @@ fn fixture() -> PathBuf {
 }
 
 /// A copy of the fixture to upgrade (the checked-in one is never opened by rsmirror).
-fn copy_fixture() -> tempfile::TempDir {
+pub(crate) fn copy_fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let st = std::process::Command::new("cp")
         .arg("-r")
@@ -30,13 +30,13 @@ fn copy_fixture() -> tempfile::TempDir {
     dir
 }
 
-fn mirror(dir: &tempfile::TempDir) -> PathBuf {
+pub(crate) fn mirror(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("m")
 }
 
 /// One page state as the version-2 catalog holds it: "section url #n" ->
 /// (change, modified, title, language, line, json).
-type OldStates = BTreeMap<
+pub(crate) type OldStates = BTreeMap<
     String,
     (
         String,
@@ -48,7 +48,7 @@ type OldStates = BTreeMap<
     ),
 >;
 
-fn old_states(mirror: &Path) -> OldStates {
+pub(crate) fn old_states(mirror: &Path) -> OldStates {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     let mut stmt = conn
         .prepare(
@@ -140,13 +140,13 @@ fn new_states(mirror: &Path) -> OldStates {
     out
 }
 
-fn user_version(mirror: &Path) -> i64 {
+pub(crate) fn user_version(mirror: &Path) -> i64 {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap()
 }
 
-fn has_table(mirror: &Path, name: &str) -> bool {
+pub(crate) fn has_table(mirror: &Path, name: &str) -> bool {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
     conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
@@ -157,7 +157,7 @@ fn has_table(mirror: &Path, name: &str) -> bool {
 }
 
 /// `rsmirror audit --offline --level fixity --all-versions` (a writing run: it upgrades).
-fn audit(mirror: &Path) -> assert_cmd::Command {
+pub(crate) fn audit(mirror: &Path) -> assert_cmd::Command {
     let mut c = rsmirror();
     c.args([
         "audit",
@@ -174,7 +174,11 @@ fn audit(mirror: &Path) -> assert_cmd::Command {
 /// Everything the upgrade must leave: the version, the old tables gone, every page state with
 /// its bytes, the ResourceSync resources untouched, the page URL two sections share kept
 /// apart, the sections' sync points, and a clean audit.
-fn assert_upgraded(mirror: &Path, before: &OldStates, rs_before: &BTreeMap<String, String>) {
+pub(crate) fn assert_upgraded(
+    mirror: &Path,
+    before: &OldStates,
+    rs_before: &BTreeMap<String, String>,
+) {
     assert_eq!(user_version(mirror), 3);
     assert!(!has_table(mirror, "scp_pages"));
     assert!(!has_table(mirror, "scp_page_versions"));
@@ -250,7 +254,7 @@ fn assert_upgraded(mirror: &Path, before: &OldStates, rs_before: &BTreeMap<Strin
 }
 
 /// The ResourceSync side of the fixture, before: URI -> sha256.
-fn rs_states(mirror: &Path) -> BTreeMap<String, String> {
+pub(crate) fn rs_states(mirror: &Path) -> BTreeMap<String, String> {
     current(mirror)
 }
 
@@ -281,7 +285,7 @@ fn a_version_1_mirror_with_scp_pages_is_upgraded_in_place() {
     assert_upgraded(&m, &before, &rs);
 }
 
-fn make_version_1(m: &Path, rs: &BTreeMap<String, String>) {
+pub(crate) fn make_version_1(m: &Path, rs: &BTreeMap<String, String>) {
     for sha in rs.values() {
         let top = m.join("objects/sha256").join(&sha[0..2]);
         let old = top.join(&sha[2..4]);

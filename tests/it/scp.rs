@@ -19,20 +19,20 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-const T1: &str = "2026-01-01T00:00:00Z";
+pub(crate) const T1: &str = "2026-01-01T00:00:00Z";
 const T2: &str = "2026-01-02T00:00:00Z";
 const T3: &str = "2026-01-03T00:00:00Z";
 const T4: &str = "2026-01-04T00:00:00Z";
 
 #[derive(Clone, Copy)]
-enum Z {
+pub(crate) enum Z {
     Gzip,
     Zstd,
     Plain,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Sum {
+pub(crate) enum Sum {
     /// The reference implementation's rule.
     Reference,
     /// No checksum: recorded as unverified.
@@ -54,14 +54,14 @@ struct Listed {
 }
 
 /// A site served from a temporary folder, its files written with the server's own address.
-struct Site {
+pub(crate) struct Site {
     dir: tempfile::TempDir,
-    srv: TestServer,
+    pub(crate) srv: TestServer,
     listed: Vec<Listed>,
 }
 
 impl Site {
-    fn new() -> Site {
+    pub(crate) fn new() -> Site {
         let dir = tempfile::tempdir().unwrap();
         let srv = TestServer::start(dir.path());
         let site = Site {
@@ -85,7 +85,7 @@ impl Site {
     }
 
     /// One page line.
-    fn page(&self, path: &str, modified: &str, text: &str) -> String {
+    pub(crate) fn page(&self, path: &str, modified: &str, text: &str) -> String {
         format!(
             r#"{{"url":"{}{path}","title":"Page {path}","description":"About {path}","modified":"{modified}","language":"en","content":[{{"type":"heading","level":1,"text":"Page {path}"}},{{"type":"text","text":"{text}"}}]}}"#,
             self.base()
@@ -94,7 +94,7 @@ impl Site {
 
     /// Write a collection file and list it in the sitemap (written by [`Site::sitemap`]).
     #[allow(clippy::too_many_arguments)]
-    fn collection(
+    pub(crate) fn collection(
         &mut self,
         file: &str,
         z: Z,
@@ -119,7 +119,7 @@ impl Site {
     }
 
     /// `sitemap.xml` listing every collection so far.
-    fn sitemap(&self) {
+    pub(crate) fn sitemap(&self) {
         let mut xml = String::from(concat!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
             "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"\n",

@@ -1320,6 +1320,7 @@ fn commit_sitemap(
     at: Timestamp,
     basis: String,
 ) -> Result<(), Error> {
+    crate::store::kill::point("arc.before-commit");
     writer.flush(|tx| {
         write_arc::sitemap(tx, source_id, run_id, record)?;
         feed::record_identity(tx, collection, &record.site, "site of the ARC sitemap")?;

@@ -526,6 +526,7 @@ fn apply_collection(
     }
     drop(dump);
     writer.flush(|_| Ok(()))?;
+    crate::store::kill::point("baseline.versions-committed");
 
     settle_gone(writer, s, &p, states, summary, progress)?;
 

@@ -219,7 +219,10 @@ pub fn apply(
             Ok(pkg)
         });
         let pkg = match outcome {
-            Ok(p) => p,
+            Ok(p) => {
+                crate::store::kill::point("change-dump.package-staged");
+                p
+            }
             Err(reason) => {
                 for (_, _, sb) in &plan {
                     if let Ok(Some(sb)) = sb {
@@ -303,6 +306,7 @@ pub fn apply(
                     ctx.objects
                         .ingest(&sb.path, &sb.computed.sha256_hex)
                         .map_err(|e| crate::store::StoreError::io("storing", &sb.path, e))?;
+                    crate::store::kill::point("change-dump.object-stored");
                     let kind = if had.is_some() {
                         ctx.summary.updated += 1;
                         "updated"

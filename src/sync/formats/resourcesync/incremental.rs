@@ -352,6 +352,7 @@ fn apply_collection(
                     tombstone(&p.collection, e),
                     event_record(&p.collection, e, "applied"),
                 )?;
+                crate::store::kill::point("incremental.tombstone");
             }
             Change::Deleted => {
                 let outcome = match current {
@@ -361,6 +362,7 @@ fn apply_collection(
                             tombstone(&p.collection, e),
                             event_record(&p.collection, e, "applied"),
                         )?;
+                        crate::store::kill::point("incremental.tombstone");
                         applied_max = applied_max.max(e.sync_time());
                         continue;
                     }

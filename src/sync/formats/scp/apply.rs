@@ -311,6 +311,7 @@ fn apply_inner(
                 // The objects are durable before the catalog names them.
                 a.objects.sync().map_err(ApplyError::Objects)?;
             }
+            crate::store::kill::point("scp.before-commit");
             tx.commit()?;
             Ok(Applied {
                 collection_row: row,
