@@ -51,6 +51,55 @@ impl Drop for ReadOnlyBind {
     }
 }
 
+/// Fill the file system holding `filler` by growing it until a write fails, then give back
+/// `slack` bytes (a tmpfs frees the pages of a truncated file at once).
+fn squeeze(filler: &Path, slack: u64) {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(filler)
+        .unwrap();
+    let chunk = vec![0x55u8; 64 * 1024];
+    while f.write_all(&chunk).is_ok() {}
+    let small = [0x55u8; 512];
+    while f.write_all(&small).is_ok() {}
+    let len = f.metadata().unwrap().len();
+    f.set_len(len.saturating_sub(slack)).unwrap();
+}
+
+/// The catalog passes SQLite's integrity check (opening it needs a little room for its
+/// shared-memory file, so the caller gives some).
+fn integrity_ok(mirror: &Path) {
+    let conn = rusqlite::Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let ic: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ic, "ok");
+}
+
+fn object_of(mirror: &Path, sha: &str) -> PathBuf {
+    mirror.join("objects/sha256").join(&sha[..2]).join(sha)
+}
+
+/// Every regular file under `dir` (recursively), with its bytes.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            let bytes = std::fs::read(&p).unwrap();
+            out.push((p, bytes));
+        }
+    }
+    out
+}
+
 fn audit_offline_is_clean(mirror: &Path) {
     let out = on_mirror(mirror, &["audit", "--offline"]);
     assert_eq!(
@@ -60,6 +109,119 @@ fn audit_offline_is_clean(mirror: &Path) {
         stdout_of(&out),
         stderr_of(&out)
     );
+}
+
+/// `repair` on a full disk: the bytes fetched again cannot be written. It stops with exit 5
+/// and says the disk is full; every damaged file is still where it was or in quarantine with
+/// its object restored (nothing half-done, nothing deleted); the catalog passes its integrity
+/// check. The --min-free margin stops it before it starts. After space is freed, a re-run
+/// repairs everything and an offline audit is clean.
+#[test]
+fn repair_on_a_full_disk_stops_loses_nothing_and_a_rerun_repairs() {
+    let Some(disk) = Tmpfs::mount("8m") else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 24, 64 * 1024);
+    let srv = TestServer::start(tree.path());
+    let mirror = disk.0.path().join("mirror");
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // Damage five objects: a byte flipped in each.
+    let shas: Vec<String> = current(&mirror).into_values().take(5).collect();
+    let mut damaged = Vec::new();
+    for sha in &shas {
+        let path = object_of(&mirror, sha);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[100] ^= 0x20;
+        std::fs::write(&path, &bytes).unwrap();
+        damaged.push((sha.clone(), bytes));
+    }
+    let filler = disk.0.path().join("filler");
+    squeeze(&filler, 0);
+    let mirror_s = mirror.display().to_string();
+
+    let check_nothing_lost = |mirror: &Path| {
+        let quarantined = files_under(&mirror.join("quarantine"));
+        for (sha, bad) in &damaged {
+            let now = std::fs::read(object_of(mirror, sha)).ok();
+            let kept = quarantined.iter().any(|(_, b)| b == bad);
+            match now {
+                Some(b) if b == *bad => assert!(!kept, "{sha}: both in place and quarantined"),
+                Some(_) => {
+                    assert_eq!(sha256_file(&object_of(mirror, sha)), *sha);
+                    assert!(
+                        kept,
+                        "{sha}: restored but its damaged file is not in quarantine"
+                    );
+                }
+                None => panic!("{sha}: the damaged file is neither in place nor restored"),
+            }
+        }
+        // Every file in quarantine has its record beside it.
+        for (p, _) in &quarantined {
+            let name = p.file_name().unwrap().to_string_lossy();
+            if !name.ends_with(".json") {
+                assert!(
+                    p.with_file_name(format!("{name}.json")).exists(),
+                    "{} has no record",
+                    p.display()
+                );
+            }
+        }
+    };
+
+    // The real full disk (no margin): exit 5, the disk named full.
+    let out = on_mirror(&mirror, &["repair", "--min-free", "0"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("is full") && err.contains(&mirror_s), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    check_nothing_lost(&mirror);
+    squeeze(&filler, 1 << 20);
+    integrity_ok(&mirror);
+
+    // Room for the catalog's run record but not for an object (64 KiB each): the bytes
+    // fetched again do not fit in staging; the same stop, nothing quarantined.
+    squeeze(&filler, 40 * 1024);
+    let out = on_mirror(&mirror, &["repair", "--min-free", "0"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("is full")
+            && err.contains(&mirror_s)
+            && err.contains("5 damaged objects left to repair"),
+        "{err}"
+    );
+    assert!(
+        !mirror.join("quarantine").exists() || files_under(&mirror.join("quarantine")).is_empty()
+    );
+    check_nothing_lost(&mirror);
+    squeeze(&filler, 1 << 20);
+    integrity_ok(&mirror);
+
+    // The margin: with room for the bytes but under --min-free, it does not start.
+    std::fs::remove_file(&filler).unwrap();
+    let out = on_mirror(&mirror, &["repair", "--min-free", "1G"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("--min-free") && err.contains(&mirror_s),
+        "{err}"
+    );
+    check_nothing_lost(&mirror);
+
+    // Space freed: the re-run repairs every object.
+    let out = on_mirror(&mirror, &["repair"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    check_nothing_lost(&mirror);
+    for (sha, _) in &damaged {
+        assert_eq!(sha256_file(&object_of(&mirror, sha)), *sha);
+    }
+    audit_offline_is_clean(&mirror);
+    assert_consistent(&mirror);
 }
 
 /// A read-only mirror folder: every command that writes to it (baseline, incremental, repair)
