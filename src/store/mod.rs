@@ -59,6 +59,13 @@ pub enum StoreError {
          is safe: what landed stays)"
     )]
     Unwritable { path: String, message: String },
+    /// The file system an export writes to is full.
+    #[error(
+        "the file system of the export destination {dest} is full ({message}); the export is \
+         marked incomplete: free space there and run the same export again (it finishes what is \
+         missing)"
+    )]
+    DestFull { dest: String, message: String },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

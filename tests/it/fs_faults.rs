@@ -224,6 +224,81 @@ fn repair_on_a_full_disk_stops_loses_nothing_and_a_rerun_repairs() {
     assert_consistent(&mirror);
 }
 
+/// `export` into a destination that fills up: exit 5 naming the destination and that it is
+/// full, the export marked incomplete, the mirror untouched; once there is room, the same
+/// command finishes (and the bag validates).
+#[test]
+fn export_into_a_full_destination_says_so_and_finishes_once_there_is_room() {
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 40, 64 * 1024);
+    let srv = TestServer::start(tree.path());
+    let home = tempfile::tempdir().unwrap();
+    let mirror = home.path().join("mirror");
+    let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (listed, _) = ok_on_mirror(&mirror, &["ls"]);
+    let catalog = std::fs::read(mirror.join("catalog.sqlite")).unwrap();
+    for format in ["tree", "bagit"] {
+        let Some(disk) = Tmpfs::mount("1m") else {
+            return;
+        };
+        let dest = disk.0.path().join(format);
+        let dest_s = dest.display().to_string();
+        let export = || {
+            rsmirror()
+                .args(["export", format])
+                .arg(&dest)
+                .arg("--mirror")
+                .arg(&mirror)
+                .timeout(std::time::Duration::from_secs(60))
+                .output()
+                .unwrap()
+        };
+        let out = export();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(5), "{format}: {err}");
+        assert!(
+            err.contains(&dest_s) && err.contains("full"),
+            "{format}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            dest.join(".rsmirror-export/INCOMPLETE").exists(),
+            "{format}"
+        );
+        // The mirror is untouched.
+        assert_eq!(ok_on_mirror(&mirror, &["ls"]).0, listed);
+        assert_eq!(
+            std::fs::read(mirror.join("catalog.sqlite")).unwrap(),
+            catalog
+        );
+
+        disk.resize("16m");
+        let out = export();
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", stderr_of(&out));
+        assert!(!dest.join(".rsmirror-export/INCOMPLETE").exists());
+        let left = files_under(&dest);
+        assert!(
+            left.iter()
+                .all(|(p, _)| !p.to_string_lossy().contains(".rsmirror-tmp")),
+            "{format}"
+        );
+        if format == "bagit" {
+            crate::export::validate_bag(&dest);
+        } else {
+            assert_eq!(
+                left.iter()
+                    .filter(|(p, _)| !p.starts_with(dest.join(".rsmirror-export")))
+                    .count(),
+                40
+            );
+        }
+    }
+    audit_offline_is_clean(&mirror);
+}
+
 /// A read-only mirror folder: every command that writes to it (baseline, incremental, repair)
 /// fails at once, exit 5, naming the read-only place; export reads it and writes elsewhere,
 /// and an export into read-only media fails the same way. Nothing panics or hangs, and the
