@@ -10,7 +10,9 @@
 //! `MIRROR/quarantine/RUN/` with a JSON record of what was found, never deleted; stray files in
 //! `objects/` go there too. Every object restored, quarantined or left damaged is a problem
 //! row of the repair run (`rsmirror log --run ID` shows them). Exit 0 when nothing damaged is
-//! left, 1 when something could not be repaired (each named).
+//! left, 1 when something could not be repaired (each named), 5 when the mirror cannot take the
+//! bytes (a full disk, under `--min-free`, a read-only folder): the run stops at that object,
+//! each damaged file still in place or in quarantine with its object restored.
 
 use crate::access::{Got, VersionRow};
 use crate::cli::AuditLevel;

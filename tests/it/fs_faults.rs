@@ -345,6 +345,9 @@ fn a_read_only_mirror_refuses_writes_at_once_and_reads_the_same_after() {
             "{name}: {err}"
         );
         assert!(!err.contains("panicked"), "{name}: {err}");
+        if named == mirror_s {
+            assert!(err.contains("audit --offline"), "{name}: {err}");
+        }
         assert!(
             started.elapsed() < std::time::Duration::from_secs(10),
             "{name}: took {:?}",
