@@ -149,9 +149,19 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     export(mirror, o).map_err(|e| match e {
         // A full destination: one message naming DEST, not the file that happened not to fit.
         Error::Store(StoreError::Io { what, path, source }) if crate::net::is_no_space(&source) => {
+            let flag = own_files(&o.dest, o.format).2;
+            let state = if flag.exists() {
+                format!(
+                    "the export is marked incomplete ({})",
+                    flag.strip_prefix(&o.dest).unwrap_or(&flag).display()
+                )
+            } else {
+                "nothing of the export is in place yet".into()
+            };
             StoreError::DestFull {
                 dest: o.dest.display().to_string(),
                 message: format!("{what} {path}: {source}"),
+                state,
             }
             .into()
         }

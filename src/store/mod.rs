@@ -61,11 +61,15 @@ pub enum StoreError {
     Unwritable { path: String, message: String },
     /// The file system an export writes to is full.
     #[error(
-        "the file system of the export destination {dest} is full ({message}); the export is \
-         marked incomplete: free space there and run the same export again (it finishes what is \
-         missing)"
+        "the file system of the export destination {dest} is full ({message}); {state}: free \
+         space there and run the same export again (it finishes what is missing)"
     )]
-    DestFull { dest: String, message: String },
+    DestFull {
+        dest: String,
+        message: String,
+        /// Whether DEST is marked incomplete, or nothing of the export is there yet.
+        state: String,
+    },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

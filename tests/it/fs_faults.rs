@@ -268,6 +268,10 @@ fn export_into_a_full_destination_says_so_and_finishes_once_there_is_room() {
             dest.join(".rsmirror-export/INCOMPLETE").exists(),
             "{format}"
         );
+        assert!(
+            err.contains("marked incomplete (.rsmirror-export/INCOMPLETE)"),
+            "{err}"
+        );
         // The mirror is untouched.
         assert_eq!(ok_on_mirror(&mirror, &["ls"]).0, listed);
         assert_eq!(
@@ -296,6 +300,28 @@ fn export_into_a_full_destination_says_so_and_finishes_once_there_is_room() {
             );
         }
     }
+    // A destination full before the export starts: not even its record fits. The message
+    // does not claim a mark that is not there, and the same command works once there is room.
+    let Some(disk) = Tmpfs::mount("1m") else {
+        return;
+    };
+    let filler = disk.0.path().join("filler");
+    squeeze(&filler, 0);
+    let dest = disk.0.path().join("tree");
+    let out = on_mirror(&mirror, &["export", "tree", dest.to_str().unwrap()]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&dest.display().to_string())
+            && err.contains("is full")
+            && err.contains("nothing of the export is in place yet"),
+        "{err}"
+    );
+    std::fs::remove_file(&filler).unwrap();
+    disk.resize("16m");
+    ok_on_mirror(&mirror, &["export", "tree", dest.to_str().unwrap()]);
+    assert!(!dest.join(".rsmirror-export/INCOMPLETE").exists());
+    assert_eq!(ok_on_mirror(&mirror, &["ls"]).0, listed);
     audit_offline_is_clean(&mirror);
 }
 
