@@ -546,6 +546,23 @@ fn stopped(mirror: &Path, e: StoreError, left: usize) -> Error {
             needed: format!(", with {left} damaged objects left to repair"),
         }
         .into(),
+        // objects/ read-only, or a mount of its own that a damaged file cannot leave by a
+        // rename: one message naming the file, nothing moved.
+        StoreError::Io { what, path, source }
+            if crate::net::is_unwritable(&source)
+                || source.kind() == std::io::ErrorKind::CrossesDevices =>
+        {
+            let hint = if source.kind() == std::io::ErrorKind::CrossesDevices {
+                " (quarantine/ is on another file system than objects/: a mount at objects/?)"
+            } else {
+                ""
+            };
+            StoreError::Unwritable {
+                path,
+                message: format!("{what}: {source}{hint}"),
+            }
+            .into()
+        }
         e => e.into(),
     }
 }

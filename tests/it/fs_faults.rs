@@ -439,4 +439,32 @@ fn an_unwritable_objects_folder_stops_the_run_and_a_rerun_completes() {
     assert_eq!(current(&mirror).len(), 30);
     assert_consistent(&mirror);
     audit_offline_is_clean(&mirror);
+
+    // repair cannot put the good bytes into an unwritable objects/: exit 5 naming the object,
+    // the damaged file left where it was, nothing in quarantine.
+    let sha = current(&mirror).into_values().next().unwrap();
+    let path = object_of(&mirror, &sha);
+    let mut bad = std::fs::read(&path).unwrap();
+    bad[10] ^= 0x20;
+    std::fs::write(&path, &bad).unwrap();
+    {
+        let Some(_ro) = ReadOnlyBind::mount(&objects) else {
+            return;
+        };
+        let out = on_mirror(&mirror, &["repair"]);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(5), "{err}");
+        assert!(
+            err.contains(&path.display().to_string()) && err.contains("cannot write to"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), bad);
+        assert!(files_under(&mirror.join("quarantine")).is_empty());
+        integrity_ok(&mirror);
+    }
+    ok_on_mirror(&mirror, &["repair"]);
+    assert_eq!(sha256_file(&path), sha);
+    assert_consistent(&mirror);
+    audit_offline_is_clean(&mirror);
 }
