@@ -299,7 +299,7 @@ fn repair(a: &rsmirror::cli::RepairArgs, arguments: &str) -> Exit {
         quiet: a.output.quiet,
         source: settings,
     };
-    match sync::repair::run(&o, arguments) {
+    match sync::repair::run(&o, arguments).map_err(|e| sync::context::full_disk_said(e, mirror)) {
         Ok((summary, exit)) => {
             if a.output.json {
                 println!(

@@ -146,6 +146,30 @@ pub struct Record {
 }
 
 pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
+    export(mirror, o).map_err(|e| match e {
+        // A full destination: one message naming DEST, not the file that happened not to fit.
+        Error::Store(StoreError::Io { what, path, source }) if crate::net::is_no_space(&source) => {
+            let flag = own_files(&o.dest, o.format).2;
+            let state = if flag.exists() {
+                format!(
+                    "the export is marked incomplete ({})",
+                    flag.strip_prefix(&o.dest).unwrap_or(&flag).display()
+                )
+            } else {
+                "nothing of the export is in place yet".into()
+            };
+            StoreError::DestFull {
+                dest: o.dest.display().to_string(),
+                message: format!("{what} {path}: {source}"),
+                state,
+            }
+            .into()
+        }
+        e => e,
+    })
+}
+
+fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     if o.all_versions && o.format != Format::Warc {
         return Err(UsageError(format!(
             "export {}: --all-versions is for warc (a tree or a bag holds one state: give --at WHEN; an OCFL object always holds every version)",

@@ -81,6 +81,15 @@ impl FetchError {
     }
 }
 
+/// EROFS, EACCES or EPERM: the folder refuses writes (a read-only mount, permissions); no
+/// other resource can be written there either.
+pub fn is_unwritable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    )
+}
+
 /// ENOSPC or EDQUOT: the file system (or the user's quota) is full.
 pub fn is_no_space(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull || e.kind() == std::io::ErrorKind::QuotaExceeded

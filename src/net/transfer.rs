@@ -947,7 +947,9 @@ impl Sink {
             let timeout = cfg.timeout;
             return Step::Retry(FetchError::Timeout { url, timeout }, None);
         }
-        if e.is_out_of_memory() && !self.head_done {
+        // CURLE_TOO_LARGE (libcurl 8.6 and later; out of memory before).
+        const CURLE_TOO_LARGE: curl_sys::CURLcode = 100;
+        if (e.is_out_of_memory() || e.code() == CURLE_TOO_LARGE) && !self.head_done {
             // libcurl's answer to a header line longer than it takes (100 KiB).
             return Step::Done(Err(message(format!(
                 "response head too large: a header line over libcurl's limit ({detail})"

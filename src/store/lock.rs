@@ -16,12 +16,23 @@ pub struct MirrorLock {
 pub enum LockError {
     #[error("another rsmirror run (pid {holder}) holds the lock {path}; wait for it to finish")]
     Held { path: String, holder: String },
-    #[error("cannot lock {path}: {source}")]
+    #[error("cannot lock {path}: {source}{}", read_only_hint(source))]
     Io {
         path: String,
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What still works on a mirror that cannot be written.
+fn read_only_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::ReadOnlyFilesystem => {
+            " (the mirror is on read-only media: nothing can be written there; `audit --offline` \
+             and the reading commands work)"
+        }
+        _ => "",
+    }
 }
 
 impl MirrorLock {

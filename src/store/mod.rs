@@ -52,6 +52,25 @@ pub enum StoreError {
         /// ", about N bytes more for what this run had left to fetch", when known.
         needed: String,
     },
+    /// The object store (or another folder of the mirror) refuses writes: a read-only mount,
+    /// permissions. Every other resource would fail the same way, so the run stops at once.
+    #[error(
+        "cannot write to {path} ({message}); the run stopped at the first resource that could not \
+         be stored: make it writable (a read-only mount? permissions?) and run it again (a re-run \
+         is safe: what landed stays)"
+    )]
+    Unwritable { path: String, message: String },
+    /// The file system an export writes to is full.
+    #[error(
+        "the file system of the export destination {dest} is full ({message}); {state}: free \
+         space there and run the same export again (it finishes what is missing)"
+    )]
+    DestFull {
+        dest: String,
+        message: String,
+        /// Whether DEST is marked incomplete, or nothing of the export is there yet.
+        state: String,
+    },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

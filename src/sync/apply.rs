@@ -53,6 +53,9 @@ pub enum JobResult {
     /// The mirror's file system is full: no other resource can land either; the caller stops
     /// the run with this message (naming the folder), not one line per resource.
     NoSpace(String),
+    /// The object store refuses writes (a read-only mount, permissions): no other resource can
+    /// land either; the caller stops the run with this error, not one line per resource.
+    Unwritable(crate::store::StoreError),
     /// Every URL failed; `refused` when the reason was the scope; `other_bytes` when every URL
     /// served bytes that contradict the declared length or digests, `gone` when every URL
     /// answered 404 or 410 (what a change made after the list was read gives).
@@ -181,7 +184,7 @@ const FREE_SPACE_RESULTS: usize = 16;
 
 /// `Err` with the message for the run's end when the free space on `staging`'s file system is
 /// under `min_free` (by default 1% of the file system, at most 1 GiB).
-fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
+pub fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
     let Ok(path) = std::ffi::CString::new(staging.as_os_str().as_encoded_bytes()) else {
         return Ok(());
     };
@@ -331,6 +334,14 @@ impl Attempts {
                         return Ok(JobResult::NoSpace(format!(
                             "{url}: cannot store object: {e}"
                         )));
+                    }
+                    Err(e) if crate::net::is_unwritable(&e) => {
+                        return Ok(JobResult::Unwritable(
+                            crate::store::StoreError::Unwritable {
+                                path: objects.root().display().to_string(),
+                                message: format!("{url}: cannot store object: {e}"),
+                            },
+                        ));
                     }
                     Err(e) => {
                         self.all_refused = false;

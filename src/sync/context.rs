@@ -158,20 +158,35 @@ pub fn stop_for_space(
     no_space(staging, message, needed)
 }
 
-/// A run's error, with a full disk met by the catalog (SQLITE_FULL) told as the same one
-/// message a full disk met by an object gives.
+/// [`stop_for_space`] for an object store that refuses writes
+/// ([`crate::sync::apply::JobResult::Unwritable`]): what landed before is committed first.
+pub fn stop_for_fault(writer: &mut crate::sync::apply::Writer<'_>, e: StoreError) -> Error {
+    let _ = writer.flush(|_| Ok(()));
+    e.into()
+}
+
+/// A run's error, with a full disk met by the catalog told as the same one message a full
+/// disk met by an object gives: SQLITE_FULL, or a "disk I/O error" (what SQLite says when its
+/// journal cannot grow) while the mirror's file system has no room left.
 pub fn full_disk_said(e: Error, mirror: &Path) -> Error {
-    match e {
-        Error::Store(StoreError::Sqlite(s))
-            if s.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) =>
-        {
-            StoreError::NoSpace {
-                path: mirror.display().to_string(),
-                message: format!("catalog: {s}"),
-                needed: String::new(),
-            }
-            .into()
+    let sqlite = match &e {
+        Error::Store(StoreError::Sqlite(s) | StoreError::SqliteAt { source: s, .. }) => s,
+        _ => return e,
+    };
+    let full = match sqlite.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => true,
+        Some(rusqlite::ErrorCode::SystemIoFailure) => {
+            crate::sync::apply::room_left(mirror, Some(64 * 1024)).is_err()
         }
-        e => e,
+        _ => false,
+    };
+    if !full {
+        return e;
     }
+    StoreError::NoSpace {
+        path: mirror.display().to_string(),
+        message: format!("catalog: {sqlite}"),
+        needed: String::new(),
+    }
+    .into()
 }

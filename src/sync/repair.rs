@@ -10,7 +10,9 @@
 //! `MIRROR/quarantine/RUN/` with a JSON record of what was found, never deleted; stray files in
 //! `objects/` go there too. Every object restored, quarantined or left damaged is a problem
 //! row of the repair run (`rsmirror log --run ID` shows them). Exit 0 when nothing damaged is
-//! left, 1 when something could not be repaired (each named).
+//! left, 1 when something could not be repaired (each named), 5 when the mirror cannot take the
+//! bytes (a full disk, under `--min-free`, a read-only folder): the run stops at that object,
+//! each damaged file still in place or in quarantine with its object restored.
 
 use crate::access::{Got, VersionRow};
 use crate::cli::AuditLevel;
@@ -125,11 +127,15 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
         }
         return Ok((summary, Exit::Ok));
     }
+    // Under the free-space margin the run does not start (as baseline's does not).
+    let min_free = o.source.http.min_free;
+    room(&o.mirror, &open.staging, min_free, damage.len())?;
     let run_id = open.catalog.begin_run("repair", None, arguments)?;
     let quarantine = o.mirror.join("quarantine").join(format!("run-{run_id}"));
     let http = (!o.offline).then(|| Http::new(o.source.http.clone()));
     let mut problems: Vec<(String, &'static str, String)> = Vec::new();
-    for d in &damage {
+    for (done, d) in damage.iter().enumerate() {
+        room(&o.mirror, &open.staging, min_free, damage.len() - done)?;
         let uris = uris_of(&open, &d.sha256)?;
         let length = uris.first().and_then(|(_, v)| v.length).unwrap_or(0).max(0) as u64;
         let name = ObjectStore::relative_path(&d.sha256);
@@ -139,7 +145,8 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
         if let Some(other) = &o.from_mirror {
             match from_other_mirror(other, &open.staging, &d.sha256, length) {
                 Ok(f) => got = Some((f, format!("from the mirror at {}", other.display()))),
-                Err(why) => tried.push(format!("{}: {why}", other.display())),
+                Err(Refused::Store(e)) => return Err(stopped(&o.mirror, e, damage.len() - done)),
+                Err(Refused::Not(why)) => tried.push(format!("{}: {why}", other.display())),
             }
         }
         if got.is_none() {
@@ -150,7 +157,10 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
                             got = Some((f, format!("from the source ({uri})")));
                             break;
                         }
-                        Err(why) => tried.push(format!("{uri}: {why}")),
+                        Err(Refused::Store(e)) => {
+                            return Err(stopped(&o.mirror, e, damage.len() - done))
+                        }
+                        Err(Refused::Not(why)) => tried.push(format!("{uri}: {why}")),
                     }
                 }
             }
@@ -168,18 +178,32 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
                 .push(format!("{name} ({first_uri}): {why}"));
             continue;
         };
-        // The damaged file goes to quarantine (when there is one), then the proven bytes in.
+        // The damaged file goes to quarantine (when there is one), then the proven bytes in;
+        // should they not go in, the damaged file goes back: nothing is left half done.
         let path = open.objects.path_for(&d.sha256);
         let damaged_file = path.exists();
-        if damaged_file {
-            quarantine_file(&quarantine, &path, &name, d, run_id)?;
+        let kept = if damaged_file {
+            Some(
+                quarantine_file(&quarantine, &path, &name, d, run_id)
+                    .map_err(|e| stopped(&o.mirror, e, damage.len() - done))?,
+            )
+        } else {
+            None
+        };
+        if kept.is_some() {
             crate::store::kill::point("repair.quarantined");
+        }
+        if let Err(e) = open.objects.ingest_new(file, &d.sha256) {
+            if let Some(kept) = &kept {
+                unquarantine(kept, &path);
+            }
+            let e = StoreError::io("writing the object", &path, e);
+            return Err(stopped(&o.mirror, e, damage.len() - done));
+        }
+        crate::store::kill::point("repair.object-restored");
+        if kept.is_some() {
             summary.quarantined += 1;
         }
-        open.objects
-            .ingest_new(file, &d.sha256)
-            .map_err(|e| StoreError::io("writing the object", &path, e))?;
-        crate::store::kill::point("repair.object-restored");
         if how.starts_with("from the mirror") {
             summary.restored_from_mirror += 1;
         } else {
@@ -208,7 +232,8 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
                 class: "stray-object",
                 actual: None,
             };
-            quarantine_file(&quarantine, &path, s, &d, run_id)?;
+            quarantine_file(&quarantine, &path, s, &d, run_id)
+                .map_err(|e| stopped(&o.mirror, e, 0))?;
             problems.push((
                 s.clone(),
                 "quarantined",
@@ -389,11 +414,12 @@ fn from_other_mirror(
     staging: &Path,
     sha256: &str,
     length: u64,
-) -> Result<NewFile, String> {
+) -> Result<NewFile, Refused> {
     let path = ObjectStore::at(other).path_for(sha256);
     let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::create_dir_all(staging).map_err(|e| e.to_string())?;
-    let mut out = NewFile::create(staging).map_err(|e| e.to_string())?;
+    let staging_fault = |e: std::io::Error| Refused::Store(StoreError::io("writing", staging, e));
+    std::fs::create_dir_all(staging).map_err(staging_fault)?;
+    let mut out = NewFile::create(staging).map_err(staging_fault)?;
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -405,13 +431,13 @@ fn from_other_mirror(
         }
         h.update(&buf[..n]);
         n_total += n as u64;
-        out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+        out.write_all(&buf[..n]).map_err(staging_fault)?;
     }
     let got = hex::encode(h.finalize());
     if got != sha256 || n_total != length {
-        return Err(format!(
+        return Err(Refused::Not(format!(
             "its copy is damaged too ({n_total} bytes, sha-256 {got})"
-        ));
+        )));
     }
     Ok(out)
 }
@@ -424,17 +450,23 @@ fn from_source(
     uri: &str,
     sha256: &str,
     length: u64,
-) -> Result<NewFile, String> {
+) -> Result<NewFile, Refused> {
     let url = url::Url::parse(uri).map_err(|e| e.to_string())?;
     let scope = Scope::for_document(&url, &source.allow_hosts);
-    std::fs::create_dir_all(staging).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(staging)
+        .map_err(|e| Refused::Store(StoreError::io("creating", staging, e)))?;
     let expected = Expected {
         length: Some(length),
         digests: vec![Digest::new(Algorithm::Sha256, sha256)],
     };
     match fetch_new_object(http, &url, &scope, staging, &expected) {
         Ok(staged) => Ok(staged.file),
-        Err(e) => Err(format!("the source no longer serves these bytes ({e})")),
+        Err(crate::net::FetchError::Staging(e)) => {
+            Err(Refused::Store(StoreError::io("writing", staging, e)))
+        }
+        Err(e) => Err(Refused::Not(format!(
+            "the source no longer serves these bytes ({e})"
+        ))),
     }
 }
 
@@ -445,7 +477,7 @@ fn quarantine_file(
     name: &str,
     d: &Damage,
     run: i64,
-) -> Result<(), StoreError> {
+) -> Result<PathBuf, StoreError> {
     std::fs::create_dir_all(quarantine).map_err(|e| StoreError::io("creating", quarantine, e))?;
     let file_name = Path::new(name)
         .file_name()
@@ -457,7 +489,6 @@ fn quarantine_file(
         dest = quarantine.join(format!("{file_name}.{n}"));
         n += 1;
     }
-    std::fs::rename(path, &dest).map_err(|e| StoreError::io("moving to quarantine", path, e))?;
     let record = serde_json::json!({
         "was": name,
         "found": d.class,
@@ -470,9 +501,86 @@ fn quarantine_file(
         "{}.json",
         dest.file_name().unwrap_or_default().to_string_lossy()
     ));
-    std::fs::write(
+    // The record first: on a full disk it is what fails, and then nothing has moved.
+    if let Err(e) = std::fs::write(
         &json,
         serde_json::to_string_pretty(&record).expect("json") + "\n",
-    )
-    .map_err(|e| StoreError::io("writing", &json, e))
+    ) {
+        let _ = std::fs::remove_file(&json);
+        return Err(StoreError::io("writing", &json, e));
+    }
+    if let Err(e) = std::fs::rename(path, &dest) {
+        let _ = std::fs::remove_file(&json);
+        return Err(StoreError::io("moving to quarantine", path, e));
+    }
+    Ok(dest)
+}
+
+/// Undo [`quarantine_file`]: the file back where it was, its record gone.
+fn unquarantine(kept: &Path, path: &Path) {
+    if std::fs::rename(kept, path).is_ok() {
+        let json = kept.with_file_name(format!(
+            "{}.json",
+            kept.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        let _ = std::fs::remove_file(json);
+    }
+}
+
+/// Why an object was not taken from a copy: that copy could not give it (try the next), or
+/// the mirror could not store it (a full disk, a read-only folder: stop the run).
+enum Refused {
+    Not(String),
+    Store(StoreError),
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Refused {
+        Refused::Not(why)
+    }
+}
+
+/// A store fault that stops the run, a full disk told as one (naming the mirror and how many
+/// damaged objects were left).
+fn stopped(mirror: &Path, e: StoreError, left: usize) -> Error {
+    match e {
+        StoreError::Io { source, .. } if crate::net::is_no_space(&source) => StoreError::NoSpace {
+            path: mirror.display().to_string(),
+            message: source.to_string(),
+            needed: format!(", with {left} damaged objects left to repair"),
+        }
+        .into(),
+        // objects/ read-only, or a mount of its own that a damaged file cannot leave by a
+        // rename: one message naming the file, nothing moved.
+        StoreError::Io { what, path, source }
+            if crate::net::is_unwritable(&source)
+                || source.kind() == std::io::ErrorKind::CrossesDevices =>
+        {
+            let hint = if source.kind() == std::io::ErrorKind::CrossesDevices {
+                " (quarantine/ is on another file system than objects/: a mount at objects/?)"
+            } else {
+                ""
+            };
+            StoreError::Unwritable {
+                path,
+                message: format!("{what}: {source}{hint}"),
+            }
+            .into()
+        }
+        e => e.into(),
+    }
+}
+
+/// `Err` (a full disk under the `--min-free` margin) when too little space is left on the
+/// mirror's file system to go on.
+fn room(mirror: &Path, staging: &Path, min_free: Option<u64>, left: usize) -> Result<(), Error> {
+    let at = if staging.exists() { staging } else { mirror };
+    crate::sync::apply::room_left(at, min_free).map_err(|message| {
+        StoreError::NoSpace {
+            path: mirror.display().to_string(),
+            message,
+            needed: format!(", with {left} damaged objects left to repair"),
+        }
+        .into()
+    })
 }

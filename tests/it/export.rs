@@ -380,7 +380,7 @@ fn a_bag_validates_and_a_re_export_follows_the_mirror() {
     validate_bag(&bag);
 }
 
-fn validate_bag(bag: &Path) {
+pub fn validate_bag(bag: &Path) {
     let Some(bagit) = validator("bagit.py") else {
         return;
     };

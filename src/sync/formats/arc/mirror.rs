@@ -307,6 +307,7 @@ pub fn baseline(
                 }
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
+                JobResult::Unwritable(e) => return Err(e.into()),
                 JobResult::NoSpace(message) => {
                     return Err(no_space(staging, message, String::new()))
                 }
@@ -846,6 +847,7 @@ pub fn incremental(
                 }
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
+                JobResult::Unwritable(e) => return Err(e.into()),
                 JobResult::NoSpace(message) => {
                     return Err(no_space(staging, message, String::new()))
                 }

@@ -436,6 +436,9 @@ fn apply_collection(
             left.1 -= listed[*i].declared.length.unwrap_or(0).min(left.1);
         }
         match r {
+            JobResult::Unwritable(e) => {
+                return Err(crate::sync::context::stop_for_fault(writer, e))
+            }
             JobResult::NoSpace(message) => {
                 let needed = format!(
                     ", with {} resources left to fetch ({} declared)",

@@ -439,6 +439,9 @@ fn apply_collection(
                 }
                 // Changes are fetched whole: no validators are sent.
                 JobResult::NotModified(_) => summary.unchanged += 1,
+                JobResult::Unwritable(e) => {
+                    return Err(crate::sync::context::stop_for_fault(writer, e))
+                }
                 JobResult::NoSpace(message) => {
                     return Err(crate::sync::context::stop_for_space(
                         writer,
