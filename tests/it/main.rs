@@ -13,6 +13,7 @@ mod dump;
 mod dump_reader;
 mod export;
 mod feed;
+mod fuzz;
 mod guard;
 mod hostile;
 mod hostile_http;
