@@ -49,6 +49,12 @@ pub const MAX_RATIO: u64 = 200;
 /// document has no meaningful ratio.
 const RATIO_FLOOR: u64 = 1 << 20;
 
+/// Warnings listed per document; past this many they are only counted, and one line at the
+/// end of the document gives the count. Without a bound, a document repeating a tiny
+/// document-level element (`<rs:md/>`, 8 bytes) listed two or three warnings for each: 35
+/// bytes of memory per byte read, over 1.5 GB for a document within the 50 MB limit.
+pub const MAX_LISTED_WARNINGS: u64 = 1000;
+
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
@@ -1514,6 +1520,8 @@ struct State {
     opts: ReadOptions,
     header: Header,
     warnings: Vec<Warning>,
+    /// Warnings met so far, listed or not (see [`MAX_LISTED_WARNINGS`]).
+    warnings_met: u64,
     /// Line where the current event starts.
     line: u64,
     /// Newlines skipped before the XML declaration.
@@ -1612,6 +1620,7 @@ impl State {
                 namespaces: Vec::new(),
             },
             warnings: Vec::new(),
+            warnings_met: 0,
             line: 1,
             lead_newlines: 0,
             root_known: false,
@@ -1678,7 +1687,10 @@ impl State {
     }
 
     fn warn_at(&mut self, line: u64, message: String) {
-        self.warnings.push(Warning { line, message });
+        self.warnings_met += 1;
+        if self.warnings_met <= MAX_LISTED_WARNINGS {
+            self.warnings.push(Warning { line, message });
+        }
     }
 
     fn repeat(&mut self, kind: Repeat, line: u64, message: impl FnOnce() -> String) {
@@ -1713,8 +1725,22 @@ impl State {
                     "{}: {count} times in this document (the first, line {first}, is reported above)",
                     kind.label()
                 );
-                self.warn(message);
+                // A summary is listed whatever the bound: at most one line per kind.
+                self.warnings.push(Warning {
+                    line: self.line,
+                    message,
+                });
             }
+        }
+        if self.warnings_met > MAX_LISTED_WARNINGS {
+            let message = format!(
+                "{} more warnings in this document not listed (the first {MAX_LISTED_WARNINGS} are)",
+                self.warnings_met - MAX_LISTED_WARNINGS
+            );
+            self.warnings.push(Warning {
+                line: self.line,
+                message,
+            });
         }
     }
 
@@ -3214,6 +3240,27 @@ mod tests {
         assert_eq!(r.entries[1999].md.length, Some(1999 * 13 + 1));
         assert_eq!(r.entries[1999].line, 4 + 1999 * 5 + 1);
         assert!(r.warnings.is_empty());
+    }
+
+    /// Regression (found by tests/it/fuzz.rs): 100,000 repeated `<rs:md/>` (800 kB) listed
+    /// 300,000 warnings, 28 MB; the list now stops at the bound and one line counts the rest.
+    #[test]
+    fn repeated_document_level_elements_list_a_bounded_number_of_warnings() {
+        let doc = format!(
+            "<urlset xmlns=\"{SITEMAP_NS}\" xmlns:rs=\"{RS_NS}\"><url><loc>a</loc></url>{}</urlset>\n",
+            "<rs:md/>".repeat(100_000)
+        );
+        let mut r = open(doc.as_bytes(), &url(), ReadOptions::default()).unwrap();
+        while r.next_entry().unwrap().is_some() {}
+        let w = r.warnings();
+        assert!(w.len() as u64 <= MAX_LISTED_WARNINGS + REPEAT_KINDS as u64 + 1);
+        let last = w.last().unwrap();
+        assert_eq!(last.line, 1);
+        assert!(
+            last.message
+                .starts_with(&format!("{} more warnings", 300_000 - MAX_LISTED_WARNINGS)),
+            "{last}"
+        );
     }
 
     /// `cargo test --release --lib rs::sitemap::tests::throughput -- --ignored --nocapture`
