@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rsmirror::rs::digest::Hasher;
 use rsmirror::rs::dump::{DumpError, DumpLimits, Package, PackageFormat, SNIFF_LEN};
-use rsmirror::rs::sitemap::{self, ReadError, ReadOptions};
+use rsmirror::rs::sitemap::{self, ReadError, ReadOptions, MAX_LISTED_WARNINGS};
 use rsmirror::rs::w3c_datetime::{self, Zone};
 use rsmirror::sync::formats::arc::read as arc;
 use std::cell::Cell;
@@ -352,6 +352,7 @@ fn drain_sitemap(
                 }
             }
             Ok(None) => {
+                prop_assert!(reader.warnings().len() as u64 <= MAX_WARNINGS);
                 for w in reader.warnings() {
                     prop_assert!(w.line >= 1, "warning at line 0: {w}");
                 }
@@ -366,6 +367,69 @@ fn drain_sitemap(
         }
     }
     Err(TestCaseError::fail("next_entry never ends"))
+}
+
+/// The most warnings a document may list: the bound, a summary line per kind of repeated
+/// warning (11) and the line counting the rest.
+const MAX_WARNINGS: u64 = MAX_LISTED_WARNINGS + 12;
+
+/// One element repeated thousands of times, before or after the first entry, or inside it:
+/// the warnings listed stay bounded (the document-level ones were not).
+#[test]
+fn fuzz_sitemap_repeats_keep_warnings_bounded() {
+    const PIECES: &[&str] = &[
+        "<rs:md/>",
+        "<rs:md capability=\"x\"/>",
+        "<rs:md at=\"2024-05-02T00:00:00Z\" completed=\"2024-05-01T00:00:00Z\"/>",
+        "<rs:md modified=\"2024-05-01T00:00:00Z\"/>",
+        "<rs:ln rel=\"a\" href=\"b\"/>",
+        "<rs:ln/>",
+        "<xhtml:link rel=\"a\" href=\"b\"/>",
+        "<xhtml:meta name=\"DCTERMS.modified\"/>",
+        "<x/>",
+        "text",
+        "<rs:md length=\"x\" change=\"y\" capability=\"z\"/>",
+        "<lastmod>2024-05-01T00:00:00</lastmod>",
+    ];
+    let url = Url::parse(DOC).unwrap();
+    let most = Cell::new(0usize);
+    let ran = run(
+        "sitemap: repeated elements",
+        (0..PIECES.len(), 1usize..5000, 0u8..3, any::<bool>()),
+        |(piece, n, place, lenient)| {
+            let body = PIECES[piece].repeat(n);
+            let entry = "<url><loc>https://data.example.org/a</loc></url>";
+            let doc = match place {
+                0 => format!("{body}{entry}"),
+                1 => format!("{entry}{body}"),
+                _ => format!("<url><loc>https://data.example.org/a</loc>{body}</url>"),
+            };
+            let doc = format!(
+                "<urlset xmlns=\"{SM}\" xmlns:rs=\"{RS}\" xmlns:xhtml=\"http://www.w3.org/1999/xhtml\">{doc}</urlset>\n"
+            );
+            let opts = ReadOptions {
+                zone: if lenient {
+                    Zone::AssumeUtc
+                } else {
+                    Zone::Required
+                },
+                ..ReadOptions::default()
+            };
+            let mut r = match sitemap::open(doc.as_bytes(), &url, opts) {
+                Ok(r) => r,
+                Err(_) => return Ok(()),
+            };
+            while let Ok(Some(_)) = r.next_entry() {}
+            let listed = r.warnings().len();
+            most.set(most.get().max(listed));
+            prop_assert!(listed as u64 <= MAX_WARNINGS, "{} warnings", listed);
+            Ok(())
+        },
+    );
+    record_tally(&format!(
+        "fuzz: sitemap reader: {ran} cases of one element repeated up to 5,000 times, at most {} warnings listed (bound {MAX_WARNINGS})",
+        most.get()
+    ));
 }
 
 fn small_opts(small: bool) -> ReadOptions {
@@ -1394,5 +1458,281 @@ fn fuzz_w3c_datetime() {
     record_tally(&format!(
         "fuzz: W3C datetime: {total} cases ({arbitrary} arbitrary, {valid} valid round trips, {out_of_range} out of range; {} errors, each naming the value), no panic",
         errors.get()
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The place named is the right one
+
+/// A fault put into one entry of a document whose entries take three lines each.
+const SITEMAP_FAULTS: &[&str] = &[
+    "bad URL",
+    "no <loc>",
+    "bad length",
+    "bad lastmod",
+    "mismatched end tag",
+    "truncated",
+];
+
+/// One fault in entry `k` of `n`: the reader reads the entries before it, then reports the
+/// fault at a line of entry `k` (an error, or for a bad `<lastmod>` the entry marked invalid).
+#[test]
+fn fuzz_sitemap_errors_name_the_right_line() {
+    let url = Url::parse(DOC).unwrap();
+    let ran = run(
+        "sitemap: the line of a fault",
+        (
+            1usize..8,
+            any::<Index>(),
+            0..SITEMAP_FAULTS.len(),
+            0u8..3,
+            any::<bool>(),
+        ),
+        |(n, k, fault, kind, wrap)| {
+            let k = k.index(n);
+            let (root, item) = if kind == 2 {
+                ("sitemapindex", "sitemap")
+            } else {
+                ("urlset", "url")
+            };
+            let mut lines = vec![
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>".to_string(),
+                format!("<{root} xmlns=\"{SM}\" xmlns:rs=\"{RS}\">"),
+                "  <rs:md capability=\"resourcelist\" at=\"2024-05-01T06:00:00Z\"/>".to_string(),
+            ];
+            for i in 0..n {
+                lines.push(format!("  <{item}>"));
+                lines.push(format!("    <loc>https://data.example.org/r/{i}</loc>"));
+                lines.push(format!("  </{item}>"));
+            }
+            lines.push(format!("</{root}>"));
+            // Entry k: its start tag on line `start` (1-based), its end tag two lines on.
+            let start = 4 + 3 * k;
+            let loc = start; // 0-based index of the <loc> line
+            let here = format!("https://data.example.org/r/{k}");
+            match fault {
+                0 => lines[loc] = "    <loc>http://[::1</loc>".into(),
+                1 => lines[loc] = "    <!-- no loc -->".into(),
+                2 => lines[loc] = format!("    <loc>{here}</loc><rs:md length=\"12x\"/>"),
+                3 => {
+                    lines[loc] =
+                        format!("    <loc>{here}</loc><lastmod>2024-13-01T00:00:00Z</lastmod>")
+                }
+                4 => lines[loc] = format!("    <loc>{here}</lox>"),
+                _ => lines.truncate(loc + 1),
+            }
+            let doc = lines.join("\n") + "\n";
+            let total = lines.len() as u64 + 1;
+            let input = if wrap {
+                gzip(doc.as_bytes())
+            } else {
+                doc.clone().into_bytes()
+            };
+            let (first, last) = (start as u64, start as u64 + 2);
+            let in_entry = |line: u64| {
+                if fault == 5 {
+                    line >= first && line <= total
+                } else {
+                    line >= first && line <= last
+                }
+            };
+            let mut r = match sitemap::open(input.as_slice(), &url, ReadOptions::default()) {
+                Ok(r) => r,
+                Err(e) => {
+                    prop_assert!(k == 0 && in_entry(e.line), "{}\n{}", e, doc);
+                    return Ok(());
+                }
+            };
+            for i in 0..k {
+                let e = r
+                    .next_entry()
+                    .map_err(|e| TestCaseError::fail(format!("entry {i}: {e}\n{doc}")))?
+                    .ok_or_else(|| TestCaseError::fail(format!("entry {i} missing\n{doc}")))?;
+                prop_assert_eq!(e.line, 4 + 3 * i as u64);
+            }
+            match r.next_entry() {
+                Err(e) => {
+                    prop_assert!(fault != 3, "a bad lastmod refused the document: {}", e);
+                    prop_assert!(
+                        in_entry(e.line),
+                        "{} ({}): {}\n{}",
+                        SITEMAP_FAULTS[fault],
+                        first,
+                        e,
+                        doc
+                    );
+                    let place = format!("{DOC}: line {}: ", e.line);
+                    prop_assert!(e.to_string().starts_with(&place), "{}", e);
+                }
+                Ok(Some(e)) => {
+                    prop_assert!(
+                        fault == 3 && e.invalid.is_some() && e.line == first,
+                        "{}: entry {:?}\n{}",
+                        SITEMAP_FAULTS[fault],
+                        e,
+                        doc
+                    );
+                }
+                Ok(None) => {
+                    return Err(TestCaseError::fail(format!(
+                        "{}: the document ended early\n{doc}",
+                        SITEMAP_FAULTS[fault]
+                    )))
+                }
+            }
+            Ok(())
+        },
+    );
+    record_tally(&format!(
+        "fuzz: sitemap reader: {ran} cases of one fault ({}) in one entry, each reported at a line of that entry",
+        SITEMAP_FAULTS.join(", ")
+    ));
+}
+
+/// One bitstream of a valid package broken (its length or digest in the manifest, or a byte of
+/// its stored data): that resource fails, naming its manifest line and URL; the others land.
+#[test]
+fn fuzz_dump_errors_name_the_right_entry() {
+    let ran = run(
+        "dump: the entry of a fault",
+        (
+            proptest::collection::vec(
+                (
+                    proptest::collection::vec(any::<u8>(), 1..200),
+                    any::<bool>(),
+                ),
+                1..6,
+            ),
+            any::<Index>(),
+            0u8..3,
+            any::<Index>(),
+        ),
+        |(data, j, fault, at)| {
+            let j = j.index(data.len());
+            let mut files: Vec<GenFile> = data
+                .into_iter()
+                .map(|(data, deflate)| GenFile {
+                    data,
+                    deflate,
+                    hostile_path: None,
+                })
+                .collect();
+            if fault == 2 {
+                files[j].deflate = false;
+            }
+            let mut m = manifest(&files);
+            match fault {
+                0 => {
+                    let want = format!("length=\"{}\"", files[j].data.len());
+                    let lie = format!("length=\"{}\"", files[j].data.len() + 1);
+                    let line_start = m.find(&format!("r/{j}</loc>")).unwrap();
+                    let at = line_start + m[line_start..].find(&want).unwrap();
+                    m.replace_range(at..at + want.len(), &lie);
+                }
+                1 => {
+                    let line_start = m.find(&format!("r/{j}</loc>")).unwrap();
+                    let at = line_start + m[line_start..].find("md5:").unwrap() + 4;
+                    let c = if &m[at..at + 1] == "0" { "1" } else { "0" };
+                    m.replace_range(at..at + 1, c);
+                }
+                _ => {}
+            }
+            let mut bytes = package(m.as_bytes(), &files, &[]);
+            if fault == 2 {
+                // The local header of r/j.bin: 30 fixed bytes, the name, the extra field.
+                let name = format!("r/{j}.bin");
+                let (h, _) = headers(&bytes)
+                    .into_iter()
+                    .find(|&(h, local)| local && bytes[h + 30..].starts_with(name.as_bytes()))
+                    .unwrap();
+                let le16 = |a: usize| usize::from(u16::from_le_bytes([bytes[a], bytes[a + 1]]));
+                let data_at = h + 30 + le16(h + 26) + le16(h + 28);
+                let i = data_at + at.index(files[j].data.len());
+                bytes[i] ^= 0x55;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("package.zip");
+            std::fs::write(&path, &bytes).unwrap();
+            let url = Url::parse(PACKAGE).unwrap();
+            let mut p = Package::open(&path, &url, DumpLimits::default(), ReadOptions::default())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let results = p
+                .stage_all(dir.path())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            for (i, r) in results.into_iter().enumerate() {
+                match r {
+                    Ok(_) => prop_assert!(i != j, "entry {} staged", j),
+                    Err(e) => {
+                        prop_assert_eq!(i, j, "entry {} failed: {}", i, e);
+                        let line = 4 + 4 * j as u64;
+                        prop_assert_eq!(e.line, line);
+                        let shown = e.to_string();
+                        let place = format!(
+                            "{PACKAGE}: manifest.xml line {line} (https://data.example.org/r/{j}): "
+                        );
+                        prop_assert!(shown.starts_with(&place), "{}", shown);
+                        prop_assert!(shown.contains(&format!("r/{j}.bin")), "{}", shown);
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+    record_tally(&format!(
+        "fuzz: dump reader: {ran} cases of one broken bitstream (length, digest, stored byte), each failing alone and naming its manifest line, URL and member"
+    ));
+}
+
+/// One page of a valid ARC sitemap given a field of the wrong kind: the error names that page
+/// and field, and the pages before it were handed over.
+#[test]
+fn fuzz_arc_errors_name_the_right_page() {
+    const FAULTS: &[(&str, &str)] = &[
+        ("url", "5"),
+        ("url", "\"not a uri\""),
+        ("ai_indexable", "\"yes\""),
+        ("lastmod", "\"2025-13-01T00:00:00Z\""),
+        ("crawl_priority", "1.5"),
+        ("ai_tags", "[1]"),
+        ("ai_snapshot", "[]"),
+        ("auth_required", "0"),
+    ];
+    let url = Url::parse(ARC_URL).unwrap();
+    let ran = run(
+        "arc: the page of a fault",
+        (
+            proptest::collection::vec(gen_page(), 1..6),
+            any::<Index>(),
+            0..FAULTS.len(),
+        ),
+        |(pages, k, fault)| {
+            let k = k.index(pages.len());
+            let mut doc: serde_json::Value = serde_json::from_str(&arc_doc(&pages)).unwrap();
+            let (field, value) = FAULTS[fault];
+            doc["pages"][k][field] = serde_json::from_str(value).unwrap();
+            let text = serde_json::to_string_pretty(&doc).unwrap();
+            let mut seen = Vec::new();
+            let e = match arc::read(
+                text.as_bytes(),
+                &url,
+                arc::ReadOptions::default(),
+                &mut |p| seen.push(p.index),
+            ) {
+                Ok(_) => return Err(TestCaseError::fail(format!("{field}={value} read"))),
+                Err(e) => e,
+            };
+            prop_assert_eq!(seen, (0..k).collect::<Vec<_>>());
+            let shown = e.to_string();
+            let want = format!("pages[{k}].{field}");
+            prop_assert!(shown.starts_with(&want), "{}", shown);
+            if field != "url" {
+                let page = format!("(page https://data.example.org/p/{})", pages[k].id);
+                prop_assert!(shown.ends_with(&page), "{}", shown);
+            }
+            Ok(())
+        },
+    );
+    record_tally(&format!(
+        "fuzz: ARC reader: {ran} cases of one page with a field of the wrong kind, each naming that page and field"
     ));
 }
