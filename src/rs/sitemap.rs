@@ -55,6 +55,11 @@ const RATIO_FLOOR: u64 = 1 << 20;
 /// bytes of memory per byte read, over 1.5 GB for a document within the 50 MB limit.
 pub const MAX_LISTED_WARNINGS: u64 = 1000;
 
+/// Links kept for the document (its header) and for each entry; more are ignored with a
+/// warning. Real documents carry a handful; each kept link costs about 300 bytes, so an
+/// unbounded list made a 50 MB document of `<rs:ln rel="a" href="b"/>` over 500 MB.
+pub const MAX_LINKS: usize = 1000;
+
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
@@ -322,7 +327,13 @@ impl<R: BufRead> SitemapReader<R> {
                             self.st.beta = true;
                             self.st.refresh_syntax();
                         }
-                        self.st.header.links.push(link);
+                        if self.st.header.links.len() < MAX_LINKS {
+                            self.st.header.links.push(link);
+                        } else {
+                            self.st.repeat(Repeat::ExcessLink, line, || {
+                                format!("document-level links past the first {MAX_LINKS} ignored")
+                            });
+                        }
                     }
                 }
                 Tag::Xhtml(Name::Meta) => {
@@ -432,7 +443,14 @@ impl<R: BufRead> SitemapReader<R> {
                 }
                 Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
                     if let Some(link) = parse_link(&mut self.st, resolver, &e, tag)? {
-                        links.push(link);
+                        if links.len() < MAX_LINKS {
+                            links.push(link);
+                        } else {
+                            let line = self.st.line;
+                            self.st.repeat(Repeat::ExcessLink, line, || {
+                                format!("links of one entry past the first {MAX_LINKS} ignored")
+                            });
+                        }
                     }
                     if !empty {
                         self.skip()?;
@@ -1492,9 +1510,10 @@ enum Repeat {
     BadPri,
     DroppedLink,
     StrayText,
+    ExcessLink,
 }
 
-const REPEAT_KINDS: usize = 11;
+const REPEAT_KINDS: usize = 12;
 
 impl Repeat {
     fn label(self) -> &'static str {
@@ -1510,6 +1529,7 @@ impl Repeat {
             Repeat::BadPri => "bad pri values",
             Repeat::DroppedLink => "links ignored",
             Repeat::StrayText => "text directly inside the root element ignored",
+            Repeat::ExcessLink => "links past the limit ignored",
         }
     }
 }
@@ -1717,6 +1737,7 @@ impl State {
             Repeat::BadPri,
             Repeat::DroppedLink,
             Repeat::StrayText,
+            Repeat::ExcessLink,
         ];
         for kind in ALL {
             let (count, first) = self.repeats[kind as usize];
@@ -3260,6 +3281,31 @@ mod tests {
             last.message
                 .starts_with(&format!("{} more warnings", 300_000 - MAX_LISTED_WARNINGS)),
             "{last}"
+        );
+    }
+
+    /// The document and each entry keep at most [`MAX_LINKS`] links; the rest are counted.
+    #[test]
+    fn links_past_the_limit_are_ignored_with_a_warning() {
+        let links = "<rs:ln rel=\"alternate\" href=\"b\"/>".repeat(MAX_LINKS + 5);
+        let doc = format!(
+            "<urlset xmlns=\"{SITEMAP_NS}\" xmlns:rs=\"{RS_NS}\">{links}\n<url><loc>a</loc>{links}</url>\n</urlset>\n"
+        );
+        let mut r = open(doc.as_bytes(), &url(), ReadOptions::default()).unwrap();
+        assert_eq!(r.header().links.len(), MAX_LINKS);
+        let e = r.next_entry().unwrap().unwrap();
+        assert_eq!(e.links.len(), MAX_LINKS);
+        assert!(r.next_entry().unwrap().is_none());
+        let w: Vec<String> = r.warnings().iter().map(|w| w.to_string()).collect();
+        assert!(
+            w.contains(&format!(
+                "line 1: document-level links past the first {MAX_LINKS} ignored"
+            )),
+            "{w:?}"
+        );
+        assert!(
+            w.contains(&"line 3: links past the limit ignored: 10 times in this document (the first, line 1, is reported above)".to_string()),
+            "{w:?}"
         );
     }
 
