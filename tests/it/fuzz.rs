@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rsmirror::rs::digest::Hasher;
 use rsmirror::rs::dump::{DumpError, DumpLimits, Package, PackageFormat, SNIFF_LEN};
-use rsmirror::rs::sitemap::{self, ReadError, ReadOptions, MAX_LISTED_WARNINGS};
+use rsmirror::rs::sitemap::{self, ReadError, ReadOptions, MAX_LINKS, MAX_LISTED_WARNINGS};
 use rsmirror::rs::w3c_datetime::{self, Zone};
 use rsmirror::sync::formats::arc::read as arc;
 use std::cell::Cell;
@@ -370,11 +370,11 @@ fn drain_sitemap(
 }
 
 /// The most warnings a document may list: the bound, a summary line per kind of repeated
-/// warning (11) and the line counting the rest.
-const MAX_WARNINGS: u64 = MAX_LISTED_WARNINGS + 12;
+/// warning (12) and the line counting the rest.
+const MAX_WARNINGS: u64 = MAX_LISTED_WARNINGS + 13;
 
 /// One element repeated thousands of times, before or after the first entry, or inside it:
-/// the warnings listed stay bounded (the document-level ones were not).
+/// the warnings listed and the links kept stay bounded (neither was).
 #[test]
 fn fuzz_sitemap_repeats_keep_warnings_bounded() {
     const PIECES: &[&str] = &[
@@ -419,7 +419,10 @@ fn fuzz_sitemap_repeats_keep_warnings_bounded() {
                 Ok(r) => r,
                 Err(_) => return Ok(()),
             };
-            while let Ok(Some(_)) = r.next_entry() {}
+            while let Ok(Some(e)) = r.next_entry() {
+                prop_assert!(e.links.len() <= MAX_LINKS);
+            }
+            prop_assert!(r.header().links.len() <= MAX_LINKS);
             let listed = r.warnings().len();
             most.set(most.get().max(listed));
             prop_assert!(listed as u64 <= MAX_WARNINGS, "{} warnings", listed);
@@ -427,7 +430,7 @@ fn fuzz_sitemap_repeats_keep_warnings_bounded() {
         },
     );
     record_tally(&format!(
-        "fuzz: sitemap reader: {ran} cases of one element repeated up to 5,000 times, at most {} warnings listed (bound {MAX_WARNINGS})",
+        "fuzz: sitemap reader: {ran} cases of one element repeated up to 5,000 times, at most {} warnings listed (bound {MAX_WARNINGS}), at most {MAX_LINKS} links kept",
         most.get()
     ));
 }
