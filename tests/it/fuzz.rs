@@ -1399,6 +1399,39 @@ fn fuzz_w3c_datetime() {
         |(s, lenient)| named(&s, if lenient { Zone::AssumeUtc } else { Zone::Required }),
     );
 
+    // Valid values with one character replaced, inserted or removed (any character, multi-byte
+    // ones included, at any place: slicing must stay on character boundaries).
+    let mutated = run(
+        "w3c: mutated values",
+        (
+            gen_time(),
+            any::<Index>(),
+            any::<char>(),
+            0u8..3,
+            any::<bool>(),
+        ),
+        |(t, at, c, how, lenient)| {
+            let mut chars: Vec<char> = t.text().chars().collect();
+            let i = at.index(chars.len() + 1);
+            match how {
+                0 if i < chars.len() => chars[i] = c,
+                1 if i < chars.len() => {
+                    chars.remove(i);
+                }
+                _ => chars.insert(i, c),
+            }
+            let s: String = chars.into_iter().collect();
+            named(
+                &s,
+                if lenient {
+                    Zone::AssumeUtc
+                } else {
+                    Zone::Required
+                },
+            )
+        },
+    );
+
     // Generated valid values read as the instant they denote; written back in RFC 3339, read
     // as the same instant.
     let valid = run("w3c: valid values", gen_time(), |t| {
@@ -1457,9 +1490,9 @@ fn fuzz_w3c_datetime() {
         },
     );
 
-    let total = arbitrary + valid + out_of_range;
+    let total = arbitrary + mutated + valid + out_of_range;
     record_tally(&format!(
-        "fuzz: W3C datetime: {total} cases ({arbitrary} arbitrary, {valid} valid round trips, {out_of_range} out of range; {} errors, each naming the value), no panic",
+        "fuzz: W3C datetime: {total} cases ({arbitrary} arbitrary, {mutated} mutated, {valid} valid round trips, {out_of_range} out of range; {} errors, each naming the value), no panic",
         errors.get()
     ));
 }
