@@ -1118,6 +1118,7 @@ fn drain_arc(
     }) {
         Ok(h) => {
             prop_assert_eq!(h.pages, pages);
+            prop_assert!(h.delta_feeds.len() <= arc::sitemap::MAX_DELTA_FEEDS);
             Ok(false)
         }
         Err(e) => {
