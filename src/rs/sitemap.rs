@@ -49,6 +49,17 @@ pub const MAX_RATIO: u64 = 200;
 /// document has no meaningful ratio.
 const RATIO_FLOOR: u64 = 1 << 20;
 
+/// Warnings listed per document; past this many they are only counted, and one line at the
+/// end of the document gives the count. Without a bound, a document repeating a tiny
+/// document-level element (`<rs:md/>`, 8 bytes) listed two or three warnings for each: 35
+/// bytes of memory per byte read, over 1.5 GB for a document within the 50 MB limit.
+pub const MAX_LISTED_WARNINGS: u64 = 1000;
+
+/// Links kept for the document (its header) and for each entry; more are ignored with a
+/// warning. Real documents carry a handful; each kept link costs about 300 bytes, so an
+/// unbounded list made a 50 MB document of `<rs:ln rel="a" href="b"/>` over 500 MB.
+pub const MAX_LINKS: usize = 1000;
+
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
@@ -316,7 +327,13 @@ impl<R: BufRead> SitemapReader<R> {
                             self.st.beta = true;
                             self.st.refresh_syntax();
                         }
-                        self.st.header.links.push(link);
+                        if self.st.header.links.len() < MAX_LINKS {
+                            self.st.header.links.push(link);
+                        } else {
+                            self.st.repeat(Repeat::ExcessLink, line, || {
+                                format!("document-level links past the first {MAX_LINKS} ignored")
+                            });
+                        }
                     }
                 }
                 Tag::Xhtml(Name::Meta) => {
@@ -426,7 +443,14 @@ impl<R: BufRead> SitemapReader<R> {
                 }
                 Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
                     if let Some(link) = parse_link(&mut self.st, resolver, &e, tag)? {
-                        links.push(link);
+                        if links.len() < MAX_LINKS {
+                            links.push(link);
+                        } else {
+                            let line = self.st.line;
+                            self.st.repeat(Repeat::ExcessLink, line, || {
+                                format!("links of one entry past the first {MAX_LINKS} ignored")
+                            });
+                        }
                     }
                     if !empty {
                         self.skip()?;
@@ -1486,9 +1510,10 @@ enum Repeat {
     BadPri,
     DroppedLink,
     StrayText,
+    ExcessLink,
 }
 
-const REPEAT_KINDS: usize = 11;
+const REPEAT_KINDS: usize = 12;
 
 impl Repeat {
     fn label(self) -> &'static str {
@@ -1504,6 +1529,7 @@ impl Repeat {
             Repeat::BadPri => "bad pri values",
             Repeat::DroppedLink => "links ignored",
             Repeat::StrayText => "text directly inside the root element ignored",
+            Repeat::ExcessLink => "links past the limit ignored",
         }
     }
 }
@@ -1514,6 +1540,8 @@ struct State {
     opts: ReadOptions,
     header: Header,
     warnings: Vec<Warning>,
+    /// Warnings met so far, listed or not (see [`MAX_LISTED_WARNINGS`]).
+    warnings_met: u64,
     /// Line where the current event starts.
     line: u64,
     /// Newlines skipped before the XML declaration.
@@ -1612,6 +1640,7 @@ impl State {
                 namespaces: Vec::new(),
             },
             warnings: Vec::new(),
+            warnings_met: 0,
             line: 1,
             lead_newlines: 0,
             root_known: false,
@@ -1678,7 +1707,10 @@ impl State {
     }
 
     fn warn_at(&mut self, line: u64, message: String) {
-        self.warnings.push(Warning { line, message });
+        self.warnings_met += 1;
+        if self.warnings_met <= MAX_LISTED_WARNINGS {
+            self.warnings.push(Warning { line, message });
+        }
     }
 
     fn repeat(&mut self, kind: Repeat, line: u64, message: impl FnOnce() -> String) {
@@ -1705,6 +1737,7 @@ impl State {
             Repeat::BadPri,
             Repeat::DroppedLink,
             Repeat::StrayText,
+            Repeat::ExcessLink,
         ];
         for kind in ALL {
             let (count, first) = self.repeats[kind as usize];
@@ -1713,8 +1746,22 @@ impl State {
                     "{}: {count} times in this document (the first, line {first}, is reported above)",
                     kind.label()
                 );
-                self.warn(message);
+                // A summary is listed whatever the bound: at most one line per kind.
+                self.warnings.push(Warning {
+                    line: self.line,
+                    message,
+                });
             }
+        }
+        if self.warnings_met > MAX_LISTED_WARNINGS {
+            let message = format!(
+                "{} more warnings in this document not listed (the first {MAX_LISTED_WARNINGS} are)",
+                self.warnings_met - MAX_LISTED_WARNINGS
+            );
+            self.warnings.push(Warning {
+                line: self.line,
+                message,
+            });
         }
     }
 
@@ -3214,6 +3261,52 @@ mod tests {
         assert_eq!(r.entries[1999].md.length, Some(1999 * 13 + 1));
         assert_eq!(r.entries[1999].line, 4 + 1999 * 5 + 1);
         assert!(r.warnings.is_empty());
+    }
+
+    /// Regression (found by tests/it/fuzz.rs): 100,000 repeated `<rs:md/>` (800 kB) listed
+    /// 300,000 warnings, 28 MB; the list now stops at the bound and one line counts the rest.
+    #[test]
+    fn repeated_document_level_elements_list_a_bounded_number_of_warnings() {
+        let doc = format!(
+            "<urlset xmlns=\"{SITEMAP_NS}\" xmlns:rs=\"{RS_NS}\"><url><loc>a</loc></url>{}</urlset>\n",
+            "<rs:md/>".repeat(100_000)
+        );
+        let mut r = open(doc.as_bytes(), &url(), ReadOptions::default()).unwrap();
+        while r.next_entry().unwrap().is_some() {}
+        let w = r.warnings();
+        assert!(w.len() as u64 <= MAX_LISTED_WARNINGS + REPEAT_KINDS as u64 + 1);
+        let last = w.last().unwrap();
+        assert_eq!(last.line, 1);
+        assert!(
+            last.message
+                .starts_with(&format!("{} more warnings", 300_000 - MAX_LISTED_WARNINGS)),
+            "{last}"
+        );
+    }
+
+    /// The document and each entry keep at most [`MAX_LINKS`] links; the rest are counted.
+    #[test]
+    fn links_past_the_limit_are_ignored_with_a_warning() {
+        let links = "<rs:ln rel=\"alternate\" href=\"b\"/>".repeat(MAX_LINKS + 5);
+        let doc = format!(
+            "<urlset xmlns=\"{SITEMAP_NS}\" xmlns:rs=\"{RS_NS}\">{links}\n<url><loc>a</loc>{links}</url>\n</urlset>\n"
+        );
+        let mut r = open(doc.as_bytes(), &url(), ReadOptions::default()).unwrap();
+        assert_eq!(r.header().links.len(), MAX_LINKS);
+        let e = r.next_entry().unwrap().unwrap();
+        assert_eq!(e.links.len(), MAX_LINKS);
+        assert!(r.next_entry().unwrap().is_none());
+        let w: Vec<String> = r.warnings().iter().map(|w| w.to_string()).collect();
+        assert!(
+            w.contains(&format!(
+                "line 1: document-level links past the first {MAX_LINKS} ignored"
+            )),
+            "{w:?}"
+        );
+        assert!(
+            w.contains(&"line 3: links past the limit ignored: 10 times in this document (the first, line 1, is reported above)".to_string()),
+            "{w:?}"
+        );
     }
 
     /// `cargo test --release --lib rs::sitemap::tests::throughput -- --ignored --nocapture`

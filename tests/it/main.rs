@@ -14,6 +14,7 @@ mod dump_reader;
 mod export;
 mod feed;
 mod fs_faults;
+mod fuzz;
 mod guard;
 mod hostile;
 mod hostile_http;

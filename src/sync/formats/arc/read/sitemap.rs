@@ -32,6 +32,8 @@ use url::Url;
 pub const MAX_DOCUMENT_BYTES: u64 = 256 * 1024 * 1024;
 /// Warnings kept per document; more are counted.
 const MAX_WARNINGS: usize = 100;
+/// Delta feeds kept per document; more are ignored with a warning.
+pub const MAX_DELTA_FEEDS: usize = 1000;
 
 /// How to read.
 #[derive(Debug, Clone, Copy)]
@@ -297,6 +299,8 @@ struct Fields {
     crawl_rate: Option<Value>,
     metadata: Option<Value>,
     delta_feeds: Option<Value>,
+    /// Entries of `delta_feeds` past [`MAX_DELTA_FEEDS`], not kept.
+    delta_feeds_dropped: u64,
     pages: Option<u64>,
 }
 
@@ -347,9 +351,294 @@ impl<'de> Visitor<'de> for Document<'_> {
             if slot.is_some() {
                 return Err(fail(self.failure, ArcError::schema(key, "given twice")));
             }
-            *slot = Some(map.next_value::<Value>()?);
+            // Only what is used is held: a value read whole as a `Value` costs 10 to 40 times
+            // its bytes (`[[],[],...]`, `["a","a",...]`), gigabytes within the size limit.
+            *slot = Some(match key.as_str() {
+                "metadata" => map.next_value_seed(Shallow {
+                    keep: Some("crawl_rate"),
+                })?,
+                "delta_feeds" => {
+                    let (feeds, dropped) = map.next_value_seed(DeltaFeeds)?;
+                    fields.delta_feeds_dropped = dropped;
+                    feeds
+                }
+                _ => map.next_value_seed(Shallow { keep: None })?,
+            });
         }
         Ok(fields)
+    }
+}
+
+/// A value with its scalars (strings, numbers, booleans, null) as they are and its arrays and
+/// objects empty (their contents skipped), but for the member `keep` of an object, itself read
+/// shallow: what the header checks need (a type, for a message) and nothing more.
+#[derive(Clone, Copy)]
+struct Shallow {
+    keep: Option<&'static str>,
+}
+
+impl<'de> DeserializeSeed<'de> for Shallow {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Shallow {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Value, S::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(Vec::new()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut kept = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match self.keep {
+                Some(k) if k == key => {
+                    let v = map.next_value_seed(Shallow { keep: None })?;
+                    kept.insert(key, v);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(kept))
+    }
+}
+
+/// A page as far as [`page`] reads it: the fields it knows, scalars shallow, `ai_tags` an
+/// array of shallow values, `ai_snapshot` whole (it is kept); other fields skipped. Anything but
+/// an object, shallow.
+struct PageValue;
+
+impl<'de> DeserializeSeed<'de> for PageValue {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PageValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a page object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut kept = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let v = match key.as_str() {
+                "ai_snapshot" => map.next_value::<Value>()?,
+                "ai_tags" => map.next_value_seed(Tags)?,
+                "url" | "ai_indexable" | "lastmod" | "ai_summary" | "ai_checksum"
+                | "crawl_priority" | "auth_required" | "robots_directive" | "deleted" => {
+                    map.next_value_seed(Shallow { keep: None })?
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            kept.insert(key, v);
+        }
+        Ok(Value::Object(kept))
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<Value, S::Error> {
+        Shallow { keep: None }.visit_seq(seq)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
+/// `ai_tags`: an array of shallow values (a tag that is not a string is an error naming its
+/// type), or any other value shallow.
+struct Tags;
+
+impl<'de> DeserializeSeed<'de> for Tags {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tags {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of tags")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Value, S::Error> {
+        let mut tags = Vec::new();
+        while let Some(v) = seq.next_element_seed(Shallow { keep: None })? {
+            tags.push(v);
+        }
+        Ok(Value::Array(tags))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        Shallow { keep: None }.visit_map(map)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
+/// `delta_feeds`: an array of at most [`MAX_DELTA_FEEDS`] entries, each read shallow but for
+/// an object's `url` (the count of entries past that comes second), or any other value
+/// shallow.
+struct DeltaFeeds;
+
+impl<'de> DeserializeSeed<'de> for DeltaFeeds {
+    type Value = (Value, u64);
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(Value, u64), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DeltaFeeds {
+    type Value = (Value, u64);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of delta feed URLs")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(Value, u64), S::Error> {
+        let mut kept = Vec::new();
+        let mut dropped = 0u64;
+        loop {
+            if kept.len() < MAX_DELTA_FEEDS {
+                match seq.next_element_seed(Shallow { keep: Some("url") })? {
+                    Some(v) => kept.push(v),
+                    None => break,
+                }
+            } else {
+                match seq.next_element::<IgnoredAny>()? {
+                    Some(_) => dropped += 1,
+                    None => break,
+                }
+            }
+        }
+        Ok((Value::Array(kept), dropped))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(Value, u64), A::Error> {
+        Shallow { keep: None }.visit_map(map).map(|v| (v, 0))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<(Value, u64), E> {
+        Ok((Value::Bool(v), 0))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<(Value, u64), E> {
+        Ok((v.into(), 0))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<(Value, u64), E> {
+        Ok((v.into(), 0))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<(Value, u64), E> {
+        Ok((
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            0,
+        ))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(Value, u64), E> {
+        Ok((Value::String(v.to_owned()), 0))
+    }
+
+    fn visit_unit<E>(self) -> Result<(Value, u64), E> {
+        Ok((Value::Null, 0))
     }
 }
 
@@ -384,7 +673,7 @@ impl<'de> Visitor<'de> for Pages<'_> {
 
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<u64, S::Error> {
         let mut index = 0usize;
-        while let Some(v) = seq.next_element::<Value>()? {
+        while let Some(v) = seq.next_element_seed(PageValue)? {
             match page(index, v, self.opts, self.warnings) {
                 Ok(p) => (self.on_page)(p),
                 Err(e) => return Err(fail(self.failure, e)),
@@ -723,6 +1012,12 @@ fn header(
             kind(&v)
         )),
     }
+    if f.delta_feeds_dropped > 0 {
+        warnings.push(format!(
+            "delta_feeds: {} entries past the first {MAX_DELTA_FEEDS} ignored",
+            f.delta_feeds_dropped
+        ));
+    }
     Ok(Header {
         version,
         site,
@@ -954,6 +1249,62 @@ mod tests {
         assert!(directive("noindex, NOARCHIVE").is_some());
         assert!(directive("none").is_some());
         assert_eq!(directive("nonearchive"), None);
+    }
+
+    /// Top-level values are held only as far as they are used: a `delta_feeds` of millions of
+    /// entries keeps the first [`MAX_DELTA_FEEDS`], a `metadata` its `crawl_rate`, any other
+    /// its scalars (a `site` that is an array still reads as an array, in the message).
+    #[test]
+    fn top_level_values_are_held_shallow() {
+        let feeds = "\"d.json\",".repeat(MAX_DELTA_FEEDS + 7);
+        let s = parse(&format!(
+            r#"{{"arc_sitemap_version":"2.1","site":"https://example.com","generated_at":"2025-11-09T08:00:00Z","pages":[],
+                "metadata":{{"x":[[[]]],"crawl_rate":"2/s","y":{{}}}},
+                "delta_feeds":[{feeds}{{"url":"e.json","x":[1]}}]}}"#
+        ))
+        .unwrap();
+        assert_eq!(s.header.delta_feeds.len(), MAX_DELTA_FEEDS);
+        assert!(s.header.crawl_rate.is_some());
+        assert_eq!(
+            s.header.warnings,
+            [format!(
+                "delta_feeds: 8 entries past the first {MAX_DELTA_FEEDS} ignored"
+            )]
+        );
+        let e = parse(
+            r#"{"arc_sitemap_version":"2.1","site":["https://example.com"],"generated_at":"2025-11-09T08:00:00Z","pages":[]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "site: expected a string (URI), got an array");
+    }
+
+    /// A page's unknown fields are skipped, not held (a page of `"x":[[],[],...]` held nine
+    /// times its bytes); its known ones read as before.
+    #[test]
+    fn unknown_page_fields_are_skipped() {
+        let junk = "[],".repeat(1000);
+        let s = parse(&format!(
+            r#"{{"arc_sitemap_version":"2.1","site":"https://example.com","generated_at":"2025-11-09T08:00:00Z",
+                "pages":[{{"x":[{junk}[]],"url":"https://example.com/a","ai_indexable":true,"ai_tags":["a","b"],
+                "ai_snapshot":{{"k":[1,{{"v":2}}]}},"crawl_priority":0.5}}]}}"#
+        ))
+        .unwrap();
+        let p = &s.pages[0];
+        assert_eq!(
+            p.ai_tags.as_deref(),
+            Some(&["a".to_string(), "b".to_string()][..])
+        );
+        assert_eq!(p.ai_snapshot, Some(serde_json::json!({"k":[1,{"v":2}]})));
+        assert_eq!(p.crawl_priority, Some(0.5));
+        let e = parse(
+            r#"{"arc_sitemap_version":"2.1","site":"https://example.com","generated_at":"2025-11-09T08:00:00Z",
+                "pages":[{"url":"https://example.com/a","ai_indexable":true,"ai_tags":["a",[1]]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pages[0].ai_tags[1]: expected a string, got an array (page https://example.com/a)"
+        );
     }
 
     #[test]
