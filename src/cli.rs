@@ -331,6 +331,7 @@ pub struct SourceArgs {
     pub max_document_size: u64,
     /// Largest resource fetched when the source declares no length (a declared length bounds
     /// a resource exactly); a body that grows past it is cut off and that resource fails.
+    /// Dump packages and SCP collection files are bounded the same way.
     /// BYTES may end in K, M, G or T (powers of 1024); 0 for no bound.
     #[arg(long, default_value = "64G", value_name = "BYTES", value_parser = parse_bytes)]
     pub max_size: u64,
@@ -338,8 +339,8 @@ pub struct SourceArgs {
     /// --timeout window: a server that trickles cannot hold a run. K, M, G suffixes as above.
     #[arg(long, default_value = "1K", value_name = "BYTES", value_parser = parse_bytes)]
     pub min_rate: u64,
-    /// Longest one resource transfer may take, in seconds, however fast it goes (no bound by
-    /// default: --min-rate and --max-size bound it).
+    /// Longest one resource transfer (a dump package, an SCP collection file) may take, in
+    /// seconds, however fast it goes (no bound by default: --min-rate and --max-size bound it).
     #[arg(long, value_name = "SECS")]
     pub max_time: Option<f64>,
     /// Free space to leave on the mirror's file system: a run refuses to start, or stops

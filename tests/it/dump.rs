@@ -12,7 +12,7 @@ use zip::{CompressionMethod, ZipWriter};
 pub(crate) const AT: &str = "2026-04-01T00:00:00Z";
 pub(crate) const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
 
-fn hashes(bytes: &[u8]) -> String {
+pub(crate) fn hashes(bytes: &[u8]) -> String {
     use md5::Digest as _;
     use sha2::Digest as _;
     format!(
@@ -24,7 +24,12 @@ fn hashes(bytes: &[u8]) -> String {
 
 /// A package of resources `res/NAME` (the manifest names them `/res/NAME` under `origin`: the
 /// server does not rewrite inside ZIPs), plus raw extras.
-fn package(tree: &Tree, origin: &str, names: &[&str], extra: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn package(
+    tree: &Tree,
+    origin: &str,
+    names: &[&str],
+    extra: &[(&str, &[u8])],
+) -> Vec<u8> {
     let mut manifest = format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"resourcedump-manifest\" at=\"{AT}\"/>\n");
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     for n in names {

@@ -21,7 +21,7 @@ use url::Url;
 
 /// What the server does, step by step, after reading a request.
 #[derive(Clone, Debug)]
-enum Act {
+pub(crate) enum Act {
     /// Write these bytes.
     W(Vec<u8>),
     Sleep(u64),
@@ -39,7 +39,7 @@ type Script = dyn Fn(&str) -> Vec<Act> + Send + Sync;
 
 /// A raw-socket server on 127.0.0.1, port 0: each request is answered by `script(path)`; the
 /// connection is kept for the next request unless the script closes it.
-struct Raw {
+pub(crate) struct Raw {
     base: Url,
     requests: Arc<Mutex<Vec<String>>>,
     connections: Arc<AtomicUsize>,
@@ -52,7 +52,7 @@ impl Raw {
 }
 
 impl Raw {
-    fn start(script: impl Fn(&str) -> Vec<Act> + Send + Sync + 'static) -> Raw {
+    pub(crate) fn start(script: impl Fn(&str) -> Vec<Act> + Send + Sync + 'static) -> Raw {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -74,11 +74,11 @@ impl Raw {
         }
     }
 
-    fn url(&self, path: &str) -> Url {
+    pub(crate) fn url(&self, path: &str) -> Url {
         self.base.join(path).unwrap()
     }
 
-    fn requests_for(&self, path: &str) -> usize {
+    pub(crate) fn requests_for(&self, path: &str) -> usize {
         let want = format!("/{path}");
         (self.requests.lock().unwrap().iter())
             .filter(|p| **p == want)
@@ -156,7 +156,7 @@ fn socket_linger_zero(s: &TcpStream) -> std::io::Result<()> {
 }
 
 /// A correct response: `Content-Length` framing.
-fn ok(body: &[u8]) -> Vec<u8> {
+pub(crate) fn ok(body: &[u8]) -> Vec<u8> {
     let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
     r.extend_from_slice(body);
     r
@@ -250,7 +250,7 @@ fn staging_is_empty(dir: &std::path::Path) -> bool {
     walk_files(dir).is_empty()
 }
 
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {

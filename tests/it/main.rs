@@ -4,6 +4,7 @@
 mod arc;
 mod audit;
 mod baseline;
+mod bounds_http;
 mod busy;
 mod cli;
 mod corpus;

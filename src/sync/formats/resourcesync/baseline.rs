@@ -394,7 +394,14 @@ fn apply_collection(
     let snap = &p.snapshot;
     summary.listed += snap.listed.len() as u64;
     summary.warnings.extend(snap.warnings.iter().cloned());
-    report_snapshot_problems(writer, snap, &p.collection, summary, progress)?;
+    report_snapshot_problems(
+        writer,
+        snap,
+        &p.collection,
+        dump.is_some(),
+        summary,
+        progress,
+    )?;
 
     // Jobs are made as the workers take them: only the ones in flight are in memory.
     let wanted: Vec<usize> = (0..snap.listed.len())
@@ -602,12 +609,13 @@ pub fn declared_hash(digests: &[Digest]) -> Option<String> {
     })
 }
 
-/// The entries the scope refused and the parts of an index that could not be read: counted,
-/// said on stderr, recorded.
+/// The entries the scope refused and the parts of an index (the packages of a dump, when
+/// `from_dump`) that could not be read: counted, said on stderr, recorded.
 fn report_snapshot_problems(
     writer: &mut Writer<'_>,
     snap: &Snapshot,
     collection: &str,
+    from_dump: bool,
     summary: &mut Summary,
     progress: &Progress,
 ) -> Result<(), Error> {
@@ -623,7 +631,12 @@ fn report_snapshot_problems(
     }
     summary.failed_parts += snap.failed_parts.len() as u64;
     for f in &snap.failed_parts {
-        progress.println(&format!("failed: part of the Resource List: {f}"));
+        let document = if from_dump {
+            "Resource Dump"
+        } else {
+            "Resource List"
+        };
+        progress.println(&format!("failed: part of the {document}: {f}"));
         writer.problem(collection, "document", f)?;
         summary.problems.push(Problem {
             uri: collection.to_string(),

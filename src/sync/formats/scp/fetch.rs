@@ -19,6 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 use url::Url;
 
 const READ_BUFFER: usize = 256 * 1024;
@@ -89,9 +90,13 @@ pub fn stream(
     scope: &Scope,
     limits: &Limits,
 ) -> Result<CollectionReader<Box<dyn Read + Send>>, String> {
+    let limits = Limits {
+        max_compressed_bytes: collection_bound(http, limits.max_compressed_bytes),
+        ..*limits
+    };
     match http.get(url, scope, &Validators::default()) {
         Ok(DocumentResponse::Body(body)) => {
-            CollectionReader::open(body.reader, limits).map_err(|e| format!("rejected: {e}"))
+            CollectionReader::open(body.reader, &limits).map_err(|e| format!("rejected: {e}"))
         }
         Ok(DocumentResponse::NotModified) => unreachable!("an unconditional GET"),
         Err(e) => Err(e.to_string()),
@@ -152,8 +157,9 @@ pub enum CollectionResponse {
 }
 
 /// GET a collection into a new staging file (conditional when `validators` are given); more
-/// than `max_bytes` is refused without reading further. A body that breaks off is fetched
-/// again within the agent's retry budget.
+/// than `max_bytes`, or than `--max-size` when that is smaller, is refused without reading
+/// further, as is a body still arriving after `--max-time` (`--min-rate` is the agent's).
+/// A body that breaks off is fetched again within the agent's retry budget.
 pub fn collection(
     http: &Http,
     url: &Url,
@@ -162,12 +168,15 @@ pub fn collection(
     validators: &Validators,
     max_bytes: u64,
 ) -> Result<CollectionResponse, FetchError> {
+    let cfg = http.config();
+    let max_bytes = collection_bound(http, max_bytes);
     let mut retries = http.retries();
     loop {
         let body = match http.get_with(url, scope, validators, &mut retries)? {
             DocumentResponse::NotModified => return Ok(CollectionResponse::NotModified),
             DocumentResponse::Body(body) => body,
         };
+        let started = Instant::now();
         if body.content_length.is_some_and(|n| n > max_bytes) {
             return Err(FetchError::TooLarge {
                 url: body.final_url.to_string(),
@@ -191,6 +200,17 @@ pub fn collection(
                 return Err(FetchError::TooLarge {
                     url: final_url.to_string(),
                     max: max_bytes,
+                });
+            }
+            if let Some(max_time) = cfg.max_time.filter(|t| started.elapsed() > *t) {
+                // As for a resource: final, not retried.
+                return Err(FetchError::Transport {
+                    url: final_url.to_string(),
+                    message: format!(
+                        "transfer not complete within --max-time {} s ({received} bytes \
+                         received)",
+                        max_time.as_secs_f64()
+                    ),
                 });
             }
             part.write(&buf[..n])?;
@@ -219,6 +239,16 @@ pub fn collection(
                 None => return Err(e),
             },
         }
+    }
+}
+
+/// The most bytes of a collection as received: `limit` (SCP's, 50 GiB), or `--max-size` when
+/// that is smaller. A collection is fetched like a resource, and the same bound holds: SCP's
+/// limit alone would let an endless body fill the disk (or hold a dry run) first.
+fn collection_bound(http: &Http, limit: u64) -> u64 {
+    match http.config().max_size {
+        0 => limit,
+        max_size => limit.min(max_size),
     }
 }
 
