@@ -369,6 +369,46 @@ impl<'de> Visitor<'de> for Document<'_> {
     }
 }
 
+/// A visitor's scalar cases: each JSON scalar as its `Value`, passed through `$wrap` (the
+/// same for every shallow reader below; only what they do with arrays and objects differs).
+macro_rules! scalars {
+    ($wrap:expr) => {
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Bool(v)))
+        }
+
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($wrap(v.into()))
+        }
+
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($wrap(v.into()))
+        }
+
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($wrap(
+                serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            ))
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok($wrap(Value::String(v.to_owned())))
+        }
+
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok($wrap(Value::String(v)))
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Null))
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Null))
+        }
+    };
+}
+
 /// A value with its scalars (strings, numbers, booleans, null) as they are and its arrays and
 /// objects empty (their contents skipped), but for the member `keep` of an object, itself read
 /// shallow: what the header checks need (a type, for a message) and nothing more.
@@ -392,37 +432,7 @@ impl<'de> Visitor<'de> for Shallow {
         f.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
+    scalars!(|v: Value| v);
 
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Value, S::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -490,29 +500,7 @@ impl<'de> Visitor<'de> for PageValue {
         Shallow { keep: None }.visit_seq(seq)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
+    scalars!(|v: Value| v);
 }
 
 /// `ai_tags`: an array of shallow values (a tag that is not a string is an error naming its
@@ -546,29 +534,7 @@ impl<'de> Visitor<'de> for Tags {
         Shallow { keep: None }.visit_map(map)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
+    scalars!(|v: Value| v);
 }
 
 /// `delta_feeds`: an array of at most [`MAX_DELTA_FEEDS`] entries, each read shallow but for
@@ -614,32 +580,7 @@ impl<'de> Visitor<'de> for DeltaFeeds {
         Shallow { keep: None }.visit_map(map).map(|v| (v, 0))
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<(Value, u64), E> {
-        Ok((Value::Bool(v), 0))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<(Value, u64), E> {
-        Ok((v.into(), 0))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<(Value, u64), E> {
-        Ok((v.into(), 0))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<(Value, u64), E> {
-        Ok((
-            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
-            0,
-        ))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<(Value, u64), E> {
-        Ok((Value::String(v.to_owned()), 0))
-    }
-
-    fn visit_unit<E>(self) -> Result<(Value, u64), E> {
-        Ok((Value::Null, 0))
-    }
+    scalars!(|v: Value| (v, 0));
 }
 
 /// Keep the typed error for the caller; serde carries only its text out.
