@@ -282,16 +282,11 @@ fn a_change_dump_package_past_its_bounds_applies_nothing() {
     }
     src.put(
         "capabilitylist.xml",
-        format!(
-            "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
-             <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
-             <url><loc>{ORIGIN}/changedump.xml</loc><rs:md capability=\"changedump\"/></url>\n</urlset>\n"
-        )
-        .as_bytes(),
+        crate::dump::capability_list("changedump.xml", "changedump").as_bytes(),
     );
     src.put(
         "changedump.xml",
-        format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n").as_bytes(),
+        crate::dump::empty_change_dump().as_bytes(),
     );
     let dir = tempfile::tempdir().unwrap();
     let mirror = dir.path();

@@ -540,7 +540,7 @@ fn format_sources() -> Vec<FormatSource> {
         srv,
         pages: vec![0; 20],
     });
-    use crate::dump::{AT, NS};
+    use crate::dump::AT;
     let t = Tree::new();
     let names: Vec<String> = (0..20).map(|i| format!("r{i}")).collect();
     for n in &names {
@@ -550,16 +550,12 @@ fn format_sources() -> Vec<FormatSource> {
     t.resource_list(AT, &refs);
     std::fs::write(
         t.path().join("capabilitylist.xml"),
-        format!(
-            "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
-             <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
-             <url><loc>{ORIGIN}/changedump.xml</loc><rs:md capability=\"changedump\"/></url>\n</urlset>\n"
-        ),
+        crate::dump::capability_list("changedump.xml", "changedump"),
     )
     .unwrap();
     std::fs::write(
         t.path().join("changedump.xml"),
-        format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n"),
+        crate::dump::empty_change_dump(),
     )
     .unwrap();
     let srv = TestServer::start(t.path());
@@ -868,16 +864,12 @@ fn scenario(kind: Kind) -> Scenario {
             t.resource_list(AT, &["r1", "r2", "r3", "r4"]);
             std::fs::write(
                 t.path().join("capabilitylist.xml"),
-                format!(
-                    "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
-                     <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
-                     <url><loc>{ORIGIN}/changedump.xml</loc><rs:md capability=\"changedump\"/></url>\n</urlset>\n"
-                ),
+                crate::dump::capability_list("changedump.xml", "changedump"),
             )
             .unwrap();
             std::fs::write(
                 t.path().join("changedump.xml"),
-                format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n"),
+                crate::dump::empty_change_dump(),
             )
             .unwrap();
             let srv = TestServer::start(t.path());

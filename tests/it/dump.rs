@@ -365,6 +365,20 @@ fn a_missing_bitstream_fails_that_resource_and_extras_are_reported() {
     assert_eq!(current(dir.path()).len(), 5);
 }
 
+/// A Capability List of a Resource List and the document `doc` of capability `cap`.
+pub(crate) fn capability_list(doc: &str, cap: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
+         <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
+         <url><loc>{ORIGIN}/{doc}</loc><rs:md capability=\"{cap}\"/></url>\n</urlset>\n"
+    )
+}
+
+/// A Change Dump from [`AT`] with no package yet.
+pub(crate) fn empty_change_dump() -> String {
+    format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n")
+}
+
 /// A Change Dump package: (uri name, change, datetime, bytes or None for a delete).
 pub(crate) fn change_package(
     origin: &str,
@@ -424,22 +438,10 @@ fn incremental_from_a_change_dump_equals_incremental_from_the_change_list() {
         ("cl-list.xml", "changelist", "changelist.xml"),
         ("cl-dump.xml", "changedump", "changedump.xml"),
     ] {
-        std::fs::write(
-            t.path().join(file),
-            format!(
-                "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"capabilitylist\"/>\n\
-                 <url><loc>{ORIGIN}/resourcelist.xml</loc><rs:md capability=\"resourcelist\"/></url>\n\
-                 <url><loc>{ORIGIN}/{doc}</loc><rs:md capability=\"{cap}\"/></url>\n</urlset>\n"
-            ),
-        )
-        .unwrap();
+        std::fs::write(t.path().join(file), capability_list(doc, cap)).unwrap();
     }
     // No dump yet: an empty Change Dump from the baseline's `at`.
-    std::fs::write(
-        t.path().join("changedump.xml"),
-        format!("<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"changedump\" from=\"{AT}\"/>\n</urlset>\n"),
-    )
-    .unwrap();
+    std::fs::write(t.path().join("changedump.xml"), empty_change_dump()).unwrap();
     let srv = TestServer::start(t.path());
     let by_list = tempfile::tempdir().unwrap();
     let by_dump = tempfile::tempdir().unwrap();
