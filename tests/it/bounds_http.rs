@@ -21,6 +21,17 @@ const WALL: Duration = Duration::from_secs(30);
 
 const LIMIT: &str = "body larger than the 65536-byte limit";
 const SLOW: &str = "under --min-rate 1024 bytes/s for 2 s";
+/// The bounds the trickle tests run under: [`SLOW`] and a 4 s `--max-time`, one try.
+const CUT_OFF: [&str; 8] = [
+    "--min-rate",
+    "1K",
+    "--timeout",
+    "2",
+    "--tries",
+    "1",
+    "--max-time",
+    "4",
+];
 
 /// A source on the raw server: files by path, and misbehaviours by path, both changeable
 /// while it runs.
@@ -232,18 +243,7 @@ fn dump_packages_trickled_or_too_slow_are_cut_off() {
     let (src, _t) = dump_source(&[("trickle", trickle()), ("steady", slow_but_steady())]);
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = baseline(&src.url("capabilitylist.xml"), dir.path());
-    cmd.args([
-        "--via",
-        "dump",
-        "--min-rate",
-        "1K",
-        "--timeout",
-        "2",
-        "--tries",
-        "1",
-        "--max-time",
-        "4",
-    ]);
+    cmd.args(["--via", "dump"]).args(CUT_OFF);
     let (code, err, took) = run(cmd);
     assert_eq!(code, Some(3), "{err}");
     assert!(named(&err, &src.url("trickle.zip"), SLOW), "{err}");
@@ -475,16 +475,7 @@ fn scp_collections_trickled_or_too_slow_are_cut_off() {
     let src = scp_source(&[("trickle", trickle()), ("steady", slow_but_steady())]);
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = baseline(&src.url("sitemap.xml"), dir.path());
-    cmd.args([
-        "--min-rate",
-        "1K",
-        "--timeout",
-        "2",
-        "--tries",
-        "1",
-        "--max-time",
-        "4",
-    ]);
+    cmd.args(CUT_OFF);
     let (code, err, took) = run(cmd);
     assert_eq!(code, Some(3), "{err}");
     assert!(named(&err, &src.url("trickle.scp"), SLOW), "{err}");
