@@ -7,7 +7,7 @@
 //! the bound while it was fetched: an endless body would otherwise fill it).
 
 use crate::dump::{change_package, hashes, package, AT, NS};
-use crate::hostile_http::{ok, walk_files, Act, Raw};
+use crate::hostile_http::{ok, Act, Raw};
 use crate::support::*;
 use rusqlite::Connection;
 use std::collections::HashMap;

@@ -335,16 +335,6 @@ fn found(e: &Expect, findings: &[Value]) -> bool {
     })
 }
 
-fn copy(from: &Path, to: &Path) {
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap()
-        .success());
-}
-
 #[test]
 fn audit_finds_every_fault_that_changes_anything_and_nothing_else() {
     let copies: usize = std::env::var("RSMIRROR_CORRUPTION_COPIES")
@@ -364,7 +354,7 @@ fn audit_finds_every_fault_that_changes_anything_and_nothing_else() {
     for i in 0..copies {
         let mut rng = Rng(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let m = dir.path().join(format!("copy-{i}"));
-        copy(&clean, &m);
+        copy_tree(&clean, &m);
         match i % 10 {
             // A clean copy: no finding at all.
             0 => {

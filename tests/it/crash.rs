@@ -109,21 +109,6 @@ fn nothing_lost(
     assert!(lost.is_empty(), "{what}: versions lost: {lost:?}");
 }
 
-fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// After a re-run: the mirror is the source, and every version's object is clean.
 fn converged(mirror: &Path, want: &std::collections::BTreeMap<String, String>) {
     assert_eq!(&current(mirror), want);
@@ -931,17 +916,6 @@ fn scenario(kind: Kind) -> Scenario {
     }
 }
 
-/// A copy of `from` (a mirror no process has open).
-fn copy_dir(from: &Path, to: &Path) {
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap()
-        .success());
-}
-
 #[test]
 fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next() {
     use std::os::unix::process::ExitStatusExt;
@@ -982,7 +956,7 @@ fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next()
         let reference = sc.dir.path().join("reference");
         let made = sc.mirror.exists();
         if made {
-            copy_dir(&sc.mirror, &reference);
+            copy_tree(&sc.mirror, &reference);
         }
         let ref_args: Vec<String> = sc
             .args

@@ -250,21 +250,6 @@ fn staging_is_empty(dir: &std::path::Path) -> bool {
     walk_files(dir).is_empty()
 }
 
-pub(crate) fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 const STRAY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nSTRAY\n";
 
 /// A stray response that arrives after a correct one, on a connection then idle, is never read

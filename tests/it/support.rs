@@ -458,3 +458,30 @@ pub fn record_tally(line: &str) {
         .open(tallies)
         .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
 }
+
+/// Every file under `dir`, at any depth (none when `dir` is missing).
+pub fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// `cp -a from to`: a copy of a mirror (or any tree) no process has open.
+pub fn copy_tree(from: &Path, to: &Path) {
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap()
+        .success());
+}
