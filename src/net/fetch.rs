@@ -18,6 +18,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use url::Url;
 
 /// Read buffer size; writes go through a larger `BufWriter`.
@@ -233,6 +234,17 @@ pub(crate) fn check_received(
             actual: received,
         }),
         _ => Ok(()),
+    }
+}
+
+/// A body still arriving when `--max-time` ran out: final, never retried.
+pub(crate) fn past_max_time(url: String, max_time: Duration, received: u64) -> FetchError {
+    FetchError::Transport {
+        url,
+        message: format!(
+            "transfer not complete within --max-time {} s ({received} bytes received)",
+            max_time.as_secs_f64()
+        ),
     }
 }
 

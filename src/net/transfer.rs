@@ -25,7 +25,8 @@
 
 use crate::net::agent::{is_redirect, is_retryable_status, parse_retry_after, Retries};
 use crate::net::fetch::{
-    check_announced, check_received, hasher_for, staging_error, truncated, verify, worker_folder,
+    check_announced, check_received, hasher_for, past_max_time, staging_error, truncated, verify,
+    worker_folder,
 };
 use crate::net::{Expected, FetchError, Http, Scope, Staged, Validators};
 use crate::rs::digest::Hasher;
@@ -937,12 +938,8 @@ impl Sink {
                     None,
                 );
             }
-            if cfg.max_time.is_some() && self.head_done {
-                return Step::Done(Err(message(format!(
-                    "transfer not complete within --max-time {} s ({} bytes received)",
-                    cfg.max_time.unwrap_or_default().as_secs_f64(),
-                    self.received
-                ))));
+            if let Some(max_time) = cfg.max_time.filter(|_| self.head_done) {
+                return Step::Done(Err(past_max_time(url, max_time, self.received)));
             }
             let timeout = cfg.timeout;
             return Step::Retry(FetchError::Timeout { url, timeout }, None);

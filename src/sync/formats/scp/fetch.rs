@@ -204,14 +204,11 @@ pub fn collection(
             }
             if let Some(max_time) = cfg.max_time.filter(|t| started.elapsed() > *t) {
                 // As for a resource: final, not retried.
-                return Err(FetchError::Transport {
-                    url: final_url.to_string(),
-                    message: format!(
-                        "transfer not complete within --max-time {} s ({received} bytes \
-                         received)",
-                        max_time.as_secs_f64()
-                    ),
-                });
+                return Err(crate::net::fetch::past_max_time(
+                    final_url.to_string(),
+                    max_time,
+                    received,
+                ));
             }
             part.write(&buf[..n])?;
         };
