@@ -372,6 +372,47 @@ impl Catalog {
         Ok(map)
     }
 
+    /// Every resource's current state in URI order (byte order, as `str` compares), handed
+    /// to `f` one at a time: what a plan merges a sorted list against, in flat memory.
+    pub fn each_current_state_by_uri<E: From<StoreError>>(
+        &self,
+        mut f: impl FnMut(&str, CurrentState) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.uri, r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex,
+                        v.sha256_hex, c.name
+                 FROM resources r JOIN versions v ON v.id = r.current_version_id
+                 JOIN collections c ON c.id = r.collection_id
+                 ORDER BY r.uri",
+            )
+            .map_err(StoreError::from)?;
+        let mut rows = stmt.query([]).map_err(StoreError::from)?;
+        while let Some(r) = rows.next().map_err(StoreError::from)? {
+            let state = (|| {
+                Ok::<_, rusqlite::Error>(CurrentState {
+                    resource_id: r.get(1)?,
+                    version_id: r.get(2)?,
+                    deleted: r.get_ref(3)?.as_str()? == "deleted",
+                    lastmod: ts(r.get(4)?),
+                    length_bytes: r.get::<_, Option<i64>>(5)?.map(|n| n as u64),
+                    md5_hex: r.get(6)?,
+                    sha1_hex: r.get(7)?,
+                    sha256_hex: r.get(8)?,
+                    collection: r.get(9)?,
+                })
+            })()
+            .map_err(StoreError::from)?;
+            let uri = r
+                .get_ref(0)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(StoreError::from)?;
+            f(uri, state)?;
+        }
+        Ok(())
+    }
+
     pub fn sync_point(&self, collection: &str) -> Result<Option<SyncPoint>, StoreError> {
         Ok(self
             .conn

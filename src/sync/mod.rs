@@ -14,6 +14,7 @@ pub mod fixity;
 pub mod formats;
 pub mod incremental;
 pub mod inspect;
+pub mod listing;
 pub mod mirror_states;
 pub mod plan;
 pub mod refetch;

@@ -4,20 +4,22 @@
 //! record the sync point (ResourceSync 1.1 §10.1).
 //!
 //! Every snapshot is read completely before anything is fetched, so a malformed or unreachable
-//! list stops the run with nothing applied (exit 4). Resources that fail are collected; the run
+//! list stops the run with nothing applied (exit 4). The list's entries go to a
+//! [`Listing`] on disk as they are read, and the plan is a merge of it with the catalog in URI
+//! order (`sync::listing`): memory does not grow with the list or the mirror. Resources that fail are collected; the run
 //! finishes the rest and exits 3. The sync point is recorded only when every listed resource is
 //! in the mirror.
 
 use crate::cli::Via;
 use crate::error::{Error, SourceError};
-use crate::net::{Expected, Http, Validators};
+use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
 use crate::rs::digest::Digest;
 use crate::rs::document::Capability;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings;
-use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
+use crate::store::catalog::{write, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
 use crate::sync::context::RunContext;
@@ -26,22 +28,21 @@ use crate::sync::documents::Documents;
 use crate::sync::feed::{self, DESCRIBES_BASIS};
 use crate::sync::formats::resourcesync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
 use crate::sync::formats::resourcesync::snapshot::{self, Snapshot};
+use crate::sync::listing::{Counts, InFlight, Listing, Todo};
 use crate::sync::plan::{self, Action, Listed};
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// One collection's snapshot and what to do with it.
 struct Planned {
     collection: String,
+    /// The snapshot's documents, anchor and problems; its entries and their plan are in
+    /// `listing`.
     snapshot: Snapshot,
-    actions: Vec<Action>,
-    gone: Vec<String>,
+    listing: Listing,
+    counts: Counts,
     /// The packages holding the bytes, when the snapshot came from a Resource Dump.
     dump: Option<DumpSnapshot>,
     describes: Option<String>,
-    /// For each [`Action::Revalidate`] (by index), the validators stored with the mirror's
-    /// version: the few resources only the server can judge.
-    validators: HashMap<usize, Validators>,
 }
 
 /// What a plan needs besides the documents: where dump packages are staged, how to read them.
@@ -60,7 +61,6 @@ pub fn baseline(
     s: &settings::Baseline,
     collections: Vec<Collection>,
 ) -> Result<(), Error> {
-    let states = ctx.catalog.current_states()?;
     let inputs = PlanInputs {
         http: ctx.http,
         staging: ctx.staging,
@@ -68,10 +68,7 @@ pub fn baseline(
         options: ctx.docs.options,
         objects: ctx.objects.clone(),
     };
-    let mut planned = plan_all(ctx.docs, &inputs, collections, &states)?;
-    for p in &mut planned {
-        p.validators = stored_validators(ctx.catalog, p, &states)?;
-    }
+    let planned = plan_all(ctx.docs, &inputs, collections, Some(&*ctx.catalog))?;
     let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
     for p in planned {
         apply_collection(
@@ -81,7 +78,6 @@ pub fn baseline(
             &mut writer,
             s,
             p,
-            &states,
             ctx.source_id,
             ctx.run_id,
             ctx.summary,
@@ -101,10 +97,6 @@ pub fn plan(
     catalog: Option<&Catalog>,
     summary: &mut Summary,
 ) -> Result<bool, Error> {
-    let states = match catalog {
-        Some(c) => c.current_states()?,
-        None => HashMap::new(),
-    };
     let dry_staging = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
     std::fs::create_dir_all(&dry_staging)
         .map_err(|e| StoreError::io("creating", &dry_staging, e))?;
@@ -115,11 +107,12 @@ pub fn plan(
         options: docs.options,
         objects: ObjectStore::at(&s.mirror),
     };
-    let planned = plan_all(docs, &inputs, collections, &states);
+    let printed = plan_all(docs, &inputs, collections, catalog).and_then(|planned| {
+        print_plan(&planned, s, summary)?;
+        Ok(planned.iter().all(|p| p.snapshot.complete()))
+    });
     let _ = std::fs::remove_dir_all(&dry_staging);
-    let planned = planned?;
-    print_plan(&planned, &states, s, summary);
-    Ok(planned.iter().all(|p| p.snapshot.complete()))
+    printed
 }
 
 /// Read every collection's snapshot and plan it; any unreadable top-level list is fatal.
@@ -127,10 +120,11 @@ fn plan_all(
     docs: &Documents<'_>,
     inputs: &PlanInputs<'_>,
     collections: Vec<Collection>,
-    states: &HashMap<String, CurrentState>,
+    catalog: Option<&Catalog>,
 ) -> Result<Vec<Planned>, Error> {
     let mut planned = Vec::new();
     for mut collection in collections {
+        let mut listing = Listing::create(inputs.staging)?;
         let (snapshot, dump) = match (inputs.via, dump_location(&mut collection)) {
             (Via::Dump, None) => {
                 return Err(SourceError::Unusable {
@@ -165,7 +159,7 @@ fn plan_all(
                     || collection.url_of(&Capability::ResourceList).is_some();
                 match unusable {
                     Some(why) if has_list => {
-                        let mut snapshot = resource_list(docs, &mut collection)?;
+                        let mut snapshot = resource_list(docs, &mut collection, &mut listing)?;
                         snapshot.warnings.push(format!(
                             "{dump_url}: the Resource Dump cannot be used ({why}); the resources \
                              are taken from the Resource List instead (--via auto)"
@@ -178,41 +172,27 @@ fn plan_all(
                     }
                 }
             }
-            (Via::List | Via::Auto, _) => (resource_list(docs, &mut collection)?, None),
+            (Via::List | Via::Auto, _) => {
+                (resource_list(docs, &mut collection, &mut listing)?, None)
+            }
         };
-        let actions = snapshot
-            .listed
-            .iter()
-            .map(|l| {
-                let current = states.get(l.uri.as_str());
-                match plan::action(&l.declared, current) {
-                    // The source and the catalog agree, but the bytes must be there too: a
-                    // missing or truncated object is fetched again (a cheap stat, no hashing;
-                    // `audit` finds the rest).
-                    Action::Keep => current
-                        .and_then(|c| object_damage(&inputs.objects, c))
-                        .map_or(Action::Keep, |d| Action::Update(vec![d])),
-                    a => a,
-                }
-            })
-            .collect();
-        let listed: HashSet<&str> = snapshot.listed.iter().map(|l| l.uri.as_str()).collect();
-        let mut gone: Vec<String> = states
-            .iter()
-            .filter(|(uri, st)| {
-                !st.deleted && st.collection == collection.id && !listed.contains(uri.as_str())
-            })
-            .map(|(uri, _)| uri.clone())
-            .collect();
-        gone.sort();
+        let mut snapshot = snapshot;
+        // A dump's entries were read into memory with its packages (deduplicated there): in
+        // order, so that an entry's place in the listing is its index in the dump.
+        for l in std::mem::take(&mut snapshot.listed) {
+            listing.push(l)?;
+        }
+        // The source and the catalog agree on a resource kept, but its bytes must be there
+        // too: a missing or truncated object is fetched again (a cheap stat, no hashing;
+        // `audit` finds the rest).
+        let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
         planned.push(Planned {
             describes: collection.describes.clone(),
             collection: collection.id,
             snapshot,
-            actions,
-            gone,
+            listing,
+            counts,
             dump,
-            validators: HashMap::new(),
         });
     }
     Ok(planned)
@@ -223,14 +203,20 @@ fn plan_all(
 /// one part of an index given alone, or a mass delete. `--max-delete N` replaces the default
 /// count: a tenth of the collection, at least 10 and at most 1,000 (rclone's `--max-delete` has
 /// none; a mirror kept for years should not lose a collection to one bad night).
-fn deletion_guard(snap: &Snapshot, gone: u64, live: u64, max: Option<u64>) -> Option<String> {
+fn deletion_guard(
+    snap: &Snapshot,
+    listed: u64,
+    gone: u64,
+    live: u64,
+    max: Option<u64>,
+) -> Option<String> {
     if let Some(index) = &snap.part_of {
         return Some(format!(
             "this Resource List is one part of the index {index}: alone it does not list the \
              collection ({gone} resources would go); give the index"
         ));
     }
-    if snap.listed.is_empty() {
+    if listed == 0 {
         return Some(format!(
             "the source lists nothing (an empty list): all {gone} resources would go"
         ));
@@ -250,22 +236,27 @@ fn deletion_guard(snap: &Snapshot, gone: u64, live: u64, max: Option<u64>) -> Op
 
 /// Name the URLs that go (or would go) on stderr, under cron too: one line each, the first
 /// hundred, then how many more and where they are recorded.
-fn name_gone(gone: &[String], what: &str, progress: &Progress) {
+fn name_gone(listing: &Listing, gone: u64, what: &str, progress: &Progress) -> Result<(), Error> {
     const SHOWN: usize = 100;
-    for uri in gone.iter().take(SHOWN) {
+    for uri in listing.first_gone(SHOWN)? {
         progress.println(&format!("{what}: {uri}"));
     }
-    if gone.len() > SHOWN {
+    if gone > SHOWN as u64 {
         progress.println(&format!(
             "{what}: ... and {} more (all of them in the run's problems: run_problems)",
-            gone.len() - SHOWN
+            gone - SHOWN as u64
         ));
     }
+    Ok(())
 }
 
 /// Read the collection's Resource List (the one discovery opened, else the one its
 /// Capability List names).
-fn resource_list(docs: &Documents<'_>, collection: &mut Collection) -> Result<Snapshot, Error> {
+fn resource_list(
+    docs: &Documents<'_>,
+    collection: &mut Collection,
+    listing: &mut Listing,
+) -> Result<Snapshot, Error> {
     let top = match collection.opened.take() {
         Some(doc) => doc,
         None => {
@@ -273,56 +264,12 @@ fn resource_list(docs: &Documents<'_>, collection: &mut Collection) -> Result<Sn
             docs.fetch(url, &docs.scope_for(url))?
         }
     };
-    Ok(snapshot::read(docs, top)?)
-}
-
-/// The validators stored with the mirror's version of each resource to revalidate.
-fn stored_validators(
-    catalog: &Catalog,
-    p: &Planned,
-    states: &HashMap<String, CurrentState>,
-) -> Result<HashMap<usize, Validators>, StoreError> {
-    let mut out = HashMap::new();
-    for (i, a) in p.actions.iter().enumerate() {
-        if *a != Action::Revalidate {
-            continue;
-        }
-        let Some(c) = states.get(p.snapshot.listed[i].uri.as_str()) else {
-            continue;
-        };
-        let (etag, last_modified) = catalog.version_validators(c.version_id)?;
-        let v = Validators {
-            etag,
-            last_modified,
-        };
-        // Nothing stored to ask with: a full GET, compared by its bytes.
-        if !v.is_empty() {
-            out.insert(i, v);
-        }
-    }
-    Ok(out)
+    snapshot::read(docs, top, listing)
 }
 
 /// An update planned only because the stored object was damaged.
 fn is_repair(a: &Action) -> bool {
     matches!(a, Action::Update(d) if d.iter().all(|d| d.field == "object"))
-}
-
-/// A current version whose object is missing or has the wrong length.
-fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<plan::Difference> {
-    let sha = c.sha256_hex.as_deref()?;
-    let path = objects.path_for(sha);
-    let actual = match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() && Some(m.len()) == c.length_bytes => return None,
-        Ok(m) if m.is_file() => format!("{} bytes", m.len()),
-        Ok(_) => "not a file".to_string(),
-        Err(e) => e.to_string(),
-    };
-    Some(plan::Difference {
-        field: "object".into(),
-        expected: ObjectStore::relative_path(sha),
-        actual,
-    })
 }
 
 /// Where a collection's Resource Dump is, if it offers one: the Capability List's
@@ -348,15 +295,13 @@ fn dump_location(c: &mut Collection) -> Option<DumpLocation> {
 
 fn print_plan(
     planned: &[Planned],
-    _states: &HashMap<String, CurrentState>,
     s: &settings::Baseline,
     summary: &mut Summary,
-) {
+) -> Result<(), Error> {
     for p in planned {
-        summary.listed += p.snapshot.listed.len() as u64;
-        for (l, a) in p.snapshot.listed.iter().zip(&p.actions) {
-            plan::print_mark(l.uri.as_str(), a, s.output.verbose > 0, summary);
-        }
+        summary.listed += p.counts.listed;
+        p.listing
+            .each_planned(|uri, a| plan::print_mark(uri, a, s.output.verbose > 0, summary))?;
         for r in &p.snapshot.refused {
             summary.refused += 1;
             println!("! {} refused: {}", r.uri, r.reason);
@@ -364,16 +309,18 @@ fn print_plan(
         for f in &p.snapshot.failed_parts {
             println!("! {f}");
         }
-        for g in &p.gone {
+        let what = if s.delete && p.snapshot.complete() {
+            "would be deleted"
+        } else {
+            "gone from the source"
+        };
+        p.listing.each_gone(|g| {
             summary.gone += 1;
-            let what = if s.delete && p.snapshot.complete() {
-                "would be deleted"
-            } else {
-                "gone from the source"
-            };
             println!("- {g} ({what})");
-        }
+            Ok::<(), StoreError>(())
+        })?;
     }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -384,7 +331,6 @@ fn apply_collection(
     writer: &mut Writer<'_>,
     s: &settings::Baseline,
     mut p: Planned,
-    states: &HashMap<String, CurrentState>,
     source_id: i64,
     run_id: i64,
     summary: &mut Summary,
@@ -392,7 +338,8 @@ fn apply_collection(
 ) -> Result<(), Error> {
     let dump = p.dump.take();
     let snap = &p.snapshot;
-    summary.listed += snap.listed.len() as u64;
+    let counts = p.counts;
+    summary.listed += counts.listed;
     summary.warnings.extend(snap.warnings.iter().cloned());
     report_snapshot_problems(
         writer,
@@ -403,45 +350,46 @@ fn apply_collection(
         progress,
     )?;
 
-    // Jobs are made as the workers take them: only the ones in flight are in memory.
-    let wanted: Vec<usize> = (0..snap.listed.len())
-        .filter(|&i| p.actions[i] != Action::Keep)
-        .collect();
-    summary.unchanged += (snap.listed.len() - wanted.len()) as u64;
-    let listed = &snap.listed;
-    let jobs = wanted.iter().map(|&i| {
-        let l = &listed[i];
-        let mut urls = vec![l.uri.clone()];
-        urls.extend(l.duplicates.iter().cloned());
-        Job {
-            index: i,
-            urls,
-            expected: Expected {
-                length: l.declared.length,
-                digests: l.declared.digests.clone(),
-            },
-            scope: l.scope.clone(),
-            validators: p.validators.get(&i).cloned(),
+    summary.unchanged += counts.listed - counts.wanted;
+    let listing = &p.listing;
+    // Jobs are drawn from the listing a page at a time as the workers take them: only the
+    // ones in flight are in memory, and kept there until their result comes back.
+    let in_flight = InFlight::default();
+    let unreadable = std::sync::Mutex::new(None);
+    let jobs = listing.todo(in_flight.clone())?.map_while(|t| match t {
+        Ok(t) => Some(job_of(t)),
+        Err(e) => {
+            *unreadable.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            None
         }
     });
-    progress.start("baseline", wanted.len() as u64);
+    // A result's entry: the one drawn (or, for a dump's, read again by position).
+    let take = |i: usize| -> Result<Todo, Error> {
+        let drawn = in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&i);
+        match drawn {
+            Some(t) => Ok(t),
+            None => Ok(listing.todo_at(i)?),
+        }
+    };
+    progress.start("baseline", counts.wanted);
     let mut failed_here = 0u64;
     // What is left to fetch, for the message of a full disk.
-    let mut left = (
-        wanted.len() as u64,
-        wanted
-            .iter()
-            .filter_map(|&i| listed[i].declared.length)
-            .sum::<u64>(),
-    );
+    let mut left = (counts.wanted, counts.wanted_bytes);
     let on_result = |r| -> Result<(), Error> {
-        if let JobResult::Fetched(i, _)
-        | JobResult::NotModified(i)
-        | JobResult::Failed { index: i, .. } = &r
-        {
-            left.0 -= 1;
-            left.1 -= listed[*i].declared.length.unwrap_or(0).min(left.1);
-        }
+        let t = match &r {
+            JobResult::Fetched(i, _)
+            | JobResult::NotModified(i)
+            | JobResult::Failed { index: i, .. } => {
+                let t = take(*i)?;
+                left.0 -= 1;
+                left.1 -= t.listed.declared.length.unwrap_or(0).min(left.1);
+                Some(t)
+            }
+            _ => None,
+        };
         match r {
             JobResult::Unwritable(e) => {
                 return Err(crate::sync::context::stop_for_fault(writer, e))
@@ -456,18 +404,19 @@ fn apply_collection(
                     writer, staging, message, needed,
                 ));
             }
-            JobResult::Fetched(i, f) => {
-                let l = &snap.listed[i];
-                let current = states.get(l.uri.as_str()).filter(|c| !c.deleted);
+            JobResult::Fetched(_, f) => {
+                let t = t.expect("taken above");
+                let l = &t.listed;
+                let current = t.current.as_ref();
                 progress.item(f.computed.length);
                 summary.bytes += f.computed.length;
-                let same_bytes = current.and_then(|c| c.sha256_hex.as_deref())
+                let same_bytes = current.and_then(|(_, sha)| sha.as_deref())
                     == Some(f.computed.sha256_hex.as_str());
-                if same_bytes && matches!(p.actions[i], Action::Check | Action::Revalidate) {
+                if same_bytes && matches!(t.action, Action::Check | Action::Revalidate) {
                     summary.unchanged += 1;
                     return Ok(());
                 }
-                if same_bytes && is_repair(&p.actions[i]) {
+                if same_bytes && is_repair(&t.action) {
                     // The object is back in the store; the version already describes it.
                     summary.repaired += 1;
                     return Ok(());
@@ -487,13 +436,14 @@ fn apply_collection(
                 summary.unchanged += 1;
             }
             JobResult::Failed {
-                index,
                 reason,
                 refused,
                 other_bytes,
                 gone,
+                ..
             } => {
-                let l = &snap.listed[index];
+                let t = t.expect("taken above");
+                let l = &t.listed;
                 progress.item(0);
                 // ResourceSync 1.1 §10.1: a source changes while a Destination fetches; the
                 // Change Lists from the list's `at` on say what changed. Bytes that contradict
@@ -531,17 +481,24 @@ fn apply_collection(
     };
     match dump.as_ref() {
         // A Resource Dump: the bytes come out of the packages already downloaded.
-        Some(d) => d.stage(&wanted, staging, objects, on_result)?,
+        Some(d) => d.stage(&listing.todo_ords()?, staging, objects, on_result)?,
         None => apply::transfer(http, staging, objects, jobs, s.jobs, on_result)?,
     }
     drop(dump);
+    if let Some(e) = unreadable
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        return Err(e.into());
+    }
     writer.flush(|_| Ok(()))?;
     crate::store::kill::point("baseline.versions-committed");
 
-    settle_gone(writer, s, &p, states, summary, progress)?;
+    settle_gone(writer, s, &p, summary, progress)?;
 
     // The sync point advances with the last batch, only when the whole snapshot is mirrored.
     let record_sync_point = failed_here == 0 && snap.complete();
+    let snap = &p.snapshot;
     let sync_point = SyncPoint {
         collection: p.collection.clone(),
         at: snap.at,
@@ -653,36 +610,31 @@ fn settle_gone(
     writer: &mut Writer<'_>,
     s: &settings::Baseline,
     p: &Planned,
-    states: &HashMap<String, CurrentState>,
     summary: &mut Summary,
     progress: &Progress,
 ) -> Result<(), Error> {
     let snap = &p.snapshot;
-    summary.gone += p.gone.len() as u64;
+    let counts = p.counts;
+    summary.gone += counts.gone;
     let may_delete = s.delete && snap.complete();
-    if may_delete && !p.gone.is_empty() && !s.force_delete {
-        let live = states
-            .values()
-            .filter(|c| !c.deleted && c.collection == p.collection)
-            .count() as u64;
-        if let Some(why) = deletion_guard(snap, p.gone.len() as u64, live, s.max_delete) {
-            name_gone(&p.gone, "would go", progress);
+    if may_delete && counts.gone > 0 && !s.force_delete {
+        if let Some(why) =
+            deletion_guard(snap, counts.listed, counts.gone, counts.live, s.max_delete)
+        {
+            name_gone(&p.listing, counts.gone, "would go", progress)?;
             return Err(Error::SafetyLimit(format!(
                 "{}: {why}; nothing was deleted (--max-delete N or --force-delete to go ahead)",
                 p.collection
             )));
         }
     }
-    if may_delete {
-        name_gone(&p.gone, "deleted", progress);
-    } else {
-        name_gone(&p.gone, "gone", progress);
-    }
-    for uri in &p.gone {
+    let what = if may_delete { "deleted" } else { "gone" };
+    name_gone(&p.listing, counts.gone, what, progress)?;
+    p.listing.each_gone(|uri| {
         if may_delete {
             summary.deleted += 1;
             writer.version(NewVersion {
-                uri: uri.clone(),
+                uri: uri.to_string(),
                 collection: p.collection.clone(),
                 change: "deleted",
                 event_time: snap.at,
@@ -699,11 +651,30 @@ fn settle_gone(
             };
             writer.problem(uri, "gone", &reason)?;
             summary.problems.push(Problem {
-                uri: uri.clone(),
+                uri: uri.to_string(),
                 class: "gone",
                 reason,
             });
         }
+        Ok::<(), Error>(())
+    })
+}
+
+/// The fetch of a listed resource: its URL, then its `duplicate` mirrors; what the list
+/// declares; the stored validators for a revalidation.
+fn job_of(t: Todo) -> Job {
+    let l = t.listed;
+    let mut urls = Vec::with_capacity(1 + l.duplicates.len());
+    urls.push(l.uri);
+    urls.extend(l.duplicates);
+    Job {
+        index: t.ord,
+        urls,
+        expected: Expected {
+            length: l.declared.length,
+            digests: l.declared.digests,
+        },
+        scope: l.scope,
+        validators: t.validators.filter(|_| t.action == Action::Revalidate),
     }
-    Ok(())
 }

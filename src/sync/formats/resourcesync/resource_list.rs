@@ -544,7 +544,9 @@ mod tests {
         };
         let url = Url::parse(top).unwrap();
         let open = || docs.fetch(&url, &docs.scope_for(&url)).unwrap();
-        let snap = snapshot::read(&docs, open()).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let mut listing = crate::sync::listing::Listing::create(scratch.path()).unwrap();
+        let snap = snapshot::read(&docs, open(), &mut listing).unwrap();
         let mut listed = Vec::new();
         let mut refused = Vec::new();
         let walked = walk(&docs, open(), &mut |item| {
@@ -555,11 +557,10 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let want: Vec<_> = snap
-            .listed
-            .iter()
-            .map(|l| (l.uri.to_string(), l.declared.clone()))
-            .collect();
+        let mut want = Vec::new();
+        listing
+            .each_listed(|l| want.push((l.uri.to_string(), l.declared)))
+            .unwrap();
         assert_eq!(listed, want);
         let want_refused: Vec<_> = snap.refused.iter().map(|r| r.uri.clone()).collect();
         assert_eq!(refused, want_refused);

@@ -8,19 +8,21 @@
 //! derived from it. The walk over lists and indexes is `resource_list::walk`, which audit
 //! streams; here its entries are collected.
 
-use crate::error::SourceError;
+use crate::error::{Error, SourceError};
 use crate::store::catalog::DocumentRecord;
+use crate::store::StoreError;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::formats::resourcesync::resource_list::{self, Item};
+use crate::sync::listing::Listing;
 use crate::sync::plan::Listed;
 use jiff::Timestamp;
-use std::collections::HashSet;
 
 pub use crate::sync::expected::Refused;
 
 /// Everything read from one collection's Resource List.
 #[derive(Debug, Default)]
 pub struct Snapshot {
+    /// A Resource Dump's entries; a Resource List's go to a [`Listing`] as they are read.
     pub listed: Vec<Listed>,
     pub refused: Vec<Refused>,
     pub documents: Vec<DocumentRecord>,
@@ -45,36 +47,43 @@ impl Snapshot {
     }
 }
 
-/// Read the whole snapshot starting from an opened top-level document.
-pub fn read(docs: &Documents<'_>, top: OpenedDocument) -> Result<Snapshot, SourceError> {
-    let mut listed: Vec<Listed> = Vec::new();
+/// Read the whole snapshot starting from an opened top-level document, its entries into
+/// `listing` (on disk: a list of ten million entries is not held in memory); the snapshot's
+/// `listed` stays empty.
+pub fn read(
+    docs: &Documents<'_>,
+    top: OpenedDocument,
+    listing: &mut Listing,
+) -> Result<Snapshot, Error> {
     let mut refused = Vec::new();
+    let mut stored: Result<(), StoreError> = Ok(());
     let walked = resource_list::walk(docs, top, &mut |item| {
         match item {
-            Item::Listed(mut l) => {
-                // A Vec grown by push keeps room for four digests; a list of a million
-                // entries holds a million of these.
-                l.declared.digests.shrink_to_fit();
-                listed.push(l);
+            Item::Listed(l) => {
+                let document = l.document.clone();
+                if let Err(e) = listing.push(l) {
+                    stored = Err(e);
+                    // Stops the walk; the store's error is the one reported.
+                    return Err(SourceError::Unusable {
+                        url: document.to_string(),
+                        message: "the listing could not be written".into(),
+                    });
+                }
             }
             Item::Refused(r) => refused.push(r),
         }
         Ok(())
-    })?;
-    let twice = keep_the_later_of_twice_listed(&mut listed);
-    if !walked.failed_parts.is_empty() {
-        // Nothing from a part that failed half-way is kept.
-        let failed: HashSet<&str> = walked
-            .failed_parts
-            .iter()
-            .map(|(u, _)| u.as_str())
-            .collect();
-        listed.retain(|l| !failed.contains(&*l.document));
+    });
+    stored?;
+    let walked = walked?;
+    // Nothing from a part that failed half-way is kept.
+    for (url, _) in &walked.failed_parts {
+        listing.drop_document(url)?;
     }
     let mut warnings = walked.warnings;
-    warnings.extend(twice);
+    warnings.extend(listing.take_warnings());
     Ok(Snapshot {
-        listed,
+        listed: Vec::new(),
         refused,
         documents: walked.documents,
         at: walked.at,
@@ -89,24 +98,6 @@ pub fn read(docs: &Documents<'_>, top: OpenedDocument) -> Result<Snapshot, Sourc
         warnings,
         part_of: walked.part_of,
     })
-}
-
-/// A URI listed more than once counts once, with its later entry, at the place of its first;
-/// a warning names each later entry, in list order.
-fn keep_the_later_of_twice_listed(listed: &mut Vec<Listed>) -> Vec<String> {
-    let (swaps, gone) = twice_listed(listed);
-    let twice: Vec<String> = (0..listed.len())
-        .filter(|&j| gone[j])
-        .map(|j| {
-            let l = &listed[j];
-            format!(
-                "{}: line {}: {} listed twice; the later entry counts",
-                l.document, l.line, l.uri
-            )
-        })
-        .collect();
-    keep_the_later(listed, &swaps, &gone);
-    twice
 }
 
 /// Apply [`twice_listed`]'s answer to `v` (the listed entries, or a vector parallel to them).
@@ -148,57 +139,4 @@ pub fn twice_listed(listed: &[Listed]) -> (Vec<(usize, usize)>, Vec<bool>) {
         }
     }
     (swaps, gone)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(uri: &str, line: u64) -> Listed {
-        Listed {
-            uri: url::Url::parse(uri).unwrap(),
-            declared: Default::default(),
-            media_type: None,
-            duplicates: Vec::new(),
-            document: "http://x.org/rl.xml".into(),
-            line,
-            scope: std::sync::Arc::new(crate::net::Scope::for_document(
-                &url::Url::parse(uri).unwrap(),
-                &[],
-            )),
-        }
-    }
-
-    #[test]
-    fn the_later_entry_counts_at_the_first_place() {
-        let mut listed = vec![
-            entry("http://x.org/a", 1),
-            entry("http://x.org/b", 2),
-            entry("http://x.org/a", 3),
-            entry("http://x.org/c", 4),
-            entry("http://x.org/b", 5),
-            entry("http://x.org/a", 6),
-        ];
-        let warnings = keep_the_later_of_twice_listed(&mut listed);
-        let kept: Vec<(&str, u64)> = listed.iter().map(|l| (l.uri.as_str(), l.line)).collect();
-        assert_eq!(
-            kept,
-            vec![
-                ("http://x.org/a", 6),
-                ("http://x.org/b", 5),
-                ("http://x.org/c", 4)
-            ]
-        );
-        assert_eq!(
-            warnings,
-            vec![
-                "http://x.org/rl.xml: line 3: http://x.org/a listed twice; the later entry counts",
-                "http://x.org/rl.xml: line 5: http://x.org/b listed twice; the later entry counts",
-                "http://x.org/rl.xml: line 6: http://x.org/a listed twice; the later entry counts",
-            ]
-        );
-        let mut once = vec![entry("http://x.org/a", 1), entry("http://x.org/b", 2)];
-        assert!(keep_the_later_of_twice_listed(&mut once).is_empty());
-        assert_eq!(once.len(), 2);
-    }
 }

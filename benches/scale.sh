@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# benches/scale.sh: rsmirror at scale (issue 24): baseline, a re-run with nothing changed, a 1%
+# incremental, audit against the source and audit --offline, at 100,000, 1,000,000 and
+# 10,000,000 resources, each with wall, user and system time, peak RSS and catalog size; next
+# to `tar -x` + `sync` of the same files where the source has a file per resource.
+#
+#   benches/scale.sh                       # build HEAD (release), measure, write the table
+#   benches/scale.sh --rsmirror BIN        # measure a given binary
+#
+# Options: --n N,N (default 100000,1000000,10000000), --distinct-up-to N (sources of at most
+#          N resources get a file each, default 1000000; larger ones serve one 256-byte blob
+#          for every URL through nginx try_files, so a 10,000,000-resource source costs only
+#          its lists: 2.7 GB), --out FILE (default benches/.work/scale/results.md).
+#
+# Sources (benches/scale_bench.py gen) are kept in benches/.work/scale/src-N[-distinct] and
+# reused; nginx (config, pid, log in benches/.work/scale/nginx) serves them on 127.0.0.1:18095
+# (BENCH_SCALE_PORT) and is stopped on exit. Runs as root (page cache dropped before each
+# step). About 2 minutes for 100,000, 15 for 1,000,000 (most of it making the source) and
+# an hour for 10,000,000.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+WORK=$HERE/.work/scale
+NS=100000,1000000,10000000
+DISTINCT_UP_TO=1000000
+RSMIRROR=""
+OUT=$WORK/results.md
+PORT=${BENCH_SCALE_PORT:-18095}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rsmirror) RSMIRROR=$(realpath "$2"); shift 2 ;;
+        --n) NS=$2; shift 2 ;;
+        --distinct-up-to) DISTINCT_UP_TO=$2; shift 2 ;;
+        --out) OUT=$2; shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+mkdir -p "$WORK/nginx"
+need=()
+[ -x /usr/bin/time ] || need+=(time)
+command -v nginx >/dev/null || need+=(nginx)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ -z "$RSMIRROR" ]; then
+    (cd "$ROOT" && nice -n 19 cargo build --release -q)
+    RSMIRROR=$ROOT/target/release/rsmirror
+fi
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD -- src || echo "+changes")
+
+stop_nginx() { [ -f "$WORK/nginx/nginx.pid" ] && kill "$(cat "$WORK/nginx/nginx.pid")" 2>/dev/null || true; }
+trap stop_nginx EXIT
+BASE=http://127.0.0.1:$PORT
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+jsons=()
+for N in ${NS//,/ }; do
+    flag=""; name=src-$N
+    if [ "$N" -le "$DISTINCT_UP_TO" ]; then flag=--distinct; name=$name-distinct; fi
+    SRC=$WORK/$name
+    if [ ! -f "$SRC/expected" ] || [ "$(cat "$SRC/.base" 2>/dev/null)" != "$BASE" ]; then
+        echo "scale.sh: making the source of $N resources ($flag) in $SRC" >&2
+        python3 "$HERE/scale_bench.py" gen --out "$SRC" --base "$BASE" --n "$N" $flag
+        echo "$BASE" > "$SRC/.base"
+    fi
+    stop_nginx; sleep 0.5
+    python3 "$HERE/scale_bench.py" nginx-conf --root "$SRC" --work "$WORK/nginx" --port "$PORT" --out "$WORK/nginx/nginx.conf"
+    nginx -c "$WORK/nginx/nginx.conf"
+    sleep 0.5
+    python3 "$HERE/scale_bench.py" run --rsmirror "$RSMIRROR" --src "$SRC" --base "$BASE" --n "$N" \
+        --work "$WORK/run-$N" --out "$WORK/run-$N.json" $flag
+    jsons+=("$WORK/run-$N.json")
+done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 "$HERE/scale_bench.py" report --commit "$COMMIT" --load "$LOAD_BEFORE / $LOAD_AFTER" \
+    --out "$OUT" "${jsons[@]}"
+echo "scale.sh: results in $OUT" >&2

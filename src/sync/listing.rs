@@ -1,0 +1,751 @@
+//! What one collection's list names, spilled to disk, and the plan made from it by a merge with
+//! the catalog in URI order: the baseline's plan in flat memory, whatever the size of the list
+//! or of the mirror (issue 24).
+//!
+//! A walk hands each [`Listed`] entry to [`Listing::push`], which writes it to a scratch SQLite
+//! database in the mirror's `staging/` (no journal, no sync: it is thrown away with the run, and
+//! `staging/` is emptied when a mirror is opened). A URI listed twice counts once, with its
+//! later entry, at the place of its first ([`Listing::push`] says so in a warning). Entries of
+//! an index part that failed half-way are dropped ([`Listing::drop_document`]).
+//!
+//! [`Listing::plan`] then reads the entries in URI order next to the catalog's current states
+//! in URI order ([`Catalog::each_current_state_by_uri`]), one of each in memory at a time:
+//! each entry gets its [`Action`] (the same `plan::action` as ever, and a stat of the object of
+//! a resource kept as it is), and what is not kept goes to a `todo` table; each live resource of
+//! the collection the list does not name goes to a `gone` table. The transfer then draws its
+//! jobs from `todo` a page at a time ([`Listing::todo`]), in list order; only the jobs in flight
+//! are in memory.
+
+use crate::net::{Scope, Validators};
+use crate::rs::digest::parse_hash_attr;
+use crate::store::catalog::CurrentState;
+use crate::store::{Catalog, ObjectStore, StoreError};
+use crate::sync::expected::Warnings;
+use crate::sync::plan::{self, Action, Declared, Difference, Listed};
+use rusqlite::{params, Connection};
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use url::Url;
+
+const SCHEMA: &str = "
+    PRAGMA journal_mode = OFF;
+    PRAGMA synchronous = OFF;
+    PRAGMA cache_size = -16000;
+    CREATE TABLE listed (
+        ord        INTEGER PRIMARY KEY,
+        uri        TEXT NOT NULL UNIQUE,
+        lastmod    TEXT,
+        length     INTEGER,
+        digests    TEXT,
+        media_type TEXT,
+        duplicates TEXT,
+        doc        INTEGER NOT NULL,
+        line       INTEGER NOT NULL
+    );
+    CREATE TABLE todo (
+        ord           INTEGER PRIMARY KEY,
+        action        INTEGER NOT NULL,
+        diffs         TEXT,
+        cur_version   INTEGER,
+        cur_sha256    TEXT,
+        etag          TEXT,
+        last_modified TEXT
+    );
+    CREATE TABLE gone (uri TEXT PRIMARY KEY) WITHOUT ROWID;
+    BEGIN;
+";
+
+/// The entries of one collection's list, on disk, and once planned, what to do with them.
+pub struct Listing {
+    conn: Connection,
+    path: PathBuf,
+    /// The listing documents (and their scopes), by id: a list of a million entries has a few
+    /// dozen.
+    docs: Vec<(Arc<str>, Arc<Scope>)>,
+    doc_ids: HashMap<Arc<str>, i64>,
+    next_ord: i64,
+    in_transaction: bool,
+    twice: Warnings,
+    counts: Counts,
+}
+
+/// What the plan found.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    /// Entries in the list (each URI once).
+    pub listed: u64,
+    /// Entries to fetch (not [`Action::Keep`]).
+    pub wanted: u64,
+    /// The declared lengths of those, summed.
+    pub wanted_bytes: u64,
+    /// Live resources of the collection the list does not name.
+    pub gone: u64,
+    /// Live resources of the collection in the mirror.
+    pub live: u64,
+}
+
+/// A listed resource to fetch, with its action and what the mirror holds of it.
+#[derive(Debug, Clone)]
+pub struct Todo {
+    pub ord: usize,
+    pub listed: Listed,
+    pub action: Action,
+    /// The mirror's live current version: its id and SHA-256.
+    pub current: Option<(i64, Option<String>)>,
+    /// The validators stored with that version, for an [`Action::Revalidate`].
+    pub validators: Option<Validators>,
+}
+
+static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError::sqlite(path, e)
+}
+
+impl Listing {
+    /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder).
+    pub fn create(dir: &Path) -> Result<Listing, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("creating", dir, e))?;
+        let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("listing-{}-{n}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let conn = Connection::open(&path).map_err(sql(&path))?;
+        conn.execute_batch(SCHEMA).map_err(sql(&path))?;
+        Ok(Listing {
+            conn,
+            path,
+            docs: Vec::new(),
+            doc_ids: HashMap::new(),
+            next_ord: 0,
+            in_transaction: true,
+            twice: Warnings::default(),
+            counts: Counts::default(),
+        })
+    }
+
+    fn doc_id(&mut self, l: &Listed) -> i64 {
+        if let Some(&id) = self.doc_ids.get(&l.document) {
+            return id;
+        }
+        let id = self.docs.len() as i64;
+        self.docs.push((l.document.clone(), l.scope.clone()));
+        self.doc_ids.insert(l.document.clone(), id);
+        id
+    }
+
+    /// Add the next entry of the list. A URI listed before keeps its place and takes this
+    /// entry's metadata (the later entry counts), with a warning naming this entry.
+    pub fn push(&mut self, l: Listed) -> Result<(), StoreError> {
+        let doc = self.doc_id(&l);
+        let lastmod = l.declared.lastmod.map(|t| t.to_string());
+        let digests =
+            crate::sync::formats::resourcesync::baseline::declared_hash(&l.declared.digests);
+        let duplicates = (!l.duplicates.is_empty()).then(|| {
+            l.duplicates
+                .iter()
+                .map(Url::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        let length = l.declared.length.map(|n| n as i64);
+        let media_type = l.media_type.as_deref();
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO listed (ord, uri, lastmod, length, digests, media_type, duplicates, doc, line)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (uri) DO NOTHING",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    self.next_ord,
+                    l.uri.as_str(),
+                    lastmod,
+                    length,
+                    digests,
+                    media_type,
+                    duplicates,
+                    doc,
+                    l.line as i64
+                ])
+            })
+            .map_err(sql(&self.path))?;
+        if inserted == 1 {
+            self.next_ord += 1;
+            return Ok(());
+        }
+        self.conn
+            .prepare_cached(
+                "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
+                        duplicates = ?6, doc = ?7, line = ?8
+                 WHERE uri = ?1",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    l.uri.as_str(),
+                    lastmod,
+                    length,
+                    digests,
+                    media_type,
+                    duplicates,
+                    doc,
+                    l.line as i64
+                ])
+            })
+            .map_err(sql(&self.path))?;
+        self.twice.push(format!(
+            "{}: line {}: {} listed twice; the later entry counts",
+            l.document, l.line, l.uri
+        ));
+        Ok(())
+    }
+
+    /// Forget every entry that came from `document` (an index part that failed half-way:
+    /// nothing from it is kept).
+    pub fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
+        if let Some(&id) = self.doc_ids.get(document) {
+            self.conn
+                .execute("DELETE FROM listed WHERE doc = ?1", [id])
+                .map_err(sql(&self.path))?;
+        }
+        Ok(())
+    }
+
+    /// The warnings [`Listing::push`] made (URIs listed twice), in list order.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.twice).into_vec()
+    }
+
+    fn end_loading(&mut self) -> Result<(), StoreError> {
+        if self.in_transaction {
+            self.conn.execute_batch("COMMIT").map_err(sql(&self.path))?;
+            self.in_transaction = false;
+        }
+        Ok(())
+    }
+
+    /// Entries in the list (each URI once).
+    pub fn len(&mut self) -> Result<u64, StoreError> {
+        self.end_loading()?;
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM listed", [], |r| r.get(0))
+            .map_err(sql(&self.path))?;
+        Ok(n as u64)
+    }
+
+    pub fn is_empty(&mut self) -> Result<bool, StoreError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The plan: every entry merged with the catalog's current states in URI order (see the
+    /// module's documentation). `objects`: the store, to see that a resource kept as it is
+    /// still has its bytes; `catalog` may be `None` (a dry run before the first baseline).
+    pub fn plan(
+        &mut self,
+        catalog: Option<&Catalog>,
+        collection: &str,
+        objects: &ObjectStore,
+    ) -> Result<Counts, StoreError> {
+        self.end_loading()?;
+        self.conn.execute_batch("BEGIN").map_err(sql(&self.path))?;
+        let path = self.path.clone();
+        let mut counts = Counts::default();
+        {
+            let mut listed = self
+                .conn
+                .prepare("SELECT ord, uri, lastmod, length, digests FROM listed ORDER BY uri")
+                .map_err(sql(&path))?;
+            let mut rows = listed.query([]).map_err(sql(&path))?;
+            let mut next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
+            let mut decide = |e: Entry, current: Option<CurrentState>| -> Result<(), StoreError> {
+                counts.listed += 1;
+                let action = match plan::action(&e.declared, current.as_ref()) {
+                    Action::Keep => current
+                        .as_ref()
+                        .and_then(|c| object_damage(objects, c))
+                        .map_or(Action::Keep, |d| Action::Update(vec![d])),
+                    a => a,
+                };
+                if action == Action::Keep {
+                    return Ok(());
+                }
+                counts.wanted += 1;
+                counts.wanted_bytes += e.declared.length.unwrap_or(0);
+                let live = current.filter(|c| !c.deleted);
+                let (etag, last_modified) = match (&action, &live, catalog) {
+                    (Action::Revalidate, Some(c), Some(catalog)) => {
+                        catalog.version_validators(c.version_id)?
+                    }
+                    _ => (None, None),
+                };
+                let (code, diffs) = encode(&action);
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO todo (ord, action, diffs, cur_version, cur_sha256, etag, last_modified)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .and_then(|mut st| {
+                        st.execute(params![
+                            e.ord,
+                            code,
+                            diffs,
+                            live.as_ref().map(|c| c.version_id),
+                            live.as_ref().and_then(|c| c.sha256_hex.as_deref()),
+                            etag,
+                            last_modified
+                        ])
+                    })
+                    .map_err(sql(&path))?;
+                Ok(())
+            };
+            let gone = |uri: &str| -> Result<(), StoreError> {
+                self.conn
+                    .prepare_cached("INSERT INTO gone (uri) VALUES (?1)")
+                    .and_then(|mut st| st.execute([uri]))
+                    .map_err(sql(&path))?;
+                Ok(())
+            };
+            if let Some(catalog) = catalog {
+                catalog.each_current_state_by_uri(|uri, state| {
+                    // Entries before this URI are not in the mirror.
+                    while let Some(e) = next.take_if(|e| e.uri.as_str() < uri) {
+                        decide(e, None)?;
+                        next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
+                    }
+                    let mine = !state.deleted && state.collection == collection;
+                    counts.live += mine as u64;
+                    match next.take_if(|e| e.uri.as_str() == uri) {
+                        Some(e) => {
+                            decide(e, Some(state))?;
+                            next = Entry::read(rows.next().map_err(sql(&path))?)
+                                .map_err(sql(&path))?;
+                        }
+                        None if mine => {
+                            counts.gone += 1;
+                            gone(uri)?;
+                        }
+                        None => {}
+                    }
+                    Ok::<(), StoreError>(())
+                })?;
+            }
+            while let Some(e) = next.take() {
+                decide(e, None)?;
+                next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
+            }
+        }
+        self.conn.execute_batch("COMMIT").map_err(sql(&path))?;
+        self.counts = counts;
+        Ok(counts)
+    }
+
+    /// What [`Listing::plan`] found.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Every entry in list order with its action (`Keep` included): a dry run's plan.
+    pub fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT l.uri, t.action, t.diffs FROM listed l LEFT JOIN todo t ON t.ord = l.ord
+                 ORDER BY l.ord",
+            )
+            .map_err(sql(&self.path))?;
+        let mut rows = st.query([]).map_err(sql(&self.path))?;
+        while let Some(r) = rows.next().map_err(sql(&self.path))? {
+            let action = match r.get::<_, Option<i64>>(1).map_err(sql(&self.path))? {
+                None => Action::Keep,
+                Some(code) => decode(code, r.get(2).map_err(sql(&self.path))?),
+            };
+            f(
+                r.get_ref(0)
+                    .and_then(|v| Ok(v.as_str()?))
+                    .map_err(sql(&self.path))?,
+                &action,
+            );
+        }
+        Ok(())
+    }
+
+    /// Every entry in list order.
+    pub fn each_listed(&self, mut f: impl FnMut(Listed)) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare(&format!("SELECT {LISTED} FROM listed l ORDER BY l.ord"))
+            .map_err(sql(&self.path))?;
+        let mut rows = st.query([]).map_err(sql(&self.path))?;
+        while let Some(r) = rows.next().map_err(sql(&self.path))? {
+            f(listed_at(r, 0, &self.docs).map_err(sql(&self.path))?);
+        }
+        Ok(())
+    }
+
+    /// The live resources of the collection the list does not name, in URI order.
+    pub fn each_gone<E: From<StoreError>>(
+        &self,
+        mut f: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut st = self
+            .conn
+            .prepare("SELECT uri FROM gone ORDER BY uri")
+            .map_err(sql(&self.path))?;
+        let mut rows = st.query([]).map_err(sql(&self.path))?;
+        while let Some(r) = rows.next().map_err(sql(&self.path))? {
+            f(r.get_ref(0)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(sql(&self.path))?)?;
+        }
+        Ok(())
+    }
+
+    /// The first `n` gone URIs.
+    pub fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT uri FROM gone ORDER BY uri LIMIT ?1")
+            .map_err(sql(&self.path))?;
+        let rows = st
+            .query_map([n as i64], |r| r.get(0))
+            .map_err(sql(&self.path))?;
+        rows.collect::<Result<_, _>>().map_err(sql(&self.path))
+    }
+
+    /// The positions of every entry to fetch, in list order (a Resource Dump's staging).
+    pub fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT ord FROM todo ORDER BY ord")
+            .map_err(sql(&self.path))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, i64>(0))
+            .map_err(sql(&self.path))?;
+        rows.map(|r| r.map(|n| n as usize))
+            .collect::<Result<_, _>>()
+            .map_err(sql(&self.path))
+    }
+
+    /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
+    pub fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!("{TODO_SELECT} WHERE t.ord = ?1"))
+            .map_err(sql(&self.path))?;
+        st.query_row([ord as i64], |r| todo_row(r, &self.docs))
+            .map_err(sql(&self.path))
+    }
+
+    /// The entries to fetch in list order, read a page at a time on a connection of their own
+    /// (the iterator may be drawn from other threads). Each one drawn is kept in `in_flight`
+    /// until the caller takes it back by position.
+    pub fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql(&self.path))?;
+        Ok(TodoPages {
+            conn,
+            path: self.path.clone(),
+            docs: self.docs.clone(),
+            after: -1,
+            page: VecDeque::new(),
+            done: false,
+            in_flight,
+        })
+    }
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The entries drawn for transfer and not yet taken back, by position.
+pub type InFlight = Arc<Mutex<HashMap<usize, Todo>>>;
+
+/// An entry's columns, as [`listed_at`] reads them.
+const LISTED: &str =
+    "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates, l.doc, l.line";
+
+const TODO_SELECT: &str =
+    "SELECT t.ord, l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates,
+        l.doc, l.line, t.action, t.diffs, t.cur_version, t.cur_sha256, t.etag, t.last_modified
+     FROM todo t JOIN listed l ON l.ord = t.ord";
+
+/// [`Listing::todo`]'s iterator.
+pub struct TodoPages {
+    conn: Connection,
+    path: PathBuf,
+    docs: Vec<(Arc<str>, Arc<Scope>)>,
+    after: i64,
+    page: VecDeque<Todo>,
+    done: bool,
+    in_flight: InFlight,
+}
+
+impl TodoPages {
+    const PAGE: i64 = 256;
+
+    fn fill(&mut self) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "{TODO_SELECT} WHERE t.ord > ?1 ORDER BY t.ord LIMIT {}",
+                Self::PAGE
+            ))
+            .map_err(sql(&self.path))?;
+        let rows = st
+            .query_map([self.after], |r| todo_row(r, &self.docs))
+            .map_err(sql(&self.path))?;
+        for r in rows {
+            self.page.push_back(r.map_err(sql(&self.path))?);
+        }
+        match self.page.back() {
+            Some(t) => self.after = t.ord as i64,
+            None => self.done = true,
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for TodoPages {
+    type Item = Result<Todo, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.page.is_empty() && !self.done {
+            if let Err(e) = self.fill() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        let t = self.page.pop_front()?;
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(t.ord, t.clone());
+        Some(Ok(t))
+    }
+}
+
+/// The entry whose [`LISTED`] columns start at column `at` of `r`.
+fn listed_at(
+    r: &rusqlite::Row<'_>,
+    at: usize,
+    docs: &[(Arc<str>, Arc<Scope>)],
+) -> rusqlite::Result<Listed> {
+    let uri: String = r.get(at)?;
+    let bad = |what: &str, e: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            at,
+            rusqlite::types::Type::Text,
+            format!("{what}: {e}").into(),
+        )
+    };
+    let uri = Url::parse(&uri).map_err(|e| bad(&uri, e.to_string()))?;
+    let duplicates = match r.get::<_, Option<String>>(at + 5)? {
+        Some(d) => d
+            .lines()
+            .map(|u| Url::parse(u).map_err(|e| bad(u, e.to_string())))
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let (document, scope) = docs[r.get::<_, i64>(at + 6)? as usize].clone();
+    Ok(Listed {
+        uri,
+        declared: declared(r.get(at + 1)?, r.get(at + 2)?, r.get(at + 3)?),
+        media_type: r
+            .get::<_, Option<String>>(at + 4)?
+            .map(std::borrow::Cow::Owned),
+        duplicates,
+        document,
+        line: r.get::<_, i64>(at + 7)? as u64,
+        scope,
+    })
+}
+
+fn todo_row(r: &rusqlite::Row<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> rusqlite::Result<Todo> {
+    let sha = r.get::<_, Option<String>>(12)?;
+    let current = r.get::<_, Option<i64>>(11)?.map(|v| (v, sha));
+    let validators = Validators {
+        etag: r.get(13)?,
+        last_modified: r.get(14)?,
+    };
+    Ok(Todo {
+        ord: r.get::<_, i64>(0)? as usize,
+        listed: listed_at(r, 1, docs)?,
+        action: decode(r.get(9)?, r.get(10)?),
+        current,
+        validators: (!validators.is_empty()).then_some(validators),
+    })
+}
+
+fn declared(lastmod: Option<String>, length: Option<i64>, digests: Option<String>) -> Declared {
+    Declared {
+        lastmod: lastmod.and_then(|t| t.parse().ok()),
+        length: length.map(|n| n as u64),
+        digests: digests.as_deref().map(parse_hash_attr).unwrap_or_default(),
+    }
+}
+
+/// One row of `listed` as the plan reads it.
+struct Entry {
+    ord: i64,
+    uri: String,
+    declared: Declared,
+}
+
+impl Entry {
+    fn read(row: Option<&rusqlite::Row<'_>>) -> rusqlite::Result<Option<Entry>> {
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(Entry {
+            ord: r.get(0)?,
+            uri: r.get(1)?,
+            declared: declared(r.get(2)?, r.get(3)?, r.get(4)?),
+        }))
+    }
+}
+
+/// A current version whose object is missing or has the wrong length.
+pub fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<Difference> {
+    let sha = c.sha256_hex.as_deref()?;
+    let path = objects.path_for(sha);
+    let actual = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() && Some(m.len()) == c.length_bytes => return None,
+        Ok(m) if m.is_file() => format!("{} bytes", m.len()),
+        Ok(_) => "not a file".to_string(),
+        Err(e) => e.to_string(),
+    };
+    Some(Difference {
+        field: "object".into(),
+        expected: ObjectStore::relative_path(sha),
+        actual,
+    })
+}
+
+const FIELD: char = '\u{1f}';
+const RECORD: char = '\u{1e}';
+
+fn encode(a: &Action) -> (i64, Option<String>) {
+    match a {
+        Action::Create => (0, None),
+        Action::Update(diffs) => (
+            1,
+            Some(
+                diffs
+                    .iter()
+                    .map(|d| format!("{}{FIELD}{}{FIELD}{}", d.field, d.expected, d.actual))
+                    .collect::<Vec<_>>()
+                    .join(&RECORD.to_string()),
+            ),
+        ),
+        Action::Check => (2, None),
+        Action::Revalidate => (3, None),
+        Action::Keep => (4, None),
+    }
+}
+
+fn decode(code: i64, diffs: Option<String>) -> Action {
+    match code {
+        0 => Action::Create,
+        1 => Action::Update(
+            diffs
+                .unwrap_or_default()
+                .split(RECORD)
+                .filter(|d| !d.is_empty())
+                .map(|d| {
+                    let mut p = d.splitn(3, FIELD);
+                    let mut next = || p.next().unwrap_or_default().to_string();
+                    Difference {
+                        field: next(),
+                        expected: next(),
+                        actual: next(),
+                    }
+                })
+                .collect(),
+        ),
+        2 => Action::Check,
+        3 => Action::Revalidate,
+        _ => Action::Keep,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(uri: &str, line: u64) -> Listed {
+        Listed {
+            uri: Url::parse(uri).unwrap(),
+            declared: Declared {
+                length: Some(line),
+                ..Default::default()
+            },
+            media_type: None,
+            duplicates: Vec::new(),
+            document: "http://x.org/rl.xml".into(),
+            line,
+            scope: Arc::new(Scope::for_document(&Url::parse(uri).unwrap(), &[])),
+        }
+    }
+
+    /// A URI listed more than once counts once, with its later entry, at the place of its
+    /// first; a warning names each later entry, in list order.
+    #[test]
+    fn the_later_entry_counts_at_the_first_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut listing = Listing::create(dir.path()).unwrap();
+        for (uri, line) in [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)] {
+            listing
+                .push(entry(&format!("http://x.org/{uri}"), line))
+                .unwrap();
+        }
+        assert_eq!(listing.len().unwrap(), 3);
+        let mut kept = Vec::new();
+        listing
+            .each_listed(|l| kept.push((l.uri.to_string(), l.line, l.declared.length)))
+            .unwrap();
+        assert_eq!(
+            kept,
+            vec![
+                ("http://x.org/a".to_string(), 6, Some(6)),
+                ("http://x.org/b".to_string(), 5, Some(5)),
+                ("http://x.org/c".to_string(), 4, Some(4)),
+            ]
+        );
+        assert_eq!(
+            listing.take_warnings(),
+            vec![
+                "http://x.org/rl.xml: line 3: http://x.org/a listed twice; the later entry counts",
+                "http://x.org/rl.xml: line 5: http://x.org/b listed twice; the later entry counts",
+                "http://x.org/rl.xml: line 6: http://x.org/a listed twice; the later entry counts",
+            ]
+        );
+        // The scratch file goes with the listing.
+        drop(listing);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn actions_survive_the_round_trip() {
+        let update = Action::Update(vec![
+            Difference {
+                field: "lastmod".into(),
+                expected: "2026-01-01T00:00:00Z".into(),
+                actual: "2025-01-01T00:00:00Z".into(),
+            },
+            Difference {
+                field: "object".into(),
+                expected: "objects/sha256/ab/ab".into(),
+                actual: "No such file or directory (os error 2)".into(),
+            },
+        ]);
+        for a in [Action::Create, update, Action::Check, Action::Revalidate] {
+            let (code, diffs) = encode(&a);
+            assert_eq!(decode(code, diffs), a);
+        }
+    }
+}
