@@ -372,6 +372,50 @@ impl Catalog {
         Ok(map)
     }
 
+    /// One resource's current state, if the mirror has the resource.
+    pub fn current_state(&self, uri: &str) -> Result<Option<CurrentState>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex,
+                    v.sha256_hex, c.name
+             FROM resources r JOIN versions v ON v.id = r.current_version_id
+             JOIN collections c ON c.id = r.collection_id
+             WHERE r.uri = ?1",
+        )?;
+        Ok(stmt
+            .query_row([uri], |r| {
+                Ok(CurrentState {
+                    resource_id: r.get(0)?,
+                    version_id: r.get(1)?,
+                    deleted: r.get_ref(2)?.as_str()? == "deleted",
+                    lastmod: ts(r.get(3)?),
+                    length_bytes: r.get::<_, Option<i64>>(4)?.map(|n| n as u64),
+                    md5_hex: r.get(5)?,
+                    sha1_hex: r.get(6)?,
+                    sha256_hex: r.get(7)?,
+                    collection: r.get(8)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// The current states of the resources `uris` name (those the mirror has): what a run
+    /// that touches a few of them needs, not the whole mirror.
+    pub fn current_states_of<'u>(
+        &self,
+        uris: impl IntoIterator<Item = &'u str>,
+    ) -> Result<HashMap<String, CurrentState>, StoreError> {
+        let mut out = HashMap::new();
+        for uri in uris {
+            if out.contains_key(uri) {
+                continue;
+            }
+            if let Some(state) = self.current_state(uri)? {
+                out.insert(uri.to_string(), state);
+            }
+        }
+        Ok(out)
+    }
+
     /// Every resource's current state in URI order (byte order, as `str` compares), handed
     /// to `f` one at a time: what a plan merges a sorted list against, in flat memory.
     pub fn each_current_state_by_uri<E: From<StoreError>>(

@@ -416,6 +416,11 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The catalog, to read: what it holds is what the last flush committed.
+    pub fn catalog(&self) -> &Catalog {
+        self.catalog
+    }
+
     pub fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
         self.version_with(v, None, None)
     }

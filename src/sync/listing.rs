@@ -729,12 +729,142 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
+    /// The merge in URI order: every kind of entry and of catalog row, at both ends and in
+    /// between, and URIs whose byte order differs from their case-blind order.
+    #[test]
+    fn the_plan_merges_the_list_with_the_catalog() {
+        use crate::store::catalog::{write, NewVersion};
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let objects = ObjectStore::at(dir.path());
+        let sha = |n: u8| format!("{n:02x}").repeat(32);
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let at = |s: &str| -> Option<jiff::Timestamp> { Some(s.parse().unwrap()) };
+        let version = |uri: &str, collection: &str, n: u8| NewVersion {
+            uri: format!("http://x/{uri}"),
+            collection: collection.into(),
+            change: "created",
+            arrived_via: "http",
+            lastmod: at("2026-01-01T10:00:00Z"),
+            length_bytes: Some(4),
+            sha256_hex: Some(sha(n)),
+            ..Default::default()
+        };
+        let tx = c.transaction().unwrap();
+        for v in [
+            version("a", "c", 1),
+            version("B", "c", 2),
+            version("c", "c", 3),
+            version("d", "o", 4),
+            version("g", "c", 7),
+            version("z", "c", 9),
+            NewVersion {
+                change: "deleted",
+                arrived_via: "tombstone",
+                ..version("e", "c", 5)
+            },
+        ] {
+            write::version(&tx, run, &v).unwrap();
+        }
+        tx.commit().unwrap();
+        // Only a's object is in the store; g's is missing.
+        let a = objects.path_for(&sha(1));
+        std::fs::create_dir_all(a.parent().unwrap()).unwrap();
+        std::fs::write(&a, b"abcd").unwrap();
+
+        let mut listing = Listing::create(&dir.path().join("staging")).unwrap();
+        for (uri, lastmod) in [
+            ("0", "2026-01-01T10:00:00Z"),
+            ("a", "2026-01-01T10:00:00Z"),
+            ("f", "2026-01-01T10:00:00Z"),
+            ("B", "2026-02-01T10:00:00Z"),
+            ("e", "2026-01-01T10:00:00Z"),
+            ("g", "2026-01-01T10:00:00Z"),
+        ] {
+            let mut l = entry(&format!("http://x/{uri}"), 1);
+            l.declared = Declared {
+                lastmod: at(lastmod),
+                length: Some(4),
+                digests: Vec::new(),
+            };
+            listing.push(l).unwrap();
+        }
+        let counts = listing.plan(Some(&c), "c", &objects).unwrap();
+        assert_eq!(
+            (counts.listed, counts.wanted, counts.gone, counts.live),
+            (6, 5, 2, 5)
+        );
+        let mut planned = Vec::new();
+        listing
+            .each_planned(|uri, a| {
+                let a = match a {
+                    Action::Update(d) => format!("update {}", d[0].field),
+                    a => format!("{a:?}"),
+                };
+                planned.push(format!("{uri} {a}"));
+            })
+            .unwrap();
+        assert_eq!(
+            planned,
+            [
+                "http://x/0 Create",
+                "http://x/a Keep",
+                "http://x/f Create",
+                "http://x/B update lastmod",
+                "http://x/e Create",
+                "http://x/g update object",
+            ]
+        );
+        let mut gone = Vec::new();
+        listing
+            .each_gone(|u| {
+                gone.push(u.to_string());
+                Ok::<(), StoreError>(())
+            })
+            .unwrap();
+        assert_eq!(gone, ["http://x/c", "http://x/z"]);
+        assert_eq!(listing.first_gone(1).unwrap(), ["http://x/c"]);
+
+        // The transfer's view: list order, what the mirror holds of each, and each entry kept
+        // in flight until its result is taken.
+        let in_flight = InFlight::default();
+        let todo: Vec<Todo> = listing
+            .todo(in_flight.clone())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let seen: Vec<(usize, &str, Option<&str>)> = todo
+            .iter()
+            .map(|t| {
+                let sha = t.current.as_ref().and_then(|(_, s)| s.as_deref());
+                (t.ord, t.listed.uri.as_str(), sha)
+            })
+            .collect();
+        let (b, g) = (sha(2), sha(7));
+        assert_eq!(
+            seen,
+            [
+                (0, "http://x/0", None),
+                (2, "http://x/f", None),
+                (3, "http://x/B", Some(b.as_str())),
+                (4, "http://x/e", None),
+                (5, "http://x/g", Some(g.as_str())),
+            ]
+        );
+        assert_eq!(in_flight.lock().unwrap().len(), 5);
+        assert_eq!(listing.todo_ords().unwrap(), [0, 2, 3, 4, 5]);
+        assert_eq!(
+            listing.todo_at(3).unwrap().listed.uri.as_str(),
+            "http://x/B"
+        );
+    }
+
     #[test]
     fn actions_survive_the_round_trip() {
         let update = Action::Update(vec![
             Difference {
                 field: "lastmod".into(),
-                expected: "2026-01-01T00:00:00Z".into(),
+                expected: "2026-01-01T10:00:00Z".into(),
                 actual: "2025-01-01T00:00:00Z".into(),
             },
             Difference {

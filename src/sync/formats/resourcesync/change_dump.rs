@@ -12,9 +12,7 @@ use crate::report::Problem;
 use crate::report::Summary;
 use crate::rs::document::{Capability, Change, Root};
 use crate::rs::dump::{DumpLimits, Package, StageError, StagedBitstream};
-use crate::store::catalog::{
-    write, ChangeEventRecord, CurrentState, DocumentRecord, NewVersion, SyncPoint,
-};
+use crate::store::catalog::{write, ChangeEventRecord, DocumentRecord, NewVersion, SyncPoint};
 use crate::store::Catalog;
 use crate::sync::apply::Writer;
 use crate::sync::context::RunContext;
@@ -156,19 +154,13 @@ pub fn apply(
     collection: &str,
     dump_url: &Url,
     since: Timestamp,
-    states: &HashMap<String, CurrentState>,
 ) -> Result<(), Error> {
     let docs = ctx.docs;
     let (relevant, documents) = packages(docs, ctx.catalog, collection, dump_url, since)?;
-    let mut current: HashMap<String, Option<String>> = states
-        .iter()
-        .map(|(u, c)| {
-            (
-                u.clone(),
-                (!c.deleted).then(|| c.sha256_hex.clone()).flatten(),
-            )
-        })
-        .collect();
+    // What this run did to a resource (its SHA-256 now, None once deleted); the catalog says
+    // the rest, one resource at a time (a mirror of millions is not read whole for a dump of
+    // a few changes).
+    let mut current: HashMap<String, Option<String>> = HashMap::new();
     let mut writer = Writer::new(&mut *ctx.catalog, ctx.objects, ctx.run_id);
     let mut applied_max: Option<Timestamp> = None;
     let mut until_max: Option<Timestamp> = None;
@@ -268,7 +260,7 @@ pub fn apply(
                 Ok(None) => {
                     // A deletion.
                     applied_max = applied_max.max(t);
-                    match current.get(&uri) {
+                    match known(&current, &writer, &uri)? {
                         Some(Some(_)) => {
                             ctx.summary.deleted += 1;
                             current.insert(uri.clone(), None);
@@ -296,7 +288,7 @@ pub fn apply(
                 Ok(Some(sb)) => {
                     applied_max = applied_max.max(t);
                     ctx.summary.bytes += sb.computed.length;
-                    let had = current.get(&uri).cloned().flatten();
+                    let had = known(&current, &writer, &uri)?.flatten();
                     if had.as_deref() == Some(sb.computed.sha256_hex.as_str()) {
                         let _ = std::fs::remove_file(&sb.path);
                         ctx.summary.unchanged += 1;
@@ -389,4 +381,20 @@ fn gap(collection: &str, from: Timestamp, to: Timestamp) -> Error {
         covering: "Change Dump package",
     }
     .into()
+}
+
+/// Whether the mirror holds `uri` (`None`: never heard of), and if so the SHA-256 of its live
+/// state (`Some(None)`: deleted): this run's doing first, else the catalog's.
+fn known(
+    current: &HashMap<String, Option<String>>,
+    writer: &Writer<'_>,
+    uri: &str,
+) -> Result<Option<Option<String>>, crate::store::StoreError> {
+    if let Some(now) = current.get(uri) {
+        return Ok(Some(now.clone()));
+    }
+    Ok(writer
+        .catalog()
+        .current_state(uri)?
+        .map(|c| (!c.deleted).then_some(c.sha256_hex).flatten()))
 }

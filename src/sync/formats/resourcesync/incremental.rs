@@ -64,7 +64,7 @@ pub fn incremental(
     collections: Vec<Collection>,
 ) -> Result<(), Error> {
     let Collected { pending, dumps } = collect_all(ctx.docs, ctx.catalog, s, collections)?;
-    let states = ctx.catalog.current_states()?;
+    let states = ctx.catalog.current_states_of(named(&pending))?;
     let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
     for p in pending {
         apply_collection(
@@ -83,7 +83,7 @@ pub fn incremental(
     }
     drop(writer);
     for d in dumps {
-        change_dump::apply(ctx, &d.collection, &d.url, d.since, &states)?;
+        change_dump::apply(ctx, &d.collection, &d.url, d.since)?;
     }
     unexplained_pending(
         ctx.catalog,
@@ -103,12 +103,20 @@ pub fn plan(
     summary: &mut Summary,
 ) -> Result<bool, Error> {
     let Collected { pending, dumps } = collect_all(docs, catalog, s, collections)?;
-    let states = catalog.current_states()?;
+    let states = catalog.current_states_of(named(&pending))?;
     print_plan(&pending, &states, summary);
     for d in dumps {
         change_dump::plan(docs, catalog, &d.collection, &d.url, d.since, summary)?;
     }
     Ok(true)
+}
+
+/// The URIs the collected changes name: the only resources whose states a run reads (not the
+/// whole mirror's).
+fn named(pending: &[Pending]) -> impl Iterator<Item = &str> {
+    pending
+        .iter()
+        .flat_map(|p| p.changes.events.iter().map(|e| e.uri.as_str()))
 }
 
 /// A baseline leaves pending the resources whose bytes contradicted the list (they changed
