@@ -55,6 +55,11 @@ COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --qui
 stop_nginx() { [ -f "$WORK/nginx/nginx.pid" ] && kill "$(cat "$WORK/nginx/nginx.pid")" 2>/dev/null || true; }
 trap stop_nginx EXIT
 BASE=http://127.0.0.1:$PORT
+# Old runs (mirrors of up to millions of files) go to the trash now and are deleted after the
+# measurements, never just before one (see scale_bench.py run).
+TRASH=$WORK/trash-$$
+mkdir -p "$TRASH"
+for old in "$WORK"/run-*; do [ -e "$old" ] && mv "$old" "$TRASH"/; done
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 jsons=()
 for N in ${NS//,/ }; do
@@ -77,4 +82,5 @@ done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 "$HERE/scale_bench.py" report --commit "$COMMIT" --load "$LOAD_BEFORE / $LOAD_AFTER" \
     --out "$OUT" "${jsons[@]}"
-echo "scale.sh: results in $OUT" >&2
+echo "scale.sh: results in $OUT; deleting old runs" >&2
+rm -rf "$WORK"/trash-*

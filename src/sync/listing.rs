@@ -99,8 +99,11 @@ pub struct Todo {
 
 static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// An error of the scratch database, named as what it is (not the catalog): a disk too full
+/// for the list's copy reads "the list's scratch copy MIRROR/staging/listing-….sqlite:
+/// database or disk is full".
 fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError::sqlite(path, e)
+    move |e| StoreError::io("the list's scratch copy", path, std::io::Error::other(e))
 }
 
 impl Listing {

@@ -461,3 +461,66 @@ fn an_unwritable_objects_folder_stops_the_run_and_a_rerun_completes() {
     assert_consistent(&mirror);
     audit_offline_is_clean(&mirror);
 }
+
+/// Issue 24: a baseline copies the list to a scratch database in `staging/` before it plans.
+/// On a disk too full for that copy the run stops with exit 5 naming the copy and the full
+/// disk, before anything is fetched or recorded as a version; the mirror is as it was, and
+/// once there is room the next run leaves no copy behind.
+#[test]
+fn a_list_too_big_for_the_disk_stops_the_baseline_before_anything_changes() {
+    use std::fmt::Write as _;
+    let Some(disk) = Tmpfs::mount("6m") else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 5, 1024);
+    let srv = TestServer::start(tree.path());
+    let mirror = disk.0.path().join("mirror");
+    let list = srv.url("/resourcelist.xml");
+    let out = baseline(&list, &mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let before = current(&mirror);
+    assert_eq!(before.len(), 5);
+
+    // The same list and 40,000 more entries: about 10 MB in its scratch copy.
+    let small = std::fs::read_to_string(tree.path().join("resourcelist.xml")).unwrap();
+    let mut big = small.replace("</urlset>\n", "");
+    for i in 0..40_000 {
+        writeln!(
+            big,
+            "<url><loc>http://sample.example.org/more/{i:08}</loc><lastmod>2025-12-31T10:00:00Z\
+             </lastmod><rs:md hash=\"sha-256:{:064x}\" length=\"100\"/></url>",
+            i
+        )
+        .unwrap();
+    }
+    big.push_str("</urlset>\n");
+    std::fs::write(tree.path().join("resourcelist.xml"), &big).unwrap();
+    let filler = disk.0.path().join("filler");
+    squeeze(&filler, 256 * 1024);
+    let out = baseline(&list, &mirror)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("the list's scratch copy") && err.contains("full"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(current(&mirror), before);
+    assert_consistent(&mirror);
+
+    std::fs::write(tree.path().join("resourcelist.xml"), small).unwrap();
+    let out = baseline(&list, &mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror), before);
+    assert!(
+        files_under(&mirror.join("staging")).is_empty(),
+        "{:?}",
+        files_under(&mirror.join("staging"))
+    );
+    audit_offline_is_clean(&mirror);
+}
