@@ -75,11 +75,15 @@ struct Claim {
     declared_length: Option<u64>,
 }
 
-/// One object to check and every claim on it.
+/// One object to check and every claim on it; or, for an object several versions share, one
+/// claim to check it by (`shared`), every claim being judged afterwards in a second scan of
+/// the catalog ([`judge_shared`]): ten million resources of the same bytes cost one [`Seen`]
+/// in memory, not ten million claims.
 #[derive(Debug)]
 struct Job {
     sha256: String,
     claims: Vec<Claim>,
+    shared: bool,
 }
 
 /// What a worker saw.
@@ -121,6 +125,7 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<Vec<Job>>(workers * 2);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<Vec<(Job, Seen)>>(workers * 2);
     let stat = objects.stat();
+    let mut shared_seen: HashMap<String, Seen> = HashMap::new();
     let (read, strays) = std::thread::scope(|s| {
         let reader = s.spawn(move || read_claims(mirror, opts, job_tx));
         // The walk is metadata work of its own: it runs beside the object checks.
@@ -155,6 +160,13 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
             if let Seen::Hashed(c) = &seen {
                 out.bytes_hashed += c.length;
             }
+            if job.shared {
+                if let Seen::Hashed(c) = &seen {
+                    progress.item(c.length);
+                }
+                shared_seen.insert(job.sha256, seen);
+                continue;
+            }
             out.by_uri.extend(judge(&job, &seen, opts.level));
             for (i, _) in job.claims.iter().enumerate() {
                 progress.item(match (&seen, i) {
@@ -169,8 +181,9 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
             walker.join().expect("the store walk does not panic"),
         )
     });
-    progress.finish();
     let without_object = read?;
+    judge_shared(&catalog, opts, &shared_seen, &progress, &mut out)?;
+    progress.finish();
     let (other, strays_seconds) = strays?;
     out.other = other;
     out.strays_seconds = strays_seconds;
@@ -461,21 +474,7 @@ fn read_claims(
             shared.insert(r.get(0)?, Vec::new());
         }
     }
-    // The recorded digests are compared with the bytes only when they are hashed.
-    let digests = match opts.level {
-        AuditLevel::Fixity | AuditLevel::Sha256 => "v.md5_hex, v.sha1_hex, v.declared_hash",
-        AuditLevel::Presence | AuditLevel::Size => "NULL, NULL, NULL",
-    };
-    let from = if opts.all_versions {
-        "FROM versions v JOIN resources r ON r.id = v.resource_id"
-    } else {
-        "FROM resources r JOIN versions v ON v.id = r.current_version_id"
-    };
-    let sql = format!(
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change
-         {from}"
-    );
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare(&claims_sql(opts))?;
     let mut rows = stmt.query([])?;
     let mut without_object = Vec::new();
     // False once the workers are gone (they only go when the check is ending).
@@ -498,32 +497,101 @@ fn read_claims(
         if !sending {
             continue;
         }
-        let claim = Claim {
-            uri: uri.to_string(),
-            length: r.get::<_, Option<i64>>(2)?.map(|n| n as u64),
-            md5: r.get(3)?,
-            sha1: r.get(4)?,
-            declared_hash: r.get(5)?,
-            declared_length: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
-        };
+        let claim = claim_of(r, uri)?;
         if let Some(claims) = shared.get_mut(sha256) {
-            claims.push(claim);
+            // One claim to check the object by; all of them are judged by `judge_shared`.
+            if claims.is_empty() {
+                claims.push(claim);
+            }
             continue;
         }
         sending = batch.push(Job {
             sha256: sha256.to_string(),
+            shared: false,
             claims: vec![claim],
         });
     }
     if sending {
         for (sha256, claims) in shared {
-            if !claims.is_empty() && !batch.push(Job { sha256, claims }) {
+            let job = Job {
+                sha256,
+                claims,
+                shared: true,
+            };
+            if !job.claims.is_empty() && !batch.push(job) {
                 return Ok(without_object);
             }
         }
         batch.flush();
     }
     Ok(without_object)
+}
+
+/// The claims `read_claims` and `judge_shared` scan: current versions (or all of them), with
+/// the recorded digests only where the bytes are hashed.
+fn claims_sql(opts: Options) -> String {
+    let digests = match opts.level {
+        AuditLevel::Fixity | AuditLevel::Sha256 => "v.md5_hex, v.sha1_hex, v.declared_hash",
+        AuditLevel::Presence | AuditLevel::Size => "NULL, NULL, NULL",
+    };
+    let from = if opts.all_versions {
+        "FROM versions v JOIN resources r ON r.id = v.resource_id"
+    } else {
+        "FROM resources r JOIN versions v ON v.id = r.current_version_id"
+    };
+    format!(
+        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change
+         {from}"
+    )
+}
+
+/// A row of [`claims_sql`] as a claim.
+fn claim_of(r: &rusqlite::Row<'_>, uri: &str) -> rusqlite::Result<Claim> {
+    Ok(Claim {
+        uri: uri.to_string(),
+        length: r.get::<_, Option<i64>>(2)?.map(|n| n as u64),
+        md5: r.get(3)?,
+        sha1: r.get(4)?,
+        declared_hash: r.get(5)?,
+        declared_length: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
+    })
+}
+
+/// Judge every claim on the objects several versions share, each against what was seen of
+/// its object (`seen`), in a second scan of the catalog: one claim in memory at a time.
+fn judge_shared(
+    catalog: &Catalog,
+    opts: Options,
+    seen: &HashMap<String, Seen>,
+    progress: &Progress,
+    out: &mut Fixity,
+) -> Result<(), StoreError> {
+    if seen.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = catalog.conn().prepare(&claims_sql(opts))?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let Some(sha256) = r
+            .get_ref(0)?
+            .as_str_or_null()
+            .map_err(rusqlite::Error::from)?
+        else {
+            continue;
+        };
+        let Some(seen) = seen.get(sha256) else {
+            continue;
+        };
+        let uri = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        if !uri_in_sample(uri, opts.sample) {
+            continue;
+        }
+        let claim = claim_of(r, uri)?;
+        out.by_uri
+            .extend(judge_claim(sha256, &claim, seen, opts.level));
+        progress.item(0);
+    }
+    Ok(())
 }
 
 /// Jobs go to the workers in batches: a stat costs little more than a channel hop.
@@ -897,6 +965,7 @@ mod tests {
         std::fs::write(&staged, b"alpha\n").unwrap();
         store.ingest(&staged, ALPHA).unwrap();
         let job = Job {
+            shared: false,
             sha256: ALPHA.into(),
             claims: vec![claim()],
         };
@@ -918,6 +987,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let missing = Job {
+            shared: false,
             sha256: "a".repeat(64),
             claims: vec![claim()],
         };
@@ -930,6 +1000,7 @@ mod tests {
             Seen::Missing
         ));
         let folder = Job {
+            shared: false,
             sha256: "b".repeat(64),
             claims: vec![claim()],
         };
@@ -948,6 +1019,7 @@ mod tests {
             Class::Corrupt
         );
         let bad = Job {
+            shared: false,
             sha256: "../../etc/passwd".into(),
             claims: vec![claim()],
         };
@@ -1047,6 +1119,50 @@ mod tests {
         }
         tx.commit().unwrap();
         dir
+    }
+
+    /// An object forty versions share ("alpha\n" for the even `ok/` URIs) hashed once and
+    /// found damaged for each of them: every claim judged (issue 24: the claims are scanned
+    /// again rather than held, so a million resources of the same bytes cost no memory).
+    #[test]
+    fn a_damaged_shared_object_is_a_finding_for_every_uri_that_names_it() {
+        let dir = troubled_mirror();
+        let store = ObjectStore::at(dir.path());
+        let mut h = Hasher::new(false);
+        h.update(b"alpha\n");
+        let alpha = store.path_for(&h.finish().sha256_hex);
+        let mut perms = std::fs::metadata(&alpha).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(&alpha, perms).unwrap();
+        std::fs::write(&alpha, b"alphA\n").unwrap();
+        let opts = Options {
+            level: AuditLevel::Fixity,
+            all_versions: false,
+            sample: None,
+            jobs: 2,
+            quiet: true,
+        };
+        let found = check(dir.path(), opts).unwrap();
+        let damaged: Vec<&str> = found
+            .by_uri
+            .iter()
+            .filter(|f| f.field.as_deref() == Some("sha-256"))
+            .filter_map(|f| f.uri.as_deref())
+            .filter(|u| u.starts_with("http://x/ok/"))
+            .collect();
+        let mut want: Vec<String> = (0..40)
+            .step_by(2)
+            .map(|i| format!("http://x/ok/{i}"))
+            .collect();
+        want.sort();
+        assert_eq!(damaged, want);
+        // The other shared object ("beta\n", the odd ones) is intact.
+        assert!(!found.by_uri.iter().any(|f| f
+            .uri
+            .as_deref()
+            .is_some_and(|u| u.starts_with("http://x/ok/")
+                && u.trim_start_matches("http://x/ok/").parse::<u32>().unwrap() % 2 == 1)));
     }
 
     #[test]

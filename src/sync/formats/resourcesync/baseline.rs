@@ -4,11 +4,11 @@
 //! record the sync point (ResourceSync 1.1 §10.1).
 //!
 //! Every snapshot is read completely before anything is fetched, so a malformed or unreachable
-//! list stops the run with nothing applied (exit 4). The list's entries go to a
-//! [`Listing`] on disk as they are read, and the plan is a merge of it with the catalog in URI
-//! order (`sync::listing`): memory does not grow with the list or the mirror. Resources that fail are collected; the run
-//! finishes the rest and exits 3. The sync point is recorded only when every listed resource is
-//! in the mirror.
+//! list stops the run with nothing applied (exit 4). The list's entries go to a [`Listing`] on
+//! disk as they are read, and the plan is a merge of it with the catalog in URI order
+//! (`sync::listing`): memory does not grow with the list or the mirror. Resources that fail
+//! are collected; the run finishes the rest and exits 3. The sync point is recorded only when
+//! every listed resource is in the mirror.
 
 use crate::cli::Via;
 use crate::error::{Error, SourceError};

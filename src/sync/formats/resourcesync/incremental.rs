@@ -339,7 +339,8 @@ fn apply_collection(
     let mut applied_max: Option<Timestamp> = None;
     let mut failed_min: Option<Timestamp> = None;
     let mut failed_docs: HashSet<&str> = HashSet::new();
-    let mut jobs = Vec::new();
+    // The events to fetch; their jobs are made as the workers take them.
+    let mut fetch = Vec::new();
     for &i in &p.apply {
         let e = &events[i];
         let current = states.get(e.uri.as_str());
@@ -386,24 +387,26 @@ fn apply_collection(
                 applied_max = applied_max.max(e.sync_time());
                 writer.event(event_record(&p.collection, e, outcome))?;
             }
-            Change::Created | Change::Updated => {
-                let mut urls = vec![e.uri.clone()];
-                urls.extend(e.duplicates.iter().cloned());
-                jobs.push(Job {
-                    index: i,
-                    urls,
-                    expected: Expected {
-                        length: e.declared.length,
-                        digests: e.declared.digests.clone(),
-                    },
-                    scope: e.scope.clone(),
-                    validators: None,
-                });
-            }
+            Change::Created | Change::Updated => fetch.push(i),
         }
     }
+    let jobs = fetch.iter().map(|&i| {
+        let e = &events[i];
+        let mut urls = vec![e.uri.clone()];
+        urls.extend(e.duplicates.iter().cloned());
+        Job {
+            index: i,
+            urls,
+            expected: Expected {
+                length: e.declared.length,
+                digests: e.declared.digests.clone(),
+            },
+            scope: e.scope.clone(),
+            validators: None,
+        }
+    });
 
-    progress.start("incremental", jobs.len() as u64);
+    progress.start("incremental", fetch.len() as u64);
     apply::transfer(
         http,
         staging,
