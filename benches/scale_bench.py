@@ -285,7 +285,7 @@ def cmd_run(a):
             subprocess.call(["sh", "-c", f"find -L {src}/current/ -type f -print0 | xargs -0 cat > /dev/null"])
         if warm_file:
             subprocess.call(["sh", "-c", f"cat {warm_file} > /dev/null"])
-        log = os.path.join(work, f"{name}.log")
+        log = os.path.join(work, "".join(c if c.isalnum() else "-" for c in name) + ".log")
         rc, wall, user, sys_, rss = timed(argv, log)
         cat = os.path.join(mirror, "catalog.sqlite")
         size = os.path.getsize(cat) if os.path.exists(cat) else 0
