@@ -89,6 +89,27 @@ fn ts(s: Option<String>) -> Option<Timestamp> {
     s.and_then(|s| s.parse().ok())
 }
 
+/// The current state of each resource: the columns [`current_state_at`] reads, then `r.uri`.
+const CURRENT_STATES: &str = "SELECT r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex,
+        v.sha1_hex, v.sha256_hex, c.name, r.uri
+     FROM resources r JOIN versions v ON v.id = r.current_version_id
+     JOIN collections c ON c.id = r.collection_id";
+
+/// A row of [`CURRENT_STATES`] as a state.
+fn current_state_at(r: &rusqlite::Row<'_>) -> rusqlite::Result<CurrentState> {
+    Ok(CurrentState {
+        resource_id: r.get(0)?,
+        version_id: r.get(1)?,
+        deleted: r.get_ref(2)?.as_str()? == "deleted",
+        lastmod: ts(r.get(3)?),
+        length_bytes: r.get::<_, Option<i64>>(4)?.map(|n| n as u64),
+        md5_hex: r.get(5)?,
+        sha1_hex: r.get(6)?,
+        sha256_hex: r.get(7)?,
+        collection: r.get(8)?,
+    })
+}
+
 fn opt_ts(t: Option<Timestamp>) -> Option<String> {
     t.map(|t| t.to_string())
 }
@@ -342,28 +363,8 @@ impl Catalog {
 
     /// Current state of every resource (tombstones included), keyed by URI.
     pub fn current_states(&self) -> Result<HashMap<String, CurrentState>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT r.uri, r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
-                    c.name
-             FROM resources r JOIN versions v ON v.id = r.current_version_id
-             JOIN collections c ON c.id = r.collection_id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                CurrentState {
-                    resource_id: r.get(1)?,
-                    version_id: r.get(2)?,
-                    deleted: r.get::<_, String>(3)? == "deleted",
-                    lastmod: ts(r.get(4)?),
-                    length_bytes: r.get::<_, Option<i64>>(5)?.map(|n| n as u64),
-                    md5_hex: r.get(6)?,
-                    sha1_hex: r.get(7)?,
-                    sha256_hex: r.get(8)?,
-                    collection: r.get(9)?,
-                },
-            ))
-        })?;
+        let mut stmt = self.conn.prepare(CURRENT_STATES)?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(9)?, current_state_at(r)?)))?;
         let mut map = HashMap::new();
         for row in rows {
             let (uri, state) = row?;
@@ -374,28 +375,10 @@ impl Catalog {
 
     /// One resource's current state, if the mirror has the resource.
     pub fn current_state(&self, uri: &str) -> Result<Option<CurrentState>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex,
-                    v.sha256_hex, c.name
-             FROM resources r JOIN versions v ON v.id = r.current_version_id
-             JOIN collections c ON c.id = r.collection_id
-             WHERE r.uri = ?1",
-        )?;
-        Ok(stmt
-            .query_row([uri], |r| {
-                Ok(CurrentState {
-                    resource_id: r.get(0)?,
-                    version_id: r.get(1)?,
-                    deleted: r.get_ref(2)?.as_str()? == "deleted",
-                    lastmod: ts(r.get(3)?),
-                    length_bytes: r.get::<_, Option<i64>>(4)?.map(|n| n as u64),
-                    md5_hex: r.get(5)?,
-                    sha1_hex: r.get(6)?,
-                    sha256_hex: r.get(7)?,
-                    collection: r.get(8)?,
-                })
-            })
-            .optional()?)
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("{CURRENT_STATES} WHERE r.uri = ?1"))?;
+        Ok(stmt.query_row([uri], current_state_at).optional()?)
     }
 
     /// The current states of the resources `uris` name (those the mirror has): what a run
@@ -424,32 +407,13 @@ impl Catalog {
     ) -> Result<(), E> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT r.uri, r.id, v.id, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex,
-                        v.sha256_hex, c.name
-                 FROM resources r JOIN versions v ON v.id = r.current_version_id
-                 JOIN collections c ON c.id = r.collection_id
-                 ORDER BY r.uri",
-            )
+            .prepare(&format!("{CURRENT_STATES} ORDER BY r.uri"))
             .map_err(StoreError::from)?;
         let mut rows = stmt.query([]).map_err(StoreError::from)?;
         while let Some(r) = rows.next().map_err(StoreError::from)? {
-            let state = (|| {
-                Ok::<_, rusqlite::Error>(CurrentState {
-                    resource_id: r.get(1)?,
-                    version_id: r.get(2)?,
-                    deleted: r.get_ref(3)?.as_str()? == "deleted",
-                    lastmod: ts(r.get(4)?),
-                    length_bytes: r.get::<_, Option<i64>>(5)?.map(|n| n as u64),
-                    md5_hex: r.get(6)?,
-                    sha1_hex: r.get(7)?,
-                    sha256_hex: r.get(8)?,
-                    collection: r.get(9)?,
-                })
-            })()
-            .map_err(StoreError::from)?;
+            let state = current_state_at(r).map_err(StoreError::from)?;
             let uri = r
-                .get_ref(0)
+                .get_ref(9)
                 .and_then(|v| Ok(v.as_str()?))
                 .map_err(StoreError::from)?;
             f(uri, state)?;
