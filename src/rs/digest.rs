@@ -240,6 +240,17 @@ fn decode(raw: &str, n: usize) -> (Option<Hex>, Encoding) {
     (None, Encoding::Unusable)
 }
 
+/// The source's digests as one normalised string (`md5:… sha-256:…`), or None.
+pub fn declared_hash(digests: &[Digest]) -> Option<String> {
+    (!digests.is_empty()).then(|| {
+        digests
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
 /// Parse a `hash` attribute: `md5:… sha-256:…`, tokens split on any XML whitespace.
 /// A token without `:` is kept as an unusable digest of an unknown algorithm.
 pub fn parse_hash_attr(value: &str) -> Vec<Digest> {

@@ -17,7 +17,7 @@
 //! are in memory.
 
 use crate::net::{Scope, Validators};
-use crate::rs::digest::parse_hash_attr;
+use crate::rs::digest::{declared_hash, parse_hash_attr};
 use crate::store::catalog::CurrentState;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::expected::Warnings;
@@ -142,8 +142,7 @@ impl Listing {
     pub fn push(&mut self, l: Listed) -> Result<(), StoreError> {
         let doc = self.doc_id(&l);
         let lastmod = l.declared.lastmod.map(|t| t.to_string());
-        let digests =
-            crate::sync::formats::resourcesync::baseline::declared_hash(&l.declared.digests);
+        let digests = declared_hash(&l.declared.digests);
         let duplicates = (!l.duplicates.is_empty()).then(|| {
             l.duplicates
                 .iter()
@@ -153,49 +152,40 @@ impl Listing {
         });
         let length = l.declared.length.map(|n| n as i64);
         let media_type = l.media_type.as_deref();
-        let inserted = self
+        // One statement: a new URI is inserted at the next place; a URI listed before keeps
+        // its place (`ord`) and takes this entry's metadata. The place it returns tells which.
+        let ord: i64 = self
             .conn
             .prepare_cached(
                 "INSERT INTO listed (ord, uri, lastmod, length, digests, media_type, duplicates, doc, line)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (uri) DO NOTHING",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (uri) DO UPDATE SET lastmod = excluded.lastmod,
+                     length = excluded.length, digests = excluded.digests,
+                     media_type = excluded.media_type, duplicates = excluded.duplicates,
+                     doc = excluded.doc, line = excluded.line
+                 RETURNING ord",
             )
             .and_then(|mut st| {
-                st.execute(params![
-                    self.next_ord,
-                    l.uri.as_str(),
-                    lastmod,
-                    length,
-                    digests,
-                    media_type,
-                    duplicates,
-                    doc,
-                    l.line as i64
-                ])
+                st.query_row(
+                    params![
+                        self.next_ord,
+                        l.uri.as_str(),
+                        lastmod,
+                        length,
+                        digests,
+                        media_type,
+                        duplicates,
+                        doc,
+                        l.line as i64
+                    ],
+                    |r| r.get(0),
+                )
             })
             .map_err(sql(&self.path))?;
-        if inserted == 1 {
+        if ord == self.next_ord {
             self.next_ord += 1;
             return Ok(());
         }
-        self.conn
-            .prepare_cached(
-                "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
-                        duplicates = ?6, doc = ?7, line = ?8
-                 WHERE uri = ?1",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    l.uri.as_str(),
-                    lastmod,
-                    length,
-                    digests,
-                    media_type,
-                    duplicates,
-                    doc,
-                    l.line as i64
-                ])
-            })
-            .map_err(sql(&self.path))?;
         self.twice.push(format!(
             "{}: line {}: {} listed twice; the later entry counts",
             l.document, l.line, l.uri

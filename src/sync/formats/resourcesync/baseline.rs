@@ -15,7 +15,7 @@ use crate::error::{Error, SourceError};
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
-use crate::rs::digest::Digest;
+use crate::rs::digest::declared_hash;
 use crate::rs::document::Capability;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings;
@@ -553,17 +553,6 @@ fn version_from(
         etag: f.etag.clone(),
         last_modified: f.last_modified.clone(),
     }
-}
-
-/// The source's digests as one normalised string (`md5:… sha-256:…`), or None.
-pub fn declared_hash(digests: &[Digest]) -> Option<String> {
-    (!digests.is_empty()).then(|| {
-        digests
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(" ")
-    })
 }
 
 /// The entries the scope refused and the parts of an index (the packages of a dump, when
