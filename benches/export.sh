@@ -8,8 +8,11 @@
 #   benches/export.sh --prepare-only       # build and make the mirror(s), measure nothing
 #
 # Options: --n N (resources, default 100000), --reps R (default 5), --no-big (skip the
-#          1,000,000-resource rows), --steps KEY,KEY (tree_hard,tree_copy,bagit_tree,bagit_py,
-#          big_hard,big_bagit), --worktree (build the working tree instead of a clean export of HEAD).
+#          1,000,000-resource rows), --steps KEY,KEY (tree_hard,tree_hard_verify,tree_copy,
+#          bagit_tree,bagit_py,bagit_py_hard,warc_tar,big_hard,big_bagit,big_warc,big_ocfl,
+#          big_resourcesync), --worktree (build the working tree instead of a clean export of HEAD).
+# Before the steps, `rsmirror audit --offline` runs once (untimed) on each mirror: hard links
+# are placed on its word, as after a cron job's nightly audit; tree_hard_verify reads anyway.
 #
 # The build goes to benches/.work/target-export (its own target dir, niced) from an export of
 # HEAD in benches/.work/export-src. The 100,000 mirror is benches/.work/export/mirror (gen.py
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
         --no-big) BIG=0; shift ;;
         --prepare-only) PREPARE_ONLY=1; shift ;;
         --worktree) WORKTREE=1; shift ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "export.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done

@@ -286,6 +286,7 @@ def cmd_run(a):
         subprocess.run(["rm", "-rf", out_dir], check=True)
         subprocess.run(["sync"], check=True)
     os.makedirs(out_dir)
+    notes = []
     trash = Trash(os.path.join(out_dir, "trash"))
     trash.purged_at = time.monotonic()
     logs = os.path.join(out_dir, "logs")
@@ -298,8 +299,31 @@ def cmd_run(a):
     n_obj = count_files(os.path.join(mirror, "objects"), skip_own=False)
     big_facts = catalog_facts(big) if big else None
 
-    def rs(fmt, link, dest, m=mirror):
-        return [exe, "export", fmt, dest, "--link", link, "--mirror", m, "-q"]
+    def rs(fmt, link, dest, m=mirror, *more):
+        return [exe, "export", fmt, dest, "--link", link, "--mirror", m, "-q", *more]
+
+    # The nightly audit a cron mirror runs (untimed): links are placed on its word (README,
+    # *Exporting*); `--verify` rows read every object anyway.
+    for m in [mirror] + ([big] if big else []):
+        r = subprocess.run([exe, "audit", "--offline", "--mirror", m, "-q"])
+        if r.returncode:
+            notes.append(f"audit --offline of {m} exited {r.returncode}: links are verified by reading")
+
+    def check_warc(dest, want, c, label):
+        # warcio from the same venv as bagit.py: every resource record read back.
+        py = os.path.join(os.path.dirname(bagit), "python")
+        code = ("import sys, os\n"
+                "from warcio.archiveiterator import ArchiveIterator\n"
+                "d = sys.argv[1]; n = 0\n"
+                "for f in sorted(x for x in os.listdir(d) if x.endswith('.warc.gz')):\n"
+                "    with open(os.path.join(d, f), 'rb') as fh:\n"
+                "        n += sum(1 for r in ArchiveIterator(fh) if r.rec_type == 'resource')\n"
+                "print(n)\n")
+        r = subprocess.run([py, "-c", code, dest], capture_output=True, text=True)
+        n = int(r.stdout.strip() or -1) if r.returncode == 0 else -1
+        c.append(("ok" if n == want else "WRONG",
+                  f"{label}: {n:,} resource records read back by warcio (want {want:,})",
+                  r.stderr.strip()[-300:]))
 
     def prep_tree_src():
         if not os.path.exists(tree_src):
@@ -320,6 +344,10 @@ def cmd_run(a):
          lambda c: c.append(("ok" if count_files(R, False) == n_obj else "WRONG",
                              f"cp -al objects: {count_files(R, False):,} files (objects: {n_obj:,})", "")),
          ("ratio", 1.5), a.reps, True),
+        ("tree_hard_verify", "export tree --link hard --verify", rs("tree", "hard", D, mirror, "--verify"),
+         lambda c: check_tree(mirror, D, D, n_cur, "hard", c, "export tree --link hard --verify"),
+         "cp -al objects", ["cp", "-al", os.path.join(mirror, "objects"), R], None, None,
+         ("ratio", 1.5), a.reps, True),
         ("tree_copy", "export tree --link copy", rs("tree", "copy", D),
          lambda c: check_tree(mirror, D, D, n_cur, "copy", c, "export tree --link copy"),
          "cp -r objects", ["cp", "-r", os.path.join(mirror, "objects"), R], None,
@@ -335,6 +363,14 @@ def cmd_run(a):
          lambda c: c.append(("ok" if count_files(os.path.join(R, "data"), False) == n_cur else "WRONG",
                              f"bagit.py bag: {count_files(os.path.join(R, 'data'), False):,} payload files", "")),
          ("ratio", 0.1), a.reps, True),
+        ("bagit_py_hard", "export bagit --link hard", rs("bagit", "hard", D),
+         lambda c: check_bag(mirror, D, n_cur, bagit, c, "export bagit --link hard", True, None),
+         "bagit.py --processes 2 (copy of the tree)", [bagit, "--processes", "2", R], prep_bagit_py,
+         None, ("ratio", 0.1), a.reps, True),
+        ("warc_tar", "export warc", [exe, "export", "warc", D, "--mirror", mirror, "-q"],
+         lambda c: check_warc(D, n_cur, c, "export warc"),
+         "tar -c objects | gzip -6", ["sh", "-c", f"mkdir -p {shlex.quote(R)} && tar -C {shlex.quote(mirror)} -c objects | gzip -6 > {shlex.quote(R)}/objects.tar.gz"],
+         None, None, ("ratio", 2.0), a.reps, True),
     ]
     if big:
         bn = big_facts["current"]
@@ -346,6 +382,14 @@ def cmd_run(a):
             ("big_bagit", f"1M: export bagit --link copy", rs("bagit", "copy", D, big),
              lambda c: check_bag(big, D, bn, bagit, c, "1M: export bagit --link copy", False, None),
              None, None, None, None, ("rss", 100), 1, False),
+            ("big_warc", "1M: export warc", [exe, "export", "warc", D, "--mirror", big, "-q"],
+             lambda c: check_warc(D, bn, c, "1M: export warc"),
+             None, None, None, None, ("rss", 100), 1, False),
+            ("big_ocfl", "1M: export ocfl --link hard", rs("ocfl", "hard", D, big), None,
+             None, None, None, None, ("rss", 100), 1, False),
+            ("big_resourcesync", "1M: export resourcesync --link hard",
+             rs("resourcesync", "hard", D, big, "--base-url", "http://127.0.0.1:8000/"), None,
+             None, None, None, None, ("rss", 100), 1, False),
         ]
     if a.steps:
         keep = set(a.steps.split(","))
@@ -356,7 +400,7 @@ def cmd_run(a):
     while load1() >= 1.0 and time.monotonic() - t_settle < a.settle:
         time.sleep(5)
     load_before = open("/proc/loadavg").read().split()[:3]
-    rows, checks, notes = [], [], []
+    rows, checks = [], []
     for key, label, rcmd, rcheck, rlabel, refcmd, refprep, refcheck, target, reps, warm in steps:
         trash.wait_quiet()
         print(f"-- {key}: {label} vs {rlabel}", file=sys.stderr, flush=True)

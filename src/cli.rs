@@ -200,6 +200,12 @@ pub struct ExportArgs {
     /// else a hard link on the same file system, else a copy.
     #[arg(long, value_enum, default_value_t = crate::export::Link::Copy)]
     pub link: crate::export::Link,
+    /// With --link hard or auto: read every object through before linking it. Without it, an
+    /// object that the last clean full audit (`rsmirror audit`, level sha256 or fixity, no
+    /// --sample) re-hashed and that has its recorded length and has not been modified since is
+    /// linked on that audit's word; copies are always checked as they are written.
+    #[arg(long)]
+    pub verify: bool,
     /// warc: every version ever recorded up to WHEN, in the order they arrived (a deletion as
     /// a metadata record), not only the state at WHEN.
     #[arg(long)]

@@ -251,6 +251,7 @@ fn export(a: &rsmirror::cli::ExportArgs) -> Exit {
         warc_size: a.warc_size,
         base_url: a.base_url.clone(),
         changes_since,
+        verify: a.verify,
     };
     match rsmirror::export::run(&a.mirror.mirror, &o) {
         Ok(s) => {

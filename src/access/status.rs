@@ -429,6 +429,46 @@ fn audits(reader: &Reader) -> Result<Vec<(AuditBrief, Coverage)>, StoreError> {
     Ok(out)
 }
 
+/// The last audit that re-hashed every current object (or, with `all_versions`, every stored
+/// one) of every source and found them all good: what an export that links objects instead of
+/// copying them may take as their check. None when the newest audit to find damaged, missing
+/// or unreadable objects (or a damaged catalog) is newer than the last such full audit, or
+/// when there is none.
+#[derive(Debug, Clone)]
+pub struct Vouch {
+    pub run: i64,
+    pub started_at: std::time::SystemTime,
+    pub all_versions: bool,
+}
+
+pub fn last_clean_fixity(reader: &Reader) -> Result<Option<Vouch>, StoreError> {
+    for (a, cov) in audits(reader)? {
+        let damage: u64 = ["corrupt", "missing-object", "unreadable", "catalog"]
+            .iter()
+            .map(|c| a.findings[*c].as_u64().unwrap_or(0))
+            .sum();
+        if damage > 0 {
+            return Ok(None);
+        }
+        if a.run.outcome.as_deref() != Some("ok")
+            || !cov.hashes
+            || cov.sample.is_some()
+            || !cov.every_source
+        {
+            continue;
+        }
+        let Ok(started) = a.run.started_at.parse::<jiff::Timestamp>() else {
+            continue;
+        };
+        return Ok(Some(Vouch {
+            run: a.run.run,
+            started_at: started.into(),
+            all_versions: cov.all_versions,
+        }));
+    }
+    Ok(None)
+}
+
 /// The latest time since which every object (every current one, or with `all_versions` every
 /// stored one) has been re-hashed by audits that finished: a full audit, or the newest runs of
 /// every slice of one `--sample N/M`.

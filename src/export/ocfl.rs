@@ -161,7 +161,9 @@ fn object(
         write(&obj.join("0=ocfl_object_1.1"), b"ocfl_object_1.1\n")?;
     }
     // New version folders: direct (a file already there is replaced the careful way).
-    let mut placer = Placer::new(walk.mirror, &obj, link, true);
+    // Every version goes in: an audit vouches for them only if it re-hashed every version.
+    let vouch = walk.vouch.filter(|v| v.all_versions);
+    let mut placer = Placer::new(walk.mirror, &obj, link, true, vouch);
     for (i, v) in history.iter().enumerate().skip(held) {
         let name = format!("v{}", i + 1);
         let mut state = Map::new();
@@ -200,6 +202,7 @@ fn object(
             write(&dir.join("inventory.json.sha256"), sidecar.as_bytes())?;
         }
     }
+    summary.vouched += placer.vouched;
     summary.written += 1;
     summary.files += 1;
     Ok(())

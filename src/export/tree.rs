@@ -8,6 +8,7 @@
 //! 3. every file placed (or kept, when the earlier export has the same bytes at the same
 //!    path), its bytes checked against the catalog, and the new map written.
 
+use crate::access::status::Vouch;
 use crate::access::{each_state, open_object, Filter, Point, Reader, VersionRow};
 use crate::error::Error;
 use crate::export::paths::{self, Natural};
@@ -29,6 +30,9 @@ pub struct Walk<'a> {
     pub no_percent: bool,
     /// Top-level names the format keeps for itself (a ResourceSync export's documents).
     pub reserved: &'a [&'a str],
+    /// The audit whose word a link (no bytes copied) takes for an object that has not changed
+    /// since it (see [`Placer`]); None: every object is read.
+    pub vouch: Option<&'a Vouch>,
 }
 
 /// One file of the export as a format sees it once placed.
@@ -223,43 +227,51 @@ pub fn export(
         File::create(&new_map).map_err(|e| StoreError::io("creating", &new_map, e))?,
     );
     let mut old = OldMap::open(own, earlier)?;
-    let mut placer = Placer::new(walk.mirror, root, link, !earlier);
-    each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
-        let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
-            return Ok(true);
-        };
-        let n = clashes.place(uri, n);
-        let path = n.joined();
-        let (_, before) = old.take_through(uri)?;
-        let sha = v.sha256.as_deref().unwrap_or("");
-        let length = v.length.unwrap_or(0).max(0) as u64;
-        let unchanged = before.is_some_and(|b| {
-            b.path == path
-                && b.sha256 == sha
-                && b.length == length
-                && std::fs::metadata(root.join(&b.path))
-                    .is_ok_and(|m| m.is_file() && m.len() == length)
-        });
-        if unchanged {
-            summary.kept += 1;
-        } else {
-            placer.place(uri, v, &path)?;
-            summary.written += 1;
-        }
-        summary.files += 1;
-        summary.bytes += length;
-        for note in &n.notes {
-            *summary.notes.entry((*note).to_string()).or_default() += 1;
-        }
-        writeln!(map, "{path}\t{uri}\t{sha}\t{length}\t{}", n.notes.join(","))
-            .map_err(|e| StoreError::io("writing", &new_map, e))?;
-        if let Some(each) = each.as_mut() {
-            each(Placed {
-                path: &path,
-                version: v,
-            })?;
-        }
-        Ok(true)
+    let pool = Pool::new(walk, root, link, !earlier);
+    std::thread::scope(|sc| -> Result<(), Error> {
+        let mut pool = pool.start(sc);
+        each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
+            let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
+                return Ok(true);
+            };
+            let n = clashes.place(uri, n);
+            let path = n.joined();
+            let (_, before) = old.take_through(uri)?;
+            let sha = v.sha256.as_deref().unwrap_or("");
+            let length = v.length.unwrap_or(0).max(0) as u64;
+            let unchanged = before.is_some_and(|b| {
+                b.path == path
+                    && b.sha256 == sha
+                    && b.length == length
+                    && std::fs::metadata(root.join(&b.path))
+                        .is_ok_and(|m| m.is_file() && m.len() == length)
+            });
+            if unchanged {
+                summary.kept += 1;
+            } else {
+                if !pool.send(uri, v, &path) {
+                    // A worker failed: its error ends the walk (below).
+                    return Ok(false);
+                }
+                summary.written += 1;
+            }
+            summary.files += 1;
+            summary.bytes += length;
+            for note in &n.notes {
+                *summary.notes.entry((*note).to_string()).or_default() += 1;
+            }
+            writeln!(map, "{path}\t{uri}\t{sha}\t{length}\t{}", n.notes.join(","))
+                .map_err(|e| StoreError::io("writing", &new_map, e))?;
+            if let Some(each) = each.as_mut() {
+                each(Placed {
+                    path: &path,
+                    version: v,
+                })?;
+            }
+            Ok(true)
+        })?;
+        summary.vouched += pool.finish()?;
+        Ok(())
     })?;
     map.into_inner()
         .map_err(|e| StoreError::io("writing", &new_map, e.into_error()))
@@ -289,7 +301,151 @@ fn remove(root: &Path, path: &str) -> Result<u64, Error> {
     Ok(1)
 }
 
-/// Puts files in place from the objects, checking the bytes.
+/// One file for a worker to place.
+struct Job {
+    uri: String,
+    version: VersionRow,
+    path: String,
+}
+
+/// Places files on worker threads while the walk goes on: the walk reads the catalog and
+/// works out every path (CPU), the workers make links and copies (system calls), so the two
+/// overlap. A folder's files go to one worker, in URI order (two workers making links in one
+/// folder at once wait on each other in the kernel); the first failure stops the export.
+struct Pool {
+    placers: Vec<Placer>,
+}
+
+/// Files go to a worker in batches of this many (a channel's cost is per message).
+const BATCH: usize = 64;
+
+/// A started [`Pool`] within a thread scope.
+struct Running<'scope> {
+    /// Each worker's queue, and its batch being filled.
+    jobs: Vec<(crossbeam_channel::Sender<Vec<Job>>, Vec<Job>)>,
+    failed: std::sync::Arc<Failed>,
+    /// Each returns how many files it linked on the audit's word.
+    workers: Vec<std::thread::ScopedJoinHandle<'scope, u64>>,
+}
+
+/// The first failure of any worker.
+#[derive(Default)]
+struct Failed {
+    any: std::sync::atomic::AtomicBool,
+    first: std::sync::Mutex<Option<Error>>,
+}
+
+impl Pool {
+    fn new(walk: &Walk<'_>, root: &Path, link: Link, direct: bool) -> Pool {
+        // Two workers keep up with one walk; more only wait on the same folders.
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 2));
+        let placers = (0..n)
+            .map(|i| {
+                let mut p = Placer::new(walk.mirror, root, link, direct, walk.vouch);
+                p.worker = i;
+                p
+            })
+            .collect();
+        Pool { placers }
+    }
+
+    fn start<'scope, 'env>(self, sc: &'scope std::thread::Scope<'scope, 'env>) -> Running<'scope> {
+        let failed = std::sync::Arc::new(Failed::default());
+        let mut jobs = Vec::new();
+        let workers = self
+            .placers
+            .into_iter()
+            .map(|mut placer| {
+                let (tx, rx) = crossbeam_channel::bounded::<Vec<Job>>(16);
+                jobs.push((tx, Vec::with_capacity(BATCH)));
+                let failed = failed.clone();
+                sc.spawn(move || {
+                    'batches: for batch in rx {
+                        for job in batch {
+                            if let Err(e) = placer.place(&job.uri, &job.version, &job.path) {
+                                let mut f = failed.first.lock().unwrap_or_else(|p| p.into_inner());
+                                f.get_or_insert(e);
+                                failed.any.store(true, std::sync::atomic::Ordering::Relaxed);
+                                // The walk stops at its next file; nothing more is placed.
+                                break 'batches;
+                            }
+                        }
+                    }
+                    placer.vouched
+                })
+            })
+            .collect();
+        Running {
+            jobs,
+            failed,
+            workers,
+        }
+    }
+}
+
+impl Running<'_> {
+    /// Hand a file to the workers; false once one of them failed.
+    fn send(&mut self, uri: &str, v: &VersionRow, path: &str) -> bool {
+        if self.failed.any.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        let folder = path.rsplit_once('/').map_or("", |(f, _)| f);
+        let worker = match self.jobs.len() {
+            1 => 0,
+            n => {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                    .hash_one(folder);
+                (h % n as u64) as usize
+            }
+        };
+        let (tx, batch) = &mut self.jobs[worker];
+        batch.push(Job {
+            uri: uri.to_string(),
+            version: v.clone(),
+            path: path.to_string(),
+        });
+        if batch.len() < BATCH {
+            return true;
+        }
+        // An error only when that worker stopped on a failure.
+        tx.send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+            .is_ok()
+    }
+
+    /// Wait for every file handed out: how many were linked on the audit's word, or the
+    /// first failure.
+    fn finish(mut self) -> Result<u64, Error> {
+        for (tx, batch) in self.jobs.drain(..) {
+            if !batch.is_empty() {
+                // A worker that stopped has its failure recorded: nothing is lost.
+                let _ = tx.send(batch);
+            }
+        }
+        let vouched = self
+            .workers
+            .drain(..)
+            .map(|w| w.join().expect("a placing worker does not panic"))
+            .sum();
+        match self
+            .failed
+            .first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            Some(e) => Err(e),
+            None => Ok(vouched),
+        }
+    }
+}
+
+/// Puts files in place from the objects, checking the bytes: a copy is hashed as it is
+/// written; a link (hard link or reflink: no bytes copied, the file is the object) reads the
+/// object through, unless the last clean full audit ([`Vouch`]) re-hashed it and it has not
+/// changed since: a state that arrived before that audit and was current at it, whose object
+/// has the recorded length and was last modified before the audit began. Those are linked on
+/// the audit's word (`export --verify` reads them too).
 pub struct Placer {
     mirror: PathBuf,
     root: PathBuf,
@@ -303,12 +459,26 @@ pub struct Placer {
     direct: bool,
     /// The folder made last (files come in URI order: most share their folder).
     made: PathBuf,
+    /// `made` and the objects' folder, open, for links by name relative to them (Unix).
+    made_dir: Option<File>,
+    objects_dir: Option<File>,
     counter: u64,
+    /// Which of a [`Pool`]'s workers (names its temporary files apart from the others').
+    worker: usize,
+    vouch: Option<Vouch>,
+    /// Files linked on the audit's word.
+    pub vouched: u64,
     buf: Vec<u8>,
 }
 
 impl Placer {
-    pub fn new(mirror: &Path, root: &Path, link: Link, direct: bool) -> Placer {
+    pub fn new(
+        mirror: &Path,
+        root: &Path,
+        link: Link,
+        direct: bool,
+        vouch: Option<&Vouch>,
+    ) -> Placer {
         Placer {
             mirror: mirror.to_path_buf(),
             root: root.to_path_buf(),
@@ -317,7 +487,12 @@ impl Placer {
             no_hard_link: false,
             direct,
             made: PathBuf::new(),
+            made_dir: None,
+            objects_dir: None,
             counter: 0,
+            worker: 0,
+            vouch: vouch.filter(|_| link != Link::Copy).cloned(),
+            vouched: 0,
             buf: vec![0; crate::access::COPY_BUFFER],
         }
     }
@@ -330,6 +505,7 @@ impl Placer {
         if folder != self.made {
             std::fs::create_dir_all(folder).map_err(|e| StoreError::io("creating", folder, e))?;
             self.made = folder.to_path_buf();
+            self.made_dir = None;
         }
         if self.direct {
             match self.write(uri, v, &dest) {
@@ -345,8 +521,9 @@ impl Placer {
         }
         self.counter += 1;
         let tmp = self.made.join(format!(
-            ".rsmirror-tmp-{}-{}",
+            ".rsmirror-tmp-{}-{}-{}",
             std::process::id(),
+            self.worker,
             self.counter
         ));
         let result = self.write(uri, v, &tmp).and_then(|()| {
@@ -363,11 +540,51 @@ impl Placer {
 
     /// Write the state's bytes as a new file `to` (never replacing one).
     fn write(&mut self, uri: &str, v: &VersionRow, to: &Path) -> Result<(), Error> {
+        let hard_first = self.link == Link::Hard
+            || (self.link == Link::Auto && self.no_reflink && !self.no_hard_link);
+        #[cfg(unix)]
+        if hard_first {
+            match self.link_vouched(v, to) {
+                Ok(true) => {
+                    self.vouched += 1;
+                    return Ok(());
+                }
+                Ok(false) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(StoreError::io("hard-linking the object to", to, e).into());
+                }
+                // Anything else (another file system...): the careful way says what it is.
+                Err(_) => {}
+            }
+        }
+        // On Unix a hard link was tried on the audit's word just above.
+        let vouched = match hard_first && cfg!(unix) {
+            true => None,
+            false => self.vouched_for(v),
+        };
+        if let (Some(object_path), true) = (&vouched, hard_first) {
+            // No need to open the object: link it by name.
+            match std::fs::hard_link(object_path, to) {
+                Ok(()) => {
+                    self.vouched += 1;
+                    return Ok(());
+                }
+                // Another file system: the careful way below finds it again and copies.
+                Err(e) if self.link == Link::Auto && e.kind() == io::ErrorKind::CrossesDevices => {}
+                Err(e) => {
+                    return Err(StoreError::io("hard-linking the object to", to, e).into());
+                }
+            }
+        }
         let (mut object, object_path, relative) = open_object(&self.mirror, uri, v)?;
         if matches!(self.link, Link::Auto) && !self.no_reflink {
             match reflink(&object, to) {
                 Ok(clone) => {
-                    self.verify(&mut object, &object_path, uri, v, &relative)?;
+                    if vouched.is_some() {
+                        self.vouched += 1;
+                    } else {
+                        self.verify(&mut object, &object_path, uri, v, &relative)?;
+                    }
                     set_mtime(&clone, v);
                     return Ok(());
                 }
@@ -381,7 +598,11 @@ impl Placer {
             }
         }
         if matches!(self.link, Link::Hard | Link::Auto) && !self.no_hard_link {
-            self.verify(&mut object, &object_path, uri, v, &relative)?;
+            if vouched.is_some() {
+                self.vouched += 1;
+            } else {
+                self.verify(&mut object, &object_path, uri, v, &relative)?;
+            }
             match std::fs::hard_link(&object_path, to) {
                 Ok(()) => return Ok(()),
                 // Another file system: copies from here on (auto), or an error (hard).
@@ -405,6 +626,69 @@ impl Placer {
         crate::access::check(uri, v, &relative, &got)?;
         set_mtime(&out, v);
         Ok(())
+    }
+
+    /// The object's path when the audit vouches for it (see [`Placer`]): one `stat`, no read.
+    /// Anything odd (no object, another length, a newer time) is left to the careful way,
+    /// which reads it and says what is wrong.
+    fn vouched_for(&self, v: &VersionRow) -> Option<PathBuf> {
+        let vouch = self.vouch.as_ref()?;
+        if v.run >= vouch.run {
+            return None;
+        }
+        let path =
+            crate::store::objects::ObjectStore::at(&self.mirror).path_for(v.sha256.as_deref()?);
+        let meta = std::fs::metadata(&path).ok()?;
+        let same_length = v.length.is_some_and(|n| n >= 0 && n as u64 == meta.len());
+        let older = meta.modified().is_ok_and(|m| m < vouch.started_at);
+        (meta.is_file() && same_length && older).then_some(path)
+    }
+
+    /// [`Placer::vouched_for`] and the hard link, by names relative to the open objects'
+    /// folder and the open folder of `to` (two path lookups of one or two names, not two of
+    /// the whole mirror's and DEST's paths: most of a link's cost). Ok(false): not vouched
+    /// for, or not a name in the folder made last; nothing done.
+    #[cfg(unix)]
+    fn link_vouched(&mut self, v: &VersionRow, to: &Path) -> io::Result<bool> {
+        use std::ffi::CString;
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let (Some(vouch), Some(sha)) = (&self.vouch, v.sha256.as_deref()) else {
+            return Ok(false);
+        };
+        let (Some(name), Some(folder)) = (to.file_name(), to.parent()) else {
+            return Ok(false);
+        };
+        if v.run >= vouch.run || folder != self.made || !crate::store::objects::is_sha256_hex(sha) {
+            return Ok(false);
+        }
+        let started = vouch.started_at;
+        if self.objects_dir.is_none() {
+            self.objects_dir = Some(File::open(self.mirror.join("objects").join("sha256"))?);
+        }
+        if self.made_dir.is_none() {
+            self.made_dir = Some(File::open(&self.made)?);
+        }
+        let object = CString::new(format!("{}/{sha}", &sha[..2])).expect("hex has no NUL");
+        let name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let objects = self.objects_dir.as_ref().expect("opened").as_raw_fd();
+        let made = self.made_dir.as_ref().expect("opened").as_raw_fd();
+        // SAFETY: NUL-terminated names, an open folder, and a plain C struct fstatat fills in.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatat(objects, object.as_ptr(), &mut st, 0) } != 0 {
+            return Ok(false);
+        }
+        let modified = std::time::UNIX_EPOCH
+            + std::time::Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec.max(0) as u32);
+        let same_length = v.length.is_some_and(|n| n >= 0 && n == st.st_size);
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || !same_length || modified >= started {
+            return Ok(false);
+        }
+        // SAFETY: as above.
+        if unsafe { libc::linkat(objects, object.as_ptr(), made, name.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(true)
     }
 
     /// Read the object through and check it (for links, where nothing is copied).

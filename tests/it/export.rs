@@ -472,6 +472,106 @@ fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
     }
 }
 
+/// Write `bytes` over an object; with `keep_time`, its modification time stays what it was
+/// (bit rot, or an edit that put the time back).
+fn overwrite_object(object: &Path, bytes: &[u8], keep_time: bool) {
+    let before = std::fs::metadata(object).unwrap();
+    let mut perms = before.permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(object, perms).unwrap();
+    std::fs::write(object, bytes).unwrap();
+    if keep_time {
+        let f = std::fs::File::options().write(true).open(object).unwrap();
+        f.set_modified(before.modified().unwrap()).unwrap();
+    }
+}
+
+/// `export tree --json` into a new folder under `dir`: (exit code, summary, stderr).
+fn export_json(
+    mirror: &Path,
+    dir: &Path,
+    name: &str,
+    more: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let out = rsmirror()
+        .args(["export", "tree"])
+        .arg(dir.join(name))
+        .args(["--json", "--mirror"])
+        .arg(mirror)
+        .args(more)
+        .output()
+        .unwrap();
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), summary, stderr_of(&out))
+}
+
+#[test]
+fn a_link_takes_a_clean_audits_word_only_for_objects_unchanged_since() {
+    let src = Source::new();
+    let (mirror, resources) = src.mirrored_once();
+    let m = mirror.path();
+    let n = resources.len() as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let sha = sha256(b"plain\n");
+    let object = m.join("objects/sha256").join(&sha[..2]).join(&sha);
+
+    // No audit yet: every object is read.
+    let (code, s, e) = export_json(m, dir.path(), "a", &["--link", "hard"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(s["vouched"], 0, "{s}");
+
+    // After a clean full audit (run 2), links are placed on its word.
+    ok_on_mirror(m, &["audit", "--offline", "-q"]);
+    let (code, s, e) = export_json(m, dir.path(), "b", &["--link", "hard"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(s["vouched"], n, "{s}");
+    assert_eq!(s["vouched_by"], 2, "{s}");
+    assert!(
+        e.contains("linked on the word of the audit of run 2"),
+        "{e}"
+    );
+    // Copies are read whatever an audit said, and --verify reads links too.
+    let (code, s, _) = export_json(m, dir.path(), "c", &["--link", "copy"]);
+    assert_eq!((code, s["vouched"].as_u64()), (Some(0), Some(0)), "{s}");
+    let (code, s, _) = export_json(m, dir.path(), "d", &["--link", "hard", "--verify"]);
+    assert_eq!((code, s["vouched"].as_u64()), (Some(0), Some(0)), "{s}");
+
+    // An object changed since the audit (its time says so) is read, and found damaged.
+    overwrite_object(&object, b"plane\n", false);
+    let (code, _, e) = export_json(m, dir.path(), "e", &["--link", "hard"]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(
+        e.contains("/res/plain.txt") && e.contains("does not match the catalog"),
+        "{e}"
+    );
+
+    // Damage that kept the object's length and time is the audit's to find: a link takes the
+    // audit's word for it (what --verify is for)...
+    overwrite_object(&object, b"plain\n", false);
+    let (code, s, e) = export_json(m, dir.path(), "f", &["--link", "hard"]);
+    assert_eq!(code, Some(0), "{e}");
+    // (restored after the audit: read, not vouched for)
+    assert_eq!(s["vouched"], n - 1, "{s}");
+    let sha_b = sha256(&resources[9].1);
+    let object_b = m.join("objects/sha256").join(&sha_b[..2]).join(&sha_b);
+    let mut rotten = resources[9].1.clone();
+    rotten[0] ^= 1;
+    overwrite_object(&object_b, &rotten, true);
+    let (code, _, e) = export_json(m, dir.path(), "g", &["--link", "hard", "--verify"]);
+    assert_eq!(code, Some(1), "--verify reads every object: {e}");
+    assert!(e.contains(resources[9].0), "{e}");
+    // ... and once an audit has found damage, no object is taken on any audit's word.
+    let out = on_mirror(m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let (code, _, e) = export_json(m, dir.path(), "h", &["--link", "hard"]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(
+        e.contains(resources[9].0) && e.contains("does not match the catalog"),
+        "{e}"
+    );
+}
+
 #[test]
 fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
     let src = Source::new();
