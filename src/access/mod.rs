@@ -496,18 +496,11 @@ pub fn each_state(
     filter: &Filter,
     mut f: impl FnMut(&str, &str, &VersionRow) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let mut sql = format!(
-        "SELECT r.uri, c.name, {} FROM resources r JOIN versions v ON {} \
-         JOIN collections c ON c.id = r.collection_id \
-         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2",
-        VersionRow::SELECT,
-        state_join(point, "?2")
+    let sql = states_sql(
+        point,
+        filter,
+        &format!("r.uri, c.name, {}", VersionRow::SELECT),
     );
-    if !filter.deleted {
-        sql.push_str(" AND v.change != 'deleted'");
-    }
-    sql.push_str(&filter.collection_clause());
-    sql.push_str(" ORDER BY r.uri");
     let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt
         .query(rusqlite::params![filter.prefix, point.bound()])
@@ -527,6 +520,47 @@ pub fn each_state(
         }
     }
     Ok(())
+}
+
+/// The URIs [`each_state`] walks, in the same order, and nothing else (a quicker walk).
+pub fn each_state_uri(
+    reader: &Reader,
+    point: Point,
+    filter: &Filter,
+    mut f: impl FnMut(&str) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    let sql = states_sql(point, filter, "r.uri");
+    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt
+        .query(rusqlite::params![filter.prefix, point.bound()])
+        .map_err(StoreError::from)?;
+    while let Some(r) = rows.next().map_err(StoreError::from)? {
+        let uri = r.get_ref(0).map_err(StoreError::from)?;
+        let uri = uri
+            .as_str()
+            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
+        if !f(uri)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The query of the states at `point` under `filter`, in URI order: `columns` of
+/// `resources r`, `versions v` and `collections c`; `?1` the prefix, `?2` the point's bound.
+fn states_sql(point: Point, filter: &Filter, columns: &str) -> String {
+    let mut sql = format!(
+        "SELECT {columns} FROM resources r JOIN versions v ON {} \
+         JOIN collections c ON c.id = r.collection_id \
+         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2",
+        state_join(point, "?2")
+    );
+    if !filter.deleted {
+        sql.push_str(" AND v.change != 'deleted'");
+    }
+    sql.push_str(&filter.collection_clause());
+    sql.push_str(" ORDER BY r.uri");
+    sql
 }
 
 /// Every version up to a point, tombstones included, in the order they arrived (by run, then

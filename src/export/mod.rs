@@ -232,6 +232,14 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         .run
         .unwrap_or_else(|| reader.runs.keys().next_back().copied().unwrap_or(0));
     let point = Point { run: Some(run) };
+    // No run after it in this snapshot: its states are the current ones.
+    let newest = reader
+        .conn()
+        .query_row("SELECT coalesce(max(id), 0) FROM runs", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_err(StoreError::from)?
+        <= run;
     let collections = match &o.collection {
         None => None,
         Some(c) => Some(crate::access::collection_ids(&reader, c)?),
@@ -274,6 +282,7 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         reader: &reader,
         mirror,
         point,
+        newest,
         filter: crate::access::Filter {
             prefix: String::new(),
             collections,

@@ -295,11 +295,12 @@ pub fn export(
     let mut changes = format!(
         "{HEAD}<urlset {NS}>\n<rs:ln rel=\"up\" href=\"{capability_list}\"/>\n<rs:md capability=\"changelist\" from=\"{from}\" until=\"{at}\"/>\n"
     );
+    let mut namer = paths::Namer::default();
     each_version(walk.reader, walk.point, &walk.filter, |uri, v| {
         if v.run <= from_run {
             return Ok(true);
         }
-        let Some(n) = paths::natural(uri, walk.strip, false) else {
+        let Some(n) = namer.natural(uri, walk.strip, false) else {
             return Ok(true);
         };
         let url = url_of(base, &clashes.place(uri, n).joined());

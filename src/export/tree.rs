@@ -9,7 +9,7 @@
 //!    path), its bytes checked against the catalog, and the new map written.
 
 use crate::access::status::Vouch;
-use crate::access::{each_state, open_object, Filter, Point, Reader, VersionRow};
+use crate::access::{each_state, each_state_uri, open_object, Filter, Point, Reader, VersionRow};
 use crate::error::Error;
 use crate::export::paths::{self, Natural};
 use crate::export::{Link, Summary};
@@ -23,7 +23,11 @@ use std::path::{Path, PathBuf};
 pub struct Walk<'a> {
     pub reader: &'a Reader,
     pub mirror: &'a Path,
+    /// The run whose state is exported (what the export's record names).
     pub point: Point,
+    /// `point` is the newest run the walk's snapshot of the catalog holds: its states are the
+    /// current ones, a quicker join (`Walk::states`).
+    pub newest: bool,
     pub filter: Filter,
     pub strip: Option<&'a str>,
     /// No `%` in names (a BagIt bag: see `paths`).
@@ -33,6 +37,16 @@ pub struct Walk<'a> {
     /// The audit whose word a link (no bytes copied) takes for an object that has not changed
     /// since it (see [`Placer`]); None: every object is read.
     pub vouch: Option<&'a Vouch>,
+}
+
+impl Walk<'_> {
+    /// The point to walk the states at: the same states as `point`'s.
+    pub fn states(&self) -> Point {
+        match self.newest {
+            true => Point::NOW,
+            false => self.point,
+        }
+    }
 }
 
 /// One file of the export as a format sees it once placed.
@@ -144,8 +158,9 @@ impl Clashes {
         };
         // The export's own folder is taken at the top.
         c.files.insert(paths::key(paths::OWN));
-        each_state(walk.reader, walk.point, &walk.filter, |uri, _, _| {
-            let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
+        let mut namer = paths::Namer::default();
+        each_state_uri(walk.reader, walk.states(), &walk.filter, |uri| {
+            let Some(n) = namer.natural(uri, walk.strip, walk.no_percent) else {
                 return Ok(true);
             };
             let mut folder = String::new();
@@ -202,13 +217,13 @@ pub fn export(
     // Walk 2: the earlier export's files that the new state does not have at the same path.
     if earlier {
         let mut old = OldMap::open(own, true)?;
-        each_state(walk.reader, walk.point, &walk.filter, |uri, _, _| {
+        let mut namer = paths::Namer::default();
+        each_state_uri(walk.reader, walk.states(), &walk.filter, |uri| {
             let (gone, same) = old.take_through(uri)?;
             for g in gone {
                 summary.removed += remove(root, &g.path)?;
             }
-            if let (Some(same), Some(n)) = (same, paths::natural(uri, walk.strip, walk.no_percent))
-            {
+            if let (Some(same), Some(n)) = (same, namer.natural(uri, walk.strip, walk.no_percent)) {
                 if clashes.place(uri, n).joined() != same.path {
                     summary.removed += remove(root, &same.path)?;
                 }
@@ -230,8 +245,9 @@ pub fn export(
     let pool = Pool::new(walk, root, link, !earlier);
     std::thread::scope(|sc| -> Result<(), Error> {
         let mut pool = pool.start(sc);
-        each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
-            let Some(n) = paths::natural(uri, walk.strip, walk.no_percent) else {
+        let mut namer = paths::Namer::default();
+        each_state(walk.reader, walk.states(), &walk.filter, |uri, _, v| {
+            let Some(n) = namer.natural(uri, walk.strip, walk.no_percent) else {
                 return Ok(true);
             };
             let n = clashes.place(uri, n);

@@ -284,7 +284,7 @@ pub fn export(
             record(uri, v)
         })?;
     } else {
-        each_state(walk.reader, walk.point, &walk.filter, |uri, _, v| {
+        each_state(walk.reader, walk.states(), &walk.filter, |uri, _, v| {
             record(uri, v)
         })?;
     }
