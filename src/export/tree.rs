@@ -324,10 +324,40 @@ struct Job {
     path: String,
 }
 
+impl Job {
+    /// Take another file's values, keeping the strings' memory: batches come back from the
+    /// workers to be filled again, so the walk allocates nothing per file for them (and no
+    /// thread frees what another allocated, which makes the threads wait on the allocator).
+    fn refill(&mut self, uri: &str, v: &VersionRow, path: &str) {
+        fn set(to: &mut String, from: &str) {
+            to.clear();
+            to.push_str(from);
+        }
+        fn set_opt(to: &mut Option<String>, from: Option<&str>) {
+            match (to.as_mut(), from) {
+                (Some(t), Some(f)) => set(t, f),
+                (_, f) => *to = f.map(str::to_string),
+            }
+        }
+        set(&mut self.uri, uri);
+        set(&mut self.path, path);
+        let d = &mut self.version;
+        d.version = v.version;
+        d.run = v.run;
+        d.length = v.length;
+        set(&mut d.change, &v.change);
+        set_opt(&mut d.lastmod, v.lastmod.as_deref());
+        set_opt(&mut d.sha256, v.sha256.as_deref());
+        set_opt(&mut d.md5, v.md5.as_deref());
+        set_opt(&mut d.media_type, v.media_type.as_deref());
+    }
+}
+
 /// Places files on worker threads while the walk goes on: the walk reads the catalog and
 /// works out every path (CPU), the workers make links and copies (system calls), so the two
-/// overlap. A folder's files go to one worker, in URI order (two workers making links in one
-/// folder at once wait on each other in the kernel); the first failure stops the export.
+/// overlap. A folder's files go to one worker, in URI order, the next folder to the next
+/// worker (two workers making links in one folder at once wait on each other in the kernel);
+/// the first failure stops the export.
 struct Pool {
     placers: Vec<Placer>,
 }
@@ -337,8 +367,13 @@ const BATCH: usize = 64;
 
 /// A started [`Pool`] within a thread scope.
 struct Running<'scope> {
-    /// Each worker's queue, and its batch being filled.
-    jobs: Vec<(crossbeam_channel::Sender<Vec<Job>>, Vec<Job>)>,
+    /// Each worker's queue, its batch being filled and how many of the batch's jobs are.
+    jobs: Vec<(crossbeam_channel::Sender<Vec<Job>>, Vec<Job>, usize)>,
+    /// Batches the workers are done with, to fill again.
+    done: crossbeam_channel::Receiver<Vec<Job>>,
+    /// The folder of the last file handed out, and the worker it went to.
+    folder: String,
+    worker: usize,
     failed: std::sync::Arc<Failed>,
     /// Each returns how many files it linked on the audit's word.
     workers: Vec<std::thread::ScopedJoinHandle<'scope, u64>>,
@@ -368,16 +403,18 @@ impl Pool {
     fn start<'scope, 'env>(self, sc: &'scope std::thread::Scope<'scope, 'env>) -> Running<'scope> {
         let failed = std::sync::Arc::new(Failed::default());
         let mut jobs = Vec::new();
+        let (done_tx, done) = crossbeam_channel::unbounded::<Vec<Job>>();
         let workers = self
             .placers
             .into_iter()
             .map(|mut placer| {
                 let (tx, rx) = crossbeam_channel::bounded::<Vec<Job>>(16);
-                jobs.push((tx, Vec::with_capacity(BATCH)));
+                jobs.push((tx, Vec::with_capacity(BATCH), 0));
                 let failed = failed.clone();
+                let done = done_tx.clone();
                 sc.spawn(move || {
                     'batches: for batch in rx {
-                        for job in batch {
+                        for job in &batch {
                             if let Err(e) = placer.place(&job.uri, &job.version, &job.path) {
                                 let mut f = failed.first.lock().unwrap_or_else(|p| p.into_inner());
                                 f.get_or_insert(e);
@@ -386,6 +423,8 @@ impl Pool {
                                 break 'batches;
                             }
                         }
+                        // The walk has stopped when nobody takes it back.
+                        let _ = done.send(batch);
                     }
                     placer.vouched
                 })
@@ -393,6 +432,9 @@ impl Pool {
             .collect();
         Running {
             jobs,
+            done,
+            folder: String::new(),
+            worker: 0,
             failed,
             workers,
         }
@@ -405,34 +447,41 @@ impl Running<'_> {
         if self.failed.any.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
         }
+        // Each new folder goes to the next worker in turn (files come in URI order: a
+        // folder's files mostly together).
         let folder = path.rsplit_once('/').map_or("", |(f, _)| f);
-        let worker = match self.jobs.len() {
-            1 => 0,
-            n => {
-                use std::hash::{BuildHasher, BuildHasherDefault};
-                let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                    .hash_one(folder);
-                (h % n as u64) as usize
-            }
-        };
-        let (tx, batch) = &mut self.jobs[worker];
-        batch.push(Job {
-            uri: uri.to_string(),
-            version: v.clone(),
-            path: path.to_string(),
-        });
-        if batch.len() < BATCH {
+        if folder != self.folder {
+            self.folder.clear();
+            self.folder.push_str(folder);
+            self.worker = (self.worker + 1) % self.jobs.len();
+        }
+        let (tx, batch, filled) = &mut self.jobs[self.worker];
+        match batch.get_mut(*filled) {
+            Some(job) => job.refill(uri, v, path),
+            None => batch.push(Job {
+                uri: uri.to_string(),
+                version: v.clone(),
+                path: path.to_string(),
+            }),
+        }
+        *filled += 1;
+        if *filled < BATCH {
             return true;
         }
+        *filled = 0;
+        let next = self
+            .done
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
         // An error only when that worker stopped on a failure.
-        tx.send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
-            .is_ok()
+        tx.send(std::mem::replace(batch, next)).is_ok()
     }
 
     /// Wait for every file handed out: how many were linked on the audit's word, or the
     /// first failure.
     fn finish(mut self) -> Result<u64, Error> {
-        for (tx, batch) in self.jobs.drain(..) {
+        for (tx, mut batch, filled) in self.jobs.drain(..) {
+            batch.truncate(filled);
             if !batch.is_empty() {
                 // A worker that stopped has its failure recorded: nothing is lost.
                 let _ = tx.send(batch);

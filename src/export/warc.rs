@@ -13,7 +13,6 @@ use crate::error::Error;
 use crate::export::tree::Walk;
 use crate::export::Summary;
 use crate::store::StoreError;
-use flate2::write::GzEncoder;
 use flate2::Compression;
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -56,23 +55,85 @@ struct Out<'a> {
     file: Option<(BufWriter<File>, PathBuf, u64)>,
     warcinfo: String,
     buf: Vec<u8>,
+    gz: Member,
     files: Vec<String>,
 }
 
-/// Counts what is written to a file.
-struct Counting<W: Write> {
-    inner: W,
-    n: u64,
+/// Writes gzip members (RFC 1952) with one deflate stream, reset between members: a new
+/// encoder per record set up (and zeroed) its tables each time, a third of an export of small
+/// records.
+struct Member {
+    deflate: flate2::Compress,
+    crc: flate2::Crc,
+    /// Compressed bytes not yet written.
+    out: Vec<u8>,
+    /// Compressed bytes written of this member.
+    written: u64,
 }
 
-impl<W: Write> Write for Counting<W> {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(b)?;
-        self.n += n as u64;
-        Ok(n)
+impl Member {
+    /// A member's header: deflate, no name, no time, OS unknown.
+    const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+    const OUT: usize = 64 * 1024;
+
+    fn new(level: u32) -> Member {
+        Member {
+            deflate: flate2::Compress::new(Compression::new(level), false),
+            crc: flate2::Crc::new(),
+            out: Vec::with_capacity(2 * Self::OUT),
+            written: 0,
+        }
     }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+
+    fn begin(&mut self) {
+        self.deflate.reset();
+        self.crc.reset();
+        self.out.clear();
+        self.out.extend_from_slice(&Self::HEADER);
+        self.written = 0;
+    }
+
+    fn spill(&mut self, w: &mut impl Write) -> io::Result<()> {
+        if self.out.capacity() - self.out.len() < Self::OUT {
+            w.write_all(&self.out)?;
+            self.written += self.out.len() as u64;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, data: &[u8], w: &mut impl Write) -> io::Result<()> {
+        self.crc.update(data);
+        let mut input = data;
+        while !input.is_empty() {
+            self.spill(w)?;
+            let before = self.deflate.total_in();
+            self.deflate
+                .compress_vec(input, &mut self.out, flate2::FlushCompress::None)
+                .map_err(io::Error::other)?;
+            input = &input[(self.deflate.total_in() - before) as usize..];
+        }
+        Ok(())
+    }
+
+    /// End the member: the bytes it took in the file.
+    fn finish(&mut self, w: &mut impl Write) -> io::Result<u64> {
+        loop {
+            self.spill(w)?;
+            let status = self
+                .deflate
+                .compress_vec(&[], &mut self.out, flate2::FlushCompress::Finish)
+                .map_err(io::Error::other)?;
+            if status == flate2::Status::StreamEnd {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&self.crc.sum().to_le_bytes());
+        self.out.extend_from_slice(&self.crc.amount().to_le_bytes());
+        w.write_all(&self.out)?;
+        self.written += self.out.len() as u64;
+        self.out.clear();
+        Ok(self.written)
     }
 }
 
@@ -146,14 +207,9 @@ impl Out<'_> {
     ) -> Result<(), Error> {
         let (w, path, size) = self.file.as_mut().expect("an open file");
         let io_err = |e: io::Error| Error::from(StoreError::io("writing", path, e));
-        let mut gz = GzEncoder::new(
-            Counting {
-                inner: &mut *w,
-                n: 0,
-            },
-            Compression::new(6),
-        );
-        gz.write_all(head).map_err(io_err)?;
+        let gz = &mut self.gz;
+        gz.begin();
+        gz.write(head, w).map_err(io_err)?;
         let mut hasher = Sha256::new();
         let mut length = 0u64;
         loop {
@@ -165,14 +221,13 @@ impl Out<'_> {
             };
             hasher.update(&self.buf[..n]);
             length += n as u64;
-            gz.write_all(&self.buf[..n]).map_err(io_err)?;
+            gz.write(&self.buf[..n], w).map_err(io_err)?;
         }
         if let Some(check) = check {
             check(&hex::encode(hasher.finalize()), length)?;
         }
-        gz.write_all(b"\r\n\r\n").map_err(io_err)?;
-        let counted = gz.finish().map_err(io_err)?;
-        *size += counted.n;
+        gz.write(b"\r\n\r\n", w).map_err(io_err)?;
+        *size += gz.finish(w).map_err(io_err)?;
         Ok(())
     }
 
@@ -269,6 +324,7 @@ pub fn export(
         file: None,
         warcinfo: String::new(),
         buf: vec![0; 256 * 1024],
+        gz: Member::new(6),
         files: Vec::new(),
     };
     let mut record = |uri: &str, v: &VersionRow| -> Result<bool, Error> {
