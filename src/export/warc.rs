@@ -137,7 +137,213 @@ impl Member {
     }
 }
 
+/// One record as one gzip member into `w` (the file at `path`, or a worker's buffer): `head`,
+/// the block from `body` (read from `object`), and the record's end. `check`: the block must
+/// hash to this (an object's bytes). The bytes written.
+#[allow(clippy::too_many_arguments)]
+fn member(
+    gz: &mut Member,
+    buf: &mut [u8],
+    head: &[u8],
+    body: &mut dyn Read,
+    object: &Path,
+    check: Option<Check<'_>>,
+    w: &mut impl Write,
+    path: &Path,
+) -> Result<u64, Error> {
+    let io_err = |e: io::Error| Error::from(StoreError::io("writing", path, e));
+    gz.begin();
+    gz.write(head, w).map_err(io_err)?;
+    let mut hasher = Sha256::new();
+    let mut length = 0u64;
+    loop {
+        let n = match body.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(StoreError::io("reading the object", object, e).into()),
+        };
+        hasher.update(&buf[..n]);
+        length += n as u64;
+        gz.write(&buf[..n], w).map_err(io_err)?;
+    }
+    if let Some(check) = check {
+        check(&hex::encode(hasher.finalize()), length)?;
+    }
+    gz.write(b"\r\n\r\n", w).map_err(io_err)?;
+    gz.finish(w).map_err(io_err)
+}
+
+/// A record for a worker to compress whole.
+struct Task {
+    head: String,
+    body: Body,
+}
+
+enum Body {
+    /// A state's object, checked against the catalog as it is read.
+    Object { uri: String, version: VersionRow },
+    /// A block made here (a deletion's fields).
+    Bytes(Vec<u8>),
+}
+
+/// Records of more bytes than this are compressed by the walk itself, straight into the file
+/// (a worker holds a record's compressed bytes until its turn to be written).
+const HELD: u64 = 4 << 20;
+/// At most this many records, and about this many bytes, are with the workers at once.
+const IN_FLIGHT: usize = 256;
+const IN_FLIGHT_BYTES: u64 = 32 << 20;
+
+/// Compresses records on worker threads (deflate is most of a WARC export's time; a member
+/// per record cannot share one stream), while the walk reads the catalog and writes the
+/// members in order.
+struct Pool {
+    to: Vec<crossbeam_channel::Sender<Task>>,
+    from: Vec<crossbeam_channel::Receiver<Result<Vec<u8>, Error>>>,
+    /// Records handed out and written, counted from 0: record k goes to worker k % n.
+    sent: u64,
+    written: u64,
+    /// The most bytes each record in flight can take in the file, oldest first, and their sum.
+    bounds: std::collections::VecDeque<u64>,
+    bound: u64,
+}
+
+impl Pool {
+    fn start<'scope, 'env>(
+        sc: &'scope std::thread::Scope<'scope, 'env>,
+        mirror: &'env Path,
+    ) -> Pool {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+        let (mut to, mut from) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let (task_tx, task_rx) = crossbeam_channel::unbounded::<Task>();
+            let (done_tx, done_rx) = crossbeam_channel::unbounded();
+            to.push(task_tx);
+            from.push(done_rx);
+            sc.spawn(move || {
+                let mut gz = Member::new(6);
+                let mut buf = vec![0u8; 256 * 1024];
+                let held = Path::new("(a record held in memory)");
+                for task in task_rx {
+                    let mut out = Vec::new();
+                    let r = match &task.body {
+                        Body::Bytes(b) => {
+                            let mut body: &[u8] = b;
+                            let from = Path::new("(the record's fields)");
+                            member(
+                                &mut gz,
+                                &mut buf,
+                                task.head.as_bytes(),
+                                &mut body,
+                                from,
+                                None,
+                                &mut out,
+                                held,
+                            )
+                        }
+                        Body::Object { uri, version } => open_object(mirror, uri, version)
+                            .and_then(|(mut object, path, relative)| {
+                                let mut check = |got: &str, n: u64| {
+                                    crate::access::check(
+                                        uri,
+                                        version,
+                                        &relative,
+                                        &crate::access::Got {
+                                            sha256: got.to_string(),
+                                            length: n,
+                                        },
+                                    )
+                                };
+                                member(
+                                    &mut gz,
+                                    &mut buf,
+                                    task.head.as_bytes(),
+                                    &mut object,
+                                    &path,
+                                    Some(&mut check),
+                                    &mut out,
+                                    held,
+                                )
+                            }),
+                    };
+                    // The walk has stopped when nobody takes it.
+                    if done_tx.send(r.map(|_| out)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Pool {
+            to,
+            from,
+            sent: 0,
+            written: 0,
+            bounds: Default::default(),
+            bound: 0,
+        }
+    }
+
+    fn in_flight(&self) -> bool {
+        self.written < self.sent
+    }
+}
+
 impl Out<'_> {
+    /// Hand a record to the workers; `bound`: the most bytes its member can take.
+    fn send(&mut self, pool: &mut Pool, task: Task, bound: u64) -> Result<(), Error> {
+        while pool.sent - pool.written >= IN_FLIGHT as u64
+            || (pool.in_flight() && pool.bound + bound > IN_FLIGHT_BYTES)
+        {
+            self.write_next(pool)?;
+        }
+        let n = pool.to.len() as u64;
+        if pool.to[(pool.sent % n) as usize].send(task).is_err() {
+            // A worker stopped: only a panic does that.
+            return Err(Error::Damaged(
+                "export warc: a compressing thread stopped".into(),
+            ));
+        }
+        pool.sent += 1;
+        pool.bounds.push_back(bound);
+        pool.bound += bound;
+        Ok(())
+    }
+
+    /// Write the oldest record in flight, once compressed.
+    fn write_next(&mut self, pool: &mut Pool) -> Result<(), Error> {
+        let n = pool.from.len() as u64;
+        let got = pool.from[(pool.written % n) as usize]
+            .recv()
+            .map_err(|_| Error::Damaged("export warc: a compressing thread stopped".into()))??;
+        pool.written += 1;
+        pool.bound -= pool.bounds.pop_front().unwrap_or(0);
+        let (w, path, size) = self.file.as_mut().expect("an open file");
+        w.write_all(&got)
+            .map_err(|e| StoreError::io("writing", path, e))?;
+        *size += got.len() as u64;
+        Ok(())
+    }
+
+    fn drain(&mut self, pool: &mut Pool) -> Result<(), Error> {
+        while pool.in_flight() {
+            self.write_next(pool)?;
+        }
+        Ok(())
+    }
+
+    /// The file the next record goes into: the open one, unless it is (or may be, with the
+    /// records in flight) past the size; then, once they are written, a new one if it is. A
+    /// new file starts after the record that takes one past the size, as if written one by
+    /// one.
+    fn next_file(&mut self, pool: &mut Pool) -> Result<(), Error> {
+        let size = self.file.as_ref().map_or(0, |(_, _, n)| *n);
+        if self.file.is_some() && size + pool.bound >= self.max {
+            self.drain(pool)?;
+            self.close_if(false)?;
+        }
+        self.file()
+    }
+
     fn name(&self) -> String {
         format!("rsmirror-{:05}.warc.gz", self.index)
     }
@@ -192,42 +398,32 @@ impl Out<'_> {
         );
         self.member(
             head.as_bytes(),
-            &mut io::Cursor::new(fields.as_bytes().to_vec()),
+            &mut fields.as_bytes(),
+            Path::new("(the record's fields)"),
             None,
         )
     }
 
-    /// One record as one gzip member: `head`, the block from `body`, and the record's end.
-    /// `check`: the block must hash to this (an object's bytes).
+    /// One record as one gzip member straight into the file (the warcinfo record, and records
+    /// too big to be held whole by a worker).
     fn member(
         &mut self,
         head: &[u8],
         body: &mut dyn Read,
+        object: &Path,
         check: Option<Check<'_>>,
     ) -> Result<(), Error> {
         let (w, path, size) = self.file.as_mut().expect("an open file");
-        let io_err = |e: io::Error| Error::from(StoreError::io("writing", path, e));
-        let gz = &mut self.gz;
-        gz.begin();
-        gz.write(head, w).map_err(io_err)?;
-        let mut hasher = Sha256::new();
-        let mut length = 0u64;
-        loop {
-            let n = match body.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(StoreError::io("reading the object", path, e).into()),
-            };
-            hasher.update(&self.buf[..n]);
-            length += n as u64;
-            gz.write(&self.buf[..n], w).map_err(io_err)?;
-        }
-        if let Some(check) = check {
-            check(&hex::encode(hasher.finalize()), length)?;
-        }
-        gz.write(b"\r\n\r\n", w).map_err(io_err)?;
-        *size += gz.finish(w).map_err(io_err)?;
+        *size += member(
+            &mut self.gz,
+            &mut self.buf,
+            head,
+            body,
+            object,
+            check,
+            w,
+            path,
+        )?;
         Ok(())
     }
 
@@ -252,22 +448,34 @@ impl Out<'_> {
         Ok(())
     }
 
-    fn resource(&mut self, uri: &str, v: &VersionRow, mirror: &Path) -> Result<u64, Error> {
-        self.file()?;
+    /// One state's record (a deletion's, with `--all-versions`): the bytes of its block.
+    fn resource(
+        &mut self,
+        pool: &mut Pool,
+        uri: &str,
+        v: &VersionRow,
+        mirror: &Path,
+    ) -> Result<u64, Error> {
+        self.next_file(pool)?;
         let arrived = self.reader.arrived(v.run).to_string();
         let date = crate::export::micros(&arrived);
         let id = record_id(&[uri, &v.version.to_string()]);
         if v.deleted() {
             let fields = format!("deleted: {date}\r\nrun: {}\r\n", v.run);
-            let headers = format!(
-                "WARC-Record-ID: {id}\r\nWARC-Date: {date}\r\nWARC-Target-URI: {uri}\r\n\
-                 WARC-Warcinfo-ID: {}\r\n",
-                self.warcinfo
+            let head = format!(
+                "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
+                 WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\n\
+                 Content-Type: application/warc-fields\r\nWARC-Block-Digest: sha256:{}\r\n\
+                 Content-Length: {}\r\n\r\n",
+                self.warcinfo,
+                hex::encode(Sha256::digest(fields.as_bytes())),
+                fields.len()
             );
-            self.fields_record("metadata", &headers, &fields)?;
+            let bound = bound(head.len() as u64 + fields.len() as u64);
+            let body = Body::Bytes(fields.into_bytes());
+            self.send(pool, Task { head, body }, bound)?;
             return Ok(0);
         }
-        let (mut object, _, relative) = open_object(mirror, uri, v)?;
         let sha = v.sha256.clone().unwrap_or_default();
         let length = v.length.unwrap_or(0).max(0) as u64;
         let head = format!(
@@ -280,6 +488,18 @@ impl Out<'_> {
                 .as_deref()
                 .unwrap_or("application/octet-stream")
         );
+        if length <= HELD {
+            let body = Body::Object {
+                uri: uri.to_string(),
+                version: v.clone(),
+            };
+            let bound = bound(head.len() as u64 + length);
+            self.send(pool, Task { head, body }, bound)?;
+            return Ok(length);
+        }
+        // A big record: everything before it written first, then it, streamed.
+        self.drain(pool)?;
+        let (mut object, path, relative) = open_object(mirror, uri, v)?;
         let mut check = |got: &str, n: u64| {
             crate::access::check(
                 uri,
@@ -291,9 +511,15 @@ impl Out<'_> {
                 },
             )
         };
-        self.member(head.as_bytes(), &mut object, Some(&mut check))?;
+        self.member(head.as_bytes(), &mut object, &path, Some(&mut check))?;
         Ok(length)
     }
+}
+
+/// The most bytes a member of a record of `n` bytes can take: deflate's stored blocks add 5
+/// bytes per 16 KB at worst, gzip 18, and the record's end 4.
+fn bound(n: u64) -> u64 {
+    n + n / 3000 + 64
 }
 
 pub fn export(
@@ -327,23 +553,27 @@ pub fn export(
         gz: Member::new(6),
         files: Vec::new(),
     };
-    let mut record = |uri: &str, v: &VersionRow| -> Result<bool, Error> {
-        let bytes = out.resource(uri, v, walk.mirror)?;
-        summary.files += 1;
-        summary.written += 1;
-        summary.bytes += bytes;
-        out.close_if(false)?;
-        Ok(true)
-    };
-    if all_versions {
-        each_version(walk.reader, walk.point, &walk.filter, |uri, v| {
-            record(uri, v)
-        })?;
-    } else {
-        each_state(walk.reader, walk.states(), &walk.filter, |uri, _, v| {
-            record(uri, v)
-        })?;
-    }
+    std::thread::scope(|sc| -> Result<(), Error> {
+        let mut pool = Pool::start(sc, walk.mirror);
+        let mut record = |uri: &str, v: &VersionRow| -> Result<bool, Error> {
+            let bytes = out.resource(&mut pool, uri, v, walk.mirror)?;
+            summary.files += 1;
+            summary.written += 1;
+            summary.bytes += bytes;
+            Ok(true)
+        };
+        if all_versions {
+            each_version(walk.reader, walk.point, &walk.filter, |uri, v| {
+                record(uri, v)
+            })?;
+        } else {
+            each_state(walk.reader, walk.states(), &walk.filter, |uri, _, v| {
+                record(uri, v)
+            })?;
+        }
+        out.drain(&mut pool)
+        // The workers stop as the pool's channels go.
+    })?;
     if out.index == 0 && out.file.is_none() {
         // Nothing to export: one file with its warcinfo record says so.
         out.file()?;

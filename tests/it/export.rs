@@ -636,9 +636,14 @@ import hashlib, json, sys, glob
 from warcio.archiveiterator import ArchiveIterator
 for name in sorted(glob.glob(sys.argv[1] + "/*.warc.gz")):
     with open(name, "rb") as f:
-        for r in ArchiveIterator(f):
+        it = ArchiveIterator(f)
+        for r in it:
             body = r.content_stream().read()
+            it.read_to_end()
             print(json.dumps({"file": name.rsplit("/", 1)[1], "type": r.rec_type,
+                "offset": it.get_record_offset(), "length": it.get_record_length(),
+                "id": r.rec_headers.get_header("WARC-Record-ID"),
+                "warcinfo": r.rec_headers.get_header("WARC-Warcinfo-ID"),
                 "uri": r.rec_headers.get_header("WARC-Target-URI"),
                 "date": r.rec_headers.get_header("WARC-Date"),
                 "sha256": hashlib.sha256(body).hexdigest(),
@@ -799,6 +804,89 @@ fn warc_files_hold_every_state_and_warcio_reads_them_back() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn warc_files_split_after_the_record_that_passes_the_size_and_big_records_stream() {
+    // Small records around one of 5 MB (more than a compressing thread holds: the walk
+    // streams it itself), in files of about 1,000 bytes.
+    let src = Source::new();
+    let mut big = Vec::with_capacity(5 << 20);
+    let mut x: u32 = 1;
+    while big.len() < 5 << 20 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        big.extend_from_slice(&x.to_le_bytes());
+    }
+    let mut resources: Vec<(String, Vec<u8>)> = (0..40)
+        .map(|i| {
+            (
+                format!("/r/{i:02}.txt"),
+                format!("record {i}\n").repeat(i + 1).into_bytes(),
+            )
+        })
+        .collect();
+    resources.insert(20, ("/r/20-big.bin".into(), big));
+    let listed: Vec<(&str, Vec<u8>)> = resources
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.clone()))
+        .collect();
+    src.publish("2026-03-01T00:00:00Z", &listed);
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("w");
+    run_ok(
+        &[
+            "export",
+            "warc",
+            dest.to_str().unwrap(),
+            "--warc-size",
+            "1000",
+        ],
+        mirror.path(),
+    );
+    warcio_check(&dest);
+    let Some(records) = warc_records(&dest) else {
+        return;
+    };
+    // Every state once, in URI order, with its own bytes.
+    let body: Vec<&serde_json::Value> =
+        records.iter().filter(|r| r["type"] == "resource").collect();
+    let mut want: Vec<&(String, Vec<u8>)> = resources.iter().collect();
+    want.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(body.len(), want.len());
+    for (r, (path, bytes)) in body.iter().zip(want) {
+        assert!(r["uri"].as_str().unwrap().ends_with(path.as_str()), "{r}");
+        assert_eq!(r["sha256"], sha256(bytes), "{path}");
+    }
+    // Each file: its warcinfo first and named by its records; it ends with the record that
+    // takes it past 1,000 bytes (the last file may hold less).
+    let files: std::collections::BTreeSet<&str> = records
+        .iter()
+        .map(|r| r["file"].as_str().unwrap())
+        .collect();
+    assert!(files.len() > 10, "{files:?}");
+    for (i, f) in files.iter().enumerate() {
+        let of: Vec<&serde_json::Value> = records.iter().filter(|r| r["file"] == *f).collect();
+        assert_eq!(of[0]["type"], "warcinfo", "{f}");
+        for r in &of[1..] {
+            assert_eq!(r["warcinfo"], of[0]["id"], "{f}: {r}");
+        }
+        let size = std::fs::metadata(dest.join(f)).unwrap().len();
+        let last = of.last().unwrap();
+        assert_eq!(
+            last["offset"].as_u64().unwrap() + last["length"].as_u64().unwrap(),
+            size,
+            "{f}"
+        );
+        if i + 1 < files.len() {
+            assert!(size >= 1000, "{f}: {size}");
+        }
+        assert!(last["offset"].as_u64().unwrap() < 1000, "{f}: {last}");
     }
 }
 
