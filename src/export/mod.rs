@@ -9,6 +9,7 @@
 //! to the new state, touching only what changed.
 
 pub mod bagit;
+pub mod gzip;
 pub mod ocfl;
 pub mod paths;
 pub mod resourcesync;

@@ -10,10 +10,10 @@
 
 use crate::access::{each_state, each_version, open_object, Reader, VersionRow};
 use crate::error::Error;
+use crate::export::gzip::Member;
 use crate::export::tree::Walk;
 use crate::export::Summary;
 use crate::store::StoreError;
-use flate2::Compression;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -59,100 +59,23 @@ struct Out<'a> {
     files: Vec<String>,
 }
 
-/// Writes gzip members (RFC 1952) with one deflate stream, reset between members: a new
-/// encoder per record set up (and zeroed) its tables each time, a third of an export of small
-/// records.
-struct Member {
-    deflate: flate2::Compress,
-    crc: flate2::Crc,
-    /// Compressed bytes not yet written.
-    out: Vec<u8>,
-    /// Compressed bytes written of this member.
-    written: u64,
-}
-
-impl Member {
-    /// A member's header: deflate, no name, no time, OS unknown.
-    const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
-    const OUT: usize = 64 * 1024;
-
-    fn new(level: u32) -> Member {
-        Member {
-            deflate: flate2::Compress::new(Compression::new(level), false),
-            crc: flate2::Crc::new(),
-            out: Vec::with_capacity(2 * Self::OUT),
-            written: 0,
-        }
-    }
-
-    fn begin(&mut self) {
-        self.deflate.reset();
-        self.crc.reset();
-        self.out.clear();
-        self.out.extend_from_slice(&Self::HEADER);
-        self.written = 0;
-    }
-
-    fn spill(&mut self, w: &mut impl Write) -> io::Result<()> {
-        if self.out.capacity() - self.out.len() < Self::OUT {
-            w.write_all(&self.out)?;
-            self.written += self.out.len() as u64;
-            self.out.clear();
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, data: &[u8], w: &mut impl Write) -> io::Result<()> {
-        self.crc.update(data);
-        let mut input = data;
-        while !input.is_empty() {
-            self.spill(w)?;
-            let before = self.deflate.total_in();
-            self.deflate
-                .compress_vec(input, &mut self.out, flate2::FlushCompress::None)
-                .map_err(io::Error::other)?;
-            input = &input[(self.deflate.total_in() - before) as usize..];
-        }
-        Ok(())
-    }
-
-    /// End the member: the bytes it took in the file.
-    fn finish(&mut self, w: &mut impl Write) -> io::Result<u64> {
-        loop {
-            self.spill(w)?;
-            let status = self
-                .deflate
-                .compress_vec(&[], &mut self.out, flate2::FlushCompress::Finish)
-                .map_err(io::Error::other)?;
-            if status == flate2::Status::StreamEnd {
-                break;
-            }
-        }
-        self.out.extend_from_slice(&self.crc.sum().to_le_bytes());
-        self.out.extend_from_slice(&self.crc.amount().to_le_bytes());
-        w.write_all(&self.out)?;
-        self.written += self.out.len() as u64;
-        self.out.clear();
-        Ok(self.written)
-    }
-}
-
 /// One record as one gzip member into `w` (the file at `path`, or a worker's buffer): `head`,
-/// the block from `body` (read from `object`), and the record's end. `check`: the block must
+/// the block from `body` (`size` bytes, as far as known; read from `object`), and the
+/// record's end. `check`: the block must
 /// hash to this (an object's bytes). The bytes written.
 #[allow(clippy::too_many_arguments)]
 fn member(
     gz: &mut Member,
     buf: &mut [u8],
     head: &[u8],
-    body: &mut dyn Read,
+    (body, size): (&mut dyn Read, u64),
     object: &Path,
     check: Option<Check<'_>>,
     w: &mut impl Write,
     path: &Path,
 ) -> Result<u64, Error> {
     let io_err = |e: io::Error| Error::from(StoreError::io("writing", path, e));
-    gz.begin();
+    gz.begin(head.len() as u64 + size).map_err(io_err)?;
     gz.write(head, w).map_err(io_err)?;
     let mut hasher = Sha256::new();
     let mut length = 0u64;
@@ -234,7 +157,7 @@ impl Pool {
                                 &mut gz,
                                 &mut buf,
                                 task.head.as_bytes(),
-                                &mut body,
+                                (&mut body, b.len() as u64),
                                 from,
                                 None,
                                 &mut out,
@@ -254,11 +177,12 @@ impl Pool {
                                         },
                                     )
                                 };
+                                let size = version.length.unwrap_or(0).max(0) as u64;
                                 member(
                                     &mut gz,
                                     &mut buf,
                                     task.head.as_bytes(),
-                                    &mut object,
+                                    (&mut object, size),
                                     &path,
                                     Some(&mut check),
                                     &mut out,
@@ -398,7 +322,7 @@ impl Out<'_> {
         );
         self.member(
             head.as_bytes(),
-            &mut fields.as_bytes(),
+            (&mut fields.as_bytes(), fields.len() as u64),
             Path::new("(the record's fields)"),
             None,
         )
@@ -409,7 +333,7 @@ impl Out<'_> {
     fn member(
         &mut self,
         head: &[u8],
-        body: &mut dyn Read,
+        body: (&mut dyn Read, u64),
         object: &Path,
         check: Option<Check<'_>>,
     ) -> Result<(), Error> {
@@ -511,7 +435,12 @@ impl Out<'_> {
                 },
             )
         };
-        self.member(head.as_bytes(), &mut object, &path, Some(&mut check))?;
+        self.member(
+            head.as_bytes(),
+            (&mut object, length),
+            &path,
+            Some(&mut check),
+        )?;
         Ok(length)
     }
 }
