@@ -64,7 +64,8 @@ pub enum Command {
     /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag), warc (WARC 1.1 resource records),
     /// ocfl (an OCFL 1.1 storage root, every version), or resourcesync (the tree and the
     /// ResourceSync documents that make DEST a source, served at --base-url).
-    /// Reads the catalog and objects only and checks every object's bytes as it writes them.
+    /// Reads the catalog and objects only and checks every object's bytes as it writes them
+    /// (links of objects the last clean audit vouches for: by length and time; see --verify).
     #[command(after_help = reading_help())]
     Export(ExportArgs),
     /// Get back the bytes of every object found corrupt, missing or unreadable (from

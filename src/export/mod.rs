@@ -1,7 +1,8 @@
 //! `rsmirror export FORMAT DEST`: the mirror, at a point of its history, written in a form a
 //! preservation system or a plain web server takes. Reads the catalog and objects only (no
-//! network, no lock) and checks every object's bytes against the catalog as it places them: a
-//! damaged object stops the export (exit 1) naming the URI.
+//! network, no lock) and checks every object's bytes against the catalog as it places them
+//! (a link of an object the last clean full audit vouches for, unchanged since, by its length
+//! and time: `tree::Placer`): a damaged object stops the export (exit 1) naming the URI.
 //!
 //! DEST is empty, missing, or an earlier export of the same format (its `.rsmirror-export/`
 //! says so); anything else is refused. While an export runs, `DEST/.rsmirror-export/INCOMPLETE`
