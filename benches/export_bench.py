@@ -247,11 +247,11 @@ def check_tree(mirror, dest, root, want, link, checks, label):
         f" ({'same inode' if link == 'hard' else 'bytes, mtime = lastmod'})", "; ".join(bad[:3]))
 
 
-def check_bag(mirror, dest, want, bagit, checks, label, full, notes):
+def check_bag(mirror, dest, want, bagit, checks, label, full, notes, link="copy"):
     def add(ok, what, detail=""):
         checks.append(("ok" if ok else "WRONG", f"{label}: {what}", detail))
 
-    check_tree(mirror, dest, os.path.join(dest, "data"), want, "copy", checks, label)
+    check_tree(mirror, dest, os.path.join(dest, "data"), want, link, checks, label)
     for name in ("bagit.txt", "bag-info.txt", "manifest-sha256.txt", "manifest-md5.txt", "tagmanifest-sha256.txt"):
         p = os.path.join(dest, name)
         if not os.path.exists(p):
@@ -364,7 +364,7 @@ def cmd_run(a):
                              f"bagit.py bag: {count_files(os.path.join(R, 'data'), False):,} payload files", "")),
          ("ratio", 0.1), a.reps, True),
         ("bagit_py_hard", "export bagit --link hard", rs("bagit", "hard", D),
-         lambda c: check_bag(mirror, D, n_cur, bagit, c, "export bagit --link hard", True, None),
+         lambda c: check_bag(mirror, D, n_cur, bagit, c, "export bagit --link hard", True, None, "hard"),
          "bagit.py --processes 2 (copy of the tree)", [bagit, "--processes", "2", R], prep_bagit_py,
          None, ("ratio", 0.1), a.reps, True),
         ("warc_tar", "export warc", [exe, "export", "warc", D, "--mirror", mirror, "-q"],

@@ -697,16 +697,36 @@ impl Placer {
     /// Anything odd (no object, another length, a newer time) is left to the careful way,
     /// which reads it and says what is wrong.
     fn vouched_for(&self, v: &VersionRow) -> Option<PathBuf> {
-        let vouch = self.vouch.as_ref()?;
-        if v.run >= vouch.run {
+        if !self.vouches_for_state(v) {
             return None;
         }
         let path =
             crate::store::objects::ObjectStore::at(&self.mirror).path_for(v.sha256.as_deref()?);
         let meta = std::fs::metadata(&path).ok()?;
-        let same_length = v.length.is_some_and(|n| n >= 0 && n as u64 == meta.len());
-        let older = meta.modified().is_ok_and(|m| m < vouch.started_at);
-        (meta.is_file() && same_length && older).then_some(path)
+        let modified = meta.modified().ok()?;
+        self.vouches_for_file(v, meta.is_file(), meta.len(), modified)
+            .then_some(path)
+    }
+
+    /// The state arrived before the audit (and was current at it: the export's point is
+    /// after it, or the audit re-hashed every version; `export::run` sees to that).
+    fn vouches_for_state(&self, v: &VersionRow) -> bool {
+        self.vouch.as_ref().is_some_and(|a| v.run < a.run)
+    }
+
+    /// The object file is as the audit left it, by its length and time.
+    fn vouches_for_file(
+        &self,
+        v: &VersionRow,
+        is_file: bool,
+        len: u64,
+        modified: std::time::SystemTime,
+    ) -> bool {
+        let Some(vouch) = &self.vouch else {
+            return false;
+        };
+        let same_length = v.length.is_some_and(|n| n >= 0 && n as u64 == len);
+        is_file && same_length && modified < vouch.started_at
     }
 
     /// [`Placer::vouched_for`] and the hard link, by names relative to the open objects'
@@ -718,16 +738,18 @@ impl Placer {
         use std::ffi::CString;
         use std::os::fd::AsRawFd;
         use std::os::unix::ffi::OsStrExt;
-        let (Some(vouch), Some(sha)) = (&self.vouch, v.sha256.as_deref()) else {
+        let Some(sha) = v.sha256.as_deref() else {
             return Ok(false);
         };
         let (Some(name), Some(folder)) = (to.file_name(), to.parent()) else {
             return Ok(false);
         };
-        if v.run >= vouch.run || folder != self.made || !crate::store::objects::is_sha256_hex(sha) {
+        if !self.vouches_for_state(v)
+            || folder != self.made
+            || !crate::store::objects::is_sha256_hex(sha)
+        {
             return Ok(false);
         }
-        let started = vouch.started_at;
         if self.objects_dir.is_none() {
             self.objects_dir = Some(File::open(self.mirror.join("objects").join("sha256"))?);
         }
@@ -745,8 +767,8 @@ impl Placer {
         }
         let modified = std::time::UNIX_EPOCH
             + std::time::Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec.max(0) as u32);
-        let same_length = v.length.is_some_and(|n| n >= 0 && n == st.st_size);
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG || !same_length || modified >= started {
+        let is_file = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+        if !self.vouches_for_file(v, is_file, st.st_size.max(0) as u64, modified) {
             return Ok(false);
         }
         // SAFETY: as above.
