@@ -14,6 +14,15 @@ use std::sync::Mutex;
 /// The catalog and run id of the run under way, if any.
 static CURRENT: Mutex<Option<(PathBuf, i64)>> = Mutex::new(None);
 
+/// What a command that records no run leaves if stopped now (an export's DEST), if anything.
+static LEAVES: Mutex<Option<String>> = Mutex::new(None);
+
+/// From now on, a signal says this (what is left, and how to finish it) instead of "nothing
+/// was written".
+pub fn stopping_leaves(what: String) {
+    *LEAVES.lock().unwrap_or_else(|e| e.into_inner()) = Some(what);
+}
+
 /// A run started, recorded in the catalog at `db`.
 pub fn running(db: Option<&str>, run_id: i64) {
     if let Some(db) = db.filter(|d| !d.is_empty()) {
@@ -69,7 +78,10 @@ pub fn watch() {
                     }
                 );
             }
-            None => eprintln!("rsmirror: interrupted ({name}); nothing was written"),
+            None => match LEAVES.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                Some(what) => eprintln!("rsmirror: interrupted ({name}): {what}"),
+                None => eprintln!("rsmirror: interrupted ({name}); nothing was written"),
+            },
         }
         std::process::exit(130);
     });

@@ -272,6 +272,12 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         "This export is not finished: run the same rsmirror export again to finish it.\n",
     )
     .map_err(|e| StoreError::io("writing", &incomplete, e))?;
+    crate::interrupt::stopping_leaves(format!(
+        "the export into {} stopped midway and stays marked incomplete ({}); the same command \
+         finishes it (the mirror is untouched)",
+        o.dest.display(),
+        incomplete.display()
+    ));
     // A link copies no bytes: an object the last clean full audit re-hashed, unchanged since,
     // is taken on its word (`tree::Placer`). That audit covers the states current at it; a
     // point before it needs one that re-hashed every version.

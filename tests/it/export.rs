@@ -572,6 +572,60 @@ fn a_link_takes_a_clean_audits_word_only_for_objects_unchanged_since() {
     );
 }
 
+/// SIGTERM (or Ctrl-C) during an export: one line saying DEST is left marked incomplete and
+/// how to finish it (it said "nothing was written"), exit 130; the same command finishes it.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_export_says_dest_is_incomplete_and_a_re_run_finishes_it() {
+    use std::time::{Duration, Instant};
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 1500, 16);
+    let srv = TestServer::start(tree.path());
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), mirror.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("ocfl");
+    let trace = dir.path().join("trace");
+    // OCFL: each object's files synced one by one, the slowest export to catch midway.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["export", "ocfl"])
+        .arg(&dest)
+        .arg("--mirror")
+        .arg(mirror.path())
+        .env("RSMIRROR_KILL_TRACE", &trace)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&trace).map_or(0, |t| t.lines().count()) < 20 {
+        assert!(Instant::now() < deadline, "the export never got going");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("interrupted (SIGTERM)")
+            && err.contains("stays marked incomplete")
+            && err.contains("the same command finishes it")
+            && !err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(dest.join("rsmirror-export.INCOMPLETE").exists());
+    run_ok(&["export", "ocfl", dest.to_str().unwrap()], mirror.path());
+    assert!(!dest.join("rsmirror-export.INCOMPLETE").exists());
+    ocfl_validate(&dest);
+}
+
 #[test]
 fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
     let src = Source::new();
