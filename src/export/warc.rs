@@ -97,6 +97,41 @@ fn member(
     gz.finish(w).map_err(io_err)
 }
 
+/// A state's record as one member: its object read, checked against the catalog as it is
+/// compressed (a damaged object stops the export, naming the URI).
+fn object_member(
+    gz: &mut Member,
+    buf: &mut [u8],
+    head: &[u8],
+    (mirror, uri, v): (&Path, &str, &VersionRow),
+    w: &mut impl Write,
+    path: &Path,
+) -> Result<u64, Error> {
+    let (mut object, object_path, relative) = open_object(mirror, uri, v)?;
+    let mut check = |got: &str, n: u64| {
+        crate::access::check(
+            uri,
+            v,
+            &relative,
+            &crate::access::Got {
+                sha256: got.to_string(),
+                length: n,
+            },
+        )
+    };
+    let size = v.length.unwrap_or(0).max(0) as u64;
+    member(
+        gz,
+        buf,
+        head,
+        (&mut object, size),
+        &object_path,
+        Some(&mut check),
+        w,
+        path,
+    )
+}
+
 /// A record for a worker to compress whole.
 struct Task {
     head: String,
@@ -164,31 +199,14 @@ impl Pool {
                                 held,
                             )
                         }
-                        Body::Object { uri, version } => open_object(mirror, uri, version)
-                            .and_then(|(mut object, path, relative)| {
-                                let mut check = |got: &str, n: u64| {
-                                    crate::access::check(
-                                        uri,
-                                        version,
-                                        &relative,
-                                        &crate::access::Got {
-                                            sha256: got.to_string(),
-                                            length: n,
-                                        },
-                                    )
-                                };
-                                let size = version.length.unwrap_or(0).max(0) as u64;
-                                member(
-                                    &mut gz,
-                                    &mut buf,
-                                    task.head.as_bytes(),
-                                    (&mut object, size),
-                                    &path,
-                                    Some(&mut check),
-                                    &mut out,
-                                    held,
-                                )
-                            }),
+                        Body::Object { uri, version } => object_member(
+                            &mut gz,
+                            &mut buf,
+                            task.head.as_bytes(),
+                            (mirror, uri, version),
+                            &mut out,
+                            held,
+                        ),
                     };
                     // The walk has stopped when nobody takes it.
                     if done_tx.send(r.map(|_| out)).is_err() {
@@ -423,23 +441,14 @@ impl Out<'_> {
         }
         // A big record: everything before it written first, then it, streamed.
         self.drain(pool)?;
-        let (mut object, path, relative) = open_object(mirror, uri, v)?;
-        let mut check = |got: &str, n: u64| {
-            crate::access::check(
-                uri,
-                v,
-                &relative,
-                &crate::access::Got {
-                    sha256: got.to_string(),
-                    length: n,
-                },
-            )
-        };
-        self.member(
+        let (w, path, size) = self.file.as_mut().expect("an open file");
+        *size += object_member(
+            &mut self.gz,
+            &mut self.buf,
             head.as_bytes(),
-            (&mut object, length),
-            &path,
-            Some(&mut check),
+            (mirror, uri, v),
+            w,
+            path,
         )?;
         Ok(length)
     }
