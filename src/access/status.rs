@@ -429,11 +429,9 @@ fn audits(reader: &Reader) -> Result<Vec<(AuditBrief, Coverage)>, StoreError> {
     Ok(out)
 }
 
-/// The last audit that re-hashed every current object (or, with `all_versions`, every stored
-/// one) of every source and found them all good: what an export that links objects instead of
-/// copying them may take as their check. None when the newest audit to find damaged, missing
-/// or unreadable objects (or a damaged catalog) is newer than the last such full audit, or
-/// when there is none.
+/// An audit that re-hashed every current object (or, with `all_versions`, every stored one) of
+/// every source and found them all good: what an export that links objects instead of copying
+/// them may take as their check ([`last_clean_fixity`]).
 #[derive(Debug, Clone)]
 pub struct Vouch {
     pub run: i64,
@@ -441,6 +439,9 @@ pub struct Vouch {
     pub all_versions: bool,
 }
 
+/// The last such audit (level sha256 or fixity, no `--sample`, every source, outcome ok). None
+/// when there is none, or when an audit newer than it found damaged, missing or unreadable
+/// objects or a damaged catalog.
 pub fn last_clean_fixity(reader: &Reader) -> Result<Option<Vouch>, StoreError> {
     for (a, cov) in audits(reader)? {
         let damage: u64 = ["corrupt", "missing-object", "unreadable", "catalog"]
