@@ -60,9 +60,9 @@ struct Out<'a> {
 }
 
 /// One record as one gzip member into `w` (the file at `path`, or a worker's buffer): `head`,
-/// the block from `body` (`size` bytes, as far as known; read from `object`), and the
-/// record's end. `check`: the block must
-/// hash to this (an object's bytes). The bytes written.
+/// the block from `body` (`size` bytes, as far as known; read from `object`, hashed on the way
+/// by [`crate::access::copy_hashing`]), and the record's end. `check`: the block must hash to
+/// this (an object's bytes). The bytes written.
 #[allow(clippy::too_many_arguments)]
 fn member(
     gz: &mut Member,
@@ -77,24 +77,35 @@ fn member(
     let io_err = |e: io::Error| Error::from(StoreError::io("writing", path, e));
     gz.begin(head.len() as u64 + size).map_err(io_err)?;
     gz.write(head, w).map_err(io_err)?;
-    let mut hasher = Sha256::new();
-    let mut length = 0u64;
-    loop {
-        let n = match body.read(buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(StoreError::io("reading the object", object, e).into()),
-        };
-        hasher.update(&buf[..n]);
-        length += n as u64;
-        gz.write(&buf[..n], w).map_err(io_err)?;
+    let mut body = body;
+    let mut into = IntoMember { gz, w };
+    let got = crate::access::copy_hashing(&mut body, &mut into, buf, object, path)?;
+    let IntoMember { gz, w } = into;
+    if got.length == u64::MAX {
+        // copy_hashing's word for a reader gone (`cat | head`): a file has none.
+        return Err(io_err(io::ErrorKind::BrokenPipe.into()));
     }
     if let Some(check) = check {
-        check(&hex::encode(hasher.finalize()), length)?;
+        check(&got.sha256, got.length)?;
     }
     gz.write(b"\r\n\r\n", w).map_err(io_err)?;
     gz.finish(w).map_err(io_err)
+}
+
+/// Bytes written into a member under way (flushing is the file's business, not a record's).
+struct IntoMember<'a, W: Write> {
+    gz: &'a mut Member,
+    w: &'a mut W,
+}
+
+impl<W: Write> Write for IntoMember<'_, W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.gz.write(b, self.w)?;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A state's record as one member: its object read, checked against the catalog as it is
