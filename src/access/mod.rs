@@ -496,30 +496,11 @@ pub fn each_state(
     filter: &Filter,
     mut f: impl FnMut(&str, &str, &VersionRow) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let sql = states_sql(
-        point,
-        filter,
-        &format!("r.uri, c.name, {}", VersionRow::SELECT),
-    );
-    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
-    let mut rows = stmt
-        .query(rusqlite::params![filter.prefix, point.bound()])
-        .map_err(StoreError::from)?;
-    while let Some(r) = rows.next().map_err(StoreError::from)? {
-        let uri = r.get_ref(0).map_err(StoreError::from)?;
-        let uri = uri
-            .as_str()
-            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
-        let collection = r.get_ref(1).map_err(StoreError::from)?;
-        let collection = collection
-            .as_str()
-            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
+    let columns = format!("r.uri, c.name, {}", VersionRow::SELECT);
+    each_state_row(reader, point, filter, &columns, |r| {
         let v = VersionRow::from_row(r, 2).map_err(StoreError::from)?;
-        if !f(uri, collection, &v)? {
-            break;
-        }
-    }
-    Ok(())
+        f(text(r, 0)?, text(r, 1)?, &v)
+    })
 }
 
 /// The URIs [`each_state`] walks, in the same order, and nothing else (a quicker walk).
@@ -529,21 +510,36 @@ pub fn each_state_uri(
     filter: &Filter,
     mut f: impl FnMut(&str) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let sql = states_sql(point, filter, "r.uri");
+    each_state_row(reader, point, filter, "r.uri", |r| f(text(r, 0)?))
+}
+
+/// `f` on each row of [`states_sql`] with these `columns`, until it says stop.
+fn each_state_row(
+    reader: &Reader,
+    point: Point,
+    filter: &Filter,
+    columns: &str,
+    mut f: impl FnMut(&Row<'_>) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    let sql = states_sql(point, filter, columns);
     let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt
         .query(rusqlite::params![filter.prefix, point.bound()])
         .map_err(StoreError::from)?;
     while let Some(r) = rows.next().map_err(StoreError::from)? {
-        let uri = r.get_ref(0).map_err(StoreError::from)?;
-        let uri = uri
-            .as_str()
-            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
-        if !f(uri)? {
+        if !f(r)? {
             break;
         }
     }
     Ok(())
+}
+
+/// A text column, borrowed from the row.
+fn text<'r>(r: &'r Row<'_>, i: usize) -> Result<&'r str, StoreError> {
+    r.get_ref(i)
+        .map_err(StoreError::from)?
+        .as_str()
+        .map_err(|e| StoreError::from(rusqlite::Error::from(e)))
 }
 
 /// The query of the states at `point` under `filter`, in URI order: `columns` of
@@ -616,10 +612,7 @@ pub fn each_history(
     let mut uri = String::new();
     let mut history: Vec<VersionRow> = Vec::new();
     while let Some(r) = rows.next().map_err(StoreError::from)? {
-        let this = r.get_ref(0).map_err(StoreError::from)?;
-        let this = this
-            .as_str()
-            .map_err(|e| StoreError::from(rusqlite::Error::from(e)))?;
+        let this = text(r, 0)?;
         if this != uri {
             if !history.is_empty() && !f(&uri, &history)? {
                 return Ok(());
