@@ -367,6 +367,22 @@ def cmd_run(a):
          lambda c: check_bag(mirror, D, n_cur, bagit, c, "export bagit --link hard", True, None, "hard"),
          "bagit.py --processes 2 (copy of the tree)", [bagit, "--processes", "2", R], prep_bagit_py,
          None, ("ratio", 0.1), a.reps, True),
+        # bagit.py as its users run it: one process (the default), sha256 and sha512.
+        ("bagit_py1", "export bagit --link copy", rs("bagit", "copy", D), None,
+         "bagit.py (default: one process)", [bagit, R], prep_bagit_py,
+         None, ("ratio", 0.1), a.reps, True),
+        # The bag with --link auto (hard links here: the same file system, no reflinks);
+        # bagit.py too bags files already there (it moves them under data/).
+        ("bagit_auto", "export bagit --link auto", rs("bagit", "auto", D),
+         lambda c: check_bag(mirror, D, n_cur, bagit, c, "export bagit --link auto", True, None, "hard"),
+         "bagit.py --processes 2 (copy of the tree)", [bagit, "--processes", "2", R], prep_bagit_py,
+         None, ("ratio", 0.1), a.reps, True),
+        # A bag of copies, the mirror left as it was: bagit.py bags a folder in place, so its
+        # user copies the tree first (timed here).
+        ("bagit_py_cp", "export bagit --link copy", rs("bagit", "copy", D), None,
+         "cp -r tree, then bagit.py --processes 2",
+         ["sh", "-c", f"cp -r {shlex.quote(tree_src)} {shlex.quote(R)} && {shlex.quote(bagit)} --processes 2 {shlex.quote(R)}"],
+         prep_tree_src, None, ("ratio", 0.1), a.reps, True),
         ("warc_tar", "export warc", [exe, "export", "warc", D, "--mirror", mirror, "-q"],
          lambda c: check_warc(D, n_cur, c, "export warc"),
          "tar -c objects | gzip -6", ["sh", "-c", f"mkdir -p {shlex.quote(R)} && tar -C {shlex.quote(mirror)} -c objects | gzip -6 > {shlex.quote(R)}/objects.tar.gz"],
@@ -385,8 +401,14 @@ def cmd_run(a):
             ("big_warc", "1M: export warc", [exe, "export", "warc", D, "--mirror", big, "-q"],
              lambda c: check_warc(D, bn, c, "1M: export warc"),
              None, None, None, None, ("rss", 100), 1, False),
-            ("big_ocfl", "1M: export ocfl --link hard", rs("ocfl", "hard", D, big), None,
-             None, None, None, None, ("rss", 100), 1, False),
+            # Six folders and five files an object: 43 GB on this ext4 (4 KiB blocks); with
+            # --ocfl-dest on a file system of small blocks and inline data (export.sh
+            # --ocfl-small-fs), about 4 GB, and copies instead of links (another file system).
+            (("big_ocfl", "1M: export ocfl --link auto (copies: DEST on another file system)",
+              rs("ocfl", "auto", os.path.join(a.ocfl_dest, "ocfl"), big), None,
+              None, None, None, None, ("rss", 100), 1, False) if a.ocfl_dest else
+             ("big_ocfl", "1M: export ocfl --link hard", rs("ocfl", "hard", D, big), None,
+              None, None, None, None, ("rss", 100), 1, False)),
             ("big_resourcesync", "1M: export resourcesync --link hard",
              rs("resourcesync", "hard", D, big, "--base-url", "http://127.0.0.1:8000/"), None,
              None, None, None, None, ("rss", 100), 1, False),
@@ -579,6 +601,7 @@ def main():
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--out", required=True, help="the Markdown results file")
     s.add_argument("--out-dir", required=True, help="where the exports go (emptied first)")
+    s.add_argument("--ocfl-dest", help="big_ocfl exports into this folder (another file system)")
     s.add_argument("--repo", required=True)
     s.add_argument("--commit", default="", help="the commit the binary was built from")
     s.add_argument("--settle", type=float, default=90, help="seconds to wait at most for a 1-minute load under 1")
