@@ -254,12 +254,17 @@ pub fn declared_hash(digests: &[Digest]) -> Option<String> {
 /// Parse a `hash` attribute: `md5:… sha-256:…`, tokens split on any XML whitespace.
 /// A token without `:` is kept as an unusable digest of an unknown algorithm.
 pub fn parse_hash_attr(value: &str) -> Vec<Digest> {
-    ascii_tokens(value)
-        .map(|token| match token.split_once(':') {
+    // Exactly as many as there are: `collect` of an iterator of unknown length starts at four,
+    // and a Change List's events keep their digests until they are applied (two of four used:
+    // 240 bytes wasted an event, 29 MB of an incremental's 120,000 at 10,000,000 resources).
+    let mut digests = Vec::with_capacity(ascii_tokens(value).count());
+    digests.extend(
+        ascii_tokens(value).map(|token| match token.split_once(':') {
             Some((alg, v)) => Digest::new(Algorithm::parse(alg), v),
             None => Digest::new(Algorithm::Other(String::new()), token),
-        })
-        .collect()
+        }),
+    );
+    digests
 }
 
 /// `s.split_ascii_whitespace()`, faster on long tokens (digests are 32 or 64 digits, on every
@@ -408,6 +413,23 @@ impl Hasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hash_attribute_holds_room_for_its_digests_only() {
+        // Events keep these until applied: a Vec of four for two is 240 bytes an event.
+        for (value, n) in [
+            ("md5:1a84d530c1c6b4d659149d7ba39935fb", 1),
+            (
+                "md5:1a84d530c1c6b4d659149d7ba39935fb \n\t sha-256:3d6adb3ee2a4a00ac0e96a17862acd337dc694dd58acc1dca5da8088163502b2",
+                2,
+            ),
+            ("md5:x sha-1:y sha-256:z crc32:w odd", 5),
+            ("  ", 0),
+        ] {
+            let d = parse_hash_attr(value);
+            assert_eq!((d.len(), d.capacity()), (n, n), "{value:?}");
+        }
+    }
 
     #[test]
     fn tokens_are_split_as_split_ascii_whitespace_splits_them() {
