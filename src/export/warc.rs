@@ -44,7 +44,7 @@ fn record_id(parts: &[&str]) -> String {
 }
 
 /// Checks a block's SHA-256 and length once it has gone into the file.
-type Check<'a> = &'a mut dyn FnMut(&str, u64) -> Result<(), Error>;
+type Check<'a> = &'a mut dyn FnMut(&crate::access::Got) -> Result<(), Error>;
 
 struct Out<'a> {
     dest: &'a Path,
@@ -81,12 +81,12 @@ fn member(
     let mut into = IntoMember { gz, w };
     let got = crate::access::copy_hashing(&mut body, &mut into, buf, object, path)?;
     let IntoMember { gz, w } = into;
-    if got.length == u64::MAX {
-        // copy_hashing's word for a reader gone (`cat | head`): a file has none.
+    if got.reader_gone() {
+        // A broken pipe: a file has none, but say so rather than write a short record.
         return Err(io_err(io::ErrorKind::BrokenPipe.into()));
     }
     if let Some(check) = check {
-        check(&got.sha256, got.length)?;
+        check(&got)?;
     }
     gz.write(b"\r\n\r\n", w).map_err(io_err)?;
     gz.finish(w).map_err(io_err)
@@ -119,17 +119,7 @@ fn object_member(
     path: &Path,
 ) -> Result<u64, Error> {
     let (mut object, object_path, relative) = open_object(mirror, uri, v)?;
-    let mut check = |got: &str, n: u64| {
-        crate::access::check(
-            uri,
-            v,
-            &relative,
-            &crate::access::Got {
-                sha256: got.to_string(),
-                length: n,
-            },
-        )
-    };
+    let mut check = |got: &crate::access::Got| crate::access::check(uri, v, &relative, got);
     let size = v.length.unwrap_or(0).max(0) as u64;
     member(
         gz,
