@@ -7,7 +7,12 @@
 //! expected state compared resource by resource with the mirror's current state through
 //! `plan::compare`, the comparison baseline plans with. The mirror's side is held in a compact
 //! index (`sync::mirror_states`) and the source's list is streamed through it
-//! (each format's walk, `Format::expected_state`), so a list of a million entries is audited in bounded memory.
+//! (each format's walk, `Format::expected_state`), so a list of a million entries is audited in
+//! bounded memory. A mirror larger than `PASS_RESOURCES` is audited in passes, each holding
+//! the states of one slice of the URIs' keys (the `--sample` slicing, composed with the user's
+//! sample): the source's list is walked once into a spill (`sync::spill`) that each pass reads
+//! again, each pass leaves its marks as one byte per resource in URI order (`ByRank`), and
+//! local fixity takes the catalog-scan path (`fixity::check`), bounded at any size.
 //!
 //! Findings are reported after every check has run, in URI order, the same ones to every
 //! form (lines on stdout, `--json`, `--report FILE`) and, except the `=` ones, to the
@@ -30,6 +35,7 @@ use crate::sync::formats;
 use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::refetch;
+use crate::sync::spill::{Entry, SpillWriter};
 use rusqlite::params;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};
@@ -271,7 +277,15 @@ fn check_and_report(
         jobs: s.jobs,
         quiet: s.output.quiet,
     };
-    let from_states = !s.level.hashes() && !s.all_versions;
+    // A mirror too large to hold in one pass is audited in several, each over a slice of the
+    // URIs' keys: the source's list is walked once, into a spill, and read again by each pass.
+    let (passes, resources) = passes(catalog, s.sample)?;
+    if passes > 1 && s.output.verbose > 0 {
+        eprintln!(
+            "audit: {resources} resources in {passes} passes (one slice of the URIs' keys each)"
+        );
+    }
+    let from_states = !s.level.hashes() && !s.all_versions && passes == 1;
     let (early_fixity, main) = std::thread::scope(|sc| {
         let early = (!from_states).then(|| sc.spawn(|| fixity::check(&s.mirror, fixity_options)));
         let check = sc.spawn(|| {
@@ -279,62 +293,108 @@ fn check_and_report(
             let found = fixity::open_for_scan(&s.mirror).and_then(|c| catalog_check(&c, s.level));
             (found, since(t))
         });
-        let main = (|| {
+        // One connection per core reads a share of the states (the catalog check and the
+        // load are all that runs meanwhile).
+        let load = |slice, phases: &mut Phases| {
             let t = Instant::now();
-            // One connection per core reads a share of the states (the catalog check and the
-            // load are all that runs meanwhile).
             let more = (1..cores())
                 .map(|_| fixity::open_for_scan(&s.mirror))
                 .collect::<Result<_, _>>()?;
-            let states = MirrorStates::load(catalog, more, s.sample)?;
-            totals.phases.push(("loading current states", since(t)));
-            let t = Instant::now();
-            let (compared, scp, fixity, compared_in) = std::thread::scope(|inner| {
-                let local = from_states.then(|| {
-                    inner.spawn(|| fixity::check_current(&s.mirror, fixity_options, &states))
-                });
-                let compared = (|| {
-                    // A format that compares by a rule of its own (SCP: `modified`, the newest
-                    // snapshots) gives its findings, source by source; the others' expected
-                    // states are walked and compared here, in one pass.
-                    let sources: Vec<String> = match source {
-                        Some(src) => std::iter::once(src.to_string())
-                            .chain(also.iter().cloned())
-                            .collect(),
-                        None => catalog.remembered_source()?.into_iter().collect(),
-                    };
-                    let mut own: Option<formats::OwnAudit> = None;
-                    let mut walked: Vec<String> = Vec::new();
-                    for src in sources {
-                        // Read only: the catalog may be on read-only media.
-                        let found =
-                            match (catalog.source_kind(&src)?, catalog.known_source_id(&src)?) {
-                                (Some(kind), Some(id)) => {
-                                    formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
+            let states = MirrorStates::load(catalog, more, slice)?;
+            phases.loading += since(t);
+            Ok::<_, StoreError>(states)
+        };
+        let main = (|| {
+            let mut phases = Phases::default();
+            if passes == 1 {
+                let states = load(s.sample, &mut phases)?;
+                let t = Instant::now();
+                let (compared, fixity) = std::thread::scope(|inner| {
+                    let local = from_states.then(|| {
+                        inner.spawn(|| fixity::check_current(&s.mirror, fixity_options, &states))
+                    });
+                    let compared = (|| {
+                        let (walked, own) = own_audits(catalog, s, source, also)?;
+                        let compared = match (source, walked.split_first()) {
+                            (Some(_), Some((first, rest))) => {
+                                let mut comparer = Comparer::new(
+                                    &states,
+                                    s.sample,
+                                    SourceComparison::new(s.refetch),
+                                );
+                                let walk = walk_source(s, first, rest, &mut |e| {
+                                    comparer.take(e);
+                                    Ok(())
+                                });
+                                match walk {
+                                    Ok(walk) => {
+                                        Compared::Source(comparer.finish_pass().finish(walk))
+                                    }
+                                    Err(e) => Compared::Failed(e),
                                 }
-                                _ => None,
-                            };
-                        match found {
-                            Some(a) => own = Some(merge_own(own, a)),
-                            None => walked.push(src),
-                        }
-                    }
-                    Ok::<_, StoreError>(match (source, walked.split_first()) {
-                        (Some(_), Some((first, rest))) => {
-                            match compare_with_source(s, first, rest, &states) {
-                                Ok(c) => (Compared::Source(c), own),
-                                Err(e) => (Compared::Failed(e), own),
                             }
-                        }
-                        _ => (Compared::Offline, own),
+                            _ => Compared::Offline,
+                        };
+                        Ok::<_, StoreError>((compared, own))
+                    })();
+                    let fixity = local.map(|h| h.join().expect("local fixity does not panic"));
+                    (compared, fixity)
+                });
+                let (mut compared, own) = compared?;
+                phases.comparing += since(t);
+                if let Compared::Source(c) = &mut compared {
+                    settle(s, catalog, &states, c, &mut phases)?;
+                }
+                return Ok((Marks::States(states), phases, compared, own, fixity));
+            }
+            let t = Instant::now();
+            let (walked, own) = own_audits(catalog, s, source, also)?;
+            let mut spilled = None;
+            let mut compared = Compared::Offline;
+            if let (Some(_), Some((first, rest))) = (source, walked.split_first()) {
+                let mut writer = SpillWriter::create(&s.mirror.join("staging"))?;
+                let mut failed = None;
+                let walk = walk_source(s, first, rest, &mut |e| {
+                    writer.push(&e).map_err(|e| {
+                        let stop = SourceError::Unusable {
+                            url: first.clone(),
+                            message: e.to_string(),
+                        };
+                        failed = Some(e);
+                        stop
                     })
-                })();
-                let compared_in = since(t);
-                let fixity = local.map(|h| h.join().expect("local fixity does not panic"));
-                compared.map(|(c, scp)| (c, scp, fixity, compared_in))
-            })?;
-            totals.phases.push(("source comparison", compared_in));
-            Ok::<_, StoreError>((states, compared, scp, fixity))
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                match walk {
+                    Ok(walk) => spilled = Some((writer.finish()?, walk)),
+                    Err(e) => compared = Compared::Failed(e),
+                }
+            }
+            phases.comparing += since(t);
+            let mut by_rank = ByRank::new(resources);
+            let mut comparison = SourceComparison::new(s.refetch);
+            for p in 1..=passes {
+                let slice = pass_slice(s.sample, p, passes);
+                let states = load(slice, &mut phases)?;
+                if let Some((spill, walk)) = &spilled {
+                    let t = Instant::now();
+                    let mut comparer = Comparer::new(&states, slice, comparison);
+                    // Only this slice's entries are parsed and compared.
+                    let keep = |uri: &str| in_sample(&uri_key(uri), slice);
+                    spill.replay(keep, |e| comparer.take(e))?;
+                    comparison = comparer.finish_pass();
+                    comparison.collections.clone_from(&walk.collections);
+                    phases.comparing += since(t);
+                    settle(s, catalog, &states, &mut comparison, &mut phases)?;
+                }
+                by_rank.record(catalog, &states, slice)?;
+            }
+            if let Some((_, walk)) = spilled {
+                compared = Compared::Source(comparison.finish(walk));
+            }
+            Ok((Marks::ByRank(by_rank), phases, compared, own, None))
         })();
         let (catalog_findings, t) = check.join().expect("the catalog check does not panic");
         totals.phases.push(("catalog check", t));
@@ -343,20 +403,22 @@ fn check_and_report(
             catalog_findings.and_then(|f| main.map(|m| (f, m))),
         )
     });
-    let (catalog_findings, (states, mut compared, scp, late_fixity)) = main?;
+    let (catalog_findings, (marks, phases, mut compared, scp, late_fixity)) = main?;
+    totals
+        .phases
+        .push(("loading current states", phases.loading));
+    totals.phases.push(("source comparison", phases.comparing));
+    if let Compared::Source(_) = &compared {
+        totals.phases.push(("refetch", phases.refetching));
+    }
     let fixity = early_fixity
         .or(late_fixity)
         .expect("local fixity ran early or from the states")?;
-    if states.collisions > 0 {
+    if marks.collisions() > 0 {
         totals.warnings.push(format!(
             "{} URIs share a 128-bit key with another: those are compared as one",
-            states.collisions
+            marks.collisions()
         ));
-    }
-    for f in &fixity.by_uri {
-        if let Some(uri) = &f.uri {
-            states.set_by_uri(uri, mark::LOCAL_BAD);
-        }
     }
     totals.objects_checked = fixity.objects_checked;
     totals.bytes_hashed = fixity.bytes_hashed;
@@ -402,10 +464,6 @@ fn check_and_report(
     let mut failed_parts = Vec::new();
     let mut complete = false;
     if let Compared::Source(c) = &mut compared {
-        mark_other_collections(catalog, &states, &c.collections)?;
-        let t = Instant::now();
-        refetch_and_mark(s, catalog, &states, c)?;
-        totals.phases.push(("refetch", since(t)));
         totals.verification = std::mem::take(&mut c.verifying.counts);
     }
     match &mut compared {
@@ -424,15 +482,7 @@ fn check_and_report(
         Compared::Failed(_) => Mode::Failed,
     };
     let Fixity { by_uri, other, .. } = fixity;
-    totals.resources = report_by_uri(
-        catalog,
-        &states,
-        s.sample,
-        mode,
-        source_findings,
-        by_uri,
-        &mut emitter,
-    )?;
+    totals.resources = report_by_uri(catalog, &marks, mode, source_findings, by_uri, &mut emitter)?;
     for f in other {
         emitter.emit(f)?;
     }
@@ -628,6 +678,28 @@ struct SourceComparison {
     verifying: Verifying,
     /// The collections compared: resources of others are not this audit's to call extra.
     collections: Vec<String>,
+    /// URIs listed again (the later entry counts), as the comparison meets them.
+    twice: Warnings,
+}
+
+impl SourceComparison {
+    fn new(refetch: Option<settings::Refetch>) -> SourceComparison {
+        let mut c = SourceComparison::default();
+        c.verifying.refetch = refetch;
+        c
+    }
+
+    /// With what the walk said: the comparison's warnings, then the walk's.
+    fn finish(mut self, walk: Walk) -> SourceComparison {
+        let mut warnings = std::mem::take(&mut self.twice);
+        for w in walk.warnings {
+            warnings.push(w);
+        }
+        self.warnings = warnings.into_vec();
+        self.failed_parts = walk.failed_parts;
+        self.collections = walk.collections;
+        self
+    }
 }
 
 /// What the comparison learns of how each resource can be proved: the per-collection counts,
@@ -667,14 +739,22 @@ impl Verifying {
     }
 }
 
-/// Discover the source and compare every collection's expected state with the mirror, marking
-/// the states as they are met.
-fn compare_with_source(
+/// What walking the source gave besides its entries.
+struct Walk {
+    /// The collections walked: resources of others are not this audit's to call extra.
+    collections: Vec<String>,
+    failed_parts: Vec<(String, String)>,
+    warnings: Vec<String>,
+}
+
+/// Discover the source (and the `also` ones) and walk every collection's expected state,
+/// handing each entry to `visit` in the order the source lists it.
+fn walk_source(
     s: &settings::Audit,
     source: &str,
     also: &[String],
-    states: &MirrorStates,
-) -> Result<SourceComparison, SourceError> {
+    visit: &mut dyn FnMut(Entry) -> Result<(), SourceError>,
+) -> Result<Walk, SourceError> {
     let http = Http::new(s.source.http.clone());
     let docs = Documents {
         http: &http,
@@ -685,56 +765,268 @@ fn compare_with_source(
     for src in std::iter::once(source).chain(also.iter().map(String::as_str)) {
         collections.extend(discover::discover(&docs, src, None)?.collections);
     }
-    let mut comparer = Comparer {
-        states,
-        sample: s.sample,
-        pending: VecDeque::with_capacity(Comparer::AHEAD),
-        out: SourceComparison::default(),
-        warnings: Warnings::default(),
+    let mut walk = Walk {
+        collections: Vec::new(),
+        failed_parts: Vec::new(),
+        warnings: Vec::new(),
     };
-    comparer.out.verifying.refetch = s.refetch;
     for collection in collections {
-        comparer.out.verifying.collection = collection.id.as_str().into();
-        comparer.out.collections.push(collection.id.clone());
-        let mut visit = |item| {
-            comparer.push(item);
-            Ok(())
-        };
+        walk.collections.push(collection.id.clone());
+        visit(Entry::Collection(collection.id.as_str().into()))?;
         // Each format walks its own documents; the comparison is the same.
         let expected =
-            formats::of(collection.kind).expected_state(&docs, collection, &mut visit)?;
-        comparer.flush();
+            formats::of(collection.kind)
+                .expected_state(&docs, collection, &mut |item| visit(Entry::Item(item)))?;
         // What the format leaves out on purpose is neither missing nor extra.
-        for uri in &expected.skipped {
-            states.set_by_uri(uri, mark::SEEN);
+        for uri in expected.skipped {
+            visit(Entry::Skipped(uri))?;
         }
-        let walked = expected.walked;
-        for w in walked.warnings {
-            comparer.warnings.push(w);
-        }
-        comparer.out.failed_parts.extend(walked.failed_parts);
+        walk.warnings.extend(expected.walked.warnings);
+        walk.failed_parts.extend(expected.walked.failed_parts);
     }
-    let mut out = comparer.out;
-    out.warnings = comparer.warnings.into_vec();
-    Ok(out)
+    Ok(walk)
+}
+
+/// The sources whose lists are walked and compared here, and what the formats that compare by
+/// a rule of their own (SCP: `modified`, the newest snapshots) found, source by source.
+fn own_audits(
+    catalog: &Catalog,
+    s: &settings::Audit,
+    source: Option<&str>,
+    also: &[String],
+) -> Result<(Vec<String>, Option<formats::OwnAudit>), StoreError> {
+    let sources: Vec<String> = match source {
+        Some(src) => std::iter::once(src.to_string())
+            .chain(also.iter().cloned())
+            .collect(),
+        None => catalog.remembered_source()?.into_iter().collect(),
+    };
+    let mut own: Option<formats::OwnAudit> = None;
+    let mut walked: Vec<String> = Vec::new();
+    for src in sources {
+        // Read only: the catalog may be on read-only media.
+        let found = match (catalog.source_kind(&src)?, catalog.known_source_id(&src)?) {
+            (Some(kind), Some(id)) => {
+                formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
+            }
+            _ => None,
+        };
+        match found {
+            Some(a) => own = Some(merge_own(own, a)),
+            None => walked.push(src),
+        }
+    }
+    Ok((walked, own))
+}
+
+/// The wall time of the phases that may run once per pass.
+#[derive(Default)]
+struct Phases {
+    loading: f64,
+    comparing: f64,
+    refetching: f64,
+}
+
+/// After a pass's comparison: mark the resources of collections this audit does not compare,
+/// and fetch again what `--refetch` asks for.
+fn settle(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    states: &MirrorStates,
+    c: &mut SourceComparison,
+    phases: &mut Phases,
+) -> Result<(), StoreError> {
+    mark_other_collections(catalog, states, &c.collections)?;
+    let t = Instant::now();
+    refetch_and_mark(s, catalog, states, c)?;
+    phases.refetching += t.elapsed().as_secs_f64();
+    Ok(())
+}
+
+/// Resources whose states one pass holds: about 80 bytes each, so that a pass stays near
+/// 100 MB. `RSMIRROR_AUDIT_PASS_RESOURCES` sets another number (fewer: less memory and more
+/// passes, each reading the catalog and the spilled list once more).
+const PASS_RESOURCES: u64 = 1_250_000;
+
+/// How many passes the audit takes, and how many resources the catalog has (with or without a
+/// current version).
+fn passes(catalog: &Catalog, sample: Option<(u64, u64)>) -> Result<(u64, usize), Error> {
+    let per = match std::env::var("RSMIRROR_AUDIT_PASS_RESOURCES") {
+        Err(_) => PASS_RESOURCES,
+        Ok(v) => v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            UsageError(format!(
+                "RSMIRROR_AUDIT_PASS_RESOURCES={v}: not a number of resources (1 or more)"
+            ))
+        })?,
+    };
+    let total: i64 = catalog
+        .conn()
+        .query_row("SELECT count(*) FROM resources", [], |r| r.get(0))
+        .map_err(StoreError::from)?;
+    let in_sample = (total as u64).div_ceil(sample.map_or(1, |(_, m)| m));
+    Ok((in_sample.div_ceil(per).max(1), total as usize))
+}
+
+/// The slice of keys pass `p` of `passes` covers, within `sample`: slice `n + m·(p − 1)` of
+/// `m·passes`, since a key in slice k of m·P is in slice k mod m of m (`slice_of` takes the
+/// same number modulo both). The passes cover the sample once.
+fn pass_slice(sample: Option<(u64, u64)>, p: u64, passes: u64) -> Option<(u64, u64)> {
+    if passes == 1 {
+        return sample;
+    }
+    let (n, m) = sample.unwrap_or((1, 1));
+    Some((n + m * (p - 1), m * passes))
+}
+
+/// What the report reads of each resource's marks: the states of a single pass, or what each
+/// of several passes left, one byte per resource in URI order.
+enum Marks {
+    States(MirrorStates),
+    ByRank(ByRank),
+}
+
+impl Marks {
+    fn collisions(&self) -> u64 {
+        match self {
+            Marks::States(states) => states.collisions,
+            Marks::ByRank(b) => b.collisions,
+        }
+    }
+
+    /// The marks of the resource `uri`, the `rank`-th in URI order, and whether it is deleted:
+    /// `None` when it has no current state within the sample.
+    fn of(&self, rank: usize, uri: &str) -> Option<(u8, bool)> {
+        match self {
+            Marks::States(states) => states
+                .find(&uri_key(uri))
+                .map(|i| (states.marks(i), states.deleted(i))),
+            Marks::ByRank(b) => b.get(rank),
+        }
+    }
+
+    /// The marks of every current state within the sample, and whether it is deleted.
+    fn each(&self) -> Box<dyn Iterator<Item = (u8, bool)> + '_> {
+        match self {
+            Marks::States(states) => {
+                Box::new((0..states.len()).map(|i| (states.marks(i), states.deleted(i))))
+            }
+            Marks::ByRank(b) => Box::new((0..b.marks.len()).filter_map(|r| b.get(r))),
+        }
+    }
+}
+
+/// The marks each pass left, by the resource's rank in URI order (`SELECT uri FROM resources
+/// ORDER BY uri`: no writer runs while the audit holds the lock, so the order is the same at
+/// every pass and at the report).
+struct ByRank {
+    marks: Vec<u8>,
+    collisions: u64,
+}
+
+impl ByRank {
+    /// No current state (or not in the sample). The marks fill seven bits, and SAME and
+    /// DIFFERS are never both set, so a recorded byte is never this.
+    const ABSENT: u8 = 0xFF;
+    const DELETED: u8 = 0x80;
+
+    fn new(resources: usize) -> ByRank {
+        ByRank {
+            marks: vec![Self::ABSENT; resources],
+            collisions: 0,
+        }
+    }
+
+    fn get(&self, rank: usize) -> Option<(u8, bool)> {
+        match self.marks.get(rank).copied() {
+            None | Some(Self::ABSENT) => None,
+            Some(b) => Some((b & !Self::DELETED, b & Self::DELETED != 0)),
+        }
+    }
+
+    /// Keep what the pass over `slice` marked.
+    fn record(
+        &mut self,
+        catalog: &Catalog,
+        states: &MirrorStates,
+        slice: Option<(u64, u64)>,
+    ) -> Result<(), StoreError> {
+        self.collisions += states.collisions;
+        let mut stmt = catalog
+            .conn()
+            .prepare("SELECT uri FROM resources ORDER BY uri")?;
+        let mut rows = stmt.query([])?;
+        let mut rank = 0usize;
+        while let Some(r) = rows.next()? {
+            let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            let key = uri_key(uri);
+            if in_sample(&key, slice) {
+                if let Some(i) = states.find(&key) {
+                    let marks = states.marks(i);
+                    debug_assert!(marks & Self::DELETED == 0);
+                    let b = marks | if states.deleted(i) { Self::DELETED } else { 0 };
+                    debug_assert_ne!(b, Self::ABSENT);
+                    if rank >= self.marks.len() {
+                        self.marks.resize(rank + 1, Self::ABSENT);
+                    }
+                    self.marks[rank] = b;
+                }
+            }
+            rank += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Compares the source's entries with the mirror's states in the order they are listed, a few
 /// entries behind: each entry's directory entry is prefetched when it arrives, and its slots
 /// half-way to its turn ([`MirrorStates::prefetch_bucket`], [`MirrorStates::prefetch`]), so
-/// that they are in the cache by the time it comes.
+/// that they are in the cache by the time it comes. Only the entries within `sample` (a pass's
+/// slice) are compared.
 struct Comparer<'s> {
     states: &'s MirrorStates,
     sample: Option<(u64, u64)>,
     /// Entries (with the keys of their URIs) not compared yet, in order.
     pending: VecDeque<(Key, Item)>,
     out: SourceComparison,
-    warnings: Warnings,
 }
 
-impl Comparer<'_> {
+impl<'s> Comparer<'s> {
     /// Entries held: about as many lookups as the memory system keeps in flight.
     const AHEAD: usize = 16;
+
+    /// A comparer adding to `out` (what earlier passes found).
+    fn new(
+        states: &'s MirrorStates,
+        sample: Option<(u64, u64)>,
+        out: SourceComparison,
+    ) -> Comparer<'s> {
+        Comparer {
+            states,
+            sample,
+            pending: VecDeque::with_capacity(Self::AHEAD),
+            out,
+        }
+    }
+
+    fn take(&mut self, e: Entry) {
+        match e {
+            Entry::Collection(id) => {
+                self.flush();
+                self.out.verifying.collection = id;
+            }
+            Entry::Item(item) => self.push(item),
+            Entry::Skipped(uri) => {
+                self.flush();
+                self.states.set_by_uri(&uri, mark::SEEN);
+            }
+        }
+    }
+
+    /// Everything compared: what this pass and the earlier ones found.
+    fn finish_pass(mut self) -> SourceComparison {
+        self.flush();
+        self.out
+    }
 
     fn push(&mut self, item: Item) {
         let key = match &item {
@@ -766,7 +1058,7 @@ impl Comparer<'_> {
                 self.states,
                 self.sample,
                 &mut self.out.findings,
-                &mut self.warnings,
+                &mut self.out.twice,
                 &mut self.out.listed,
                 &mut self.out.verifying,
             );
@@ -872,27 +1164,28 @@ fn compare_item(
 /// in the mirror (not deleted) within the sample.
 fn report_by_uri(
     catalog: &Catalog,
-    states: &MirrorStates,
-    sample: Option<(u64, u64)>,
+    marks: &Marks,
     mode: Mode,
     source: BTreeMap<String, Vec<Finding>>,
     local: Vec<Finding>,
     emitter: &mut Emitter<'_, '_>,
 ) -> Result<u64, StoreError> {
     let (mut source, mut local) = (source, local);
-    if let Some(resources) = report_without_uris(states, mode, &mut source, &mut local, emitter)? {
+    if let Some(resources) = report_without_uris(marks, mode, &mut source, &mut local, emitter)? {
         return Ok(resources);
     }
     let mut resources = 0u64;
     let mut source = source.into_iter().peekable();
     let mut local = local.into_iter().peekable();
     // SQLite's BINARY collation orders as Rust's `str` does (bytewise).
-    // The covering index on `uri`: no table lookups. Resources without a current version are
-    // not in `states` and get only what the source or fixity says of them.
+    // The covering index on `uri`: no table lookups. Resources without a current version, and
+    // those outside the sample, have no marks: they get only what the source or fixity says of
+    // them (nothing, outside the sample: both sides are sampled alike).
     let mut stmt = catalog
         .conn()
         .prepare("SELECT uri FROM resources ORDER BY uri")?;
     let mut rows = stmt.query([])?;
+    let mut rank = 0usize;
     loop {
         let next: Option<&str> = match rows.next()? {
             Some(r) => Some(r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?),
@@ -917,17 +1210,11 @@ fn report_by_uri(
             }
         }
         let Some(uri) = next else { break };
-        let key = uri_key(uri);
-        if !in_sample(&key, sample) {
-            continue;
+        let slot = marks.of(rank, uri);
+        rank += 1;
+        if slot.is_some_and(|(_, deleted)| !deleted) {
+            resources += 1;
         }
-        let slot = states.find(&key);
-        if let Some(i) = slot {
-            if !states.deleted(i) {
-                resources += 1;
-            }
-        }
-        let slot = slot.map(|i| (i, states.marks(i), states.deleted(i)));
         report_uri(uri, slot, mode, &mut source, &mut local, emitter)?;
     }
     Ok(resources)
@@ -969,20 +1256,22 @@ fn verdict(marks: u8, deleted: bool, mode: Mode) -> Option<(Class, Option<&'stat
 /// source's and local fixity's findings merged in URI order, exactly as the full merge would
 /// write them. `None` (nothing done) when the URIs are needed.
 fn report_without_uris(
-    states: &MirrorStates,
+    marks: &Marks,
     mode: Mode,
     source: &mut BTreeMap<String, Vec<Finding>>,
     local: &mut Vec<Finding>,
     emitter: &mut Emitter<'_, '_>,
 ) -> Result<Option<u64>, StoreError> {
-    let verdicts = || (0..states.len()).map(|i| verdict(states.marks(i), states.deleted(i), mode));
+    let verdicts = || marks.each().map(|(m, deleted)| verdict(m, deleted, mode));
+    // A resource local fixity found wrong is not `=`: which one it is takes its URI.
     if emitter.writes_ok()
-        || states.collisions > 0
+        || marks.collisions() > 0
+        || !local.is_empty()
         || verdicts().any(|v| v.is_some_and(|(class, _)| !class.is_ok()))
     {
         return Ok(None);
     }
-    let resources = (0..states.len()).filter(|&i| !states.deleted(i)).count() as u64;
+    let resources = marks.each().filter(|&(_, deleted)| !deleted).count() as u64;
     for (class, _) in verdicts().flatten() {
         emitter.count_unwritten(class);
     }
@@ -1009,7 +1298,7 @@ fn report_without_uris(
 /// local fixity's.
 fn report_uri<S, L>(
     uri: &str,
-    slot: Option<(usize, u8, bool)>,
+    slot: Option<(u8, bool)>,
     mode: Mode,
     source: &mut Peekable<S>,
     local: &mut Peekable<L>,
@@ -1019,7 +1308,11 @@ where
     S: Iterator<Item = (String, Vec<Finding>)>,
     L: Iterator<Item = Finding>,
 {
-    if let Some((_, marks, deleted)) = slot {
+    if let Some((marks, deleted)) = slot {
+        let marks = match local.peek().is_some_and(|f| f.uri.as_deref() == Some(uri)) {
+            true => marks | mark::LOCAL_BAD,
+            false => marks,
+        };
         if let Some((class, why)) = verdict(marks, deleted, mode) {
             let f = Finding::new(class);
             let f = match why {

@@ -63,7 +63,8 @@ pub mod mark {
     pub const UNVERIFIABLE: u8 = 4;
     /// `plan::compare` found a contradiction.
     pub const DIFFERS: u8 = 8;
-    /// Local fixity found something wrong with one of its objects.
+    /// Local fixity found something wrong with one of its objects (added by the report, which
+    /// meets local fixity's findings in URI order).
     pub const LOCAL_BAD: u8 = 16;
     /// Nothing on both sides to compare.
     pub const NO_EVIDENCE: u8 = 32;

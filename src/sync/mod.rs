@@ -19,4 +19,5 @@ pub mod mirror_states;
 pub mod plan;
 pub mod refetch;
 pub mod repair;
+pub mod spill;
 pub mod sync_point;

@@ -1236,3 +1236,111 @@ fn refetch_with_a_sample_covers_the_source_over_m_nights() {
     }
     assert_eq!(seen.len(), 30, "three nights cover every resource once");
 }
+
+// ------------------------------------------------------------------------------------------
+// issue 24: a mirror too large for one pass is audited in several
+
+/// A report with what changes from run to run taken out: its run, times and rates.
+fn steady(mut doc: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.retain(|k, _| {
+                    !matches!(k.as_str(), "run_id" | "started_at" | "mb_per_s")
+                        && !k.ends_with("seconds")
+                });
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut doc);
+    doc
+}
+
+/// The same audit in one pass and in passes of `per` resources: the same exit code, the same
+/// report (JSON), the same lines with `-v`.
+fn same_in_passes(mirror: &Path, args: &[&str], per: &[&str]) {
+    let run = |per: Option<&str>, json: bool| {
+        let mut c = audit(mirror);
+        match per {
+            Some(per) => c.env("RSMIRROR_AUDIT_PASS_RESOURCES", per),
+            None => c.env_remove("RSMIRROR_AUDIT_PASS_RESOURCES"),
+        };
+        match json {
+            true => c.arg("--json"),
+            false => c.arg("-v"),
+        };
+        let out = c.args(args).output().unwrap();
+        let err = stderr_of(&out);
+        (out.status.code(), out.stdout, err)
+    };
+    let (code, json, _) = run(None, true);
+    let one: Value = serde_json::from_slice(&json).unwrap();
+    let (_, lines, err) = run(None, false);
+    assert!(!err.contains("passes"), "{err}");
+    assert!(!findings(&one).is_empty(), "{one}");
+    let mut several_passes = 0;
+    for per in per {
+        let (code_n, json_n, _) = run(Some(per), true);
+        assert_eq!(code_n, code, "{args:?} in passes of {per}");
+        let several: Value = serde_json::from_slice(&json_n).unwrap();
+        assert_eq!(
+            steady(several),
+            steady(one.clone()),
+            "{args:?} in passes of {per}"
+        );
+        let (_, lines_n, err_n) = run(Some(per), false);
+        assert_eq!(
+            String::from_utf8_lossy(&lines_n),
+            String::from_utf8_lossy(&lines),
+            "{args:?} in passes of {per}"
+        );
+        several_passes += usize::from(err_n.contains(" passes ("));
+    }
+    assert!(several_passes > 0, "{args:?}: never more than one pass");
+}
+
+#[test]
+fn an_audit_in_passes_reports_exactly_what_one_pass_does() {
+    // In sync, changed, missing, extra, corrupt and a stray; against the source, with a
+    // sample, offline, at the fixity level.
+    let (_v1, _srv, mirror, _v2) = eventful();
+    for args in [
+        &[][..],
+        &["--sample", "2/3"],
+        &["--sample", "1/2"],
+        &["--offline"],
+        &["--level", "fixity"],
+    ] {
+        same_in_passes(mirror.path(), args, &["1", "2", "3"]);
+    }
+    // No staging file is left behind by the spilled list.
+    let staging = mirror.path().join("staging");
+    let left: Vec<_> = std::fs::read_dir(&staging)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+
+    // No digests: `?` for each, then a silent change only --refetch finds.
+    let (site, _srv, mirror, _) = digestless(7);
+    std::fs::write(site.path().join("res/p03"), b"page 03 v2\n").unwrap();
+    same_in_passes(mirror.path(), &[], &["2", "5"]);
+    same_in_passes(mirror.path(), &["--refetch=bytes"], &["2", "5"]);
+}
+
+#[test]
+fn a_pass_size_that_is_not_a_number_is_a_usage_error() {
+    let (_site, _srv, mirror, _) = digestless(2);
+    let out = audit(mirror.path())
+        .env("RSMIRROR_AUDIT_PASS_RESOURCES", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("RSMIRROR_AUDIT_PASS_RESOURCES=lots"),
+        "{}",
+        stderr_of(&out)
+    );
+}

@@ -1,0 +1,369 @@
+//! What a source lists, written to the mirror's `staging/` as the source is walked, and read back
+//! in list order as often as needed: an audit of a mirror too large to hold in one pass walks the
+//! source once and compares each slice of the mirror with this copy (issue 24).
+//!
+//! A plain file of records, written through one buffer and read through another: no index, no
+//! journal, no sync (it is thrown away with the audit, and `staging/` is emptied when a mirror is
+//! opened after a crash). An entry keeps what the comparison reads: the URI, the declared
+//! lastmod, length and digests, where it was listed (document, line, and the document's scope,
+//! held once per document), not its media type or duplicates.
+
+use crate::net::Scope;
+use crate::rs::digest::parse_hash_attr;
+use crate::store::StoreError;
+use crate::sync::expected::{Item, Refused};
+use crate::sync::plan::{Declared, Listed};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What the walk of a source hands on, in the order it walks.
+// One at a time, moved from the walk to the comparison: boxing the item would only add an
+// allocation per entry.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Entry {
+    /// The entries that follow are of this collection.
+    Collection(Arc<str>),
+    Item(Item),
+    /// A URI the format leaves out on purpose (neither missing nor extra), after the
+    /// collection's entries.
+    Skipped(String),
+}
+
+const COLLECTION: u8 = 1;
+const LISTED: u8 = 2;
+const REFUSED: u8 = 3;
+const SKIPPED: u8 = 4;
+
+/// A spill being written.
+pub struct SpillWriter {
+    out: BufWriter<File>,
+    spill: Spill,
+    doc_ids: HashMap<Arc<str>, u32>,
+}
+
+/// A finished spill: read it with [`Spill::replay`]. The file goes when this is dropped.
+pub struct Spill {
+    path: PathBuf,
+    /// The listing documents and their scopes, by id (a list of millions has a few hundred).
+    docs: Vec<(Arc<str>, Arc<Scope>)>,
+    /// Entries written.
+    pub entries: u64,
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn io_error(path: &Path) -> impl Fn(io::Error) -> StoreError + '_ {
+    move |e| StoreError::io("the source's list, spilled", path, e)
+}
+
+impl SpillWriter {
+    /// A new, empty spill in `dir` (the mirror's `staging/`).
+    pub fn create(dir: &Path) -> Result<SpillWriter, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("creating", dir, e))?;
+        static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("spill-{}-{n}.bin", std::process::id()));
+        let file = File::create(&path).map_err(io_error(&path))?;
+        Ok(SpillWriter {
+            out: BufWriter::with_capacity(1 << 20, file),
+            spill: Spill {
+                path,
+                docs: Vec::new(),
+                entries: 0,
+            },
+            doc_ids: HashMap::new(),
+        })
+    }
+
+    pub fn push(&mut self, entry: &Entry) -> Result<(), StoreError> {
+        let mut buf = Vec::with_capacity(256);
+        match entry {
+            Entry::Collection(id) => {
+                buf.push(COLLECTION);
+                put_str(&mut buf, id);
+            }
+            Entry::Skipped(uri) => {
+                buf.push(SKIPPED);
+                put_str(&mut buf, uri);
+            }
+            Entry::Item(Item::Refused(r)) => {
+                buf.push(REFUSED);
+                put_str(&mut buf, &r.uri);
+                put_str(&mut buf, &r.reason);
+            }
+            Entry::Item(Item::Listed(l)) => {
+                buf.push(LISTED);
+                put_str(&mut buf, l.uri.as_str());
+                let doc = self.doc_id(l);
+                buf.extend_from_slice(&doc.to_le_bytes());
+                buf.extend_from_slice(&l.line.to_le_bytes());
+                match l.declared.lastmod {
+                    Some(t) => {
+                        buf.push(1);
+                        buf.extend_from_slice(&t.as_nanosecond().to_le_bytes());
+                    }
+                    None => buf.push(0),
+                }
+                match l.declared.length {
+                    Some(n) => {
+                        buf.push(1);
+                        buf.extend_from_slice(&n.to_le_bytes());
+                    }
+                    None => buf.push(0),
+                }
+                // As written (`declared_hash` normalises to hex: a finding quotes the source).
+                let digests = l.declared.digests.iter();
+                let written: Vec<String> = digests
+                    .map(|d| format!("{}:{}", d.algorithm, d.written()))
+                    .collect();
+                put_str(&mut buf, &written.join(" "));
+            }
+        }
+        self.out
+            .write_all(&buf)
+            .map_err(io_error(&self.spill.path))?;
+        self.spill.entries += 1;
+        Ok(())
+    }
+
+    fn doc_id(&mut self, l: &Listed) -> u32 {
+        if let Some(&id) = self.doc_ids.get(&l.document) {
+            return id;
+        }
+        let id = self.spill.docs.len() as u32;
+        self.spill.docs.push((l.document.clone(), l.scope.clone()));
+        self.doc_ids.insert(l.document.clone(), id);
+        id
+    }
+
+    /// Everything written out; the spill, ready to be read.
+    pub fn finish(mut self) -> Result<Spill, StoreError> {
+        self.out.flush().map_err(io_error(&self.spill.path))?;
+        Ok(self.spill)
+    }
+}
+
+fn put_str(buf: &mut Vec<u8>, s: &str) {
+    buf.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    buf.extend_from_slice(s.as_bytes());
+}
+
+impl Spill {
+    /// Every entry whose URI `keep` says yes to (and every collection), in the order it was
+    /// written. The others are skipped over without being parsed.
+    pub fn replay(
+        &self,
+        keep: impl Fn(&str) -> bool,
+        mut f: impl FnMut(Entry),
+    ) -> Result<(), StoreError> {
+        let bad = |what: &str| {
+            StoreError::io(
+                "the source's list, spilled",
+                &self.path,
+                io::Error::new(io::ErrorKind::InvalidData, what.to_string()),
+            )
+        };
+        let file = File::open(&self.path).map_err(io_error(&self.path))?;
+        let mut r = Reader {
+            inner: BufReader::with_capacity(1 << 20, file),
+            path: &self.path,
+        };
+        for _ in 0..self.entries {
+            let entry = match r.u8()? {
+                COLLECTION => Entry::Collection(r.string()?.into()),
+                SKIPPED => {
+                    let uri = r.string()?;
+                    match keep(&uri) {
+                        true => Entry::Skipped(uri),
+                        false => continue,
+                    }
+                }
+                REFUSED => {
+                    let uri = r.string()?;
+                    let reason = r.string()?;
+                    match keep(&uri) {
+                        true => Entry::Item(Item::Refused(Refused { uri, reason })),
+                        false => continue,
+                    }
+                }
+                LISTED => {
+                    let uri = r.string()?;
+                    if !keep(&uri) {
+                        // The document, line, lastmod, length and digests.
+                        r.skip(4 + 8)?;
+                        if r.u8()? != 0 {
+                            r.skip(16)?;
+                        }
+                        if r.u8()? != 0 {
+                            r.skip(8)?;
+                        }
+                        let n = u32::from_le_bytes(r.array()?);
+                        r.skip(u64::from(n))?;
+                        continue;
+                    }
+                    let uri = url::Url::parse(&uri).map_err(|e| bad(&format!("{uri}: {e}")))?;
+                    let doc = u32::from_le_bytes(r.array()?) as usize;
+                    let (document, scope) = self
+                        .docs
+                        .get(doc)
+                        .cloned()
+                        .ok_or_else(|| bad("a document id out of range"))?;
+                    let line = u64::from_le_bytes(r.array()?);
+                    let lastmod = match r.u8()? {
+                        0 => None,
+                        _ => Some(
+                            jiff::Timestamp::from_nanosecond(i128::from_le_bytes(r.array()?))
+                                .map_err(|e| bad(&e.to_string()))?,
+                        ),
+                    };
+                    let length = match r.u8()? {
+                        0 => None,
+                        _ => Some(u64::from_le_bytes(r.array()?)),
+                    };
+                    let digests = parse_hash_attr(&r.string()?);
+                    Entry::Item(Item::Listed(Listed {
+                        uri,
+                        declared: Declared {
+                            lastmod,
+                            length,
+                            digests,
+                        },
+                        media_type: None,
+                        duplicates: Vec::new(),
+                        document,
+                        line,
+                        scope,
+                    }))
+                }
+                tag => return Err(bad(&format!("an entry of unknown kind {tag}"))),
+            };
+            f(entry);
+        }
+        Ok(())
+    }
+}
+
+struct Reader<'a> {
+    inner: BufReader<File>,
+    path: &'a Path,
+}
+
+impl Reader<'_> {
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], StoreError> {
+        let mut b = [0u8; N];
+        self.inner.read_exact(&mut b).map_err(io_error(self.path))?;
+        Ok(b)
+    }
+
+    fn skip(&mut self, n: u64) -> Result<(), StoreError> {
+        let got = io::copy(&mut (&mut self.inner).take(n), &mut io::sink())
+            .map_err(io_error(self.path))?;
+        match got == n {
+            true => Ok(()),
+            false => Err(io_error(self.path)(io::ErrorKind::UnexpectedEof.into())),
+        }
+    }
+
+    fn u8(&mut self) -> Result<u8, StoreError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn string(&mut self) -> Result<String, StoreError> {
+        let n = u32::from_le_bytes(self.array()?) as usize;
+        let mut b = vec![0u8; n];
+        self.inner.read_exact(&mut b).map_err(io_error(self.path))?;
+        String::from_utf8(b).map_err(|e| {
+            StoreError::io(
+                "the source's list, spilled",
+                self.path,
+                io::Error::new(io::ErrorKind::InvalidData, e),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(uri: &str, doc: &str, line: u64, declared: Declared) -> Listed {
+        Listed {
+            uri: url::Url::parse(uri).unwrap(),
+            declared,
+            media_type: None,
+            duplicates: Vec::new(),
+            document: doc.into(),
+            line,
+            scope: Arc::new(Scope::for_document(&url::Url::parse(doc).unwrap(), &[])),
+        }
+    }
+
+    #[test]
+    fn a_spill_reads_back_what_the_comparison_reads_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SpillWriter::create(dir.path()).unwrap();
+        let full = Declared {
+            lastmod: Some("2024-02-29T23:59:59.123456789Z".parse().unwrap()),
+            length: Some(u64::MAX),
+            digests: parse_hash_attr(
+                "md5:0123456789ABCDEF0123456789abcdef sha-256:LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564= \
+                 bare x-hash:a:b sha-1:short",
+            ),
+        };
+        let written = vec![
+            Entry::Collection("http://e.org/capabilitylist.xml".into()),
+            Entry::Item(Item::Listed(listed(
+                "http://e.org/a%20b?q=1",
+                "http://e.org/rl1.xml",
+                7,
+                full.clone(),
+            ))),
+            Entry::Item(Item::Refused(Refused {
+                uri: "http://elsewhere.org/x".into(),
+                reason: "outside the scope".into(),
+            })),
+            Entry::Item(Item::Listed(listed(
+                "http://e.org/é",
+                "http://e.org/rl2.xml",
+                u64::MAX,
+                Declared::default(),
+            ))),
+            Entry::Item(Item::Listed(listed(
+                "http://e.org/c",
+                "http://e.org/rl1.xml",
+                9,
+                Declared::default(),
+            ))),
+            Entry::Skipped("http://e.org/private".into()),
+        ];
+        for e in &written {
+            w.push(e).unwrap();
+        }
+        let spill = w.finish().unwrap();
+        assert_eq!(spill.docs.len(), 2, "a document's scope is held once");
+        for _ in 0..2 {
+            let mut read = Vec::new();
+            spill.replay(|_| true, |e| read.push(e)).unwrap();
+            assert_eq!(format!("{read:?}"), format!("{written:?}"));
+        }
+        // Entries of other URIs are skipped over; collections always come.
+        let mut read = Vec::new();
+        spill
+            .replay(|uri| uri.ends_with("/c"), |e| read.push(e))
+            .unwrap();
+        let want = [&written[0], &written[4]];
+        assert_eq!(format!("{read:?}"), format!("{want:?}"));
+        let path = spill.path.clone();
+        assert!(path.is_file());
+        drop(spill);
+        assert!(!path.exists(), "the spill goes with the audit");
+    }
+}
