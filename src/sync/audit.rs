@@ -32,7 +32,7 @@ use crate::sync::documents::Documents;
 use crate::sync::expected::{Item, Warnings};
 use crate::sync::fixity::{self, Fixity};
 use crate::sync::formats;
-use crate::sync::mirror_states::{in_sample, mark, uri_key, HexBuf, Key, MirrorStates};
+use crate::sync::mirror_states::{in_sample, mark, slice_of, uri_key, HexBuf, Key, MirrorStates};
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::refetch;
 use crate::sync::spill::{Entry, SpillWriter};
@@ -372,7 +372,7 @@ fn check_and_report(
                     Err(e) => compared = Compared::Failed(e),
                 }
             }
-            phases.comparing += since(t);
+            phases.spilling += since(t);
             let mut by_rank = ByRank::new(resources);
             let mut comparison = SourceComparison::new(s.refetch);
             for p in 1..=passes {
@@ -382,14 +382,17 @@ fn check_and_report(
                     let t = Instant::now();
                     let mut comparer = Comparer::new(&states, slice, comparison);
                     // Only this slice's entries are parsed and compared.
-                    let keep = |uri: &str| in_sample(&uri_key(uri), slice);
+                    let keep = |key: &Key| in_sample(key, slice);
                     spill.replay(keep, |e| comparer.take(e))?;
                     comparison = comparer.finish_pass();
                     comparison.collections.clone_from(&walk.collections);
                     phases.comparing += since(t);
                     settle(s, catalog, &states, &mut comparison, &mut phases)?;
                 }
+                let slice = slice.expect("a pass of several has a slice");
+                let t = Instant::now();
                 by_rank.record(catalog, &states, slice)?;
+                phases.recording += since(t);
             }
             if let Some((_, walk)) = spilled {
                 compared = Compared::Source(comparison.finish(walk));
@@ -404,6 +407,14 @@ fn check_and_report(
         )
     });
     let (catalog_findings, (marks, phases, mut compared, scp, late_fixity)) = main?;
+    if passes > 1 {
+        totals
+            .phases
+            .push(("reading the source's list into staging/", phases.spilling));
+        totals
+            .phases
+            .push(("recording each pass's marks", phases.recording));
+    }
     totals
         .phases
         .push(("loading current states", phases.loading));
@@ -822,6 +833,10 @@ fn own_audits(
 /// The wall time of the phases that may run once per pass.
 #[derive(Default)]
 struct Phases {
+    /// Several passes: walking the source into the spill.
+    spilling: f64,
+    /// Several passes: what each pass leaves for the report.
+    recording: f64,
     loading: f64,
     comparing: f64,
     refetching: f64,
@@ -920,6 +935,9 @@ impl Marks {
 /// every pass and at the report).
 struct ByRank {
     marks: Vec<u8>,
+    /// The slice of each resource's key, modulo 256, found by the first pass: later passes
+    /// hash only the URIs of their own slice (and a 256th of the others, beyond 256 slices).
+    slices: Vec<u8>,
     collisions: u64,
 }
 
@@ -932,6 +950,7 @@ impl ByRank {
     fn new(resources: usize) -> ByRank {
         ByRank {
             marks: vec![Self::ABSENT; resources],
+            slices: Vec::new(),
             collisions: 0,
         }
     }
@@ -943,35 +962,45 @@ impl ByRank {
         }
     }
 
-    /// Keep what the pass over `slice` marked.
+    /// Keep what the pass over slice `k` of `m` marked.
     fn record(
         &mut self,
         catalog: &Catalog,
         states: &MirrorStates,
-        slice: Option<(u64, u64)>,
+        (k, m): (u64, u64),
     ) -> Result<(), StoreError> {
         self.collisions += states.collisions;
+        let first = self.slices.is_empty();
         let mut stmt = catalog
             .conn()
             .prepare("SELECT uri FROM resources ORDER BY uri")?;
         let mut rows = stmt.query([])?;
         let mut rank = 0usize;
         while let Some(r) = rows.next()? {
+            let at = rank;
+            rank += 1;
+            if !first && self.slices.get(at) != Some(&(k as u8)) {
+                continue;
+            }
             let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
             let key = uri_key(uri);
-            if in_sample(&key, slice) {
-                if let Some(i) = states.find(&key) {
-                    let marks = states.marks(i);
-                    debug_assert!(marks & Self::DELETED == 0);
-                    let b = marks | if states.deleted(i) { Self::DELETED } else { 0 };
-                    debug_assert_ne!(b, Self::ABSENT);
-                    if rank >= self.marks.len() {
-                        self.marks.resize(rank + 1, Self::ABSENT);
-                    }
-                    self.marks[rank] = b;
-                }
+            let slice = slice_of(&key, m);
+            if first {
+                self.slices.push(slice as u8);
             }
-            rank += 1;
+            if slice != k {
+                continue;
+            }
+            if let Some(i) = states.find(&key) {
+                let marks = states.marks(i);
+                debug_assert!(marks & Self::DELETED == 0);
+                let b = marks | if states.deleted(i) { Self::DELETED } else { 0 };
+                debug_assert_ne!(b, Self::ABSENT);
+                if at >= self.marks.len() {
+                    self.marks.resize(at + 1, Self::ABSENT);
+                }
+                self.marks[at] = b;
+            }
         }
         Ok(())
     }

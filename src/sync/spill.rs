@@ -3,8 +3,8 @@
 //! source once and compares each slice of the mirror with this copy (issue 24).
 //!
 //! A plain file of records, written through one buffer and read through another: no index, no
-//! journal, no sync (it is thrown away with the audit, and `staging/` is emptied when a mirror is
-//! opened after a crash). An entry keeps what the comparison reads: the URI, the declared
+//! journal, no sync (it is thrown away with the audit; after a crash, the next run that writes
+//! empties `staging/`). An entry keeps what the comparison reads: the URI, the declared
 //! lastmod, length and digests, where it was listed (document, line, and the document's scope,
 //! held once per document), not its media type or duplicates.
 
@@ -12,6 +12,7 @@ use crate::net::Scope;
 use crate::rs::digest::parse_hash_attr;
 use crate::store::StoreError;
 use crate::sync::expected::{Item, Refused};
+use crate::sync::mirror_states::{uri_key, Key};
 use crate::sync::plan::{Declared, Listed};
 use std::collections::HashMap;
 use std::fs::File;
@@ -43,6 +44,8 @@ pub struct SpillWriter {
     out: BufWriter<File>,
     spill: Spill,
     doc_ids: HashMap<Arc<str>, u32>,
+    /// A record's body, reused.
+    body: Vec<u8>,
 }
 
 /// A finished spill: read it with [`Spill::replay`]. The file goes when this is dropped.
@@ -80,56 +83,65 @@ impl SpillWriter {
                 entries: 0,
             },
             doc_ids: HashMap::new(),
+            body: Vec::new(),
         })
     }
 
     pub fn push(&mut self, entry: &Entry) -> Result<(), StoreError> {
-        let mut buf = Vec::with_capacity(256);
-        match entry {
+        // A record: its kind, the key of its URI (zeros for a collection), the length of the
+        // rest, and the rest; a reader skips another slice's record without parsing it.
+        let mut body = std::mem::take(&mut self.body);
+        body.clear();
+        let (tag, key) = match entry {
             Entry::Collection(id) => {
-                buf.push(COLLECTION);
-                put_str(&mut buf, id);
+                put_str(&mut body, id);
+                (COLLECTION, [0; 16])
             }
             Entry::Skipped(uri) => {
-                buf.push(SKIPPED);
-                put_str(&mut buf, uri);
+                put_str(&mut body, uri);
+                (SKIPPED, uri_key(uri))
             }
             Entry::Item(Item::Refused(r)) => {
-                buf.push(REFUSED);
-                put_str(&mut buf, &r.uri);
-                put_str(&mut buf, &r.reason);
+                put_str(&mut body, &r.uri);
+                put_str(&mut body, &r.reason);
+                (REFUSED, uri_key(&r.uri))
             }
             Entry::Item(Item::Listed(l)) => {
-                buf.push(LISTED);
-                put_str(&mut buf, l.uri.as_str());
+                put_str(&mut body, l.uri.as_str());
                 let doc = self.doc_id(l);
-                buf.extend_from_slice(&doc.to_le_bytes());
-                buf.extend_from_slice(&l.line.to_le_bytes());
+                body.extend_from_slice(&doc.to_le_bytes());
+                body.extend_from_slice(&l.line.to_le_bytes());
                 match l.declared.lastmod {
                     Some(t) => {
-                        buf.push(1);
-                        buf.extend_from_slice(&t.as_nanosecond().to_le_bytes());
+                        body.push(1);
+                        body.extend_from_slice(&t.as_nanosecond().to_le_bytes());
                     }
-                    None => buf.push(0),
+                    None => body.push(0),
                 }
                 match l.declared.length {
                     Some(n) => {
-                        buf.push(1);
-                        buf.extend_from_slice(&n.to_le_bytes());
+                        body.push(1);
+                        body.extend_from_slice(&n.to_le_bytes());
                     }
-                    None => buf.push(0),
+                    None => body.push(0),
                 }
                 // As written (`declared_hash` normalises to hex: a finding quotes the source).
                 let digests = l.declared.digests.iter();
                 let written: Vec<String> = digests
                     .map(|d| format!("{}:{}", d.algorithm, d.written()))
                     .collect();
-                put_str(&mut buf, &written.join(" "));
+                put_str(&mut body, &written.join(" "));
+                (LISTED, uri_key(l.uri.as_str()))
             }
-        }
-        self.out
-            .write_all(&buf)
-            .map_err(io_error(&self.spill.path))?;
+        };
+        let mut head = [0u8; 21];
+        head[0] = tag;
+        head[1..17].copy_from_slice(&key);
+        head[17..].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        let path = &self.spill.path;
+        self.out.write_all(&head).map_err(io_error(path))?;
+        self.out.write_all(&body).map_err(io_error(path))?;
+        self.body = body;
         self.spill.entries += 1;
         Ok(())
     }
@@ -157,11 +169,11 @@ fn put_str(buf: &mut Vec<u8>, s: &str) {
 }
 
 impl Spill {
-    /// Every entry whose URI `keep` says yes to (and every collection), in the order it was
-    /// written. The others are skipped over without being parsed.
+    /// Every entry whose URI's key `keep` says yes to (and every collection), in the order it
+    /// was written. The others are skipped over without being read.
     pub fn replay(
         &self,
-        keep: impl Fn(&str) -> bool,
+        keep: impl Fn(&Key) -> bool,
         mut f: impl FnMut(Entry),
     ) -> Result<(), StoreError> {
         let bad = |what: &str| {
@@ -177,38 +189,24 @@ impl Spill {
             path: &self.path,
         };
         for _ in 0..self.entries {
-            let entry = match r.u8()? {
+            let tag = r.u8()?;
+            let key: Key = r.array()?;
+            let len = u32::from_le_bytes(r.array()?);
+            if tag != COLLECTION && !keep(&key) {
+                r.inner
+                    .seek_relative(i64::from(len))
+                    .map_err(io_error(&self.path))?;
+                continue;
+            }
+            let entry = match tag {
                 COLLECTION => Entry::Collection(r.string()?.into()),
-                SKIPPED => {
-                    let uri = r.string()?;
-                    match keep(&uri) {
-                        true => Entry::Skipped(uri),
-                        false => continue,
-                    }
-                }
-                REFUSED => {
-                    let uri = r.string()?;
-                    let reason = r.string()?;
-                    match keep(&uri) {
-                        true => Entry::Item(Item::Refused(Refused { uri, reason })),
-                        false => continue,
-                    }
-                }
+                SKIPPED => Entry::Skipped(r.string()?),
+                REFUSED => Entry::Item(Item::Refused(Refused {
+                    uri: r.string()?,
+                    reason: r.string()?,
+                })),
                 LISTED => {
                     let uri = r.string()?;
-                    if !keep(&uri) {
-                        // The document, line, lastmod, length and digests.
-                        r.skip(4 + 8)?;
-                        if r.u8()? != 0 {
-                            r.skip(16)?;
-                        }
-                        if r.u8()? != 0 {
-                            r.skip(8)?;
-                        }
-                        let n = u32::from_le_bytes(r.array()?);
-                        r.skip(u64::from(n))?;
-                        continue;
-                    }
                     let uri = url::Url::parse(&uri).map_err(|e| bad(&format!("{uri}: {e}")))?;
                     let doc = u32::from_le_bytes(r.array()?) as usize;
                     let (document, scope) = self
@@ -261,15 +259,6 @@ impl Reader<'_> {
         let mut b = [0u8; N];
         self.inner.read_exact(&mut b).map_err(io_error(self.path))?;
         Ok(b)
-    }
-
-    fn skip(&mut self, n: u64) -> Result<(), StoreError> {
-        let got = io::copy(&mut (&mut self.inner).take(n), &mut io::sink())
-            .map_err(io_error(self.path))?;
-        match got == n {
-            true => Ok(()),
-            false => Err(io_error(self.path)(io::ErrorKind::UnexpectedEof.into())),
-        }
     }
 
     fn u8(&mut self) -> Result<u8, StoreError> {
@@ -357,7 +346,7 @@ mod tests {
         // Entries of other URIs are skipped over; collections always come.
         let mut read = Vec::new();
         spill
-            .replay(|uri| uri.ends_with("/c"), |e| read.push(e))
+            .replay(|k| *k == uri_key("http://e.org/c"), |e| read.push(e))
             .unwrap();
         let want = [&written[0], &written[4]];
         assert_eq!(format!("{read:?}"), format!("{want:?}"));

@@ -1328,6 +1328,14 @@ fn an_audit_in_passes_reports_exactly_what_one_pass_does() {
     std::fs::write(site.path().join("res/p03"), b"page 03 v2\n").unwrap();
     same_in_passes(mirror.path(), &[], &["2", "5"]);
     same_in_passes(mirror.path(), &["--refetch=bytes"], &["2", "5"]);
+
+    // More than 256 passes (later passes find their URIs by the slice noted modulo 256), with
+    // resources added at the source and a stray.
+    let fx = Fixture::generated(300);
+    let added = tempfile::tempdir().unwrap();
+    generate_source(added.path(), 303, 64);
+    fx.srv.set_root(added.path());
+    same_in_passes(fx.path(), &[], &["1", "7"]);
 }
 
 #[test]
