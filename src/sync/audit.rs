@@ -374,6 +374,13 @@ fn check_and_report(
             }
             phases.spilling += since(t);
             let mut by_rank = ByRank::new(resources);
+            if spilled.is_none() {
+                // Nothing to compare: the marks are only which states are deletions.
+                let t = Instant::now();
+                by_rank.record_unmarked(catalog, s.sample)?;
+                phases.recording += since(t);
+                return Ok((Marks::ByRank(by_rank), phases, compared, own, None));
+            }
             let mut comparison = SourceComparison::new(s.refetch);
             for p in 1..=passes {
                 let slice = pass_slice(s.sample, p, passes);
@@ -960,6 +967,45 @@ impl ByRank {
             None | Some(Self::ABSENT) => None,
             Some(b) => Some((b & !Self::DELETED, b & Self::DELETED != 0)),
         }
+    }
+
+    /// Without a comparison (offline, or the source could not be read), what the report needs
+    /// of the states: which resources have one within `sample`, and which are deletions. One
+    /// scan of the catalog in URI order, no states held.
+    fn record_unmarked(
+        &mut self,
+        catalog: &Catalog,
+        sample: Option<(u64, u64)>,
+    ) -> Result<(), StoreError> {
+        let mut stmt = catalog.conn().prepare(
+            "SELECT r.uri, v.change FROM resources r
+             LEFT JOIN versions v ON v.id = r.current_version_id ORDER BY r.uri",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut rank = 0usize;
+        while let Some(r) = rows.next()? {
+            let at = rank;
+            rank += 1;
+            let deleted = match r
+                .get_ref(1)?
+                .as_str_or_null()
+                .map_err(rusqlite::Error::from)?
+            {
+                None => continue,
+                Some(change) => change == "deleted",
+            };
+            if sample.is_some() {
+                let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                if !in_sample(&uri_key(uri), sample) {
+                    continue;
+                }
+            }
+            if at >= self.marks.len() {
+                self.marks.resize(at + 1, Self::ABSENT);
+            }
+            self.marks[at] = if deleted { Self::DELETED } else { 0 };
+        }
+        Ok(())
     }
 
     /// Keep what the pass over slice `k` of `m` marked.

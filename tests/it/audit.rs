@@ -1306,7 +1306,7 @@ fn same_in_passes(mirror: &Path, args: &[&str], per: &[&str]) {
 fn an_audit_in_passes_reports_exactly_what_one_pass_does() {
     // In sync, changed, missing, extra, corrupt and a stray; against the source, with a
     // sample, offline, at the fixity level.
-    let (_v1, _srv, mirror, _v2) = eventful();
+    let (_v1, srv, mirror, _v2) = eventful();
     for args in [
         &[][..],
         &["--sample", "2/3"],
@@ -1322,6 +1322,23 @@ fn an_audit_in_passes_reports_exactly_what_one_pass_does() {
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
+    // A deletion recorded (a tombstone is no resource, offline or not).
+    let out = rsmirror()
+        .args(["baseline", &srv.url("/resourcelist.xml")])
+        .args(["--delete", "--force-delete", "--tries", "1", "--mirror"])
+        .arg(mirror.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        stderr_of(&out)
+    );
+    let (_, doc) = audit_json(mirror.path(), &["--offline"]);
+    assert_eq!(doc["summary"]["resources"], 4, "{doc}");
+    for args in [&[][..], &["--offline"], &["--sample", "1/2", "--offline"]] {
+        same_in_passes(mirror.path(), args, &["1", "3"]);
+    }
 
     // No digests: `?` for each, then a silent change only --refetch finds.
     let (site, _srv, mirror, _) = digestless(7);
