@@ -280,12 +280,16 @@ fn check_and_report(
     // A mirror too large to hold in one pass is audited in several, each over a slice of the
     // URIs' keys: the source's list is walked once, into a spill, and read again by each pass.
     let (passes, resources) = passes(catalog, s.sample)?;
-    if passes > 1 && s.output.verbose > 0 {
+    if passes > 1 && s.output.verbose > 0 && !s.offline {
         eprintln!(
             "audit: {resources} resources in {passes} passes (one slice of the URIs' keys each)"
         );
     }
     let from_states = !s.level.hashes() && !s.all_versions && passes == 1;
+    // The states are loaded only for what reads them: the comparison with the source, and
+    // local fixity below `--level fixity`. An offline audit that hashes needs only to know
+    // which resources are deletions, which one scan of the catalog says (at any size).
+    let single = passes == 1 && (from_states || !s.offline);
     let (early_fixity, main) = std::thread::scope(|sc| {
         let early = (!from_states).then(|| sc.spawn(|| fixity::check(&s.mirror, fixity_options)));
         let check = sc.spawn(|| {
@@ -306,7 +310,7 @@ fn check_and_report(
         };
         let main = (|| {
             let mut phases = Phases::default();
-            if passes == 1 {
+            if single {
                 let states = load(s.sample, &mut phases)?;
                 let t = Instant::now();
                 let (compared, fixity) = std::thread::scope(|inner| {
@@ -414,7 +418,7 @@ fn check_and_report(
         )
     });
     let (catalog_findings, (marks, phases, mut compared, scp, late_fixity)) = main?;
-    if passes > 1 {
+    if !single {
         totals
             .phases
             .push(("reading the source's list into staging/", phases.spilling));

@@ -1299,7 +1299,11 @@ fn same_in_passes(mirror: &Path, args: &[&str], per: &[&str]) {
         );
         several_passes += usize::from(err_n.contains(" passes ("));
     }
-    assert!(several_passes > 0, "{args:?}: never more than one pass");
+    // Offline, no states are held at any size: there are no passes to speak of.
+    assert!(
+        several_passes > 0 || args.contains(&"--offline"),
+        "{args:?}: never more than one pass"
+    );
 }
 
 #[test]
