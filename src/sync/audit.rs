@@ -326,8 +326,8 @@ fn check_and_report(
                                     s.sample,
                                     SourceComparison::new(s.refetch),
                                 );
-                                let walk = walk_source(s, first, rest, &mut |e| {
-                                    comparer.take(e);
+                                let walk = walk_source(s, first, rest, &mut |ord, e| {
+                                    comparer.take(ord, e);
                                     Ok(())
                                 });
                                 match walk {
@@ -358,7 +358,7 @@ fn check_and_report(
             if let (Some(_), Some((first, rest))) = (source, walked.split_first()) {
                 let mut writer = SpillWriter::create(&s.mirror.join("staging"))?;
                 let mut failed = None;
-                let walk = walk_source(s, first, rest, &mut |e| {
+                let walk = walk_source(s, first, rest, &mut |_, e| {
                     writer.push(&e).map_err(|e| {
                         let stop = SourceError::Unusable {
                             url: first.clone(),
@@ -394,7 +394,7 @@ fn check_and_report(
                     let mut comparer = Comparer::new(&states, slice, comparison);
                     // Only this slice's entries are parsed and compared.
                     let keep = |key: &Key| in_sample(key, slice);
-                    spill.replay(keep, |e| comparer.take(e))?;
+                    spill.replay(keep, |ord, e| comparer.take(ord, e))?;
                     comparison = comparer.finish_pass();
                     comparison.collections.clone_from(&walk.collections);
                     phases.comparing += since(t);
@@ -700,8 +700,8 @@ struct SourceComparison {
     verifying: Verifying,
     /// The collections compared: resources of others are not this audit's to call extra.
     collections: Vec<String>,
-    /// URIs listed again (the later entry counts), as the comparison meets them.
-    twice: Warnings,
+    /// URIs listed again (the later entry counts), in list order whichever pass met them.
+    twice: InListOrder,
 }
 
 impl SourceComparison {
@@ -714,8 +714,8 @@ impl SourceComparison {
     /// With what the walk said: the comparison's warnings, then the walk's.
     fn finish(mut self, walk: Walk) -> SourceComparison {
         let mut warnings = std::mem::take(&mut self.twice);
-        for w in walk.warnings {
-            warnings.push(w);
+        for (i, (after, w)) in walk.warnings.into_iter().enumerate() {
+            warnings.push((after, 0, i as u32), w);
         }
         self.warnings = warnings.into_vec();
         self.failed_parts = walk.failed_parts;
@@ -766,7 +766,37 @@ struct Walk {
     /// The collections walked: resources of others are not this audit's to call extra.
     collections: Vec<String>,
     failed_parts: Vec<(String, String)>,
-    warnings: Vec<String>,
+    /// The walk's own warnings, each with the number of entries handed on before it.
+    warnings: Vec<(u64, String)>,
+}
+
+/// Warnings about the entries of a list, kept in list order whichever pass met them: the
+/// first `Warnings::MAX` in the list, and a count of the others (as one pass would keep them).
+/// A warning's place: the entry's place in the walk (or, for the walk's own warnings, the
+/// number of entries walked before them), then 0 for the walk's, 1 for an entry's, then the
+/// order among the walk's.
+#[derive(Default)]
+struct InListOrder {
+    kept: BTreeMap<(u64, u8, u32), String>,
+    dropped: u64,
+}
+
+impl InListOrder {
+    fn push(&mut self, at: (u64, u8, u32), w: String) {
+        self.kept.insert(at, w);
+        if self.kept.len() > Warnings::MAX {
+            self.kept.pop_last();
+            self.dropped += 1;
+        }
+    }
+
+    fn into_vec(self) -> Vec<String> {
+        let mut out: Vec<String> = self.kept.into_values().collect();
+        if self.dropped > 0 {
+            out.push(format!("... and {} more warnings", self.dropped));
+        }
+        out
+    }
 }
 
 /// Discover the source (and the `also` ones) and walk every collection's expected state,
@@ -775,7 +805,7 @@ fn walk_source(
     s: &settings::Audit,
     source: &str,
     also: &[String],
-    visit: &mut dyn FnMut(Entry) -> Result<(), SourceError>,
+    visit: &mut dyn FnMut(u64, Entry) -> Result<(), SourceError>,
 ) -> Result<Walk, SourceError> {
     let http = Http::new(s.source.http.clone());
     let docs = Documents {
@@ -792,6 +822,13 @@ fn walk_source(
         failed_parts: Vec::new(),
         warnings: Vec::new(),
     };
+    // Every entry's place in the walk (a spill's records are the same, one for one).
+    let ord = std::cell::Cell::new(0u64);
+    let mut visit = |e: Entry| {
+        let at = ord.get();
+        ord.set(at + 1);
+        visit(at, e)
+    };
     for collection in collections {
         walk.collections.push(collection.id.clone());
         visit(Entry::Collection(collection.id.as_str().into()))?;
@@ -803,7 +840,9 @@ fn walk_source(
         for uri in expected.skipped {
             visit(Entry::Skipped(uri))?;
         }
-        walk.warnings.extend(expected.walked.warnings);
+        let after = ord.get();
+        let warnings = expected.walked.warnings.into_iter();
+        walk.warnings.extend(warnings.map(|w| (after, w)));
         walk.failed_parts.extend(expected.walked.failed_parts);
     }
     Ok(walk)
@@ -1064,8 +1103,9 @@ impl ByRank {
 struct Comparer<'s> {
     states: &'s MirrorStates,
     sample: Option<(u64, u64)>,
-    /// Entries (with the keys of their URIs) not compared yet, in order.
-    pending: VecDeque<(Key, Item)>,
+    /// Entries (with their places in the list and the keys of their URIs) not compared yet,
+    /// in order.
+    pending: VecDeque<(u64, Key, Item)>,
     out: SourceComparison,
 }
 
@@ -1087,13 +1127,14 @@ impl<'s> Comparer<'s> {
         }
     }
 
-    fn take(&mut self, e: Entry) {
+    /// The entry at place `ord` of the walk.
+    fn take(&mut self, ord: u64, e: Entry) {
         match e {
             Entry::Collection(id) => {
                 self.flush();
                 self.out.verifying.collection = id;
             }
-            Entry::Item(item) => self.push(item),
+            Entry::Item(item) => self.push(ord, item),
             Entry::Skipped(uri) => {
                 self.flush();
                 self.states.set_by_uri(&uri, mark::SEEN);
@@ -1107,19 +1148,19 @@ impl<'s> Comparer<'s> {
         self.out
     }
 
-    fn push(&mut self, item: Item) {
+    fn push(&mut self, ord: u64, item: Item) {
         let key = match &item {
             Item::Listed(l) => uri_key(l.uri.as_str()),
             Item::Refused(r) => uri_key(&r.uri),
         };
         self.states.prefetch_bucket(&key);
-        if let Some((half_way, _)) = self.pending.get(Self::AHEAD / 2) {
+        if let Some((_, half_way, _)) = self.pending.get(Self::AHEAD / 2) {
             self.states.prefetch(half_way);
         }
         if self.pending.len() == Self::AHEAD {
             self.compare_next();
         }
-        self.pending.push_back((key, item));
+        self.pending.push_back((ord, key, item));
     }
 
     /// Compare every entry held.
@@ -1130,9 +1171,10 @@ impl<'s> Comparer<'s> {
     }
 
     fn compare_next(&mut self) {
-        if let Some((key, item)) = self.pending.pop_front() {
+        if let Some((ord, key, item)) = self.pending.pop_front() {
             compare_item(
                 item,
+                ord,
                 key,
                 self.states,
                 self.sample,
@@ -1149,11 +1191,12 @@ impl<'s> Comparer<'s> {
 #[allow(clippy::too_many_arguments)]
 fn compare_item(
     item: Item,
+    ord: u64,
     key: Key,
     states: &MirrorStates,
     sample: Option<(u64, u64)>,
     findings: &mut BTreeMap<String, Vec<Finding>>,
-    warnings: &mut Warnings,
+    warnings: &mut InListOrder,
     listed: &mut u64,
     verifying: &mut Verifying,
 ) {
@@ -1179,10 +1222,13 @@ fn compare_item(
             };
             if again {
                 // As in a snapshot: the later entry counts.
-                warnings.push(format!(
-                    "{}: line {}: {} listed again; the later entry counts",
-                    l.document, l.line, l.uri
-                ));
+                warnings.push(
+                    (ord, 1, 0),
+                    format!(
+                        "{}: line {}: {} listed again; the later entry counts",
+                        l.document, l.line, l.uri
+                    ),
+                );
                 findings.remove(l.uri.as_str());
                 if let Some(i) = slot {
                     states.clear(i, mark::VERDICT);

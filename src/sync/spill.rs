@@ -9,7 +9,7 @@
 //! held once per document), not its media type or duplicates.
 
 use crate::net::Scope;
-use crate::rs::digest::parse_hash_attr;
+use crate::rs::digest::{Algorithm, Digest};
 use crate::store::StoreError;
 use crate::sync::expected::{Item, Refused};
 use crate::sync::mirror_states::{uri_key, Key};
@@ -125,12 +125,13 @@ impl SpillWriter {
                     }
                     None => body.push(0),
                 }
-                // As written (`declared_hash` normalises to hex: a finding quotes the source).
-                let digests = l.declared.digests.iter();
-                let written: Vec<String> = digests
-                    .map(|d| format!("{}:{}", d.algorithm, d.written()))
-                    .collect();
-                put_str(&mut body, &written.join(" "));
+                // Each as written, algorithm and value apart (`declared_hash` normalises to
+                // hex, and a value may hold a space: a finding quotes the source).
+                body.extend_from_slice(&(l.declared.digests.len() as u32).to_le_bytes());
+                for d in &l.declared.digests {
+                    put_str(&mut body, d.algorithm.name());
+                    put_str(&mut body, d.written());
+                }
                 (LISTED, uri_key(l.uri.as_str()))
             }
         };
@@ -170,11 +171,12 @@ fn put_str(buf: &mut Vec<u8>, s: &str) {
 
 impl Spill {
     /// Every entry whose URI's key `keep` says yes to (and every collection), in the order it
-    /// was written. The others are skipped over without being read.
+    /// was written, with its place among all the entries written. The others are skipped over
+    /// without being read.
     pub fn replay(
         &self,
         keep: impl Fn(&Key) -> bool,
-        mut f: impl FnMut(Entry),
+        mut f: impl FnMut(u64, Entry),
     ) -> Result<(), StoreError> {
         let bad = |what: &str| {
             StoreError::io(
@@ -188,7 +190,7 @@ impl Spill {
             inner: BufReader::with_capacity(1 << 20, file),
             path: &self.path,
         };
-        for _ in 0..self.entries {
+        for ord in 0..self.entries {
             let tag = r.u8()?;
             let key: Key = r.array()?;
             let len = u32::from_le_bytes(r.array()?);
@@ -226,7 +228,12 @@ impl Spill {
                         0 => None,
                         _ => Some(u64::from_le_bytes(r.array()?)),
                     };
-                    let digests = parse_hash_attr(&r.string()?);
+                    let n = u32::from_le_bytes(r.array()?);
+                    let mut digests = Vec::with_capacity(n as usize);
+                    for _ in 0..n {
+                        let algorithm = Algorithm::parse(&r.string()?);
+                        digests.push(Digest::new(algorithm, &r.string()?));
+                    }
                     Entry::Item(Item::Listed(Listed {
                         uri,
                         declared: Declared {
@@ -243,7 +250,7 @@ impl Spill {
                 }
                 tag => return Err(bad(&format!("an entry of unknown kind {tag}"))),
             };
-            f(entry);
+            f(ord, entry);
         }
         Ok(())
     }
@@ -299,14 +306,18 @@ mod tests {
     fn a_spill_reads_back_what_the_comparison_reads_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = SpillWriter::create(dir.path()).unwrap();
-        let full = Declared {
+        // A value with a space inside (an ARC checksum may hold one): unusable, and kept so.
+        let spaced = Digest::new(Algorithm::Sha256, &format!("{} x", "ab".repeat(32)));
+        assert!(!spaced.is_usable());
+        let mut full = Declared {
             lastmod: Some("2024-02-29T23:59:59.123456789Z".parse().unwrap()),
             length: Some(u64::MAX),
-            digests: parse_hash_attr(
+            digests: crate::rs::digest::parse_hash_attr(
                 "md5:0123456789ABCDEF0123456789abcdef sha-256:LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564= \
                  bare x-hash:a:b sha-1:short",
             ),
         };
+        full.digests.push(spaced);
         let written = vec![
             Entry::Collection("http://e.org/capabilitylist.xml".into()),
             Entry::Item(Item::Listed(listed(
@@ -340,15 +351,18 @@ mod tests {
         assert_eq!(spill.docs.len(), 2, "a document's scope is held once");
         for _ in 0..2 {
             let mut read = Vec::new();
-            spill.replay(|_| true, |e| read.push(e)).unwrap();
+            spill.replay(|_| true, |_, e| read.push(e)).unwrap();
             assert_eq!(format!("{read:?}"), format!("{written:?}"));
         }
         // Entries of other URIs are skipped over; collections always come.
         let mut read = Vec::new();
         spill
-            .replay(|k| *k == uri_key("http://e.org/c"), |e| read.push(e))
+            .replay(
+                |k| *k == uri_key("http://e.org/c"),
+                |ord, e| read.push((ord, e)),
+            )
             .unwrap();
-        let want = [&written[0], &written[4]];
+        let want = [(0, &written[0]), (4, &written[4])];
         assert_eq!(format!("{read:?}"), format!("{want:?}"));
         let path = spill.path.clone();
         assert!(path.is_file());

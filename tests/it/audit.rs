@@ -1350,6 +1350,32 @@ fn an_audit_in_passes_reports_exactly_what_one_pass_does() {
     same_in_passes(mirror.path(), &[], &["2", "5"]);
     same_in_passes(mirror.path(), &["--refetch=bytes"], &["2", "5"]);
 
+    // URIs listed again: the warnings come in list order whichever pass meets them.
+    let (site, _srv, mirror, _) = digestless(8);
+    let map = site.path().join("sitemap.xml");
+    let xml = std::fs::read_to_string(&map).unwrap();
+    let again: String = [5, 1, 6, 0]
+        .iter()
+        .map(|i| format!("<url><loc>{ORIGIN}/res/p{i:02}</loc></url>\n"))
+        .collect();
+    std::fs::write(&map, xml.replace("</urlset>", &format!("{again}</urlset>"))).unwrap();
+    let (_, doc) = audit_json(mirror.path(), &[]);
+    let warned: Vec<&str> = doc["summary"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.contains("listed again"))
+        .collect();
+    assert_eq!(warned.len(), 4, "{doc}");
+    for (w, i) in warned.iter().zip([5, 1, 6, 0]) {
+        assert!(
+            w.contains(&format!("/res/p{i:02} listed again")),
+            "{warned:?}"
+        );
+    }
+    same_in_passes(mirror.path(), &[], &["1", "3"]);
+
     // More than 256 passes (later passes find their URIs by the slice noted modulo 256), with
     // resources added at the source and a stray.
     let fx = Fixture::generated(300);
