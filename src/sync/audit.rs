@@ -1005,6 +1005,16 @@ impl ByRank {
         }
     }
 
+    fn set(&mut self, at: usize, marks: u8, deleted: bool) {
+        debug_assert!(marks & Self::DELETED == 0);
+        let b = marks | if deleted { Self::DELETED } else { 0 };
+        debug_assert_ne!(b, Self::ABSENT);
+        if at >= self.marks.len() {
+            self.marks.resize(at + 1, Self::ABSENT);
+        }
+        self.marks[at] = b;
+    }
+
     fn get(&self, rank: usize) -> Option<(u8, bool)> {
         match self.marks.get(rank).copied() {
             None | Some(Self::ABSENT) => None,
@@ -1043,10 +1053,7 @@ impl ByRank {
                     continue;
                 }
             }
-            if at >= self.marks.len() {
-                self.marks.resize(at + 1, Self::ABSENT);
-            }
-            self.marks[at] = if deleted { Self::DELETED } else { 0 };
+            self.set(at, 0, deleted);
         }
         Ok(())
     }
@@ -1060,6 +1067,9 @@ impl ByRank {
     ) -> Result<(), StoreError> {
         self.collisions += states.collisions;
         let first = self.slices.is_empty();
+        if first {
+            self.slices.reserve_exact(self.marks.len());
+        }
         let mut stmt = catalog
             .conn()
             .prepare("SELECT uri FROM resources ORDER BY uri")?;
@@ -1081,14 +1091,7 @@ impl ByRank {
                 continue;
             }
             if let Some(i) = states.find(&key) {
-                let marks = states.marks(i);
-                debug_assert!(marks & Self::DELETED == 0);
-                let b = marks | if states.deleted(i) { Self::DELETED } else { 0 };
-                debug_assert_ne!(b, Self::ABSENT);
-                if at >= self.marks.len() {
-                    self.marks.resize(at + 1, Self::ABSENT);
-                }
-                self.marks[at] = b;
+                self.set(at, states.marks(i), states.deleted(i));
             }
         }
         Ok(())

@@ -67,6 +67,11 @@ fn io_error(path: &Path) -> impl Fn(io::Error) -> StoreError + '_ {
     move |e| StoreError::io("the source's list, spilled", path, e)
 }
 
+/// A spill that does not read back as it was written.
+fn invalid(path: &Path, what: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
+    io_error(path)(io::Error::new(io::ErrorKind::InvalidData, what))
+}
+
 impl SpillWriter {
     /// A new, empty spill in `dir` (the mirror's `staging/`).
     pub fn create(dir: &Path) -> Result<SpillWriter, StoreError> {
@@ -178,13 +183,7 @@ impl Spill {
         keep: impl Fn(&Key) -> bool,
         mut f: impl FnMut(u64, Entry),
     ) -> Result<(), StoreError> {
-        let bad = |what: &str| {
-            StoreError::io(
-                "the source's list, spilled",
-                &self.path,
-                io::Error::new(io::ErrorKind::InvalidData, what.to_string()),
-            )
-        };
+        let bad = |what: &str| invalid(&self.path, what);
         let file = File::open(&self.path).map_err(io_error(&self.path))?;
         let mut r = Reader {
             inner: BufReader::with_capacity(1 << 20, file),
@@ -276,13 +275,7 @@ impl Reader<'_> {
         let n = u32::from_le_bytes(self.array()?) as usize;
         let mut b = vec![0u8; n];
         self.inner.read_exact(&mut b).map_err(io_error(self.path))?;
-        String::from_utf8(b).map_err(|e| {
-            StoreError::io(
-                "the source's list, spilled",
-                self.path,
-                io::Error::new(io::ErrorKind::InvalidData, e),
-            )
-        })
+        String::from_utf8(b).map_err(|e| invalid(self.path, e))
     }
 }
 
