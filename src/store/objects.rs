@@ -89,7 +89,9 @@ impl ObjectStore {
     }
 
     /// [`ObjectStore::ingest`] for a [`NewFile`] (written by the caller and verified): it
-    /// is linked into place when anonymous, renamed when named.
+    /// is linked into place when anonymous, renamed when named. An existing object of up to
+    /// 64 KiB that holds exactly these bytes is kept instead ([`NewFile::put_at`]); any other
+    /// is replaced, as by `ingest`.
     pub fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<PathBuf> {
         self.ingest_new_fresh(file, sha256_hex)?;
         Ok(self.path_for(sha256_hex))
@@ -814,6 +816,76 @@ mod tests {
         // Not a sha256: no name is made from it.
         assert!(store.ingest_new(new(b"x"), "../../etc/passwd").is_err());
         assert_eq!(store.walk().unwrap().len(), 2);
+    }
+
+    /// A copy in place that holds the same bytes is kept (its inode stays: no rename frees it),
+    /// by an anonymous and by a named new file alike; one of the same length with other
+    /// bytes, one made writable, and one too large to compare are replaced.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_of_the_same_bytes_leaves_the_object_in_place() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let staging = dir.path().join("staging");
+        fs::create_dir(&staging).unwrap();
+        let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        type Make = fn(&Path) -> io::Result<NewFile>;
+        let makes: [(&str, Make); 2] = [
+            ("anonymous", NewFile::create),
+            ("named", NewFile::create_named),
+        ];
+        let inode = |p: &Path| fs::metadata(p).unwrap().ino();
+        for (how, make) in makes {
+            let new = |bytes: &[u8]| {
+                let mut f = make(&staging).unwrap();
+                f.write_all(bytes).unwrap();
+                f
+            };
+            let p = store.path_for(sha);
+            let _ = fs::remove_file(&p);
+            assert!(
+                store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap(),
+                "{how}"
+            );
+            let first = inode(&p);
+            // The same bytes: kept.
+            assert!(
+                !store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap(),
+                "{how}"
+            );
+            assert_eq!(inode(&p), first, "{how}: the object in place was replaced");
+            assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
+            // Same length, other bytes (a torn copy of zeros): replaced.
+            fs::remove_file(&p).unwrap();
+            fs::write(&p, b"\0\0\0\0\0\0").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o444)).unwrap();
+            let torn = inode(&p);
+            assert!(
+                !store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap(),
+                "{how}"
+            );
+            assert_ne!(inode(&p), torn, "{how}: a torn copy was kept");
+            assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
+            // The right bytes but writable: replaced by a read-only copy.
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+            let writable = inode(&p);
+            store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap();
+            assert_ne!(inode(&p), writable, "{how}");
+            assert!(fs::metadata(&p).unwrap().permissions().readonly());
+            // Over 64 KiB: replaced without reading either.
+            let big = vec![7u8; 64 * 1024 + 1];
+            let big_sha = "ee".repeat(32);
+            let bp = store.path_for(&big_sha);
+            let _ = fs::remove_file(&bp);
+            store.ingest_new_fresh(new(&big), &big_sha).unwrap();
+            let before = inode(&bp);
+            assert!(!store.ingest_new_fresh(new(&big), &big_sha).unwrap());
+            assert_ne!(inode(&bp), before, "{how}");
+            assert_eq!(fs::read(&bp).unwrap(), big);
+            // Nothing is left in staging, whichever way each went.
+            assert_eq!(fs::read_dir(&staging).unwrap().count(), 0, "{how}");
+        }
     }
 
     #[test]
