@@ -53,7 +53,17 @@ fi
 COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD -- src || echo "+changes")
 
 stop_nginx() { [ -f "$WORK/nginx/nginx.pid" ] && kill "$(cat "$WORK/nginx/nginx.pid")" 2>/dev/null || true; }
-trap stop_nginx EXIT
+REPORTING_WAS=""
+restore() {
+    stop_nginx
+    [ -z "$REPORTING_WAS" ] || echo "$REPORTING_WAS" > /sys/module/page_reporting/parameters/page_reporting_order
+}
+trap restore EXIT
+# Free memory stays backed by the host for the run (a VM's free page reporting otherwise makes
+# every page a step writes after the caches are dropped a fault to the host; see
+# scale_bench.py hold-memory). BENCH_PAGE_REPORTING=keep leaves it.
+REPORTING_WAS=$(python3 "$HERE/scale_bench.py" hold-memory 2> "$WORK/memory-note")
+MEMORY_NOTE=$(cat "$WORK/memory-note")
 BASE=http://127.0.0.1:$PORT
 # Old runs (mirrors of up to millions of files) go to the trash now and are deleted after the
 # measurements, never just before one (see scale_bench.py run).
@@ -81,6 +91,6 @@ for N in ${NS//,/ }; do
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 "$HERE/scale_bench.py" report --commit "$COMMIT" --load "$LOAD_BEFORE / $LOAD_AFTER" \
-    --out "$OUT" "${jsons[@]}"
+    --memory "$MEMORY_NOTE" --out "$OUT" "${jsons[@]}"
 echo "scale.sh: results in $OUT; deleting old runs" >&2
 rm -rf "$WORK"/trash-*

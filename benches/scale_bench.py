@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scale benchmark (issue 24): rsmirror at 100,000, 1,000,000 and 10,000,000 resources.
 
-Two commands, both called by benches/scale.sh:
+Commands called by benches/scale.sh (and benches/limits.sh):
 
   scale_bench.py gen --out DIR --base URL --n N [--distinct]
       Two states of one source in DIR: A (N resources) and B (A after a 1% change: 1% of the
@@ -15,6 +15,10 @@ Two commands, both called by benches/scale.sh:
 
   scale_bench.py nginx-conf --root DIR --work DIR --port P --out FILE
       The nginx configuration that serves DIR/current (a symlink to A or B).
+
+  scale_bench.py hold-memory
+      Free page reporting off and the free memory touched once (see cmd_hold_memory); prints
+      the setting for the caller to restore.
 
   scale_bench.py run --rsmirror BIN --src DIR --base URL --n N --work DIR --out FILE.json
       The steps on one source, once each, in order: baseline (a new mirror), the same baseline
@@ -319,6 +323,42 @@ def cmd_run(a):
         json.dump(results, f, indent=1)
 
 
+PAGE_REPORTING = "/sys/module/page_reporting/parameters/page_reporting_order"
+
+
+def cmd_hold_memory(a):
+    """Keep the guest's free memory backed by the host for the run (as harness.py's
+    hold_free_memory does for the transfer benchmark): turn free page reporting off, then
+    touch the free memory once. On the benchmark VM a page handed back to the host costs
+    about 14 µs when the guest next touches it, and every step here starts from dropped
+    caches: without this a baseline of 1,000,000 resources spent 12% of its samples in the
+    kernel's zeroing of each new file's page (`zero_user_segments`, 15 µs a file), and a
+    run of 100,000 less. Prints the setting to restore (empty: nothing was changed) on
+    stdout and what was done on stderr."""
+    if os.environ.get("BENCH_PAGE_REPORTING") == "keep":
+        print("free page reporting left as it was (BENCH_PAGE_REPORTING=keep)", file=sys.stderr)
+        return
+    try:
+        with open(PAGE_REPORTING) as f:
+            old = f.read().strip()
+        # Only free blocks of at least this order are reported; the largest is 10.
+        with open(PAGE_REPORTING, "w") as f:
+            f.write("11\n")
+    except OSError as e:
+        print(f"free page reporting not turned off ({e.strerror})", file=sys.stderr)
+        return
+    print(old, flush=True)
+    with open("/proc/meminfo") as f:
+        free_kib = next(int(l.split()[1]) for l in f if l.startswith("MemFree:"))
+    chunk = 256 << 20
+    count = max(0, (free_kib * 1024 - (2 << 30)) // chunk)
+    held = [bytearray(chunk) for _ in range(count)]  # zero-filled: every page written
+    del held
+    print(f"free page reporting to the host (page_reporting_order {old}) turned off for the run "
+          f"and restored after; {count * chunk / 1e9:.1f} GB of free memory touched once beforehand",
+          file=sys.stderr)
+
+
 def cmd_report(a):
     runs = [json.load(open(f)) for f in a.files]
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
@@ -337,7 +377,8 @@ def cmd_report(a):
          "into an empty folder, then `sync` (the file-system limit for a baseline).",
          "",
          f"Machine: {cpu}, {os.cpu_count()} cores, {int(mem) // 1024 // 1024} GiB; load average "
-         f"(1, 5, 15 min) before / after: {a.load}. CPU s = user + system.", "",
+         f"(1, 5, 15 min) before / after: {a.load}; {a.memory or 'free page reporting as it was'}. "
+         "CPU s = user + system.", "",
          "| N | step | exit | wall s | user s | system s | peak RSS MiB | catalog MB | × at N/10 |",
          "|---|---|---|---|---|---|---|---|---|"]
     by = {(r["n"], r["step"]): r for run in runs for r in run}
@@ -378,9 +419,12 @@ def main():
     t.add_argument("--commit", required=True)
     t.add_argument("--load", required=True)
     t.add_argument("--out", required=True)
+    t.add_argument("--memory", default="")
     t.add_argument("files", nargs="+")
+    sub.add_parser("hold-memory")
     a = p.parse_args()
-    {"gen": cmd_gen, "nginx-conf": cmd_nginx_conf, "run": cmd_run, "report": cmd_report}[a.cmd](a)
+    {"gen": cmd_gen, "nginx-conf": cmd_nginx_conf, "run": cmd_run, "report": cmd_report,
+     "hold-memory": cmd_hold_memory}[a.cmd](a)
 
 
 if __name__ == "__main__":
