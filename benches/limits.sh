@@ -16,7 +16,8 @@
 #
 # Needs the source benches/scale.sh made (benches/.work/scale/src-N-distinct; made here if
 # missing). Nothing is deleted between timed steps (on ext4 files deleted in the last minutes
-# slow every creation); the runs go at the end. Runs as root (drops the page cache).
+# slow every creation); the runs go at the end. Runs as root (drops the page cache). Free
+# page reporting is off for the run, as in scale.sh (BENCH_PAGE_REPORTING=keep leaves it).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -16,7 +16,8 @@
 # reused; nginx (config, pid, log in benches/.work/scale/nginx) serves them on 127.0.0.1:18095
 # (BENCH_SCALE_PORT) and is stopped on exit. Runs as root (page cache dropped before each
 # step). About 2 minutes for 100,000, 15 for 1,000,000 (most of it making the source) and
-# an hour for 10,000,000.
+# 15 minutes for 10,000,000. Free page reporting to a VM's host is off for the run and the
+# free memory touched once (scale_bench.py hold-memory); BENCH_PAGE_REPORTING=keep leaves it.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
         --n) NS=$2; shift 2 ;;
         --distinct-up-to) DISTINCT_UP_TO=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
