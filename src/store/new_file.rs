@@ -195,7 +195,7 @@ fn holds_the_same(file: &File, dest: &Path) -> bool {
     if ours.len() > COMPARED_UP_TO {
         return false;
     }
-    let Ok(existing) = File::open(dest) else {
+    let Ok(existing) = open_no_follow(dest) else {
         return false;
     };
     match existing.metadata() {
@@ -213,6 +213,25 @@ fn holds_the_same(file: &File, dest: &Path) -> bool {
         Ok(_) => theirs == mine,
         Err(_) => false,
     }
+}
+
+/// Opens `dest` for reading unless it is a symbolic link: a link at an object's place is
+/// replaced by the object, whatever it points to.
+#[cfg(unix)]
+fn open_no_follow(dest: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dest)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(dest: &Path) -> io::Result<File> {
+    if std::fs::symlink_metadata(dest)?.file_type().is_symlink() {
+        return Err(io::Error::other("a symbolic link"));
+    }
+    File::open(dest)
 }
 
 #[cfg(unix)]

@@ -820,7 +820,7 @@ mod tests {
 
     /// A copy in place that holds the same bytes is kept (its inode stays: no rename frees it),
     /// by an anonymous and by a named new file alike; one of the same length with other
-    /// bytes, one made writable, and one too large to compare are replaced.
+    /// bytes, one made writable, a symbolic link, and one too large to compare are replaced.
     #[cfg(unix)]
     #[test]
     fn a_new_file_of_the_same_bytes_leaves_the_object_in_place() {
@@ -873,6 +873,18 @@ mod tests {
             store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap();
             assert_ne!(inode(&p), writable, "{how}");
             assert!(fs::metadata(&p).unwrap().permissions().readonly());
+            // A symbolic link to a file of the right bytes: replaced by the object itself.
+            let elsewhere = dir.path().join(format!("elsewhere-{how}"));
+            fs::write(&elsewhere, b"alpha\n").unwrap();
+            fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o444)).unwrap();
+            fs::remove_file(&p).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, &p).unwrap();
+            store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap();
+            assert!(
+                fs::symlink_metadata(&p).unwrap().file_type().is_file(),
+                "{how}"
+            );
+            assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
             // Over 64 KiB: replaced without reading either.
             let big = vec![7u8; 64 * 1024 + 1];
             let big_sha = "ee".repeat(32);
