@@ -116,6 +116,8 @@ impl NewFile {
         if self.name.is_some() || !created_read_only() {
             set_read_only(file)?;
         }
+        // Whether the copy in place was compared already (an anonymous file's link was refused).
+        let mut compared = false;
         if self.name.is_none() {
             let linked = match within {
                 Some((folder, relative)) => link_fd_within(file, folder, relative),
@@ -135,6 +137,7 @@ impl NewFile {
                 }
                 // Replaced, as a rename would: a copy torn by an earlier crash is healed.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    compared = true;
                     self.name = Some(self.link_unique()?);
                 }
                 Err(e) => return Err(e),
@@ -143,7 +146,7 @@ impl NewFile {
         let name = self.name.as_ref().expect("named by now");
         // Only a named file (no anonymous files here) or a replacement comes this way.
         let fresh = !dest.exists();
-        if !fresh && holds_the_same(file, dest) {
+        if !fresh && !compared && holds_the_same(file, dest) {
             // Our named copy is removed on drop; the one in place stays.
             return Ok(false);
         }

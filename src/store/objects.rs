@@ -819,84 +819,92 @@ mod tests {
     }
 
     /// A copy in place that holds the same bytes is kept (its inode stays: no rename frees it),
-    /// by an anonymous and by a named new file alike; one of the same length with other
-    /// bytes, one made writable, a symbolic link, and one too large to compare are replaced.
+    /// by an anonymous and by a named new file alike, through a store opened for writing (the
+    /// link made from its open folder) and one that is not (by whole path); a copy of other
+    /// bytes of the same length, a shorter or a longer one, a writable one, a symbolic link,
+    /// and one over 64 KiB are replaced. Exactly 64 KiB is still compared.
     #[cfg(unix)]
     #[test]
     fn a_new_file_of_the_same_bytes_leaves_the_object_in_place() {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::open(dir.path()).unwrap();
-        let staging = dir.path().join("staging");
-        fs::create_dir(&staging).unwrap();
-        let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
         type Make = fn(&Path) -> io::Result<NewFile>;
         let makes: [(&str, Make); 2] = [
             ("anonymous", NewFile::create),
             ("named", NewFile::create_named),
         ];
-        let inode = |p: &Path| fs::metadata(p).unwrap().ino();
-        for (how, make) in makes {
-            let new = |bytes: &[u8]| {
-                let mut f = make(&staging).unwrap();
-                f.write_all(bytes).unwrap();
-                f
+        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        let sha = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+        for opened in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = if opened {
+                ObjectStore::open(dir.path()).unwrap()
+            } else {
+                ObjectStore::at(dir.path())
             };
-            let p = store.path_for(sha);
-            let _ = fs::remove_file(&p);
-            assert!(
-                store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap(),
-                "{how}"
-            );
-            let first = inode(&p);
-            // The same bytes: kept.
-            assert!(
-                !store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap(),
-                "{how}"
-            );
-            assert_eq!(inode(&p), first, "{how}: the object in place was replaced");
-            assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
-            // Same length, other bytes (a torn copy of zeros): replaced.
-            fs::remove_file(&p).unwrap();
-            fs::write(&p, b"\0\0\0\0\0\0").unwrap();
-            fs::set_permissions(&p, fs::Permissions::from_mode(0o444)).unwrap();
-            let torn = inode(&p);
-            assert!(
-                !store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap(),
-                "{how}"
-            );
-            assert_ne!(inode(&p), torn, "{how}: a torn copy was kept");
-            assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
-            // The right bytes but writable: replaced by a read-only copy.
-            fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
-            let writable = inode(&p);
-            store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap();
-            assert_ne!(inode(&p), writable, "{how}");
-            assert!(fs::metadata(&p).unwrap().permissions().readonly());
-            // A symbolic link to a file of the right bytes: replaced by the object itself.
-            let elsewhere = dir.path().join(format!("elsewhere-{how}"));
-            fs::write(&elsewhere, b"alpha\n").unwrap();
-            fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o444)).unwrap();
-            fs::remove_file(&p).unwrap();
-            std::os::unix::fs::symlink(&elsewhere, &p).unwrap();
-            store.ingest_new_fresh(new(b"alpha\n"), sha).unwrap();
-            assert!(
-                fs::symlink_metadata(&p).unwrap().file_type().is_file(),
-                "{how}"
-            );
-            assert_eq!(fs::read(&p).unwrap(), b"alpha\n");
-            // Over 64 KiB: replaced without reading either.
-            let big = vec![7u8; 64 * 1024 + 1];
-            let big_sha = "ee".repeat(32);
-            let bp = store.path_for(&big_sha);
-            let _ = fs::remove_file(&bp);
-            store.ingest_new_fresh(new(&big), &big_sha).unwrap();
-            let before = inode(&bp);
-            assert!(!store.ingest_new_fresh(new(&big), &big_sha).unwrap());
-            assert_ne!(inode(&bp), before, "{how}");
-            assert_eq!(fs::read(&bp).unwrap(), big);
-            // Nothing is left in staging, whichever way each went.
-            assert_eq!(fs::read_dir(&staging).unwrap().count(), 0, "{how}");
+            let staging = dir.path().join("staging");
+            fs::create_dir(&staging).unwrap();
+            for (make_how, make) in makes {
+                let how = format!("{make_how}, opened {opened}");
+                let new = |bytes: &[u8]| {
+                    let mut f = make(&staging).unwrap();
+                    f.write_all(bytes).unwrap();
+                    f
+                };
+                // Put `bytes` over a copy in place made by `before`; whether the copy stayed.
+                let over = |before: &dyn Fn(&Path), bytes: &[u8], sha: &str| -> bool {
+                    let p = store.path_for(sha);
+                    if fs::symlink_metadata(&p).is_ok() {
+                        fs::remove_file(&p).unwrap();
+                    }
+                    store.ingest_new_fresh(new(bytes), sha).unwrap();
+                    before(&p);
+                    let was = inode(&p);
+                    let fresh = store.ingest_new_fresh(new(bytes), sha).unwrap();
+                    assert!(!fresh, "{how}: something was in place");
+                    let meta = fs::symlink_metadata(&p).unwrap();
+                    assert!(meta.file_type().is_file(), "{how}");
+                    assert!(meta.permissions().readonly(), "{how}");
+                    assert_eq!(fs::read(&p).unwrap(), bytes, "{how}");
+                    inode(&p) == was
+                };
+                let unchanged = |_: &Path| {};
+                let replaced_by = |content: &'static [u8]| {
+                    move |p: &Path| {
+                        fs::remove_file(p).unwrap();
+                        fs::write(p, content).unwrap();
+                        fs::set_permissions(p, fs::Permissions::from_mode(0o444)).unwrap();
+                    }
+                };
+                let alpha = b"alpha\n";
+                assert!(
+                    over(&unchanged, alpha, sha),
+                    "{how}: the same bytes were replaced"
+                );
+                // A torn copy: zeros of the same length, shorter, longer.
+                assert!(!over(&replaced_by(b"\0\0\0\0\0\0"), alpha, sha), "{how}");
+                assert!(!over(&replaced_by(b"alp"), alpha, sha), "{how}");
+                assert!(!over(&replaced_by(b"alpha\nbeta\n"), alpha, sha), "{how}");
+                // The right bytes, but writable.
+                let writable =
+                    |p: &Path| fs::set_permissions(p, fs::Permissions::from_mode(0o644)).unwrap();
+                assert!(!over(&writable, alpha, sha), "{how}");
+                // A symbolic link to a read-only file of the right bytes.
+                let elsewhere = dir.path().join(format!("elsewhere-{make_how}"));
+                fs::write(&elsewhere, alpha).unwrap();
+                fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o444)).unwrap();
+                let link = |p: &Path| {
+                    fs::remove_file(p).unwrap();
+                    std::os::unix::fs::symlink(&elsewhere, p).unwrap();
+                };
+                assert!(!over(&link, alpha, sha), "{how}");
+                // The size bound: 64 KiB compared and kept, one byte more replaced unread.
+                let limit = vec![7u8; 64 * 1024];
+                assert!(over(&unchanged, &limit, &"dd".repeat(32)), "{how}");
+                let big = vec![7u8; 64 * 1024 + 1];
+                assert!(!over(&unchanged, &big, &"ee".repeat(32)), "{how}");
+                // Nothing is left in staging, whichever way each went.
+                assert_eq!(fs::read_dir(&staging).unwrap().count(), 0, "{how}");
+            }
         }
     }
 

@@ -282,6 +282,7 @@ fn apply_inner(
             send: Some(send),
             handles,
             fresh: Vec::new(),
+            placed: 0,
         };
         let result = (|| {
             let tx = catalog.transaction()?;
@@ -307,8 +308,9 @@ fn apply_inner(
             scp_catalog::complete_collection(&tx, row, &verdict(&summary))?;
             move_section(&tx, &mut a, row, is_snapshot, &n)?;
             writer.finish().map_err(ApplyError::Objects)?;
-            if !writer.fresh.is_empty() {
-                // The objects are durable before the catalog names them.
+            if writer.placed > 0 {
+                // The objects are durable before the catalog names them: new ones, and those
+                // found in place, which an earlier run that died may have linked unsynced.
                 a.objects.sync().map_err(ApplyError::Objects)?;
             }
             crate::store::kill::point("scp.before-commit");
@@ -345,14 +347,18 @@ const OBJECTS_IN_FLIGHT: usize = 256;
 /// held up by one (its file creations took more time than the reading, hashing and recording).
 const OBJECT_THREADS: usize = 2;
 
-/// The object thread: each (SHA-256 hex, page JSON) into the store (not yet durable). Returns
-/// the objects the store did not hold before, and the error that stopped it, if one did.
+/// What an object thread did: the objects the store did not hold before, how many objects it
+/// put in place or found there, and the error that stopped it, if one did.
+type Written = (Vec<String>, usize, Option<std::io::Error>);
+
+/// The object thread: each (SHA-256 hex, page JSON) into the store (not yet durable).
 fn write_objects(
     objects: &ObjectStore,
     staging: &Path,
     receive: crossbeam_channel::Receiver<(String, String)>,
-) -> (Vec<String>, Option<std::io::Error>) {
+) -> Written {
     let mut fresh = Vec::new();
+    let mut placed = 0;
     for (sha, json) in receive {
         let written = NewFile::create(staging).and_then(|mut file| {
             file.write_all(json.as_bytes())?;
@@ -361,18 +367,21 @@ fn write_objects(
         match written {
             Ok(true) => fresh.push(sha),
             Ok(false) => {}
-            Err(e) => return (fresh, Some(e)),
+            Err(e) => return (fresh, placed, Some(e)),
         }
+        placed += 1;
     }
-    (fresh, None)
+    (fresh, placed, None)
 }
 
 /// The sending end of the object threads.
 struct ObjectWriter<'scope> {
     send: Option<crossbeam_channel::Sender<(String, String)>>,
-    handles: Vec<std::thread::ScopedJoinHandle<'scope, (Vec<String>, Option<std::io::Error>)>>,
+    handles: Vec<std::thread::ScopedJoinHandle<'scope, Written>>,
     /// Objects the store did not hold before (known once finished).
     fresh: Vec<String>,
+    /// Objects put in place or found there already (known once finished).
+    placed: usize,
 }
 
 impl ObjectWriter<'_> {
@@ -390,8 +399,9 @@ impl ObjectWriter<'_> {
         self.send = None;
         let mut first = None;
         for handle in self.handles.drain(..) {
-            let (fresh, error) = handle.join().expect("the object threads do not panic");
+            let (fresh, placed, error) = handle.join().expect("the object threads do not panic");
             self.fresh.extend(fresh);
+            self.placed += placed;
             first = first.or(error);
         }
         match first {
