@@ -116,9 +116,10 @@ impl NewFile {
         if self.name.is_some() || !created_read_only() {
             set_read_only(file)?;
         }
-        // Whether the copy in place was compared already (an anonymous file's link was refused).
-        let mut compared = false;
-        if self.name.is_none() {
+        // An anonymous file comes past this block only when its link was refused and the copy
+        // in place was compared and found to differ.
+        let anonymous = self.name.is_none();
+        if anonymous {
             let linked = match within {
                 Some((folder, relative)) => link_fd_within(file, folder, relative),
                 None => link_fd(file, dest),
@@ -137,7 +138,6 @@ impl NewFile {
                 }
                 // Replaced, as a rename would: a copy torn by an earlier crash is healed.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    compared = true;
                     self.name = Some(self.link_unique()?);
                 }
                 Err(e) => return Err(e),
@@ -146,7 +146,7 @@ impl NewFile {
         let name = self.name.as_ref().expect("named by now");
         // Only a named file (no anonymous files here) or a replacement comes this way.
         let fresh = !dest.exists();
-        if !fresh && !compared && holds_the_same(file, dest) {
+        if !fresh && !anonymous && holds_the_same(file, dest) {
             // Our named copy is removed on drop; the one in place stays.
             return Ok(false);
         }
