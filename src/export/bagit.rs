@@ -12,9 +12,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-/// A path as a manifest line names it (RFC 8493 §2.1.3: CR, LF and `%` percent-encoded).
-fn manifest_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len() + 5);
+/// A path as a manifest line names it (RFC 8493 §2.1.3: CR, LF and `%` percent-encoded), into
+/// `out` (cleared first: one buffer for every line).
+fn manifest_path(path: &str, out: &mut String) {
+    out.clear();
     out.push_str("data/");
     for c in path.chars() {
         match c {
@@ -24,7 +25,6 @@ fn manifest_path(path: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 pub fn export(
@@ -52,14 +52,15 @@ pub fn export(
     let mut sha = create(&sha_tmp)?;
     let mut md5 = create(&md5_tmp)?;
     let mut every_md5 = true;
+    let mut line = String::new();
     let mut each = |p: Placed<'_>| -> Result<(), Error> {
-        let line = manifest_path(p.path);
+        manifest_path(p.path, &mut line);
         let digest = p.version.sha256.as_deref().unwrap_or("");
-        writeln!(sha, "{digest}  {line}").map_err(|e| StoreError::io("writing", &sha_tmp, e))?;
+        manifest_line(&mut sha, digest, &line)
+            .map_err(|e| StoreError::io("writing", &sha_tmp, e))?;
         match &p.version.md5 {
-            Some(m) if every_md5 => {
-                writeln!(md5, "{m}  {line}").map_err(|e| StoreError::io("writing", &md5_tmp, e))?
-            }
+            Some(m) if every_md5 => manifest_line(&mut md5, m, &line)
+                .map_err(|e| StoreError::io("writing", &md5_tmp, e))?,
             _ => every_md5 = false,
         }
         Ok(())
@@ -113,6 +114,14 @@ pub fn export(
     }
     write_file(&tagmanifest, &lines)?;
     Ok(())
+}
+
+/// `DIGEST  PATH` and a line feed.
+fn manifest_line(to: &mut impl Write, digest: &str, path: &str) -> std::io::Result<()> {
+    to.write_all(digest.as_bytes())?;
+    to.write_all(b"  ")?;
+    to.write_all(path.as_bytes())?;
+    to.write_all(b"\n")
 }
 
 fn move_into(tmp: &Path, dest: &Path) -> Result<(), StoreError> {
@@ -192,7 +201,10 @@ mod tests {
 
     #[test]
     fn manifest_paths_encode_percent_and_line_breaks() {
-        assert_eq!(manifest_path("a/b c"), "data/a/b c");
-        assert_eq!(manifest_path("100%25\n\r"), "data/100%2525%0A%0D");
+        let mut out = String::from("left over");
+        manifest_path("a/b c", &mut out);
+        assert_eq!(out, "data/a/b c");
+        manifest_path("100%25\n\r", &mut out);
+        assert_eq!(out, "data/100%2525%0A%0D");
     }
 }

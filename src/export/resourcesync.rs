@@ -303,7 +303,7 @@ pub fn export(
         let Some(n) = namer.natural(uri, walk.strip, false) else {
             return Ok(true);
         };
-        let url = url_of(base, &clashes.place(uri, n).joined());
+        let url = url_of(base, &clashes.place(uri, n).0);
         let md = if v.deleted() { String::new() } else { md_of(v) };
         changes.push_str(&format!(
             "<url><loc>{}</loc><rs:md change=\"{}\" datetime=\"{}\"{md}/></url>\n",

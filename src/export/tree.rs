@@ -159,19 +159,32 @@ impl Clashes {
         // The export's own folder is taken at the top.
         c.files.insert(paths::key(paths::OWN));
         let mut namer = paths::Namer::default();
+        // This URL's folder, `a/b/`, and the last URL's: in URI order most files share their
+        // folder, whose folders are in the set already.
+        let mut folder = String::new();
+        let mut last = String::new();
         each_state_uri(walk.reader, walk.states(), &walk.filter, |uri| {
             let Some(n) = namer.natural(uri, walk.strip, walk.no_percent) else {
                 return Ok(true);
             };
-            let mut folder = String::new();
-            for part in &n.parts[..n.parts.len() - 1] {
-                if !folder.is_empty() {
-                    folder.push('/');
-                }
+            let (name, folders) = n.parts.split_last().expect("a path has a name");
+            folder.clear();
+            for part in folders {
                 folder.push_str(part);
-                c.folders.insert(paths::key(&folder));
+                folder.push('/');
             }
-            if !c.files.insert(paths::key(&n.joined())) {
+            if folder != last {
+                // Names hold no `/`: each one ends a folder on the way.
+                for (end, _) in folder.match_indices('/') {
+                    c.folders.insert(paths::key(&folder[..end]));
+                }
+                std::mem::swap(&mut folder, &mut last);
+            }
+            let file = &mut folder;
+            file.clear();
+            file.push_str(&last);
+            file.push_str(name);
+            if !c.files.insert(paths::key(file)) {
                 c.second.insert(uri.to_string());
             }
             Ok(true)
@@ -179,14 +192,16 @@ impl Clashes {
         Ok(c)
     }
 
-    /// Where a URL goes once clashes are settled.
-    pub fn place(&self, uri: &str, n: Natural) -> Natural {
+    /// Where a URL goes once clashes are settled: its path, and why it is not just host and
+    /// path (see [`Natural::notes`]).
+    pub fn place(&self, uri: &str, n: Natural) -> (String, Vec<&'static str>) {
         let path = n.joined();
         let own_top = n.parts.len() == 1 && n.parts[0] == paths::OWN;
         if own_top || self.folders.contains(&paths::key(&path)) || self.second.contains(uri) {
-            paths::moved_aside(&n, uri)
+            let moved = paths::moved_aside(&n, uri);
+            (moved.joined(), moved.notes)
         } else {
-            n
+            (path, n.notes)
         }
     }
 }
@@ -224,7 +239,7 @@ pub fn export(
                 summary.removed += remove(root, &g.path)?;
             }
             if let (Some(same), Some(n)) = (same, namer.natural(uri, walk.strip, walk.no_percent)) {
-                if clashes.place(uri, n).joined() != same.path {
+                if clashes.place(uri, n).0 != same.path {
                     summary.removed += remove(root, &same.path)?;
                 }
             }
@@ -250,8 +265,7 @@ pub fn export(
             let Some(n) = namer.natural(uri, walk.strip, walk.no_percent) else {
                 return Ok(true);
             };
-            let n = clashes.place(uri, n);
-            let path = n.joined();
+            let (path, notes) = clashes.place(uri, n);
             let (_, before) = old.take_through(uri)?;
             let sha = v.sha256.as_deref().unwrap_or("");
             let length = v.length.unwrap_or(0).max(0) as u64;
@@ -273,10 +287,10 @@ pub fn export(
             }
             summary.files += 1;
             summary.bytes += length;
-            for note in &n.notes {
+            for note in &notes {
                 *summary.notes.entry((*note).to_string()).or_default() += 1;
             }
-            writeln!(map, "{path}\t{uri}\t{sha}\t{length}\t{}", n.notes.join(","))
+            writeln!(map, "{path}\t{uri}\t{sha}\t{length}\t{}", notes.join(","))
                 .map_err(|e| StoreError::io("writing", &new_map, e))?;
             if let Some(each) = each.as_mut() {
                 each(Placed {
