@@ -21,20 +21,20 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let (resource_id, uri) = reader.resource(&o.url)?;
     let v = choose(&reader, resource_id, &uri, o)?;
-    let (mut file, object, relative) = open_object(mirror, &uri, &v)?;
+    let (mut file, object) = open_object(mirror, &uri, &v)?;
     let mut buf = vec![0u8; crate::access::COPY_BUFFER];
     match &o.output {
         None => {
             let stdout = io::stdout();
             let mut out = stdout.lock();
             let got = copy_hashing(&mut file, &mut out, &mut buf, &object, Path::new("stdout"))?;
-            check(&uri, &v, &relative, &got)
+            check(&uri, &v, &got)
         }
         Some(path) if path.as_os_str() == "-" => {
             let stdout = io::stdout();
             let mut out = stdout.lock();
             let got = copy_hashing(&mut file, &mut out, &mut buf, &object, Path::new("stdout"))?;
-            check(&uri, &v, &relative, &got)
+            check(&uri, &v, &got)
         }
         Some(path) => {
             let tmp = temporary_name(path);
@@ -45,7 +45,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
                     .open(&tmp)
                     .map_err(|e| StoreError::io("creating", &tmp, e))?;
                 let got = copy_hashing(&mut file, &mut dest, &mut buf, &object, &tmp)?;
-                check(&uri, &v, &relative, &got)?;
+                check(&uri, &v, &got)?;
                 dest.sync_all()
                     .map_err(|e| StoreError::io("writing", &tmp, e))?;
                 std::fs::rename(&tmp, path)

@@ -361,33 +361,53 @@ pub fn state_join(point: Point, bound_param: &str) -> String {
     }
 }
 
-/// The object of a state with bytes, open for reading, with its path and its name relative to
-/// the mirror; a missing object is damage (exit 1), naming the URI.
+/// The object of a state with bytes, open for reading, with its path; a missing object is
+/// damage (exit 1), naming the URI.
 pub fn open_object(
     mirror: &Path,
     uri: &str,
     v: &VersionRow,
-) -> Result<(std::fs::File, PathBuf, String), Error> {
-    let sha = v.sha256.clone().ok_or_else(|| {
-        Error::Damaged(format!(
-            "{uri}: version {} has no object recorded (a catalog without its digest: run rsmirror audit --offline)",
-            v.version
-        ))
-    })?;
-    let object = crate::store::objects::ObjectStore::at(mirror).path_for(&sha);
-    let relative = crate::store::objects::ObjectStore::relative_path(&sha);
-    let file = std::fs::File::open(&object).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
+) -> Result<(std::fs::File, PathBuf), Error> {
+    let mut path = PathBuf::new();
+    let file = open_object_into(mirror, uri, v, &mut path)?;
+    Ok((file, path))
+}
+
+/// [`open_object`] with the path written into `path` (its memory kept: callers that open many
+/// objects, on several threads, allocate nothing per object).
+pub fn open_object_into(
+    mirror: &Path,
+    uri: &str,
+    v: &VersionRow,
+    path: &mut PathBuf,
+) -> Result<std::fs::File, Error> {
+    let sha = v
+        .sha256
+        .as_deref()
+        .filter(|sha| crate::store::objects::is_sha256_hex(sha))
+        .ok_or_else(|| {
             Error::Damaged(format!(
-                "{uri} (version {}): its object {relative} is missing from the mirror \
-                 (rsmirror audit --offline lists every such object)",
+                "{uri}: version {} has no object recorded (a catalog without its digest: run rsmirror audit --offline)",
                 v.version
             ))
+        })?;
+    path.as_mut_os_string().clear();
+    path.push(mirror);
+    path.push("objects/sha256");
+    path.push(&sha[..2]);
+    path.push(sha);
+    std::fs::File::open(&*path).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            Error::Damaged(format!(
+                "{uri} (version {}): its object {} is missing from the mirror \
+                 (rsmirror audit --offline lists every such object)",
+                v.version,
+                crate::store::objects::ObjectStore::relative_path(sha)
+            ))
         } else {
-            StoreError::io("reading the object", &object, e).into()
+            StoreError::io("reading the object", path, e).into()
         }
-    })?;
-    Ok((file, object, relative))
+    })
 }
 
 /// What the bytes that went out hashed to.
@@ -449,7 +469,7 @@ pub fn copy_hashing(
 }
 
 /// The bytes that went out are the state's, or the object is damaged (exit 1).
-pub fn check(uri: &str, v: &VersionRow, relative: &str, got: &Got) -> Result<(), Error> {
+pub fn check(uri: &str, v: &VersionRow, got: &Got) -> Result<(), Error> {
     if got.reader_gone() {
         return Ok(());
     }
@@ -459,10 +479,14 @@ pub fn check(uri: &str, v: &VersionRow, relative: &str, got: &Got) -> Result<(),
         return Ok(());
     }
     Err(Error::Damaged(format!(
-        "{uri} (version {}): the stored object {relative} does not match the catalog: it has \
+        "{uri} (version {}): the stored object {} does not match the catalog: it has \
          {} bytes with SHA-256 {}, the catalog records {} bytes with SHA-256 {want}; the mirror's \
          copy is damaged (rsmirror audit --offline checks every object)",
         v.version,
+        match crate::store::objects::is_sha256_hex(want) {
+            true => crate::store::objects::ObjectStore::relative_path(want),
+            false => "(none recorded)".into(),
+        },
         got.length,
         got.sha256,
         v.length

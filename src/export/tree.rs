@@ -9,7 +9,9 @@
 //!    path), its bytes checked against the catalog, and the new map written.
 
 use crate::access::status::Vouch;
-use crate::access::{each_state, each_state_uri, open_object, Filter, Point, Reader, VersionRow};
+use crate::access::{
+    each_state, each_state_uri, open_object_into, Filter, Point, Reader, VersionRow,
+};
 use crate::error::Error;
 use crate::export::paths::{self, Natural};
 use crate::export::{Link, Summary};
@@ -548,6 +550,10 @@ pub struct Placer {
     /// Files linked on the audit's word.
     pub vouched: u64,
     buf: Vec<u8>,
+    /// The file's and its object's paths, kept from file to file: nothing is allocated per
+    /// file (two workers allocating and freeing per file wait on each other in the allocator).
+    dest: PathBuf,
+    object_path: PathBuf,
 }
 
 impl Placer {
@@ -573,13 +579,25 @@ impl Placer {
             vouch: vouch.filter(|_| link != Link::Copy).cloned(),
             vouched: 0,
             buf: vec![0; crate::access::COPY_BUFFER],
+            dest: PathBuf::new(),
+            object_path: PathBuf::new(),
         }
     }
 
     /// Put the bytes of `v` at `path` under the root.
     pub fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
         crate::store::kill::point("export.between-files");
-        let dest = self.root.join(path);
+        let mut dest = std::mem::take(&mut self.dest);
+        dest.as_mut_os_string().clear();
+        dest.push(&self.root);
+        dest.push(path);
+        let result = self.place_at(uri, v, &dest);
+        self.dest = dest;
+        result
+    }
+
+    /// [`Placer::place`] at `dest`, the file's path under the root.
+    fn place_at(&mut self, uri: &str, v: &VersionRow, dest: &Path) -> Result<(), Error> {
         let folder = dest.parent().unwrap_or(&self.root);
         if folder != self.made {
             std::fs::create_dir_all(folder).map_err(|e| StoreError::io("creating", folder, e))?;
@@ -587,13 +605,13 @@ impl Placer {
             self.made_dir = None;
         }
         if self.direct {
-            match self.write(uri, v, &dest) {
+            match self.write(uri, v, dest) {
                 Ok(()) => return Ok(()),
                 // Something is there after all: replace it the careful way.
                 Err(Error::Store(StoreError::Io { source, .. }))
                     if source.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => {
-                    let _ = std::fs::remove_file(&dest);
+                    let _ = std::fs::remove_file(dest);
                     return Err(e);
                 }
             }
@@ -606,8 +624,8 @@ impl Placer {
             self.counter
         ));
         let result = self.write(uri, v, &tmp).and_then(|()| {
-            std::fs::rename(&tmp, &dest)
-                .map_err(|e| Error::from(StoreError::io("placing the file", &dest, e)))
+            std::fs::rename(&tmp, dest)
+                .map_err(|e| Error::from(StoreError::io("placing the file", dest, e)))
         });
         // A failure, or a rename onto a hard link of the same object (which does nothing),
         // leaves `tmp`.
@@ -655,14 +673,31 @@ impl Placer {
                 }
             }
         }
-        let (mut object, object_path, relative) = open_object(&self.mirror, uri, v)?;
+        let mut object_path = std::mem::take(&mut self.object_path);
+        let result = self.write_object(uri, v, to, vouched.is_some(), &mut object_path);
+        self.object_path = object_path;
+        result
+    }
+
+    /// [`Placer::write`] from the object (opened by its path, written into `object_path`):
+    /// a reflink, a hard link or a copy; `vouched`: the audit's word stands for reading it.
+    fn write_object(
+        &mut self,
+        uri: &str,
+        v: &VersionRow,
+        to: &Path,
+        vouched: bool,
+        object_path: &mut PathBuf,
+    ) -> Result<(), Error> {
+        let mut object = open_object_into(&self.mirror, uri, v, object_path)?;
+        let object_path = &*object_path;
         if matches!(self.link, Link::Auto) && !self.no_reflink {
             match reflink(&object, to) {
                 Ok(clone) => {
-                    if vouched.is_some() {
+                    if vouched {
                         self.vouched += 1;
                     } else {
-                        self.verify(&mut object, &object_path, uri, v, &relative)?;
+                        self.verify(&mut object, object_path, uri, v)?;
                     }
                     set_mtime(&clone, v);
                     return Ok(());
@@ -677,18 +712,18 @@ impl Placer {
             }
         }
         if matches!(self.link, Link::Hard | Link::Auto) && !self.no_hard_link {
-            if vouched.is_some() {
+            if vouched {
                 self.vouched += 1;
             } else {
-                self.verify(&mut object, &object_path, uri, v, &relative)?;
+                self.verify(&mut object, object_path, uri, v)?;
             }
-            match std::fs::hard_link(&object_path, to) {
+            match std::fs::hard_link(object_path, to) {
                 Ok(()) => return Ok(()),
                 // Another file system: copies from here on (auto), or an error (hard).
                 Err(e) if self.link == Link::Auto && e.kind() == io::ErrorKind::CrossesDevices => {
                     self.no_hard_link = true;
-                    object = File::open(&object_path)
-                        .map_err(|e| StoreError::io("reading the object", &object_path, e))?;
+                    object = File::open(object_path)
+                        .map_err(|e| StoreError::io("reading the object", object_path, e))?;
                 }
                 Err(e) => {
                     return Err(StoreError::io("hard-linking the object to", to, e).into());
@@ -701,8 +736,8 @@ impl Placer {
             .open(to)
             .map_err(|e| StoreError::io("creating", to, e))?;
         let got =
-            crate::access::copy_hashing(&mut object, &mut out, &mut self.buf, &object_path, to)?;
-        crate::access::check(uri, v, &relative, &got)?;
+            crate::access::copy_hashing(&mut object, &mut out, &mut self.buf, object_path, to)?;
+        crate::access::check(uri, v, &got)?;
         set_mtime(&out, v);
         Ok(())
     }
@@ -799,7 +834,6 @@ impl Placer {
         object_path: &Path,
         uri: &str,
         v: &VersionRow,
-        relative: &str,
     ) -> Result<(), Error> {
         let got = crate::access::copy_hashing(
             object,
@@ -808,7 +842,7 @@ impl Placer {
             object_path,
             Path::new("(nowhere: only hashed)"),
         )?;
-        crate::access::check(uri, v, relative, &got)
+        crate::access::check(uri, v, &got)
     }
 }
 

@@ -118,8 +118,8 @@ fn object_member(
     w: &mut impl Write,
     path: &Path,
 ) -> Result<u64, Error> {
-    let (mut object, object_path, relative) = open_object(mirror, uri, v)?;
-    let mut check = |got: &crate::access::Got| crate::access::check(uri, v, &relative, got);
+    let (mut object, object_path) = open_object(mirror, uri, v)?;
+    let mut check = |got: &crate::access::Got| crate::access::check(uri, v, got);
     let size = v.length.unwrap_or(0).max(0) as u64;
     member(
         gz,

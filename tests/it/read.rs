@@ -310,15 +310,34 @@ fn damage(h: &History, name: &str) -> std::path::PathBuf {
 }
 
 #[test]
+fn cat_of_a_missing_object_names_it() {
+    let h = history();
+    let object = damage(&h, "r3");
+    std::fs::remove_file(&object).unwrap();
+    let relative = object.strip_prefix(h.mirror()).unwrap().to_str().unwrap();
+    let r3 = h.url("r3");
+    let out = h.read(&["cat", &r3]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = stderr_of(&out);
+    assert!(
+        e.contains(&format!("{r3} (version "))
+            && e.contains(&format!("its object {relative} is missing")),
+        "{e}"
+    );
+}
+
+#[test]
 fn cat_of_a_damaged_object_fails_and_leaves_no_file() {
     let h = history();
-    damage(&h, "r3");
+    let object = damage(&h, "r3");
+    let relative = object.strip_prefix(h.mirror()).unwrap().to_str().unwrap();
     let r3 = h.url("r3");
     let out = h.read(&["cat", &r3]);
     assert_eq!(out.status.code(), Some(1));
     let e = stderr_of(&out);
     assert!(e.contains("does not match the catalog"), "{e}");
     assert!(e.contains(&r3), "{e}");
+    assert!(e.contains(&format!("stored object {relative} ")), "{e}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r3.txt");
     let out = h.read(&["cat", &r3, "-o", file.to_str().unwrap()]);
