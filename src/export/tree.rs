@@ -10,7 +10,8 @@
 
 use crate::access::status::Vouch;
 use crate::access::{
-    each_state, each_state_uri, open_object_into, Filter, Point, Reader, VersionRow,
+    each_state, each_state_uri, object_path_into, open_object_into, Filter, Point, Reader,
+    VersionRow,
 };
 use crate::error::Error;
 use crate::export::paths::{self, Natural};
@@ -689,7 +690,14 @@ impl Placer {
         vouched: bool,
         object_path: &mut PathBuf,
     ) -> Result<(), Error> {
-        let mut object = open_object_into(&self.mirror, uri, v, object_path)?;
+        let mut object = match self.open_object_in_folder(v) {
+            Some(object) => {
+                object_path_into(&self.mirror, v, object_path);
+                object
+            }
+            // The careful way says what is wrong.
+            None => open_object_into(&self.mirror, uri, v, object_path)?,
+        };
         let object_path = &*object_path;
         if matches!(self.link, Link::Auto) && !self.no_reflink {
             match reflink(&object, to) {
@@ -730,16 +738,69 @@ impl Placer {
                 }
             }
         }
-        let mut out = File::options()
-            .write(true)
-            .create_new(true)
-            .open(to)
-            .map_err(|e| StoreError::io("creating", to, e))?;
+        let mut out = self.create_new(to)?;
         let got =
             crate::access::copy_hashing(&mut object, &mut out, &mut self.buf, object_path, to)?;
         crate::access::check(uri, v, &got)?;
         set_mtime(&out, v);
         Ok(())
+    }
+
+    /// The object, opened by its name in the open objects' folder (a path lookup of two names,
+    /// not of the mirror's whole path); None on any failure, for the careful way to report.
+    fn open_object_in_folder(&mut self, v: &VersionRow) -> Option<File> {
+        #[cfg(unix)]
+        {
+            let sha = v.sha256.as_deref()?;
+            if !crate::store::objects::is_sha256_hex(sha) {
+                return None;
+            }
+            open_in(self.objects_dir().ok()?, &object_name(sha), libc::O_RDONLY).ok()
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = v;
+            None
+        }
+    }
+
+    /// The objects' folder (`objects/sha256`), open.
+    #[cfg(unix)]
+    fn objects_dir(&mut self) -> io::Result<&File> {
+        if self.objects_dir.is_none() {
+            self.objects_dir = Some(File::open(self.mirror.join("objects").join("sha256"))?);
+        }
+        Ok(self.objects_dir.as_ref().expect("opened"))
+    }
+
+    /// A new file at `to` (never replacing one): by its name in the open folder made last
+    /// when it is there (Unix), else by its path.
+    fn create_new(&mut self, to: &Path) -> Result<File, Error> {
+        #[cfg(unix)]
+        if let (Some(name), Some(folder)) = (to.file_name(), to.parent()) {
+            use std::os::unix::ffi::OsStrExt;
+            if folder == self.made {
+                if self.made_dir.is_none() {
+                    self.made_dir = File::open(&self.made).ok();
+                }
+                if let Some(dir) = &self.made_dir {
+                    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+                    match open_in(dir, name.as_bytes(), flags) {
+                        Ok(file) => return Ok(file),
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                            return Err(StoreError::io("creating", to, e).into())
+                        }
+                        // The path below says what is wrong.
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+        File::options()
+            .write(true)
+            .create_new(true)
+            .open(to)
+            .map_err(|e| StoreError::io("creating", to, e).into())
     }
 
     /// The object's path when the audit vouches for it (see [`Placer`]): one `stat`, no read.
@@ -784,7 +845,6 @@ impl Placer {
     /// for, or not a name in the folder made last; nothing done.
     #[cfg(unix)]
     fn link_vouched(&mut self, v: &VersionRow, to: &Path) -> io::Result<bool> {
-        use std::ffi::CString;
         use std::os::fd::AsRawFd;
         use std::os::unix::ffi::OsStrExt;
         let Some(sha) = v.sha256.as_deref() else {
@@ -799,19 +859,16 @@ impl Placer {
         {
             return Ok(false);
         }
-        if self.objects_dir.is_none() {
-            self.objects_dir = Some(File::open(self.mirror.join("objects").join("sha256"))?);
-        }
         if self.made_dir.is_none() {
             self.made_dir = Some(File::open(&self.made)?);
         }
-        let object = CString::new(format!("{}/{sha}", &sha[..2])).expect("hex has no NUL");
-        let name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-        let objects = self.objects_dir.as_ref().expect("opened").as_raw_fd();
+        let object = c_name(&object_name(sha))?;
+        let name = c_name(name.as_bytes())?;
+        let objects = self.objects_dir()?.as_raw_fd();
         let made = self.made_dir.as_ref().expect("opened").as_raw_fd();
         // SAFETY: NUL-terminated names, an open folder, and a plain C struct fstatat fills in.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstatat(objects, object.as_ptr(), &mut st, 0) } != 0 {
+        if unsafe { libc::fstatat(objects, object.as_ptr().cast(), &mut st, 0) } != 0 {
             return Ok(false);
         }
         let modified = std::time::UNIX_EPOCH
@@ -821,7 +878,16 @@ impl Placer {
             return Ok(false);
         }
         // SAFETY: as above.
-        if unsafe { libc::linkat(objects, object.as_ptr(), made, name.as_ptr(), 0) } != 0 {
+        if unsafe {
+            libc::linkat(
+                objects,
+                object.as_ptr().cast(),
+                made,
+                name.as_ptr().cast(),
+                0,
+            )
+        } != 0
+        {
             return Err(io::Error::last_os_error());
         }
         Ok(true)
@@ -844,6 +910,50 @@ impl Placer {
         )?;
         crate::access::check(uri, v, &got)
     }
+}
+
+/// An object's name in the objects' folder: `ab/<sha256>` (`sha` is 64 hex digits).
+#[cfg(unix)]
+fn object_name(sha: &str) -> [u8; 67] {
+    let mut name = [0u8; 67];
+    name[..2].copy_from_slice(&sha.as_bytes()[..2]);
+    name[2] = b'/';
+    name[3..].copy_from_slice(sha.as_bytes());
+    name
+}
+
+/// `name` NUL-terminated on the stack, for the `*at` calls: no allocation per file (names
+/// are at most 255 bytes; anything longer is refused as the kernel would).
+#[cfg(unix)]
+fn c_name(name: &[u8]) -> io::Result<[u8; 512]> {
+    let mut c = [0u8; 512];
+    if name.len() >= c.len() || name.contains(&0) {
+        return Err(io::ErrorKind::InvalidInput.into());
+    }
+    c[..name.len()].copy_from_slice(name);
+    Ok(c)
+}
+
+/// `openat(2)` of `name` (a name or `ab/name`) in the open folder `dir`; new files get mode
+/// 0666 less the umask, as `File::create` gives.
+#[cfg(unix)]
+fn open_in(dir: &File, name: &[u8], flags: libc::c_int) -> io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let c_name = c_name(name)?;
+    // SAFETY: a NUL-terminated name and an open folder.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c_name.as_ptr().cast(),
+            flags | libc::O_CLOEXEC,
+            0o666 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor openat just returned, owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// The file's time: the source's lastmod, when it gave one.

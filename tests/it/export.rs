@@ -448,6 +448,27 @@ fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
         // A WARC file is named only once complete.
         assert!(left.iter().all(|f| !f.ends_with(".warc.gz")), "{left:?}");
     }
+    // A missing object stops a copy too, naming the URI and the object's file.
+    std::fs::remove_file(&object).unwrap();
+    for link in ["copy", "auto", "hard"] {
+        let dest = dir.path().join(format!("missing-{link}"));
+        let out = rsmirror()
+            .args(["export", "tree"])
+            .arg(&dest)
+            .args(["--link", link, "--mirror"])
+            .arg(mirror.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{link}");
+        let e = stderr_of(&out);
+        let relative = format!("objects/sha256/{}/{sha}", &sha[..2]);
+        assert!(
+            e.contains("/res/plain.txt")
+                && e.contains(&format!("its object {relative} is missing")),
+            "{link}: {e}"
+        );
+        assert!(dest.join(".rsmirror-export/INCOMPLETE").exists());
+    }
     // Once the object is good again (restored from a copy), running the same exports again
     // finishes them.
     std::fs::write(&object, b"plain\n").unwrap();
