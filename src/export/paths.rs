@@ -295,8 +295,8 @@ pub fn moved_aside(n: &Natural, uri: &str) -> Natural {
 
 /// A 64-bit key of a path, for the sets that find clashes in bounded memory. Keys live only in
 /// memory for one export, so any 64-bit hash does: SipHash with fixed keys, a tenth of
-/// SHA-256's cost. Two paths sharing a key (about 1 in 10^7 for 10^6 paths, as for any 64 bits)
-/// only move one aside as a clash: nothing is lost, and the map says so.
+/// SHA-256's cost. Two paths sharing a key (odds of 3 in 10^8 for 10^6 paths, as for any 64
+/// bits) only move one aside as a clash: nothing is lost, and the map says so.
 pub fn key(path: &str) -> u64 {
     use std::hash::BuildHasher;
     std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(path)

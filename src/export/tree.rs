@@ -680,8 +680,9 @@ impl Placer {
         result
     }
 
-    /// [`Placer::write`] from the object (opened by its path, written into `object_path`):
-    /// a reflink, a hard link or a copy; `vouched`: the audit's word stands for reading it.
+    /// [`Placer::write`] from the object (its path written into `object_path`, for messages
+    /// and links): a reflink, a hard link or a copy; `vouched`: the audit's word stands for
+    /// reading it.
     fn write_object(
         &mut self,
         uri: &str,
