@@ -391,7 +391,7 @@ pub fn open_object_into(
                 v.version
             ))
         })?;
-    object_path_into(mirror, v, path);
+    crate::store::objects::ObjectStore::path_in_mirror(mirror, sha, path);
     std::fs::File::open(&*path).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             Error::Damaged(format!(
@@ -404,16 +404,6 @@ pub fn open_object_into(
             StoreError::io("reading the object", path, e).into()
         }
     })
-}
-
-/// The path of the object of `v` (with a SHA-256 recorded) into `path`.
-pub fn object_path_into(mirror: &Path, v: &VersionRow, path: &mut PathBuf) {
-    let sha = v.sha256.as_deref().unwrap_or_default();
-    path.as_mut_os_string().clear();
-    path.push(mirror);
-    path.push("objects/sha256");
-    path.push(sha.get(..2).unwrap_or_default());
-    path.push(sha);
 }
 
 /// What the bytes that went out hashed to.

@@ -10,12 +10,14 @@
 
 use crate::access::status::Vouch;
 use crate::access::{
-    each_state, each_state_uri, object_path_into, open_object_into, Filter, Point, Reader,
-    VersionRow,
+    each_state, each_state_uri, open_object_into, Filter, Point, Reader, VersionRow,
 };
 use crate::error::Error;
 use crate::export::paths::{self, Natural};
 use crate::export::{Link, Summary};
+#[cfg(unix)]
+use crate::store::objects::with_c_name;
+use crate::store::objects::{self, ObjectStore};
 use crate::store::StoreError;
 use std::collections::HashSet;
 use std::fs::File;
@@ -692,8 +694,8 @@ impl Placer {
         object_path: &mut PathBuf,
     ) -> Result<(), Error> {
         let mut object = match self.open_object_in_folder(v) {
-            Some(object) => {
-                object_path_into(&self.mirror, v, object_path);
+            Some((object, sha)) => {
+                ObjectStore::path_in_mirror(&self.mirror, sha, object_path);
                 object
             }
             // The careful way says what is wrong.
@@ -749,14 +751,16 @@ impl Placer {
 
     /// The object, opened by its name in the open objects' folder (a path lookup of two names,
     /// not of the mirror's whole path); None on any failure, for the careful way to report.
-    fn open_object_in_folder(&mut self, v: &VersionRow) -> Option<File> {
+    fn open_object_in_folder<'v>(&mut self, v: &'v VersionRow) -> Option<(File, &'v str)> {
         #[cfg(unix)]
         {
             let sha = v.sha256.as_deref()?;
-            if !crate::store::objects::is_sha256_hex(sha) {
+            if !objects::is_sha256_hex(sha) {
                 return None;
             }
-            open_in(self.objects_dir().ok()?, &object_name(sha), libc::O_RDONLY).ok()
+            let dir = self.objects_dir().ok()?;
+            let file = open_in(dir, &objects::name_in_folder(sha), libc::O_RDONLY).ok()?;
+            Some((file, sha))
         }
         #[cfg(not(unix))]
         {
@@ -811,8 +815,7 @@ impl Placer {
         if !self.vouches_for_state(v) {
             return None;
         }
-        let path =
-            crate::store::objects::ObjectStore::at(&self.mirror).path_for(v.sha256.as_deref()?);
+        let path = ObjectStore::at(&self.mirror).path_for(v.sha256.as_deref()?);
         let meta = std::fs::metadata(&path).ok()?;
         let modified = meta.modified().ok()?;
         self.vouches_for_file(v, meta.is_file(), meta.len(), modified)
@@ -854,44 +857,39 @@ impl Placer {
         let (Some(name), Some(folder)) = (to.file_name(), to.parent()) else {
             return Ok(false);
         };
-        if !self.vouches_for_state(v)
-            || folder != self.made
-            || !crate::store::objects::is_sha256_hex(sha)
-        {
+        if !self.vouches_for_state(v) || folder != self.made || !objects::is_sha256_hex(sha) {
             return Ok(false);
         }
         if self.made_dir.is_none() {
             self.made_dir = Some(File::open(&self.made)?);
         }
-        let object = c_name(&object_name(sha))?;
-        let name = c_name(name.as_bytes())?;
         let objects = self.objects_dir()?.as_raw_fd();
         let made = self.made_dir.as_ref().expect("opened").as_raw_fd();
-        // SAFETY: NUL-terminated names, an open folder, and a plain C struct fstatat fills in.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstatat(objects, object.as_ptr().cast(), &mut st, 0) } != 0 {
-            return Ok(false);
-        }
-        let modified = std::time::UNIX_EPOCH
-            + std::time::Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec.max(0) as u32);
-        let is_file = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-        if !self.vouches_for_file(v, is_file, st.st_size.max(0) as u64, modified) {
-            return Ok(false);
-        }
-        // SAFETY: as above.
-        if unsafe {
-            libc::linkat(
-                objects,
-                object.as_ptr().cast(),
-                made,
-                name.as_ptr().cast(),
-                0,
-            )
-        } != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(true)
+        let this = &*self;
+        with_c_name(&objects::name_in_folder(sha), |object| {
+            // SAFETY: a NUL-terminated name, an open folder, and a plain C struct fstatat
+            // fills in.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstatat(objects, object.as_ptr(), &mut st, 0) } != 0 {
+                return Ok(false);
+            }
+            let modified = std::time::UNIX_EPOCH
+                + std::time::Duration::new(
+                    st.st_mtime.max(0) as u64,
+                    st.st_mtime_nsec.max(0) as u32,
+                );
+            let is_file = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+            if !this.vouches_for_file(v, is_file, st.st_size.max(0) as u64, modified) {
+                return Ok(false);
+            }
+            with_c_name(name.as_bytes(), |name| {
+                // SAFETY: NUL-terminated names and open folders.
+                match unsafe { libc::linkat(objects, object.as_ptr(), made, name.as_ptr(), 0) } {
+                    0 => Ok(true),
+                    _ => Err(io::Error::last_os_error()),
+                }
+            })
+        })
     }
 
     /// Read the object through and check it (for links, where nothing is copied).
@@ -913,48 +911,28 @@ impl Placer {
     }
 }
 
-/// An object's name in the objects' folder: `ab/<sha256>` (`sha` is 64 hex digits).
-#[cfg(unix)]
-fn object_name(sha: &str) -> [u8; 67] {
-    let mut name = [0u8; 67];
-    name[..2].copy_from_slice(&sha.as_bytes()[..2]);
-    name[2] = b'/';
-    name[3..].copy_from_slice(sha.as_bytes());
-    name
-}
-
-/// `name` NUL-terminated on the stack, for the `*at` calls: no allocation per file (names
-/// are at most 255 bytes; anything longer is refused as the kernel would).
-#[cfg(unix)]
-fn c_name(name: &[u8]) -> io::Result<[u8; 512]> {
-    let mut c = [0u8; 512];
-    if name.len() >= c.len() || name.contains(&0) {
-        return Err(io::ErrorKind::InvalidInput.into());
-    }
-    c[..name.len()].copy_from_slice(name);
-    Ok(c)
-}
-
-/// `openat(2)` of `name` (a name or `ab/name`) in the open folder `dir`; new files get mode
-/// 0666 less the umask, as `File::create` gives.
+/// `openat(2)` of `name` (a name or `ab/name`) in the open folder `dir`, the name
+/// NUL-terminated on the stack; new files get mode 0666 less the umask, as `File::create`
+/// gives.
 #[cfg(unix)]
 fn open_in(dir: &File, name: &[u8], flags: libc::c_int) -> io::Result<File> {
     use std::os::fd::{AsRawFd, FromRawFd};
-    let c_name = c_name(name)?;
-    // SAFETY: a NUL-terminated name and an open folder.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c_name.as_ptr().cast(),
-            flags | libc::O_CLOEXEC,
-            0o666 as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor openat just returned, owned by nothing else.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    with_c_name(name, |name| {
+        // SAFETY: a NUL-terminated name and an open folder.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_CLOEXEC,
+                0o666 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor openat just returned, owned by nothing else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    })
 }
 
 /// The file's time: the source's lastmod, when it gave one.

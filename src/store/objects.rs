@@ -71,11 +71,18 @@ impl ObjectStore {
 
     /// Where the object with this sha256 lives (whether or not it exists).
     pub fn path_for(&self, sha256_hex: &str) -> PathBuf {
-        debug_assert!(is_sha256_hex(sha256_hex));
-        self.root
-            .join("sha256")
-            .join(&sha256_hex[0..2])
-            .join(sha256_hex)
+        let mut path = self.root.clone();
+        push_object(&mut path, sha256_hex);
+        path
+    }
+
+    /// [`ObjectStore::path_for`] of the store of `mirror`, written into `path` (its memory
+    /// kept: callers that name many objects, on several threads, allocate nothing per object).
+    pub fn path_in_mirror(mirror: &Path, sha256_hex: &str, path: &mut PathBuf) {
+        path.as_mut_os_string().clear();
+        path.push(mirror);
+        path.push("objects");
+        push_object(path, sha256_hex);
     }
 
     /// Move a verified staging file into the store under its sha256. An existing object is
@@ -307,8 +314,8 @@ impl Folder {
 
 #[cfg(target_os = "linux")]
 mod at {
-    use super::{Listing, ObjectMeta};
-    use std::ffi::{CStr, CString};
+    use super::{with_c_name, Listing, ObjectMeta};
+    use std::ffi::CStr;
     use std::io;
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
@@ -327,18 +334,6 @@ mod at {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("Dir")
         }
-    }
-
-    /// `name` as a C string, on the stack when it fits (entry names always do).
-    fn with_c_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> io::Result<T>) -> io::Result<T> {
-        let mut buf = [0u8; 256];
-        if name.len() < buf.len() && !name.contains(&0) {
-            buf[..name.len()].copy_from_slice(name);
-            let c = CStr::from_bytes_until_nul(&buf).expect("NUL-terminated");
-            return f(c);
-        }
-        let c = CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        f(&c)
     }
 
     impl Dir {
@@ -456,6 +451,41 @@ pub struct ObjectMeta {
     pub len: u64,
 }
 
+/// `sha256/ab/<sha256>` onto the objects' folder.
+fn push_object(objects: &mut PathBuf, sha256_hex: &str) {
+    debug_assert!(is_sha256_hex(sha256_hex));
+    objects.push("sha256");
+    objects.push(sha256_hex.get(0..2).unwrap_or_default());
+    objects.push(sha256_hex);
+}
+
+/// An object's name in the `objects/sha256` folder, `ab/<64 hex>`, for the `*at` calls
+/// relative to it (`sha256_hex` is 64 hex digits).
+pub fn name_in_folder(sha256_hex: &str) -> [u8; 67] {
+    let mut name = [0u8; 67];
+    name[0..2].copy_from_slice(&sha256_hex.as_bytes()[0..2]);
+    name[2] = b'/';
+    name[3..].copy_from_slice(sha256_hex.as_bytes());
+    name
+}
+
+/// `name` as a C string, on the stack when it fits (file names always do).
+#[cfg(unix)]
+pub fn with_c_name<T>(
+    name: &[u8],
+    f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut buf = [0u8; 256];
+    if name.len() < buf.len() && !name.contains(&0) {
+        buf[..name.len()].copy_from_slice(name);
+        let c = std::ffi::CStr::from_bytes_until_nul(&buf).expect("NUL-terminated");
+        return f(c);
+    }
+    let c =
+        std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    f(&c)
+}
+
 /// Stats objects by sha256, as `fs::metadata` of [`ObjectStore::path_for`] does. On Unix the
 /// name is resolved relative to the open `objects/sha256` folder: two path components
 /// instead of the whole mirror path, which is most of the cost of the million stats of an
@@ -472,17 +502,14 @@ impl ObjectStat {
         #[cfg(unix)]
         if let (Some(dir), true) = (&self.dir, is_sha256_hex(sha256_hex)) {
             use std::os::fd::AsRawFd;
-            // "ab/<64 hex>" and a NUL.
-            let mut name = [0u8; 68];
-            name[0..2].copy_from_slice(&sha256_hex.as_bytes()[0..2]);
-            name[2] = b'/';
-            name[3..67].copy_from_slice(sha256_hex.as_bytes());
-            // SAFETY: `name` is NUL-terminated, `st` is a plain C struct fstatat fills in.
+            // SAFETY: a NUL-terminated name, `st` a plain C struct fstatat fills in.
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr().cast(), &mut st, 0) };
-            if rc != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            with_c_name(&name_in_folder(sha256_hex), |name| {
+                match unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, 0) } {
+                    0 => Ok(()),
+                    _ => Err(io::Error::last_os_error()),
+                }
+            })?;
             let kind = st.st_mode & libc::S_IFMT;
             return Ok(ObjectMeta {
                 is_file: kind == libc::S_IFREG,
