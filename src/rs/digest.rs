@@ -242,12 +242,14 @@ fn decode(raw: &str, n: usize) -> (Option<Hex>, Encoding) {
 
 /// The source's digests as one normalised string (`md5:… sha-256:…`), or None.
 pub fn declared_hash(digests: &[Digest]) -> Option<String> {
+    use std::fmt::Write;
     (!digests.is_empty()).then(|| {
-        digests
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(" ")
+        let mut s = String::with_capacity(digests.len() * 72);
+        for (i, d) in digests.iter().enumerate() {
+            let space = if i == 0 { "" } else { " " };
+            let _ = write!(s, "{space}{d}");
+        }
+        s
     })
 }
 

@@ -152,40 +152,53 @@ impl Listing {
         });
         let length = l.declared.length.map(|n| n as i64);
         let media_type = l.media_type.as_deref();
-        // One statement: a new URI is inserted at the next place; a URI listed before keeps
-        // its place (`ord`) and takes this entry's metadata. The place it returns tells which.
-        let ord: i64 = self
+        // A new URI is inserted at the next place; a URI listed before keeps its place
+        // (`ord`) and takes this entry's metadata. (Not one `ON CONFLICT … RETURNING`: SQLite
+        // makes an ephemeral table for every `RETURNING`, half the cost of a push.)
+        let path = &self.path;
+        let inserted = self
             .conn
             .prepare_cached(
                 "INSERT INTO listed (ord, uri, lastmod, length, digests, media_type, duplicates, doc, line)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                 ON CONFLICT (uri) DO UPDATE SET lastmod = excluded.lastmod,
-                     length = excluded.length, digests = excluded.digests,
-                     media_type = excluded.media_type, duplicates = excluded.duplicates,
-                     doc = excluded.doc, line = excluded.line
-                 RETURNING ord",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (uri) DO NOTHING",
             )
             .and_then(|mut st| {
-                st.query_row(
-                    params![
-                        self.next_ord,
-                        l.uri.as_str(),
-                        lastmod,
-                        length,
-                        digests,
-                        media_type,
-                        duplicates,
-                        doc,
-                        l.line as i64
-                    ],
-                    |r| r.get(0),
-                )
+                st.execute(params![
+                    self.next_ord,
+                    l.uri.as_str(),
+                    lastmod,
+                    length,
+                    digests,
+                    media_type,
+                    duplicates,
+                    doc,
+                    l.line as i64
+                ])
             })
-            .map_err(sql(&self.path))?;
-        if ord == self.next_ord {
+            .map_err(sql(path))?;
+        if inserted == 1 {
             self.next_ord += 1;
             return Ok(());
         }
+        self.conn
+            .prepare_cached(
+                "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
+                     duplicates = ?6, doc = ?7, line = ?8
+                 WHERE uri = ?1",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    l.uri.as_str(),
+                    lastmod,
+                    length,
+                    digests,
+                    media_type,
+                    duplicates,
+                    doc,
+                    l.line as i64
+                ])
+            })
+            .map_err(sql(path))?;
         self.twice.push(format!(
             "{}: line {}: {} listed twice; the later entry counts",
             l.document, l.line, l.uri
@@ -251,20 +264,37 @@ impl Listing {
                 .map_err(sql(&path))?;
             let mut rows = listed.query([]).map_err(sql(&path))?;
             let mut next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
+            // Prepared once for the whole merge (`prepare_cached` hashes the text each time).
+            let mut todo = self
+                .conn
+                .prepare(
+                    "INSERT INTO todo (ord, action, diffs, cur_version, cur_sha256, etag, last_modified)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(sql(&path))?;
+            let mut gone_insert = self
+                .conn
+                .prepare("INSERT INTO gone (uri) VALUES (?1)")
+                .map_err(sql(&path))?;
             let mut decide = |e: Entry, current: Option<CurrentState>| -> Result<(), StoreError> {
                 counts.listed += 1;
-                let action = match plan::action(&e.declared, current.as_ref()) {
-                    Action::Keep => current
-                        .as_ref()
-                        .and_then(|c| object_damage(objects, c))
-                        .map_or(Action::Keep, |d| Action::Update(vec![d])),
-                    a => a,
+                let length = e.length.map(|n| n as u64);
+                let action = match current.as_ref().filter(|c| !c.deleted) {
+                    // What `plan::action` says of a resource the mirror does not hold, without
+                    // parsing the entry's lastmod and digests (most of a first baseline's plan).
+                    None => Action::Create,
+                    Some(c) => match plan::action(&declared(e.lastmod, length, e.digests), Some(c))
+                    {
+                        Action::Keep => object_damage(objects, c)
+                            .map_or(Action::Keep, |d| Action::Update(vec![d])),
+                        a => a,
+                    },
                 };
                 if action == Action::Keep {
                     return Ok(());
                 }
                 counts.wanted += 1;
-                counts.wanted_bytes += e.declared.length.unwrap_or(0);
+                counts.wanted_bytes += length.unwrap_or(0);
                 let live = current.filter(|c| !c.deleted);
                 let (etag, last_modified) = match (&action, &live, catalog) {
                     (Action::Revalidate, Some(c), Some(catalog)) => {
@@ -273,30 +303,20 @@ impl Listing {
                     _ => (None, None),
                 };
                 let (code, diffs) = encode(&action);
-                self.conn
-                    .prepare_cached(
-                        "INSERT INTO todo (ord, action, diffs, cur_version, cur_sha256, etag, last_modified)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    )
-                    .and_then(|mut st| {
-                        st.execute(params![
-                            e.ord,
-                            code,
-                            diffs,
-                            live.as_ref().map(|c| c.version_id),
-                            live.as_ref().and_then(|c| c.sha256_hex.as_deref()),
-                            etag,
-                            last_modified
-                        ])
-                    })
-                    .map_err(sql(&path))?;
+                todo.execute(params![
+                    e.ord,
+                    code,
+                    diffs,
+                    live.as_ref().map(|c| c.version_id),
+                    live.as_ref().and_then(|c| c.sha256_hex.as_deref()),
+                    etag,
+                    last_modified
+                ])
+                .map_err(sql(&path))?;
                 Ok(())
             };
-            let gone = |uri: &str| -> Result<(), StoreError> {
-                self.conn
-                    .prepare_cached("INSERT INTO gone (uri) VALUES (?1)")
-                    .and_then(|mut st| st.execute([uri]))
-                    .map_err(sql(&path))?;
+            let mut gone = |uri: &str| -> Result<(), StoreError> {
+                gone_insert.execute([uri]).map_err(sql(&path))?;
                 Ok(())
             };
             if let Some(catalog) = catalog {
@@ -549,7 +569,11 @@ fn listed_at(
     let (document, scope) = docs[r.get::<_, i64>(at + 6)? as usize].clone();
     Ok(Listed {
         uri,
-        declared: declared(r.get(at + 1)?, r.get(at + 2)?, r.get(at + 3)?),
+        declared: declared(
+            r.get(at + 1)?,
+            r.get::<_, Option<i64>>(at + 2)?.map(|n| n as u64),
+            r.get(at + 3)?,
+        ),
         media_type: r
             .get::<_, Option<String>>(at + 4)?
             .map(std::borrow::Cow::Owned),
@@ -576,19 +600,22 @@ fn todo_row(r: &rusqlite::Row<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> rusqlite:
     })
 }
 
-fn declared(lastmod: Option<String>, length: Option<i64>, digests: Option<String>) -> Declared {
+fn declared(lastmod: Option<String>, length: Option<u64>, digests: Option<String>) -> Declared {
     Declared {
         lastmod: lastmod.and_then(|t| t.parse().ok()),
-        length: length.map(|n| n as u64),
+        length,
         digests: digests.as_deref().map(parse_hash_attr).unwrap_or_default(),
     }
 }
 
-/// One row of `listed` as the plan reads it.
+/// One row of `listed` as the plan reads it; its metadata is parsed only when the mirror has
+/// the resource to compare it with.
 struct Entry {
     ord: i64,
     uri: String,
-    declared: Declared,
+    lastmod: Option<String>,
+    length: Option<i64>,
+    digests: Option<String>,
 }
 
 impl Entry {
@@ -597,7 +624,9 @@ impl Entry {
         Ok(Some(Entry {
             ord: r.get(0)?,
             uri: r.get(1)?,
-            declared: declared(r.get(2)?, r.get(3)?, r.get(4)?),
+            lastmod: r.get(2)?,
+            length: r.get(3)?,
+            digests: r.get(4)?,
         }))
     }
 }
