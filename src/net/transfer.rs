@@ -1,5 +1,6 @@
 //! Resource transfers on libcurl's multi interface: many GETs in flight on one thread, each
-//! body hashed and written to its new file as its bytes arrive.
+//! body hashed as its bytes arrive and written to its new file `WRITE_BATCH` bytes at a time
+//! (the rest once the transfer is complete, before the file is handed over).
 //!
 //! libcurl does the HTTP: connection reuse (with its liveness check: an idle connection that
 //! has become readable is closed, never read as the next response), asynchronous DNS, happy
@@ -50,6 +51,14 @@ const MAX_DROPPED_BODY: u64 = 64 * 1024;
 /// The longest one wait on the sockets lasts, so that head deadlines and paused retries are
 /// seen on time whatever libcurl's own timers say.
 const MAX_WAIT: Duration = Duration::from_millis(250);
+
+/// libcurl's receive buffer for a transfer (`CURLOPT_BUFFERSIZE`).
+const RECEIVE_BUFFER: usize = 128 * 1024;
+const DEFAULT_RECEIVE_BUFFER: u64 = 16 * 1024;
+
+/// Body bytes are written to the staging file this many at a time: libcurl hands them over
+/// 16 KiB a call, and a `write` per call was a quarter of a large body's system time.
+const WRITE_BATCH: usize = 128 * 1024;
 
 /// How one GET ended.
 #[derive(Debug)]
@@ -323,7 +332,12 @@ impl<'h, T> Transfers<'h, T> {
     ) -> Result<(), curl::Error> {
         let cfg = self.http.config();
         let url = &get.current;
-        *easy.get_mut() = Sink::new(url, folder, &get.request, cfg.max_size);
+        let mut pending = std::mem::take(&mut easy.get_mut().pending);
+        pending.clear();
+        *easy.get_mut() = Sink {
+            pending,
+            ..Sink::new(url, folder, &get.request, cfg.max_size)
+        };
         let mut target = url.clone();
         target.set_fragment(None);
         easy.url(target.as_str())?;
@@ -357,6 +371,12 @@ impl<'h, T> Transfers<'h, T> {
             easy.cainfo(ca_file)?;
         }
         easy.connect_timeout(cfg.timeout)?;
+        // Reads of up to this much a system call for a body that may be large (libcurl's
+        // default is 16 KiB: eight times the `recvfrom` and `poll` calls of a large body; a
+        // small one is left with the default, which libcurl need not allocate again).
+        if (get.request.expected.length).is_none_or(|n| n > DEFAULT_RECEIVE_BUFFER) {
+            easy.buffer_size(RECEIVE_BUFFER)?;
+        }
         // A trickle is cut: under `--min-rate` bytes a second over a `--timeout` window (the
         // head included; a silent server is the slowest trickle).
         easy.low_speed_limit(cfg.min_rate.clamp(1, u32::MAX as u64) as u32)?;
@@ -391,9 +411,10 @@ impl<'h, T> Transfers<'h, T> {
             }
             e
         });
-        let sink = std::mem::take(easy.get_mut());
-        self.spare.push(easy);
+        let mut sink = std::mem::take(easy.get_mut());
         let step = sink.conclude(&get, status, result, self.http.config());
+        easy.get_mut().pending = sink.pending;
+        self.spare.push(easy);
         self.after(get, step);
     }
 
@@ -755,6 +776,9 @@ struct Sink {
     /// The final response's head is complete (what follows is body, then trailers).
     head_done: bool,
     part: Option<NewFile>,
+    /// Body bytes hashed and not yet written to `part` (under [`WRITE_BATCH`]); the buffer
+    /// stays with the easy handle for its next transfer.
+    pending: Vec<u8>,
     hasher: Option<Hasher>,
     received: u64,
     /// Bytes of an error or redirect body, dropped.
@@ -830,7 +854,7 @@ impl Sink {
 
     /// The outcome of the attempt, from libcurl's result and what this handler saw.
     fn conclude<T>(
-        mut self,
+        &mut self,
         get: &Get<'_, T>,
         status: u16,
         result: Result<(), curl::Error>,
@@ -870,7 +894,13 @@ impl Sink {
             return Step::Done(Err(FetchError::Status { url, status }));
         }
         let part = match self.part.take() {
-            Some(part) => part,
+            Some(mut part) => {
+                if let Err(e) = part.write_all(&self.pending) {
+                    return Step::Done(Err(staging_error(&part.describe(), e)));
+                }
+                self.pending.clear();
+                part
+            }
             // No body at all: an empty representation.
             None => match self.new_part() {
                 Ok(part) => part,
@@ -890,7 +920,7 @@ impl Sink {
             Ok(computed) => computed,
             Err(e) => return Step::Done(Err(e)),
         };
-        let head = self.head;
+        let head = std::mem::take(&mut self.head);
         Step::Done(Ok(Staged {
             file: part,
             computed,
@@ -1111,7 +1141,18 @@ impl Handler for Sink {
             hasher.update(data);
         }
         let part = self.part.as_mut().expect("created above");
-        if let Err(e) = part.write_all(data) {
+        let written = if self.pending.is_empty() && data.len() >= WRITE_BATCH {
+            part.write_all(data)
+        } else {
+            self.pending.extend_from_slice(data);
+            if self.pending.len() < WRITE_BATCH {
+                return Ok(data.len());
+            }
+            let r = part.write_all(&self.pending);
+            self.pending.clear();
+            r
+        };
+        if let Err(e) = written {
             let e = staging_error(&part.describe(), e);
             self.stop(e);
             return Ok(0);

@@ -885,3 +885,102 @@ fn a_run_keeps_the_free_space_margin() {
          with {landed} of 40 resources landed, consistent; a re-run completed"
     ));
 }
+
+/// A body of `n` bytes that differ from place to place (a chunk stored twice, dropped or out of
+/// order changes the file).
+fn patterned(n: usize) -> Vec<u8> {
+    let mut x = n as u32 ^ 0x9e37_79b9;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// Bodies of every size around the transfer's buffers (libcurl's 16 KiB hand-over, the 128 KiB
+/// receive buffer and write batch) are stored byte for byte, however they are framed (length,
+/// chunked, up to the close) and whether or not the list declares their length, and the
+/// digests computed are those of the stored file.
+#[test]
+fn bodies_of_every_size_and_framing_are_stored_byte_for_byte() {
+    const SIZES: &[usize] = &[
+        0, 1, 16_383, 16_384, 16_385, 131_071, 131_072, 131_073, 262_144, 300_007, 1_000_003,
+    ];
+    let raw = Raw::start(|path| {
+        let mut parts = path.trim_start_matches('/').split('-');
+        let framing = parts.next().unwrap_or("").to_string();
+        let n: usize = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let body = patterned(n);
+        match framing.as_str() {
+            "length" => vec![Act::W(ok(&body))],
+            "chunked" => {
+                let mut r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+                // Chunks of uneven sizes, none a multiple of the buffers.
+                for c in body.chunks(7_001 + 3 * n % 5_000) {
+                    r.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+                    r.extend_from_slice(c);
+                    r.extend_from_slice(b"\r\n");
+                }
+                r.extend_from_slice(b"0\r\n\r\n");
+                vec![Act::W(r)]
+            }
+            _ => {
+                let mut r = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+                r.extend_from_slice(&body);
+                vec![Act::W(r), Act::Close]
+            }
+        }
+    });
+    let http = Http::new(HttpConfig {
+        max_size: 2 << 20,
+        ..config()
+    });
+    let staging = tempfile::tempdir().unwrap();
+    let mut transfers = Transfers::new(&http, staging.path(), 4);
+    let mut jobs = Vec::new();
+    for framing in ["length", "chunked", "close"] {
+        for &n in SIZES {
+            for declared in [false, true] {
+                jobs.push((format!("{framing}-{n}"), n, declared));
+            }
+        }
+    }
+    let mut next = jobs.iter().enumerate();
+    let mut done = 0;
+    loop {
+        while transfers.has_room() {
+            let Some((i, (path, n, declared))) = next.next() else {
+                break;
+            };
+            let url = raw.url(path);
+            let scope = Arc::new(Scope::for_document(&url, &[]));
+            let mut expected = digests_of(&patterned(*n));
+            if !declared {
+                expected.length = None;
+            }
+            transfers.start(Request::new(url, scope, expected), i);
+        }
+        if transfers.is_idle() {
+            break;
+        }
+        for (i, outcome) in transfers.wait() {
+            let (path, n, declared) = &jobs[i];
+            let what = format!("{path} (length declared: {declared})");
+            match outcome {
+                Outcome::Fetched(staged) => {
+                    assert_eq!(staged.computed.length, *n as u64, "{what}");
+                    let bytes = read_new_file(staged.file);
+                    assert!(bytes == patterned(*n), "{what}: other bytes stored");
+                    assert_eq!(staged.computed.sha256_hex, sha256_hex(&bytes), "{what}");
+                }
+                Outcome::Failed(e) => panic!("{what}: {e}"),
+            }
+            done += 1;
+        }
+    }
+    assert_eq!(done, jobs.len());
+    assert!(staging_is_empty(staging.path()));
+}
