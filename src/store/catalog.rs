@@ -399,6 +399,17 @@ impl Catalog {
         Ok(out)
     }
 
+    /// Whether any resource has a current state (what
+    /// [`Catalog::each_current_state_by_uri`] would hand over): not yet, before a first
+    /// baseline.
+    pub fn has_current_states(&self) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row(&format!("SELECT EXISTS ({CURRENT_STATES})"), [], |r| {
+                r.get(0)
+            })?)
+    }
+
     /// Every resource's current state in URI order (byte order, as `str` compares), handed
     /// to `f` one at a time: what a plan merges a sorted list against, in flat memory.
     pub fn each_current_state_by_uri<E: From<StoreError>>(

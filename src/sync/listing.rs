@@ -254,8 +254,35 @@ impl Listing {
         objects: &ObjectStore,
     ) -> Result<Counts, StoreError> {
         self.end_loading()?;
-        self.conn.execute_batch("BEGIN").map_err(sql(&self.path))?;
         let path = self.path.clone();
+        if !catalog.map_or(Ok(false), Catalog::has_current_states)? {
+            // A mirror without a current state (a first baseline): every entry is created, in
+            // list order, and the merge has nothing to merge with.
+            let (create, _) = encode(&Action::Create);
+            self.conn
+                .execute(
+                    "INSERT INTO todo (ord, action) SELECT ord, ?1 FROM listed ORDER BY ord",
+                    [create],
+                )
+                .map_err(sql(&path))?;
+            // `total`: a float, which cannot overflow on hostile lengths (the sum is only
+            // said, in the message of a full disk).
+            let (listed, bytes): (i64, f64) = self
+                .conn
+                .query_row("SELECT count(*), total(length) FROM listed", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .map_err(sql(&path))?;
+            self.counts = Counts {
+                listed: listed as u64,
+                wanted: listed as u64,
+                wanted_bytes: bytes.max(0.0) as u64,
+                gone: 0,
+                live: 0,
+            };
+            return Ok(self.counts);
+        }
+        self.conn.execute_batch("BEGIN").map_err(sql(&path))?;
         let mut counts = Counts::default();
         {
             let mut listed = self
@@ -283,8 +310,10 @@ impl Listing {
                     // What `plan::action` says of a resource the mirror does not hold, without
                     // parsing the entry's lastmod and digests (most of a first baseline's plan).
                     None => Action::Create,
-                    Some(c) => match plan::action(&declared(e.lastmod, length, e.digests), Some(c))
-                    {
+                    Some(c) => match plan::action(
+                        &declared(e.lastmod.as_deref(), length, e.digests.as_deref()),
+                        Some(c),
+                    ) {
                         Action::Keep => object_damage(objects, c)
                             .map_or(Action::Keep, |d| Action::Update(vec![d])),
                         a => a,
@@ -294,7 +323,7 @@ impl Listing {
                     return Ok(());
                 }
                 counts.wanted += 1;
-                counts.wanted_bytes += length.unwrap_or(0);
+                counts.wanted_bytes = counts.wanted_bytes.saturating_add(length.unwrap_or(0));
                 let live = current.filter(|c| !c.deleted);
                 let (etag, last_modified) = match (&action, &live, catalog) {
                     (Action::Revalidate, Some(c), Some(catalog)) => {
@@ -550,7 +579,8 @@ fn listed_at(
     at: usize,
     docs: &[(Arc<str>, Arc<Scope>)],
 ) -> rusqlite::Result<Listed> {
-    let uri: String = r.get(at)?;
+    let text = |i: usize| r.get_ref(at + i).and_then(|v| Ok(v.as_str_or_null()?));
+    let uri = text(0)?.unwrap_or_default();
     let bad = |what: &str, e: String| {
         rusqlite::Error::FromSqlConversionFailure(
             at,
@@ -558,8 +588,8 @@ fn listed_at(
             format!("{what}: {e}").into(),
         )
     };
-    let uri = Url::parse(&uri).map_err(|e| bad(&uri, e.to_string()))?;
-    let duplicates = match r.get::<_, Option<String>>(at + 5)? {
+    let uri = Url::parse(uri).map_err(|e| bad(uri, e.to_string()))?;
+    let duplicates = match text(5)? {
         Some(d) => d
             .lines()
             .map(|u| Url::parse(u).map_err(|e| bad(u, e.to_string())))
@@ -570,13 +600,11 @@ fn listed_at(
     Ok(Listed {
         uri,
         declared: declared(
-            r.get(at + 1)?,
+            text(1)?,
             r.get::<_, Option<i64>>(at + 2)?.map(|n| n as u64),
-            r.get(at + 3)?,
+            text(3)?,
         ),
-        media_type: r
-            .get::<_, Option<String>>(at + 4)?
-            .map(std::borrow::Cow::Owned),
+        media_type: text(4)?.map(|t| std::borrow::Cow::Owned(t.to_string())),
         duplicates,
         document,
         line: r.get::<_, i64>(at + 7)? as u64,
@@ -600,11 +628,11 @@ fn todo_row(r: &rusqlite::Row<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> rusqlite:
     })
 }
 
-fn declared(lastmod: Option<String>, length: Option<u64>, digests: Option<String>) -> Declared {
+fn declared(lastmod: Option<&str>, length: Option<u64>, digests: Option<&str>) -> Declared {
     Declared {
         lastmod: lastmod.and_then(|t| t.parse().ok()),
         length,
-        digests: digests.as_deref().map(parse_hash_attr).unwrap_or_default(),
+        digests: digests.map(parse_hash_attr).unwrap_or_default(),
     }
 }
 

@@ -349,6 +349,21 @@ fn a_full_disk_stops_the_run_at_once_and_a_rerun_completes() {
     assert_consistent(&mirror);
     let landed = current(&mirror).len();
     assert!(landed < 400, "{landed}");
+    // What was left: the resources not yet done and their declared bytes (the plan's sum).
+    let left: u64 = err
+        .split(" resources left to fetch (")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of what was left: {err}"));
+    assert!(left > 0 && left <= (400 - landed) as u64, "{left}: {err}");
+    let declared = rsmirror::report::human_bytes(left * 16 * 1024);
+    assert!(
+        err.contains(&format!(
+            "{left} resources left to fetch ({declared} declared)"
+        )),
+        "{err}"
+    );
 
     disk.resize("40m");
     let out = baseline(&srv.url("/resourcelist.xml"), &mirror)
