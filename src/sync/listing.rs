@@ -12,9 +12,10 @@
 //! in URI order ([`Catalog::each_current_state_by_uri`]), one of each in memory at a time:
 //! each entry gets its [`Action`] (the same `plan::action` as ever, and a stat of the object of
 //! a resource kept as it is), and what is not kept goes to a `todo` table; each live resource of
-//! the collection the list does not name goes to a `gone` table. The transfer then draws its
-//! jobs from `todo` a page at a time ([`Listing::todo`]), in list order; only the jobs in flight
-//! are in memory.
+//! the collection the list does not name goes to a `gone` table. A mirror with no current state
+//! at all (before its first baseline) skips the merge: every entry is created. The transfer then
+//! draws its jobs from `todo` a page at a time ([`Listing::todo`]), in list order; only the jobs
+//! in flight are in memory.
 
 use crate::net::{Scope, Validators};
 use crate::rs::digest::{declared_hash, parse_hash_attr};
