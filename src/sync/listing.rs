@@ -156,25 +156,26 @@ impl Listing {
         // A new URI is inserted at the next place; a URI listed before keeps its place
         // (`ord`) and takes this entry's metadata. (Not one `ON CONFLICT … RETURNING`: SQLite
         // makes an ephemeral table for every `RETURNING`, half the cost of a push.)
+        let values = params![
+            l.uri.as_str(),
+            lastmod,
+            length,
+            digests,
+            media_type,
+            duplicates,
+            doc,
+            l.line as i64
+        ];
         let path = &self.path;
         let inserted = self
             .conn
             .prepare_cached(
-                "INSERT INTO listed (ord, uri, lastmod, length, digests, media_type, duplicates, doc, line)
+                "INSERT INTO listed (uri, lastmod, length, digests, media_type, duplicates, doc, line, ord)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (uri) DO NOTHING",
             )
             .and_then(|mut st| {
-                st.execute(params![
-                    self.next_ord,
-                    l.uri.as_str(),
-                    lastmod,
-                    length,
-                    digests,
-                    media_type,
-                    duplicates,
-                    doc,
-                    l.line as i64
-                ])
+                let ord: &dyn rusqlite::ToSql = &self.next_ord;
+                st.execute(rusqlite::params_from_iter(values.iter().chain([&ord])))
             })
             .map_err(sql(path))?;
         if inserted == 1 {
@@ -187,18 +188,7 @@ impl Listing {
                      duplicates = ?6, doc = ?7, line = ?8
                  WHERE uri = ?1",
             )
-            .and_then(|mut st| {
-                st.execute(params![
-                    l.uri.as_str(),
-                    lastmod,
-                    length,
-                    digests,
-                    media_type,
-                    duplicates,
-                    doc,
-                    l.line as i64
-                ])
-            })
+            .and_then(|mut st| st.execute(values))
             .map_err(sql(path))?;
         self.twice.push(format!(
             "{}: line {}: {} listed twice; the later entry counts",
