@@ -256,18 +256,22 @@ impl Listing {
                     [create],
                 )
                 .map_err(sql(&path))?;
-            // `total`: a float, which cannot overflow on hostile lengths (the sum is only
-            // said, in the message of a full disk).
-            let (listed, bytes): (i64, f64) = self
+            // Counted as the merge counts: each length as the u64 it was, summed saturating.
+            let (mut listed, mut bytes) = (0u64, 0u64);
+            let mut lengths = self
                 .conn
-                .query_row("SELECT count(*), total(length) FROM listed", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
+                .prepare("SELECT length FROM listed")
                 .map_err(sql(&path))?;
+            let mut rows = lengths.query([]).map_err(sql(&path))?;
+            while let Some(r) = rows.next().map_err(sql(&path))? {
+                listed += 1;
+                let length = r.get::<_, Option<i64>>(0).map_err(sql(&path))?;
+                bytes = bytes.saturating_add(length.map_or(0, |n| n as u64));
+            }
             self.counts = Counts {
-                listed: listed as u64,
-                wanted: listed as u64,
-                wanted_bytes: bytes.max(0.0) as u64,
+                listed,
+                wanted: listed,
+                wanted_bytes: bytes,
                 gone: 0,
                 live: 0,
             };
@@ -768,6 +772,74 @@ mod tests {
         // The scratch file goes with the listing.
         drop(listing);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A mirror without states plans without the merge, to the same counts and jobs as the
+    /// merge gives for entries the mirror does not hold: every one created, in list order, its
+    /// declared lengths summed as the merge sums them (saturating, however large a hostile list
+    /// makes them; an entry listed twice counted once, with its later length).
+    #[test]
+    fn a_first_plan_without_the_merge_counts_as_the_merge_does() {
+        use crate::store::catalog::{write, NewVersion};
+        let entries = [
+            ("http://x.org/b", Some(u64::MAX)),
+            ("http://x.org/a", Some(1 << 20)),
+            ("http://x.org/c", None),
+            ("http://x.org/a", Some(10)),
+        ];
+        let plan_with = |catalog: Option<&Catalog>, dir: &Path| {
+            let mut listing = Listing::create(&dir.join("staging")).unwrap();
+            for (i, (uri, length)) in entries.iter().enumerate() {
+                let mut l = entry(uri, i as u64 + 1);
+                l.declared.length = *length;
+                listing.push(l).unwrap();
+            }
+            let c = listing.plan(catalog, "c", &ObjectStore::at(dir)).unwrap();
+            let mut jobs = Vec::new();
+            for t in listing.todo(InFlight::default()).unwrap() {
+                let t = t.unwrap();
+                jobs.push((t.ord, t.listed.uri.to_string(), t.action, t.current));
+            }
+            ((c.listed, c.wanted, c.wanted_bytes, c.gone, c.live), jobs)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let fast = plan_with(None, dir.path());
+        assert_eq!(fast.0, (3, 3, u64::MAX, 0, 0));
+        let order: Vec<_> = fast.1.iter().map(|j| (j.0, j.1.as_str())).collect();
+        assert_eq!(
+            order,
+            [
+                (0, "http://x.org/b"),
+                (1, "http://x.org/a"),
+                (2, "http://x.org/c")
+            ]
+        );
+        // The merge, made to run by a state of another collection's resource.
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let tx = c.transaction().unwrap();
+        let other = NewVersion {
+            uri: "http://y.org/other".into(),
+            collection: "o".into(),
+            change: "created",
+            arrived_via: "http",
+            ..Default::default()
+        };
+        write::version(&tx, run, &other).unwrap();
+        tx.commit().unwrap();
+        assert!(c.has_current_states().unwrap());
+        assert_eq!(plan_with(Some(&c), dir.path()), fast);
+        // Without the hostile length, the sum is exact.
+        let mut listing = Listing::create(&dir.path().join("staging")).unwrap();
+        for (i, (uri, length)) in entries.iter().skip(1).enumerate() {
+            let mut l = entry(uri, i as u64 + 1);
+            l.declared.length = *length;
+            listing.push(l).unwrap();
+        }
+        let counts = listing
+            .plan(None, "c", &ObjectStore::at(dir.path()))
+            .unwrap();
+        assert_eq!(counts.wanted_bytes, 10);
     }
 
     /// The merge in URI order: every kind of entry and of catalog row, at both ends and in
