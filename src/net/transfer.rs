@@ -54,6 +54,7 @@ const MAX_WAIT: Duration = Duration::from_millis(250);
 
 /// libcurl's receive buffer for a transfer (`CURLOPT_BUFFERSIZE`).
 const RECEIVE_BUFFER: usize = 128 * 1024;
+/// libcurl's own default, kept for a body declared no larger.
 const DEFAULT_RECEIVE_BUFFER: u64 = 16 * 1024;
 
 /// Body bytes are written to the staging file this many at a time: libcurl hands them over
@@ -1140,18 +1141,13 @@ impl Handler for Sink {
         if let Some(hasher) = self.hasher.as_mut() {
             hasher.update(data);
         }
+        self.pending.extend_from_slice(data);
+        if self.pending.len() < WRITE_BATCH {
+            return Ok(data.len());
+        }
         let part = self.part.as_mut().expect("created above");
-        let written = if self.pending.is_empty() && data.len() >= WRITE_BATCH {
-            part.write_all(data)
-        } else {
-            self.pending.extend_from_slice(data);
-            if self.pending.len() < WRITE_BATCH {
-                return Ok(data.len());
-            }
-            let r = part.write_all(&self.pending);
-            self.pending.clear();
-            r
-        };
+        let written = part.write_all(&self.pending);
+        self.pending.clear();
         if let Err(e) = written {
             let e = staging_error(&part.describe(), e);
             self.stop(e);

@@ -301,7 +301,8 @@ impl Listing {
             let mut decide = |e: Entry, current: Option<CurrentState>| -> Result<(), StoreError> {
                 counts.listed += 1;
                 let length = e.length.map(|n| n as u64);
-                let action = match current.as_ref().filter(|c| !c.deleted) {
+                let live = current.filter(|c| !c.deleted);
+                let action = match &live {
                     // What `plan::action` says of a resource the mirror does not hold, without
                     // parsing the entry's lastmod and digests (most of a first baseline's plan).
                     None => Action::Create,
@@ -319,7 +320,6 @@ impl Listing {
                 }
                 counts.wanted += 1;
                 counts.wanted_bytes = counts.wanted_bytes.saturating_add(length.unwrap_or(0));
-                let live = current.filter(|c| !c.deleted);
                 let (etag, last_modified) = match (&action, &live, catalog) {
                     (Action::Revalidate, Some(c), Some(catalog)) => {
                         catalog.version_validators(c.version_id)?
