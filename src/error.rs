@@ -21,9 +21,13 @@ pub enum SourceError {
     Read(#[from] ReadError),
     #[error("{url}: {message}")]
     Unusable { url: String, message: String },
-    /// A JSON document where XML was expected: an ARC sitemap, handled by `sync::formats::arc::mirror`.
+    /// A JSON document where XML was expected: an ARC sitemap, read by its format. The body
+    /// comes along, unread, when it was fetched (discovery hands it to the format).
     #[error("{url}: a JSON document, not a Sitemap")]
-    Json { url: Url },
+    Json {
+        url: Url,
+        received: Option<Box<crate::net::Body>>,
+    },
     #[error("{path}: {source}")]
     Local {
         path: String,

@@ -157,3 +157,20 @@ mod problem_line_tests {
         );
     }
 }
+
+/// One document as `inspect` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentReport {
+    pub url: String,
+    /// `resourcelist`, `resourcelist index`, `plain sitemap`, ...
+    pub kind: String,
+    pub syntax: &'static str,
+    pub at: Option<String>,
+    pub completed: Option<String>,
+    pub from: Option<String>,
+    pub until: Option<String>,
+    pub entries: u64,
+    pub digests: Vec<String>,
+    pub up: Option<String>,
+    pub warnings: Vec<String>,
+}

@@ -6,7 +6,7 @@
 //! never from URLs.
 
 use crate::error::SourceError;
-use crate::net::{FetchError, Scope, Validators};
+use crate::net::{Body, FetchError, Scope, Validators};
 use crate::rs::document::Capability;
 use crate::sync::documents::{Documents, OpenedDocument};
 use std::collections::HashSet;
@@ -34,6 +34,8 @@ pub struct Collection {
     /// Another protocol's document as discovery received it (an SCP sitemap.xml), so that its
     /// module does not fetch it again.
     pub prefetched: Option<Prefetched>,
+    /// An ARC sitemap as discovery received it, unread, likewise.
+    pub received_json: Option<Box<Body>>,
     /// The Capability List's `rs:ln rel="describes"`: how the collection is known outside
     /// the mirror (the feed's id).
     pub describes: Option<String>,
@@ -98,7 +100,16 @@ impl Collection {
             capabilities: Vec::new(),
             opened: None,
             prefetched: None,
+            received_json: None,
             describes: None,
+        }
+    }
+
+    /// An ARC sitemap's collection, with its body when discovery fetched it.
+    pub fn arc(url: &Url, received: Option<Box<Body>>) -> Collection {
+        Collection {
+            received_json: received,
+            ..Collection::other(SourceKind::Arc, url)
         }
     }
 
@@ -278,11 +289,9 @@ impl Discoverer<'_, '_> {
             for path in ["/.well-known/arc-sitemap.json", "/arc-sitemap.json"] {
                 let url = root.join(path).expect("valid path");
                 match self.docs.fetch(&url, scope) {
-                    Err(SourceError::Json { url }) => {
+                    Err(SourceError::Json { url, received }) => {
                         self.out.trail.push(format!("{url}: ARC sitemap"));
-                        self.out
-                            .collections
-                            .push(Collection::other(SourceKind::Arc, &url));
+                        self.out.collections.push(Collection::arc(&url, received));
                         return Ok(());
                     }
                     Err(SourceError::Fetch(e)) if is_absent(&e) => {}
@@ -346,11 +355,9 @@ impl Discoverer<'_, '_> {
         }
         match self.docs.fetch(url, scope) {
             Ok(doc) => self.opened(doc, scope, depth),
-            Err(SourceError::Json { url }) => {
+            Err(SourceError::Json { url, received }) => {
                 self.out.trail.push(format!("{url}: JSON (an ARC sitemap)"));
-                self.out
-                    .collections
-                    .push(Collection::other(SourceKind::Arc, &url));
+                self.out.collections.push(Collection::arc(&url, received));
                 Ok(())
             }
             Err(e) => Err(e),
@@ -416,6 +423,7 @@ impl Discoverer<'_, '_> {
                     capabilities,
                     opened: None,
                     prefetched: None,
+                    received_json: None,
                     describes: header.link("describes").map(|l| l.href.to_string()),
                 });
                 Ok(())
@@ -447,6 +455,7 @@ impl Discoverer<'_, '_> {
                     capabilities: vec![(capability, doc.url.clone())],
                     opened: Some(doc),
                     prefetched: None,
+                    received_json: None,
                     describes: None,
                 });
                 Ok(())

@@ -2,7 +2,7 @@
 //! validators are known) or the user's own local file, then the streaming reader over it.
 
 use crate::error::SourceError;
-use crate::net::agent::DocumentResponse;
+use crate::net::agent::{Body, DocumentResponse};
 use crate::net::{Http, Scope, Validators};
 use crate::rs::document::{Header, Root, Syntax};
 use crate::rs::sitemap::{self, ReadOptions, SitemapReader};
@@ -172,7 +172,15 @@ impl Documents<'_> {
                     .find(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF);
                 if first == Some(b'{') {
                     return Err(SourceError::Json {
-                        url: body.final_url,
+                        url: body.final_url.clone(),
+                        received: Some(Box::new(Body {
+                            final_url: body.final_url,
+                            validators: body.validators,
+                            media_type: body.media_type,
+                            content_length: body.content_length,
+                            content_encoding: body.content_encoding,
+                            reader: Box::new(input),
+                        })),
                     });
                 }
                 if let Some(what) = not_a_document(head) {

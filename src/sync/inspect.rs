@@ -3,33 +3,18 @@
 //! no resources and writes nothing. A malformed document gives the same error `baseline` would.
 
 use crate::error::{Error, SourceError};
+pub use crate::report::DocumentReport;
 use crate::rs::document::{Capability, Root};
 use crate::settings::SourceSettings;
 use crate::sync::discover;
 use crate::sync::documents::{syntax_name, Documents, OpenedDocument};
+use crate::sync::formats;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};
 use url::Url;
 
 /// How deep indexes are followed.
 const MAX_DEPTH: usize = 4;
-
-/// One document as `inspect` reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct DocumentReport {
-    pub url: String,
-    /// `resourcelist`, `resourcelist index`, `plain sitemap`, ...
-    pub kind: String,
-    pub syntax: &'static str,
-    pub at: Option<String>,
-    pub completed: Option<String>,
-    pub from: Option<String>,
-    pub until: Option<String>,
-    pub entries: u64,
-    pub digests: Vec<String>,
-    pub up: Option<String>,
-    pub warnings: Vec<String>,
-}
 
 /// Everything `inspect` found.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -92,6 +77,21 @@ pub fn run(s: &SourceSettings) -> Result<Inspection, Error> {
         ..Default::default()
     };
     let mut seen = HashSet::new();
+    // A format that reads its documents its own way (ARC's JSON) reports them itself.
+    for c in discovery.collections {
+        let id = c.id.clone();
+        match formats::of(c.kind).inspect(&docs, c) {
+            None => {}
+            Some(Ok(reports)) => {
+                seen.insert(id);
+                inspection.documents.extend(reports);
+            }
+            Some(Err(e)) => {
+                seen.insert(id);
+                inspection.errors.push(e.to_string());
+            }
+        }
+    }
     for entry in &discovery.entries {
         walk_url(&docs, entry, 0, &mut seen, &mut inspection);
     }

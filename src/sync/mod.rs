@@ -6,6 +6,7 @@ pub mod apply;
 pub mod audit;
 pub mod baseline;
 pub mod context;
+pub mod decide;
 pub mod discover;
 pub mod documents;
 pub mod expected;

@@ -1047,3 +1047,152 @@ fn an_incremental_dry_run_plans_the_delta_feeds() {
         "{summary}"
     );
 }
+
+/// The current version's lastmod of `uri`.
+fn current_lastmod(mirror: &Path, uri: &str) -> Option<String> {
+    Connection::open(mirror.join("catalog.sqlite"))
+        .unwrap()
+        .query_row(
+            "SELECT v.lastmod FROM resources r JOIN versions v ON v.id = r.current_version_id
+             WHERE r.uri = ?1",
+            [uri],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// `inspect` of an ARC sitemap goes through its format, as `baseline` does: it said "a JSON
+/// document, not a Sitemap" and exited 4.
+#[test]
+fn inspect_reads_an_arc_sitemap_through_its_format() {
+    let (_s, srv, _dir) = good_mirror();
+    let sitemap = srv.url("/arc-sitemap.json");
+    let out = rsmirror().args(["inspect", &sitemap]).output().unwrap();
+    let text = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{}{text}", stderr_of(&out));
+    assert!(
+        text.contains(&format!("ARC sitemap 2.1  {sitemap}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("syntax=json entries=2")
+            && text.contains(&format!("at={}", at(-1, "00:00:00")))
+            && text.contains("digests=sha-256"),
+        "{text}"
+    );
+    let out = rsmirror()
+        .args(["inspect", &sitemap, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = json_of(&out);
+    assert_eq!(report["documents"][0]["entries"], 2);
+    assert_eq!(report["errors"], json!([]));
+}
+
+/// The sitemap is fetched once per run: discovery's copy is the one the baseline reads (it was
+/// fetched twice), and a run that follows the source asks for it conditionally.
+#[test]
+fn the_sitemap_is_fetched_once_per_run_and_conditionally_when_followed() {
+    let (_s, srv, dir) = good_mirror();
+    assert_eq!(srv.count("/arc-sitemap.json"), 1, "the first baseline");
+    srv.clear_requests();
+    let out = baseline(&srv.url("/arc-sitemap.json"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(srv.count("/arc-sitemap.json"), 1, "a second baseline");
+    srv.clear_requests();
+    let out = incremental(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let asked: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/arc-sitemap.json")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].header("if-none-match").is_some()
+            || asked[0].header("if-modified-since").is_some(),
+        "{asked:?}"
+    );
+    assert_eq!(asked[0].status, 304);
+}
+
+/// A page a delta feed lists again with the same bytes under a newer lastmod (a touch) gets a
+/// new version carrying that lastmod, as the same touch in a Change List does; it kept the old
+/// lastmod, and an audit then found it out of date every night.
+#[test]
+fn a_touched_page_is_recorded_as_for_a_change_list() {
+    let (s, srv, dir) = good_mirror();
+    let mirror = dir.path();
+    let a = format!("{}/pages/a.html", srv.base());
+    let versions = version_count(mirror);
+    let before = current(mirror);
+    let touched = at(0, "00:00:00");
+    s.delta(
+        &day(0),
+        &touched,
+        vec![page("a.html", &touched, "<html>a</html>\n")],
+    );
+    let out = incremental(mirror).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let summary = json_of(&out);
+    assert_eq!(
+        (&summary["created"], &summary["updated"]),
+        (&json!(0), &json!(1)),
+        "{summary:#}"
+    );
+    assert_eq!(version_count(mirror), versions + 1);
+    assert_eq!(current(mirror), before, "the same bytes");
+    assert_eq!(current_lastmod(mirror, &a), Some(touched));
+    assert_consistent(mirror);
+}
+
+/// A full disk stops an ARC run as it stops a ResourceSync one: the pages that landed before
+/// it are committed (they were left out of the catalog), and a re-run fetches only the rest.
+#[test]
+fn a_full_disk_commits_the_pages_that_landed() {
+    let Some(disk) = Tmpfs::mount("16m") else {
+        return;
+    };
+    let s = ArcSite::new();
+    let mut pages = Vec::new();
+    for i in 0..40 {
+        let name = format!("p{i}.html");
+        let body =
+            format!("<html>{}</html>\n", (b'a' + (i % 26) as u8) as char).repeat(256 * 1024 / 15);
+        s.put(&name, &body);
+        pages.push(page(&name, &at(-1, "00:00:00"), &body));
+    }
+    s.sitemap(&at(-1, "00:00:00"), pages);
+    let srv = TestServer::start(s.path());
+    let mirror = disk.0.path().join("mirror");
+    let sitemap = srv.url("/arc-sitemap.json");
+    let out = baseline(&sitemap, &mirror)
+        .args(["--min-free", "12M", "-j", "1"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("--min-free margin of 12.0 MiB"), "{err}");
+    let landed = current(&mirror).len();
+    assert!((1..40).contains(&landed), "{landed} landed: {err}");
+    assert!(err.contains(" pages left to fetch"), "what was left: {err}");
+    assert_consistent(&mirror);
+
+    srv.clear_requests();
+    let out = baseline(&sitemap, &mirror)
+        .args(["--min-free", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 40);
+    let fetched = srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/pages/"))
+        .count();
+    assert_eq!(fetched, 40 - landed, "only what had not landed");
+    assert_consistent(&mirror);
+}

@@ -120,6 +120,17 @@ pub trait Format: Sync {
         Ok(None)
     }
 
+    /// `inspect`: the documents of `collection` as this format reads them, fetching no
+    /// resource and writing nothing (`None`: the engine walks them as Sitemap documents).
+    fn inspect(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+    ) -> Option<Result<Vec<crate::report::DocumentReport>, SourceError>> {
+        let _ = (docs, collection);
+        None
+    }
+
     /// True when the mirror's records of a source of this format name everything
     /// `incremental` follows (an SCP sitemap and its sections, an ARC sitemap), so that the
     /// source is not discovered again.

@@ -24,14 +24,15 @@
 
 use crate::error::{Error, SourceError};
 use crate::finding::{Class, Finding};
-use crate::net::{Expected, FetchError, Http, Scope, Validators};
+use crate::net::{Body, Expected, FetchError, Http, Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::Catalog;
 use crate::sync::apply::{self, Job, JobResult};
-use crate::sync::context::no_space;
 use crate::sync::context::RunContext;
+use crate::sync::context::{stop_for_fault, stop_for_space};
+use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::documents::Documents;
 use crate::sync::expected::Refused;
 use crate::sync::expected::{Item, Walked};
@@ -46,7 +47,6 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
@@ -89,19 +89,12 @@ fn plan_sitemap(
     docs: &Documents<'_>,
     s: &settings::Baseline,
     sitemap: &Url,
+    received: Option<Box<Body>>,
     states: &HashMap<String, CurrentState>,
     now: Timestamp,
 ) -> Result<ArcPlan, Error> {
     let collection = sitemap.to_string();
-    let fetched = fetch(
-        docs.http,
-        sitemap,
-        &docs.scope_for(sitemap),
-        &Validators::default(),
-        read_options(&s.source),
-        "sitemap",
-    )?
-    .expect("an unconditional GET is never answered 304");
+    let fetched = sitemap_now(docs, sitemap, received, read_options(&s.source))?;
     let Sitemap { header, pages } = fetched.sitemap;
     let mut warnings = prefixed(&fetched.url, &header.warnings);
     let scope = Arc::new(page_scope(docs, &fetched.url, &header.site, &mut warnings));
@@ -180,6 +173,7 @@ pub fn dry_run(
     docs: &Documents<'_>,
     s: &settings::Baseline,
     sitemap: &Url,
+    received: Option<Box<Body>>,
     catalog: Option<&Catalog>,
     summary: &mut crate::report::Summary,
 ) -> Result<(), Error> {
@@ -187,7 +181,7 @@ pub fn dry_run(
         Some(c) => c.current_states()?,
         None => HashMap::new(),
     };
-    let p = plan_sitemap(docs, s, sitemap, &states, Timestamp::now())?;
+    let p = plan_sitemap(docs, s, sitemap, received, &states, Timestamp::now())?;
     summary.listed += p.header.pages;
     summary.warnings.extend(p.warnings);
     for (page, action) in &p.planned {
@@ -214,6 +208,7 @@ pub fn baseline(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Baseline,
     sitemap: &Url,
+    received: Option<Box<Body>>,
 ) -> Result<(), Error> {
     let now = Timestamp::now();
     let collection = sitemap.to_string();
@@ -227,7 +222,7 @@ pub fn baseline(
         refused,
         skipped,
         gone,
-    } = plan_sitemap(ctx.docs, s, sitemap, &states, now)?;
+    } = plan_sitemap(ctx.docs, s, sitemap, received, &states, now)?;
     if s.delete {
         if let Some(max) = s.max_delete {
             if gone.len() as u64 > max {
@@ -271,6 +266,7 @@ pub fn baseline(
     }
     progress.start("baseline", jobs.len() as u64);
     let mut failed = 0u64;
+    let mut left = jobs.len();
     let staging = ctx.staging;
     apply::transfer(
         http,
@@ -279,25 +275,28 @@ pub fn baseline(
         jobs,
         s.jobs,
         |r| -> Result<(), Error> {
+            if matches!(
+                r,
+                JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
+            ) {
+                left -= 1;
+            }
             match r {
                 JobResult::Fetched(i, f) => {
                     let (page, action) = &planned[i];
                     progress.item(f.computed.length);
                     summary.bytes += f.computed.length;
-                    let current = states.get(page.url.as_str()).filter(|c| !c.deleted);
-                    if matches!(action, Action::Check | Action::Revalidate)
-                        && current.and_then(|c| c.sha256_hex.as_deref())
-                            == Some(f.computed.sha256_hex.as_str())
-                    {
-                        summary.unchanged += 1;
+                    let held = states
+                        .get(page.url.as_str())
+                        .filter(|c| !c.deleted)
+                        .map(|c| Held {
+                            sha256: c.sha256_hex.as_deref(),
+                            lastmod: c.lastmod,
+                        });
+                    let decision = decide(held, &f.computed.sha256_hex, Basis::Listed(action));
+                    decision.count(summary);
+                    let Some(change) = decision.change() else {
                         return Ok(());
-                    }
-                    let change = if current.is_some() {
-                        summary.updated += 1;
-                        "updated"
-                    } else {
-                        summary.created += 1;
-                        "created"
                     };
                     writer.version(
                         version(page, &f, change, &collection, None),
@@ -307,9 +306,11 @@ pub fn baseline(
                 }
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
-                JobResult::Unwritable(e) => return Err(e.into()),
+                // What landed before is committed first, as for every format.
+                JobResult::Unwritable(e) => return Err(stop_for_fault(writer.inner(), e)),
                 JobResult::NoSpace(message) => {
-                    return Err(no_space(staging, message, String::new()))
+                    let needed = format!(", with {left} pages left to fetch");
+                    return Err(stop_for_space(writer.inner(), staging, message, needed));
                 }
                 JobResult::Failed {
                     index,
@@ -809,6 +810,7 @@ pub fn incremental(
     }
 
     progress.start("incremental", jobs.len() as u64);
+    let mut left = jobs.len();
     let staging = ctx.staging;
     apply::transfer(
         http,
@@ -817,39 +819,48 @@ pub fn incremental(
         jobs,
         s.jobs,
         |r| -> Result<(), Error> {
+            if matches!(
+                r,
+                JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
+            ) {
+                left -= 1;
+            }
             match r {
                 JobResult::Fetched(i, f) => {
                     let d = &deltas[i];
                     progress.item(f.computed.length);
                     summary.bytes += f.computed.length;
                     processed_max = processed_max.max(Some(d.when));
-                    let current = states.get(d.page.url.as_str()).filter(|c| !c.deleted);
-                    let change = if current.is_some() {
-                        "updated"
-                    } else {
-                        "created"
+                    let held = states
+                        .get(d.page.url.as_str())
+                        .filter(|c| !c.deleted)
+                        .map(|c| Held {
+                            sha256: c.sha256_hex.as_deref(),
+                            lastmod: c.lastmod,
+                        });
+                    // The change the delta feed states, whatever the mirror makes of it.
+                    let stated = if held.is_some() { "updated" } else { "created" };
+                    let basis = Basis::Change {
+                        lastmod: d.page.lastmod,
                     };
-                    if current.and_then(|c| c.sha256_hex.as_deref())
-                        == Some(f.computed.sha256_hex.as_str())
-                    {
-                        summary.unchanged += 1;
-                        return Ok(writer.event(event(d, change, "unchanged"))?);
-                    }
-                    match change {
-                        "updated" => summary.updated += 1,
-                        _ => summary.created += 1,
-                    }
+                    let decision = decide(held, &f.computed.sha256_hex, basis);
+                    decision.count(summary);
+                    let Some(change) = decision.change() else {
+                        return Ok(writer.event(event(d, stated, "unchanged"))?);
+                    };
                     writer.version(
                         version(&d.page, &f, change, &collection, d.page.lastmod),
-                        Some(event(d, change, "applied")),
+                        Some(event(d, stated, "applied")),
                         Some(PageRecord::of(&d.page, &collection, &d.document)),
                     )?;
                 }
                 // This module sends no validators.
                 JobResult::NotModified(_) => summary.unchanged += 1,
-                JobResult::Unwritable(e) => return Err(e.into()),
+                // What landed before is committed first, as for every format.
+                JobResult::Unwritable(e) => return Err(stop_for_fault(writer.inner(), e)),
                 JobResult::NoSpace(message) => {
-                    return Err(no_space(staging, message, String::new()))
+                    let needed = format!(", with {left} pages left to fetch");
+                    return Err(stop_for_space(writer.inner(), staging, message, needed));
                 }
                 JobResult::Failed {
                     index,
@@ -942,18 +953,9 @@ fn disposal(d: &Delta, current: Option<&CurrentState>, since: Timestamp) -> Disp
     }
     match known {
         Some(c) if !newer_than_mirror(c) => Disposal::Known,
-        Some(c) => {
-            let declared = d
-                .page
-                .digest
-                .as_ref()
-                .and_then(|dg| dg.is_usable().then_some(dg.hex.as_deref()).flatten());
-            if declared.is_some() && declared == c.sha256_hex.as_deref() {
-                Disposal::Event("updated", "unchanged")
-            } else {
-                Disposal::Fetch
-            }
-        }
+        // A newer lastmod, whatever the checksum says: fetched, and `decide` tells an update
+        // from a touch (the same bytes under the new lastmod), as for a Change List.
+        Some(_) => Disposal::Fetch,
         None => Disposal::Fetch,
     }
 }
@@ -984,7 +986,7 @@ pub fn audit(docs: &Documents<'_>, catalog: &Catalog, sitemap: &Url) -> Result<A
     let states = catalog.current_states()?;
     let mut by_uri: BTreeMap<String, Vec<Finding>> = BTreeMap::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let walked = expected_state(docs, sitemap, &mut |item| {
+    let walked = expected_state(docs, sitemap, None, &mut |item| {
         match item {
             Item::Refused(r) => {
                 let f = Finding::new(Class::Refused)
@@ -1066,21 +1068,14 @@ pub struct ArcWalked {
 pub fn expected_state(
     docs: &Documents<'_>,
     sitemap: &Url,
+    received: Option<Box<Body>>,
     visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
 ) -> Result<ArcWalked, SourceError> {
     let opts = arc::ReadOptions {
         zone: docs.options.zone,
         ..Default::default()
     };
-    let f = fetch(
-        docs.http,
-        sitemap,
-        &docs.scope_for(sitemap),
-        &Validators::default(),
-        opts,
-        "sitemap",
-    )?
-    .expect("an unconditional GET is never answered 304");
+    let f = sitemap_now(docs, sitemap, received, opts)?;
     let Sitemap { header, pages } = f.sitemap;
     let mut out = ArcWalked::default();
     let mut warnings = prefixed(&f.url, &header.warnings);
@@ -1134,6 +1129,46 @@ struct Fetched {
     sitemap: Sitemap,
 }
 
+/// `inspect` of the ARC sitemap at `sitemap`: read whole (the body discovery received, else
+/// fetched), reported as a document; no page and no delta feed is fetched.
+pub fn inspect(
+    docs: &Documents<'_>,
+    sitemap: &Url,
+    received: Option<Box<Body>>,
+) -> Result<crate::report::DocumentReport, SourceError> {
+    let opts = arc::ReadOptions {
+        zone: docs.options.zone,
+        ..Default::default()
+    };
+    let f = sitemap_now(docs, sitemap, received, opts)?;
+    let Sitemap { header, pages } = f.sitemap;
+    let digests: std::collections::BTreeSet<String> = pages
+        .iter()
+        .filter_map(|p| p.digest.as_ref())
+        .map(|d| d.algorithm.name().to_string())
+        .collect();
+    let mut warnings = header.warnings;
+    warnings.extend(
+        header
+            .delta_feeds
+            .iter()
+            .map(|u| format!("delta feed: {u} (not fetched by inspect)")),
+    );
+    Ok(crate::report::DocumentReport {
+        url: f.url.to_string(),
+        kind: format!("ARC sitemap {}", header.version),
+        syntax: "json",
+        at: Some(header.generated_at.to_string()),
+        completed: None,
+        from: None,
+        until: None,
+        entries: header.pages,
+        digests: digests.into_iter().collect(),
+        up: None,
+        warnings,
+    })
+}
+
 /// GET and read an ARC document (`what`: "sitemap" or "delta feed"); None on a 304. A `file:`
 /// URL (the user's own SOURCE) is read from disk.
 fn fetch(
@@ -1174,17 +1209,50 @@ fn fetch(
         crate::net::DocumentResponse::NotModified => return Ok(None),
         crate::net::DocumentResponse::Body(b) => b,
     };
-    let final_url = body.final_url;
-    let reader: Box<dyn Read + Send> = body.reader;
-    let sitemap = arc::read_all(reader, &final_url, opts).map_err(|e| match e {
+    read_received(http, body, opts, what).map(Some)
+}
+
+/// Read an ARC document already received (by discovery, or by [`fetch`]).
+fn read_received(
+    http: &Http,
+    received: Body,
+    opts: ReadOptions,
+    what: &str,
+) -> Result<Fetched, SourceError> {
+    let final_url = received.final_url;
+    let sitemap = arc::read_all(received.reader, &final_url, opts).map_err(|e| match e {
         arc::ArcError::Io(io) => SourceError::Fetch(http.read_error(&final_url, io)),
-        e => unusable(&final_url, e),
+        e => SourceError::Unusable {
+            url: final_url.to_string(),
+            message: format!("not a valid ARC {what}: {e}"),
+        },
     })?;
-    Ok(Some(Fetched {
+    Ok(Fetched {
         url: final_url,
-        validators: body.validators,
+        validators: received.validators,
         sitemap,
-    }))
+    })
+}
+
+/// The sitemap at `url`: the body discovery received, else fetched now (unconditionally).
+fn sitemap_now(
+    docs: &Documents<'_>,
+    url: &Url,
+    received: Option<Box<Body>>,
+    opts: ReadOptions,
+) -> Result<Fetched, SourceError> {
+    match received {
+        Some(r) => read_received(docs.http, *r, opts, "sitemap"),
+        None => Ok(fetch(
+            docs.http,
+            url,
+            &docs.scope_for(url),
+            &Validators::default(),
+            opts,
+            "sitemap",
+        )?
+        .expect("an unconditional GET is never answered 304")),
+    }
 }
 
 fn read_options(source: &SourceSettings) -> ReadOptions {

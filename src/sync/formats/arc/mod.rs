@@ -8,6 +8,7 @@ pub mod records;
 
 use super::{url_of, Expected, Format};
 use crate::error::{Error, SourceError};
+use crate::report::DocumentReport;
 use crate::report::Summary;
 use crate::settings;
 use crate::store::Catalog;
@@ -30,7 +31,8 @@ impl Format for Arc {
         collections: Vec<Collection>,
     ) -> Result<(), Error> {
         for c in collections {
-            mirror::baseline(ctx, s, &url_of(&c))?;
+            let url = url_of(&c);
+            mirror::baseline(ctx, s, &url, c.received_json)?;
         }
         Ok(())
     }
@@ -45,7 +47,8 @@ impl Format for Arc {
         summary: &mut Summary,
     ) -> Result<bool, Error> {
         for c in collections {
-            mirror::dry_run(docs, s, &url_of(&c), catalog, summary)?;
+            let url = url_of(&c);
+            mirror::dry_run(docs, s, &url, c.received_json, catalog, summary)?;
         }
         Ok(true)
     }
@@ -76,6 +79,15 @@ impl Format for Arc {
         Ok(true)
     }
 
+    fn inspect(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+    ) -> Option<Result<Vec<DocumentReport>, SourceError>> {
+        let url = url_of(&collection);
+        Some(mirror::inspect(docs, &url, collection.received_json).map(|r| vec![r]))
+    }
+
     fn follows_its_records(&self) -> bool {
         true
     }
@@ -86,7 +98,8 @@ impl Format for Arc {
         collection: Collection,
         visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
     ) -> Result<Expected, SourceError> {
-        let arc = mirror::expected_state(docs, &url_of(&collection), visit)?;
+        let url = url_of(&collection);
+        let arc = mirror::expected_state(docs, &url, collection.received_json, visit)?;
         Ok(Expected {
             walked: arc.walked,
             skipped: arc.skipped.into_iter().collect(),

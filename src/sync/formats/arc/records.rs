@@ -221,6 +221,11 @@ impl<'a> ArcWriter<'a> {
         self.0.version_with(version, event, then)
     }
 
+    /// The engine's writer underneath.
+    pub fn inner(&mut self) -> &mut Writer<'a> {
+        &mut self.0
+    }
+
     /// A change event that produced no version.
     pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
         self.0.event(e)

@@ -23,6 +23,7 @@ use crate::store::catalog::{write, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
 use crate::sync::context::RunContext;
+use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::discover::Collection;
 use crate::sync::documents::Documents;
 use crate::sync::feed::{self, DESCRIBES_BASIS};
@@ -267,11 +268,6 @@ fn resource_list(
     snapshot::read(docs, top, listing)
 }
 
-/// An update planned only because the stored object was damaged.
-fn is_repair(a: &Action) -> bool {
-    matches!(a, Action::Update(d) if d.iter().all(|d| d.field == "object"))
-}
-
 /// Where a collection's Resource Dump is, if it offers one: the Capability List's
 /// `resourcedump`, a dump given directly, or a 2012 Sitemap's dump link.
 fn dump_location(c: &mut Collection) -> Option<DumpLocation> {
@@ -407,28 +403,17 @@ fn apply_collection(
             JobResult::Fetched(_, f) => {
                 let t = t.expect("taken above");
                 let l = &t.listed;
-                let current = t.current.as_ref();
                 progress.item(f.computed.length);
                 summary.bytes += f.computed.length;
-                let same_bytes = current.and_then(|(_, sha)| sha.as_deref())
-                    == Some(f.computed.sha256_hex.as_str());
-                if same_bytes && matches!(t.action, Action::Check | Action::Revalidate) {
-                    summary.unchanged += 1;
-                    return Ok(());
+                let held = t.current.as_ref().map(|(_, sha)| Held {
+                    sha256: sha.as_deref(),
+                    lastmod: None,
+                });
+                let decision = decide(held, &f.computed.sha256_hex, Basis::Listed(&t.action));
+                decision.count(summary);
+                if let Some(change) = decision.change() {
+                    writer.version(version_from(l, &f, change, &p.collection))?;
                 }
-                if same_bytes && is_repair(&t.action) {
-                    // The object is back in the store; the version already describes it.
-                    summary.repaired += 1;
-                    return Ok(());
-                }
-                let change = if current.is_some() {
-                    summary.updated += 1;
-                    "updated"
-                } else {
-                    summary.created += 1;
-                    "created"
-                };
-                writer.version(version_from(l, &f, change, &p.collection))?;
             }
             // A 304 to the stored validators: the server says the version is current.
             JobResult::NotModified(_) => {

@@ -17,6 +17,7 @@ use crate::store::catalog::{write, ChangeEventRecord, DocumentRecord, NewVersion
 use crate::store::Catalog;
 use crate::sync::apply::Writer;
 use crate::sync::context::RunContext;
+use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::documents::Documents;
 use jiff::Timestamp;
 use std::collections::HashMap;
@@ -160,7 +161,9 @@ pub fn apply(
     // What this run did to a resource (its SHA-256 now, None once deleted); the catalog says
     // the rest, one resource at a time (a mirror of millions is not read whole for a dump of
     // a few changes).
-    let mut current: HashMap<String, Option<String>> = HashMap::new();
+    // What this run has applied so far, by URI (None: deleted): the catalog holds it only
+    // once the writer has flushed.
+    let mut current: HashMap<String, Option<Live>> = HashMap::new();
     let mut writer = Writer::new(&mut *ctx.catalog, ctx.objects, ctx.run_id);
     let mut applied_max: Option<Timestamp> = None;
     let mut until_max: Option<Timestamp> = None;
@@ -289,24 +292,31 @@ pub fn apply(
                     applied_max = applied_max.max(t);
                     ctx.summary.bytes += sb.computed.length;
                     let had = known(&current, &writer, &uri)?.flatten();
-                    if had.as_deref() == Some(sb.computed.sha256_hex.as_str()) {
+                    let held = had.as_ref().map(|h| Held {
+                        sha256: h.sha256.as_deref(),
+                        lastmod: h.lastmod,
+                    });
+                    let basis = Basis::Change {
+                        lastmod: item.lastmod,
+                    };
+                    let decision = decide(held, &sb.computed.sha256_hex, basis);
+                    decision.count(ctx.summary);
+                    let Some(kind) = decision.change() else {
                         let _ = std::fs::remove_file(&sb.path);
-                        ctx.summary.unchanged += 1;
                         writer.event(record(&item.loc, change, t, "unchanged"))?;
                         continue;
-                    }
+                    };
                     ctx.objects
                         .ingest(&sb.path, &sb.computed.sha256_hex)
                         .map_err(|e| crate::store::StoreError::io("storing", &sb.path, e))?;
                     crate::store::kill::point("change-dump.object-stored");
-                    let kind = if had.is_some() {
-                        ctx.summary.updated += 1;
-                        "updated"
-                    } else {
-                        ctx.summary.created += 1;
-                        "created"
-                    };
-                    current.insert(uri.clone(), Some(sb.computed.sha256_hex.clone()));
+                    current.insert(
+                        uri.clone(),
+                        Some(Live {
+                            sha256: Some(sb.computed.sha256_hex.clone()),
+                            lastmod: item.lastmod,
+                        }),
+                    );
                     writer.version_for_event(
                         NewVersion {
                             uri,
@@ -386,15 +396,24 @@ fn gap(collection: &str, from: Timestamp, to: Timestamp) -> Error {
 /// Whether the mirror holds `uri` (`None`: never heard of), and if so the SHA-256 of its live
 /// state (`Some(None)`: deleted): this run's doing first, else the catalog's.
 fn known(
-    current: &HashMap<String, Option<String>>,
+    current: &HashMap<String, Option<Live>>,
     writer: &Writer<'_>,
     uri: &str,
-) -> Result<Option<Option<String>>, crate::store::StoreError> {
+) -> Result<Option<Option<Live>>, crate::store::StoreError> {
     if let Some(now) = current.get(uri) {
         return Ok(Some(now.clone()));
     }
-    Ok(writer
-        .catalog()
-        .current_state(uri)?
-        .map(|c| (!c.deleted).then_some(c.sha256_hex).flatten()))
+    Ok(writer.catalog().current_state(uri)?.map(|c| {
+        (!c.deleted).then_some(Live {
+            sha256: c.sha256_hex,
+            lastmod: c.lastmod,
+        })
+    }))
+}
+
+/// A resource's live state, as far as [`decide`] needs it.
+#[derive(Debug, Clone)]
+struct Live {
+    sha256: Option<String>,
+    lastmod: Option<Timestamp>,
 }

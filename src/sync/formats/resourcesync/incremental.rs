@@ -20,6 +20,7 @@ use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, 
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Writer};
 use crate::sync::context::RunContext;
+use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::discover::Collection;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::feed::{self, DESCRIBES_BASIS};
@@ -420,28 +421,20 @@ fn apply_collection(
                     progress.item(f.computed.length);
                     summary.bytes += f.computed.length;
                     applied_max = applied_max.max(e.sync_time());
-                    let current = states.get(e.uri.as_str()).filter(|c| !c.deleted);
-                    let same_bytes = current.and_then(|c| c.sha256_hex.as_deref())
-                        == Some(f.computed.sha256_hex.as_str());
-                    // A touch (the same bytes under a new lastmod) is recorded as a new state,
-                    // as baseline records it: else audit would find the old lastmod every night.
-                    let touched = current.is_some_and(|c| {
-                        e.declared.lastmod.is_some_and(|new| {
-                            c.lastmod.is_none_or(|old| {
-                                new.duration_since(old).abs() >= jiff::SignedDuration::from_secs(1)
-                            })
-                        })
-                    });
-                    if same_bytes && !touched {
-                        summary.unchanged += 1;
+                    let held = states
+                        .get(e.uri.as_str())
+                        .filter(|c| !c.deleted)
+                        .map(|c| Held {
+                            sha256: c.sha256_hex.as_deref(),
+                            lastmod: c.lastmod,
+                        });
+                    let basis = Basis::Change {
+                        lastmod: e.declared.lastmod,
+                    };
+                    let decision = decide(held, &f.computed.sha256_hex, basis);
+                    decision.count(summary);
+                    let Some(change) = decision.change() else {
                         return Ok(writer.event(event_record(&p.collection, e, "unchanged"))?);
-                    }
-                    let change = if current.is_some() {
-                        summary.updated += 1;
-                        "updated"
-                    } else {
-                        summary.created += 1;
-                        "created"
                     };
                     writer.version_for_event(
                         fetched_version(&p.collection, e, &f, change),

@@ -24,6 +24,7 @@ use crate::store::catalog::{write, ChangeEventRecord};
 use crate::store::new_file::NewFile;
 use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, NewPageVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
+use crate::sync::decide::{decide, Basis, Decision, Held};
 use crate::sync::formats::scp::fetch::StagedCollection;
 use crate::sync::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
 use crate::sync::formats::scp::read::{
@@ -136,19 +137,22 @@ pub enum PageChange {
 }
 
 /// [`PageChange`] of a page (`modified`, start of the SHA-256 of its JSON) against the
-/// mirror's state of it (`local`: its `modified`, None when tombstoned, and its JSON's digest).
+/// mirror's state of it (`local`: its `modified`, None when tombstoned, and its JSON's digest):
+/// what [`decide`] says of it.
 pub fn page_change(
     local: Option<(Option<Timestamp>, Option<Short>)>,
     modified: Timestamp,
     json: Short,
 ) -> PageChange {
-    match local {
-        None | Some((None, _)) => PageChange::Create,
-        Some((Some(m), _)) if modified > m => PageChange::Update,
-        Some((Some(m), _)) if modified < m => PageChange::OlderKept,
-        Some((Some(_), here)) => PageChange::Same {
-            differs: here != Some(json),
-        },
+    let held = local.as_ref().map(|(lastmod, sha)| Held {
+        sha256: sha.as_ref(),
+        lastmod: *lastmod,
+    });
+    match decide(held, &json, Basis::Stamped { modified }) {
+        Decision::Created => PageChange::Create,
+        Decision::OlderKept => PageChange::OlderKept,
+        Decision::Unchanged { differs } => PageChange::Same { differs },
+        Decision::Updated | Decision::Touched | Decision::Repaired => PageChange::Update,
     }
 }
 
