@@ -20,5 +20,6 @@ pub mod mirror_states;
 pub mod plan;
 pub mod refetch;
 pub mod repair;
+pub mod snapshot;
 pub mod spill;
 pub mod sync_point;

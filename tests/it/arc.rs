@@ -1178,7 +1178,10 @@ fn a_full_disk_commits_the_pages_that_landed() {
     assert!(err.contains("--min-free margin of 12.0 MiB"), "{err}");
     let landed = current(&mirror).len();
     assert!((1..40).contains(&landed), "{landed} landed: {err}");
-    assert!(err.contains(" pages left to fetch"), "what was left: {err}");
+    assert!(
+        err.contains(" resources left to fetch"),
+        "what was left: {err}"
+    );
     assert_consistent(&mirror);
 
     srv.clear_requests();

@@ -28,8 +28,8 @@ use crate::net::{Body, Expected, FetchError, Http, Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
-use crate::store::Catalog;
-use crate::sync::apply::{self, Job, JobResult};
+use crate::store::{Catalog, ObjectStore};
+use crate::sync::apply::{self, Job, JobResult, Then, Writer};
 use crate::sync::context::RunContext;
 use crate::sync::context::{stop_for_fault, stop_for_space};
 use crate::sync::decide::{decide, Basis, Held};
@@ -42,7 +42,9 @@ use crate::sync::formats::arc::read::{self as arc, Page, ReadOptions, Sitemap};
 use crate::sync::formats::arc::records::{
     self as arc_records, write_arc, ArcWriter, PageRecord, SitemapRecord,
 };
-use crate::sync::plan::{self, Action, Comparison, Declared, Listed};
+use crate::sync::listing::Listing;
+use crate::sync::plan::{self, Comparison, Declared, Listed};
+use crate::sync::snapshot::{self, Hooks, Planned, Run, Snapshot, SyncPointRule};
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
@@ -68,59 +70,107 @@ pub const MAX_CRAWL_DELAY: Duration = Duration::from_secs(2);
 /// How far ahead of our clock a source's time may be before it is "in the future".
 const CLOCK_SKEW: SignedDuration = SignedDuration::from_mins(5);
 
-/// What a baseline of an ARC sitemap would do, decided before anything is fetched.
-struct ArcPlan {
+/// An ARC sitemap read for a baseline: its pages as a snapshot, planned in a listing (the
+/// engine's, as for a Resource List), and what only ARC keeps.
+struct ArcSnapshot {
     /// The sitemap's validators.
     validators: Validators,
     header: arc::Header,
-    warnings: Vec<String>,
-    scope: Arc<Scope>,
-    /// Every page to take, with what to do (the later entry for a URL listed twice).
-    planned: Vec<(Page, Action)>,
-    /// (URI, why) of pages outside the site, and of pages skipped on purpose.
-    refused: Vec<(String, String)>,
-    skipped: Vec<(String, String)>,
-    /// Live pages of this collection the sitemap no longer lists, sorted.
-    gone: Vec<String>,
+    /// The pages to take, in the listing's order (the later entry for a URL listed twice):
+    /// an entry's `line` in the listing is its place here.
+    pages: Vec<Page>,
+    planned: Planned,
 }
 
-/// Read the sitemap and decide every page against the mirror's `states`.
-fn plan_sitemap(
+/// Read the sitemap at `sitemap` (the body discovery received, else fetched) and plan its
+/// pages against `catalog` in a listing in `dir`.
+fn read_sitemap(
     docs: &Documents<'_>,
     s: &settings::Baseline,
-    sitemap: &Url,
-    received: Option<Box<Body>>,
-    states: &HashMap<String, CurrentState>,
+    (sitemap, received): (&Url, Option<Box<Body>>),
+    (catalog, objects, dir): (Option<&Catalog>, &ObjectStore, &std::path::Path),
     now: Timestamp,
-) -> Result<ArcPlan, Error> {
+) -> Result<ArcSnapshot, Error> {
     let collection = sitemap.to_string();
     let fetched = sitemap_now(docs, sitemap, received, read_options(&s.source))?;
     let Sitemap { header, pages } = fetched.sitemap;
-    let mut warnings = prefixed(&fetched.url, &header.warnings);
-    let scope = Arc::new(page_scope(docs, &fetched.url, &header.site, &mut warnings));
+    let mut snapshot = Snapshot {
+        warnings: prefixed(&fetched.url, &header.warnings),
+        at: Some(header.generated_at.min(now)),
+        anchored: true,
+        basis: "generated_at of the ARC sitemap".into(),
+        ..Default::default()
+    };
+    let scope = Arc::new(page_scope(
+        docs,
+        &fetched.url,
+        &header.site,
+        &mut snapshot.warnings,
+    ));
     if header.generated_at > now + CLOCK_SKEW {
-        warnings.push(format!(
+        snapshot.warnings.push(format!(
             "{}: generated_at {} is in the future; the sync point is our clock instead",
             fetched.url, header.generated_at
         ));
     }
-    // Every page, the later entry for a URL listed twice (in the first one's place).
+    let unique = once_each(&fetched.url, pages, &mut snapshot.warnings);
+    let mut listing = Listing::create(dir)?;
+    let document: std::sync::Arc<str> = collection.as_str().into();
+    let mut taken = Vec::with_capacity(unique.len());
+    for page in unique {
+        let uri = page.url.to_string();
+        if let Err(reason) = scope.check(&page.url) {
+            let reason = format!("outside the site: {reason}");
+            snapshot.refused.push(Refused { uri, reason });
+            continue;
+        }
+        if let Some(reason) = page.skip_reason() {
+            snapshot.skipped.push(Refused { uri, reason });
+            continue;
+        }
+        listing.push(Listed {
+            uri: page.url.clone(),
+            declared: declared(&page),
+            media_type: None,
+            duplicates: Vec::new(),
+            document: document.clone(),
+            line: taken.len() as u64,
+            scope: scope.clone(),
+        })?;
+        taken.push(page);
+    }
+    snapshot.skipped.sort_by(|a, b| a.uri.cmp(&b.uri));
+    let counts = listing.plan(catalog, &collection, objects)?;
+    let mut planned = Planned::new(collection, snapshot, listing, counts);
+    planned.identity = Some((header.site.to_string(), "site of the ARC sitemap"));
+    planned.list_name = "ARC sitemap";
+    Ok(ArcSnapshot {
+        validators: fetched.validators,
+        header,
+        pages: taken,
+        planned,
+    })
+}
+
+/// Every page once, the later entry for a URL listed twice (in the first one's place); a
+/// page marked deleted in a sitemap (not a delta feed) is not listed.
+fn once_each(url: &Url, pages: Vec<Page>, warnings: &mut Vec<String>) -> Vec<Page> {
     let mut unique: Vec<Page> = Vec::with_capacity(pages.len());
     let mut at_index: HashMap<String, usize> = HashMap::new();
     for page in pages {
         let uri = page.url.to_string();
         if page.deleted {
             warnings.push(format!(
-                "{}: pages[{}] {uri}: \"deleted\": true in a sitemap (not a delta feed): not listed",
-                fetched.url, page.index
+                "{url}: pages[{}] {uri}: \"deleted\": true in a sitemap (not a delta feed): not listed",
+                page.index
             ));
             continue;
         }
         match at_index.get(&uri) {
             Some(&i) => {
                 warnings.push(format!(
-                    "{}: pages[{}] {uri} listed again; the later entry counts",
-                    fetched.url, page.index
+                    "{url}: pages[{}] {uri} listed again; the later entry counts",
+                    page.index
                 ));
                 unique[i] = page;
             }
@@ -130,44 +180,11 @@ fn plan_sitemap(
             }
         }
     }
-    let mut plan = ArcPlan {
-        validators: fetched.validators,
-        header,
-        warnings,
-        scope,
-        planned: Vec::new(),
-        refused: Vec::new(),
-        skipped: Vec::new(),
-        gone: Vec::new(),
-    };
-    let mut listed: HashSet<String> = HashSet::new();
-    for page in unique {
-        let uri = page.url.to_string();
-        if let Err(reason) = plan.scope.check(&page.url) {
-            plan.refused
-                .push((uri, format!("outside the site: {reason}")));
-            continue;
-        }
-        listed.insert(uri.clone());
-        if let Some(why) = page.skip_reason() {
-            plan.skipped.push((uri, why));
-            continue;
-        }
-        let action = plan::action(&declared(&page), states.get(uri.as_str()));
-        plan.planned.push((page, action));
-    }
-    plan.gone = states
-        .iter()
-        .filter(|(uri, st)| !st.deleted && st.collection == collection && !listed.contains(*uri))
-        .map(|(uri, _)| uri.clone())
-        .collect();
-    plan.gone.sort();
-    plan.skipped.sort();
-    Ok(plan)
+    unique
 }
 
 /// `baseline --dry-run` of the ARC sitemap at `sitemap`: the sitemap read and every page
-/// decided as a baseline would, the plan printed with the shared marks; nothing is fetched
+/// planned as a baseline would, the plan printed with the shared marks; nothing is fetched
 /// but the sitemap, nothing written.
 pub fn dry_run(
     docs: &Documents<'_>,
@@ -177,198 +194,56 @@ pub fn dry_run(
     catalog: Option<&Catalog>,
     summary: &mut crate::report::Summary,
 ) -> Result<(), Error> {
-    let states = match catalog {
-        Some(c) => c.current_states()?,
-        None => HashMap::new(),
-    };
-    let p = plan_sitemap(docs, s, sitemap, received, &states, Timestamp::now())?;
-    summary.listed += p.header.pages;
-    summary.warnings.extend(p.warnings);
-    for (page, action) in &p.planned {
-        plan::print_mark(page.url.as_str(), action, s.output.verbose > 0, summary);
-    }
-    for (uri, reason) in &p.refused {
-        summary.refused += 1;
-        println!("! {uri} refused: {reason}");
-    }
-    let what = if s.delete {
-        "would be deleted"
-    } else {
-        "gone from the source"
-    };
-    for uri in &p.gone {
-        summary.gone += 1;
-        println!("- {uri} ({what})");
-    }
-    Ok(())
+    let dir = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
+    let objects = ObjectStore::at(&s.mirror);
+    let read = read_sitemap(
+        docs,
+        s,
+        (sitemap, received),
+        (catalog, &objects, &dir),
+        Timestamp::now(),
+    );
+    let printed = read.and_then(|a| {
+        summary.listed += a.header.pages - a.planned.counts.listed.min(a.header.pages);
+        summary
+            .warnings
+            .extend(a.planned.snapshot.warnings.iter().cloned());
+        snapshot::print_plan(std::slice::from_ref(&a.planned), s, summary)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    printed
 }
 
-/// `baseline` of the ARC source whose sitemap is at `sitemap`.
+/// `baseline` of the ARC source whose sitemap is at `sitemap`: its pages taken by the engine
+/// as a Resource List's resources are, each version arriving `arc` with what the sitemap
+/// says of the page (`arc_versions`); the sync point is the sitemap's `generated_at` even
+/// when pages failed (ARC has no other way to ask for one page again; a re-run of baseline
+/// retries them, and the audit shows them as missing).
 pub fn baseline(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Baseline,
     sitemap: &Url,
     received: Option<Box<Body>>,
 ) -> Result<(), Error> {
-    let now = Timestamp::now();
     let collection = sitemap.to_string();
-    let states = ctx.catalog.current_states()?;
-    let ArcPlan {
+    let ArcSnapshot {
         validators,
         header,
-        mut warnings,
-        scope,
+        pages,
         planned,
-        refused,
-        skipped,
-        gone,
-    } = plan_sitemap(ctx.docs, s, sitemap, received, &states, now)?;
-    if s.delete {
-        if let Some(max) = s.max_delete {
-            if gone.len() as u64 > max {
-                return Err(Error::SafetyLimit(format!(
-                    "{} pages of {collection} are gone from the sitemap, more than --max-delete {max}; nothing was deleted",
-                    gone.len()
-                )));
-            }
-        }
-    }
-    let crawl_delay = header.crawl_rate.map(|r| r.delay());
-    let paced = paced_http(&s.source, crawl_delay, &mut warnings);
-    let http = paced.as_ref().unwrap_or(ctx.http);
-
-    let summary = &mut *ctx.summary;
-    let progress = ctx.progress;
-    summary.listed += header.pages;
-    summary.warnings.extend(warnings.iter().cloned());
-    let mut writer = ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id);
-    for (uri, reason) in &refused {
-        summary.refused += 1;
-        progress.println(&format!("refused: {uri}: {reason}"));
-        writer.problem(uri, "refused", reason)?;
-        summary.problems.push(problem(uri, "refused", reason));
-    }
-    for (uri, reason) in &skipped {
-        if s.output.verbose > 0 {
-            progress.println(&format!("skipped: {uri}: {reason}"));
-        }
-        writer.problem(uri, "skipped", reason)?;
-        summary.problems.push(problem(uri, "skipped", reason));
-    }
-
-    let mut jobs = Vec::new();
-    for (i, (page, action)) in planned.iter().enumerate() {
-        if *action == Action::Keep {
-            summary.unchanged += 1;
-        } else {
-            jobs.push(job(i, page, &scope));
-        }
-    }
-    progress.start("baseline", jobs.len() as u64);
-    let mut failed = 0u64;
-    let mut left = jobs.len();
-    let staging = ctx.staging;
-    apply::transfer(
-        http,
-        ctx.staging,
-        ctx.objects,
-        jobs,
-        s.jobs,
-        |r| -> Result<(), Error> {
-            if matches!(
-                r,
-                JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
-            ) {
-                left -= 1;
-            }
-            match r {
-                JobResult::Fetched(i, f) => {
-                    let (page, action) = &planned[i];
-                    progress.item(f.computed.length);
-                    summary.bytes += f.computed.length;
-                    let held = states
-                        .get(page.url.as_str())
-                        .filter(|c| !c.deleted)
-                        .map(|c| Held {
-                            sha256: c.sha256_hex.as_deref(),
-                            lastmod: c.lastmod,
-                        });
-                    let decision = decide(held, &f.computed.sha256_hex, Basis::Listed(action));
-                    decision.count(summary);
-                    let Some(change) = decision.change() else {
-                        return Ok(());
-                    };
-                    writer.version(
-                        version(page, &f, change, &collection, None),
-                        None,
-                        Some(PageRecord::of(page, &collection, &collection)),
-                    )?;
-                }
-                // This module sends no validators.
-                JobResult::NotModified(_) => summary.unchanged += 1,
-                // What landed before is committed first, as for every format.
-                JobResult::Unwritable(e) => return Err(stop_for_fault(writer.inner(), e)),
-                JobResult::NoSpace(message) => {
-                    let needed = format!(", with {left} pages left to fetch");
-                    return Err(stop_for_space(writer.inner(), staging, message, needed));
-                }
-                JobResult::Failed {
-                    index,
-                    reason,
-                    refused,
-                    ..
-                } => {
-                    let uri = planned[index].0.url.as_str();
-                    progress.item(0);
-                    let class = if refused {
-                        summary.refused += 1;
-                        "refused"
-                    } else {
-                        summary.failed += 1;
-                        failed += 1;
-                        "failed"
-                    };
-                    progress.println(&problem_line(class, uri, &reason));
-                    writer.problem(uri, class, &reason)?;
-                    summary.problems.push(problem(uri, class, &reason));
-                }
-            }
-            Ok(())
-        },
+    } = read_sitemap(
+        ctx.docs,
+        s,
+        (sitemap, received),
+        (Some(&*ctx.catalog), ctx.objects, ctx.staging),
+        Timestamp::now(),
     )?;
-
-    summary.gone += gone.len() as u64;
-    for uri in &gone {
-        if s.delete {
-            summary.deleted += 1;
-            writer.version(
-                NewVersion {
-                    uri: uri.clone(),
-                    collection: collection.clone(),
-                    change: "deleted",
-                    event_time: Some(header.generated_at),
-                    arrived_via: "tombstone",
-                    ..Default::default()
-                },
-                None,
-                None,
-            )?;
-        } else {
-            let reason = "no longer in the ARC sitemap; run with --delete to tombstone it";
-            writer.problem(uri, "gone", reason)?;
-            summary.problems.push(problem(uri, "gone", reason));
-        }
-    }
-
-    let at = header.generated_at.min(now);
-    let basis = match failed {
-        0 => "generated_at of the ARC sitemap".to_string(),
-        n => format!(
-            "generated_at of the ARC sitemap; {n} page(s) failed: rsmirror baseline retries them"
-        ),
-    };
-    summary.sync_point = Some(at.to_string());
-    summary.anchored = true;
+    let crawl_delay = header.crawl_rate.map(|r| r.delay());
+    let mut warnings = Vec::new();
+    let paced = paced_http(&s.source, crawl_delay, &mut warnings);
+    ctx.summary.warnings.extend(warnings);
+    // Pages skipped, refused or listed twice count as listed, as the sitemap lists them.
+    ctx.summary.listed += header.pages - planned.counts.listed.min(header.pages);
     let record = SitemapRecord {
         url: collection.clone(),
         site: header.site.to_string(),
@@ -380,14 +255,33 @@ pub fn baseline(
         etag: validators.etag.clone(),
         last_modified: validators.last_modified.clone(),
     };
-    commit_sitemap(
-        writer,
-        (ctx.source_id, ctx.run_id),
-        &record,
-        &collection,
-        at,
-        basis,
-    )
+    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
+    let side_rows = |l: &Listed| -> Option<Then> {
+        let page = PageRecord::of(&pages[l.line as usize], &collection, &collection);
+        Some(Box::new(move |tx: &rusqlite::Transaction<'_>, id| {
+            write_arc::page(tx, id, &page)
+        }))
+    };
+    let hooks = Hooks {
+        arrived_via: Some("arc"),
+        side_rows: Some(&side_rows),
+        sync_point: SyncPointRule::EvenWithFailures,
+        last_rows: Some(Box::new(move |tx| {
+            crate::store::kill::point("arc.before-commit");
+            write_arc::sitemap(tx, source_id, run_id, &record)
+        })),
+    };
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, run_id);
+    let run = Run {
+        http: paced.as_ref().unwrap_or(ctx.http),
+        staging: ctx.staging,
+        objects: ctx.objects,
+        source_id,
+        run_id,
+        summary: ctx.summary,
+        progress: ctx.progress,
+    };
+    snapshot::take(run, &mut writer, s, planned, hooks)
 }
 
 /// One delta page to apply: the last one listed for its URL.
@@ -677,7 +571,8 @@ pub fn plan_changes(
     })?;
     let c = collect_changes(catalog, source_id, docs, s, url, Timestamp::now())?;
     summary.warnings.extend(c.warnings);
-    let states = catalog.current_states()?;
+    // The states of the pages the feeds name, not the whole mirror's.
+    let states = catalog.current_states_of(c.deltas.iter().map(|d| d.page.url.as_str()))?;
     let verbose = s.output.verbose > 0;
     for d in &c.deltas {
         let uri = d.page.url.as_str();
@@ -744,7 +639,10 @@ pub fn incremental(
             progress.println(t);
         }
     }
-    let states = ctx.catalog.current_states()?;
+    // The states of the pages the feeds name, not the whole mirror's.
+    let states = ctx
+        .catalog
+        .current_states_of(deltas.iter().map(|d| d.page.url.as_str()))?;
     let mut writer = ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id);
     for (uri, reason) in &refused {
         summary.refused += 1;

@@ -12,39 +12,21 @@
 
 use crate::cli::Via;
 use crate::error::{Error, SourceError};
-use crate::net::{Expected, Http};
-use crate::progress::Progress;
-use crate::report::{problem_line, Problem, Summary};
-use crate::rs::digest::declared_hash;
+use crate::net::Http;
+use crate::report::Summary;
 use crate::rs::document::Capability;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings;
-use crate::store::catalog::{write, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore, StoreError};
-use crate::sync::apply::{self, Job, JobResult, Writer};
+use crate::sync::apply::Writer;
 use crate::sync::context::RunContext;
-use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::discover::Collection;
 use crate::sync::documents::Documents;
-use crate::sync::feed::{self, DESCRIBES_BASIS};
 use crate::sync::formats::resourcesync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
-use crate::sync::formats::resourcesync::snapshot::{self, Snapshot};
-use crate::sync::listing::{Counts, InFlight, Listing, Todo};
-use crate::sync::plan::{self, Action, Listed};
+use crate::sync::formats::resourcesync::snapshot::{self as list_snapshot, Snapshot};
+use crate::sync::listing::Listing;
+use crate::sync::snapshot::{self, Hooks, Planned, Run};
 use std::path::Path;
-
-/// One collection's snapshot and what to do with it.
-struct Planned {
-    collection: String,
-    /// The snapshot's documents, anchor and problems; its entries and their plan are in
-    /// `listing`.
-    snapshot: Snapshot,
-    listing: Listing,
-    counts: Counts,
-    /// The packages holding the bytes, when the snapshot came from a Resource Dump.
-    dump: Option<DumpSnapshot>,
-    describes: Option<String>,
-}
 
 /// What a plan needs besides the documents: where dump packages are staged, how to read them.
 struct PlanInputs<'a> {
@@ -72,18 +54,16 @@ pub fn baseline(
     let planned = plan_all(ctx.docs, &inputs, collections, Some(&*ctx.catalog))?;
     let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
     for p in planned {
-        apply_collection(
-            ctx.http,
-            ctx.staging,
-            ctx.objects,
-            &mut writer,
-            s,
-            p,
-            ctx.source_id,
-            ctx.run_id,
-            ctx.summary,
-            ctx.progress,
-        )?;
+        let run = Run {
+            http: ctx.http,
+            staging: ctx.staging,
+            objects: ctx.objects,
+            source_id: ctx.source_id,
+            run_id: ctx.run_id,
+            summary: ctx.summary,
+            progress: ctx.progress,
+        };
+        snapshot::take(run, &mut writer, s, p, Hooks::default())?;
     }
     Ok(())
 }
@@ -109,7 +89,7 @@ pub fn plan(
         objects: ObjectStore::at(&s.mirror),
     };
     let printed = plan_all(docs, &inputs, collections, catalog).and_then(|planned| {
-        print_plan(&planned, s, summary)?;
+        snapshot::print_plan(&planned, s, summary)?;
         Ok(planned.iter().all(|p| p.snapshot.complete()))
     });
     let _ = std::fs::remove_dir_all(&dry_staging);
@@ -187,68 +167,15 @@ fn plan_all(
         // too: a missing or truncated object is fetched again (a cheap stat, no hashing;
         // `audit` finds the rest).
         let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
-        planned.push(Planned {
-            describes: collection.describes.clone(),
-            collection: collection.id,
-            snapshot,
-            listing,
-            counts,
-            dump,
-        });
+        let mut p = Planned::new(collection.id, snapshot, listing, counts)
+            .describes(collection.describes.clone());
+        if let Some(dump) = dump {
+            p.packages = Some(Box::new(dump));
+            p.list_name = "Resource Dump";
+        }
+        planned.push(p);
     }
     Ok(planned)
-}
-
-/// Why deleting `gone` resources of a collection of `live` ones from this snapshot is refused,
-/// if it is: the guard against a source that publishes an empty list one night, a list that is
-/// one part of an index given alone, or a mass delete. `--max-delete N` replaces the default
-/// count: a tenth of the collection, at least 10 and at most 1,000 (rclone's `--max-delete` has
-/// none; a mirror kept for years should not lose a collection to one bad night).
-fn deletion_guard(
-    snap: &Snapshot,
-    listed: u64,
-    gone: u64,
-    live: u64,
-    max: Option<u64>,
-) -> Option<String> {
-    if let Some(index) = &snap.part_of {
-        return Some(format!(
-            "this Resource List is one part of the index {index}: alone it does not list the \
-             collection ({gone} resources would go); give the index"
-        ));
-    }
-    if listed == 0 {
-        return Some(format!(
-            "the source lists nothing (an empty list): all {gone} resources would go"
-        ));
-    }
-    let limit = max.unwrap_or_else(|| (live / 10).clamp(10, 1000));
-    (gone > limit).then(|| {
-        let bound = match max {
-            Some(_) => format!("--max-delete {limit}"),
-            None => format!(
-                "the {limit} the default guard allows (a tenth of the collection, at least 10, \
-                 at most 1,000)"
-            ),
-        };
-        format!("{gone} of {live} resources are gone from the source, more than {bound}")
-    })
-}
-
-/// Name the URLs that go (or would go) on stderr, under cron too: one line each, the first
-/// hundred, then how many more and where they are recorded.
-fn name_gone(listing: &Listing, gone: u64, what: &str, progress: &Progress) -> Result<(), Error> {
-    const SHOWN: usize = 100;
-    for uri in listing.first_gone(SHOWN)? {
-        progress.println(&format!("{what}: {uri}"));
-    }
-    if gone > SHOWN as u64 {
-        progress.println(&format!(
-            "{what}: ... and {} more (all of them in the run's problems: run_problems)",
-            gone - SHOWN as u64
-        ));
-    }
-    Ok(())
 }
 
 /// Read the collection's Resource List (the one discovery opened, else the one its
@@ -265,7 +192,7 @@ fn resource_list(
             docs.fetch(url, &docs.scope_for(url))?
         }
     };
-    snapshot::read(docs, top, listing)
+    list_snapshot::read(docs, top, listing)
 }
 
 /// Where a collection's Resource Dump is, if it offers one: the Capability List's
@@ -287,368 +214,4 @@ fn dump_location(c: &mut Collection) -> Option<DumpLocation> {
         .iter()
         .find(|l| l.has_rel(ALPHA_DUMP_REL))?;
     Some(DumpLocation::AlphaPackage(link.href.clone()))
-}
-
-fn print_plan(
-    planned: &[Planned],
-    s: &settings::Baseline,
-    summary: &mut Summary,
-) -> Result<(), Error> {
-    for p in planned {
-        summary.listed += p.counts.listed;
-        p.listing
-            .each_planned(|uri, a| plan::print_mark(uri, a, s.output.verbose > 0, summary))?;
-        for r in &p.snapshot.refused {
-            summary.refused += 1;
-            println!("! {} refused: {}", r.uri, r.reason);
-        }
-        for f in &p.snapshot.failed_parts {
-            println!("! {f}");
-        }
-        let what = if s.delete && p.snapshot.complete() {
-            "would be deleted"
-        } else {
-            "gone from the source"
-        };
-        p.listing.each_gone(|g| {
-            summary.gone += 1;
-            println!("- {g} ({what})");
-            Ok::<(), StoreError>(())
-        })?;
-    }
-    Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn apply_collection(
-    http: &Http,
-    staging: &Path,
-    objects: &ObjectStore,
-    writer: &mut Writer<'_>,
-    s: &settings::Baseline,
-    mut p: Planned,
-    source_id: i64,
-    run_id: i64,
-    summary: &mut Summary,
-    progress: &Progress,
-) -> Result<(), Error> {
-    let dump = p.dump.take();
-    let snap = &p.snapshot;
-    let counts = p.counts;
-    summary.listed += counts.listed;
-    summary.warnings.extend(snap.warnings.iter().cloned());
-    report_snapshot_problems(
-        writer,
-        snap,
-        &p.collection,
-        dump.is_some(),
-        summary,
-        progress,
-    )?;
-
-    summary.unchanged += counts.listed - counts.wanted;
-    let listing = &p.listing;
-    // Jobs are drawn from the listing a page at a time as the workers take them: only the
-    // ones in flight are in memory, and kept there until their result comes back.
-    let in_flight = InFlight::default();
-    let unreadable = std::sync::Mutex::new(None);
-    let jobs = listing.todo(in_flight.clone())?.map_while(|t| match t {
-        Ok(t) => Some(job_of(t)),
-        Err(e) => {
-            *unreadable.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-            None
-        }
-    });
-    // A result's entry: the one drawn (or, for a dump's, read again by position).
-    let take = |i: usize| -> Result<Todo, Error> {
-        let drawn = in_flight
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&i);
-        match drawn {
-            Some(t) => Ok(t),
-            None => Ok(listing.todo_at(i)?),
-        }
-    };
-    progress.start("baseline", counts.wanted);
-    let mut failed_here = 0u64;
-    // What is left to fetch, for the message of a full disk.
-    let mut left = (counts.wanted, counts.wanted_bytes);
-    let on_result = |r| -> Result<(), Error> {
-        let t = match &r {
-            JobResult::Fetched(i, _)
-            | JobResult::NotModified(i)
-            | JobResult::Failed { index: i, .. } => {
-                let t = take(*i)?;
-                left.0 -= 1;
-                left.1 -= t.listed.declared.length.unwrap_or(0).min(left.1);
-                Some(t)
-            }
-            _ => None,
-        };
-        match r {
-            JobResult::Unwritable(e) => {
-                return Err(crate::sync::context::stop_for_fault(writer, e))
-            }
-            JobResult::NoSpace(message) => {
-                let needed = format!(
-                    ", with {} resources left to fetch ({} declared)",
-                    left.0,
-                    crate::report::human_bytes(left.1)
-                );
-                return Err(crate::sync::context::stop_for_space(
-                    writer, staging, message, needed,
-                ));
-            }
-            JobResult::Fetched(_, f) => {
-                let t = t.expect("taken above");
-                let l = &t.listed;
-                progress.item(f.computed.length);
-                summary.bytes += f.computed.length;
-                let held = t.current.as_ref().map(|(_, sha)| Held {
-                    sha256: sha.as_deref(),
-                    lastmod: None,
-                });
-                let decision = decide(held, &f.computed.sha256_hex, Basis::Listed(&t.action));
-                decision.count(summary);
-                if let Some(change) = decision.change() {
-                    writer.version(version_from(l, &f, change, &p.collection))?;
-                }
-            }
-            // A 304 to the stored validators: the server says the version is current.
-            JobResult::NotModified(_) => {
-                progress.item(0);
-                summary.unchanged += 1;
-            }
-            JobResult::Failed {
-                reason,
-                refused,
-                other_bytes,
-                gone,
-                ..
-            } => {
-                let t = t.expect("taken above");
-                let l = &t.listed;
-                progress.item(0);
-                // ResourceSync 1.1 §10.1: a source changes while a Destination fetches; the
-                // Change Lists from the list's `at` on say what changed. Bytes that contradict
-                // the list are not stored as the listed state, and do not keep the sync point
-                // from being recorded: the resource is pending until incremental fetches it
-                // for the change that explains it.
-                let pending = (other_bytes || gone) && !refused && snap.anchored;
-                let (class, reason) = if refused {
-                    summary.refused += 1;
-                    ("refused", reason)
-                } else if pending {
-                    summary.pending += 1;
-                    let why = format!(
-                        "{reason} (it changed or went after the Resource List was written; \
-                         pending until rsmirror incremental applies the change after the sync \
-                         point that explains it)"
-                    );
-                    ("pending", why)
-                } else {
-                    summary.failed += 1;
-                    failed_here += 1;
-                    ("failed", reason)
-                };
-                // Errors go to stderr even with -q: cron mails them.
-                progress.println(&problem_line(class, l.uri.as_str(), &reason));
-                writer.problem(l.uri.as_str(), class, &reason)?;
-                summary.problems.push(Problem {
-                    uri: l.uri.to_string(),
-                    class,
-                    reason,
-                });
-            }
-        }
-        Ok(())
-    };
-    match dump.as_ref() {
-        // A Resource Dump: the bytes come out of the packages already downloaded.
-        Some(d) => d.stage(&listing.todo_ords()?, staging, objects, on_result)?,
-        None => apply::transfer(http, staging, objects, jobs, s.jobs, on_result)?,
-    }
-    drop(dump);
-    if let Some(e) = unreadable
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-    {
-        return Err(e.into());
-    }
-    writer.flush(|_| Ok(()))?;
-    crate::store::kill::point("baseline.versions-committed");
-
-    settle_gone(writer, s, &p, summary, progress)?;
-
-    // The sync point advances with the last batch, only when the whole snapshot is mirrored.
-    let record_sync_point = failed_here == 0 && snap.complete();
-    let snap = &p.snapshot;
-    let sync_point = SyncPoint {
-        collection: p.collection.clone(),
-        at: snap.at,
-        anchored: snap.anchored,
-        basis: snap.basis.clone(),
-    };
-    if record_sync_point {
-        summary.sync_point = snap.at.map(|t| t.to_string());
-        summary.anchored = snap.anchored;
-    }
-    let documents = &snap.documents;
-    writer.flush(|tx| {
-        for d in documents {
-            write::document(tx, source_id, run_id, d)?;
-        }
-        if record_sync_point {
-            write::sync_point(tx, source_id, run_id, &sync_point)?;
-        }
-        if let Some(d) = &p.describes {
-            feed::record_identity(tx, &p.collection, d, DESCRIBES_BASIS)?;
-        }
-        Ok(())
-    })?;
-    Ok(())
-}
-
-fn version_from(
-    l: &Listed,
-    f: &apply::Fetched,
-    change: &'static str,
-    collection: &str,
-) -> NewVersion {
-    NewVersion {
-        uri: l.uri.to_string(),
-        collection: collection.to_string(),
-        change,
-        event_time: None,
-        lastmod: l.declared.lastmod,
-        length_bytes: Some(f.computed.length),
-        declared_length_bytes: l.declared.length,
-        declared_hash: declared_hash(&l.declared.digests),
-        md5_hex: Some(f.computed.md5_hex.clone()),
-        sha1_hex: f.computed.sha1_hex.clone(),
-        sha256_hex: Some(f.computed.sha256_hex.clone()),
-        media_type: l
-            .media_type
-            .as_deref()
-            .map(str::to_string)
-            .or_else(|| f.media_type.clone()),
-        arrived_via: f.via,
-        fetched_from: Some(f.final_url.to_string()),
-        etag: f.etag.clone(),
-        last_modified: f.last_modified.clone(),
-    }
-}
-
-/// The entries the scope refused and the parts of an index (the packages of a dump, when
-/// `from_dump`) that could not be read: counted, said on stderr, recorded.
-fn report_snapshot_problems(
-    writer: &mut Writer<'_>,
-    snap: &Snapshot,
-    collection: &str,
-    from_dump: bool,
-    summary: &mut Summary,
-    progress: &Progress,
-) -> Result<(), Error> {
-    for r in &snap.refused {
-        summary.refused += 1;
-        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
-        writer.problem(&r.uri, "refused", &r.reason)?;
-        summary.problems.push(Problem {
-            uri: r.uri.clone(),
-            class: "refused",
-            reason: r.reason.clone(),
-        });
-    }
-    summary.failed_parts += snap.failed_parts.len() as u64;
-    for f in &snap.failed_parts {
-        let document = if from_dump {
-            "Resource Dump"
-        } else {
-            "Resource List"
-        };
-        progress.println(&format!("failed: part of the {document}: {f}"));
-        writer.problem(collection, "document", f)?;
-        summary.problems.push(Problem {
-            uri: collection.to_string(),
-            class: "document",
-            reason: f.clone(),
-        });
-    }
-    Ok(())
-}
-
-/// Gone resources: reported; tombstoned only with --delete after a complete list, and within
-/// the deletion guard.
-fn settle_gone(
-    writer: &mut Writer<'_>,
-    s: &settings::Baseline,
-    p: &Planned,
-    summary: &mut Summary,
-    progress: &Progress,
-) -> Result<(), Error> {
-    let snap = &p.snapshot;
-    let counts = p.counts;
-    summary.gone += counts.gone;
-    let may_delete = s.delete && snap.complete();
-    if may_delete && counts.gone > 0 && !s.force_delete {
-        if let Some(why) =
-            deletion_guard(snap, counts.listed, counts.gone, counts.live, s.max_delete)
-        {
-            name_gone(&p.listing, counts.gone, "would go", progress)?;
-            return Err(Error::SafetyLimit(format!(
-                "{}: {why}; nothing was deleted (--max-delete N or --force-delete to go ahead)",
-                p.collection
-            )));
-        }
-    }
-    let what = if may_delete { "deleted" } else { "gone" };
-    name_gone(&p.listing, counts.gone, what, progress)?;
-    p.listing.each_gone(|uri| {
-        if may_delete {
-            summary.deleted += 1;
-            writer.version(NewVersion {
-                uri: uri.to_string(),
-                collection: p.collection.clone(),
-                change: "deleted",
-                event_time: snap.at,
-                arrived_via: "tombstone",
-                ..Default::default()
-            })?;
-            writer.problem(uri, "deleted", "no longer listed by the source: tombstoned")?;
-        } else {
-            let reason = if s.delete {
-                "no longer listed; not deleted because part of the list could not be read"
-                    .to_string()
-            } else {
-                "no longer listed by the source; run with --delete to tombstone it".to_string()
-            };
-            writer.problem(uri, "gone", &reason)?;
-            summary.problems.push(Problem {
-                uri: uri.to_string(),
-                class: "gone",
-                reason,
-            });
-        }
-        Ok::<(), Error>(())
-    })
-}
-
-/// The fetch of a listed resource: its URL, then its `duplicate` mirrors; what the list
-/// declares; the stored validators for a revalidation.
-fn job_of(t: Todo) -> Job {
-    let l = t.listed;
-    let mut urls = Vec::with_capacity(1 + l.duplicates.len());
-    urls.push(l.uri);
-    urls.extend(l.duplicates);
-    Job {
-        index: t.ord,
-        urls,
-        expected: Expected {
-            length: l.declared.length,
-            digests: l.declared.digests,
-        },
-        scope: l.scope,
-        validators: t.validators.filter(|_| t.action == Action::Revalidate),
-    }
 }

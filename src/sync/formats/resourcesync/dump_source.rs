@@ -453,3 +453,15 @@ fn collect_packages(
     }
     Ok(())
 }
+
+impl crate::sync::snapshot::Packages for DumpSnapshot {
+    fn stage(
+        &self,
+        wanted: &[usize],
+        staging: &Path,
+        objects: &ObjectStore,
+        on_result: &mut dyn FnMut(JobResult) -> Result<(), crate::error::Error>,
+    ) -> Result<(), crate::error::Error> {
+        DumpSnapshot::stage(self, wanted, staging, objects, on_result)
+    }
+}

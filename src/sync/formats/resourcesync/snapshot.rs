@@ -9,43 +9,13 @@
 //! streams; here its entries are collected.
 
 use crate::error::{Error, SourceError};
-use crate::store::catalog::DocumentRecord;
 use crate::store::StoreError;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::formats::resourcesync::resource_list::{self, Item};
 use crate::sync::listing::Listing;
 use crate::sync::plan::Listed;
-use jiff::Timestamp;
 
-pub use crate::sync::expected::Refused;
-
-/// Everything read from one collection's Resource List.
-#[derive(Debug, Default)]
-pub struct Snapshot {
-    /// A Resource Dump's entries; a Resource List's go to a [`Listing`] as they are read.
-    pub listed: Vec<Listed>,
-    pub refused: Vec<Refused>,
-    pub documents: Vec<DocumentRecord>,
-    /// The sync point this snapshot gives: the list's `at` (min of per-part `at`).
-    pub at: Option<Timestamp>,
-    pub completed: Option<Timestamp>,
-    /// False for a plain Sitemap (no `at`): `at` is then the newest `<lastmod>`, if any.
-    pub anchored: bool,
-    pub basis: String,
-    /// Index parts that could not be read (message each).
-    pub failed_parts: Vec<String>,
-    /// Tolerated oddities, with document and line.
-    pub warnings: Vec<String>,
-    /// The index this list is one part of, when it says so.
-    pub part_of: Option<String>,
-}
-
-impl Snapshot {
-    /// True when every document was read: deletions may be derived.
-    pub fn complete(&self) -> bool {
-        self.failed_parts.is_empty()
-    }
-}
+pub use crate::sync::snapshot::{Refused, Snapshot};
 
 /// Read the whole snapshot starting from an opened top-level document, its entries into
 /// `listing` (on disk: a list of ten million entries is not held in memory); the snapshot's
@@ -85,6 +55,7 @@ pub fn read(
     Ok(Snapshot {
         listed: Vec::new(),
         refused,
+        skipped: Vec::new(),
         documents: walked.documents,
         at: walked.at,
         completed: walked.completed,
