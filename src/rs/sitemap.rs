@@ -2650,7 +2650,7 @@ mod tests {
         );
     }
 
-    /// Issue 28.8: a gzip'd document that inflates past 200:1 is refused as a bomb as soon as
+    /// Regression: a gzip'd document that inflates past 200:1 is refused as a bomb as soon as
     /// that shows (after 1 MiB), long before the size cap; an ordinary gzip'd list is not.
     #[test]
     fn a_gzip_bomb_is_refused_by_its_ratio() {
@@ -2885,7 +2885,7 @@ mod tests {
             "{e}"
         );
 
-        // Issue 23: a `<lastmod>` that is no datetime fails its entry, not the document.
+        // A `<lastmod>` that is no datetime fails its entry, not the document.
         let r = read_ok(&urlset(
             "<url><loc>https://e.org/a</loc><lastmod>yesterday</lastmod></url>\n\
              <url><loc>https://e.org/b</loc><lastmod>2020-03-18T00:00:00Z</lastmod></url>",
@@ -2973,8 +2973,8 @@ mod tests {
         assert!(files.parse("file:///tmp/y").is_none());
     }
 
-    /// Issue 28.11: a raw NUL or U+0001 in `<loc>` (not well-formed XML) was accepted and
-    /// percent-encoded; the document is refused, naming the line.
+    /// Regression: a raw NUL or U+0001 in `<loc>` (not well-formed XML 1.0, §2.2 Characters)
+    /// was accepted and percent-encoded; the document is refused, naming the line.
     #[test]
     fn control_characters_in_text_refuse_the_document() {
         for (loc, code) in [

@@ -381,8 +381,8 @@ mod tests {
         }
     }
 
-    /// Issue 28: "never" written as the last second of 9999 was refused as not a W3C
-    /// datetime, while `9999-06-01` passed.
+    /// Regression: "never" written as the last second of 9999 was refused as not a W3C
+    /// datetime, while `9999-06-01` passed (W3C Datetime allows any four-digit year).
     #[test]
     fn the_last_second_of_9999_reads_as_the_latest_instant() {
         for s in [

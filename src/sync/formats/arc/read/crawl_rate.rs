@@ -1,5 +1,5 @@
-//! `crawl_rate`: the request rate an ARC sitemap suggests (seed 002 §E.7: `"crawl_rate":
-//! "1/s"`). The seed gives one example and no grammar; we read `N/UNIT` with a unit of seconds,
+//! `crawl_rate`: the request rate an ARC sitemap suggests (ARC sitemap 2.1, crawl rate:
+//! `"crawl_rate": "1/s"`). The specification gives one example and no grammar; we read `N/UNIT` with a unit of seconds,
 //! minutes or hours (`1/s`, `30/min`, `0.5/s`, `100/h`), or a bare number of requests per
 //! second. Anything else is not understood, and the caller warns and goes on without it.
 
@@ -77,7 +77,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_form_and_its_neighbours() {
+    fn the_specifications_form_and_its_neighbours() {
         assert_eq!(
             CrawlRate::parse("1/s").unwrap().delay(),
             Duration::from_secs(1)

@@ -1,11 +1,11 @@
-//! Naming delta feeds (seed 002 §E.8: "provide delta feeds (`/arc-sitemap-deltas/
+//! Naming delta feeds (ARC sitemap 2.1: "provide delta feeds (`/arc-sitemap-deltas/
 //! YYYY-MM-DD.json`) containing only changed pages since a given timestamp"): the conventional
 //! URL of a day's feed at a site root, and the day a feed URL is for.
 
 use jiff::civil::Date;
 use url::Url;
 
-/// The folder the seed names, at the site root.
+/// The folder ARC sitemap 2.1 names, at the site root.
 pub const DELTA_PATH: &str = "/arc-sitemap-deltas/";
 
 /// `ROOT/arc-sitemap-deltas/YYYY-MM-DD.json` (an absolute path: the site root whatever the

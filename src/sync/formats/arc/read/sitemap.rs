@@ -1,21 +1,24 @@
-//! Reading an ARC sitemap or delta feed (seed 002 §E.3.1, §E.8) and validating it against the
-//! seed's JSON schema (§E.9): the top level needs `arc_sitemap_version` (string), `site` (URI),
-//! `generated_at` (date-time) and `pages` (array); each page needs `url` (URI) and
-//! `ai_indexable` (boolean), and every optional field has its type (`crawl_priority` a number
-//! in 0..=1). A violation is an [`ArcError::Schema`] naming the field and the page index;
-//! broken JSON is an [`ArcError::Syntax`] naming line and column.
+//! Reading an ARC sitemap or delta feed (ARC sitemap 2.1: the sitemap and its delta feeds) and
+//! validating it against the format's JSON schema (ARC sitemap 2.1, "JSON Schema"): the top
+//! level needs `arc_sitemap_version` (string), `site` (URI), `generated_at` (date-time) and
+//! `pages` (array); each page needs `url` (URI) and `ai_indexable` (boolean), and every
+//! optional field has its type (`crawl_priority` a number in 0..=1). A violation is an
+//! [`ArcError::Schema`] naming the field and the page index; broken JSON is an
+//! [`ArcError::Syntax`] naming line and column.
 //!
 //! Pages are handed to the caller one at a time as they are parsed (a page is held as a
 //! `serde_json::Value` only while it is checked), so a large sitemap costs what the caller
-//! keeps. A gzip body (§E.5: "offer gzip compression") is inflated; input is capped either way.
+//! keeps. A gzip body (ARC sitemap 2.1: "offer gzip compression") is inflated; input is capped
+//! either way.
 //!
-//! Where the seed's own text and its schema differ, both forms are read (DESIGN.md): its
-//! generator (§E.10) writes `null` for a missing `ai_summary` / `ai_snapshot`, which the
-//! schema's types forbid, so `null` in an optional field reads as absent, with a warning; a
-//! W3C date (`2025-11-08`) where the schema wants a date-time reads as that day, with a warning.
-//! Two keys are rsmirror's reading of things the seed mentions without a schema: `crawl_rate`
-//! (§E.7, at the top level or in a `metadata` object) and `delta_feeds` (URLs of delta feeds,
-//! §E.8); and in a delta feed a page may say `"deleted": true`.
+//! Where the specification's own text and its schema differ, both forms are read, so that what
+//! its reference generator writes is accepted: that generator writes `null` for a missing
+//! `ai_summary` / `ai_snapshot`, which the schema's types forbid, so `null` in an optional
+//! field reads as absent, with a warning; a W3C date (`2025-11-08`) where the schema wants a
+//! date-time reads as that day, with a warning. Two keys are rsmirror's reading of things the
+//! specification mentions without a schema: `crawl_rate` (the politeness hint, at the top
+//! level or in a `metadata` object) and `delta_feeds` (URLs of delta feeds); and in a delta
+//! feed a page may say `"deleted": true`.
 
 use crate::rs::digest::{Algorithm, Digest};
 use crate::rs::w3c_datetime::{self, Zone};
@@ -90,7 +93,7 @@ impl ArcError {
     }
 }
 
-/// One page entry (§E.4).
+/// One page entry (ARC sitemap 2.1, page fields).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
     /// Its position in `pages`, 0-based (as error messages name it).
@@ -104,19 +107,19 @@ pub struct Page {
     /// As written (`sha256:<hex>`).
     pub ai_checksum: Option<String>,
     /// `ai_checksum` decoded; unusable when the algorithm is unknown or the value is not a
-    /// digest of the right length (the seed's own example is `sha256:af3c...`).
+    /// digest of the right length (the specification's own example is `sha256:af3c...`).
     pub digest: Option<Digest>,
     /// Always a JSON object.
     pub ai_snapshot: Option<Value>,
     pub crawl_priority: Option<f64>,
     pub auth_required: bool,
     pub robots_directive: Option<String>,
-    /// A delta feed's way of saying the page is gone (rsmirror's reading; not in the seed).
+    /// A delta feed's way of saying the page is gone (rsmirror's reading; not in ARC sitemap 2.1).
     pub deleted: bool,
 }
 
 impl Page {
-    /// Why a mirror must not fetch this page, if it must not: `auth_required` (§E.6) or a
+    /// Why a mirror must not fetch this page, if it must not: `auth_required` (ARC sitemap 2.1, access control) or a
     /// `robots_directive` with `noarchive` or `none` (which implies it).
     pub fn skip_reason(&self) -> Option<String> {
         if self.auth_required {
@@ -316,7 +319,7 @@ impl<'de> Visitor<'de> for Document<'_> {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
-            "a JSON object with arc_sitemap_version, site, generated_at and pages (seed 002 §E.9)",
+            "a JSON object with arc_sitemap_version, site, generated_at and pages (ARC sitemap 2.1 JSON schema)",
         )
     }
 
@@ -886,7 +889,7 @@ fn header(
     let version = required(f.version, "arc_sitemap_version", "a string")?;
     if version.split('.').next() != Some("2") {
         warnings.push(format!(
-            "arc_sitemap_version {version:?}: this reader knows version 2.1 (seed 002); read as such"
+            "arc_sitemap_version {version:?}: this reader knows ARC sitemap 2.1; read as such"
         ));
     }
     let site = required(f.site, "site", "a string (URI)")?;
@@ -982,7 +985,7 @@ mod tests {
         read_all(json.as_bytes(), &base(), ReadOptions::default())
     }
 
-    /// The seed's example (§E.3.1), with a real checksum.
+    /// The example of ARC sitemap 2.1, with a real checksum.
     const EXAMPLE: &str = r#"{
   "arc_sitemap_version": "2.1",
   "site": "https://example.com",
@@ -1020,7 +1023,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_example_reads() {
+    fn the_specifications_example_reads() {
         let s = parse(EXAMPLE).unwrap();
         assert_eq!(s.header.version, "2.1");
         assert_eq!(s.header.site.as_str(), "https://example.com/");
@@ -1149,8 +1152,8 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_generator_output_reads_with_warnings() {
-        // §E.10 writes null for a missing summary and snapshot.
+    fn the_reference_generators_output_reads_with_warnings() {
+        // The reference generator writes null for a missing summary and snapshot.
         let s = parse(&with_page(
             r#"{"url":"https://example.com/b","ai_indexable":true,"ai_summary":null,"ai_snapshot":null,"ai_tags":[],"lastmod":"2025-11-08T12:00:00.123456Z"}"#,
         ))
