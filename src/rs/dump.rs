@@ -101,7 +101,7 @@ impl PackageFormat {
         PackageFormat::Unknown
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             PackageFormat::Zip => "ZIP",
             PackageFormat::EmptyZip => "ZIP (no entries)",
@@ -118,7 +118,7 @@ impl PackageFormat {
     }
 
     /// Only ZIP is read (ResourceSync 1.1 §9: the default and recommended format).
-    pub fn is_supported(self) -> bool {
+    pub(crate) fn is_supported(self) -> bool {
         matches!(self, PackageFormat::Zip | PackageFormat::EmptyZip)
     }
 
@@ -155,14 +155,14 @@ impl Default for DumpLimits {
 
 impl DumpLimits {
     /// The most one entry of `compressed_bytes` may expand to.
-    pub fn entry_cap(&self, compressed_bytes: u64) -> u64 {
+    pub(crate) fn entry_cap(&self, compressed_bytes: u64) -> u64 {
         self.max_ratio
             .saturating_mul(compressed_bytes)
             .max(self.min_cap_bytes)
     }
 
     /// The most all entries of a package of `package_bytes` may expand to together.
-    pub fn total_cap(&self, package_bytes: u64) -> u64 {
+    pub(crate) fn total_cap(&self, package_bytes: u64) -> u64 {
         self.max_ratio
             .saturating_mul(package_bytes)
             .max(self.min_cap_bytes)
@@ -572,16 +572,6 @@ impl Package {
             refused: false,
             buf: vec![0u8; READ_BUFFER],
         })
-    }
-
-    /// The package as named in errors (its URL).
-    pub fn package(&self) -> &str {
-        &self.label
-    }
-
-    /// Size of the package file in bytes.
-    pub fn package_bytes(&self) -> u64 {
-        self.package_bytes
     }
 
     /// The manifest's header: capability, `at`/`completed` or `from`/`until`, links.

@@ -132,7 +132,7 @@ impl<R: BufRead> SitemapReader<R> {
     ///
     /// A UTF-8 byte-order mark and whitespace before the XML declaration are skipped (real
     /// documents start with a newline before `<?xml`); line numbers still count them.
-    pub fn new(mut input: R, doc_url: &Url, opts: ReadOptions) -> Result<Self, ReadError> {
+    pub(crate) fn new(mut input: R, doc_url: &Url, opts: ReadOptions) -> Result<Self, ReadError> {
         let mut st = State::new(doc_url, opts);
         st.lead_newlines = skip_leading_space(&mut input).map_err(|e| st.io_error(&e))?;
         let xml = NsReader::from_reader(LineCounter::new(input));
@@ -163,12 +163,13 @@ impl<R: BufRead> SitemapReader<R> {
         &self.st.warnings
     }
 
-    pub fn take_warnings(&mut self) -> Vec<Warning> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.st.warnings)
     }
 
     /// Number of entries read so far (including the one buffered by `new()`).
-    pub fn entries_read(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn entries_read(&self) -> u64 {
         self.st.entries
     }
 
@@ -646,7 +647,7 @@ impl<R: BufRead> SitemapReader<R> {
 /// Going over `max_bytes` is an I/O error that the readers report as
 /// [`ReadErrorKind::TooLarge`]. The BOM and whitespace before `<?xml` are skipped by
 /// [`SitemapReader::new`], which keeps their newlines in the line count.
-pub fn decompress<'a>(
+pub(crate) fn decompress<'a>(
     input: impl Read + 'a,
     max_bytes: u64,
 ) -> std::io::Result<Box<dyn BufRead + 'a>> {

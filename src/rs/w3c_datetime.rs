@@ -249,7 +249,7 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 pub(crate) mod test_values {
     /// A xorshift64 sequence from `seed`.
-    pub fn xorshift(mut n: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(mut n: u64) -> impl FnMut() -> u64 {
         move || {
             n ^= n << 13;
             n ^= n >> 7;
@@ -260,7 +260,7 @@ pub(crate) mod test_values {
 
     /// `count` strings of the `YYYY-MM-DDThh:mm:ssZ` form, each field now and then out of
     /// range (month 13, day 32, hour 24, minute or second 60).
-    pub fn utc_second_strings(seed: u64, count: usize) -> impl Iterator<Item = String> {
+    pub(crate) fn utc_second_strings(seed: u64, count: usize) -> impl Iterator<Item = String> {
         let mut next = xorshift(seed);
         (0..count).map(move |_| {
             let v = next();

@@ -15,7 +15,7 @@ pub struct CrawlRate {
 
 impl CrawlRate {
     /// Read `1/s`, `30/min`, `100/h`, `2` (per second). None when not understood.
-    pub fn parse(value: &str) -> Option<CrawlRate> {
+    pub(crate) fn parse(value: &str) -> Option<CrawlRate> {
         let v = value.trim();
         let (n, unit) = match v.split_once('/') {
             Some((n, unit)) => (n.trim(), unit.trim()),
@@ -39,7 +39,7 @@ impl CrawlRate {
     }
 
     /// From a JSON number: requests per second.
-    pub fn per_second(requests: f64) -> Option<CrawlRate> {
+    pub(crate) fn per_second(requests: f64) -> Option<CrawlRate> {
         (requests.is_finite() && requests > 0.0).then_some(CrawlRate {
             requests,
             per: Duration::from_secs(1),
@@ -47,7 +47,7 @@ impl CrawlRate {
     }
 
     /// The least time between two requests that keeps to this rate.
-    pub fn delay(&self) -> Duration {
+    pub(crate) fn delay(&self) -> Duration {
         // `1e-300/d` is a valid rate whose pause does not fit a Duration (which would panic).
         Duration::try_from_secs_f64(self.per.as_secs_f64() / self.requests).unwrap_or(Duration::MAX)
     }

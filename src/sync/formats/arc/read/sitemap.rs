@@ -121,7 +121,7 @@ pub struct Page {
 impl Page {
     /// Why a mirror must not fetch this page, if it must not: `auth_required` (ARC sitemap 2.1, access control) or a
     /// `robots_directive` with `noarchive` or `none` (which implies it).
-    pub fn skip_reason(&self) -> Option<String> {
+    pub(crate) fn skip_reason(&self) -> Option<String> {
         if self.auth_required {
             return Some("auth_required: true: the page needs authentication; not fetched".into());
         }

@@ -36,7 +36,7 @@ pub enum CollectionType {
 }
 
 impl CollectionType {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CollectionType::Snapshot => "snapshot",
             CollectionType::Delta => "delta",
@@ -59,7 +59,7 @@ pub struct Version {
 
 impl Version {
     /// SCP 0.1 "Version Compatibility" 1: `^\d+\.\d+$`.
-    pub fn parse(s: &str) -> Option<Version> {
+    pub(crate) fn parse(s: &str) -> Option<Version> {
         let (major, minor) = s.split_once('.')?;
         let num = |p: &str| {
             if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
@@ -200,7 +200,7 @@ impl<R: Read> CollectionReader<R> {
         &self.meta
     }
 
-    pub fn compression(&self) -> Compression {
+    pub(crate) fn compression(&self) -> Compression {
         self.lines.decompressor().compression()
     }
 
@@ -256,12 +256,14 @@ impl<R: Read> CollectionReader<R> {
     }
 
     /// Warnings so far (the first of each kind; see [`crate::sync::formats::scp::read::warning`]).
-    pub fn warnings(&self) -> &[Warning] {
+    #[cfg(test)]
+    pub(crate) fn warnings(&self) -> &[Warning] {
         self.log.listed()
     }
 
     /// Drain the warnings listed so far.
-    pub fn take_warnings(&mut self) -> Vec<Warning> {
+    #[cfg(test)]
+    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
         self.log.take()
     }
 
@@ -296,23 +298,9 @@ impl<R: Read> CollectionReader<R> {
         })
     }
 
-    /// Bytes taken from the input so far (for progress; the file size once finished).
-    pub fn compressed_bytes_read(&self) -> u64 {
-        self.lines.decompressor().compressed_bytes()
-    }
-
-    /// Decompressed bytes so far.
-    pub fn decompressed_bytes_read(&self) -> u64 {
-        self.lines.decompressor().decompressed_bytes()
-    }
-
-    /// Number of the last line read (1 after `open`).
-    pub fn line_number(&self) -> u64 {
-        self.lines.line_number()
-    }
-
     /// Memory held for the current line (for tests of the memory bound).
-    pub fn line_capacity(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn line_capacity(&self) -> usize {
         self.lines.line_capacity()
     }
 }

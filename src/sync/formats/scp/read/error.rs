@@ -19,12 +19,13 @@ pub struct ScpError {
 }
 
 impl ScpError {
-    pub fn new(line: u64, kind: ScpErrorKind) -> ScpError {
+    pub(crate) fn new(line: u64, kind: ScpErrorKind) -> ScpError {
         ScpError { line, kind }
     }
 
     /// True when a resource limit stopped the read (as opposed to a malformed file).
-    pub fn is_limit(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_limit(&self) -> bool {
         matches!(
             self.kind,
             ScpErrorKind::RatioExceeded { .. }

@@ -137,7 +137,7 @@ pub struct MediaUrl {
 
 /// Parse one page line (`json`: the line without its terminator). `Ok(None)`: the page is
 /// skipped (a warning says why).
-pub fn parse_page(
+pub(crate) fn parse_page(
     line: u64,
     json: &str,
     max_blocks: usize,
@@ -249,7 +249,7 @@ pub fn parse_page(
 }
 
 /// An absolute http(s) URL with a host (SCP 0.1 "URL format: Valid HTTP/HTTPS URLs").
-pub fn http_url(s: &str) -> Result<Url, String> {
+pub(crate) fn http_url(s: &str) -> Result<Url, String> {
     match Url::parse(s) {
         Ok(u)
             if matches!(u.scheme(), "http" | "https")

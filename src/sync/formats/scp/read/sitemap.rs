@@ -51,20 +51,20 @@ pub struct ScpSitemap {
 }
 
 impl ScpSitemap {
-    pub fn snapshots(&self) -> impl Iterator<Item = &CollectionEntry> {
+    pub(crate) fn snapshots(&self) -> impl Iterator<Item = &CollectionEntry> {
         self.collections
             .iter()
             .filter(|c| c.kind == EntryKind::Snapshot)
     }
 
-    pub fn deltas(&self) -> impl Iterator<Item = &CollectionEntry> {
+    pub(crate) fn deltas(&self) -> impl Iterator<Item = &CollectionEntry> {
         self.collections
             .iter()
             .filter(|c| c.kind != EntryKind::Snapshot)
     }
 
     /// The newest snapshot of `section` (by `generated`).
-    pub fn latest_snapshot(&self, section: &str) -> Option<&CollectionEntry> {
+    pub(crate) fn latest_snapshot(&self, section: &str) -> Option<&CollectionEntry> {
         self.snapshots()
             .filter(|c| c.section == section)
             .max_by_key(|c| c.generated)
@@ -72,7 +72,7 @@ impl ScpSitemap {
 
     /// Deltas of `section` generated after `after`, oldest first (SCP 0.1, "Recovery from
     /// Missed Deltas": apply in chronological order by `generated`).
-    pub fn deltas_after(&self, section: &str, after: Timestamp) -> Vec<&CollectionEntry> {
+    pub(crate) fn deltas_after(&self, section: &str, after: Timestamp) -> Vec<&CollectionEntry> {
         let mut d: Vec<&CollectionEntry> = self
             .deltas()
             .filter(|c| c.section == section && c.generated > after)
@@ -100,7 +100,7 @@ pub enum UpdateFreq {
 }
 
 impl UpdateFreq {
-    pub fn parse(s: &str) -> Option<UpdateFreq> {
+    pub(crate) fn parse(s: &str) -> Option<UpdateFreq> {
         match s {
             "hourly" => Some(UpdateFreq::Hourly),
             "daily" => Some(UpdateFreq::Daily),
@@ -149,7 +149,7 @@ pub struct CollectionEntry {
 }
 
 impl CollectionEntry {
-    pub fn since(&self) -> Option<Timestamp> {
+    pub(crate) fn since(&self) -> Option<Timestamp> {
         match &self.kind {
             EntryKind::Delta { since, .. } => Some(*since),
             EntryKind::Snapshot => None,
@@ -183,7 +183,7 @@ pub enum SitemapErrorKind {
 /// Read a sitemap (plain or gzip / zstd, by magic bytes; at most `max_bytes` decompressed).
 /// `Ok(None)`: a well-formed Sitemap without the SCP extension (or a sitemap index), which is
 /// not an SCP source.
-pub fn read_sitemap(
+pub(crate) fn read_sitemap(
     input: impl Read,
     doc_url: &Url,
     max_bytes: u64,
