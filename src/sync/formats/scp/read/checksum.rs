@@ -39,11 +39,6 @@ impl ChecksumStatus {
             ChecksumStatus::Unverified => "unverified",
         }
     }
-
-    #[cfg(test)]
-    pub(crate) fn is_verified(self) -> bool {
-        self != ChecksumStatus::Unverified
-    }
 }
 
 impl fmt::Display for ChecksumStatus {
@@ -427,8 +422,6 @@ mod tests {
             verify(None, r#"{"collection":{}}"#, b"x", true),
             Ok(ChecksumStatus::Unverified)
         );
-        assert!(!ChecksumStatus::Unverified.is_verified());
-        assert!(ChecksumStatus::ReferenceVariant.is_verified());
     }
 
     #[test]

@@ -255,18 +255,6 @@ impl<R: Read> CollectionReader<R> {
         }
     }
 
-    /// Warnings so far (the first of each kind; see [`crate::sync::formats::scp::read::warning`]).
-    #[cfg(test)]
-    pub(crate) fn warnings(&self) -> &[Warning] {
-        self.log.listed()
-    }
-
-    /// Drain the warnings listed so far.
-    #[cfg(test)]
-    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
-        self.log.take()
-    }
-
     /// Read (and validate) whatever is left, then verify the checksum. Only an `Ok` here
     /// means the collection may be used; until then nothing read from it may be committed.
     pub fn finish(mut self) -> Result<CollectionSummary, ScpError> {
@@ -296,12 +284,6 @@ impl<R: Read> CollectionReader<R> {
             pages_skipped: self.skipped,
             warnings: self.log.take(),
         })
-    }
-
-    /// Memory held for the current line (for tests of the memory bound).
-    #[cfg(test)]
-    pub(crate) fn line_capacity(&self) -> usize {
-        self.lines.line_capacity()
     }
 }
 
@@ -421,6 +403,25 @@ fn invalid(field: &str, reason: String) -> ScpErrorKind {
     ScpErrorKind::InvalidField {
         field: format!("collection.{field}"),
         reason,
+    }
+}
+
+/// What the unit tests look at.
+#[cfg(test)]
+impl<R: Read> CollectionReader<R> {
+    /// Warnings so far (the first of each kind; see [`crate::sync::formats::scp::read::warning`]).
+    pub(crate) fn warnings(&self) -> &[Warning] {
+        self.log.listed()
+    }
+
+    /// Drain the warnings listed so far.
+    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
+        self.log.take()
+    }
+
+    /// Memory held for the current line (for tests of the memory bound).
+    pub(crate) fn line_capacity(&self) -> usize {
+        self.lines.line_capacity()
     }
 }
 

@@ -23,19 +23,6 @@ impl ScpError {
         ScpError { line, kind }
     }
 
-    /// True when a resource limit stopped the read (as opposed to a malformed file).
-    #[cfg(test)]
-    pub(crate) fn is_limit(&self) -> bool {
-        matches!(
-            self.kind,
-            ScpErrorKind::RatioExceeded { .. }
-                | ScpErrorKind::CompressedTooLarge { .. }
-                | ScpErrorKind::DecompressedTooLarge { .. }
-                | ScpErrorKind::LineTooLong { .. }
-                | ScpErrorKind::TooManyBlocks { .. }
-        )
-    }
-
     /// True when the checksum failed or cannot be used.
     pub fn is_checksum(&self) -> bool {
         matches!(
@@ -117,6 +104,22 @@ impl fmt::Display for Mismatch {
             f,
             "checksum mismatch: declared {}, content hashes to sha256:{} (spec rule) and sha256:{} (reference-implementation rule)",
             self.declared, self.spec_literal, self.reference_variant
+        )
+    }
+}
+
+/// What the unit tests (here and in `collection`) look at.
+#[cfg(test)]
+impl ScpError {
+    /// True when a resource limit stopped the read (as opposed to a malformed file).
+    pub(crate) fn is_limit(&self) -> bool {
+        matches!(
+            self.kind,
+            ScpErrorKind::RatioExceeded { .. }
+                | ScpErrorKind::CompressedTooLarge { .. }
+                | ScpErrorKind::DecompressedTooLarge { .. }
+                | ScpErrorKind::LineTooLong { .. }
+                | ScpErrorKind::TooManyBlocks { .. }
         )
     }
 }

@@ -41,11 +41,6 @@ impl<'a> Line<'a> {
         }
         c
     }
-
-    #[cfg(test)]
-    pub(crate) fn is_terminated(&self) -> bool {
-        self.raw.last() == Some(&b'\n')
-    }
 }
 
 /// Bounded line splitter over a [`Decompressor`].
@@ -137,12 +132,6 @@ impl<R: Read> LineReader<R> {
     pub(crate) fn decompressor(&self) -> &Decompressor<R> {
         &self.source
     }
-
-    /// Memory held for the current line; never more than `max_line_bytes + 1`.
-    #[cfg(test)]
-    pub(crate) fn line_capacity(&self) -> usize {
-        self.line.capacity()
-    }
 }
 
 /// Make room for `extra` more bytes, doubling but never past `max` (which the caller never
@@ -154,6 +143,23 @@ fn grow(line: &mut Vec<u8>, extra: usize, max: usize) {
     }
     let target = need.max(line.capacity() * 2).max(8 * 1024).min(max);
     line.reserve_exact(target - line.len());
+}
+
+/// What the unit tests look at.
+#[cfg(test)]
+impl Line<'_> {
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.raw.last() == Some(&b'\n')
+    }
+}
+
+/// What the unit tests (here and in `collection`) look at.
+#[cfg(test)]
+impl<R: Read> LineReader<R> {
+    /// Memory held for the current line; never more than `max_line_bytes + 1`.
+    pub(crate) fn line_capacity(&self) -> usize {
+        self.line.capacity()
+    }
 }
 
 #[cfg(test)]

@@ -74,20 +74,9 @@ impl WarningLog {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn listed(&self) -> &[Warning] {
-        &self.listed
-    }
-
     /// Drain the listed warnings (the counts stay).
     pub(crate) fn take(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.listed)
-    }
-
-    /// Total warnings of `kind` so far, listed or not.
-    #[cfg(test)]
-    pub(crate) fn count(&self, kind: WarnKind) -> u64 {
-        self.counts[kind.index()]
     }
 
     /// One closing line per kind that went over the listing cap.
@@ -115,6 +104,19 @@ impl WarningLog {
                 });
             }
         }
+    }
+}
+
+/// What the unit tests look at.
+#[cfg(test)]
+impl WarningLog {
+    pub(crate) fn listed(&self) -> &[Warning] {
+        &self.listed
+    }
+
+    /// Total warnings of `kind` so far, listed or not.
+    pub(crate) fn count(&self, kind: WarnKind) -> u64 {
+        self.counts[kind.index()]
     }
 }
 
