@@ -167,12 +167,6 @@ impl<R: BufRead> SitemapReader<R> {
         std::mem::take(&mut self.st.warnings)
     }
 
-    /// Number of entries read so far (including the one buffered by `new()`).
-    #[cfg(test)]
-    pub(crate) fn entries_read(&self) -> u64 {
-        self.st.entries
-    }
-
     /// The prolog and the root start tag.
     fn read_root(&mut self) -> Result<(), ReadError> {
         loop {
@@ -291,62 +285,22 @@ impl<R: BufRead> SitemapReader<R> {
             let resolver = self.xml.resolver();
             let tag = self.st.classify(resolver, &e)?;
             let line = self.st.line;
-            match tag {
-                Tag::Sitemap(Name::Url) | Tag::Sitemap(Name::Sitemap) => {
-                    let wanted = if self.st.header.root == Root::Urlset {
-                        Name::Url
-                    } else {
-                        Name::Sitemap
-                    };
-                    if tag != Tag::Sitemap(wanted) {
-                        let msg =
-                            format!("<{}> inside <{}>", e.name().as_ref(), self.st.root_name());
-                        return Err(self.st.err(ReadErrorKind::Xml(msg)));
-                    }
-                    if empty {
-                        return Err(self.st.err(ReadErrorKind::MissingLoc(entry_name(wanted))));
-                    }
-                    return self.read_entry(line).map(Some);
+            if let Tag::Sitemap(name @ (Name::Url | Name::Sitemap)) = tag {
+                let wanted = if self.st.header.root == Root::Urlset {
+                    Name::Url
+                } else {
+                    Name::Sitemap
+                };
+                if name != wanted {
+                    let msg = format!("<{}> inside <{}>", e.name().as_ref(), self.st.root_name());
+                    return Err(self.st.err(ReadErrorKind::Xml(msg)));
                 }
-                Tag::Rs(Name::Md) => {
-                    self.st.late_header("<rs:md>");
-                    if self.st.md_seen {
-                        self.st
-                            .warn("several document-level <rs:md>: attributes merged".into());
-                    }
-                    let mut md = std::mem::take(&mut self.st.header.md);
-                    let modified = apply_md(&mut self.st, resolver, &e, &mut md, true)?;
-                    self.st.header.md = md;
-                    self.st.md_seen = true;
-                    self.st.doc_md_done(modified);
+                if empty {
+                    return Err(self.st.err(ReadErrorKind::MissingLoc(entry_name(wanted))));
                 }
-                Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
-                    self.st.late_header("link");
-                    if let Some(link) = parse_link(&mut self.st, resolver, &e, tag)? {
-                        // Beta drafts (2013) pointed up with rel="resourcesync".
-                        if matches!(tag, Tag::Rs(_)) && link.has_rel("resourcesync") {
-                            self.st.beta = true;
-                            self.st.refresh_syntax();
-                        }
-                        if self.st.header.links.len() < MAX_LINKS {
-                            self.st.header.links.push(link);
-                        } else {
-                            self.st.repeat(Repeat::ExcessLink, line, || {
-                                format!("document-level links past the first {MAX_LINKS} ignored")
-                            });
-                        }
-                    }
-                }
-                Tag::Xhtml(Name::Meta) => {
-                    self.st.late_header("<xhtml:meta>");
-                    apply_alpha_meta(&mut self.st, resolver, &e)?;
-                }
-                Tag::Sitemap(_) | Tag::Rs(_) => {
-                    let name = e.name().as_ref().to_owned();
-                    self.st.unknown_element(&name, self.st.root_name());
-                }
-                Tag::Xhtml(_) | Tag::Other => {}
+                return self.read_entry(line).map(Some);
             }
+            header_element(&mut self.st, resolver, &e, tag, line)?;
             if !empty {
                 self.skip()?;
             }
@@ -933,6 +887,58 @@ fn skip_leading_space<R: BufRead>(input: &mut R) -> io::Result<u64> {
             return Ok(newlines);
         }
     }
+}
+
+/// A child of the root that is not an entry: document-level `rs:md`, links and the alpha's
+/// `xhtml:meta` go into the header (with a warning when they come after an entry); an unknown
+/// Sitemap or ResourceSync element is a warning. Its content is left to the caller.
+fn header_element(
+    st: &mut State,
+    resolver: &NamespaceResolver,
+    e: &BytesStart<'_>,
+    tag: Tag,
+    line: u64,
+) -> Result<(), ReadError> {
+    match tag {
+        Tag::Rs(Name::Md) => {
+            st.late_header("<rs:md>");
+            if st.md_seen {
+                st.warn("several document-level <rs:md>: attributes merged".into());
+            }
+            let mut md = std::mem::take(&mut st.header.md);
+            let modified = apply_md(st, resolver, e, &mut md, true)?;
+            st.header.md = md;
+            st.md_seen = true;
+            st.doc_md_done(modified);
+        }
+        Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
+            st.late_header("link");
+            if let Some(link) = parse_link(st, resolver, e, tag)? {
+                // Beta drafts (2013) pointed up with rel="resourcesync".
+                if matches!(tag, Tag::Rs(_)) && link.has_rel("resourcesync") {
+                    st.beta = true;
+                    st.refresh_syntax();
+                }
+                if st.header.links.len() < MAX_LINKS {
+                    st.header.links.push(link);
+                } else {
+                    st.repeat(Repeat::ExcessLink, line, || {
+                        format!("document-level links past the first {MAX_LINKS} ignored")
+                    });
+                }
+            }
+        }
+        Tag::Xhtml(Name::Meta) => {
+            st.late_header("<xhtml:meta>");
+            apply_alpha_meta(st, resolver, e)?;
+        }
+        Tag::Sitemap(_) | Tag::Rs(_) => {
+            let name = e.name().as_ref().to_owned();
+            st.unknown_element(&name, st.root_name());
+        }
+        Tag::Xhtml(_) | Tag::Other => {}
+    }
+    Ok(())
 }
 
 /// What the children of one `<url>` / `<sitemap>` gave so far ([`SitemapReader::read_entry`]).
@@ -2500,7 +2506,8 @@ mod tests {
     fn header_is_available_before_the_first_next_entry() {
         let r = open(EXAMPLE_C.as_bytes(), &url(), ReadOptions::default()).unwrap();
         assert_eq!(r.header().capability(), Some(Capability::ResourceList));
-        assert_eq!(r.entries_read(), 1);
+        // The first entry is read, and held, with the header.
+        assert_eq!(r.st.entries, 1);
     }
 
     #[test]
