@@ -471,60 +471,9 @@ impl Package {
         read: ReadOptions,
     ) -> Result<Package, DumpError> {
         let label = package_url.as_str().to_string();
-        let io_err = |source: io::Error| DumpError::Io {
-            package: label.clone(),
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = File::open(path).map_err(io_err)?;
-        let package_bytes = file.metadata().map_err(io_err)?.len();
-        let mut head = Vec::with_capacity(SNIFF_LEN);
-        (&mut file)
-            .take(SNIFF_LEN as u64)
-            .read_to_end(&mut head)
-            .map_err(io_err)?;
-        let format = PackageFormat::sniff(&head);
-        if !format.is_supported() {
-            return Err(DumpError::UnsupportedFormat {
-                package: label,
-                detected: format.describe(&head),
-            });
-        }
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        let mut archive =
-            ZipArchive::new(BufReader::with_capacity(ARCHIVE_BUFFER, file)).map_err(|e| {
-                DumpError::NotZip {
-                    package: label.clone(),
-                    message: e.to_string(),
-                }
-            })?;
-
-        if archive.has_duplicate_names() {
-            // The reader keeps one entry per name; find which name came twice.
-            let entry = duplicated_name(path, archive.central_directory_start())
-                .ok()
-                .flatten()
-                .map(|raw| String::from_utf8_lossy(&raw).into_owned())
-                .unwrap_or_else(|| "(not recoverable)".into());
-            return Err(DumpError::DuplicateEntry {
-                package: label,
-                entry,
-            });
-        }
-
+        let (mut archive, package_bytes) = open_archive(path, &label)?;
         let zip_entries = check_entries(&archive, &label, limits)?;
-        let total: u64 = zip_entries
-            .iter()
-            .fold(0u64, |sum, e| sum.saturating_add(e.size));
-        let total_cap = limits.total_cap(package_bytes);
-        if total > total_cap {
-            return Err(DumpError::PackageTooLarge {
-                package: label,
-                total,
-                cap: total_cap,
-                package_bytes,
-            });
-        }
+        let total_cap = check_total(&zip_entries, limits, package_bytes, &label)?;
         let by_name: HashMap<&str, usize> = zip_entries
             .iter()
             .enumerate()
@@ -544,18 +493,7 @@ impl Package {
             &label,
             &by_name,
         )?;
-
-        let mut referenced = vec![false; zip_entries.len()];
-        referenced[manifest_index] = true;
-        for i in manifest.items.iter().filter_map(|m| m.zip_index) {
-            referenced[i] = true;
-        }
-        let extras = zip_entries
-            .iter()
-            .zip(&referenced)
-            .filter(|(e, used)| !e.is_dir && !**used)
-            .map(|(e, _)| e.name.clone())
-            .collect();
+        let extras = unlisted_entries(&zip_entries, manifest_index, &manifest.items);
         let counted = vec![false; zip_entries.len()];
         Ok(Package {
             label,
@@ -837,6 +775,93 @@ fn unsupported(meta: &ZipEntry) -> Option<String> {
         CompressionMethod::Stored | CompressionMethod::Deflated => None,
         other => Some(format!("compression method {other:?}")),
     }
+}
+
+/// Open the package file at `path` as a ZIP archive (`label` names it in errors), with its
+/// size in bytes: refused when its first bytes say it is another format, when it is no ZIP
+/// archive, or when two entries have the same name.
+fn open_archive(path: &Path, label: &str) -> Result<(Archive, u64), DumpError> {
+    let io_err = |source: io::Error| DumpError::Io {
+        package: label.to_string(),
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io_err)?;
+    let package_bytes = file.metadata().map_err(io_err)?.len();
+    let mut head = Vec::with_capacity(SNIFF_LEN);
+    (&mut file)
+        .take(SNIFF_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(io_err)?;
+    let format = PackageFormat::sniff(&head);
+    if !format.is_supported() {
+        return Err(DumpError::UnsupportedFormat {
+            package: label.to_string(),
+            detected: format.describe(&head),
+        });
+    }
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    let archive = ZipArchive::new(BufReader::with_capacity(ARCHIVE_BUFFER, file)).map_err(|e| {
+        DumpError::NotZip {
+            package: label.to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    if archive.has_duplicate_names() {
+        // The reader keeps one entry per name; find which name came twice.
+        let entry = duplicated_name(path, archive.central_directory_start())
+            .ok()
+            .flatten()
+            .map(|raw| String::from_utf8_lossy(&raw).into_owned())
+            .unwrap_or_else(|| "(not recoverable)".into());
+        return Err(DumpError::DuplicateEntry {
+            package: label.to_string(),
+            entry,
+        });
+    }
+    Ok((archive, package_bytes))
+}
+
+/// The cap on the bytes a package of `package_bytes` may expand to, when the sizes its entries
+/// declare stay under it; else the package is refused before anything is decompressed.
+fn check_total(
+    zip_entries: &[ZipEntry],
+    limits: DumpLimits,
+    package_bytes: u64,
+    label: &str,
+) -> Result<u64, DumpError> {
+    let total: u64 = zip_entries
+        .iter()
+        .fold(0u64, |sum, e| sum.saturating_add(e.size));
+    let total_cap = limits.total_cap(package_bytes);
+    if total > total_cap {
+        return Err(DumpError::PackageTooLarge {
+            package: label.to_string(),
+            total,
+            cap: total_cap,
+            package_bytes,
+        });
+    }
+    Ok(total_cap)
+}
+
+/// The files in the package that neither are the manifest nor hold a bitstream it lists.
+fn unlisted_entries(
+    zip_entries: &[ZipEntry],
+    manifest_index: usize,
+    items: &[ManifestItem],
+) -> Vec<String> {
+    let mut referenced = vec![false; zip_entries.len()];
+    referenced[manifest_index] = true;
+    for i in items.iter().filter_map(|m| m.zip_index) {
+        referenced[i] = true;
+    }
+    zip_entries
+        .iter()
+        .zip(&referenced)
+        .filter(|(e, used)| !e.is_dir && !**used)
+        .map(|(e, _)| e.name.clone())
+        .collect()
 }
 
 /// The archive-wide checks on every entry of the central directory: names, symbolic links,
