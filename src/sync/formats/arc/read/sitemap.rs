@@ -704,6 +704,72 @@ impl PageCheck<'_> {
             Some(v) => Err(self.wrong(name, "a boolean", &v)),
         }
     }
+
+    fn lastmod(&mut self) -> Result<Option<Timestamp>, ArcError> {
+        let Some(s) = self.string("lastmod")? else {
+            return Ok(None);
+        };
+        let field = self.field("lastmod");
+        match datetime(&s, &field, self.opts, self.warnings) {
+            Ok(t) => Ok(Some(t)),
+            Err(problem) => Err(self.error("lastmod", problem)),
+        }
+    }
+
+    fn tags(&mut self) -> Result<Option<Vec<String>>, ArcError> {
+        match self.optional("ai_tags", "an array of strings") {
+            None => Ok(None),
+            Some(Value::Array(items)) => {
+                let mut tags = Vec::with_capacity(items.len());
+                for (i, t) in items.into_iter().enumerate() {
+                    match t {
+                        Value::String(s) => tags.push(s),
+                        other => {
+                            return Err(self.wrong(&format!("ai_tags[{i}]"), "a string", &other))
+                        }
+                    }
+                }
+                Ok(Some(tags))
+            }
+            Some(v) => Err(self.wrong("ai_tags", "an array of strings", &v)),
+        }
+    }
+
+    /// `ai_checksum` decoded, with a warning when it is a bare hex value or unusable.
+    fn digest(&mut self, raw: &str) -> Digest {
+        let (d, assumed) = checksum(raw);
+        if assumed {
+            let w = format!(
+                "{}: {raw:?} has no algorithm prefix: read as sha256",
+                self.field("ai_checksum")
+            );
+            self.warnings.push(w);
+        } else if !d.is_usable() {
+            let w = format!(
+                "{}: {raw:?} is not a usable sha256, sha-1 or md5 digest: the page cannot be verified",
+                self.field("ai_checksum")
+            );
+            self.warnings.push(w);
+        }
+        d
+    }
+
+    fn crawl_priority(&mut self) -> Result<Option<f64>, ArcError> {
+        match self.optional("crawl_priority", "a number") {
+            None => Ok(None),
+            Some(Value::Number(n)) => {
+                let x = n.as_f64().unwrap_or(f64::NAN);
+                if !(0.0..=1.0).contains(&x) {
+                    return Err(self.error(
+                        "crawl_priority",
+                        format!("must be between 0 and 1, got {n}"),
+                    ));
+                }
+                Ok(Some(x))
+            }
+            Some(v) => Err(self.wrong("crawl_priority", "a number between 0 and 1", &v)),
+        }
+    }
 }
 
 fn page(
@@ -740,70 +806,17 @@ fn page(
         Some(Value::Bool(b)) => b,
         Some(v) => return Err(c.wrong("ai_indexable", "a boolean (required)", &v)),
     };
-    let lastmod = match c.string("lastmod")? {
-        None => None,
-        Some(s) => Some(
-            datetime(&s, &c.field("lastmod"), c.opts, c.warnings).map_err(|problem| {
-                ArcError::Schema {
-                    field: c.field("lastmod"),
-                    problem,
-                    page: c.page.clone(),
-                }
-            })?,
-        ),
-    };
+    let lastmod = c.lastmod()?;
     let ai_summary = c.string("ai_summary")?;
-    let ai_tags = match c.optional("ai_tags", "an array of strings") {
-        None => None,
-        Some(Value::Array(items)) => {
-            let mut tags = Vec::with_capacity(items.len());
-            for (i, t) in items.into_iter().enumerate() {
-                match t {
-                    Value::String(s) => tags.push(s),
-                    other => return Err(c.wrong(&format!("ai_tags[{i}]"), "a string", &other)),
-                }
-            }
-            Some(tags)
-        }
-        Some(v) => return Err(c.wrong("ai_tags", "an array of strings", &v)),
-    };
+    let ai_tags = c.tags()?;
     let ai_checksum = c.string("ai_checksum")?;
-    let digest = ai_checksum.as_deref().map(|raw| {
-        let (d, assumed) = checksum(raw);
-        if assumed {
-            let w = format!(
-                "{}: {raw:?} has no algorithm prefix: read as sha256",
-                c.field("ai_checksum")
-            );
-            c.warnings.push(w);
-        } else if !d.is_usable() {
-            let w = format!(
-                "{}: {raw:?} is not a usable sha256, sha-1 or md5 digest: the page cannot be verified",
-                c.field("ai_checksum")
-            );
-            c.warnings.push(w);
-        }
-        d
-    });
+    let digest = ai_checksum.as_deref().map(|raw| c.digest(raw));
     let ai_snapshot = match c.optional("ai_snapshot", "an object") {
         None => None,
         Some(v @ Value::Object(_)) => Some(v),
         Some(v) => return Err(c.wrong("ai_snapshot", "an object", &v)),
     };
-    let crawl_priority = match c.optional("crawl_priority", "a number") {
-        None => None,
-        Some(Value::Number(n)) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            if !(0.0..=1.0).contains(&x) {
-                return Err(c.error(
-                    "crawl_priority",
-                    format!("must be between 0 and 1, got {n}"),
-                ));
-            }
-            Some(x)
-        }
-        Some(v) => return Err(c.wrong("crawl_priority", "a number between 0 and 1", &v)),
-    };
+    let crawl_priority = c.crawl_priority()?;
     let auth_required = c.boolean("auth_required")?.unwrap_or(false);
     let robots_directive = c.string("robots_directive")?;
     let deleted = c.boolean("deleted")?.unwrap_or(false);
@@ -902,16 +915,31 @@ fn header(
         .pages
         .ok_or_else(|| ArcError::schema("pages", "missing (required)"))?;
 
-    let rate_value = f
-        .crawl_rate
-        .map(|v| ("crawl_rate", v))
-        .or_else(|| match f.metadata {
-            Some(Value::Object(mut m)) => {
-                m.remove("crawl_rate").map(|v| ("metadata.crawl_rate", v))
-            }
-            _ => None,
-        });
-    let crawl_rate = match rate_value {
+    let crawl_rate = crawl_rate(f.crawl_rate, f.metadata, &mut warnings);
+    let delta_feeds = delta_feeds(f.delta_feeds, f.delta_feeds_dropped, base, &mut warnings);
+    Ok(Header {
+        version,
+        site,
+        generated_at,
+        crawl_rate,
+        delta_feeds,
+        pages,
+        warnings: warnings.into_vec(),
+    })
+}
+
+/// `crawl_rate` at the top level, else in a `metadata` object; a value that is no rate is
+/// ignored, with a warning.
+fn crawl_rate(
+    top: Option<Value>,
+    metadata: Option<Value>,
+    warnings: &mut Warnings,
+) -> Option<CrawlRate> {
+    let rate_value = top.map(|v| ("crawl_rate", v)).or_else(|| match metadata {
+        Some(Value::Object(mut m)) => m.remove("crawl_rate").map(|v| ("metadata.crawl_rate", v)),
+        _ => None,
+    });
+    match rate_value {
         None | Some((_, Value::Null)) => None,
         Some((name, v)) => {
             let rate = match &v {
@@ -927,10 +955,20 @@ fn header(
             }
             rate
         }
-    };
+    }
+}
 
+/// The URLs of `delta_feeds` (strings, or objects with a `url`), resolved against `base`;
+/// anything else is ignored, with a warning, as are the `dropped` entries past
+/// [`MAX_DELTA_FEEDS`].
+fn delta_feeds(
+    value: Option<Value>,
+    dropped: u64,
+    base: &Url,
+    warnings: &mut Warnings,
+) -> Vec<Url> {
     let mut delta_feeds = Vec::new();
-    match f.delta_feeds {
+    match value {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for (i, item) in items.into_iter().enumerate() {
@@ -956,21 +994,12 @@ fn header(
             kind(&v)
         )),
     }
-    if f.delta_feeds_dropped > 0 {
+    if dropped > 0 {
         warnings.push(format!(
-            "delta_feeds: {} entries past the first {MAX_DELTA_FEEDS} ignored",
-            f.delta_feeds_dropped
+            "delta_feeds: {dropped} entries past the first {MAX_DELTA_FEEDS} ignored"
         ));
     }
-    Ok(Header {
-        version,
-        site,
-        generated_at,
-        crawl_rate,
-        delta_feeds,
-        pages,
-        warnings: warnings.into_vec(),
-    })
+    delta_feeds
 }
 
 #[cfg(test)]
