@@ -19,7 +19,7 @@ use crate::sync::formats::scp::read::line::LineReader;
 use crate::sync::formats::scp::read::page::{parse_page, Page};
 use crate::sync::formats::scp::read::warning::{WarnKind, Warning, WarningLog};
 use jiff::Timestamp;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fmt;
 use std::io::Read;
 
@@ -306,36 +306,9 @@ fn parse_meta(text: &str, log: &mut WarningLog) -> Result<CollectionMeta, ScpErr
             "line 1 has no \"collection\" object",
         ));
     };
-    let string = |name: &'static str| -> Result<&str, ScpErrorKind> {
-        match c.get(name) {
-            None => Err(ScpErrorKind::MissingField(name)),
-            Some(Value::String(s)) => Ok(s),
-            Some(_) => Err(invalid(name, "expected a string".into())),
-        }
-    };
-    let identifier = |name: &'static str| -> Result<String, ScpErrorKind> {
-        let s = string(name)?;
-        // Schema: `^[a-zA-Z0-9-_]+$`.
-        if s.is_empty()
-            || !s
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(invalid(
-                name,
-                format!("{s:?} is not made of letters, digits, '-' and '_'"),
-            ));
-        }
-        Ok(s.to_string())
-    };
-    let time = |name: &'static str| -> Result<Timestamp, ScpErrorKind> {
-        let s = string(name)?;
-        s.parse::<Timestamp>()
-            .map_err(|_| invalid(name, format!("not an RFC 3339 date-time: {s:?}")))
-    };
-    let id = identifier("id")?;
-    let section = identifier("section")?;
-    let kind = match string("type")? {
+    let id = required_identifier(c, "id")?;
+    let section = required_identifier(c, "section")?;
+    let kind = match required_string(c, "type")? {
         "snapshot" => CollectionType::Snapshot,
         "delta" => CollectionType::Delta,
         other => {
@@ -345,39 +318,9 @@ fn parse_meta(text: &str, log: &mut WarningLog) -> Result<CollectionMeta, ScpErr
             ))
         }
     };
-    let generated = time("generated")?;
-    // SCP 0.1: `since` is required for delta collections (and only means something there).
-    let since = match kind {
-        CollectionType::Delta => Some(time("since")?),
-        CollectionType::Snapshot => {
-            if c.contains_key("since") {
-                log.warn(WarnKind::Metadata, 1, || {
-                    "\"since\" on a snapshot ignored".into()
-                });
-            }
-            None
-        }
-    };
-    if let Some(s) = since.filter(|s| *s > generated) {
-        log.warn(WarnKind::Metadata, 1, || {
-            format!("since {s} is after generated {generated}")
-        });
-    }
-    let version_text = string("version")?;
-    let version = Version::parse(version_text)
-        .ok_or_else(|| invalid("version", format!("{version_text:?} is not MAJOR.MINOR")))?;
-    // SCP 0.1 "Version Compatibility" 2 and 3.
-    if version.major > SUPPORTED_VERSION.major {
-        return Err(ScpErrorKind::UnsupportedVersion {
-            version: version_text.to_string(),
-            supported: SUPPORTED_VERSION.major,
-        });
-    }
-    if version > SUPPORTED_VERSION {
-        log.warn(WarnKind::Metadata, 1, || {
-            format!("version {version} is newer than {SUPPORTED_VERSION}: read as {SUPPORTED_VERSION}, unknown fields and block types ignored")
-        });
-    }
+    let generated = required_time(c, "generated")?;
+    let since = checked_since(c, kind, generated, log)?;
+    let version = checked_version(c, log)?;
     let checksum = match c.get("checksum") {
         None => None,
         Some(Value::String(s)) => Some(parse_declared(s)?),
@@ -397,6 +340,87 @@ fn parse_meta(text: &str, log: &mut WarningLog) -> Result<CollectionMeta, ScpErr
         checksum,
         json: text.to_string(),
     })
+}
+
+/// A required string of the `collection` object.
+fn required_string<'c>(
+    c: &'c Map<String, Value>,
+    name: &'static str,
+) -> Result<&'c str, ScpErrorKind> {
+    match c.get(name) {
+        None => Err(ScpErrorKind::MissingField(name)),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(invalid(name, "expected a string".into())),
+    }
+}
+
+/// A required identifier (schema: `^[a-zA-Z0-9-_]+$`).
+fn required_identifier(c: &Map<String, Value>, name: &'static str) -> Result<String, ScpErrorKind> {
+    let s = required_string(c, name)?;
+    if s.is_empty()
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(invalid(
+            name,
+            format!("{s:?} is not made of letters, digits, '-' and '_'"),
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// A required RFC 3339 date-time.
+fn required_time(c: &Map<String, Value>, name: &'static str) -> Result<Timestamp, ScpErrorKind> {
+    let s = required_string(c, name)?;
+    s.parse::<Timestamp>()
+        .map_err(|_| invalid(name, format!("not an RFC 3339 date-time: {s:?}")))
+}
+
+/// SCP 0.1: `since` is required for delta collections (and only means something there).
+fn checked_since(
+    c: &Map<String, Value>,
+    kind: CollectionType,
+    generated: Timestamp,
+    log: &mut WarningLog,
+) -> Result<Option<Timestamp>, ScpErrorKind> {
+    let since = match kind {
+        CollectionType::Delta => Some(required_time(c, "since")?),
+        CollectionType::Snapshot => {
+            if c.contains_key("since") {
+                log.warn(WarnKind::Metadata, 1, || {
+                    "\"since\" on a snapshot ignored".into()
+                });
+            }
+            None
+        }
+    };
+    if let Some(s) = since.filter(|s| *s > generated) {
+        log.warn(WarnKind::Metadata, 1, || {
+            format!("since {s} is after generated {generated}")
+        });
+    }
+    Ok(since)
+}
+
+/// SCP 0.1 "Version Compatibility" 2 and 3: a newer major version is refused, a newer minor
+/// one read as this one, with a warning.
+fn checked_version(c: &Map<String, Value>, log: &mut WarningLog) -> Result<Version, ScpErrorKind> {
+    let version_text = required_string(c, "version")?;
+    let version = Version::parse(version_text)
+        .ok_or_else(|| invalid("version", format!("{version_text:?} is not MAJOR.MINOR")))?;
+    if version.major > SUPPORTED_VERSION.major {
+        return Err(ScpErrorKind::UnsupportedVersion {
+            version: version_text.to_string(),
+            supported: SUPPORTED_VERSION.major,
+        });
+    }
+    if version > SUPPORTED_VERSION {
+        log.warn(WarnKind::Metadata, 1, || {
+            format!("version {version} is newer than {SUPPORTED_VERSION}: read as {SUPPORTED_VERSION}, unknown fields and block types ignored")
+        });
+    }
+    Ok(version)
 }
 
 fn invalid(field: &str, reason: String) -> ScpErrorKind {
