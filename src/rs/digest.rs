@@ -21,7 +21,7 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    pub fn parse(name: &str) -> Algorithm {
+    pub(crate) fn parse(name: &str) -> Algorithm {
         // A hot path (every entry of every list): no allocation for the known names.
         let n = name.trim();
         let is = |a: &str| n.eq_ignore_ascii_case(a);
@@ -37,7 +37,7 @@ impl Algorithm {
     }
 
     /// The spec's spelling.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Algorithm::Md5 => "md5",
             Algorithm::Sha1 => "sha-1",
@@ -47,7 +47,7 @@ impl Algorithm {
     }
 
     /// Digest length in bytes, for the algorithms we can compute.
-    pub fn byte_len(&self) -> Option<usize> {
+    pub(crate) fn byte_len(&self) -> Option<usize> {
         match self {
             Algorithm::Md5 => Some(16),
             Algorithm::Sha1 => Some(20),
@@ -86,7 +86,7 @@ impl Hex {
     pub const MAX: usize = 64;
 
     /// `s` in lower case, when it is hex digits (of either case) that fit.
-    pub fn parse(s: &str) -> Option<Hex> {
+    pub(crate) fn parse(s: &str) -> Option<Hex> {
         let s = s.as_bytes();
         if s.len() > Self::MAX {
             return None;
@@ -109,7 +109,7 @@ impl Hex {
     }
 
     /// The lower-case hex of `bytes`, when it fits.
-    pub fn encode(bytes: &[u8]) -> Option<Hex> {
+    pub(crate) fn encode(bytes: &[u8]) -> Option<Hex> {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         if 2 * bytes.len() > Self::MAX {
             return None;
@@ -125,11 +125,11 @@ impl Hex {
         Some(hex)
     }
 
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.digits[..usize::from(self.len)]
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         let bytes = self.as_bytes();
         debug_assert!(bytes.iter().all(u8::is_ascii_hexdigit));
         // SAFETY: `parse` and `encode`, the only ways to make a `Hex`, keep only hex digits
@@ -174,7 +174,7 @@ pub struct Digest {
 
 impl Digest {
     /// Decode one value for one algorithm (hex in either case, or base64 / url-safe base64).
-    pub fn new(algorithm: Algorithm, raw: &str) -> Digest {
+    pub(crate) fn new(algorithm: Algorithm, raw: &str) -> Digest {
         let raw = raw.trim();
         let (hex, encoding) = match algorithm.byte_len() {
             None => (None, Encoding::Unusable),
@@ -193,7 +193,7 @@ impl Digest {
     }
 
     /// The value exactly as the source wrote it.
-    pub fn written(&self) -> &str {
+    pub(crate) fn written(&self) -> &str {
         match (&self.hex, self.raw.is_empty()) {
             (Some(h), true) => h,
             _ => &self.raw,
@@ -241,7 +241,7 @@ fn decode(raw: &str, n: usize) -> (Option<Hex>, Encoding) {
 }
 
 /// The source's digests as one normalised string (`md5:… sha-256:…`), or None.
-pub fn declared_hash(digests: &[Digest]) -> Option<String> {
+pub(crate) fn declared_hash(digests: &[Digest]) -> Option<String> {
     use std::fmt::Write;
     (!digests.is_empty()).then(|| {
         let mut s = String::with_capacity(digests.len() * 72);
@@ -300,7 +300,7 @@ fn ascii_tokens(s: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The usable declared value for an algorithm, if any.
-pub fn declared_hex<'a>(digests: &'a [Digest], alg: &Algorithm) -> Option<&'a str> {
+pub(crate) fn declared_hex<'a>(digests: &'a [Digest], alg: &Algorithm) -> Option<&'a str> {
     digests
         .iter()
         .find(|d| &d.algorithm == alg && d.hex.is_some())
@@ -319,7 +319,7 @@ pub struct Computed {
 }
 
 impl Computed {
-    pub fn hex_for(&self, alg: &Algorithm) -> Option<&str> {
+    pub(crate) fn hex_for(&self, alg: &Algorithm) -> Option<&str> {
         match alg {
             Algorithm::Md5 => Some(&self.md5_hex),
             Algorithm::Sha256 => Some(&self.sha256_hex),
@@ -338,7 +338,7 @@ pub struct Mismatch {
 }
 
 /// Check every usable declared digest against what was computed.
-pub fn mismatches(declared: &[Digest], computed: &Computed) -> Vec<Mismatch> {
+pub(crate) fn mismatches(declared: &[Digest], computed: &Computed) -> Vec<Mismatch> {
     declared
         .iter()
         .filter_map(|d| {
@@ -351,11 +351,6 @@ pub fn mismatches(declared: &[Digest], computed: &Computed) -> Vec<Mismatch> {
             })
         })
         .collect()
-}
-
-/// True when at least one declared digest is usable and was checked.
-pub fn any_verifiable(declared: &[Digest]) -> bool {
-    declared.iter().any(|d| d.is_usable())
 }
 
 /// A streaming hasher computing md5 + sha256 (+ sha1) in one pass.
@@ -379,7 +374,7 @@ impl Hasher {
     }
 
     /// Length and sha-256 only; the result's `md5_hex` is empty (`audit --level sha256`).
-    pub fn sha256_only() -> Hasher {
+    pub(crate) fn sha256_only() -> Hasher {
         Hasher {
             md5: None,
             ..Hasher::new(false)
@@ -565,7 +560,7 @@ mod tests {
         assert!(!d[0].is_usable());
         assert_eq!(d[0].encoding, Encoding::Unusable);
         assert_eq!(d[1].algorithm, Algorithm::Other("crc32".into()));
-        assert!(!any_verifiable(&d));
+        assert!(d.iter().all(|d| !d.is_usable()));
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub enum Capability {
 }
 
 impl Capability {
-    pub fn parse(s: &str) -> Capability {
+    pub(crate) fn parse(s: &str) -> Capability {
         match s.trim().to_ascii_lowercase().as_str() {
             "description" => Capability::Description,
             "capabilitylist" => Capability::CapabilityList,
@@ -113,7 +113,7 @@ pub enum Change {
 }
 
 impl Change {
-    pub fn parse(s: &str) -> Option<Change> {
+    pub(crate) fn parse(s: &str) -> Option<Change> {
         match s.trim().to_ascii_lowercase().as_str() {
             "created" => Some(Change::Created),
             "updated" => Some(Change::Updated),
@@ -122,7 +122,7 @@ impl Change {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Change::Created => "created",
             Change::Updated => "updated",
@@ -137,7 +137,7 @@ impl Change {
 pub type MediaType = std::borrow::Cow<'static, str>;
 
 /// `value` as a [`MediaType`]: the same text, borrowed from a table when it is a common type.
-pub fn media_type(value: &str) -> MediaType {
+pub(crate) fn media_type(value: &str) -> MediaType {
     const COMMON: &[&str] = &[
         "text/plain",
         "text/html",
@@ -207,7 +207,7 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn has_rel(&self, rel: &str) -> bool {
+    pub(crate) fn has_rel(&self, rel: &str) -> bool {
         self.rel.split_ascii_whitespace().any(|r| r == rel)
     }
 }
@@ -238,11 +238,11 @@ impl Header {
         self.md.capability.clone()
     }
 
-    pub fn link(&self, rel: &str) -> Option<&Link> {
+    pub(crate) fn link(&self, rel: &str) -> Option<&Link> {
         self.links.iter().find(|l| l.has_rel(rel))
     }
 
-    pub fn is_index(&self) -> bool {
+    pub(crate) fn is_index(&self) -> bool {
         self.root == Root::SitemapIndex
     }
 }
@@ -269,7 +269,7 @@ impl Entry {
     }
 
     /// Mirrors (`rel="duplicate"`) in preference order (`pri`, absent = 999999).
-    pub fn duplicates(&self) -> Vec<&Link> {
+    pub(crate) fn duplicates(&self) -> Vec<&Link> {
         let mut d: Vec<&Link> = self
             .links
             .iter()

@@ -101,7 +101,7 @@ impl PackageFormat {
         PackageFormat::Unknown
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             PackageFormat::Zip => "ZIP",
             PackageFormat::EmptyZip => "ZIP (no entries)",
@@ -118,7 +118,7 @@ impl PackageFormat {
     }
 
     /// Only ZIP is read (ResourceSync 1.1 §9: the default and recommended format).
-    pub fn is_supported(self) -> bool {
+    pub(crate) fn is_supported(self) -> bool {
         matches!(self, PackageFormat::Zip | PackageFormat::EmptyZip)
     }
 
@@ -155,14 +155,14 @@ impl Default for DumpLimits {
 
 impl DumpLimits {
     /// The most one entry of `compressed_bytes` may expand to.
-    pub fn entry_cap(&self, compressed_bytes: u64) -> u64 {
+    pub(crate) fn entry_cap(&self, compressed_bytes: u64) -> u64 {
         self.max_ratio
             .saturating_mul(compressed_bytes)
             .max(self.min_cap_bytes)
     }
 
     /// The most all entries of a package of `package_bytes` may expand to together.
-    pub fn total_cap(&self, package_bytes: u64) -> u64 {
+    pub(crate) fn total_cap(&self, package_bytes: u64) -> u64 {
         self.max_ratio
             .saturating_mul(package_bytes)
             .max(self.min_cap_bytes)
@@ -471,60 +471,9 @@ impl Package {
         read: ReadOptions,
     ) -> Result<Package, DumpError> {
         let label = package_url.as_str().to_string();
-        let io_err = |source: io::Error| DumpError::Io {
-            package: label.clone(),
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = File::open(path).map_err(io_err)?;
-        let package_bytes = file.metadata().map_err(io_err)?.len();
-        let mut head = Vec::with_capacity(SNIFF_LEN);
-        (&mut file)
-            .take(SNIFF_LEN as u64)
-            .read_to_end(&mut head)
-            .map_err(io_err)?;
-        let format = PackageFormat::sniff(&head);
-        if !format.is_supported() {
-            return Err(DumpError::UnsupportedFormat {
-                package: label,
-                detected: format.describe(&head),
-            });
-        }
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        let mut archive =
-            ZipArchive::new(BufReader::with_capacity(ARCHIVE_BUFFER, file)).map_err(|e| {
-                DumpError::NotZip {
-                    package: label.clone(),
-                    message: e.to_string(),
-                }
-            })?;
-
-        if archive.has_duplicate_names() {
-            // The reader keeps one entry per name; find which name came twice.
-            let entry = duplicated_name(path, archive.central_directory_start())
-                .ok()
-                .flatten()
-                .map(|raw| String::from_utf8_lossy(&raw).into_owned())
-                .unwrap_or_else(|| "(not recoverable)".into());
-            return Err(DumpError::DuplicateEntry {
-                package: label,
-                entry,
-            });
-        }
-
+        let (mut archive, package_bytes) = open_archive(path, &label)?;
         let zip_entries = check_entries(&archive, &label, limits)?;
-        let total: u64 = zip_entries
-            .iter()
-            .fold(0u64, |sum, e| sum.saturating_add(e.size));
-        let total_cap = limits.total_cap(package_bytes);
-        if total > total_cap {
-            return Err(DumpError::PackageTooLarge {
-                package: label,
-                total,
-                cap: total_cap,
-                package_bytes,
-            });
-        }
+        let total_cap = check_total(&zip_entries, limits, package_bytes, &label)?;
         let by_name: HashMap<&str, usize> = zip_entries
             .iter()
             .enumerate()
@@ -544,18 +493,7 @@ impl Package {
             &label,
             &by_name,
         )?;
-
-        let mut referenced = vec![false; zip_entries.len()];
-        referenced[manifest_index] = true;
-        for i in manifest.items.iter().filter_map(|m| m.zip_index) {
-            referenced[i] = true;
-        }
-        let extras = zip_entries
-            .iter()
-            .zip(&referenced)
-            .filter(|(e, used)| !e.is_dir && !**used)
-            .map(|(e, _)| e.name.clone())
-            .collect();
+        let extras = unlisted_entries(&zip_entries, manifest_index, &manifest.items);
         let counted = vec![false; zip_entries.len()];
         Ok(Package {
             label,
@@ -572,16 +510,6 @@ impl Package {
             refused: false,
             buf: vec![0u8; READ_BUFFER],
         })
-    }
-
-    /// The package as named in errors (its URL).
-    pub fn package(&self) -> &str {
-        &self.label
-    }
-
-    /// Size of the package file in bytes.
-    pub fn package_bytes(&self) -> u64 {
-        self.package_bytes
     }
 
     /// The manifest's header: capability, `at`/`completed` or `from`/`until`, links.
@@ -631,154 +559,189 @@ impl Package {
                 package: self.label.clone(),
             })));
         }
-        let item = &self.items[index];
-        if item.is_deleted() {
+        if self.items[index].is_deleted() {
             return Ok(None);
         }
-        let entry_error = |kind| {
-            StageError::Entry(Box::new(EntryError {
-                package: self.label.clone(),
-                line: item.line,
-                loc: item.loc.to_string(),
-                kind,
-            }))
-        };
+        let (name, zip_index) = self.locate(index)?;
+        let (part, computed) = self.copy_out(index, zip_index, &name, staging)?;
+        self.check_manifest(index, &name, &computed)?;
+        let path = part.describe();
+        let path = part
+            .keep()
+            .map_err(|source| self.entry_error(index, EntryErrorKind::Staging { path, source }))?;
+        Ok(Some(StagedBitstream {
+            path,
+            computed,
+            entry_name: name,
+        }))
+    }
+
+    /// The bitstream of manifest entry `index`: its path in the package and the index of its
+    /// zip entry, when it has a path, the package holds it and it can be read.
+    fn locate(&self, index: usize) -> Result<(String, usize), StageError> {
+        let item = &self.items[index];
         let Some(name) = item.entry_name.clone() else {
-            return Err(entry_error(EntryErrorKind::NoPath));
+            return Err(self.entry_error(index, EntryErrorKind::NoPath));
         };
         let Some(zip_index) = item.zip_index else {
-            return Err(entry_error(EntryErrorKind::Missing { entry: name }));
+            return Err(self.entry_error(index, EntryErrorKind::Missing { entry: name }));
         };
-        let meta = &self.zip_entries[zip_index];
-        if let Some(what) = unsupported(meta) {
-            return Err(entry_error(EntryErrorKind::Unsupported {
-                entry: name,
-                what,
-            }));
+        if let Some(what) = unsupported(&self.zip_entries[zip_index]) {
+            return Err(self.entry_error(index, EntryErrorKind::Unsupported { entry: name, what }));
         }
-        let with_sha1 = item
+        Ok((name, zip_index))
+    }
+
+    /// Copy zip entry `zip_index` (the bitstream of manifest entry `index`, named `name`) into
+    /// a new file under `staging`, hashing while writing. The zip entry's own checks (its
+    /// declared size, its CRC-32) and the package's cap on expanded bytes apply on the way; on
+    /// an error the new file is dropped, which removes it.
+    fn copy_out(
+        &mut self,
+        index: usize,
+        zip_index: usize,
+        name: &str,
+        staging: &Path,
+    ) -> Result<(NewFile, Computed), StageError> {
+        let with_sha1 = self.items[index]
             .hash
             .iter()
             .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
-        let mut part = match NewFile::create_named(staging) {
-            Ok(p) => p,
-            Err(source) => {
-                return Err(entry_error(EntryErrorKind::Staging {
-                    path: staging.to_path_buf(),
-                    source,
-                }))
-            }
-        };
+        let mut part = NewFile::create_named(staging).map_err(|source| {
+            let path = staging.to_path_buf();
+            self.entry_error(index, EntryErrorKind::Staging { path, source })
+        })?;
+        let meta = &self.zip_entries[zip_index];
         let mut reader = match EntryReader::open(&mut self.archive, zip_index, meta) {
             Ok(r) => r,
             Err(message) => {
                 self.refused = true;
                 return Err(StageError::Package(Box::new(DumpError::BrokenEntry {
                     package: self.label.clone(),
-                    entry: name,
+                    entry: name.to_string(),
                     message,
                 })));
             }
         };
         let mut hasher = Hasher::new(with_sha1);
-        let buf = &mut self.buf;
-        let mut write_error = None;
-        let mut read_error = None;
-        loop {
-            match reader.read(buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    hasher.update(&buf[..n]);
-                    if let Err(e) = part.write_all(&buf[..n]) {
-                        write_error = Some(e);
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    read_error = Some(e);
-                    break;
-                }
-            }
-        }
+        let end = copy_hashing(&mut reader, &mut part, &mut self.buf, &mut hasher);
         // Every read error records its fault; the fallback is for safety only.
-        let fault = reader
-            .fault
-            .take()
-            .or_else(|| read_error.map(|e| Fault::Corrupt(e.to_string())));
+        let fault = reader.fault.take().or_else(|| match &end {
+            CopyEnd::ReadFailed(e) => Some(Fault::Corrupt(e.to_string())),
+            _ => None,
+        });
         let produced = reader.produced;
         drop(reader);
+        if let Some(fault) = fault {
+            return Err(self.fault_error(index, zip_index, name, fault));
+        }
+        if let CopyEnd::WriteFailed(source) = end {
+            let path = part.describe();
+            return Err(self.entry_error(index, EntryErrorKind::Staging { path, source }));
+        }
+        self.count_expanded(zip_index, produced)?;
+        Ok((part, hasher.finish()))
+    }
+
+    /// What a fault found while reading zip entry `zip_index` means: more or fewer bytes than
+    /// its header declares refuse the package (the header lies); a bad CRC-32 or corrupt data
+    /// fails the entry.
+    fn fault_error(
+        &mut self,
+        index: usize,
+        zip_index: usize,
+        name: &str,
+        fault: Fault,
+    ) -> StageError {
+        let entry = name.to_string();
         match fault {
-            None => {}
-            Some(Fault::Size(found)) => {
+            Fault::Size(found) => {
                 self.refused = true;
-                return Err(StageError::Package(Box::new(DumpError::SizeMismatch {
+                StageError::Package(Box::new(DumpError::SizeMismatch {
                     package: self.label.clone(),
-                    entry: name,
-                    declared: meta.size,
+                    entry,
+                    declared: self.zip_entries[zip_index].size,
                     found,
-                })));
+                }))
             }
-            Some(Fault::Crc { expected, actual }) => {
-                return Err(entry_error(EntryErrorKind::Crc {
-                    entry: name,
+            Fault::Crc { expected, actual } => self.entry_error(
+                index,
+                EntryErrorKind::Crc {
+                    entry,
                     expected,
                     actual,
-                }))
-            }
-            Some(Fault::Corrupt(message)) => {
-                return Err(entry_error(EntryErrorKind::Corrupt {
-                    entry: name,
-                    message,
-                }))
+                },
+            ),
+            Fault::Corrupt(message) => {
+                self.entry_error(index, EntryErrorKind::Corrupt { entry, message })
             }
         }
-        if let Some(source) = write_error {
-            return Err(entry_error(EntryErrorKind::Staging {
-                path: part.describe(),
-                source,
-            }));
+    }
+
+    /// Add the bytes zip entry `zip_index` expanded to (once per zip entry) to the package's
+    /// total, and refuse the package past its cap. Defence in depth: the per-entry checks
+    /// already bound the total.
+    fn count_expanded(&mut self, zip_index: usize, produced: u64) -> Result<(), StageError> {
+        if self.counted[zip_index] {
+            return Ok(());
         }
-        // Defence in depth: the per-entry checks already bound the total.
-        if !self.counted[zip_index] {
-            self.counted[zip_index] = true;
-            self.expanded = self.expanded.saturating_add(produced);
-            if self.expanded > self.total_cap {
-                self.refused = true;
-                return Err(StageError::Package(Box::new(DumpError::PackageTooLarge {
-                    package: self.label.clone(),
-                    total: self.expanded,
-                    cap: self.total_cap,
-                    package_bytes: self.package_bytes,
-                })));
-            }
+        self.counted[zip_index] = true;
+        self.expanded = self.expanded.saturating_add(produced);
+        if self.expanded > self.total_cap {
+            self.refused = true;
+            return Err(StageError::Package(Box::new(DumpError::PackageTooLarge {
+                package: self.label.clone(),
+                total: self.expanded,
+                cap: self.total_cap,
+                package_bytes: self.package_bytes,
+            })));
         }
-        let computed = hasher.finish();
+        Ok(())
+    }
+
+    /// What was staged for manifest entry `index` against what the manifest says of it: its
+    /// `length` and every usable digest.
+    fn check_manifest(
+        &self,
+        index: usize,
+        name: &str,
+        computed: &Computed,
+    ) -> Result<(), StageError> {
+        let item = &self.items[index];
         if let Some(expected) = item.length {
             if expected != computed.length {
-                return Err(entry_error(EntryErrorKind::LengthMismatch {
-                    entry: name,
-                    expected,
-                    actual: computed.length,
-                }));
+                return Err(self.entry_error(
+                    index,
+                    EntryErrorKind::LengthMismatch {
+                        entry: name.to_string(),
+                        expected,
+                        actual: computed.length,
+                    },
+                ));
             }
         }
-        if let Some(m) = mismatches(&item.hash, &computed).into_iter().next() {
-            return Err(entry_error(EntryErrorKind::DigestMismatch {
-                entry: name,
-                algorithm: m.algorithm.to_string(),
-                expected: m.expected,
-                actual: m.actual,
-            }));
+        if let Some(m) = mismatches(&item.hash, computed).into_iter().next() {
+            return Err(self.entry_error(
+                index,
+                EntryErrorKind::DigestMismatch {
+                    entry: name.to_string(),
+                    algorithm: m.algorithm.to_string(),
+                    expected: m.expected,
+                    actual: m.actual,
+                },
+            ));
         }
-        let path = part.describe();
-        let path = part
-            .keep()
-            .map_err(|source| entry_error(EntryErrorKind::Staging { path, source }))?;
-        Ok(Some(StagedBitstream {
-            path,
-            computed,
-            entry_name: name,
+        Ok(())
+    }
+
+    /// An error of manifest entry `index` alone: the rest of the package stays usable.
+    fn entry_error(&self, index: usize, kind: EntryErrorKind) -> StageError {
+        let item = &self.items[index];
+        StageError::Entry(Box::new(EntryError {
+            package: self.label.clone(),
+            line: item.line,
+            loc: item.loc.to_string(),
+            kind,
         }))
     }
 
@@ -812,6 +775,93 @@ fn unsupported(meta: &ZipEntry) -> Option<String> {
         CompressionMethod::Stored | CompressionMethod::Deflated => None,
         other => Some(format!("compression method {other:?}")),
     }
+}
+
+/// Open the package file at `path` as a ZIP archive (`label` names it in errors), with its
+/// size in bytes: refused when its first bytes say it is another format, when it is no ZIP
+/// archive, or when two entries have the same name.
+fn open_archive(path: &Path, label: &str) -> Result<(Archive, u64), DumpError> {
+    let io_err = |source: io::Error| DumpError::Io {
+        package: label.to_string(),
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io_err)?;
+    let package_bytes = file.metadata().map_err(io_err)?.len();
+    let mut head = Vec::with_capacity(SNIFF_LEN);
+    (&mut file)
+        .take(SNIFF_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(io_err)?;
+    let format = PackageFormat::sniff(&head);
+    if !format.is_supported() {
+        return Err(DumpError::UnsupportedFormat {
+            package: label.to_string(),
+            detected: format.describe(&head),
+        });
+    }
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    let archive = ZipArchive::new(BufReader::with_capacity(ARCHIVE_BUFFER, file)).map_err(|e| {
+        DumpError::NotZip {
+            package: label.to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    if archive.has_duplicate_names() {
+        // The reader keeps one entry per name; find which name came twice.
+        let entry = duplicated_name(path, archive.central_directory_start())
+            .ok()
+            .flatten()
+            .map(|raw| String::from_utf8_lossy(&raw).into_owned())
+            .unwrap_or_else(|| "(not recoverable)".into());
+        return Err(DumpError::DuplicateEntry {
+            package: label.to_string(),
+            entry,
+        });
+    }
+    Ok((archive, package_bytes))
+}
+
+/// The cap on the bytes a package of `package_bytes` may expand to, when the sizes its entries
+/// declare stay under it; else the package is refused before anything is decompressed.
+fn check_total(
+    zip_entries: &[ZipEntry],
+    limits: DumpLimits,
+    package_bytes: u64,
+    label: &str,
+) -> Result<u64, DumpError> {
+    let total: u64 = zip_entries
+        .iter()
+        .fold(0u64, |sum, e| sum.saturating_add(e.size));
+    let total_cap = limits.total_cap(package_bytes);
+    if total > total_cap {
+        return Err(DumpError::PackageTooLarge {
+            package: label.to_string(),
+            total,
+            cap: total_cap,
+            package_bytes,
+        });
+    }
+    Ok(total_cap)
+}
+
+/// The files in the package that neither are the manifest nor hold a bitstream it lists.
+fn unlisted_entries(
+    zip_entries: &[ZipEntry],
+    manifest_index: usize,
+    items: &[ManifestItem],
+) -> Vec<String> {
+    let mut referenced = vec![false; zip_entries.len()];
+    referenced[manifest_index] = true;
+    for i in items.iter().filter_map(|m| m.zip_index) {
+        referenced[i] = true;
+    }
+    zip_entries
+        .iter()
+        .zip(&referenced)
+        .filter(|(e, used)| !e.is_dir && !**used)
+        .map(|(e, _)| e.name.clone())
+        .collect()
 }
 
 /// The archive-wide checks on every entry of the central directory: names, symbolic links,
@@ -1077,6 +1127,37 @@ impl fmt::Display for Fault {
 enum Decoder<'a> {
     Stored(ZipFile<'a, BufReader<File>>),
     Deflated(Box<flate2::read::DeflateDecoder<ZipFile<'a, BufReader<File>>>>),
+}
+
+/// How [`copy_hashing`] ended.
+enum CopyEnd {
+    /// The entry was read to its end.
+    Done,
+    ReadFailed(io::Error),
+    WriteFailed(io::Error),
+}
+
+/// Stream `reader` into `part` through `buf`, hashing every byte read, until the end of the
+/// entry or the first error.
+fn copy_hashing(
+    reader: &mut EntryReader<'_>,
+    part: &mut NewFile,
+    buf: &mut [u8],
+    hasher: &mut Hasher,
+) -> CopyEnd {
+    loop {
+        match reader.read(buf) {
+            Ok(0) => return CopyEnd::Done,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                if let Err(e) = part.write_all(&buf[..n]) {
+                    return CopyEnd::WriteFailed(e);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return CopyEnd::ReadFailed(e),
+        }
+    }
 }
 
 /// The expanded bytes of one entry, never more than its declared size plus one byte: the

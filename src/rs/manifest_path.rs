@@ -55,7 +55,7 @@ impl std::error::Error for PathError {}
 /// too. Reject `..`, absolute paths, drive letters, backslashes and NUL. A second leading `/`
 /// makes the rest absolute and is refused; no other normalisation is done (no
 /// percent-decoding, no case folding), so one path selects at most one entry.
-pub fn resolve_manifest_path(path: &str) -> Result<String, PathError> {
+pub(crate) fn resolve_manifest_path(path: &str) -> Result<String, PathError> {
     let rest = path.strip_prefix('/').unwrap_or(path);
     check_name(rest)?;
     Ok(rest.to_string())
@@ -63,7 +63,7 @@ pub fn resolve_manifest_path(path: &str) -> Result<String, PathError> {
 
 /// Check one entry name of the archive (the central directory's, decoded). A directory entry
 /// may end with one `/`; everything else follows the manifest-path rules.
-pub fn check_entry_name(name: &str, is_dir: bool) -> Result<(), PathError> {
+pub(crate) fn check_entry_name(name: &str, is_dir: bool) -> Result<(), PathError> {
     let name = if is_dir {
         name.strip_suffix('/').unwrap_or(name)
     } else {
@@ -74,7 +74,7 @@ pub fn check_entry_name(name: &str, is_dir: bool) -> Result<(), PathError> {
 
 /// Check the raw bytes of an entry name before decoding (a CP437 name is decoded by the ZIP
 /// reader, and NUL or `\` must not hide behind the decoding).
-pub fn check_entry_name_bytes(raw: &[u8]) -> Result<(), PathError> {
+pub(crate) fn check_entry_name_bytes(raw: &[u8]) -> Result<(), PathError> {
     if raw.contains(&0) {
         return Err(PathError::Nul);
     }

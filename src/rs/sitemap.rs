@@ -132,7 +132,7 @@ impl<R: BufRead> SitemapReader<R> {
     ///
     /// A UTF-8 byte-order mark and whitespace before the XML declaration are skipped (real
     /// documents start with a newline before `<?xml`); line numbers still count them.
-    pub fn new(mut input: R, doc_url: &Url, opts: ReadOptions) -> Result<Self, ReadError> {
+    pub(crate) fn new(mut input: R, doc_url: &Url, opts: ReadOptions) -> Result<Self, ReadError> {
         let mut st = State::new(doc_url, opts);
         st.lead_newlines = skip_leading_space(&mut input).map_err(|e| st.io_error(&e))?;
         let xml = NsReader::from_reader(LineCounter::new(input));
@@ -163,13 +163,8 @@ impl<R: BufRead> SitemapReader<R> {
         &self.st.warnings
     }
 
-    pub fn take_warnings(&mut self) -> Vec<Warning> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.st.warnings)
-    }
-
-    /// Number of entries read so far (including the one buffered by `new()`).
-    pub fn entries_read(&self) -> u64 {
-        self.st.entries
     }
 
     /// The prolog and the root start tag.
@@ -290,62 +285,22 @@ impl<R: BufRead> SitemapReader<R> {
             let resolver = self.xml.resolver();
             let tag = self.st.classify(resolver, &e)?;
             let line = self.st.line;
-            match tag {
-                Tag::Sitemap(Name::Url) | Tag::Sitemap(Name::Sitemap) => {
-                    let wanted = if self.st.header.root == Root::Urlset {
-                        Name::Url
-                    } else {
-                        Name::Sitemap
-                    };
-                    if tag != Tag::Sitemap(wanted) {
-                        let msg =
-                            format!("<{}> inside <{}>", e.name().as_ref(), self.st.root_name());
-                        return Err(self.st.err(ReadErrorKind::Xml(msg)));
-                    }
-                    if empty {
-                        return Err(self.st.err(ReadErrorKind::MissingLoc(entry_name(wanted))));
-                    }
-                    return self.read_entry(line).map(Some);
+            if let Tag::Sitemap(name @ (Name::Url | Name::Sitemap)) = tag {
+                let wanted = if self.st.header.root == Root::Urlset {
+                    Name::Url
+                } else {
+                    Name::Sitemap
+                };
+                if name != wanted {
+                    let msg = format!("<{}> inside <{}>", e.name().as_ref(), self.st.root_name());
+                    return Err(self.st.err(ReadErrorKind::Xml(msg)));
                 }
-                Tag::Rs(Name::Md) => {
-                    self.st.late_header("<rs:md>");
-                    if self.st.md_seen {
-                        self.st
-                            .warn("several document-level <rs:md>: attributes merged".into());
-                    }
-                    let mut md = std::mem::take(&mut self.st.header.md);
-                    let modified = apply_md(&mut self.st, resolver, &e, &mut md, true)?;
-                    self.st.header.md = md;
-                    self.st.md_seen = true;
-                    self.st.doc_md_done(modified);
+                if empty {
+                    return Err(self.st.err(ReadErrorKind::MissingLoc(entry_name(wanted))));
                 }
-                Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
-                    self.st.late_header("link");
-                    if let Some(link) = parse_link(&mut self.st, resolver, &e, tag)? {
-                        // Beta drafts (2013) pointed up with rel="resourcesync".
-                        if matches!(tag, Tag::Rs(_)) && link.has_rel("resourcesync") {
-                            self.st.beta = true;
-                            self.st.refresh_syntax();
-                        }
-                        if self.st.header.links.len() < MAX_LINKS {
-                            self.st.header.links.push(link);
-                        } else {
-                            self.st.repeat(Repeat::ExcessLink, line, || {
-                                format!("document-level links past the first {MAX_LINKS} ignored")
-                            });
-                        }
-                    }
-                }
-                Tag::Xhtml(Name::Meta) => {
-                    self.st.late_header("<xhtml:meta>");
-                    apply_alpha_meta(&mut self.st, resolver, &e)?;
-                }
-                Tag::Sitemap(_) | Tag::Rs(_) => {
-                    let name = e.name().as_ref().to_owned();
-                    self.st.unknown_element(&name, self.st.root_name());
-                }
-                Tag::Xhtml(_) | Tag::Other => {}
+                return self.read_entry(line).map(Some);
             }
+            header_element(&mut self.st, resolver, &e, tag, line)?;
             if !empty {
                 self.skip()?;
             }
@@ -354,17 +309,14 @@ impl<R: BufRead> SitemapReader<R> {
 
     /// One `<url>` / `<sitemap>`, after its start tag.
     fn read_entry(&mut self, line: u64) -> Result<Entry, ReadError> {
-        let entry_tag = if self.st.header.root == Root::Urlset {
-            "url"
-        } else {
-            "sitemap"
+        let mut parts = EntryParts {
+            tag: if self.st.header.root == Root::Urlset {
+                "url"
+            } else {
+                "sitemap"
+            },
+            ..EntryParts::default()
         };
-        let mut loc: Option<Url> = None;
-        let mut lastmod: Option<Timestamp> = None;
-        let mut invalid: Option<String> = None;
-        let mut md = Md::default();
-        let mut links: Vec<Link> = Vec::new();
-        let mut mds = 0u32;
         loop {
             let ev = next_event(&mut self.xml, &mut self.buf, &mut self.st)?;
             let (e, empty) = match ev {
@@ -381,141 +333,21 @@ impl<R: BufRead> SitemapReader<R> {
             let resolver = self.xml.resolver();
             let tag = self.st.classify(resolver, &e)?;
             let el_line = self.st.line;
-            match tag {
-                Tag::Sitemap(Name::Loc) => {
-                    self.read_text(empty, "loc")?;
-                    if loc.is_some() {
-                        self.st
-                            .warn_at(el_line, "second <loc> in one entry ignored".into());
-                    } else {
-                        loc = Some(self.st.loc(el_line)?);
-                    }
-                }
-                Tag::Sitemap(Name::Lastmod) => {
-                    // ResourceSync 1.1 §13: alpha `<lastmod rs:type="created|updated">`.
-                    let mut change = None;
-                    for_each_attr(&mut self.st, resolver, &e, |st, ns, local, value| {
-                        if ns == AttrNs::Rs && (local == "type" || local == "change") {
-                            st.alpha_item = true;
-                            change = st.change(&value);
-                        }
-                        Ok(())
-                    })?;
-                    self.read_text(empty, "lastmod")?;
-                    match self.st.text_lastmod(el_line) {
-                        Ok(t) => lastmod = Some(t),
-                        Err(Ok(why)) => invalid = Some(why),
-                        Err(Err(e)) => return Err(e),
-                    }
-                    if change.is_some() {
-                        md.change = change;
-                        self.st.refresh_syntax();
-                    }
-                }
-                Tag::Sitemap(Name::Expires) => {
-                    // ResourceSync 1.1 §13: alpha `<expires>T</expires>` = deleted at T.
-                    self.read_text(empty, "expires")?;
-                    md.datetime = Some(self.st.text_time(el_line, "<expires>")?);
-                    md.change = Some(Change::Deleted);
-                    self.st.alpha_item = true;
-                    self.st.refresh_syntax();
-                }
-                Tag::Sitemap(Name::Changefreq) | Tag::Sitemap(Name::Priority) => {
-                    if !empty {
-                        self.skip()?;
-                    }
-                }
-                Tag::Sitemap(Name::Url) | Tag::Sitemap(Name::Sitemap) => {
-                    let msg = format!("<{}> inside <{entry_tag}>", e.name().as_ref());
-                    return Err(self.st.err(ReadErrorKind::Xml(msg)));
-                }
-                Tag::Rs(Name::Md) => {
-                    mds += 1;
-                    if mds == 2 {
-                        self.st.repeat(Repeat::MergedMd, el_line, || {
-                            format!("several <rs:md> in one <{entry_tag}>: attributes merged")
-                        });
-                    }
-                    apply_md(&mut self.st, resolver, &e, &mut md, false)?;
-                    if !empty {
-                        self.skip()?;
-                    }
-                }
-                Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
-                    if let Some(link) = parse_link(&mut self.st, resolver, &e, tag)? {
-                        if links.len() < MAX_LINKS {
-                            links.push(link);
-                        } else {
-                            let line = self.st.line;
-                            self.st.repeat(Repeat::ExcessLink, line, || {
-                                format!("links of one entry past the first {MAX_LINKS} ignored")
-                            });
-                        }
-                    }
-                    if !empty {
-                        self.skip()?;
-                    }
-                }
-                Tag::Rs(Name::Fixity) => {
-                    // ResourceSync 1.1 §13: `<rs:fixity type="md5">BASE64</rs:fixity>`.
-                    self.st.scratch.clear();
-                    for_each_attr(&mut self.st, resolver, &e, |st, ns, local, value| {
-                        if ns == AttrNs::None && local == "type" {
-                            st.scratch.push_str(&value);
-                        }
-                        Ok(())
-                    })?;
-                    self.read_text(empty, "rs:fixity")?;
-                    let alg = Algorithm::parse(&self.st.scratch);
-                    md.hash.push(Digest::new(alg, &self.st.text));
-                    self.st.alpha_item = true;
-                    self.st.refresh_syntax();
-                }
-                Tag::Rs(Name::Size) => {
-                    self.read_text(empty, "rs:size")?;
-                    md.length = Some(self.st.text_number(el_line, "<rs:size>")?);
-                    self.st.alpha_item = true;
-                    self.st.refresh_syntax();
-                }
-                Tag::Rs(Name::Mimetype) => {
-                    self.read_text(empty, "rs:mimetype")?;
-                    md.media_type = Some(media_type(self.st.text.trim()));
-                    self.st.alpha_item = true;
-                    self.st.refresh_syntax();
-                }
-                Tag::Rs(Name::ContentEncoding) => {
-                    self.read_text(empty, "rs:contentencoding")?;
-                    md.encoding = Some(self.st.text.trim().to_string());
-                    self.st.alpha_item = true;
-                    self.st.refresh_syntax();
-                }
-                Tag::Rs(Name::Path) => {
-                    // ResourceSync 1.1 §13: alpha paths have no leading `/`; 1.x ones do.
-                    self.read_text(empty, "rs:path")?;
-                    let p = self.st.text.trim();
-                    md.path = Some(if p.starts_with('/') {
-                        p.to_string()
-                    } else {
-                        format!("/{p}")
-                    });
-                    self.st.alpha_item = true;
-                    self.st.refresh_syntax();
-                }
-                Tag::Sitemap(_) | Tag::Rs(_) => {
-                    let name = e.name().as_ref().to_owned();
-                    self.st.unknown_element(&name, entry_tag);
-                    if !empty {
-                        self.skip()?;
-                    }
-                }
-                Tag::Xhtml(_) | Tag::Other => {
-                    if !empty {
-                        self.skip()?;
-                    }
-                }
-            }
+            // The start tag lives in the event buffer its content is read into: what it says
+            // is taken first, then its content.
+            let change = entry_child_start(&mut self.st, resolver, &e, tag, el_line, &mut parts)?;
+            self.entry_child_content(tag, empty, el_line, change, &mut parts)?;
         }
-        let loc = loc.ok_or_else(|| self.st.err_at(line, ReadErrorKind::MissingLoc(entry_tag)))?;
+        let EntryParts {
+            tag,
+            loc,
+            lastmod,
+            invalid,
+            md,
+            links,
+            mds: _,
+        } = parts;
+        let loc = loc.ok_or_else(|| self.st.err_at(line, ReadErrorKind::MissingLoc(tag)))?;
         self.st.check_intervals(&md, line, false);
         self.st.entries += 1;
         Ok(Entry {
@@ -526,6 +358,110 @@ impl<R: BufRead> SitemapReader<R> {
             links,
             invalid,
         })
+    }
+
+    /// The content of one child of an entry, after [`entry_child_start`] has read its start
+    /// tag (`change`: the alpha `rs:type` of a `<lastmod>`).
+    fn entry_child_content(
+        &mut self,
+        tag: Tag,
+        empty: bool,
+        el_line: u64,
+        change: Option<Change>,
+        parts: &mut EntryParts,
+    ) -> Result<(), ReadError> {
+        match tag {
+            Tag::Sitemap(Name::Loc) => {
+                self.read_text(empty, "loc")?;
+                if parts.loc.is_some() {
+                    self.st
+                        .warn_at(el_line, "second <loc> in one entry ignored".into());
+                } else {
+                    parts.loc = Some(self.st.loc(el_line)?);
+                }
+            }
+            Tag::Sitemap(Name::Lastmod) => {
+                self.read_text(empty, "lastmod")?;
+                match self.st.text_lastmod(el_line) {
+                    Ok(t) => parts.lastmod = Some(t),
+                    Err(Ok(why)) => parts.invalid = Some(why),
+                    Err(Err(e)) => return Err(e),
+                }
+                if change.is_some() {
+                    parts.md.change = change;
+                    self.st.refresh_syntax();
+                }
+            }
+            Tag::Sitemap(Name::Expires) => {
+                // ResourceSync 1.1 §13: alpha `<expires>T</expires>` = deleted at T.
+                self.read_text(empty, "expires")?;
+                parts.md.datetime = Some(self.st.text_time(el_line, "<expires>")?);
+                parts.md.change = Some(Change::Deleted);
+                self.st.alpha_item = true;
+                self.st.refresh_syntax();
+            }
+            Tag::Rs(
+                name @ (Name::Fixity
+                | Name::Size
+                | Name::Mimetype
+                | Name::ContentEncoding
+                | Name::Path),
+            ) => self.alpha_md_element(name, empty, el_line, &mut parts.md)?,
+            // Everything else (`<changefreq>`, `<priority>`, `rs:md`, links, unknown
+            // elements) was read from its start tag; its content is skipped.
+            _ => {
+                if !empty {
+                    self.skip()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// ResourceSync 1.1 §13: the 2012 alpha's metadata elements inside an entry
+    /// (`rs:fixity`, whose `type` [`entry_child_start`] left in `st.scratch`, `rs:size`,
+    /// `rs:mimetype`, `rs:contentencoding`, `rs:path`), each of which marks the document alpha.
+    fn alpha_md_element(
+        &mut self,
+        name: Name,
+        empty: bool,
+        el_line: u64,
+        md: &mut Md,
+    ) -> Result<(), ReadError> {
+        match name {
+            Name::Fixity => {
+                // `<rs:fixity type="md5">BASE64</rs:fixity>`.
+                self.read_text(empty, "rs:fixity")?;
+                let alg = Algorithm::parse(&self.st.scratch);
+                md.hash.push(Digest::new(alg, &self.st.text));
+            }
+            Name::Size => {
+                self.read_text(empty, "rs:size")?;
+                md.length = Some(self.st.text_number(el_line, "<rs:size>")?);
+            }
+            Name::Mimetype => {
+                self.read_text(empty, "rs:mimetype")?;
+                md.media_type = Some(media_type(self.st.text.trim()));
+            }
+            Name::ContentEncoding => {
+                self.read_text(empty, "rs:contentencoding")?;
+                md.encoding = Some(self.st.text.trim().to_string());
+            }
+            Name::Path => {
+                // Alpha paths have no leading `/`; 1.x ones do.
+                self.read_text(empty, "rs:path")?;
+                let p = self.st.text.trim();
+                md.path = Some(if p.starts_with('/') {
+                    p.to_string()
+                } else {
+                    format!("/{p}")
+                });
+            }
+            _ => unreachable!("only alpha metadata elements are passed here"),
+        }
+        self.st.alpha_item = true;
+        self.st.refresh_syntax();
+        Ok(())
     }
 
     /// The next entry read straight from the buffered bytes when it is written the plain way,
@@ -665,7 +601,7 @@ impl<R: BufRead> SitemapReader<R> {
 /// Going over `max_bytes` is an I/O error that the readers report as
 /// [`ReadErrorKind::TooLarge`]. The BOM and whitespace before `<?xml` are skipped by
 /// [`SitemapReader::new`], which keeps their newlines in the line count.
-pub fn decompress<'a>(
+pub(crate) fn decompress<'a>(
     input: impl Read + 'a,
     max_bytes: u64,
 ) -> std::io::Result<Box<dyn BufRead + 'a>> {
@@ -951,6 +887,144 @@ fn skip_leading_space<R: BufRead>(input: &mut R) -> io::Result<u64> {
             return Ok(newlines);
         }
     }
+}
+
+/// A child of the root that is not an entry: document-level `rs:md`, links and the alpha's
+/// `xhtml:meta` go into the header (with a warning when they come after an entry); an unknown
+/// Sitemap or ResourceSync element is a warning. Its content is left to the caller.
+fn header_element(
+    st: &mut State,
+    resolver: &NamespaceResolver,
+    e: &BytesStart<'_>,
+    tag: Tag,
+    line: u64,
+) -> Result<(), ReadError> {
+    match tag {
+        Tag::Rs(Name::Md) => {
+            st.late_header("<rs:md>");
+            if st.md_seen {
+                st.warn("several document-level <rs:md>: attributes merged".into());
+            }
+            let mut md = std::mem::take(&mut st.header.md);
+            let modified = apply_md(st, resolver, e, &mut md, true)?;
+            st.header.md = md;
+            st.md_seen = true;
+            st.doc_md_done(modified);
+        }
+        Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
+            st.late_header("link");
+            if let Some(link) = parse_link(st, resolver, e, tag)? {
+                // Beta drafts (2013) pointed up with rel="resourcesync".
+                if matches!(tag, Tag::Rs(_)) && link.has_rel("resourcesync") {
+                    st.beta = true;
+                    st.refresh_syntax();
+                }
+                if st.header.links.len() < MAX_LINKS {
+                    st.header.links.push(link);
+                } else {
+                    st.repeat(Repeat::ExcessLink, line, || {
+                        format!("document-level links past the first {MAX_LINKS} ignored")
+                    });
+                }
+            }
+        }
+        Tag::Xhtml(Name::Meta) => {
+            st.late_header("<xhtml:meta>");
+            apply_alpha_meta(st, resolver, e)?;
+        }
+        Tag::Sitemap(_) | Tag::Rs(_) => {
+            let name = e.name().as_ref().to_owned();
+            st.unknown_element(&name, st.root_name());
+        }
+        Tag::Xhtml(_) | Tag::Other => {}
+    }
+    Ok(())
+}
+
+/// What the children of one `<url>` / `<sitemap>` gave so far ([`SitemapReader::read_entry`]).
+#[derive(Default)]
+struct EntryParts {
+    /// `url` or `sitemap`, for messages.
+    tag: &'static str,
+    loc: Option<Url>,
+    lastmod: Option<Timestamp>,
+    /// Why `<lastmod>` is no datetime, when it is not.
+    invalid: Option<String>,
+    md: Md,
+    links: Vec<Link>,
+    /// `rs:md` elements seen (several are merged, with a warning).
+    mds: u32,
+}
+
+/// What the start tag of one child of an entry says, before its content is read: the alpha
+/// `rs:type` of a `<lastmod>` (returned), `rs:md` attributes and links (into `parts`), the
+/// `type` of an alpha `rs:fixity` (into `st.scratch`); an entry inside an entry is an error and
+/// an unknown element a warning.
+fn entry_child_start(
+    st: &mut State,
+    resolver: &NamespaceResolver,
+    e: &BytesStart<'_>,
+    tag: Tag,
+    el_line: u64,
+    parts: &mut EntryParts,
+) -> Result<Option<Change>, ReadError> {
+    let entry_tag = parts.tag;
+    match tag {
+        Tag::Sitemap(Name::Lastmod) => {
+            // ResourceSync 1.1 §13: alpha `<lastmod rs:type="created|updated">`.
+            let mut change = None;
+            for_each_attr(st, resolver, e, |st, ns, local, value| {
+                if ns == AttrNs::Rs && (local == "type" || local == "change") {
+                    st.alpha_item = true;
+                    change = st.change(&value);
+                }
+                Ok(())
+            })?;
+            return Ok(change);
+        }
+        Tag::Sitemap(Name::Url) | Tag::Sitemap(Name::Sitemap) => {
+            let msg = format!("<{}> inside <{entry_tag}>", e.name().as_ref());
+            return Err(st.err(ReadErrorKind::Xml(msg)));
+        }
+        Tag::Rs(Name::Md) => {
+            parts.mds += 1;
+            if parts.mds == 2 {
+                st.repeat(Repeat::MergedMd, el_line, || {
+                    format!("several <rs:md> in one <{entry_tag}>: attributes merged")
+                });
+            }
+            apply_md(st, resolver, e, &mut parts.md, false)?;
+        }
+        Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
+            if let Some(link) = parse_link(st, resolver, e, tag)? {
+                if parts.links.len() < MAX_LINKS {
+                    parts.links.push(link);
+                } else {
+                    let line = st.line;
+                    st.repeat(Repeat::ExcessLink, line, || {
+                        format!("links of one entry past the first {MAX_LINKS} ignored")
+                    });
+                }
+            }
+        }
+        Tag::Rs(Name::Fixity) => {
+            st.scratch.clear();
+            for_each_attr(st, resolver, e, |st, ns, local, value| {
+                if ns == AttrNs::None && local == "type" {
+                    st.scratch.push_str(&value);
+                }
+                Ok(())
+            })?;
+        }
+        Tag::Sitemap(Name::Loc | Name::Expires | Name::Changefreq | Name::Priority)
+        | Tag::Rs(Name::Size | Name::Mimetype | Name::ContentEncoding | Name::Path) => {}
+        Tag::Sitemap(_) | Tag::Rs(_) => {
+            let name = e.name().as_ref().to_owned();
+            st.unknown_element(&name, entry_tag);
+        }
+        Tag::Xhtml(_) | Tag::Other => {}
+    }
+    Ok(None)
 }
 
 /// The next event, with `st.line` set to the line where it starts; a DOCTYPE is refused.
@@ -2432,7 +2506,8 @@ mod tests {
     fn header_is_available_before_the_first_next_entry() {
         let r = open(EXAMPLE_C.as_bytes(), &url(), ReadOptions::default()).unwrap();
         assert_eq!(r.header().capability(), Some(Capability::ResourceList));
-        assert_eq!(r.entries_read(), 1);
+        // The first entry is read, and held, with the header.
+        assert_eq!(r.st.entries, 1);
     }
 
     #[test]
@@ -2650,7 +2725,7 @@ mod tests {
         );
     }
 
-    /// Issue 28.8: a gzip'd document that inflates past 200:1 is refused as a bomb as soon as
+    /// Regression: a gzip'd document that inflates past 200:1 is refused as a bomb as soon as
     /// that shows (after 1 MiB), long before the size cap; an ordinary gzip'd list is not.
     #[test]
     fn a_gzip_bomb_is_refused_by_its_ratio() {
@@ -2885,7 +2960,7 @@ mod tests {
             "{e}"
         );
 
-        // Issue 23: a `<lastmod>` that is no datetime fails its entry, not the document.
+        // A `<lastmod>` that is no datetime fails its entry, not the document.
         let r = read_ok(&urlset(
             "<url><loc>https://e.org/a</loc><lastmod>yesterday</lastmod></url>\n\
              <url><loc>https://e.org/b</loc><lastmod>2020-03-18T00:00:00Z</lastmod></url>",
@@ -2973,8 +3048,8 @@ mod tests {
         assert!(files.parse("file:///tmp/y").is_none());
     }
 
-    /// Issue 28.11: a raw NUL or U+0001 in `<loc>` (not well-formed XML) was accepted and
-    /// percent-encoded; the document is refused, naming the line.
+    /// Regression: a raw NUL or U+0001 in `<loc>` (not well-formed XML 1.0, §2.2 Characters)
+    /// was accepted and percent-encoded; the document is refused, naming the line.
     #[test]
     fn control_characters_in_text_refuse_the_document() {
         for (loc, code) in [

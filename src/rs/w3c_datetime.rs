@@ -106,114 +106,158 @@ fn saturating(seconds: i64, nanos: i32) -> Timestamp {
 
 /// [`parse`] of any form.
 fn parse_any(value: &str, zone: Zone) -> Result<Parsed, DatetimeError> {
-    let s = value.trim();
-    let malformed = || DatetimeError::Malformed(value.to_string());
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Result<i32, DatetimeError> {
-        let part = s.get(r).ok_or_else(malformed)?;
-        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
-            return Err(malformed());
-        }
-        part.parse::<i32>().map_err(|_| malformed())
+    let f = Fields {
+        value,
+        s: value.trim(),
     };
-    if b.len() < 4 {
-        return Err(malformed());
-    }
-    let year = num(0..4)?;
-    let (mut month, mut day) = (1, 1);
-    let mut pos = 4;
-    if b.len() > pos {
-        if b[pos] != b'-' {
-            return Err(malformed());
-        }
-        month = num(pos + 1..pos + 3)?;
-        pos += 3;
-        if b.len() > pos {
-            if b[pos] != b'-' {
-                return Err(malformed());
-            }
-            day = num(pos + 1..pos + 3)?;
-            pos += 3;
-        }
-    }
-    let date =
-        jiff::civil::Date::new(year as i16, month as i8, day as i8).map_err(|_| malformed())?;
+    let b = f.s.as_bytes();
+    let (date, pos) = f.date()?;
     if pos == b.len() {
         // Date only (or year / year-month): midnight UTC.
-        let ts = instant(date, jiff::civil::Time::midnight(), 0).ok_or_else(malformed)?;
+        let ts = instant(date, jiff::civil::Time::midnight(), 0).ok_or_else(|| f.malformed())?;
         return Ok(Parsed {
             timestamp: ts,
             assumed_utc: false,
         });
     }
     if pos != 10 {
-        return Err(malformed());
+        return Err(f.malformed());
     }
     let mut lenient = false;
     match b[pos] {
         b'T' => {}
         b' ' if zone == Zone::AssumeUtc => lenient = true,
         b' ' => return Err(DatetimeError::NoZone(value.to_string())),
-        _ => return Err(malformed()),
+        _ => return Err(f.malformed()),
     }
-    pos += 1;
-    let hour = num(pos..pos + 2)?;
-    if b.get(pos + 2) != Some(&b':') {
-        return Err(malformed());
-    }
-    let minute = num(pos + 3..pos + 5)?;
-    pos += 5;
-    let (mut second, mut nanos) = (0, 0i32);
-    if b.get(pos) == Some(&b':') {
-        second = num(pos + 1..pos + 3)?;
-        pos += 3;
-        if b.get(pos) == Some(&b'.') {
-            let start = pos + 1;
-            let mut end = start;
-            while end < b.len() && b[end].is_ascii_digit() {
-                end += 1;
-            }
-            if end == start {
-                return Err(malformed());
-            }
-            // Keep sub-second precision up to nanoseconds; digits beyond are truncated.
-            let digits = &s[start..end.min(start + 9)];
-            nanos = format!("{digits:0<9}").parse().map_err(|_| malformed())?;
-            pos = end;
-        }
-    }
-    let offset_seconds: i32 = match &s[pos..] {
-        "" if zone == Zone::AssumeUtc || lenient => {
+    let ([hour, minute, second], nanos, pos) = f.clock(pos + 1)?;
+    let offset_seconds = match f.offset(pos)? {
+        Some(seconds) => seconds,
+        None if zone == Zone::AssumeUtc || lenient => {
             lenient = true;
             0
         }
-        "" => return Err(DatetimeError::NoZone(value.to_string())),
-        "Z" => 0,
-        tz => {
-            let tb = tz.as_bytes();
-            if tb.len() != 6 || (tb[0] != b'+' && tb[0] != b'-') || tb[3] != b':' {
-                return Err(malformed());
-            }
-            let h = num(pos + 1..pos + 3)?;
-            let m = num(pos + 4..pos + 6)?;
-            if h > 23 || m > 59 {
-                return Err(malformed());
-            }
-            let sign = if tb[0] == b'-' { -1 } else { 1 };
-            sign * (h * 3600 + m * 60)
-        }
+        None => return Err(DatetimeError::NoZone(value.to_string())),
     };
     if lenient && !matches!(zone, Zone::AssumeUtc) {
         return Err(DatetimeError::NoZone(value.to_string()));
     }
     let time = jiff::civil::Time::new(hour as i8, minute as i8, second as i8, nanos)
-        .map_err(|_| malformed())?;
-    jiff::tz::Offset::from_seconds(offset_seconds).map_err(|_| malformed())?;
-    let ts = instant(date, time, offset_seconds).ok_or_else(malformed)?;
+        .map_err(|_| f.malformed())?;
+    jiff::tz::Offset::from_seconds(offset_seconds).map_err(|_| f.malformed())?;
+    let ts = instant(date, time, offset_seconds).ok_or_else(|| f.malformed())?;
     Ok(Parsed {
         timestamp: ts,
         assumed_utc: lenient,
     })
+}
+
+/// A value being read by [`parse_any`]: `s` is `value` trimmed; every part that is not what
+/// the grammar wants is [`DatetimeError::Malformed`], naming `value`.
+struct Fields<'a> {
+    value: &'a str,
+    s: &'a str,
+}
+
+impl Fields<'_> {
+    fn malformed(&self) -> DatetimeError {
+        DatetimeError::Malformed(self.value.to_string())
+    }
+
+    /// The decimal digits at `r`.
+    fn num(&self, r: std::ops::Range<usize>) -> Result<i32, DatetimeError> {
+        let part = self.s.get(r).ok_or_else(|| self.malformed())?;
+        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(self.malformed());
+        }
+        part.parse::<i32>().map_err(|_| self.malformed())
+    }
+
+    /// `YYYY`, `YYYY-MM` or `YYYY-MM-DD` at the start (month and day default to 1), and where
+    /// it ends.
+    fn date(&self) -> Result<(jiff::civil::Date, usize), DatetimeError> {
+        let b = self.s.as_bytes();
+        if b.len() < 4 {
+            return Err(self.malformed());
+        }
+        let year = self.num(0..4)?;
+        let (mut month, mut day) = (1, 1);
+        let mut pos = 4;
+        if b.len() > pos {
+            if b[pos] != b'-' {
+                return Err(self.malformed());
+            }
+            month = self.num(pos + 1..pos + 3)?;
+            pos += 3;
+            if b.len() > pos {
+                if b[pos] != b'-' {
+                    return Err(self.malformed());
+                }
+                day = self.num(pos + 1..pos + 3)?;
+                pos += 3;
+            }
+        }
+        let date = jiff::civil::Date::new(year as i16, month as i8, day as i8)
+            .map_err(|_| self.malformed())?;
+        Ok((date, pos))
+    }
+
+    /// `hh:mm`, `hh:mm:ss` or `hh:mm:ss.s…` from `pos`: hour, minute and second (not checked
+    /// against their ranges yet), nanoseconds, and where it ends.
+    fn clock(&self, mut pos: usize) -> Result<([i32; 3], i32, usize), DatetimeError> {
+        let b = self.s.as_bytes();
+        let hour = self.num(pos..pos + 2)?;
+        if b.get(pos + 2) != Some(&b':') {
+            return Err(self.malformed());
+        }
+        let minute = self.num(pos + 3..pos + 5)?;
+        pos += 5;
+        let (mut second, mut nanos) = (0, 0i32);
+        if b.get(pos) == Some(&b':') {
+            second = self.num(pos + 1..pos + 3)?;
+            pos += 3;
+            if b.get(pos) == Some(&b'.') {
+                let start = pos + 1;
+                let mut end = start;
+                while end < b.len() && b[end].is_ascii_digit() {
+                    end += 1;
+                }
+                if end == start {
+                    return Err(self.malformed());
+                }
+                // Keep sub-second precision up to nanoseconds; digits beyond are truncated.
+                let digits = &self.s[start..end.min(start + 9)];
+                nanos = format!("{digits:0<9}")
+                    .parse()
+                    .map_err(|_| self.malformed())?;
+                pos = end;
+            }
+        }
+        Ok(([hour, minute, second], nanos, pos))
+    }
+
+    /// The zone designator from `pos` to the end, in seconds east of UTC: `Z` or `±hh:mm`;
+    /// `None` when there is none.
+    fn offset(&self, pos: usize) -> Result<Option<i32>, DatetimeError> {
+        let tz = &self.s[pos..];
+        if tz.is_empty() {
+            return Ok(None);
+        }
+        if tz == "Z" {
+            return Ok(Some(0));
+        }
+        let tb = tz.as_bytes();
+        if tb.len() != 6 || (tb[0] != b'+' && tb[0] != b'-') || tb[3] != b':' {
+            return Err(self.malformed());
+        }
+        let h = self.num(pos + 1..pos + 3)?;
+        let m = self.num(pos + 4..pos + 6)?;
+        if h > 23 || m > 59 {
+            return Err(self.malformed());
+        }
+        let sign = if tb[0] == b'-' { -1 } else { 1 };
+        Ok(Some(sign * (h * 3600 + m * 60)))
+    }
 }
 
 /// The instant of a civil date and time at `offset_seconds` east of UTC: what converting it to
@@ -249,7 +293,7 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 pub(crate) mod test_values {
     /// A xorshift64 sequence from `seed`.
-    pub fn xorshift(mut n: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(mut n: u64) -> impl FnMut() -> u64 {
         move || {
             n ^= n << 13;
             n ^= n >> 7;
@@ -260,7 +304,7 @@ pub(crate) mod test_values {
 
     /// `count` strings of the `YYYY-MM-DDThh:mm:ssZ` form, each field now and then out of
     /// range (month 13, day 32, hour 24, minute or second 60).
-    pub fn utc_second_strings(seed: u64, count: usize) -> impl Iterator<Item = String> {
+    pub(crate) fn utc_second_strings(seed: u64, count: usize) -> impl Iterator<Item = String> {
         let mut next = xorshift(seed);
         (0..count).map(move |_| {
             let v = next();
@@ -381,8 +425,8 @@ mod tests {
         }
     }
 
-    /// Issue 28: "never" written as the last second of 9999 was refused as not a W3C
-    /// datetime, while `9999-06-01` passed.
+    /// Regression: "never" written as the last second of 9999 was refused as not a W3C
+    /// datetime, while `9999-06-01` passed (W3C Datetime allows any four-digit year).
     #[test]
     fn the_last_second_of_9999_reads_as_the_latest_instant() {
         for s in [

@@ -1,5 +1,5 @@
-//! `crawl_rate`: the request rate an ARC sitemap suggests (seed 002 §E.7: `"crawl_rate":
-//! "1/s"`). The seed gives one example and no grammar; we read `N/UNIT` with a unit of seconds,
+//! `crawl_rate`: the request rate an ARC sitemap suggests (ARC sitemap 2.1, crawl rate:
+//! `"crawl_rate": "1/s"`). The specification gives one example and no grammar; we read `N/UNIT` with a unit of seconds,
 //! minutes or hours (`1/s`, `30/min`, `0.5/s`, `100/h`), or a bare number of requests per
 //! second. Anything else is not understood, and the caller warns and goes on without it.
 
@@ -15,7 +15,7 @@ pub struct CrawlRate {
 
 impl CrawlRate {
     /// Read `1/s`, `30/min`, `100/h`, `2` (per second). None when not understood.
-    pub fn parse(value: &str) -> Option<CrawlRate> {
+    pub(crate) fn parse(value: &str) -> Option<CrawlRate> {
         let v = value.trim();
         let (n, unit) = match v.split_once('/') {
             Some((n, unit)) => (n.trim(), unit.trim()),
@@ -39,7 +39,7 @@ impl CrawlRate {
     }
 
     /// From a JSON number: requests per second.
-    pub fn per_second(requests: f64) -> Option<CrawlRate> {
+    pub(crate) fn per_second(requests: f64) -> Option<CrawlRate> {
         (requests.is_finite() && requests > 0.0).then_some(CrawlRate {
             requests,
             per: Duration::from_secs(1),
@@ -47,7 +47,7 @@ impl CrawlRate {
     }
 
     /// The least time between two requests that keeps to this rate.
-    pub fn delay(&self) -> Duration {
+    pub(crate) fn delay(&self) -> Duration {
         // `1e-300/d` is a valid rate whose pause does not fit a Duration (which would panic).
         Duration::try_from_secs_f64(self.per.as_secs_f64() / self.requests).unwrap_or(Duration::MAX)
     }
@@ -77,7 +77,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_form_and_its_neighbours() {
+    fn the_specifications_form_and_its_neighbours() {
         assert_eq!(
             CrawlRate::parse("1/s").unwrap().delay(),
             Duration::from_secs(1)

@@ -1,22 +1,22 @@
-//! Naming delta feeds (seed 002 §E.8: "provide delta feeds (`/arc-sitemap-deltas/
+//! Naming delta feeds (ARC sitemap 2.1: "provide delta feeds (`/arc-sitemap-deltas/
 //! YYYY-MM-DD.json`) containing only changed pages since a given timestamp"): the conventional
 //! URL of a day's feed at a site root, and the day a feed URL is for.
 
 use jiff::civil::Date;
 use url::Url;
 
-/// The folder the seed names, at the site root.
+/// The folder ARC sitemap 2.1 names, at the site root.
 pub const DELTA_PATH: &str = "/arc-sitemap-deltas/";
 
 /// `ROOT/arc-sitemap-deltas/YYYY-MM-DD.json` (an absolute path: the site root whatever the
 /// path of `base`).
-pub fn conventional_url(base: &Url, day: Date) -> Url {
+pub(crate) fn conventional_url(base: &Url, day: Date) -> Url {
     base.join(&format!("{DELTA_PATH}{day}.json"))
         .expect("an absolute path joins onto an http(s) or file URL")
 }
 
 /// The day a feed URL is for: its last path segment `YYYY-MM-DD.json` (or `.json.gz`).
-pub fn day_of(url: &Url) -> Option<Date> {
+pub(crate) fn day_of(url: &Url) -> Option<Date> {
     let name = url.path_segments()?.next_back()?;
     let stem = name
         .strip_suffix(".json.gz")
@@ -28,7 +28,7 @@ pub fn day_of(url: &Url) -> Option<Date> {
 }
 
 /// Every day from `first` to `last`, both included (none when `first > last`).
-pub fn days(first: Date, last: Date) -> impl Iterator<Item = Date> {
+pub(crate) fn days(first: Date, last: Date) -> impl Iterator<Item = Date> {
     std::iter::successors(Some(first), |d| d.tomorrow().ok()).take_while(move |d| *d <= last)
 }
 

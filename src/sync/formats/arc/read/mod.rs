@@ -1,10 +1,10 @@
-//! ARC sitemaps (seed 002, "Appendix E — ARC Sitemap & AI Indexing Specification"): a JSON
+//! ARC sitemaps (ARC sitemap 2.1, "ARC Sitemap & AI Indexing Specification"): a JSON
 //! page list with `lastmod` and `ai_checksum`, and delta feeds of the pages changed since.
 //!
 //! Pure readers, as `rs` and `scp`: they take bytes and yield typed, validated items; they know
-//! nothing of the network or the catalog (`sync::formats::arc::mirror` wires them in). `sitemap` reads and
-//! validates a sitemap or a delta feed against the seed's JSON schema (§E.9), `crawl_rate` reads
-//! the politeness hint (§E.7), `delta` names the delta feeds (§E.8).
+//! nothing of the network or the catalog (`sync::formats::arc::mirror` wires them in).
+//! `sitemap` reads and validates a sitemap or a delta feed against the format's JSON schema,
+//! `crawl_rate` reads the politeness hint, `delta` names the delta feeds.
 
 pub mod crawl_rate;
 pub mod delta;

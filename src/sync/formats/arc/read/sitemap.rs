@@ -1,21 +1,24 @@
-//! Reading an ARC sitemap or delta feed (seed 002 §E.3.1, §E.8) and validating it against the
-//! seed's JSON schema (§E.9): the top level needs `arc_sitemap_version` (string), `site` (URI),
-//! `generated_at` (date-time) and `pages` (array); each page needs `url` (URI) and
-//! `ai_indexable` (boolean), and every optional field has its type (`crawl_priority` a number
-//! in 0..=1). A violation is an [`ArcError::Schema`] naming the field and the page index;
-//! broken JSON is an [`ArcError::Syntax`] naming line and column.
+//! Reading an ARC sitemap or delta feed (ARC sitemap 2.1: the sitemap and its delta feeds) and
+//! validating it against the format's JSON schema (ARC sitemap 2.1, "JSON Schema"): the top
+//! level needs `arc_sitemap_version` (string), `site` (URI), `generated_at` (date-time) and
+//! `pages` (array); each page needs `url` (URI) and `ai_indexable` (boolean), and every
+//! optional field has its type (`crawl_priority` a number in 0..=1). A violation is an
+//! [`ArcError::Schema`] naming the field and the page index; broken JSON is an
+//! [`ArcError::Syntax`] naming line and column.
 //!
 //! Pages are handed to the caller one at a time as they are parsed (a page is held as a
 //! `serde_json::Value` only while it is checked), so a large sitemap costs what the caller
-//! keeps. A gzip body (§E.5: "offer gzip compression") is inflated; input is capped either way.
+//! keeps. A gzip body (ARC sitemap 2.1: "offer gzip compression") is inflated; input is capped
+//! either way.
 //!
-//! Where the seed's own text and its schema differ, both forms are read (DESIGN.md): its
-//! generator (§E.10) writes `null` for a missing `ai_summary` / `ai_snapshot`, which the
-//! schema's types forbid, so `null` in an optional field reads as absent, with a warning; a
-//! W3C date (`2025-11-08`) where the schema wants a date-time reads as that day, with a warning.
-//! Two keys are rsmirror's reading of things the seed mentions without a schema: `crawl_rate`
-//! (§E.7, at the top level or in a `metadata` object) and `delta_feeds` (URLs of delta feeds,
-//! §E.8); and in a delta feed a page may say `"deleted": true`.
+//! Where the specification's own text and its schema differ, both forms are read, so that what
+//! its reference generator writes is accepted: that generator writes `null` for a missing
+//! `ai_summary` / `ai_snapshot`, which the schema's types forbid, so `null` in an optional
+//! field reads as absent, with a warning; a W3C date (`2025-11-08`) where the schema wants a
+//! date-time reads as that day, with a warning. Two keys are rsmirror's reading of things the
+//! specification mentions without a schema: `crawl_rate` (the politeness hint, at the top
+//! level or in a `metadata` object) and `delta_feeds` (URLs of delta feeds); and in a delta
+//! feed a page may say `"deleted": true`.
 
 use crate::rs::digest::{Algorithm, Digest};
 use crate::rs::w3c_datetime::{self, Zone};
@@ -90,7 +93,7 @@ impl ArcError {
     }
 }
 
-/// One page entry (§E.4).
+/// One page entry (ARC sitemap 2.1, page fields).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
     /// Its position in `pages`, 0-based (as error messages name it).
@@ -104,21 +107,21 @@ pub struct Page {
     /// As written (`sha256:<hex>`).
     pub ai_checksum: Option<String>,
     /// `ai_checksum` decoded; unusable when the algorithm is unknown or the value is not a
-    /// digest of the right length (the seed's own example is `sha256:af3c...`).
+    /// digest of the right length (the specification's own example is `sha256:af3c...`).
     pub digest: Option<Digest>,
     /// Always a JSON object.
     pub ai_snapshot: Option<Value>,
     pub crawl_priority: Option<f64>,
     pub auth_required: bool,
     pub robots_directive: Option<String>,
-    /// A delta feed's way of saying the page is gone (rsmirror's reading; not in the seed).
+    /// A delta feed's way of saying the page is gone (rsmirror's reading; not in ARC sitemap 2.1).
     pub deleted: bool,
 }
 
 impl Page {
-    /// Why a mirror must not fetch this page, if it must not: `auth_required` (§E.6) or a
+    /// Why a mirror must not fetch this page, if it must not: `auth_required` (ARC sitemap 2.1, access control) or a
     /// `robots_directive` with `noarchive` or `none` (which implies it).
-    pub fn skip_reason(&self) -> Option<String> {
+    pub(crate) fn skip_reason(&self) -> Option<String> {
         if self.auth_required {
             return Some("auth_required: true: the page needs authentication; not fetched".into());
         }
@@ -316,7 +319,7 @@ impl<'de> Visitor<'de> for Document<'_> {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
-            "a JSON object with arc_sitemap_version, site, generated_at and pages (seed 002 §E.9)",
+            "a JSON object with arc_sitemap_version, site, generated_at and pages (ARC sitemap 2.1 JSON schema)",
         )
     }
 
@@ -701,6 +704,72 @@ impl PageCheck<'_> {
             Some(v) => Err(self.wrong(name, "a boolean", &v)),
         }
     }
+
+    fn lastmod(&mut self) -> Result<Option<Timestamp>, ArcError> {
+        let Some(s) = self.string("lastmod")? else {
+            return Ok(None);
+        };
+        let field = self.field("lastmod");
+        match datetime(&s, &field, self.opts, self.warnings) {
+            Ok(t) => Ok(Some(t)),
+            Err(problem) => Err(self.error("lastmod", problem)),
+        }
+    }
+
+    fn tags(&mut self) -> Result<Option<Vec<String>>, ArcError> {
+        match self.optional("ai_tags", "an array of strings") {
+            None => Ok(None),
+            Some(Value::Array(items)) => {
+                let mut tags = Vec::with_capacity(items.len());
+                for (i, t) in items.into_iter().enumerate() {
+                    match t {
+                        Value::String(s) => tags.push(s),
+                        other => {
+                            return Err(self.wrong(&format!("ai_tags[{i}]"), "a string", &other))
+                        }
+                    }
+                }
+                Ok(Some(tags))
+            }
+            Some(v) => Err(self.wrong("ai_tags", "an array of strings", &v)),
+        }
+    }
+
+    /// `ai_checksum` decoded, with a warning when it is a bare hex value or unusable.
+    fn digest(&mut self, raw: &str) -> Digest {
+        let (d, assumed) = checksum(raw);
+        if assumed {
+            let w = format!(
+                "{}: {raw:?} has no algorithm prefix: read as sha256",
+                self.field("ai_checksum")
+            );
+            self.warnings.push(w);
+        } else if !d.is_usable() {
+            let w = format!(
+                "{}: {raw:?} is not a usable sha256, sha-1 or md5 digest: the page cannot be verified",
+                self.field("ai_checksum")
+            );
+            self.warnings.push(w);
+        }
+        d
+    }
+
+    fn crawl_priority(&mut self) -> Result<Option<f64>, ArcError> {
+        match self.optional("crawl_priority", "a number") {
+            None => Ok(None),
+            Some(Value::Number(n)) => {
+                let x = n.as_f64().unwrap_or(f64::NAN);
+                if !(0.0..=1.0).contains(&x) {
+                    return Err(self.error(
+                        "crawl_priority",
+                        format!("must be between 0 and 1, got {n}"),
+                    ));
+                }
+                Ok(Some(x))
+            }
+            Some(v) => Err(self.wrong("crawl_priority", "a number between 0 and 1", &v)),
+        }
+    }
 }
 
 fn page(
@@ -737,70 +806,17 @@ fn page(
         Some(Value::Bool(b)) => b,
         Some(v) => return Err(c.wrong("ai_indexable", "a boolean (required)", &v)),
     };
-    let lastmod = match c.string("lastmod")? {
-        None => None,
-        Some(s) => Some(
-            datetime(&s, &c.field("lastmod"), c.opts, c.warnings).map_err(|problem| {
-                ArcError::Schema {
-                    field: c.field("lastmod"),
-                    problem,
-                    page: c.page.clone(),
-                }
-            })?,
-        ),
-    };
+    let lastmod = c.lastmod()?;
     let ai_summary = c.string("ai_summary")?;
-    let ai_tags = match c.optional("ai_tags", "an array of strings") {
-        None => None,
-        Some(Value::Array(items)) => {
-            let mut tags = Vec::with_capacity(items.len());
-            for (i, t) in items.into_iter().enumerate() {
-                match t {
-                    Value::String(s) => tags.push(s),
-                    other => return Err(c.wrong(&format!("ai_tags[{i}]"), "a string", &other)),
-                }
-            }
-            Some(tags)
-        }
-        Some(v) => return Err(c.wrong("ai_tags", "an array of strings", &v)),
-    };
+    let ai_tags = c.tags()?;
     let ai_checksum = c.string("ai_checksum")?;
-    let digest = ai_checksum.as_deref().map(|raw| {
-        let (d, assumed) = checksum(raw);
-        if assumed {
-            let w = format!(
-                "{}: {raw:?} has no algorithm prefix: read as sha256",
-                c.field("ai_checksum")
-            );
-            c.warnings.push(w);
-        } else if !d.is_usable() {
-            let w = format!(
-                "{}: {raw:?} is not a usable sha256, sha-1 or md5 digest: the page cannot be verified",
-                c.field("ai_checksum")
-            );
-            c.warnings.push(w);
-        }
-        d
-    });
+    let digest = ai_checksum.as_deref().map(|raw| c.digest(raw));
     let ai_snapshot = match c.optional("ai_snapshot", "an object") {
         None => None,
         Some(v @ Value::Object(_)) => Some(v),
         Some(v) => return Err(c.wrong("ai_snapshot", "an object", &v)),
     };
-    let crawl_priority = match c.optional("crawl_priority", "a number") {
-        None => None,
-        Some(Value::Number(n)) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            if !(0.0..=1.0).contains(&x) {
-                return Err(c.error(
-                    "crawl_priority",
-                    format!("must be between 0 and 1, got {n}"),
-                ));
-            }
-            Some(x)
-        }
-        Some(v) => return Err(c.wrong("crawl_priority", "a number between 0 and 1", &v)),
-    };
+    let crawl_priority = c.crawl_priority()?;
     let auth_required = c.boolean("auth_required")?.unwrap_or(false);
     let robots_directive = c.string("robots_directive")?;
     let deleted = c.boolean("deleted")?.unwrap_or(false);
@@ -886,7 +902,7 @@ fn header(
     let version = required(f.version, "arc_sitemap_version", "a string")?;
     if version.split('.').next() != Some("2") {
         warnings.push(format!(
-            "arc_sitemap_version {version:?}: this reader knows version 2.1 (seed 002); read as such"
+            "arc_sitemap_version {version:?}: this reader knows ARC sitemap 2.1; read as such"
         ));
     }
     let site = required(f.site, "site", "a string (URI)")?;
@@ -899,16 +915,31 @@ fn header(
         .pages
         .ok_or_else(|| ArcError::schema("pages", "missing (required)"))?;
 
-    let rate_value = f
-        .crawl_rate
-        .map(|v| ("crawl_rate", v))
-        .or_else(|| match f.metadata {
-            Some(Value::Object(mut m)) => {
-                m.remove("crawl_rate").map(|v| ("metadata.crawl_rate", v))
-            }
-            _ => None,
-        });
-    let crawl_rate = match rate_value {
+    let crawl_rate = crawl_rate(f.crawl_rate, f.metadata, &mut warnings);
+    let delta_feeds = delta_feeds(f.delta_feeds, f.delta_feeds_dropped, base, &mut warnings);
+    Ok(Header {
+        version,
+        site,
+        generated_at,
+        crawl_rate,
+        delta_feeds,
+        pages,
+        warnings: warnings.into_vec(),
+    })
+}
+
+/// `crawl_rate` at the top level, else in a `metadata` object; a value that is no rate is
+/// ignored, with a warning.
+fn crawl_rate(
+    top: Option<Value>,
+    metadata: Option<Value>,
+    warnings: &mut Warnings,
+) -> Option<CrawlRate> {
+    let rate_value = top.map(|v| ("crawl_rate", v)).or_else(|| match metadata {
+        Some(Value::Object(mut m)) => m.remove("crawl_rate").map(|v| ("metadata.crawl_rate", v)),
+        _ => None,
+    });
+    match rate_value {
         None | Some((_, Value::Null)) => None,
         Some((name, v)) => {
             let rate = match &v {
@@ -924,10 +955,20 @@ fn header(
             }
             rate
         }
-    };
+    }
+}
 
+/// The URLs of `delta_feeds` (strings, or objects with a `url`), resolved against `base`;
+/// anything else is ignored, with a warning, as are the `dropped` entries past
+/// [`MAX_DELTA_FEEDS`].
+fn delta_feeds(
+    value: Option<Value>,
+    dropped: u64,
+    base: &Url,
+    warnings: &mut Warnings,
+) -> Vec<Url> {
     let mut delta_feeds = Vec::new();
-    match f.delta_feeds {
+    match value {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for (i, item) in items.into_iter().enumerate() {
@@ -953,21 +994,12 @@ fn header(
             kind(&v)
         )),
     }
-    if f.delta_feeds_dropped > 0 {
+    if dropped > 0 {
         warnings.push(format!(
-            "delta_feeds: {} entries past the first {MAX_DELTA_FEEDS} ignored",
-            f.delta_feeds_dropped
+            "delta_feeds: {dropped} entries past the first {MAX_DELTA_FEEDS} ignored"
         ));
     }
-    Ok(Header {
-        version,
-        site,
-        generated_at,
-        crawl_rate,
-        delta_feeds,
-        pages,
-        warnings: warnings.into_vec(),
-    })
+    delta_feeds
 }
 
 #[cfg(test)]
@@ -982,7 +1014,7 @@ mod tests {
         read_all(json.as_bytes(), &base(), ReadOptions::default())
     }
 
-    /// The seed's example (§E.3.1), with a real checksum.
+    /// The example of ARC sitemap 2.1, with a real checksum.
     const EXAMPLE: &str = r#"{
   "arc_sitemap_version": "2.1",
   "site": "https://example.com",
@@ -1020,7 +1052,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_example_reads() {
+    fn the_specifications_example_reads() {
         let s = parse(EXAMPLE).unwrap();
         assert_eq!(s.header.version, "2.1");
         assert_eq!(s.header.site.as_str(), "https://example.com/");
@@ -1149,8 +1181,8 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_generator_output_reads_with_warnings() {
-        // §E.10 writes null for a missing summary and snapshot.
+    fn the_reference_generators_output_reads_with_warnings() {
+        // The reference generator writes null for a missing summary and snapshot.
         let s = parse(&with_page(
             r#"{"url":"https://example.com/b","ai_indexable":true,"ai_summary":null,"ai_snapshot":null,"ai_tags":[],"lastmod":"2025-11-08T12:00:00.123456Z"}"#,
         ))

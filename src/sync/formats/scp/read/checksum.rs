@@ -32,16 +32,12 @@ pub enum ChecksumStatus {
 
 impl ChecksumStatus {
     /// Stable name for the catalog and reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ChecksumStatus::SpecLiteral => "spec-literal",
             ChecksumStatus::ReferenceVariant => "reference-variant",
             ChecksumStatus::Unverified => "unverified",
         }
-    }
-
-    pub fn is_verified(self) -> bool {
-        self != ChecksumStatus::Unverified
     }
 }
 
@@ -68,7 +64,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
 ];
 
 /// Parse a declared checksum: `sha256:` and 64 hex digits. Returns `sha256:<lower hex>`.
-pub fn parse_declared(value: &str) -> Result<String, ScpErrorKind> {
+pub(crate) fn parse_declared(value: &str) -> Result<String, ScpErrorKind> {
     let malformed = || ScpErrorKind::MalformedChecksum {
         value: value.to_string(),
     };
@@ -88,7 +84,7 @@ pub fn parse_declared(value: &str) -> Result<String, ScpErrorKind> {
 
 /// Line 1 as the reference generator hashed it: compact JSON, original key order, the
 /// `checksum` member of `collection` removed. `None` when line 1 is not such an object.
-pub fn reference_variant_first_line(line1: &str) -> Option<String> {
+pub(crate) fn reference_variant_first_line(line1: &str) -> Option<String> {
     let mut value: Ordered = serde_json::from_str(line1).ok()?;
     let Ordered::Object(members) = &mut value else {
         return None;
@@ -115,7 +111,7 @@ impl Verifier {
     /// Start with line 1 (`raw`: its bytes as received, terminator included); `declared` is
     /// the parsed checksum ([`parse_declared`]); `first_line` the metadata JSON without its
     /// terminator.
-    pub fn new(declared: Option<String>, raw: &[u8], first_line: &str) -> Verifier {
+    pub(crate) fn new(declared: Option<String>, raw: &[u8], first_line: &str) -> Verifier {
         let mut literal = Sha256::new();
         literal.update(raw);
         let variant = declared.as_ref().map(|_| {
@@ -141,7 +137,7 @@ impl Verifier {
     }
 
     /// Every byte after line 1, in order.
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.literal.update(bytes);
         if let Some(v) = &mut self.variant {
             v.update(bytes);
@@ -150,7 +146,7 @@ impl Verifier {
 
     /// Which rule reproduced the declared checksum, and the spec-literal SHA-256 (hex) of the
     /// stream, which is worth keeping either way.
-    pub fn finish(self) -> Result<(ChecksumStatus, String), Mismatch> {
+    pub(crate) fn finish(self) -> Result<(ChecksumStatus, String), Mismatch> {
         let literal = hex::encode(self.literal.finalize());
         let Some(declared) = self.declared else {
             return Ok((ChecksumStatus::Unverified, literal));
@@ -426,8 +422,6 @@ mod tests {
             verify(None, r#"{"collection":{}}"#, b"x", true),
             Ok(ChecksumStatus::Unverified)
         );
-        assert!(!ChecksumStatus::Unverified.is_verified());
-        assert!(ChecksumStatus::ReferenceVariant.is_verified());
     }
 
     #[test]

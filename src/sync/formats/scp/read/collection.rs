@@ -19,7 +19,7 @@ use crate::sync::formats::scp::read::line::LineReader;
 use crate::sync::formats::scp::read::page::{parse_page, Page};
 use crate::sync::formats::scp::read::warning::{WarnKind, Warning, WarningLog};
 use jiff::Timestamp;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fmt;
 use std::io::Read;
 
@@ -36,7 +36,7 @@ pub enum CollectionType {
 }
 
 impl CollectionType {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CollectionType::Snapshot => "snapshot",
             CollectionType::Delta => "delta",
@@ -59,7 +59,7 @@ pub struct Version {
 
 impl Version {
     /// SCP 0.1 "Version Compatibility" 1: `^\d+\.\d+$`.
-    pub fn parse(s: &str) -> Option<Version> {
+    pub(crate) fn parse(s: &str) -> Option<Version> {
         let (major, minor) = s.split_once('.')?;
         let num = |p: &str| {
             if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
@@ -200,7 +200,7 @@ impl<R: Read> CollectionReader<R> {
         &self.meta
     }
 
-    pub fn compression(&self) -> Compression {
+    pub(crate) fn compression(&self) -> Compression {
         self.lines.decompressor().compression()
     }
 
@@ -255,16 +255,6 @@ impl<R: Read> CollectionReader<R> {
         }
     }
 
-    /// Warnings so far (the first of each kind; see [`crate::sync::formats::scp::read::warning`]).
-    pub fn warnings(&self) -> &[Warning] {
-        self.log.listed()
-    }
-
-    /// Drain the warnings listed so far.
-    pub fn take_warnings(&mut self) -> Vec<Warning> {
-        self.log.take()
-    }
-
     /// Read (and validate) whatever is left, then verify the checksum. Only an `Ok` here
     /// means the collection may be used; until then nothing read from it may be committed.
     pub fn finish(mut self) -> Result<CollectionSummary, ScpError> {
@@ -295,26 +285,6 @@ impl<R: Read> CollectionReader<R> {
             warnings: self.log.take(),
         })
     }
-
-    /// Bytes taken from the input so far (for progress; the file size once finished).
-    pub fn compressed_bytes_read(&self) -> u64 {
-        self.lines.decompressor().compressed_bytes()
-    }
-
-    /// Decompressed bytes so far.
-    pub fn decompressed_bytes_read(&self) -> u64 {
-        self.lines.decompressor().decompressed_bytes()
-    }
-
-    /// Number of the last line read (1 after `open`).
-    pub fn line_number(&self) -> u64 {
-        self.lines.line_number()
-    }
-
-    /// Memory held for the current line (for tests of the memory bound).
-    pub fn line_capacity(&self) -> usize {
-        self.lines.line_capacity()
-    }
 }
 
 fn not_a_collection(head: &[u8], why: &str) -> ScpErrorKind {
@@ -336,36 +306,9 @@ fn parse_meta(text: &str, log: &mut WarningLog) -> Result<CollectionMeta, ScpErr
             "line 1 has no \"collection\" object",
         ));
     };
-    let string = |name: &'static str| -> Result<&str, ScpErrorKind> {
-        match c.get(name) {
-            None => Err(ScpErrorKind::MissingField(name)),
-            Some(Value::String(s)) => Ok(s),
-            Some(_) => Err(invalid(name, "expected a string".into())),
-        }
-    };
-    let identifier = |name: &'static str| -> Result<String, ScpErrorKind> {
-        let s = string(name)?;
-        // Schema: `^[a-zA-Z0-9-_]+$`.
-        if s.is_empty()
-            || !s
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(invalid(
-                name,
-                format!("{s:?} is not made of letters, digits, '-' and '_'"),
-            ));
-        }
-        Ok(s.to_string())
-    };
-    let time = |name: &'static str| -> Result<Timestamp, ScpErrorKind> {
-        let s = string(name)?;
-        s.parse::<Timestamp>()
-            .map_err(|_| invalid(name, format!("not an RFC 3339 date-time: {s:?}")))
-    };
-    let id = identifier("id")?;
-    let section = identifier("section")?;
-    let kind = match string("type")? {
+    let id = required_identifier(c, "id")?;
+    let section = required_identifier(c, "section")?;
+    let kind = match required_string(c, "type")? {
         "snapshot" => CollectionType::Snapshot,
         "delta" => CollectionType::Delta,
         other => {
@@ -375,39 +318,9 @@ fn parse_meta(text: &str, log: &mut WarningLog) -> Result<CollectionMeta, ScpErr
             ))
         }
     };
-    let generated = time("generated")?;
-    // SCP 0.1: `since` is required for delta collections (and only means something there).
-    let since = match kind {
-        CollectionType::Delta => Some(time("since")?),
-        CollectionType::Snapshot => {
-            if c.contains_key("since") {
-                log.warn(WarnKind::Metadata, 1, || {
-                    "\"since\" on a snapshot ignored".into()
-                });
-            }
-            None
-        }
-    };
-    if let Some(s) = since.filter(|s| *s > generated) {
-        log.warn(WarnKind::Metadata, 1, || {
-            format!("since {s} is after generated {generated}")
-        });
-    }
-    let version_text = string("version")?;
-    let version = Version::parse(version_text)
-        .ok_or_else(|| invalid("version", format!("{version_text:?} is not MAJOR.MINOR")))?;
-    // SCP 0.1 "Version Compatibility" 2 and 3.
-    if version.major > SUPPORTED_VERSION.major {
-        return Err(ScpErrorKind::UnsupportedVersion {
-            version: version_text.to_string(),
-            supported: SUPPORTED_VERSION.major,
-        });
-    }
-    if version > SUPPORTED_VERSION {
-        log.warn(WarnKind::Metadata, 1, || {
-            format!("version {version} is newer than {SUPPORTED_VERSION}: read as {SUPPORTED_VERSION}, unknown fields and block types ignored")
-        });
-    }
+    let generated = required_time(c, "generated")?;
+    let since = checked_since(c, kind, generated, log)?;
+    let version = checked_version(c, log)?;
     let checksum = match c.get("checksum") {
         None => None,
         Some(Value::String(s)) => Some(parse_declared(s)?),
@@ -429,10 +342,110 @@ fn parse_meta(text: &str, log: &mut WarningLog) -> Result<CollectionMeta, ScpErr
     })
 }
 
+/// A required string of the `collection` object.
+fn required_string<'c>(
+    c: &'c Map<String, Value>,
+    name: &'static str,
+) -> Result<&'c str, ScpErrorKind> {
+    match c.get(name) {
+        None => Err(ScpErrorKind::MissingField(name)),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(invalid(name, "expected a string".into())),
+    }
+}
+
+/// A required identifier (schema: `^[a-zA-Z0-9-_]+$`).
+fn required_identifier(c: &Map<String, Value>, name: &'static str) -> Result<String, ScpErrorKind> {
+    let s = required_string(c, name)?;
+    if s.is_empty()
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(invalid(
+            name,
+            format!("{s:?} is not made of letters, digits, '-' and '_'"),
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// A required RFC 3339 date-time.
+fn required_time(c: &Map<String, Value>, name: &'static str) -> Result<Timestamp, ScpErrorKind> {
+    let s = required_string(c, name)?;
+    s.parse::<Timestamp>()
+        .map_err(|_| invalid(name, format!("not an RFC 3339 date-time: {s:?}")))
+}
+
+/// SCP 0.1: `since` is required for delta collections (and only means something there).
+fn checked_since(
+    c: &Map<String, Value>,
+    kind: CollectionType,
+    generated: Timestamp,
+    log: &mut WarningLog,
+) -> Result<Option<Timestamp>, ScpErrorKind> {
+    let since = match kind {
+        CollectionType::Delta => Some(required_time(c, "since")?),
+        CollectionType::Snapshot => {
+            if c.contains_key("since") {
+                log.warn(WarnKind::Metadata, 1, || {
+                    "\"since\" on a snapshot ignored".into()
+                });
+            }
+            None
+        }
+    };
+    if let Some(s) = since.filter(|s| *s > generated) {
+        log.warn(WarnKind::Metadata, 1, || {
+            format!("since {s} is after generated {generated}")
+        });
+    }
+    Ok(since)
+}
+
+/// SCP 0.1 "Version Compatibility" 2 and 3: a newer major version is refused, a newer minor
+/// one read as this one, with a warning.
+fn checked_version(c: &Map<String, Value>, log: &mut WarningLog) -> Result<Version, ScpErrorKind> {
+    let version_text = required_string(c, "version")?;
+    let version = Version::parse(version_text)
+        .ok_or_else(|| invalid("version", format!("{version_text:?} is not MAJOR.MINOR")))?;
+    if version.major > SUPPORTED_VERSION.major {
+        return Err(ScpErrorKind::UnsupportedVersion {
+            version: version_text.to_string(),
+            supported: SUPPORTED_VERSION.major,
+        });
+    }
+    if version > SUPPORTED_VERSION {
+        log.warn(WarnKind::Metadata, 1, || {
+            format!("version {version} is newer than {SUPPORTED_VERSION}: read as {SUPPORTED_VERSION}, unknown fields and block types ignored")
+        });
+    }
+    Ok(version)
+}
+
 fn invalid(field: &str, reason: String) -> ScpErrorKind {
     ScpErrorKind::InvalidField {
         field: format!("collection.{field}"),
         reason,
+    }
+}
+
+/// What the unit tests look at.
+#[cfg(test)]
+impl<R: Read> CollectionReader<R> {
+    /// Warnings so far (the first of each kind; see [`crate::sync::formats::scp::read::warning`]).
+    pub(crate) fn warnings(&self) -> &[Warning] {
+        self.log.listed()
+    }
+
+    /// Drain the warnings listed so far.
+    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
+        self.log.take()
+    }
+
+    /// Memory held for the current line (for tests of the memory bound).
+    pub(crate) fn line_capacity(&self) -> usize {
+        self.lines.line_capacity()
     }
 }
 

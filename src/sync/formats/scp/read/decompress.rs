@@ -43,7 +43,7 @@ pub enum Compression {
 
 impl Compression {
     /// SCP 0.1 (IANA, "Magic number(s)"): `1F 8B` gzip, `28 B5 2F FD` zstd, else none.
-    pub fn detect(head: &[u8]) -> Compression {
+    pub(crate) fn detect(head: &[u8]) -> Compression {
         if head.starts_with(&GZIP_MAGIC) {
             Compression::Gzip
         } else if head.starts_with(&ZSTD_MAGIC) {
@@ -53,7 +53,7 @@ impl Compression {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
@@ -140,7 +140,7 @@ impl<R: Read> Decompressor<R> {
     /// Sniff the first bytes of `input` and set up the decoder. `declared_len` is the
     /// compressed length when the caller knows it (see the module notes on the ratio rule);
     /// more input than that is an error.
-    pub fn new(
+    pub(crate) fn new(
         mut input: R,
         limits: &Limits,
         declared_len: Option<u64>,
@@ -193,23 +193,23 @@ impl<R: Read> Decompressor<R> {
         })
     }
 
-    pub fn compression(&self) -> Compression {
+    pub(crate) fn compression(&self) -> Compression {
         self.compression
     }
 
     /// Bytes taken from the raw input so far (including a decoder's read-ahead); the whole
     /// file once [`Self::read`] has returned 0.
-    pub fn compressed_bytes(&self) -> u64 {
+    pub(crate) fn compressed_bytes(&self) -> u64 {
         self.decoder.counted().count
     }
 
     /// Bytes returned by [`Self::read`] so far (never more than the limits allow).
-    pub fn decompressed_bytes(&self) -> u64 {
+    pub(crate) fn decompressed_bytes(&self) -> u64 {
         self.decompressed
     }
 
     /// Like [`Read::read`]: 0 means the end of a complete stream.
-    pub fn read(&mut self, out: &mut [u8]) -> Result<usize, ScpErrorKind> {
+    pub(crate) fn read(&mut self, out: &mut [u8]) -> Result<usize, ScpErrorKind> {
         if let Some(kind) = &self.failed {
             return Err(kind.clone());
         }

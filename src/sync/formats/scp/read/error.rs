@@ -19,20 +19,8 @@ pub struct ScpError {
 }
 
 impl ScpError {
-    pub fn new(line: u64, kind: ScpErrorKind) -> ScpError {
+    pub(crate) fn new(line: u64, kind: ScpErrorKind) -> ScpError {
         ScpError { line, kind }
-    }
-
-    /// True when a resource limit stopped the read (as opposed to a malformed file).
-    pub fn is_limit(&self) -> bool {
-        matches!(
-            self.kind,
-            ScpErrorKind::RatioExceeded { .. }
-                | ScpErrorKind::CompressedTooLarge { .. }
-                | ScpErrorKind::DecompressedTooLarge { .. }
-                | ScpErrorKind::LineTooLong { .. }
-                | ScpErrorKind::TooManyBlocks { .. }
-        )
     }
 
     /// True when the checksum failed or cannot be used.
@@ -116,6 +104,22 @@ impl fmt::Display for Mismatch {
             f,
             "checksum mismatch: declared {}, content hashes to sha256:{} (spec rule) and sha256:{} (reference-implementation rule)",
             self.declared, self.spec_literal, self.reference_variant
+        )
+    }
+}
+
+/// What the unit tests (here and in `collection`) look at.
+#[cfg(test)]
+impl ScpError {
+    /// True when a resource limit stopped the read (as opposed to a malformed file).
+    pub(crate) fn is_limit(&self) -> bool {
+        matches!(
+            self.kind,
+            ScpErrorKind::RatioExceeded { .. }
+                | ScpErrorKind::CompressedTooLarge { .. }
+                | ScpErrorKind::DecompressedTooLarge { .. }
+                | ScpErrorKind::LineTooLong { .. }
+                | ScpErrorKind::TooManyBlocks { .. }
         )
     }
 }

@@ -31,7 +31,7 @@ pub struct Line<'a> {
 
 impl<'a> Line<'a> {
     /// The line without its `\n` (and a `\r` before it).
-    pub fn content(&self) -> &'a [u8] {
+    pub(crate) fn content(&self) -> &'a [u8] {
         let mut c = self.raw;
         if let Some(rest) = c.strip_suffix(b"\n") {
             c = rest;
@@ -40,10 +40,6 @@ impl<'a> Line<'a> {
             }
         }
         c
-    }
-
-    pub fn is_terminated(&self) -> bool {
-        self.raw.last() == Some(&b'\n')
     }
 }
 
@@ -62,7 +58,7 @@ pub struct LineReader<R: Read> {
 }
 
 impl<R: Read> LineReader<R> {
-    pub fn new(source: Decompressor<R>, max_line_bytes: u64) -> LineReader<R> {
+    pub(crate) fn new(source: Decompressor<R>, max_line_bytes: u64) -> LineReader<R> {
         LineReader {
             source,
             buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
@@ -78,7 +74,7 @@ impl<R: Read> LineReader<R> {
 
     /// The next line, or `None` at the end of the stream. An empty stream has no lines; a
     /// final line without `\n` is a line.
-    pub fn next_line(&mut self) -> Result<Option<Line<'_>>, ScpError> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>, ScpError> {
         self.line.clear();
         if self.line.capacity() > RETAINED_LINE_CAPACITY {
             self.line.shrink_to(RETAINED_LINE_CAPACITY);
@@ -129,17 +125,12 @@ impl<R: Read> LineReader<R> {
     }
 
     /// Number of the last line returned (0 before the first).
-    pub fn line_number(&self) -> u64 {
+    pub(crate) fn line_number(&self) -> u64 {
         self.number
     }
 
-    pub fn decompressor(&self) -> &Decompressor<R> {
+    pub(crate) fn decompressor(&self) -> &Decompressor<R> {
         &self.source
-    }
-
-    /// Memory held for the current line; never more than `max_line_bytes + 1`.
-    pub fn line_capacity(&self) -> usize {
-        self.line.capacity()
     }
 }
 
@@ -152,6 +143,23 @@ fn grow(line: &mut Vec<u8>, extra: usize, max: usize) {
     }
     let target = need.max(line.capacity() * 2).max(8 * 1024).min(max);
     line.reserve_exact(target - line.len());
+}
+
+/// What the unit tests look at.
+#[cfg(test)]
+impl Line<'_> {
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.raw.last() == Some(&b'\n')
+    }
+}
+
+/// What the unit tests (here and in `collection`) look at.
+#[cfg(test)]
+impl<R: Read> LineReader<R> {
+    /// Memory held for the current line; never more than `max_line_bytes + 1`.
+    pub(crate) fn line_capacity(&self) -> usize {
+        self.line.capacity()
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,4 @@
-//! Site Content Protocol (SCP v0.1, seed `000_8716fdc438bae1e7.txt`; notes in
-//! `shared/spec/scp-notes.md`) readers: pure functions from bytes to typed items, like the
+//! Site Content Protocol (SCP 0.1) readers: pure functions from bytes to typed items, like the
 //! ResourceSync readers in [`crate::rs`]. They know nothing of the network or the catalog.
 //!
 //! # The two documents

@@ -137,7 +137,7 @@ pub struct MediaUrl {
 
 /// Parse one page line (`json`: the line without its terminator). `Ok(None)`: the page is
 /// skipped (a warning says why).
-pub fn parse_page(
+pub(crate) fn parse_page(
     line: u64,
     json: &str,
     max_blocks: usize,
@@ -157,21 +157,7 @@ pub fn parse_page(
     let description = required(wire.description, "description")?;
     let modified_raw = required(wire.modified, "modified")?;
     let language = required(wire.language, "language")?;
-    let blocks = match wire.content.ok_or(ScpErrorKind::MissingField("content"))? {
-        Content::Blocks(blocks) => blocks,
-        Content::TooMany(count) => {
-            return Err(ScpErrorKind::TooManyBlocks {
-                count,
-                limit: max_blocks,
-            })
-        }
-        Content::NotArray(found) => {
-            return Err(ScpErrorKind::InvalidField {
-                field: "content".into(),
-                reason: format!("expected an array of blocks, found {found}"),
-            })
-        }
-    };
+    let blocks = content_blocks(wire.content, max_blocks)?;
     let modified = modified_raw
         .parse::<Timestamp>()
         .map_err(|_| ScpErrorKind::InvalidField {
@@ -189,23 +175,8 @@ pub fn parse_page(
         .map(|(i, v)| parse_block(line, i, v, log))
         .collect::<Result<Vec<Block>, ScpErrorKind>>()?;
 
-    // SCP 0.1 "Non-Fatal Errors": invalid URL format: log a warning, skip the page.
-    let url = match url {
-        Field::Str(s) => match http_url(&s) {
-            Ok(u) => u,
-            Err(reason) => {
-                log.warn(WarnKind::PageSkipped, line, || {
-                    format!("page skipped: url {s:?} {reason}")
-                });
-                return Ok(None);
-            }
-        },
-        Field::Other(found) => {
-            log.warn(WarnKind::PageSkipped, line, || {
-                format!("page skipped: url is {found}, not a string")
-            });
-            return Ok(None);
-        }
+    let Some(url) = page_url(url, line, log) else {
+        return Ok(None);
     };
     if !is_bcp47_shaped(&language) {
         log.warn(WarnKind::Language, line, || {
@@ -213,17 +184,7 @@ pub fn parse_page(
         });
     }
     let author = optional_str(wire.author, "author", line, log);
-    let published = optional_str(wire.published, "published", line, log).and_then(|p| {
-        match p.parse::<Timestamp>() {
-            Ok(t) => Some(t),
-            Err(_) => {
-                log.warn(WarnKind::OptionalField, line, || {
-                    format!("published {p:?} is not an RFC 3339 date-time: ignored")
-                });
-                None
-            }
-        }
-    });
+    let published = published(wire.published, line, log);
     let canonical = optional_str(wire.canonical, "canonical", line, log);
     if let Some(c) = &canonical {
         check_inner_url(c, "canonical", line, log);
@@ -248,8 +209,59 @@ pub fn parse_page(
     }))
 }
 
+/// The blocks of `content` (required), at most `max_blocks` of them.
+fn content_blocks(content: Option<Content>, max_blocks: usize) -> Result<Vec<Value>, ScpErrorKind> {
+    match content.ok_or(ScpErrorKind::MissingField("content"))? {
+        Content::Blocks(blocks) => Ok(blocks),
+        Content::TooMany(count) => Err(ScpErrorKind::TooManyBlocks {
+            count,
+            limit: max_blocks,
+        }),
+        Content::NotArray(found) => Err(ScpErrorKind::InvalidField {
+            field: "content".into(),
+            reason: format!("expected an array of blocks, found {found}"),
+        }),
+    }
+}
+
+/// The page's URL; `None` when it is no http(s) URL, and the page is skipped (SCP 0.1
+/// "Non-Fatal Errors": invalid URL format: log a warning, skip the page).
+fn page_url(url: Field<'_>, line: u64, log: &mut WarningLog) -> Option<Url> {
+    match url {
+        Field::Str(s) => match http_url(&s) {
+            Ok(u) => Some(u),
+            Err(reason) => {
+                log.warn(WarnKind::PageSkipped, line, || {
+                    format!("page skipped: url {s:?} {reason}")
+                });
+                None
+            }
+        },
+        Field::Other(found) => {
+            log.warn(WarnKind::PageSkipped, line, || {
+                format!("page skipped: url is {found}, not a string")
+            });
+            None
+        }
+    }
+}
+
+/// `published` (optional): an RFC 3339 date-time, else ignored with a warning.
+fn published(f: Option<Field<'_>>, line: u64, log: &mut WarningLog) -> Option<Timestamp> {
+    let p = optional_str(f, "published", line, log)?;
+    match p.parse::<Timestamp>() {
+        Ok(t) => Some(t),
+        Err(_) => {
+            log.warn(WarnKind::OptionalField, line, || {
+                format!("published {p:?} is not an RFC 3339 date-time: ignored")
+            });
+            None
+        }
+    }
+}
+
 /// An absolute http(s) URL with a host (SCP 0.1 "URL format: Valid HTTP/HTTPS URLs").
-pub fn http_url(s: &str) -> Result<Url, String> {
+pub(crate) fn http_url(s: &str) -> Result<Url, String> {
     match Url::parse(s) {
         Ok(u)
             if matches!(u.scheme(), "http" | "https")

@@ -51,20 +51,20 @@ pub struct ScpSitemap {
 }
 
 impl ScpSitemap {
-    pub fn snapshots(&self) -> impl Iterator<Item = &CollectionEntry> {
+    pub(crate) fn snapshots(&self) -> impl Iterator<Item = &CollectionEntry> {
         self.collections
             .iter()
             .filter(|c| c.kind == EntryKind::Snapshot)
     }
 
-    pub fn deltas(&self) -> impl Iterator<Item = &CollectionEntry> {
+    pub(crate) fn deltas(&self) -> impl Iterator<Item = &CollectionEntry> {
         self.collections
             .iter()
             .filter(|c| c.kind != EntryKind::Snapshot)
     }
 
     /// The newest snapshot of `section` (by `generated`).
-    pub fn latest_snapshot(&self, section: &str) -> Option<&CollectionEntry> {
+    pub(crate) fn latest_snapshot(&self, section: &str) -> Option<&CollectionEntry> {
         self.snapshots()
             .filter(|c| c.section == section)
             .max_by_key(|c| c.generated)
@@ -72,7 +72,7 @@ impl ScpSitemap {
 
     /// Deltas of `section` generated after `after`, oldest first (SCP 0.1, "Recovery from
     /// Missed Deltas": apply in chronological order by `generated`).
-    pub fn deltas_after(&self, section: &str, after: Timestamp) -> Vec<&CollectionEntry> {
+    pub(crate) fn deltas_after(&self, section: &str, after: Timestamp) -> Vec<&CollectionEntry> {
         let mut d: Vec<&CollectionEntry> = self
             .deltas()
             .filter(|c| c.section == section && c.generated > after)
@@ -100,7 +100,7 @@ pub enum UpdateFreq {
 }
 
 impl UpdateFreq {
-    pub fn parse(s: &str) -> Option<UpdateFreq> {
+    pub(crate) fn parse(s: &str) -> Option<UpdateFreq> {
         match s {
             "hourly" => Some(UpdateFreq::Hourly),
             "daily" => Some(UpdateFreq::Daily),
@@ -149,7 +149,7 @@ pub struct CollectionEntry {
 }
 
 impl CollectionEntry {
-    pub fn since(&self) -> Option<Timestamp> {
+    pub(crate) fn since(&self) -> Option<Timestamp> {
         match &self.kind {
             EntryKind::Delta { since, .. } => Some(*since),
             EntryKind::Snapshot => None,
@@ -183,7 +183,7 @@ pub enum SitemapErrorKind {
 /// Read a sitemap (plain or gzip / zstd, by magic bytes; at most `max_bytes` decompressed).
 /// `Ok(None)`: a well-formed Sitemap without the SCP extension (or a sitemap index), which is
 /// not an SCP source.
-pub fn read_sitemap(
+pub(crate) fn read_sitemap(
     input: impl Read,
     doc_url: &Url,
     max_bytes: u64,
@@ -334,7 +334,40 @@ impl<B: BufRead> Reader<'_, B> {
     }
 
     fn read(mut self) -> Result<Option<ScpSitemap>, SitemapError> {
-        // The prolog and the root.
+        let Some((root_is_scp, empty)) = self.root()? else {
+            return Ok(None);
+        };
+        let mut map = ScpSitemap {
+            version: None,
+            compression: Vec::new(),
+            sections: Vec::new(),
+            collections: Vec::new(),
+            url_entries: 0,
+            warnings: Vec::new(),
+        };
+        let mut is_scp = root_is_scp;
+        if !empty {
+            is_scp |= self.children(&mut map)?;
+        }
+        // Only whitespace, comments and PIs after the root.
+        loop {
+            match self.next()? {
+                Event::Eof => break,
+                Event::Text(t) if is_space(&t) => {}
+                Event::Comment(_) | Event::PI(_) => {}
+                _ => return Err(self.err(SitemapErrorKind::Xml("content after </urlset>".into()))),
+            }
+        }
+        if !is_scp {
+            return Ok(None);
+        }
+        map.warnings = std::mem::take(&mut self.warnings);
+        Ok(Some(map))
+    }
+
+    /// The prolog and the root: whether the root declares the SCP namespace, and whether it
+    /// is empty. `None` for a sitemap index (an SCP sitemap is a `urlset`).
+    fn root(&mut self) -> Result<Option<(bool, bool)>, SitemapError> {
         let (root, empty) = loop {
             match self.next()? {
                 Event::Start(e) => break (e, false),
@@ -351,104 +384,88 @@ impl<B: BufRead> Reader<'_, B> {
         };
         let (ns, local) = self.classify(&root)?;
         match (ns, local.as_str()) {
-            (Name::Sitemap, "urlset") => {}
-            (Name::Sitemap, "sitemapindex") => return Ok(None),
+            (Name::Sitemap, "urlset") => Ok(Some((self.declares_scp(&root), empty))),
+            (Name::Sitemap, "sitemapindex") => Ok(None),
             _ => {
                 let name = root.name().as_ref().to_string();
-                return Err(self.err(SitemapErrorKind::NotASitemap(format!("<{name}>"))));
+                Err(self.err(SitemapErrorKind::NotASitemap(format!("<{name}>"))))
             }
         }
-        let mut is_scp = self.declares_scp(&root);
-        let mut map = ScpSitemap {
-            version: None,
-            compression: Vec::new(),
-            sections: Vec::new(),
-            collections: Vec::new(),
-            url_entries: 0,
-            warnings: Vec::new(),
-        };
-        if !empty {
-            loop {
-                let (e, empty) = match self.next()? {
-                    Event::Start(e) => (e, false),
-                    Event::Empty(e) => (e, true),
-                    Event::End(_) => break,
-                    Event::Eof => return Err(self.err(SitemapErrorKind::Truncated)),
-                    Event::GeneralRef(r) => {
-                        self.resolve_ref(&r)?;
-                        continue;
-                    }
-                    _ => continue,
-                };
-                let line = self.line;
-                is_scp |= self.declares_scp(&e);
-                let (ns, local) = self.classify(&e)?;
-                match (ns, local.as_str()) {
-                    (Name::Scp, "version") => {
-                        is_scp = true;
-                        let v = self.text(empty)?;
-                        self.version(line, v, &mut map);
-                        continue;
-                    }
-                    (Name::Scp, "compression") => {
-                        is_scp = true;
-                        let v = self.text(empty)?;
-                        map.compression = v
-                            .split(',')
-                            .map(|s| s.trim().to_string())
-                            .filter(|s| !s.is_empty())
-                            .collect();
-                        for c in &map.compression {
-                            if c != "gzip" && c != "zstd" {
-                                self.warnings.push(Warning {
-                                    line,
-                                    message: format!(
-                                        "scp:compression {c:?} is not one SCP 0.1 defines"
-                                    ),
-                                });
-                            }
-                        }
-                        continue;
-                    }
-                    (Name::Scp, "section") => {
-                        is_scp = true;
-                        if let Some(s) = self.section(line, &e)? {
-                            map.sections.push(s);
-                        }
-                    }
-                    (Name::Scp, "collection") | (Name::Scp, "delta") => {
-                        is_scp = true;
-                        let delta = local == "delta";
-                        if let Some(c) = self.collection(line, &e, delta)? {
-                            map.collections.push(c);
-                        }
-                    }
-                    (Name::Scp, other) => {
-                        is_scp = true;
-                        self.warn(line, format!("unknown element scp:{other} ignored"));
-                    }
-                    (Name::Sitemap, "url") => map.url_entries += 1,
-                    _ => {}
-                }
-                if !empty {
-                    self.skip()?;
-                }
-            }
-        }
-        // Only whitespace, comments and PIs after the root.
+    }
+
+    /// The children of the root, into `map`: true when one of them is an SCP element or
+    /// declares the SCP namespace.
+    fn children(&mut self, map: &mut ScpSitemap) -> Result<bool, SitemapError> {
+        let mut is_scp = false;
         loop {
-            match self.next()? {
-                Event::Eof => break,
-                Event::Text(t) if is_space(&t) => {}
-                Event::Comment(_) | Event::PI(_) => {}
-                _ => return Err(self.err(SitemapErrorKind::Xml("content after </urlset>".into()))),
+            let (e, empty) = match self.next()? {
+                Event::Start(e) => (e, false),
+                Event::Empty(e) => (e, true),
+                Event::End(_) => return Ok(is_scp),
+                Event::Eof => return Err(self.err(SitemapErrorKind::Truncated)),
+                Event::GeneralRef(r) => {
+                    self.resolve_ref(&r)?;
+                    continue;
+                }
+                _ => continue,
+            };
+            let line = self.line;
+            is_scp |= self.declares_scp(&e);
+            let (ns, local) = self.classify(&e)?;
+            match (ns, local.as_str()) {
+                (Name::Scp, "version") => {
+                    is_scp = true;
+                    let v = self.text(empty)?;
+                    self.version(line, v, map);
+                    continue;
+                }
+                (Name::Scp, "compression") => {
+                    is_scp = true;
+                    let v = self.text(empty)?;
+                    self.compression(line, &v, map);
+                    continue;
+                }
+                (Name::Scp, "section") => {
+                    is_scp = true;
+                    if let Some(s) = self.section(line, &e)? {
+                        map.sections.push(s);
+                    }
+                }
+                (Name::Scp, "collection") | (Name::Scp, "delta") => {
+                    is_scp = true;
+                    let delta = local == "delta";
+                    if let Some(c) = self.collection(line, &e, delta)? {
+                        map.collections.push(c);
+                    }
+                }
+                (Name::Scp, other) => {
+                    is_scp = true;
+                    self.warn(line, format!("unknown element scp:{other} ignored"));
+                }
+                (Name::Sitemap, "url") => map.url_entries += 1,
+                _ => {}
+            }
+            if !empty {
+                self.skip()?;
             }
         }
-        if !is_scp {
-            return Ok(None);
+    }
+
+    /// `scp:compression`: the comma-separated formats the source offers.
+    fn compression(&mut self, line: u64, v: &str, map: &mut ScpSitemap) {
+        map.compression = v
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for c in &map.compression {
+            if c != "gzip" && c != "zstd" {
+                self.warnings.push(Warning {
+                    line,
+                    message: format!("scp:compression {c:?} is not one SCP 0.1 defines"),
+                });
+            }
         }
-        map.warnings = std::mem::take(&mut self.warnings);
-        Ok(Some(map))
     }
 
     fn version(&mut self, line: u64, v: String, map: &mut ScpSitemap) {

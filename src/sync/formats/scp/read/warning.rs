@@ -62,7 +62,7 @@ pub struct WarningLog {
 }
 
 impl WarningLog {
-    pub fn warn(&mut self, kind: WarnKind, line: u64, message: impl FnOnce() -> String) {
+    pub(crate) fn warn(&mut self, kind: WarnKind, line: u64, message: impl FnOnce() -> String) {
         let i = kind.index();
         self.counts[i] += 1;
         self.last_line[i] = line;
@@ -74,22 +74,13 @@ impl WarningLog {
         }
     }
 
-    pub fn listed(&self) -> &[Warning] {
-        &self.listed
-    }
-
     /// Drain the listed warnings (the counts stay).
-    pub fn take(&mut self) -> Vec<Warning> {
+    pub(crate) fn take(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.listed)
     }
 
-    /// Total warnings of `kind` so far, listed or not.
-    pub fn count(&self, kind: WarnKind) -> u64 {
-        self.counts[kind.index()]
-    }
-
     /// One closing line per kind that went over the listing cap.
-    pub fn summarise(&mut self) {
+    pub(crate) fn summarise(&mut self) {
         for kind in [
             WarnKind::UnknownBlock,
             WarnKind::HeadingLevel,
@@ -113,6 +104,19 @@ impl WarningLog {
                 });
             }
         }
+    }
+}
+
+/// What the unit tests look at.
+#[cfg(test)]
+impl WarningLog {
+    pub(crate) fn listed(&self) -> &[Warning] {
+        &self.listed
+    }
+
+    /// Total warnings of `kind` so far, listed or not.
+    pub(crate) fn count(&self, kind: WarnKind) -> u64 {
+        self.counts[kind.index()]
     }
 }
 
