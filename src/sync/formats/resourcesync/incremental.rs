@@ -320,6 +320,40 @@ fn apply_collection(
             progress.println(t);
         }
     }
+    record_refused_and_superseded(writer, &p, summary, progress)?;
+    let mut results = ChangeResults {
+        writer: &mut *writer,
+        collection: &p.collection,
+        events,
+        states,
+        staging,
+        summary: &mut *summary,
+        progress,
+        applied_max: None,
+        failed_min: None,
+        failed_docs: HashSet::new(),
+    };
+    let fetch = results.deletions(&p)?;
+    let jobs = fetch.iter().map(|&i| job_of(i, &events[i]));
+    progress.start("incremental", fetch.len() as u64);
+    apply::transfer(http, staging, objects, jobs, s.jobs, |r| results.on(r))?;
+    let ChangeResults {
+        applied_max,
+        failed_min,
+        failed_docs,
+        ..
+    } = results;
+    let ends = (applied_max, failed_min, &failed_docs);
+    commit_changes(writer, (source_id, run_id), &p, ends, summary)
+}
+
+/// The changes the scope refused, and the events a later one for the same URI supersedes.
+fn record_refused_and_superseded(
+    writer: &mut Writer<'_>,
+    p: &Pending,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
     for r in &p.changes.refused {
         summary.refused += 1;
         progress.println(&format!("refused: {}: {}", r.uri, r.reason));
@@ -331,178 +365,39 @@ fn apply_collection(
         });
     }
     let applied: HashSet<usize> = p.apply.iter().copied().collect();
-    for (i, e) in events.iter().enumerate() {
+    for (i, e) in p.changes.events.iter().enumerate() {
         if !applied.contains(&i) {
             writer.event(event_record(&p.collection, e, "superseded"))?;
         }
     }
+    Ok(())
+}
 
-    let mut applied_max: Option<Timestamp> = None;
-    let mut failed_min: Option<Timestamp> = None;
-    let mut failed_docs: HashSet<&str> = HashSet::new();
-    // The events to fetch; their jobs are made as the workers take them.
-    let mut fetch = Vec::new();
-    for &i in &p.apply {
-        let e = &events[i];
-        let current = states.get(e.uri.as_str());
-        match e.change {
-            Change::Deleted if e.stale_delete => {
-                // A 1.0 delete dated by the deleted state's lastmod, before the sync point:
-                // applied when the mirror still holds that state (or an older one), else it was
-                // applied before or the resource came back since. Either way it never moves the
-                // sync point (its time is before it).
-                let Some(c) = current.filter(|c| !c.deleted) else {
-                    continue;
-                };
-                if !stale_delete_holds(e, c, p.since, summary) {
-                    continue;
-                }
-                summary.deleted += 1;
-                writer.version_for_event(
-                    tombstone(&p.collection, e),
-                    event_record(&p.collection, e, "applied"),
-                )?;
-                crate::store::kill::point("incremental.tombstone");
-            }
-            Change::Deleted => {
-                let outcome = match current {
-                    Some(c) if !c.deleted => {
-                        summary.deleted += 1;
-                        writer.version_for_event(
-                            tombstone(&p.collection, e),
-                            event_record(&p.collection, e, "applied"),
-                        )?;
-                        crate::store::kill::point("incremental.tombstone");
-                        applied_max = applied_max.max(e.sync_time());
-                        continue;
-                    }
-                    Some(_) => {
-                        summary.unchanged += 1;
-                        "unchanged"
-                    }
-                    None => {
-                        summary.unknown_deletes += 1;
-                        "unknown-delete"
-                    }
-                };
-                applied_max = applied_max.max(e.sync_time());
-                writer.event(event_record(&p.collection, e, outcome))?;
-            }
-            Change::Created | Change::Updated => fetch.push(i),
-        }
-    }
-    let jobs = fetch.iter().map(|&i| {
-        let e = &events[i];
-        let mut urls = vec![e.uri.clone()];
-        urls.extend(e.duplicates.iter().cloned());
-        Job {
-            index: i,
-            urls,
-            expected: Expected {
-                length: e.declared.length,
-                digests: e.declared.digests.clone(),
-            },
-            scope: e.scope.clone(),
-            validators: None,
-        }
-    });
-
-    progress.start("incremental", fetch.len() as u64);
-    apply::transfer(
-        http,
-        staging,
-        objects,
-        jobs,
-        s.jobs,
-        |r| -> Result<(), Error> {
-            match r {
-                JobResult::Fetched(i, f) => {
-                    let e = &events[i];
-                    progress.item(f.computed.length);
-                    summary.bytes += f.computed.length;
-                    applied_max = applied_max.max(e.sync_time());
-                    let held = states
-                        .get(e.uri.as_str())
-                        .filter(|c| !c.deleted)
-                        .map(|c| Held {
-                            sha256: c.sha256_hex.as_deref(),
-                            lastmod: c.lastmod,
-                        });
-                    let basis = Basis::Change {
-                        lastmod: e.declared.lastmod,
-                    };
-                    let decision = decide(held, &f.computed.sha256_hex, basis);
-                    decision.count(summary);
-                    let Some(change) = decision.change() else {
-                        return Ok(writer.event(event_record(&p.collection, e, "unchanged"))?);
-                    };
-                    writer.version_for_event(
-                        fetched_version(&p.collection, e, &f, change),
-                        event_record(&p.collection, e, "applied"),
-                    )?;
-                }
-                // Changes are fetched whole: no validators are sent.
-                JobResult::NotModified(_) => summary.unchanged += 1,
-                JobResult::Unwritable(e) => {
-                    return Err(crate::sync::context::stop_for_fault(writer, e))
-                }
-                JobResult::NoSpace(message) => {
-                    return Err(crate::sync::context::stop_for_space(
-                        writer,
-                        staging,
-                        message,
-                        String::new(),
-                    ))
-                }
-                JobResult::Failed {
-                    index,
-                    reason,
-                    refused,
-                    other_bytes,
-                    ..
-                } => {
-                    let e = &events[index];
-                    progress.item(0);
-                    let (class, reason) = if refused {
-                        summary.refused += 1;
-                        ("refused", reason)
-                    } else if other_bytes {
-                        // Other bytes than the entry declares: the resource changed
-                        // again after the list was read. That later change is dated after every
-                        // entry of this list, so after the sync point this run records: it does
-                        // not hold it back (a busy source would never be caught up with); the
-                        // resource is pending until the next run applies the later change, and
-                        // reported if none comes.
-                        summary.pending += 1;
-                        let why = format!(
-                            "{reason} (it changed again after the Change List was read; pending \
-                             until a later change is applied)"
-                        );
-                        ("pending", why)
-                    } else {
-                        summary.failed += 1;
-                        // Never advance past a change that failed: the next run retries it.
-                        failed_min = match (failed_min, e.order_time) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        };
-                        failed_docs.insert(e.document.as_str());
-                        ("failed", reason)
-                    };
-                    progress.println(&problem_line(class, e.uri.as_str(), &reason));
-                    writer.problem(e.uri.as_str(), class, &reason)?;
-                    writer.event(event_record(&p.collection, e, class))?;
-                    summary.problems.push(Problem {
-                        uri: e.uri.to_string(),
-                        class,
-                        reason,
-                    });
-                }
-            }
-            Ok(())
+/// The fetch of a created or updated resource: its URL, then its `duplicate` mirrors.
+fn job_of(index: usize, e: &Event) -> Job {
+    let mut urls = vec![e.uri.clone()];
+    urls.extend(e.duplicates.iter().cloned());
+    Job {
+        index,
+        urls,
+        expected: Expected {
+            length: e.declared.length,
+            digests: e.declared.digests.clone(),
         },
-    )?;
+        scope: e.scope.clone(),
+        validators: None,
+    }
+}
 
+/// The sync point, the documents read and the Change Lists closed, in the last transaction.
+/// `ends`: the latest change applied, the earliest that failed, and the lists that had one.
+fn commit_changes(
+    writer: &mut Writer<'_>,
+    (source_id, run_id): (i64, i64),
+    p: &Pending,
+    (applied_max, failed_min, failed_docs): (Option<Timestamp>, Option<Timestamp>, &HashSet<&str>),
+    summary: &mut Summary,
+) -> Result<(), Error> {
     let closed_ok: Vec<_> = p
         .changes
         .closed_read
@@ -510,7 +405,7 @@ fn apply_collection(
         .filter(|c| !failed_docs.contains(c.url.as_str()))
         .collect();
     let until_max = closed_ok.iter().map(|c| c.until).max();
-    let sync_point = new_sync_point(&p, until_max, applied_max, failed_min, summary);
+    let sync_point = new_sync_point(p, until_max, applied_max, failed_min, summary);
     // A list with a failed change keeps no validators: the next run must read it again
     // even if it did not change, to retry that change.
     let documents: Vec<_> = p
@@ -542,6 +437,179 @@ fn apply_collection(
         Ok(())
     })?;
     Ok(())
+}
+
+/// Where each change of one collection goes as it is applied: the writer, the summary,
+/// stderr; and what the sync point will be made of.
+struct ChangeResults<'e, 'x, 'w> {
+    writer: &'x mut Writer<'w>,
+    collection: &'e str,
+    events: &'e [Event],
+    states: &'e HashMap<String, CurrentState>,
+    staging: &'e Path,
+    summary: &'x mut Summary,
+    progress: &'e Progress,
+    /// The latest change applied.
+    applied_max: Option<Timestamp>,
+    /// The earliest change that failed: the sync point never passes it.
+    failed_min: Option<Timestamp>,
+    /// The lists a failed change came from.
+    failed_docs: HashSet<&'e str>,
+}
+
+impl<'e> ChangeResults<'e, '_, '_> {
+    /// Apply the deletions of `p` (they need no transfer); the events to fetch, in order.
+    fn deletions(&mut self, p: &Pending) -> Result<Vec<usize>, Error> {
+        let mut fetch = Vec::new();
+        for &i in &p.apply {
+            let e = &self.events[i];
+            let current = self.states.get(e.uri.as_str());
+            match e.change {
+                Change::Deleted if e.stale_delete => {
+                    // A 1.0 delete dated by the deleted state's lastmod, before the sync
+                    // point: applied when the mirror still holds that state (or an older one),
+                    // else it was applied before or the resource came back since. Either way
+                    // it never moves the sync point (its time is before it).
+                    let Some(c) = current.filter(|c| !c.deleted) else {
+                        continue;
+                    };
+                    if stale_delete_holds(e, c, p.since, self.summary) {
+                        self.tombstone(e)?;
+                    }
+                }
+                Change::Deleted => {
+                    self.applied_max = self.applied_max.max(e.sync_time());
+                    let outcome = match current {
+                        Some(c) if !c.deleted => {
+                            self.tombstone(e)?;
+                            continue;
+                        }
+                        Some(_) => {
+                            self.summary.unchanged += 1;
+                            "unchanged"
+                        }
+                        None => {
+                            self.summary.unknown_deletes += 1;
+                            "unknown-delete"
+                        }
+                    };
+                    self.writer
+                        .event(event_record(self.collection, e, outcome))?;
+                }
+                Change::Created | Change::Updated => fetch.push(i),
+            }
+        }
+        Ok(fetch)
+    }
+
+    fn tombstone(&mut self, e: &Event) -> Result<(), Error> {
+        self.summary.deleted += 1;
+        self.writer.version_for_event(
+            tombstone(self.collection, e),
+            event_record(self.collection, e, "applied"),
+        )?;
+        crate::store::kill::point("incremental.tombstone");
+        Ok(())
+    }
+
+    fn on(&mut self, r: JobResult) -> Result<(), Error> {
+        match r {
+            JobResult::Fetched(i, f) => self.fetched(&self.events[i], &f),
+            // Changes are fetched whole: no validators are sent.
+            JobResult::NotModified(_) => {
+                self.summary.unchanged += 1;
+                Ok(())
+            }
+            JobResult::Unwritable(e) => Err(crate::sync::context::stop_for_fault(self.writer, e)),
+            JobResult::NoSpace(message) => Err(crate::sync::context::stop_for_space(
+                self.writer,
+                self.staging,
+                message,
+                String::new(),
+            )),
+            JobResult::Failed {
+                index,
+                reason,
+                refused,
+                other_bytes,
+                ..
+            } => self.failed(&self.events[index], reason, refused, other_bytes),
+        }
+    }
+
+    fn fetched(&mut self, e: &'e Event, f: &apply::Fetched) -> Result<(), Error> {
+        self.progress.item(f.computed.length);
+        self.summary.bytes += f.computed.length;
+        self.applied_max = self.applied_max.max(e.sync_time());
+        let held = self
+            .states
+            .get(e.uri.as_str())
+            .filter(|c| !c.deleted)
+            .map(|c| Held {
+                sha256: c.sha256_hex.as_deref(),
+                lastmod: c.lastmod,
+            });
+        let basis = Basis::Change {
+            lastmod: e.declared.lastmod,
+        };
+        let decision = decide(held, &f.computed.sha256_hex, basis);
+        decision.count(self.summary);
+        let Some(change) = decision.change() else {
+            return Ok(self
+                .writer
+                .event(event_record(self.collection, e, "unchanged"))?);
+        };
+        self.writer.version_for_event(
+            fetched_version(self.collection, e, f, change),
+            event_record(self.collection, e, "applied"),
+        )?;
+        Ok(())
+    }
+
+    fn failed(
+        &mut self,
+        e: &'e Event,
+        reason: String,
+        refused: bool,
+        other_bytes: bool,
+    ) -> Result<(), Error> {
+        self.progress.item(0);
+        let (class, reason) = if refused {
+            self.summary.refused += 1;
+            ("refused", reason)
+        } else if other_bytes {
+            // Other bytes than the entry declares: the resource changed again after the list
+            // was read. That later change is dated after every entry of this list, so after
+            // the sync point this run records: it does not hold it back (a busy source would
+            // never be caught up with); the resource is pending until the next run applies
+            // the later change, and reported if none comes.
+            self.summary.pending += 1;
+            let why = format!(
+                "{reason} (it changed again after the Change List was read; pending until a \
+                 later change is applied)"
+            );
+            ("pending", why)
+        } else {
+            self.summary.failed += 1;
+            // Never advance past a change that failed: the next run retries it.
+            self.failed_min = match (self.failed_min, e.order_time) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            self.failed_docs.insert(e.document.as_str());
+            ("failed", reason)
+        };
+        self.progress
+            .println(&problem_line(class, e.uri.as_str(), &reason));
+        self.writer.problem(e.uri.as_str(), class, &reason)?;
+        self.writer.event(event_record(self.collection, e, class))?;
+        self.summary.problems.push(Problem {
+            uri: e.uri.to_string(),
+            class,
+            reason,
+        });
+        Ok(())
+    }
 }
 
 /// A 1.0 delete dated before the sync point (by the deleted state's lastmod): applied when the
