@@ -1,6 +1,7 @@
 //! The mirror on disk: the SQLite catalog, the content-addressed object store, the staging
-//! folder and the lock (DESIGN.md §3). Nothing here knows about HTTP or ResourceSync syntax.
+//! folder and the lock. Nothing here knows about HTTP or ResourceSync syntax.
 
+pub mod arc_records;
 pub mod catalog;
 pub mod kill;
 pub mod lock;
@@ -9,6 +10,7 @@ pub mod new_file;
 pub mod objects;
 pub mod rows;
 pub mod scp_catalog;
+pub mod writer;
 
 pub use catalog::Catalog;
 pub use lock::MirrorLock;
@@ -80,7 +82,31 @@ pub enum StoreError {
     },
 }
 
+/// What a catalog error says of the disk under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskSign {
+    /// SQLITE_FULL: the file system is full.
+    Full,
+    /// SQLITE_IOERR: what SQLite also says when its journal cannot grow; full only if the
+    /// file system has no room left.
+    IoError,
+}
+
 impl StoreError {
+    /// For an error of the catalog: what it says of the disk, and SQLite's words.
+    pub fn disk_sign(&self) -> Option<(DiskSign, String)> {
+        let sqlite = match self {
+            StoreError::Sqlite(s) | StoreError::SqliteAt { source: s, .. } => s,
+            _ => return None,
+        };
+        let sign = match sqlite.sqlite_error_code()? {
+            rusqlite::ErrorCode::DiskFull => DiskSign::Full,
+            rusqlite::ErrorCode::SystemIoFailure => DiskSign::IoError,
+            _ => return None,
+        };
+        Some((sign, sqlite.to_string()))
+    }
+
     pub fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
         StoreError::SqliteAt {
             path: path.display().to_string(),

@@ -1,6 +1,6 @@
-//! Transfer and commit: a bounded number of requests in flight (several per thread, on
-//! libcurl's multi interface: [`Transfers`]), and one writer (the calling thread) that
-//! batches catalog writes.
+//! Transfer: a bounded number of requests in flight (several per thread, on libcurl's multi
+//! interface: [`Transfers`]); the results go to the calling thread, which commits them
+//! through the store's one writer ([`Writer`], `store::writer`).
 //!
 //! A fetching thread fetches into `staging/`, verifies length and digests in the same pass, and moves
 //! the verified file into the object store. The writer collects results; before each catalog
@@ -10,9 +10,9 @@
 use crate::net::transfer::{Outcome, Request, Transfers};
 use crate::net::{Expected, FetchError, Http, Scope, Validators};
 use crate::rs::digest::Computed;
-use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::new_file::NewFile;
-use crate::store::{Catalog, ObjectStore, StoreError};
+pub use crate::store::writer::{Then, Writer};
+use crate::store::ObjectStore;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -374,141 +374,5 @@ impl Attempts {
             other_bytes: self.all_other_bytes && some,
             gone: self.all_gone && some,
         }
-    }
-}
-
-/// More rows to write once a version has its id.
-pub type Then = Box<dyn FnOnce(&rusqlite::Transaction<'_>, i64) -> Result<(), StoreError>>;
-
-/// A version waiting for its batch.
-struct PendingVersion {
-    version: NewVersion,
-    event: Option<ChangeEventRecord>,
-    then: Option<Then>,
-}
-
-/// The single writer: versions and problems accumulate and are committed in batches, each
-/// after one `syncfs` of the object store.
-pub struct Writer<'a> {
-    catalog: &'a mut Catalog,
-    objects: &'a ObjectStore,
-    run_id: i64,
-    versions: Vec<PendingVersion>,
-    events: Vec<ChangeEventRecord>,
-    problems: Vec<(String, &'static str, String)>,
-    last_flush: Instant,
-}
-
-/// Versions per transaction, and the longest a result waits for its commit.
-const BATCH: usize = 512;
-const BATCH_AGE: Duration = Duration::from_millis(500);
-
-impl<'a> Writer<'a> {
-    pub fn new(catalog: &'a mut Catalog, objects: &'a ObjectStore, run_id: i64) -> Writer<'a> {
-        Writer {
-            catalog,
-            objects,
-            run_id,
-            versions: Vec::new(),
-            events: Vec::new(),
-            problems: Vec::new(),
-            last_flush: Instant::now(),
-        }
-    }
-
-    /// The catalog, to read: what it holds is what the last flush committed.
-    pub fn catalog(&self) -> &Catalog {
-        self.catalog
-    }
-
-    pub fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
-        self.version_with(v, None, None)
-    }
-
-    /// A version, the change event it applies (recorded with the version's id), and more rows
-    /// that need that id (a protocol's own metadata), written in the same transaction.
-    pub fn version_with(
-        &mut self,
-        version: NewVersion,
-        event: Option<ChangeEventRecord>,
-        then: Option<Then>,
-    ) -> Result<(), StoreError> {
-        self.versions.push(PendingVersion {
-            version,
-            event,
-            then,
-        });
-        self.maybe_flush()
-    }
-
-    /// A version that applies a change event; the event is recorded with the version's id.
-    pub fn version_for_event(
-        &mut self,
-        v: NewVersion,
-        e: ChangeEventRecord,
-    ) -> Result<(), StoreError> {
-        self.version_with(v, Some(e), None)
-    }
-
-    /// A change event that produced no version (unchanged, superseded, failed, ...).
-    pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
-        self.events.push(e);
-        self.maybe_flush()
-    }
-
-    pub fn problem(
-        &mut self,
-        uri: &str,
-        class: &'static str,
-        reason: &str,
-    ) -> Result<(), StoreError> {
-        self.problems
-            .push((uri.to_string(), class, reason.to_string()));
-        self.maybe_flush()
-    }
-
-    fn maybe_flush(&mut self) -> Result<(), StoreError> {
-        if self.versions.len() >= BATCH || self.last_flush.elapsed() >= BATCH_AGE {
-            self.flush(|_| Ok(()))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Commit what is pending, plus whatever `extra` writes, in one transaction.
-    pub fn flush(
-        &mut self,
-        extra: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        if !self.versions.is_empty() {
-            self.objects
-                .sync()
-                .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
-        }
-        let any_version = !self.versions.is_empty();
-        let tx = self.catalog.transaction()?;
-        for p in self.versions.drain(..) {
-            let id = write::version(&tx, self.run_id, &p.version)?;
-            crate::store::kill::point("writer.mid-batch");
-            if let Some(e) = p.event {
-                write::change_event(&tx, self.run_id, &e, Some(id))?;
-            }
-            if let Some(then) = p.then {
-                then(&tx, id)?;
-            }
-        }
-        for e in self.events.drain(..) {
-            write::change_event(&tx, self.run_id, &e, None)?;
-        }
-        for (uri, class, reason) in self.problems.drain(..) {
-            write::problem(&tx, self.run_id, &uri, class, &reason)?;
-        }
-        extra(&tx)?;
-        tx.commit()?;
-        if any_version {
-            crate::store::kill::point("writer.committed");
-        }
-        self.last_flush = Instant::now();
-        Ok(())
     }
 }

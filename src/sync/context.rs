@@ -8,7 +8,7 @@ use crate::exit::Exit;
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::Summary;
-use crate::store::{Catalog, MirrorLock, ObjectStore, StoreError};
+use crate::store::{Catalog, DiskSign, MirrorLock, ObjectStore, StoreError};
 use crate::sync::documents::Documents;
 use std::path::{Path, PathBuf};
 
@@ -169,23 +169,21 @@ pub fn stop_for_fault(writer: &mut crate::sync::apply::Writer<'_>, e: StoreError
 /// disk met by an object gives: SQLITE_FULL, or a "disk I/O error" (what SQLite says when its
 /// journal cannot grow) while the mirror's file system has no room left.
 pub fn full_disk_said(e: Error, mirror: &Path) -> Error {
-    let sqlite = match &e {
-        Error::Store(StoreError::Sqlite(s) | StoreError::SqliteAt { source: s, .. }) => s,
+    let Error::Store(store) = &e else {
+        return e;
+    };
+    let said = match store.disk_sign() {
+        Some((DiskSign::Full, said)) => said,
+        Some((DiskSign::IoError, said))
+            if crate::sync::apply::room_left(mirror, Some(64 * 1024)).is_err() =>
+        {
+            said
+        }
         _ => return e,
     };
-    let full = match sqlite.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DiskFull) => true,
-        Some(rusqlite::ErrorCode::SystemIoFailure) => {
-            crate::sync::apply::room_left(mirror, Some(64 * 1024)).is_err()
-        }
-        _ => false,
-    };
-    if !full {
-        return e;
-    }
     StoreError::NoSpace {
         path: mirror.display().to_string(),
-        message: format!("catalog: {sqlite}"),
+        message: format!("catalog: {said}"),
         needed: String::new(),
     }
     .into()

@@ -18,6 +18,7 @@ use crate::report::{problem_line, Problem, Summary};
 use crate::rs::digest::declared_hash;
 use crate::settings;
 use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
+use crate::store::writer::LastRows;
 use crate::store::{ObjectStore, StoreError};
 use crate::sync::apply::{self, Job, JobResult, Then, Writer};
 use crate::sync::decide::{decide, Basis, Held};
@@ -134,9 +135,6 @@ pub struct Hooks<'h> {
 
 /// The rows a format keeps beside the version of a listed entry, if any.
 pub type SideRows<'a> = dyn Fn(&Listed) -> Option<Then> + 'a;
-
-/// Rows a format writes in a snapshot's last transaction.
-pub type LastRows<'h> = Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> Result<(), StoreError> + 'h>;
 
 impl Default for Hooks<'_> {
     fn default() -> Self {

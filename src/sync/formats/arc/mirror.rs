@@ -258,9 +258,7 @@ pub fn baseline(
     let (source_id, run_id) = (ctx.source_id, ctx.run_id);
     let side_rows = |l: &Listed| -> Option<Then> {
         let page = PageRecord::of(&pages[l.line as usize], &collection, &collection);
-        Some(Box::new(move |tx: &rusqlite::Transaction<'_>, id| {
-            write_arc::page(tx, id, &page)
-        }))
+        Some(write_arc::page_rows(page))
     };
     let hooks = Hooks {
         arrived_via: Some("arc"),

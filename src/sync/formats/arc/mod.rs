@@ -4,7 +4,8 @@
 
 pub mod mirror;
 pub mod read;
-pub mod records;
+/// What the catalog keeps of ARC sources besides versions: the store's.
+pub use crate::store::arc_records as records;
 
 use super::{url_of, Expected, Format};
 use crate::error::{Error, SourceError};
@@ -16,6 +17,8 @@ use crate::sync::context::RunContext;
 use crate::sync::discover::{Collection, SourceKind};
 use crate::sync::documents::Documents;
 use crate::sync::expected::Item;
+use read::Page;
+use records::PageRecord;
 
 pub struct Arc;
 
@@ -104,5 +107,28 @@ impl Format for Arc {
             walked: arc.walked,
             skipped: arc.skipped.into_iter().collect(),
         })
+    }
+}
+
+/// What the sitemap says of a page, as kept beside its version.
+impl PageRecord {
+    pub fn of(page: &Page, sitemap_url: &str, document_url: &str) -> PageRecord {
+        PageRecord {
+            sitemap_url: sitemap_url.to_string(),
+            document_url: document_url.to_string(),
+            ai_indexable: page.ai_indexable,
+            ai_summary: page.ai_summary.clone(),
+            ai_tags_json: page
+                .ai_tags
+                .as_ref()
+                .map(|t| serde_json::to_string(t).expect("serialisable")),
+            ai_checksum: page.ai_checksum.clone(),
+            ai_snapshot_json: page
+                .ai_snapshot
+                .as_ref()
+                .map(|s| serde_json::to_string(s).expect("serialisable")),
+            crawl_priority: page.crawl_priority,
+            robots_directive: page.robots_directive.clone(),
+        }
     }
 }

@@ -2,14 +2,13 @@
 //! `arc_versions`), and the single writer that commits ARC versions together with what the
 //! sitemap said of each page.
 //!
-//! The writer is `sync::apply::Writer` (one `syncfs` of the object store before each
+//! The writer is `store::writer::Writer` (one `syncfs` of the object store before each
 //! transaction, so a version row never names bytes a crash could lose) with the ARC row that
 //! is keyed by each version's id written in the same transaction.
 
 use crate::store::catalog::{ChangeEventRecord, NewVersion};
+use crate::store::writer::{Then, Writer};
 use crate::store::{Catalog, ObjectStore, StoreError};
-use crate::sync::apply::{Then, Writer};
-use crate::sync::formats::arc::read::Page;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::time::Duration;
@@ -43,28 +42,6 @@ pub struct PageRecord {
     pub ai_snapshot_json: Option<String>,
     pub crawl_priority: Option<f64>,
     pub robots_directive: Option<String>,
-}
-
-impl PageRecord {
-    pub fn of(page: &Page, sitemap_url: &str, document_url: &str) -> PageRecord {
-        PageRecord {
-            sitemap_url: sitemap_url.to_string(),
-            document_url: document_url.to_string(),
-            ai_indexable: page.ai_indexable,
-            ai_summary: page.ai_summary.clone(),
-            ai_tags_json: page
-                .ai_tags
-                .as_ref()
-                .map(|t| serde_json::to_string(t).expect("serialisable")),
-            ai_checksum: page.ai_checksum.clone(),
-            ai_snapshot_json: page
-                .ai_snapshot
-                .as_ref()
-                .map(|s| serde_json::to_string(s).expect("serialisable")),
-            crawl_priority: page.crawl_priority,
-            robots_directive: page.robots_directive.clone(),
-        }
-    }
 }
 
 /// The sitemap an ARC source was baselined from: the one recorded for `source_id`, else the
@@ -176,6 +153,11 @@ pub mod write_arc {
             ],
         )?;
         Ok(())
+    }
+
+    /// The page's row, to be written with its version once that has an id.
+    pub fn page_rows(page: PageRecord) -> Then {
+        Box::new(move |tx: &Transaction<'_>, id| self::page(tx, id, &page))
     }
 
     pub fn page(tx: &Transaction<'_>, version_id: i64, p: &PageRecord) -> Result<(), StoreError> {
