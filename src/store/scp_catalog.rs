@@ -546,3 +546,74 @@ pub fn insert_page_version(
     ])?;
     Ok(version_id)
 }
+
+/// One SCP collection's transaction: everything `scp::apply` writes for a collection (the
+/// collection, its pages' resources and versions, their change events, the section's new
+/// position), committed at once or not at all.
+pub struct CollectionTx<'c>(rusqlite::Transaction<'c>);
+
+impl<'c> CollectionTx<'c> {
+    pub fn begin(catalog: &'c mut crate::store::Catalog) -> Result<Self, StoreError> {
+        Ok(CollectionTx(catalog.transaction()?))
+    }
+
+    pub fn insert_collection(&self, c: &NewCollection<'_>) -> Result<i64, StoreError> {
+        insert_collection(&self.0, c)
+    }
+
+    pub fn complete_collection(
+        &self,
+        id: i64,
+        v: &CollectionVerdict<'_>,
+    ) -> Result<(), StoreError> {
+        complete_collection(&self.0, id, v)
+    }
+
+    pub fn forget_validators(&self, id: i64) -> Result<(), StoreError> {
+        forget_validators(&self.0, id)
+    }
+
+    pub fn set_section(
+        &self,
+        source_id: i64,
+        run_id: i64,
+        s: &SectionRecord,
+    ) -> Result<(), StoreError> {
+        set_section(&self.0, source_id, run_id, s)
+    }
+
+    pub fn page_resource(
+        &self,
+        url: &str,
+        section: &str,
+        collection_id: i64,
+        run_id: i64,
+    ) -> Result<(i64, bool), StoreError> {
+        page_resource(&self.0, url, section, collection_id, run_id)
+    }
+
+    pub fn insert_page_version(
+        &self,
+        resource_id: i64,
+        v: &NewPageVersion<'_>,
+    ) -> Result<i64, StoreError> {
+        insert_page_version(&self.0, resource_id, v)
+    }
+
+    pub fn resource_uri(&self, resource_id: i64) -> Result<String, StoreError> {
+        resource_uri(&self.0, resource_id)
+    }
+
+    pub fn change_event(
+        &self,
+        run_id: i64,
+        e: &crate::store::catalog::ChangeEventRecord,
+        version_id: Option<i64>,
+    ) -> Result<(), StoreError> {
+        crate::store::catalog::write::change_event(&self.0, run_id, e, version_id)
+    }
+
+    pub fn commit(self) -> Result<(), StoreError> {
+        Ok(self.0.commit()?)
+    }
+}

@@ -22,7 +22,9 @@
 use crate::progress::Progress;
 use crate::store::catalog::{write, ChangeEventRecord};
 use crate::store::new_file::NewFile;
-use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, NewPageVersion};
+use crate::store::scp_catalog::{
+    self, CollectionTx, CollectionVerdict, NewCollection, NewPageVersion,
+};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::decide::{decide, Basis, Decision, Held};
 use crate::sync::formats::scp::fetch::StagedCollection;
@@ -31,7 +33,6 @@ use crate::sync::formats::scp::read::{
     CollectionMeta, CollectionReader, CollectionSummary, CollectionType, Limits, Page, ScpError,
 };
 use jiff::Timestamp;
-use rusqlite::Connection;
 use sha2::{Digest as _, Sha256};
 use std::collections::HashMap;
 use std::fs::File;
@@ -234,12 +235,6 @@ pub enum ApplyError {
     Objects(std::io::Error),
 }
 
-impl From<rusqlite::Error> for ApplyError {
-    fn from(e: rusqlite::Error) -> ApplyError {
-        ApplyError::Store(e.into())
-    }
-}
-
 /// Read, verify and commit one staged collection. On any error nothing is committed and
 /// `pages` is reloaded from the catalog.
 pub fn apply(
@@ -289,11 +284,11 @@ fn apply_inner(
             placed: 0,
         };
         let result = (|| {
-            let tx = catalog.transaction()?;
-            let row = scp_catalog::insert_collection(&tx, &new_collection(&a, &meta, &reader))?;
+            let tx = CollectionTx::begin(catalog)?;
+            let row = tx.insert_collection(&new_collection(&a, &meta, &reader))?;
             let mut n = Counts::default();
             let mut w = PageWriter {
-                conn: &tx,
+                tx: &tx,
                 a: &a,
                 pages,
                 row,
@@ -309,7 +304,7 @@ fn apply_inner(
             if is_snapshot {
                 w.gone(&mut n)?;
             }
-            scp_catalog::complete_collection(&tx, row, &verdict(&summary))?;
+            tx.complete_collection(row, &verdict(&summary))?;
             move_section(&tx, &mut a, row, is_snapshot, &n)?;
             writer.finish().map_err(ApplyError::Objects)?;
             if writer.placed > 0 {
@@ -484,7 +479,7 @@ fn verdict(summary: &CollectionSummary) -> CollectionVerdict<'_> {
 /// comparison), and `incremental` takes it as the newer snapshot that replaces the state
 /// (SCP 0.1: "Deletion Detection").
 fn move_section(
-    tx: &Connection,
+    tx: &CollectionTx<'_>,
     a: &mut Applying<'_>,
     row: i64,
     is_snapshot: bool,
@@ -494,7 +489,7 @@ fn move_section(
     let gone_pending = is_snapshot && !n.gone.is_empty() && n.deleted == 0;
     let section = &mut *a.section;
     if gone_pending {
-        scp_catalog::forget_validators(tx, row)?;
+        tx.forget_validators(row)?;
     } else if is_snapshot {
         section.snapshot_id = Some(row);
         section.snapshot_generated = Some(listed_generated);
@@ -504,12 +499,12 @@ fn move_section(
             .applied_through
             .map_or(listed_generated, |t| t.max(listed_generated)),
     );
-    scp_catalog::set_section(tx, a.source_id, a.run_id, section)
+    tx.set_section(a.source_id, a.run_id, section)
 }
 
 /// Writes the pages of one collection: objects, versions, change events.
 struct PageWriter<'x, 'a, 's> {
-    conn: &'x Connection,
+    tx: &'x CollectionTx<'x>,
     a: &'x Applying<'a>,
     pages: &'x mut SectionPages,
     /// `scp_collections.id` of the collection.
@@ -551,16 +546,14 @@ impl PageWriter<'_, '_, '_> {
         let sha_hex = hex::encode(sha);
         let (resource_id, qualified) = match known {
             Some((id, qualified, ..)) => (id, qualified),
-            None => scp_catalog::page_resource(
-                self.conn,
+            None => self.tx.page_resource(
                 url,
                 &self.pages.section,
                 self.pages.collection_id,
                 self.a.run_id,
             )?,
         };
-        let version_id = scp_catalog::insert_page_version(
-            self.conn,
+        let version_id = self.tx.insert_page_version(
             resource_id,
             &NewPageVersion {
                 run_id: self.a.run_id,
@@ -608,8 +601,7 @@ impl PageWriter<'_, '_, '_> {
         } else {
             url.to_string()
         };
-        write::change_event(
-            self.conn,
+        self.tx.change_event(
             self.a.run_id,
             &ChangeEventRecord {
                 collection: self.pages.collection.clone(),
@@ -644,10 +636,9 @@ impl PageWriter<'_, '_, '_> {
             GonePolicy::Tombstone { .. } => true,
         };
         for (k, resource_id, qualified) in &gone {
-            let uri = scp_catalog::resource_uri(self.conn, *resource_id)?;
+            let uri = self.tx.resource_uri(*resource_id)?;
             if tombstone {
-                let version_id = scp_catalog::insert_page_version(
-                    self.conn,
+                let version_id = self.tx.insert_page_version(
                     *resource_id,
                     &NewPageVersion {
                         run_id: self.a.run_id,
