@@ -17,7 +17,7 @@
 //! of the last (the reader's own pauses do not count); a transfer nobody reads any more is
 //! ended by libcurl's progress callback.
 
-use crate::net::easy::{configure_get, failure, transport, Head};
+use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
 use crate::net::{FetchError, HttpConfig, Validators};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use curl::easy::{Easy2, Handler, WriteError};
@@ -33,9 +33,6 @@ const PIECES: usize = 8;
 const BUFFER: usize = 64 * 1024;
 /// How long a worker without a GET to make stays (with its connections).
 const IDLE: Duration = Duration::from_secs(30);
-/// The most bytes of an error or redirect body read (and dropped) before the connection is
-/// given up instead.
-const MAX_DROPPED_BODY: u64 = 64 * 1024;
 
 /// Why an attempt failed, and whether another attempt may mend it.
 pub(crate) type Failure = (FetchError, bool);

@@ -19,6 +19,9 @@ use url::Url;
 pub const MAX_HEAD: usize = 64 * 1024;
 /// The most interim (`1xx`) responses accepted before the final one.
 const MAX_INTERIM: u32 = 8;
+/// The most bytes of an error or redirect body read (and dropped) before the connection is
+/// given up instead.
+pub(crate) const MAX_DROPPED_BODY: u64 = 64 * 1024;
 
 /// Set the options of a GET of `url` on `easy` (fresh, or reset since its last transfer):
 /// conditional when `validators` are given, on a new connection when `fresh`.
@@ -483,6 +486,13 @@ pub(crate) fn failure(
         // libcurl's answer to a header line longer than it takes (100 KiB).
         let message =
             format!("response head too large: a header line over libcurl's limit ({detail})");
+        return (transport(url, message), false);
+    }
+    if e.is_bad_content_encoding() && received.is_none() {
+        // Nothing is content-decoded here, so this is libcurl (8.x) refusing a
+        // Transfer-Encoding as its header line arrives, before `Head` sees the whole head: the
+        // same refusal (RFC 9112 §6.1), in the same words, whatever the libcurl.
+        let message = format!("refused response framing: Transfer-Encoding ({detail})");
         return (transport(url, message), false);
     }
     let retryable = e.is_couldnt_resolve_host()

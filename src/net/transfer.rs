@@ -25,7 +25,7 @@
 //! `Content-Encoding` sent anyway is recorded, not decoded.
 
 use crate::net::agent::{is_redirect, is_retryable_status, parse_retry_after, Hops, Retries};
-use crate::net::easy::{configure_get, failure, transport, Head};
+use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
 use crate::net::fetch::{
     check_announced, check_received, hasher_for, past_max_time, staging_error, truncated, verify,
     worker_folder,
@@ -42,9 +42,6 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 pub use crate::net::easy::MAX_HEAD;
-/// The most bytes of an error or redirect body read (and dropped) before the connection is
-/// given up instead.
-const MAX_DROPPED_BODY: u64 = 64 * 1024;
 /// The longest one wait on the sockets lasts, so that head deadlines and paused retries are
 /// seen on time whatever libcurl's own timers say.
 const MAX_WAIT: Duration = Duration::from_millis(250);
