@@ -356,7 +356,8 @@ pub struct SourceArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub min_free: Option<u64>,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
-    /// source whose certificate a private CA signed.
+    /// source whose certificate a private CA signed (documents and resources alike). Proxies:
+    /// curl's http_proxy, https_proxy, all_proxy and no_proxy variables, for both.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<std::path::PathBuf>,
 }

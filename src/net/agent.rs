@@ -1,23 +1,24 @@
-//! The HTTP agent: keep-alive `ureq` agents (one per thread) with bounded waits.
+//! The HTTP agent: what a GET needs to be safe and polite, over libcurl for documents
+//! (`document` makes their transfers, read as a stream) and resources (`transfer`, with the
+//! same request options, retries and redirect checks).
 //!
-//! It owns what a single GET needs to be safe and polite (DESIGN §5): connect, header and
-//! per-read timeouts so a stalled server cannot hang a cron job; bounded retries with
-//! exponential backoff for connection failures, timeouts, 429 and 5xx, honouring `Retry-After`
-//! up to a ceiling; redirects followed by hand so that every hop is checked against the
-//! [`Scope`]; conditional GETs; a real `User-Agent`; `Accept-Encoding: identity` so that bodies
-//! arrive exactly as the source's `length` and `hash` describe them (ResourceSync 1.1 §10.4);
-//! an optional pause between requests to one host; and `--map` prefixes served from local
-//! folders. Reading and verifying bodies is left to the caller (`fetch` for resources, the
-//! readers for documents).
+//! It owns: connect, header and per-read timeouts so a stalled server cannot hang a cron job;
+//! bounded retries with exponential backoff for connection failures, timeouts, 429 and 5xx,
+//! honouring `Retry-After` (RFC 9110 §10.2.3) up to a ceiling; redirects followed by hand so
+//! that every hop is checked against the [`Scope`]; conditional GETs (RFC 9110 §13.1); a real
+//! `User-Agent`; `Accept-Encoding: identity` so that bodies arrive exactly as the source's
+//! `length` and `hash` describe them (ResourceSync 1.1 §10.4); an optional pause between
+//! requests to one host; and `--map` prefixes served from local folders. Reading and
+//! verifying bodies is left to the caller (`fetch` for resources, the readers for documents).
 
+use crate::net::document::{Documents, Response};
 use crate::net::{FetchError, Scope};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use ureq::http::{header, HeaderValue, Response};
 use url::Url;
 
 #[derive(Debug, Clone)]
@@ -111,24 +112,43 @@ pub const DEFAULT_MAX_SIZE: u64 = 64 << 30;
 /// stalled; even a slow link moves a hundred times more.
 pub const DEFAULT_MIN_RATE: u64 = 1024;
 
-/// The certificates of a PEM file (`--ca-file`); an error names the file and what is wrong.
-pub fn read_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, String> {
+/// Check a `--ca-file`: a PEM file with at least one certificate (RFC 7468 §5: base64 between
+/// `-----BEGIN CERTIFICATE-----` and `-----END CERTIFICATE-----`). The number of certificates,
+/// or an error naming the file and what is wrong. libcurl (OpenSSL) reads the file itself.
+pub fn read_ca_file(path: &Path) -> Result<usize, String> {
+    use base64::Engine as _;
     let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut certs = Vec::new();
-    for item in ureq::tls::parse_pem(&pem) {
-        match item {
-            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
-            Ok(_) => {}
-            Err(e) => return Err(format!("{}: not PEM: {e}", path.display())),
+    let text = String::from_utf8_lossy(&pem);
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut count = 0;
+    let mut rest = text.as_ref();
+    while let Some(at) = rest.find(BEGIN) {
+        let after = &rest[at + BEGIN.len()..];
+        let Some(end) = after.find(END) else {
+            return Err(format!(
+                "{}: not PEM: a certificate without its END line",
+                path.display()
+            ));
+        };
+        let b64: String = after[..end].split_whitespace().collect();
+        if let Err(e) = base64::engine::general_purpose::STANDARD.decode(&b64) {
+            return Err(format!(
+                "{}: not PEM: certificate {}: {e}",
+                path.display(),
+                count + 1
+            ));
         }
+        count += 1;
+        rest = &after[end + END.len()..];
     }
-    if certs.is_empty() {
+    if count == 0 {
         return Err(format!(
             "{}: no certificate (a PEM file of CERTIFICATE blocks was expected)",
             path.display()
         ));
     }
-    Ok(certs)
+    Ok(count)
 }
 
 /// `rsmirror/VERSION (ResourceSync Destination)`: what we send when nothing else was configured.
@@ -188,76 +208,10 @@ pub enum DocumentResponse {
     NotModified,
 }
 
-/// How long a host's resolved addresses are reused.
-const RESOLVE_TTL: Duration = Duration::from_secs(60);
-
-/// ureq resolves the host before it looks for a pooled connection, on every request, and with
-/// a resolve timeout it does so on a thread of its own: one thread spawn (and one
-/// `getaddrinfo`, a DNS query for a real host) per resource. A mirror talks to one or a few
-/// hosts, so their addresses are kept for [`RESOLVE_TTL`]; a failed lookup is not kept.
-#[derive(Debug, Default)]
-struct CachingResolver<R = ureq::unversioned::resolver::DefaultResolver> {
-    inner: R,
-    known: Mutex<HashMap<String, (Instant, ureq::unversioned::resolver::ResolvedSocketAddrs)>>,
-}
-
-/// One [`CachingResolver`] for all the agents of an [`Http`].
-#[derive(Debug)]
-struct SharedResolver(Arc<CachingResolver>);
-
-impl ureq::unversioned::resolver::Resolver for SharedResolver {
-    fn resolve(
-        &self,
-        uri: &ureq::http::Uri,
-        config: &ureq::config::Config,
-        timeout: ureq::unversioned::transport::NextTimeout,
-    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        self.0.resolve(uri, config, timeout)
-    }
-}
-
-impl<R: ureq::unversioned::resolver::Resolver> ureq::unversioned::resolver::Resolver
-    for CachingResolver<R>
-{
-    fn resolve(
-        &self,
-        uri: &ureq::http::Uri,
-        config: &ureq::config::Config,
-        timeout: ureq::unversioned::transport::NextTimeout,
-    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let key = format!(
-            "{}://{}",
-            uri.scheme_str().unwrap_or(""),
-            uri.authority().map(|a| a.as_str()).unwrap_or("")
-        );
-        if let Some((at, addrs)) = self.known.lock().unwrap().get(&key) {
-            if at.elapsed() < RESOLVE_TTL {
-                return Ok(addrs.clone());
-            }
-        }
-        let addrs = self.inner.resolve(uri, config, timeout)?;
-        self.known
-            .lock()
-            .unwrap()
-            .insert(key, (Instant::now(), addrs.clone()));
-        Ok(addrs)
-    }
-}
-
-/// Agents of one [`Http`]; a thread keeps to one of them.
-const AGENTS: usize = 16;
-
-thread_local! {
-    /// This thread's agent, as an index into [`Http`]'s agents (assigned at first use).
-    static AGENT_SLOT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
-}
-
-/// `&Http` is shared by all worker threads; each thread uses an agent (and so a connection
-/// pool) of its own, up to [`AGENTS`] threads at a time. One agent for all made every request
-/// take its pool's lock twice, and ureq holds that lock while it probes a pooled connection
-/// (three system calls): eight workers queued on it.
+/// `&Http` is shared by all worker threads: documents go to its document workers, resources
+/// to each thread's `Transfers`, with the same settings.
 pub struct Http {
-    agents: Vec<ureq::Agent>,
+    documents: Documents,
     cfg: HttpConfig,
     /// `--map` prefixes, normalised, longest first so the most specific one wins.
     maps: Vec<(String, PathBuf)>,
@@ -281,42 +235,6 @@ impl Http {
         } else {
             cfg.user_agent.clone()
         };
-        let t = Some(cfg.timeout);
-        let mut tls = ureq::tls::TlsConfig::builder();
-        if let Some(certs) = cfg.ca_file.as_deref().and_then(|f| read_ca_file(f).ok()) {
-            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
-        }
-        let config = ureq::Agent::config_builder()
-            .tls_config(tls.build())
-            .timeout_resolve(t)
-            .timeout_connect(t)
-            .timeout_send_request(t)
-            .timeout_recv_response(t)
-            // Per read, not per body: a multi-GB body may take hours, a silent one may not.
-            .timeout_per_read(t)
-            .timeout_per_write(t)
-            // Keep a connection per worker (--jobs is at most 256): with ureq's default of 3 idle
-            // connections per host, 8 workers opened a new connection for most requests.
-            .max_idle_connections(256)
-            .max_idle_connections_per_host(256)
-            // Redirects are ours: every hop goes through the scope.
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .user_agent(user_agent.clone())
-            .accept_encoding("identity")
-            .build();
-        let resolver = Arc::new(CachingResolver::<
-            ureq::unversioned::resolver::DefaultResolver,
-        >::default());
-        let agents = (0..AGENTS)
-            .map(|_| {
-                ureq::Agent::with_parts(
-                    config.clone(),
-                    ureq::unversioned::transport::DefaultConnector::new(),
-                    SharedResolver(Arc::clone(&resolver)),
-                )
-            })
-            .collect();
         let mut maps: Vec<(String, PathBuf)> = cfg
             .maps
             .iter()
@@ -324,7 +242,7 @@ impl Http {
             .collect();
         maps.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
         Http {
-            agents,
+            documents: Documents::new(cfg.clone(), user_agent.clone()),
             cfg,
             maps,
             pacing: HostPacing::new(Duration::ZERO),
@@ -337,17 +255,6 @@ impl Http {
     pub fn with_host_delay(mut self, delay: Duration) -> Http {
         self.pacing = HostPacing::new(delay);
         self
-    }
-
-    /// The calling thread's agent.
-    fn agent(&self) -> &ureq::Agent {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let slot = AGENT_SLOT.get().unwrap_or_else(|| {
-            let slot = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % AGENTS;
-            AGENT_SLOT.set(Some(slot));
-            slot
-        });
-        &self.agents[slot]
     }
 
     pub fn config(&self) -> &HttpConfig {
@@ -381,7 +288,25 @@ impl Http {
 
     /// Turn an error from reading a [`Body`]'s reader into a [`FetchError`] for `url`.
     pub fn read_error(&self, url: &Url, e: io::Error) -> FetchError {
-        self.classify(url, ureq::Error::from(e)).0
+        if e.get_ref().is_some_and(|inner| inner.is::<FetchError>()) {
+            let inner = e.into_inner().expect("checked above");
+            return *inner.downcast::<FetchError>().expect("checked above");
+        }
+        let url = url.to_string();
+        match e.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => FetchError::Timeout {
+                url,
+                timeout: self.cfg.timeout,
+            },
+            io::ErrorKind::UnexpectedEof => FetchError::Transport {
+                url,
+                message: format!("connection closed early ({e})"),
+            },
+            _ => FetchError::Transport {
+                url,
+                message: e.to_string(),
+            },
+        }
     }
 
     /// The retry budget for one logical request (all its hops and body reads).
@@ -413,31 +338,21 @@ impl Http {
         retries: &mut Retries<'_>,
     ) -> Result<DocumentResponse, FetchError> {
         loop {
+            hops.check(scope)?;
             let current = &hops.current;
-            scope
-                .check(current)
-                .map_err(|reason| FetchError::OutOfScope {
-                    url: current.to_string(),
-                    reason: match &hops.came_from {
-                        None => reason,
-                        Some(from) => format!("redirected from {from}: {reason}"),
-                    },
-                })?;
             if let Some(body) = self.mapped(current)? {
                 return Ok(DocumentResponse::Body(body));
             }
             let response = self.send_with_retries(current, validators, retries)?;
-            let status = response.status().as_u16();
+            let status = response.head.status;
             match status {
                 status if is_redirect(status) => {
-                    let location = header_str(&response, header::LOCATION);
+                    let location = response.head.location.as_deref();
                     hops.redirect(url, status, location, self.cfg.max_redirects)?;
                 }
                 304 if !validators.is_empty() => return Ok(DocumentResponse::NotModified),
-                // 206 would be part of a representation we never asked a range of.
-                200..=299 if status != 206 => {
-                    let mut body = body_of(hops.current, response);
-                    body.reader = Box::new(RateGuard::new(body.reader, &self.cfg));
+                _ if response.head.has_representation() => {
+                    let body = body_of(hops.current, response, &self.cfg);
                     return Ok(DocumentResponse::Body(body));
                 }
                 _ => {
@@ -456,15 +371,16 @@ impl Http {
         url: &Url,
         validators: &Validators,
         retries: &mut Retries<'_>,
-    ) -> Result<Response<ureq::Body>, FetchError> {
+    ) -> Result<Response, FetchError> {
         loop {
-            let (error, retry_after) = match self.send_once(url, validators) {
+            self.pacing.wait_turn(url.host_str().unwrap_or(""));
+            let (error, retry_after) = match self.documents.send(url, validators) {
                 Ok(response) => {
-                    let status = response.status().as_u16();
+                    let status = response.head.status;
                     if !is_retryable_status(status) {
                         return Ok(response);
                     }
-                    let retry_after = header_str(&response, header::RETRY_AFTER)
+                    let retry_after = (response.head.retry_after.as_deref())
                         .and_then(|v| parse_retry_after(v, jiff::Timestamp::now()));
                     let error = FetchError::Status {
                         url: url.to_string(),
@@ -472,74 +388,13 @@ impl Http {
                     };
                     (error, retry_after)
                 }
-                Err(e) => match self.classify(url, e) {
-                    (error, true) => (error, None),
-                    (error, false) => return Err(error),
-                },
+                Err((error, true)) => (error, None),
+                Err((error, false)) => return Err(error),
             };
             match retries.next_wait(retry_after) {
                 Some(wait) => std::thread::sleep(wait),
                 None => return Err(error),
             }
-        }
-    }
-
-    fn send_once(
-        &self,
-        url: &Url,
-        validators: &Validators,
-    ) -> Result<Response<ureq::Body>, ureq::Error> {
-        let mut target = url.clone();
-        target.set_fragment(None);
-        self.pacing.wait_turn(target.host_str().unwrap_or(""));
-        let mut request = self
-            .agent()
-            .get(target.as_str())
-            .header(header::ACCEPT_ENCODING, "identity");
-        // A validator that cannot be a header value (hostile or corrupted) is simply not sent:
-        // the GET becomes unconditional, which is always correct.
-        if let Some(v) = validators.etag.as_deref().and_then(header_value) {
-            request = request.header(header::IF_NONE_MATCH, v);
-        }
-        if let Some(v) = validators.last_modified.as_deref().and_then(header_value) {
-            request = request.header(header::IF_MODIFIED_SINCE, v);
-        }
-        for (name, value) in self.cfg.credentials.for_url(&target) {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        request.call()
-    }
-
-    /// Map a ureq error; the flag says whether another attempt may help.
-    fn classify(&self, url: &Url, e: ureq::Error) -> (FetchError, bool) {
-        let timeout = || FetchError::Timeout {
-            url: url.to_string(),
-            timeout: self.cfg.timeout,
-        };
-        let transport = |message: String| FetchError::Transport {
-            url: url.to_string(),
-            message: tls_hint(url, message),
-        };
-        match e {
-            ureq::Error::Timeout(_) => (timeout(), true),
-            ureq::Error::Io(io)
-                if matches!(
-                    io.kind(),
-                    io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
-                ) =>
-            {
-                (timeout(), true)
-            }
-            ureq::Error::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
-                (transport(format!("connection closed early ({io})")), true)
-            }
-            ureq::Error::Io(io) => (transport(io.to_string()), true),
-            ureq::Error::HostNotFound => (transport("host not found".to_string()), true),
-            e @ (ureq::Error::ConnectionFailed
-            | ureq::Error::Protocol(_)
-            | ureq::Error::BodyStalled) => (transport(e.to_string()), true),
-            // TLS, malformed URLs, oversized headers...: the same request fails the same way.
-            e => (transport(e.to_string()), false),
         }
     }
 
@@ -640,28 +495,17 @@ pub(crate) fn is_retryable_status(status: u16) -> bool {
     status == 429 || (500..=599).contains(&status)
 }
 
-fn header_value(v: &str) -> Option<HeaderValue> {
-    HeaderValue::from_str(v.trim()).ok()
-}
-
-fn header_str<B>(response: &Response<B>, name: header::HeaderName) -> Option<&str> {
-    response
-        .headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-}
-
-/// Where a GET stands in its chain of redirects.
-struct Hops {
-    current: Url,
+/// Where a GET (a document's or a resource's) stands in its chain of redirects.
+#[derive(Debug)]
+pub(crate) struct Hops {
+    /// The URL to fetch now.
+    pub(crate) current: Url,
     came_from: Option<Url>,
     hops: u32,
 }
 
 impl Hops {
-    fn new(url: &Url) -> Hops {
+    pub(crate) fn new(url: &Url) -> Hops {
         Hops {
             current: url.clone(),
             came_from: None,
@@ -669,8 +513,22 @@ impl Hops {
         }
     }
 
-    /// Follow a redirect `status` of the current URL to `location` (not yet scope-checked).
-    fn redirect(
+    /// The current URL must be within `scope`, be it the one asked for or a redirect's.
+    pub(crate) fn check(&self, scope: &Scope) -> Result<(), FetchError> {
+        scope
+            .check(&self.current)
+            .map_err(|reason| FetchError::OutOfScope {
+                url: self.current.to_string(),
+                reason: match &self.came_from {
+                    None => reason,
+                    Some(from) => format!("redirected from {from}: {reason}"),
+                },
+            })
+    }
+
+    /// Follow a redirect `status` of the current URL to `location` (not yet scope-checked);
+    /// `url` is the one first asked for, named when there are too many.
+    pub(crate) fn redirect(
         &mut self,
         url: &Url,
         status: u16,
@@ -712,32 +570,23 @@ pub(crate) fn redirect_target(
     })
 }
 
-fn body_of(final_url: Url, response: Response<ureq::Body>) -> Body {
-    let text = |name| header_str(&response, name).map(str::to_string);
-    let validators = Validators {
-        etag: text(header::ETAG),
-        last_modified: text(header::LAST_MODIFIED),
-    };
-    let media_type = text(header::CONTENT_TYPE);
-    let content_encoding =
-        text(header::CONTENT_ENCODING).filter(|e| !e.eq_ignore_ascii_case("identity"));
-    let content_length =
-        header_str(&response, header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
-    // `into_reader` has no size limit (unlike `read_to_vec`'s 10 MB): resource bodies can be
-    // many GB; `fetch` bounds them by the declared length instead.
-    let reader = response.into_body().into_reader();
+fn body_of(final_url: Url, response: Response, cfg: &HttpConfig) -> Body {
+    let head = response.head;
     Body {
         final_url,
-        validators,
-        media_type,
-        content_length,
-        content_encoding,
-        reader: Box::new(reader),
+        validators: Validators {
+            etag: head.etag.clone(),
+            last_modified: head.last_modified.clone(),
+        },
+        media_type: head.content_type.clone(),
+        content_length: head.content_length,
+        content_encoding: head.encoding(),
+        reader: Box::new(RateGuard::new(response.body, cfg)),
     }
 }
 
-/// `--min-rate` for a document read as a stream: ureq bounds each read by `--timeout`, not the
-/// whole body, so a server that sends a byte now and then would hold the run for ever. Over
+/// `--min-rate` for a document read as a stream: the reader bounds each wait by `--timeout`,
+/// not the whole body, so a server that sends a byte now and then would hold the run for ever. Over
 /// each `--timeout` window of time spent waiting on the server (the reader's own pauses, while
 /// the caller works on what it read, do not count) at least `min_rate` bytes a second must
 /// arrive.
@@ -827,23 +676,6 @@ pub(crate) fn parse_http_date(value: &str) -> Option<jiff::Timestamp> {
         .ok()
         .and_then(|t| t.to_datetime().ok())
         .and_then(utc)
-}
-
-/// A TLS handshake that meets plain HTTP (`https://` given for an http port) fails with
-/// rustls' "corrupt message of type InvalidContentType": say what it means.
-pub(crate) fn tls_hint(url: &Url, message: String) -> String {
-    if url.scheme() == "https"
-        && (message.contains("InvalidContentType") || message.contains("corrupt message"))
-    {
-        let mut plain = url.clone();
-        let _ = plain.set_scheme("http");
-        format!(
-            "{message}: the server does not answer TLS on this port; if it serves plain HTTP \
-             there, give {plain}"
-        )
-    } else {
-        message
-    }
 }
 
 /// `--map` prefixes compare against `Url::as_str()`, so write them the same way.
@@ -971,6 +803,8 @@ pub(crate) mod test_server {
     pub(crate) struct Seen {
         pub url: String,
         pub headers: Vec<(String, String)>,
+        /// The client's end of the connection the request came on.
+        pub peer: Option<std::net::SocketAddr>,
     }
 
     impl Seen {
@@ -1008,6 +842,7 @@ pub(crate) mod test_server {
                             .iter()
                             .map(|h| (h.field.to_string(), h.value.to_string()))
                             .collect(),
+                        peer: request.remote_addr().copied(),
                     };
                     let i = c.fetch_add(1, Ordering::SeqCst);
                     s.lock().unwrap().push(this.clone());
@@ -1066,67 +901,160 @@ mod tests {
 
     use super::test_server::config as cfg;
 
-    /// Counts the lookups that reach the real resolver.
-    #[derive(Debug, Default)]
-    struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-    impl ureq::unversioned::resolver::Resolver for Counting {
-        fn resolve(
-            &self,
-            uri: &ureq::http::Uri,
-            config: &ureq::config::Config,
-            timeout: ureq::unversioned::transport::NextTimeout,
-        ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)
+    #[test]
+    fn documents_keep_their_connection() {
+        let server = TestServer::start(|seen, _| match seen.url.as_str() {
+            "/old.xml" => reply(301, "moved", &[("Location", "/a.xml")]),
+            _ => reply(200, "x", &[]),
+        });
+        let http = Http::new(cfg());
+        for path in ["/a.xml", "/b.xml", "/old.xml", "/c.xml"] {
+            let url = server.url(path);
+            let (_, text) = body_text(
+                http.get(&url, &scope_of(&url), &Validators::default())
+                    .unwrap(),
+            );
+            assert_eq!(text, "x");
         }
+        let seen = server.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 5);
+        let peers: std::collections::BTreeSet<_> = seen.iter().map(|s| s.peer).collect();
+        assert_eq!(peers.len(), 1, "{peers:?}");
     }
 
-    #[test]
-    fn each_thread_keeps_to_its_agent() {
-        let server = TestServer::start(|_, _| reply(200, "x", &[]));
-        let http = Http::new(cfg());
-        let url = server.url("/a");
-        let scope = scope_of(&url);
-        std::thread::scope(|s| {
-            // tiny_http serves up to four keep-alive connections at a time.
-            for _ in 0..3 {
-                s.spawn(|| {
-                    let mine = http.agent() as *const ureq::Agent;
-                    for _ in 0..5 {
-                        assert_eq!(http.agent() as *const _, mine);
-                        let (_, text) =
-                            body_text(http.get(&url, &scope, &Validators::default()).unwrap());
-                        assert_eq!(text, "x");
+    /// A server that sends `head`, then `body` for ever, a piece at a time.
+    fn endless_server(head: &'static str, piece: &'static [u8]) -> Url {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                std::thread::spawn(move || {
+                    let mut request = [0u8; 4096];
+                    let _ = stream.read(&mut request);
+                    if stream.write_all(head.as_bytes()).is_err() {
+                        return;
                     }
+                    while stream.write_all(piece).is_ok() {}
                 });
             }
         });
-        assert_eq!(server.requests(), 15);
+        Url::parse(&format!("http://127.0.0.1:{port}/dump.zip")).unwrap()
     }
 
     #[test]
-    fn a_host_is_resolved_once_not_once_per_request() {
-        let server = TestServer::start(|_, _| reply(200, "x", &[]));
-        let lookups = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let resolver = CachingResolver {
-            inner: Counting(std::sync::Arc::clone(&lookups)),
-            known: Mutex::default(),
-        };
-        // With a resolve timeout, as Http::new configures it.
-        let config = ureq::Agent::config_builder()
-            .timeout_resolve(Some(Duration::from_secs(5)))
-            .build();
-        let agent = ureq::Agent::with_parts(
-            config,
-            ureq::unversioned::transport::DefaultConnector::new(),
-            resolver,
+    fn a_body_is_read_as_a_stream_not_held_whole() {
+        // An endless body: a GET that buffered it whole would never return.
+        let url = endless_server(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\n\r\n",
+            &[b'z'; 4096],
         );
-        for path in ["/a", "/b", "/a", "/c", "/d"] {
-            let mut r = agent.get(server.url(path).as_str()).call().unwrap();
-            assert_eq!(r.body_mut().read_to_string().unwrap(), "x");
+        let http = Http::new(cfg());
+        let body = match http
+            .get(&url, &scope_of(&url), &Validators::default())
+            .unwrap()
+        {
+            DocumentResponse::Body(b) => b,
+            DocumentResponse::NotModified => panic!(),
+        };
+        assert_eq!(body.media_type.as_deref(), Some("application/zip"));
+        assert_eq!(body.content_length, None);
+        let mut first = vec![0u8; 8 << 20];
+        let mut reader = body.reader;
+        reader.read_exact(&mut first).unwrap();
+        assert!(first.iter().all(|&b| b == b'z'));
+        // Dropped unread: the transfer ends, its worker is free for the next GET.
+        drop(reader);
+    }
+
+    #[test]
+    fn a_body_that_stalls_times_out_naming_the_url() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf");
+                held.push(stream);
+            }
+        });
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/list.xml")).unwrap();
+        let http = Http::new(HttpConfig { tries: 1, ..cfg() });
+        let mut body = match http
+            .get(&url, &scope_of(&url), &Validators::default())
+            .unwrap()
+        {
+            DocumentResponse::Body(b) => b,
+            DocumentResponse::NotModified => panic!(),
+        };
+        let t = Instant::now();
+        let mut text = Vec::new();
+        let e = body.reader.read_to_end(&mut text).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert_eq!(text, b"half");
+        match http.read_error(&body.final_url, e) {
+            FetchError::Timeout { url: u, .. } => assert_eq!(u, url.as_str()),
+            other => panic!("{other:?}"),
         }
-        assert_eq!(lookups.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_body_cut_short_is_a_transport_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf");
+            }
+        });
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/list.xml")).unwrap();
+        let http = Http::new(cfg());
+        let mut body = match http
+            .get(&url, &scope_of(&url), &Validators::default())
+            .unwrap()
+        {
+            DocumentResponse::Body(b) => b,
+            DocumentResponse::NotModified => panic!(),
+        };
+        let mut text = Vec::new();
+        let e = body.reader.read_to_end(&mut text).unwrap_err();
+        match http.read_error(&body.final_url, e) {
+            FetchError::Transport { url: u, message } => {
+                assert_eq!(u, url.as_str());
+                assert!(message.contains("96 bytes missing"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ca_files_are_checked_for_certificates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let good = write(
+            "good.pem",
+            "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n\
+             -----BEGIN CERTIFICATE-----\nAwQF\n-----END CERTIFICATE-----\n",
+        );
+        assert_eq!(read_ca_file(&good), Ok(2));
+        let none = write("none.pem", "-----BEGIN PRIVATE KEY-----\nAAEC\n");
+        assert!(read_ca_file(&none).unwrap_err().contains("no certificate"));
+        let bad = write(
+            "bad.pem",
+            "-----BEGIN CERTIFICATE-----\n*not base64*\n-----END CERTIFICATE-----\n",
+        );
+        assert!(read_ca_file(&bad).unwrap_err().contains("not PEM"));
+        assert!(read_ca_file(&tmp.path().join("missing.pem")).is_err());
     }
 
     fn body_text(r: DocumentResponse) -> (Url, String) {

@@ -1,9 +1,12 @@
-//! The network layer: one keep-alive HTTP agent with timeouts, bounded retries and
-//! `Retry-After`, a scope every URL and every redirect hop is checked against, conditional GET
-//! for documents, local `--map` prefixes, and fetch-to-staging that hashes while it writes.
-//! It knows nothing of the catalog.
+//! The network layer: one HTTP stack, libcurl, for documents and resources alike (one trust
+//! store, one proxy convention), with timeouts, bounded retries and `Retry-After`, a scope
+//! every URL and every redirect hop is checked against, conditional GETs, local `--map`
+//! prefixes, and fetch-to-staging that hashes while it writes. It knows nothing of the
+//! catalog.
 
 pub mod agent;
+pub(crate) mod document;
+pub(crate) mod easy;
 pub mod fetch;
 pub mod scope;
 pub mod transfer;

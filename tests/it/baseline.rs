@@ -738,7 +738,7 @@ fn a_part_truncated_half_way_contributes_nothing() {
 }
 
 /// Workers keep their connections: a few connections for hundreds of requests, not one per
-/// resource (ureq keeps 3 idle connections per host unless told otherwise: 18 connections here).
+/// resource (one for the documents, one per transfer in flight).
 #[test]
 fn connections_are_kept_alive_across_resources() {
     let tree = tempfile::tempdir().unwrap();

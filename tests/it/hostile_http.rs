@@ -444,7 +444,9 @@ fn behaviours() -> Vec<(&'static str, Vec<Act>, &'static str)> {
             vec![Act::W(head(
                 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+6\r\nalpha\n\r\n0\r\n\r\n",
             ))],
-            "Illegal or missing hexadecimal sequence in chunked-encoding",
+            // libcurl's words: 7.x, then 8.x.
+            "Illegal or missing hexadecimal sequence in chunked-encoding\
+             |chunk hex-length char not a hex digit",
         ),
         (
             "bad-chunk",
@@ -454,7 +456,9 @@ fn behaviours() -> Vec<(&'static str, Vec<Act>, &'static str)> {
                 )),
                 Act::Close,
             ],
-            "Illegal or missing hexadecimal sequence in chunked-encoding",
+            // libcurl's words: 7.x, then 8.x.
+            "Illegal or missing hexadecimal sequence in chunked-encoding\
+             |chunk hex-length char not a hex digit",
         ),
         (
             "missing-last-chunk",
@@ -523,7 +527,8 @@ fn behaviours() -> Vec<(&'static str, Vec<Act>, &'static str)> {
                 "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/x\r\nContent-Length: 0\r\n\r\n",
             ))],
             // The same host: the scope allows it, and nothing listens there.
-            "Couldn't connect",
+            // libcurl's words: 7.x, then 8.x.
+            "Couldn't connect|Could not connect",
         ),
         (
             "redirect-other-host",
@@ -600,7 +605,9 @@ fn every_misbehaviour_fails_only_its_resource_in_bounded_time() {
                 // A redirect's failure names the hop that failed.
                 let named = e.contains(path.as_str()) || e.contains("127.0.0.1:1/x");
                 assert!(named, "{path}: the message names the URL: {e}");
-                assert!(e.contains(says), "{path}: {e:?} should say {says:?}");
+                // `A|B`: either (libcurl's own words differ between its versions).
+                let said = says.split('|').any(|says| e.contains(says));
+                assert!(said, "{path}: {e:?} should say {says:?}");
                 failed_as_expected += 1;
             }
         }

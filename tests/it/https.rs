@@ -1,12 +1,13 @@
-//! Sources over https (issue 27): documents (ureq) and resources (libcurl) both through TLS,
-//! against a real TLS server (Python's http.server in an `ssl` context, with the self-signed
-//! certificate in testdata/tls/) trusted with `--ca-file`. A build whose libcurl cannot speak
-//! https (curl-sys's own build without "ssl") failed every resource here with "unknown option".
+//! Sources over https: documents and resources both through TLS on libcurl, against a real TLS
+//! server (Python's http.server in an `ssl` context, with the self-signed certificate in
+//! testdata/tls/, or certificates made by the `openssl` command for the test) trusted with
+//! `--ca-file`, which documents and resources share. A build whose libcurl cannot speak https
+//! (curl-sys's own build without "ssl") failed every resource here with "unknown option".
 
 use crate::support::*;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 fn tls_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tls")
@@ -20,12 +21,21 @@ struct TlsServer {
 
 impl TlsServer {
     fn start(root: &Path) -> TlsServer {
+        TlsServer::start_with(
+            root,
+            &tls_dir().join("cert.pem"),
+            &tls_dir().join("key.pem"),
+        )
+    }
+
+    /// Serve `root` with this certificate (chain) and key.
+    fn start_with(root: &Path, cert: &Path, key: &Path) -> TlsServer {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/tls_server.py");
         let mut child = Command::new("python3")
             .arg(script)
             .arg(root)
-            .arg(tls_dir().join("cert.pem"))
-            .arg(tls_dir().join("key.pem"))
+            .arg(cert)
+            .arg(key)
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 (the https test server) must be installed");
@@ -116,4 +126,243 @@ fn an_https_source_signed_by_an_unknown_ca_is_refused_by_name() {
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains(&srv.url("/resourcelist.xml")), "{err}");
     assert!(err.to_lowercase().contains("certificate"), "{err}");
+}
+
+/// Run `openssl ARGS` in `dir`; false when there is no `openssl` command (a test then skips,
+/// loudly; under CI it must be there).
+fn openssl(dir: &Path, args: &[&str]) -> bool {
+    match Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            true
+        }
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the openssl command is needed under CI: {e}"
+            );
+            eprintln!("SKIPPED: no openssl command ({e}): the private CA tests did not run");
+            false
+        }
+    }
+}
+
+/// A private certificate authority `NAME-ca.pem` (key `NAME-ca.key`) and a server
+/// certificate it signed for 127.0.0.1, `NAME-server.pem` (key `NAME-server.key`), in `dir`.
+fn private_ca(dir: &Path, name: &str) -> bool {
+    let ca = format!("{name}-ca");
+    let server = format!("{name}-server");
+    let ext = dir.join(format!("{name}.ext"));
+    std::fs::write(
+        &ext,
+        "basicConstraints = critical, CA:FALSE\n\
+         keyUsage = critical, digitalSignature\n\
+         extendedKeyUsage = serverAuth\n\
+         subjectAltName = IP:127.0.0.1\n",
+    )
+    .unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let subject = format!("/CN=rsmirror test CA {name}");
+    let (ca_key, ca_pem) = (format!("{ca}.key"), format!("{ca}.pem"));
+    let mut args = vec!["req", "-x509"];
+    args.extend(ec);
+    args.extend([
+        "-keyout", &ca_key, "-out", &ca_pem, "-days", "2", "-subj", &subject,
+    ]);
+    args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+    args.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+    if !openssl(dir, &args) {
+        return false;
+    }
+    let (key, csr, pem) = (
+        format!("{server}.key"),
+        format!("{server}.csr"),
+        format!("{server}.pem"),
+    );
+    let mut args = vec!["req"];
+    args.extend(ec);
+    args.extend(["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]);
+    openssl(dir, &args);
+    let ext = ext.to_str().unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+        ],
+    )
+}
+
+/// `rsmirror baseline` with no trust settings from the test's environment, and `vars`.
+fn baseline_tls(source: &str, mirror: &Path, args: &[&str], vars: &[(&str, &Path)]) -> Output {
+    let mut cmd = baseline(source, mirror);
+    for var in ["SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE"] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(args).output().unwrap()
+}
+
+/// Whether the mirror holds every resource of `src` (a `generate_source` tree) byte for byte.
+fn holds_all(mirror: &Path, src: &Path, srv: &TlsServer, n: usize) {
+    let held = current(mirror);
+    assert_eq!(held.len(), n, "{held:?}");
+    for (url, sha) in &held {
+        assert!(url.starts_with(&srv.url("/res/")), "{url}");
+        let name = url.rsplit('/').next().unwrap();
+        let bytes = std::fs::read(src.join("res").join(name)).unwrap();
+        use sha2::Digest as _;
+        assert_eq!(sha, &hex::encode(sha2::Sha256::digest(&bytes)), "{url}");
+    }
+}
+
+#[test]
+fn a_private_ca_given_as_ca_file_is_trusted_for_documents_and_resources() {
+    let certs = tempfile::tempdir().unwrap();
+    if !private_ca(certs.path(), "a") {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 12, 500);
+    let srv = TlsServer::start_with(
+        src.path(),
+        &certs.path().join("a-server.pem"),
+        &certs.path().join("a-server.key"),
+    );
+    let list = srv.url("/resourcelist.xml");
+    let ca = certs.path().join("a-ca.pem");
+    let dir = tempfile::tempdir().unwrap();
+
+    // Without --ca-file: the usual authorities do not know this one.
+    let out = baseline_tls(&list, &dir.path().join("m0"), &[], &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains(&list), "{err}");
+    assert!(err.contains("certificate"), "{err}");
+
+    // With it: the Resource List and every resource.
+    let mirror = dir.path().join("m1");
+    let out = baseline_tls(&list, &mirror, &["--ca-file", ca.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    holds_all(&mirror, src.path(), &srv, 12);
+}
+
+#[test]
+fn ca_file_replaces_the_usual_authorities_for_documents_and_resources() {
+    let certs = tempfile::tempdir().unwrap();
+    if !(private_ca(certs.path(), "usual") && private_ca(certs.path(), "other")) {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 4, 100);
+    let srv = TlsServer::start_with(
+        src.path(),
+        &certs.path().join("usual-server.pem"),
+        &certs.path().join("usual-server.key"),
+    );
+    let list = srv.url("/resourcelist.xml");
+    // The "usual" authorities: a folder of hashed certificates, as /etc/ssl/certs is, named
+    // by SSL_CERT_DIR (which libcurl's OpenSSL set-up honours).
+    let usual = certs.path().join("usual-dir");
+    std::fs::create_dir(&usual).unwrap();
+    std::fs::copy(
+        certs.path().join("usual-ca.pem"),
+        usual.join("usual-ca.pem"),
+    )
+    .unwrap();
+    if !openssl(certs.path(), &["rehash", usual.to_str().unwrap()]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trusted_as_usual = baseline_tls(
+        &list,
+        &dir.path().join("m0"),
+        &[],
+        &[("SSL_CERT_DIR", &usual)],
+    );
+    assert_eq!(
+        trusted_as_usual.status.code(),
+        Some(0),
+        "{}",
+        stderr_of(&trusted_as_usual)
+    );
+    holds_all(&dir.path().join("m0"), src.path(), &srv, 4);
+    // With --ca-file naming another authority, the usual ones are not trusted beside it.
+    let other = certs.path().join("other-ca.pem");
+    let out = baseline_tls(
+        &list,
+        &dir.path().join("m1"),
+        &["--ca-file", other.to_str().unwrap()],
+        &[("SSL_CERT_DIR", &usual)],
+    );
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains(&list) && err.contains("certificate"), "{err}");
+}
+
+/// A self-signed CA certificate that the server uses as its own, given as `--ca-file`: both
+/// documents and resources accept it. OpenSSL (under libcurl, for both) takes a certificate in
+/// the trust store as a trust anchor whatever its CA flag (RFC 5280 §6.1: trust anchors are
+/// input to path validation, not checked by it), and the certificate names 127.0.0.1. Before
+/// documents moved to libcurl, rustls refused it for them ("CaUsedAsEndEntity") while libcurl
+/// took it for the resources.
+#[test]
+fn a_self_signed_ca_certificate_as_the_servers_own_is_trusted_alike() {
+    let certs = tempfile::tempdir().unwrap();
+    let mut args = vec!["req", "-x509"];
+    args.extend([
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ]);
+    args.extend(["-keyout", "self.key", "-out", "self.pem", "-days", "2"]);
+    args.extend(["-subj", "/CN=127.0.0.1"]);
+    args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+    args.extend(["-addext", "subjectAltName=IP:127.0.0.1"]);
+    if !openssl(certs.path(), &args) {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 6, 300);
+    let cert = certs.path().join("self.pem");
+    let srv = TlsServer::start_with(src.path(), &cert, &certs.path().join("self.key"));
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("m");
+    let list = srv.url("/resourcelist.xml");
+    let out = baseline_tls(&list, &mirror, &["--ca-file", cert.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    holds_all(&mirror, src.path(), &srv, 6);
 }

@@ -23,6 +23,7 @@ mod https;
 mod incremental;
 mod inspect;
 mod migrate;
+mod proxy;
 mod read;
 mod repair;
 mod scp;

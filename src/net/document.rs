@@ -1,0 +1,403 @@
+//! Documents (Source Descriptions, Capability Lists, lists and their indexes, manifests, SCP
+//! and ARC sitemaps, dump packages read as they arrive) on libcurl, read as a stream.
+//!
+//! One GET is one easy transfer on a worker thread of its own: the worker hands the response
+//! head, then the body in the pieces libcurl delivers, over a bounded channel to a
+//! [`BodyReader`], so a body of any size (a 10 GB dump, a list of millions of URLs) takes a
+//! few hundred KiB of memory, and a reader that stops reading stops the transfer (libcurl's
+//! write callback waits). Workers are kept between GETs with their easy handles, and so with
+//! their kept-alive connections: a worker that has finished a transfer takes the next GET, a
+//! new one starts when none is free (a reader still open holds its worker), and one left idle
+//! for [`IDLE`] ends.
+//!
+//! What a GET is (the options, the head's framing, libcurl's errors) is `easy`'s, shared with
+//! resource transfers; what a document needs besides (retries, redirects checked against the
+//! scope, conditional GETs, `--map`, `--delay`) is `agent`'s. Waits are bounded here: the head
+//! must come within `--timeout` of the request, and each piece of the body within `--timeout`
+//! of the last (the reader's own pauses do not count); a transfer nobody reads any more is
+//! ended by libcurl's progress callback.
+
+use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
+use crate::net::{FetchError, HttpConfig, Validators};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use curl::easy::{Easy2, Handler, WriteError};
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use url::Url;
+
+/// Pieces of body a worker may hand over ahead of the reader (each at most [`BUFFER`]).
+const PIECES: usize = 8;
+/// libcurl's receive buffer for a document (`CURLOPT_BUFFERSIZE`), and so the largest piece.
+const BUFFER: usize = 64 * 1024;
+/// How long a worker without a GET to make stays (with its connections).
+const IDLE: Duration = Duration::from_secs(30);
+
+/// Why an attempt failed, and whether another attempt may mend it.
+pub(crate) type Failure = (FetchError, bool);
+
+/// What a worker hands to the reader of its GET while the transfer runs. When it is over,
+/// the worker leaves the [`End`] and drops its sender: the reader, past the last piece, finds
+/// the channel closed and the end in its place. (An end sent down the channel would wait for
+/// the reader to catch up, holding the worker, and its connection, from the next GET.)
+enum Message {
+    /// The final response's head, when it has a representation.
+    Head(Head),
+    Data(Vec<u8>),
+}
+
+/// How a transfer ended: the final response's head when it was not sent ahead (a response
+/// without a representation: a redirect, a 304, an error), and whether it completed.
+type End = (Option<Head>, Result<(), Failure>);
+
+/// One GET for a worker to make.
+struct Job {
+    url: Url,
+    validators: Validators,
+    to: Sender<Message>,
+    end: Arc<Mutex<Option<End>>>,
+    /// Set when nobody reads the answer any more.
+    abandoned: Arc<AtomicBool>,
+}
+
+/// What every document GET is made with.
+struct Settings {
+    cfg: HttpConfig,
+    user_agent: String,
+}
+
+/// The document workers of one [`Http`](crate::net::Http).
+pub(crate) struct Documents {
+    settings: Arc<Settings>,
+    jobs: Sender<Job>,
+    queue: Receiver<Job>,
+    /// Workers waiting for a GET and not yet claimed by one.
+    idle: Arc<AtomicUsize>,
+}
+
+/// A response whose head is in; its body is read from `body`.
+pub(crate) struct Response {
+    pub(crate) head: Head,
+    pub(crate) body: BodyReader,
+}
+
+impl Documents {
+    pub(crate) fn new(cfg: HttpConfig, user_agent: String) -> Documents {
+        let (jobs, queue) = crossbeam_channel::unbounded();
+        Documents {
+            settings: Arc::new(Settings { cfg, user_agent }),
+            jobs,
+            queue,
+            idle: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// One attempt at a GET of `url` (no redirect followed, no retry): the response once its
+    /// head is in.
+    pub(crate) fn send(&self, url: &Url, validators: &Validators) -> Result<Response, Failure> {
+        let (to, from) = crossbeam_channel::bounded(PIECES);
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let end = Arc::new(Mutex::new(None));
+        self.dispatch(Job {
+            url: url.clone(),
+            validators: validators.clone(),
+            to,
+            end: Arc::clone(&end),
+            abandoned: Arc::clone(&abandoned),
+        });
+        let timeout = self.settings.cfg.timeout;
+        let mut body = BodyReader {
+            from,
+            end,
+            abandoned,
+            piece: Vec::new(),
+            at: 0,
+            timeout,
+            url: url.clone(),
+            ended: None,
+        };
+        match body.from.recv_timeout(timeout) {
+            Ok(Message::Head(head)) => Ok(Response { head, body }),
+            // Dropping `body` tells the worker.
+            Err(RecvTimeoutError::Timeout) => {
+                let url = url.to_string();
+                Err((FetchError::Timeout { url, timeout }, true))
+            }
+            Ok(Message::Data(_)) | Err(RecvTimeoutError::Disconnected) => match body.take_end() {
+                Some((Some(head), Ok(()))) => {
+                    body.ended = Some(Ok(()));
+                    Ok(Response { head, body })
+                }
+                Some((_, Err(failure))) => Err(failure),
+                Some((None, Ok(()))) | None => {
+                    let message = "the transfer ended without a response".to_string();
+                    Err((transport(url, message), true))
+                }
+            },
+        }
+    }
+
+    /// Hand `job` to an idle worker, or to a new one when none is idle.
+    fn dispatch(&self, job: Job) {
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if !claimed {
+            let (queue, idle) = (self.queue.clone(), Arc::clone(&self.idle));
+            let settings = Arc::clone(&self.settings);
+            // Without a thread (the system's limit reached), the GET waits for a worker to
+            // finish, or times out.
+            let _ = std::thread::Builder::new()
+                .name("rsmirror-document".to_string())
+                .spawn(move || work(&queue, &idle, &settings));
+        }
+        // The queue lives as long as `self`.
+        let _ = self.jobs.send(job);
+    }
+}
+
+/// A worker: one easy handle (and its connections), one GET at a time.
+fn work(queue: &Receiver<Job>, idle: &AtomicUsize, settings: &Settings) {
+    let mut easy = Easy2::new(Sink::default());
+    loop {
+        let job = match queue.recv_timeout(IDLE) {
+            Ok(job) => job,
+            Err(RecvTimeoutError::Timeout) => {
+                // Leave, unless a GET has claimed this worker meanwhile (its job is coming).
+                let leave = idle
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if leave {
+                    return;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let (sink, result) = transfer(&mut easy, settings, &job);
+        let head = (sink.head.complete && !sink.head_sent).then_some(sink.head);
+        *job.end.lock().unwrap_or_else(|e| e.into_inner()) = Some((head, result));
+        // Free before the reader learns of the end (when the channel closes), so that the GET
+        // it leads to (a redirect's next hop, the next document) finds this worker and its
+        // connection.
+        idle.fetch_add(1, Ordering::SeqCst);
+        drop(job);
+    }
+}
+
+/// Make `job`'s GET on `easy`: what its handler saw, and how the transfer ended.
+fn transfer(easy: &mut Easy2<Sink>, settings: &Settings, job: &Job) -> (Sink, Result<(), Failure>) {
+    let cfg = &settings.cfg;
+    let mut fresh = false;
+    loop {
+        easy.reset();
+        *easy.get_mut() = Sink {
+            url: job.url.to_string(),
+            to: Some(job.to.clone()),
+            abandoned: Arc::clone(&job.abandoned),
+            ..Sink::default()
+        };
+        let configured = configure_get(
+            easy,
+            cfg,
+            &settings.user_agent,
+            &job.url,
+            &job.validators,
+            fresh,
+        )
+        .and_then(|()| easy.buffer_size(BUFFER))
+        // The progress callback is how a transfer nobody reads any more is ended.
+        .and_then(|()| easy.progress(true));
+        if let Err(e) = configured {
+            let error = transport(&job.url, format!("libcurl: {e}"));
+            return (std::mem::take(easy.get_mut()), Err((error, false)));
+        }
+        // libcurl's own words for a failure are in the handle's error buffer.
+        let result = easy.perform().map_err(|mut e| {
+            if let Some(s) = easy.take_error_buf() {
+                e.set_extra(s);
+            }
+            e
+        });
+        let mut sink = std::mem::take(easy.get_mut());
+        let stale = result.as_ref().is_err_and(|e| e.is_aborted_by_callback())
+            && !sink.head.complete
+            && !job.abandoned.load(Ordering::Relaxed);
+        if stale && !fresh {
+            // The kept-alive connection picked had bytes waiting that nobody asked for: the
+            // request was not sent. Again, on a new connection.
+            fresh = true;
+            continue;
+        }
+        let result = sink.conclude(&job.url, result, cfg.timeout);
+        return (sink, result);
+    }
+}
+
+/// The handler of one document transfer: reads the head, hands the body on.
+#[derive(Default)]
+struct Sink {
+    url: String,
+    head: Head,
+    to: Option<Sender<Message>>,
+    abandoned: Arc<AtomicBool>,
+    /// The head went to the reader: the body goes after it.
+    head_sent: bool,
+    received: u64,
+    /// Bytes of an error or redirect body, dropped.
+    dropped: u64,
+    /// Why this handler stopped the transfer.
+    error: Option<FetchError>,
+}
+
+impl Sink {
+    fn send(&self, message: Message) -> bool {
+        self.to.as_ref().is_some_and(|to| to.send(message).is_ok())
+    }
+
+    /// How the transfer ended, from libcurl's result and what this handler saw.
+    fn conclude(
+        &mut self,
+        url: &Url,
+        result: Result<(), curl::Error>,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
+        if let Some(e) = self.error.take() {
+            // A response refused for its head: the same request gets the same answer.
+            return Err((e, false));
+        }
+        match result {
+            Ok(()) => Ok(()),
+            // An error or redirect body cut short by us: the status decides.
+            Err(e) if e.is_write_error() && self.head.complete && !self.head_sent => Ok(()),
+            Err(e) => {
+                let received = self.head_sent.then_some(self.received);
+                Err(failure(url, &e, timeout, received))
+            }
+        }
+    }
+}
+
+impl Handler for Sink {
+    fn header(&mut self, line: &[u8]) -> bool {
+        match self.head.line(line) {
+            Ok(false) => true,
+            Ok(true) if self.head.has_representation() => {
+                self.head_sent = true;
+                self.send(Message::Head(self.head.clone()))
+            }
+            Ok(true) => true,
+            Err(message) => {
+                let url = self.url.clone();
+                self.error
+                    .get_or_insert(FetchError::Transport { url, message });
+                false
+            }
+        }
+    }
+
+    fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        if !self.head_sent {
+            // An error page, a redirect's note: read (a little) so the connection can be
+            // reused, kept nowhere.
+            self.dropped += data.len() as u64;
+            return Ok(if self.dropped > MAX_DROPPED_BODY {
+                0
+            } else {
+                data.len()
+            });
+        }
+        self.received += data.len() as u64;
+        // Waits while the reader is [`PIECES`] behind; fails once it is gone.
+        if self.send(Message::Data(data.to_vec())) {
+            Ok(data.len())
+        } else {
+            Ok(0)
+        }
+    }
+
+    fn progress(&mut self, _: f64, _: f64, _: f64, _: f64) -> bool {
+        !self.abandoned.load(Ordering::Relaxed)
+    }
+}
+
+/// A document's body as it arrives. Errors are `io::Error`s carrying the [`FetchError`]
+/// (`Http::read_error` gets it back): a piece that does not come within `--timeout` is
+/// [`FetchError::Timeout`], a transfer that broke off is [`FetchError::Transport`].
+pub(crate) struct BodyReader {
+    from: Receiver<Message>,
+    end: Arc<Mutex<Option<End>>>,
+    abandoned: Arc<AtomicBool>,
+    piece: Vec<u8>,
+    at: usize,
+    timeout: Duration,
+    url: Url,
+    /// The body is over: `Ok` at its end, `Err` with why it failed.
+    ended: Option<Result<(), String>>,
+}
+
+impl BodyReader {
+    fn take_end(&mut self) -> Option<End> {
+        self.end.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn fail(&mut self, kind: io::ErrorKind, error: FetchError) -> io::Error {
+        self.abandoned.store(true, Ordering::Relaxed);
+        self.ended = Some(Err(error.to_string()));
+        io::Error::new(kind, error)
+    }
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.at < self.piece.len() {
+                let n = buf.len().min(self.piece.len() - self.at);
+                buf[..n].copy_from_slice(&self.piece[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            match &self.ended {
+                Some(Ok(())) => return Ok(0),
+                Some(Err(why)) => {
+                    let message = format!("read after the body failed ({why})");
+                    let url = self.url.to_string();
+                    return Err(io::Error::other(FetchError::Transport { url, message }));
+                }
+                None => {}
+            }
+            match self.from.recv_timeout(self.timeout) {
+                Ok(Message::Data(piece)) => {
+                    self.piece = piece;
+                    self.at = 0;
+                }
+                Ok(Message::Head(_)) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    let (url, timeout) = (self.url.to_string(), self.timeout);
+                    let error = FetchError::Timeout { url, timeout };
+                    return Err(self.fail(io::ErrorKind::TimedOut, error));
+                }
+                Err(RecvTimeoutError::Disconnected) => match self.take_end() {
+                    Some((_, Ok(()))) => self.ended = Some(Ok(())),
+                    Some((_, Err((error, _)))) => {
+                        return Err(self.fail(io::ErrorKind::Other, error));
+                    }
+                    None => {
+                        let message = "the transfer ended without a word".to_string();
+                        let url = self.url.to_string();
+                        let error = FetchError::Transport { url, message };
+                        return Err(self.fail(io::ErrorKind::UnexpectedEof, error));
+                    }
+                },
+            }
+        }
+    }
+}
+
+impl Drop for BodyReader {
+    fn drop(&mut self) {
+        self.abandoned.store(true, Ordering::Relaxed);
+    }
+}
