@@ -319,6 +319,8 @@ struct ArcChanges {
     feed_max: Option<Timestamp>,
 }
 
+/// What an incremental run of the ARC source at `url` applies, read and checked before
+/// anything is: the recorded sitemap and where to start, the sitemap again, the delta feeds.
 fn collect_changes(
     catalog: &Catalog,
     source_id: i64,
@@ -328,215 +330,54 @@ fn collect_changes(
     now: Timestamp,
 ) -> Result<ArcChanges, Error> {
     let opts = read_options(&s.source);
-    let mut record =
-        arc_records::sitemap_of(catalog.conn(), source_id, url.as_str())?.ok_or_else(|| {
-            UsageError(format!(
-                "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
-            ))
-        })?;
+    let record = recorded_sitemap(catalog, source_id, url)?;
     let collection = record.url.clone();
-    let since = match s.from {
-        Some(t) => t,
-        None => catalog
-            .sync_point(&collection)?
-            .and_then(|sp| sp.at)
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "no sync point for {collection}: run rsmirror baseline first, or give --from DATETIME"
-                ))
-            })?,
-    };
-    let sitemap_url = Url::parse(&collection).map_err(|e| SourceError::Unusable {
-        url: collection.clone(),
-        message: format!("the recorded sitemap URL does not parse: {e}"),
-    })?;
+    let since = since_of(catalog, s, &collection)?;
     let mut warnings = Vec::new();
     let mut trail = Vec::new();
-
-    // The sitemap again (conditionally): the delta feeds it names, its crawl_rate.
-    let validators = Validators {
-        etag: record.etag.clone(),
-        last_modified: record.last_modified.clone(),
-    };
-    let scope = docs.scope_for(&sitemap_url);
-    let mut base = sitemap_url.clone();
-    match fetch(
-        docs.http,
-        &sitemap_url,
-        &scope,
-        &validators,
-        opts,
-        "sitemap",
-    )? {
-        None => trail.push(format!("{sitemap_url}: not modified")),
-        Some(f) => {
-            let h = &f.sitemap.header;
-            warnings.extend(prefixed(&f.url, &h.warnings));
-            trail.push(format!(
-                "{}: {} pages, generated at {}",
-                f.url, h.pages, h.generated_at
-            ));
-            record = SitemapRecord {
-                url: collection.clone(),
-                site: h.site.to_string(),
-                version: h.version.clone(),
-                generated_at: h.generated_at,
-                page_count: h.pages,
-                crawl_delay: h.crawl_rate.map(|r| r.delay()),
-                delta_feeds: h.delta_feeds.iter().map(|u| u.to_string()).collect(),
-                etag: f.validators.etag.clone(),
-                last_modified: f.validators.last_modified.clone(),
-            };
-            base = f.url;
-        }
-    }
+    let (record, base) = sitemap_again(docs, record, opts, (&mut warnings, &mut trail))?;
     let site = Url::parse(&record.site).unwrap_or_else(|_| base.clone());
-    if base.scheme() == "file" {
-        base = site.clone();
-    }
+    let base = if base.scheme() == "file" {
+        site.clone()
+    } else {
+        base
+    };
     let page_scope = Arc::new(page_scope(docs, &base, &site, &mut warnings));
     let paced = paced_http(&s.source, record.crawl_delay, &mut warnings);
-    let http = paced.as_ref().unwrap_or(docs.http);
 
-    // Which delta feeds: those the sitemap names, else one per day since the sync point's day.
-    let today = now.to_zoned(TimeZone::UTC).date();
-    let first_day = since.to_zoned(TimeZone::UTC).date();
-    let mut feeds: Vec<Url> = Vec::new();
+    let days = (
+        since.to_zoned(TimeZone::UTC).date(),
+        now.to_zoned(TimeZone::UTC).date(),
+    );
     let named = !record.delta_feeds.is_empty();
-    if named {
-        for f in &record.delta_feeds {
-            let u = Url::parse(f).map_err(|e| SourceError::Unusable {
-                url: collection.clone(),
-                message: format!("delta feed {f:?} does not parse: {e}"),
-            })?;
-            if let Err(reason) = page_scope.check(&u) {
-                return Err(SourceError::Unusable {
-                    url: u.to_string(),
-                    message: format!(
-                        "a delta feed outside the site, refused: {reason}; nothing applied"
-                    ),
-                }
-                .into());
-            }
-            match delta::day_of(&u) {
-                Some(day) if day > today => return Err(future_feed(&u, day, today).into()),
-                Some(day) if day < first_day => trail.push(format!(
-                    "{u}: for {day}, before the sync point's day: skipped"
-                )),
-                _ => feeds.push(u),
-            }
-        }
-    } else {
-        let span = first_day.until(today).map(|s| s.get_days()).unwrap_or(0);
-        if span > MAX_DELTA_DAYS {
-            // A condition of the source and the mirror, not of the command line: the daily
-            // feeds since the sync point are too many to read one by one (exit 4; --on-gap
-            // rebaseline takes the sitemap again, fetching only what changed).
-            return Err(SourceError::Gap {
-                collection: collection.clone(),
-                from: since,
-                to: now,
-                covering: ARC_GAP_COVERING,
-            }
-            .into());
-        }
-        feeds.extend(delta::days(first_day, today).map(|d| delta::conventional_url(&base, d)));
-    }
+    let feeds = which_feeds(
+        &record,
+        (&page_scope, &base),
+        (since, now),
+        days,
+        &mut trail,
+    )?;
 
     // Read them all before applying anything.
-    let mut read_any = false;
-    let mut feed_max: Option<Timestamp> = None;
-    let mut deltas: Vec<Delta> = Vec::new();
-    let mut at_uri: HashMap<String, usize> = HashMap::new();
-    let mut refused: Vec<(String, String)> = Vec::new();
-    let mut skipped: BTreeMap<String, String> = BTreeMap::new();
+    let mut reading = FeedReading::new(
+        paced.as_ref().unwrap_or(docs.http),
+        &page_scope,
+        (opts, now, named),
+        (warnings, trail),
+    );
     for u in feeds {
-        let f = match fetch(
-            http,
-            &u,
-            &page_scope,
-            &Validators::default(),
-            opts,
-            "delta feed",
-        ) {
-            Ok(f) => f.expect("an unconditional GET is never answered 304"),
-            Err(SourceError::Fetch(FetchError::Status {
-                status: 404 | 410, ..
-            })) => {
-                trail.push(format!("{u}: no delta feed"));
-                if named {
-                    warnings.push(format!(
-                        "{u}: named by the sitemap, but not there (HTTP 404)"
-                    ));
-                }
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let Sitemap { header, pages } = f.sitemap;
-        if header.generated_at > now + CLOCK_SKEW {
-            return Err(SourceError::Unusable {
-                url: f.url.to_string(),
-                message: format!(
-                    "a delta feed generated in the future ({}, our clock says {now}); nothing applied",
-                    header.generated_at
-                ),
-            }
-            .into());
-        }
-        read_any = true;
-        warnings.extend(prefixed(&f.url, &header.warnings));
-        trail.push(format!(
-            "{}: {} pages, generated at {}",
-            f.url, header.pages, header.generated_at
-        ));
-        feed_max = feed_max.max(Some(header.generated_at));
-        let document = f.url.to_string();
-        for page in pages {
-            let uri = page.url.to_string();
-            if let Err(reason) = page_scope.check(&page.url) {
-                refused.push((uri, format!("outside the site: {reason}")));
-                continue;
-            }
-            let when = page.lastmod.unwrap_or(header.generated_at);
-            if when > now + CLOCK_SKEW {
-                refused.push((
-                    uri,
-                    format!("{document}: lastmod {when} is in the future; not applied"),
-                ));
-                continue;
-            }
-            if let Some(why) = page.skip_reason() {
-                skipped.insert(uri, why);
-                continue;
-            }
-            let d = Delta {
-                page,
-                when,
-                document: document.clone(),
-            };
-            match at_uri.get(&uri) {
-                Some(&i) if deltas[i].when > d.when => {}
-                Some(&i) => deltas[i] = d,
-                None => {
-                    at_uri.insert(uri, deltas.len());
-                    deltas.push(d);
-                }
-            }
-        }
+        reading.read(u)?;
     }
-    if !named && !read_any && first_day < today {
-        warnings.push(format!(
-            "no delta feed found at {} for {first_day} to {today}: if the site publishes none, rsmirror baseline picks up its changes",
-            delta::conventional_url(&base, today).join(".").expect("valid")
-        ));
-    }
-    deltas.sort_by(|a, b| {
-        a.when
-            .cmp(&b.when)
-            .then_with(|| a.page.url.cmp(&b.page.url))
-    });
-
+    reading.finish(&base, days);
+    let FeedReading {
+        warnings,
+        trail,
+        deltas,
+        refused,
+        skipped,
+        feed_max,
+        ..
+    } = reading;
     Ok(ArcChanges {
         record,
         collection,
@@ -550,6 +391,303 @@ fn collect_changes(
         skipped,
         feed_max,
     })
+}
+
+/// The sitemap recorded at baseline for the ARC source at `url`.
+fn recorded_sitemap(catalog: &Catalog, source_id: i64, url: &Url) -> Result<SitemapRecord, Error> {
+    arc_records::sitemap_of(catalog.conn(), source_id, url.as_str())?.ok_or_else(|| {
+        UsageError(format!(
+            "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
+        ))
+        .into()
+    })
+}
+
+/// Where an incremental run starts: `--from`, else the collection's sync point.
+fn since_of(
+    catalog: &Catalog,
+    s: &settings::Incremental,
+    collection: &str,
+) -> Result<Timestamp, Error> {
+    if let Some(t) = s.from {
+        return Ok(t);
+    }
+    let at = catalog.sync_point(collection)?.and_then(|sp| sp.at);
+    at.ok_or_else(|| {
+        UsageError(format!(
+            "no sync point for {collection}: run rsmirror baseline first, or give --from DATETIME"
+        ))
+        .into()
+    })
+}
+
+/// The sitemap again, conditionally on the validators recorded: the record as the sitemap
+/// now says it (the delta feeds it names, its crawl_rate) when it changed, and where it was
+/// found (after redirects).
+fn sitemap_again(
+    docs: &Documents<'_>,
+    record: SitemapRecord,
+    opts: ReadOptions,
+    (warnings, trail): (&mut Vec<String>, &mut Vec<String>),
+) -> Result<(SitemapRecord, Url), Error> {
+    let sitemap_url = &Url::parse(&record.url).map_err(|e| SourceError::Unusable {
+        url: record.url.clone(),
+        message: format!("the recorded sitemap URL does not parse: {e}"),
+    })?;
+    let validators = Validators {
+        etag: record.etag.clone(),
+        last_modified: record.last_modified.clone(),
+    };
+    let scope = docs.scope_for(sitemap_url);
+    let Some(f) = fetch(docs.http, sitemap_url, &scope, &validators, opts, "sitemap")? else {
+        trail.push(format!("{sitemap_url}: not modified"));
+        return Ok((record, sitemap_url.clone()));
+    };
+    let h = &f.sitemap.header;
+    warnings.extend(prefixed(&f.url, &h.warnings));
+    trail.push(format!(
+        "{}: {} pages, generated at {}",
+        f.url, h.pages, h.generated_at
+    ));
+    let record = SitemapRecord {
+        url: record.url,
+        site: h.site.to_string(),
+        version: h.version.clone(),
+        generated_at: h.generated_at,
+        page_count: h.pages,
+        crawl_delay: h.crawl_rate.map(|r| r.delay()),
+        delta_feeds: h.delta_feeds.iter().map(|u| u.to_string()).collect(),
+        etag: f.validators.etag.clone(),
+        last_modified: f.validators.last_modified.clone(),
+    };
+    Ok((record, f.url))
+}
+
+/// Which delta feeds to read: those the sitemap names, else one per day since the sync
+/// point's day.
+fn which_feeds(
+    record: &SitemapRecord,
+    (page_scope, base): (&Scope, &Url),
+    (since, now): (Timestamp, Timestamp),
+    days: (Date, Date),
+    trail: &mut Vec<String>,
+) -> Result<Vec<Url>, Error> {
+    if record.delta_feeds.is_empty() {
+        daily_feeds(&record.url, base, (since, now), days)
+    } else {
+        named_feeds(&record.delta_feeds, &record.url, page_scope, days, trail)
+    }
+}
+
+/// The delta feeds the sitemap names, all checked before any is read: each within the site
+/// and none for a day after `today`; one for a day before the sync point's (`first_day`) is
+/// not read.
+fn named_feeds(
+    named: &[String],
+    collection: &str,
+    page_scope: &Scope,
+    (first_day, today): (Date, Date),
+    trail: &mut Vec<String>,
+) -> Result<Vec<Url>, Error> {
+    let mut feeds = Vec::new();
+    for f in named {
+        let u = Url::parse(f).map_err(|e| SourceError::Unusable {
+            url: collection.to_string(),
+            message: format!("delta feed {f:?} does not parse: {e}"),
+        })?;
+        if let Err(reason) = page_scope.check(&u) {
+            return Err(SourceError::Unusable {
+                url: u.to_string(),
+                message: format!(
+                    "a delta feed outside the site, refused: {reason}; nothing applied"
+                ),
+            }
+            .into());
+        }
+        match delta::day_of(&u) {
+            Some(day) if day > today => return Err(future_feed(&u, day, today).into()),
+            Some(day) if day < first_day => trail.push(format!(
+                "{u}: for {day}, before the sync point's day: skipped"
+            )),
+            _ => feeds.push(u),
+        }
+    }
+    Ok(feeds)
+}
+
+/// The conventional daily delta feeds (next to `base`) from the sync point's day to today,
+/// unless they are more than [`MAX_DELTA_DAYS`].
+fn daily_feeds(
+    collection: &str,
+    base: &Url,
+    (since, now): (Timestamp, Timestamp),
+    (first_day, today): (Date, Date),
+) -> Result<Vec<Url>, Error> {
+    let span = first_day.until(today).map(|s| s.get_days()).unwrap_or(0);
+    if span > MAX_DELTA_DAYS {
+        // A condition of the source and the mirror, not of the command line: the daily
+        // feeds since the sync point are too many to read one by one (exit 4; --on-gap
+        // rebaseline takes the sitemap again, fetching only what changed).
+        return Err(SourceError::Gap {
+            collection: collection.to_string(),
+            from: since,
+            to: now,
+            covering: ARC_GAP_COVERING,
+        }
+        .into());
+    }
+    Ok(delta::days(first_day, today)
+        .map(|d| delta::conventional_url(base, d))
+        .collect())
+}
+
+/// The delta feeds of an incremental run as they are read, all before anything is applied:
+/// the last change per URL, what is refused or skipped, what was said.
+struct FeedReading<'h> {
+    http: &'h Http,
+    page_scope: &'h Scope,
+    opts: ReadOptions,
+    now: Timestamp,
+    /// The feeds are those the sitemap names (one missing is worth a warning).
+    named: bool,
+    warnings: Vec<String>,
+    trail: Vec<String>,
+    deltas: Vec<Delta>,
+    /// Where each URL's change is in `deltas`.
+    at_uri: HashMap<String, usize>,
+    refused: Vec<(String, String)>,
+    skipped: BTreeMap<String, String>,
+    /// The latest `generated_at` of the delta feeds read.
+    feed_max: Option<Timestamp>,
+    /// A delta feed was there.
+    read_any: bool,
+}
+
+impl<'h> FeedReading<'h> {
+    fn new(
+        http: &'h Http,
+        page_scope: &'h Scope,
+        (opts, now, named): (ReadOptions, Timestamp, bool),
+        (warnings, trail): (Vec<String>, Vec<String>),
+    ) -> FeedReading<'h> {
+        FeedReading {
+            http,
+            page_scope,
+            opts,
+            now,
+            named,
+            warnings,
+            trail,
+            deltas: Vec::new(),
+            at_uri: HashMap::new(),
+            refused: Vec::new(),
+            skipped: BTreeMap::new(),
+            feed_max: None,
+            read_any: false,
+        }
+    }
+
+    /// The delta feed at `u`, if there is one: a feed generated in the future stops the run.
+    fn read(&mut self, u: Url) -> Result<(), Error> {
+        let fetched = fetch(
+            self.http,
+            &u,
+            self.page_scope,
+            &Validators::default(),
+            self.opts,
+            "delta feed",
+        );
+        let f = match fetched {
+            Ok(f) => f.expect("an unconditional GET is never answered 304"),
+            Err(SourceError::Fetch(FetchError::Status {
+                status: 404 | 410, ..
+            })) => {
+                self.trail.push(format!("{u}: no delta feed"));
+                if self.named {
+                    self.warnings.push(format!(
+                        "{u}: named by the sitemap, but not there (HTTP 404)"
+                    ));
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Sitemap { header, pages } = f.sitemap;
+        if header.generated_at > self.now + CLOCK_SKEW {
+            return Err(SourceError::Unusable {
+                url: f.url.to_string(),
+                message: format!(
+                    "a delta feed generated in the future ({}, our clock says {}); nothing applied",
+                    header.generated_at, self.now
+                ),
+            }
+            .into());
+        }
+        self.read_any = true;
+        self.warnings.extend(prefixed(&f.url, &header.warnings));
+        self.trail.push(format!(
+            "{}: {} pages, generated at {}",
+            f.url, header.pages, header.generated_at
+        ));
+        self.feed_max = self.feed_max.max(Some(header.generated_at));
+        let document = f.url.to_string();
+        for page in pages {
+            self.take(page, &document, header.generated_at);
+        }
+        Ok(())
+    }
+
+    /// A page of the delta feed `document`: refused outside the site or in the future,
+    /// skipped when it must not be fetched, else its URL's change unless a later one is known.
+    fn take(&mut self, page: Page, document: &str, generated_at: Timestamp) {
+        let uri = page.url.to_string();
+        if let Err(reason) = self.page_scope.check(&page.url) {
+            self.refused
+                .push((uri, format!("outside the site: {reason}")));
+            return;
+        }
+        let when = page.lastmod.unwrap_or(generated_at);
+        if when > self.now + CLOCK_SKEW {
+            self.refused.push((
+                uri,
+                format!("{document}: lastmod {when} is in the future; not applied"),
+            ));
+            return;
+        }
+        if let Some(why) = page.skip_reason() {
+            self.skipped.insert(uri, why);
+            return;
+        }
+        let d = Delta {
+            page,
+            when,
+            document: document.to_string(),
+        };
+        match self.at_uri.get(&uri) {
+            Some(&i) if self.deltas[i].when > d.when => {}
+            Some(&i) => self.deltas[i] = d,
+            None => {
+                self.at_uri.insert(uri, self.deltas.len());
+                self.deltas.push(d);
+            }
+        }
+    }
+
+    /// After the last feed: a warning when no daily feed was there at all, and the changes
+    /// in the order they are applied (by time, then URL).
+    fn finish(&mut self, base: &Url, (first_day, today): (Date, Date)) {
+        if !self.named && !self.read_any && first_day < today {
+            self.warnings.push(format!(
+                "no delta feed found at {} for {first_day} to {today}: if the site publishes none, rsmirror baseline picks up its changes",
+                delta::conventional_url(base, today).join(".").expect("valid")
+            ));
+        }
+        self.deltas.sort_by(|a, b| {
+            a.when
+                .cmp(&b.when)
+                .then_with(|| a.page.url.cmp(&b.page.url))
+        });
+    }
 }
 
 /// `incremental --dry-run` of the ARC collection at `url`: the changes collected as a run
@@ -629,201 +767,283 @@ pub fn incremental(
         feed_max,
     } = collect_changes(ctx.catalog, ctx.source_id, ctx.docs, s, url, now)?;
     let http = paced.as_ref().unwrap_or(ctx.http);
-    let summary = &mut *ctx.summary;
-    let progress = ctx.progress;
-    summary.warnings.extend(warnings.iter().cloned());
-    if s.output.verbose > 0 {
+    let verbose = s.output.verbose > 0;
+    ctx.summary.warnings.extend(warnings.iter().cloned());
+    if verbose {
         for t in &trail {
-            progress.println(t);
+            ctx.progress.println(t);
         }
     }
     // The states of the pages the feeds name, not the whole mirror's.
     let states = ctx
         .catalog
         .current_states_of(deltas.iter().map(|d| d.page.url.as_str()))?;
-    let mut writer = ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id);
-    for (uri, reason) in &refused {
-        summary.refused += 1;
-        progress.println(&format!("refused: {uri}: {reason}"));
-        writer.problem(uri, "refused", reason)?;
-        summary.problems.push(problem(uri, "refused", reason));
-    }
-    for (uri, reason) in &skipped {
-        if s.output.verbose > 0 {
-            progress.println(&format!("skipped: {uri}: {reason}"));
-        }
-        writer.problem(uri, "skipped", reason)?;
-        summary.problems.push(problem(uri, "skipped", reason));
-    }
-
-    let event = |d: &Delta, change: &'static str, outcome: &'static str| ChangeEventRecord {
-        collection: collection.clone(),
-        uri: d.page.url.to_string(),
-        change,
-        event_time: d.page.lastmod,
-        document_url: d.document.clone(),
-        outcome,
+    let mut run = DeltaRun {
+        writer: ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id),
+        collection: &collection,
+        deltas: &deltas,
+        states: &states,
+        staging: ctx.staging,
+        summary: &mut *ctx.summary,
+        progress: ctx.progress,
+        processed_max: None,
+        failed_min: None,
+        left: 0,
     };
-    let mut processed_max: Option<Timestamp> = None;
-    let mut failed_min: Option<Timestamp> = None;
-    let mut jobs = Vec::new();
-    for (i, d) in deltas.iter().enumerate() {
-        let current = states.get(d.page.url.as_str());
-        match disposal(d, current, since) {
-            Disposal::Known => {}
-            Disposal::Fetch => {
-                summary.listed += 1;
-                jobs.push(job(i, &d.page, &page_scope));
-            }
-            Disposal::Event(change, outcome) => {
-                summary.listed += 1;
-                match outcome {
-                    "unknown-delete" => summary.unknown_deletes += 1,
-                    _ => summary.unchanged += 1,
-                }
-                processed_max = processed_max.max(Some(d.when));
-                writer.event(event(d, change, outcome))?;
-            }
-            Disposal::Tombstone => {
-                summary.listed += 1;
-                summary.deleted += 1;
-                processed_max = processed_max.max(Some(d.when));
-                writer.version(
-                    NewVersion {
-                        uri: d.page.url.to_string(),
-                        collection: collection.clone(),
-                        change: "deleted",
-                        event_time: d.page.lastmod,
-                        lastmod: d.page.lastmod,
-                        arrived_via: "tombstone",
-                        ..Default::default()
-                    },
-                    Some(event(d, "deleted", "applied")),
-                    None,
-                )?;
-            }
-        }
-    }
-
-    progress.start("incremental", jobs.len() as u64);
-    let mut left = jobs.len();
-    let staging = ctx.staging;
-    apply::transfer(
-        http,
-        ctx.staging,
-        ctx.objects,
-        jobs,
-        s.jobs,
-        |r| -> Result<(), Error> {
-            if matches!(
-                r,
-                JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
-            ) {
-                left -= 1;
-            }
-            match r {
-                JobResult::Fetched(i, f) => {
-                    let d = &deltas[i];
-                    progress.item(f.computed.length);
-                    summary.bytes += f.computed.length;
-                    processed_max = processed_max.max(Some(d.when));
-                    let held = states
-                        .get(d.page.url.as_str())
-                        .filter(|c| !c.deleted)
-                        .map(|c| Held {
-                            sha256: c.sha256_hex.as_deref(),
-                            lastmod: c.lastmod,
-                        });
-                    // The change the delta feed states, whatever the mirror makes of it.
-                    let stated = if held.is_some() { "updated" } else { "created" };
-                    let basis = Basis::Change {
-                        lastmod: d.page.lastmod,
-                    };
-                    let decision = decide(held, &f.computed.sha256_hex, basis);
-                    decision.count(summary);
-                    let Some(change) = decision.change() else {
-                        return Ok(writer.event(event(d, stated, "unchanged"))?);
-                    };
-                    writer.version(
-                        version(&d.page, &f, change, &collection, d.page.lastmod),
-                        Some(event(d, stated, "applied")),
-                        Some(PageRecord::of(&d.page, &collection, &d.document)),
-                    )?;
-                }
-                // This module sends no validators.
-                JobResult::NotModified(_) => summary.unchanged += 1,
-                // What landed before is committed first, as for every format.
-                JobResult::Unwritable(e) => return Err(stop_for_fault(writer.inner(), e)),
-                JobResult::NoSpace(message) => {
-                    let needed = format!(", with {left} pages left to fetch");
-                    return Err(stop_for_space(writer.inner(), staging, message, needed));
-                }
-                JobResult::Failed {
-                    index,
-                    reason,
-                    refused,
-                    ..
-                } => {
-                    let d = &deltas[index];
-                    let uri = d.page.url.as_str();
-                    progress.item(0);
-                    let known = states.get(uri).is_some_and(|c| !c.deleted);
-                    let change = if known { "updated" } else { "created" };
-                    let class = if refused {
-                        summary.refused += 1;
-                        "refused"
-                    } else {
-                        summary.failed += 1;
-                        // Never advance past a change that failed: the next run retries it.
-                        failed_min = Some(failed_min.map_or(d.when, |m| m.min(d.when)));
-                        "failed"
-                    };
-                    progress.println(&problem_line(class, uri, &reason));
-                    writer.problem(uri, class, &reason)?;
-                    writer.event(event(d, change, class))?;
-                    summary.problems.push(problem(uri, class, &reason));
-                }
-            }
-            Ok(())
-        },
-    )?;
-
-    // The new sync point: the latest change processed or delta feed read, never past a
-    // failed change, never backwards, never past our clock.
-    let mut at = since
-        .max(processed_max.unwrap_or(since))
-        .max(feed_max.unwrap_or(since));
-    let mut basis = match (processed_max, feed_max) {
-        (Some(p), Some(f)) if p > f => "latest lastmod applied from the delta feeds",
-        (_, Some(_)) => "generated_at of the latest delta feed read",
-        (Some(_), None) => "latest lastmod applied from the delta feeds",
-        (None, None) => "unchanged: no delta feed found",
-    }
-    .to_string();
-    if let Some(f) = failed_min {
-        let before = f
-            .checked_sub(SignedDuration::from_nanos(1))
-            .unwrap_or(f)
-            .max(since);
-        if before < at {
-            at = before;
-            basis = "just before the earliest failed change (it is retried next run)".into();
-        }
-    }
-    if at > now {
-        at = now.max(since);
-        basis = "our clock (the source's times are ahead of it)".into();
-    }
-    summary.sync_point = Some(at.to_string());
-    summary.anchored = true;
+    run.refused_and_skipped(&refused, &skipped, verbose)?;
+    let jobs = run.dispose(since, &page_scope)?;
+    run.progress.start("incremental", jobs.len() as u64);
+    run.left = jobs.len();
+    apply::transfer(http, ctx.staging, ctx.objects, jobs, s.jobs, |r| run.on(r))?;
+    let (at, basis) = run.sync_point(since, feed_max, now);
+    run.summary.sync_point = Some(at.to_string());
+    run.summary.anchored = true;
     commit_sitemap(
-        writer,
+        run.writer,
         (ctx.source_id, ctx.run_id),
         &record,
         &collection,
         at,
         basis,
     )
+}
+
+/// An incremental run of an ARC collection as its delta pages are applied: where each goes
+/// (the writer, the summary, stderr), and how far the sync point may go.
+struct DeltaRun<'x, 'w> {
+    writer: ArcWriter<'w>,
+    collection: &'x str,
+    /// The changes, in the order they are applied; a job's index is its place here.
+    deltas: &'x [Delta],
+    /// The mirror's current state of each page the feeds name.
+    states: &'x HashMap<String, CurrentState>,
+    staging: &'x std::path::Path,
+    summary: &'x mut crate::report::Summary,
+    progress: &'x crate::progress::Progress,
+    /// The latest change processed (applied, or known to need nothing).
+    processed_max: Option<Timestamp>,
+    /// The earliest change that failed: the sync point stays before it.
+    failed_min: Option<Timestamp>,
+    /// Pages left to fetch, for the message of a full disk.
+    left: usize,
+}
+
+impl DeltaRun<'_, '_> {
+    /// The pages refused (outside the site, in the future) and skipped (never fetched), each
+    /// a problem of the run.
+    fn refused_and_skipped(
+        &mut self,
+        refused: &[(String, String)],
+        skipped: &BTreeMap<String, String>,
+        verbose: bool,
+    ) -> Result<(), Error> {
+        for (uri, reason) in refused {
+            self.summary.refused += 1;
+            self.progress.println(&format!("refused: {uri}: {reason}"));
+            self.writer.problem(uri, "refused", reason)?;
+            self.summary.problems.push(problem(uri, "refused", reason));
+        }
+        for (uri, reason) in skipped {
+            if verbose {
+                self.progress.println(&format!("skipped: {uri}: {reason}"));
+            }
+            self.writer.problem(uri, "skipped", reason)?;
+            self.summary.problems.push(problem(uri, "skipped", reason));
+        }
+        Ok(())
+    }
+
+    /// What becomes of each change before any transfer: the events and tombstones that need
+    /// no fetch are written, the pages to fetch returned as jobs.
+    fn dispose(&mut self, since: Timestamp, page_scope: &Arc<Scope>) -> Result<Vec<Job>, Error> {
+        let (deltas, states) = (self.deltas, self.states);
+        let mut jobs = Vec::new();
+        for (i, d) in deltas.iter().enumerate() {
+            let current = states.get(d.page.url.as_str());
+            match disposal(d, current, since) {
+                Disposal::Known => {}
+                Disposal::Fetch => {
+                    self.summary.listed += 1;
+                    jobs.push(job(i, &d.page, page_scope));
+                }
+                Disposal::Event(change, outcome) => {
+                    self.summary.listed += 1;
+                    match outcome {
+                        "unknown-delete" => self.summary.unknown_deletes += 1,
+                        _ => self.summary.unchanged += 1,
+                    }
+                    self.processed_max = self.processed_max.max(Some(d.when));
+                    let event = self.event(d, change, outcome);
+                    self.writer.event(event)?;
+                }
+                Disposal::Tombstone => self.tombstone(d)?,
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// A page the feed deletes, which the mirror holds at an older lastmod.
+    fn tombstone(&mut self, d: &Delta) -> Result<(), Error> {
+        self.summary.listed += 1;
+        self.summary.deleted += 1;
+        self.processed_max = self.processed_max.max(Some(d.when));
+        let event = self.event(d, "deleted", "applied");
+        self.writer.version(
+            NewVersion {
+                uri: d.page.url.to_string(),
+                collection: self.collection.to_string(),
+                change: "deleted",
+                event_time: d.page.lastmod,
+                lastmod: d.page.lastmod,
+                arrived_via: "tombstone",
+                ..Default::default()
+            },
+            Some(event),
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// One result of the transfer.
+    fn on(&mut self, r: JobResult) -> Result<(), Error> {
+        if matches!(
+            r,
+            JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
+        ) {
+            self.left -= 1;
+        }
+        let deltas = self.deltas;
+        match r {
+            JobResult::Fetched(i, f) => self.fetched(&deltas[i], &f),
+            // This module sends no validators.
+            JobResult::NotModified(_) => {
+                self.summary.unchanged += 1;
+                Ok(())
+            }
+            // What landed before is committed first, as for every format.
+            JobResult::Unwritable(e) => Err(stop_for_fault(self.writer.inner(), e)),
+            JobResult::NoSpace(message) => {
+                let needed = format!(", with {} pages left to fetch", self.left);
+                Err(stop_for_space(
+                    self.writer.inner(),
+                    self.staging,
+                    message,
+                    needed,
+                ))
+            }
+            JobResult::Failed {
+                index,
+                reason,
+                refused,
+                ..
+            } => self.failed(&deltas[index], reason, refused),
+        }
+    }
+
+    /// A page fetched and verified: `decide` says whether it is a new version.
+    fn fetched(&mut self, d: &Delta, f: &apply::Fetched) -> Result<(), Error> {
+        self.progress.item(f.computed.length);
+        self.summary.bytes += f.computed.length;
+        self.processed_max = self.processed_max.max(Some(d.when));
+        let held = self
+            .states
+            .get(d.page.url.as_str())
+            .filter(|c| !c.deleted)
+            .map(|c| Held {
+                sha256: c.sha256_hex.as_deref(),
+                lastmod: c.lastmod,
+            });
+        // The change the delta feed states, whatever the mirror makes of it.
+        let stated = if held.is_some() { "updated" } else { "created" };
+        let basis = Basis::Change {
+            lastmod: d.page.lastmod,
+        };
+        let decision = decide(held, &f.computed.sha256_hex, basis);
+        decision.count(self.summary);
+        let Some(change) = decision.change() else {
+            let event = self.event(d, stated, "unchanged");
+            return Ok(self.writer.event(event)?);
+        };
+        let event = self.event(d, stated, "applied");
+        self.writer.version(
+            version(&d.page, f, change, self.collection, d.page.lastmod),
+            Some(event),
+            Some(PageRecord::of(&d.page, self.collection, &d.document)),
+        )?;
+        Ok(())
+    }
+
+    /// A page that could not be fetched (or was refused): a problem, and a failure holds the
+    /// sync point before its change.
+    fn failed(&mut self, d: &Delta, reason: String, refused: bool) -> Result<(), Error> {
+        let uri = d.page.url.as_str();
+        self.progress.item(0);
+        let known = self.states.get(uri).is_some_and(|c| !c.deleted);
+        let change = if known { "updated" } else { "created" };
+        let class = if refused {
+            self.summary.refused += 1;
+            "refused"
+        } else {
+            self.summary.failed += 1;
+            // Never advance past a change that failed: the next run retries it.
+            self.failed_min = Some(self.failed_min.map_or(d.when, |m| m.min(d.when)));
+            "failed"
+        };
+        self.progress.println(&problem_line(class, uri, &reason));
+        self.writer.problem(uri, class, &reason)?;
+        let event = self.event(d, change, class);
+        self.writer.event(event)?;
+        self.summary.problems.push(problem(uri, class, &reason));
+        Ok(())
+    }
+
+    /// The change event of delta page `d`.
+    fn event(&self, d: &Delta, change: &'static str, outcome: &'static str) -> ChangeEventRecord {
+        ChangeEventRecord {
+            collection: self.collection.to_string(),
+            uri: d.page.url.to_string(),
+            change,
+            event_time: d.page.lastmod,
+            document_url: d.document.clone(),
+            outcome,
+        }
+    }
+
+    /// The new sync point: the latest change processed or delta feed read, never past a
+    /// failed change, never backwards, never past our clock.
+    fn sync_point(
+        &self,
+        since: Timestamp,
+        feed_max: Option<Timestamp>,
+        now: Timestamp,
+    ) -> (Timestamp, String) {
+        let processed_max = self.processed_max;
+        let mut at = since
+            .max(processed_max.unwrap_or(since))
+            .max(feed_max.unwrap_or(since));
+        let mut basis = match (processed_max, feed_max) {
+            (Some(p), Some(f)) if p > f => "latest lastmod applied from the delta feeds",
+            (_, Some(_)) => "generated_at of the latest delta feed read",
+            (Some(_), None) => "latest lastmod applied from the delta feeds",
+            (None, None) => "unchanged: no delta feed found",
+        }
+        .to_string();
+        if let Some(f) = self.failed_min {
+            let before = f
+                .checked_sub(SignedDuration::from_nanos(1))
+                .unwrap_or(f)
+                .max(since);
+            if before < at {
+                at = before;
+                basis = "just before the earliest failed change (it is retried next run)".into();
+            }
+        }
+        if at > now {
+            at = now.max(since);
+            basis = "our clock (the source's times are ahead of it)".into();
+        }
+        (at, basis)
+    }
 }
 
 /// What to do with a delta page, given the mirror's current state of its URL and the sync

@@ -7,20 +7,22 @@
 
 use crate::error::{Error, SourceError};
 use crate::net::fetch::fetch_to_staging;
-use crate::net::Expected;
+use crate::net::{Expected, Http};
+use crate::progress::Progress;
 use crate::report::Problem;
 use crate::report::Summary;
 use crate::rs::digest::declared_hash;
 use crate::rs::document::{Capability, Change, Root};
-use crate::rs::dump::{DumpLimits, Package, StageError, StagedBitstream};
+use crate::rs::dump::{DumpLimits, ManifestItem, Package, StageError, StagedBitstream};
 use crate::store::catalog::{write, ChangeEventRecord, DocumentRecord, NewVersion, SyncPoint};
-use crate::store::Catalog;
+use crate::store::{Catalog, ObjectStore};
 use crate::sync::apply::Writer;
 use crate::sync::context::RunContext;
 use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::documents::Documents;
 use jiff::Timestamp;
 use std::collections::HashMap;
+use std::path::Path;
 use url::Url;
 
 /// One manifest entry to apply: (entry index, event time, its staged bitstream, none for a
@@ -149,7 +151,9 @@ pub fn plan(
     Ok(())
 }
 
-/// Apply the Change Dump at `dump_url` to `collection` from `since`.
+/// Apply the Change Dump at `dump_url` to `collection` from `since`: each package staged
+/// whole, then its changes recorded in manifest order; a package refused, or one with an
+/// entry that failed, is the last one read.
 pub fn apply(
     ctx: &mut RunContext<'_, '_>,
     collection: &str,
@@ -158,229 +162,362 @@ pub fn apply(
 ) -> Result<(), Error> {
     let docs = ctx.docs;
     let (relevant, documents) = packages(docs, ctx.catalog, collection, dump_url, since)?;
-    // What this run did to a resource (its SHA-256 now, None once deleted); the catalog says
-    // the rest, one resource at a time (a mirror of millions is not read whole for a dump of
-    // a few changes).
-    // What this run has applied so far, by URI (None: deleted): the catalog holds it only
-    // once the writer has flushed.
-    let mut current: HashMap<String, Option<Live>> = HashMap::new();
-    let mut writer = Writer::new(&mut *ctx.catalog, ctx.objects, ctx.run_id);
-    let mut applied_max: Option<Timestamp> = None;
-    let mut until_max: Option<Timestamp> = None;
-    let mut stopped_at: Option<Timestamp> = None;
-    let mut processed = Vec::new();
+    let mut run = DumpRun {
+        writer: Writer::new(&mut *ctx.catalog, ctx.objects, ctx.run_id),
+        objects: ctx.objects,
+        collection,
+        since,
+        summary: &mut *ctx.summary,
+        progress: ctx.progress,
+        current: HashMap::new(),
+        applied_max: None,
+        until_max: None,
+        stopped_at: None,
+        processed: Vec::new(),
+    };
     for r in &relevant {
-        let record = |uri: &Url, change: Change, t: Option<Timestamp>, outcome: &'static str| {
-            ChangeEventRecord {
-                collection: collection.to_string(),
-                uri: uri.to_string(),
-                change: change.name(),
-                event_time: t,
-                document_url: r.url.to_string(),
-                outcome,
+        let (steps, staged) = stage_package((ctx.http, docs, ctx.staging), r, since);
+        let pkg = match staged {
+            Ok(p) => {
+                crate::store::kill::point("change-dump.package-staged");
+                p
+            }
+            Err(reason) => {
+                run.refuse_package(r, &steps, reason)?;
+                break;
             }
         };
-        // Download, open, and stage every bitstream the package brings after `since`.
-        let staged_pkg = fetch_to_staging(
-            ctx.http,
-            &r.url,
-            &docs.scope_for(&r.url),
-            ctx.staging,
-            &r.expected,
-        )
+        if !run.apply_package(r, &pkg, steps)? {
+            break;
+        }
+    }
+    run.finish((ctx.source_id, ctx.run_id), &documents)
+}
+
+/// Download package `r`, open it, and stage every bitstream it brings after `since`, in
+/// manifest order: the entries staged so far (kept when the package is refused part way, so
+/// their files can be removed), and the package, or why it is refused.
+fn stage_package(
+    (http, docs, staging): (&Http, &Documents<'_>, &Path),
+    r: &PackageRef,
+    since: Timestamp,
+) -> (Vec<Step>, Result<Package, String>) {
+    let opened = fetch_to_staging(http, &r.url, &docs.scope_for(&r.url), staging, &r.expected)
         .map_err(|e| e.to_string())
         .and_then(|staged| {
             let opened = Package::open(&staged.file, &r.url, DumpLimits::default(), docs.options);
             let _ = std::fs::remove_file(&staged.file).ok();
             opened.map_err(|e| e.to_string())
         });
-        // (entry index, event time, staged bitstream or entry error)
-        let mut plan: Vec<Step> = Vec::new();
-        let outcome = staged_pkg.and_then(|mut pkg| {
-            let mut previous = r.from;
-            for i in 0..pkg.entries().len() {
-                let item = &pkg.entries()[i];
-                let t = item.event_time().or(previous);
-                previous = t;
-                if t.is_some_and(|t| t < since) {
-                    continue;
-                }
-                match pkg.stage(i, ctx.staging) {
-                    Ok(sb) => plan.push((i, t, Ok(sb))),
-                    Err(StageError::Entry(e)) => plan.push((i, t, Err(e.to_string()))),
-                    Err(StageError::Package(e)) => return Err(e.to_string()),
-                }
-            }
-            Ok(pkg)
-        });
-        let pkg = match outcome {
-            Ok(p) => {
-                crate::store::kill::point("change-dump.package-staged");
-                p
-            }
-            Err(reason) => {
-                for (_, _, sb) in &plan {
-                    if let Ok(Some(sb)) = sb {
-                        let _ = std::fs::remove_file(&sb.path);
-                    }
-                }
-                let reason = format!(
-                    "package {} refused, nothing from it applied: {reason}",
-                    r.url
-                );
-                ctx.progress.println(&format!("failed: {reason}"));
-                writer.problem(r.url.as_str(), "failed", &reason)?;
-                ctx.summary.failed += 1;
-                ctx.summary.problems.push(Problem {
-                    uri: r.url.to_string(),
-                    class: "failed",
-                    reason,
-                });
-                stopped_at = Some(r.from.unwrap_or(since).max(since));
-                break;
-            }
-        };
-        let mut package_ok = true;
-        for (i, t, sb) in plan {
+    let mut steps: Vec<Step> = Vec::new();
+    let outcome = opened.and_then(|mut pkg| {
+        let mut previous = r.from;
+        for i in 0..pkg.entries().len() {
             let item = &pkg.entries()[i];
-            let change = item.change.unwrap_or(Change::Updated);
-            let uri = item.loc.to_string();
+            let t = item.event_time().or(previous);
+            previous = t;
+            if t.is_some_and(|t| t < since) {
+                continue;
+            }
+            match pkg.stage(i, staging) {
+                Ok(sb) => steps.push((i, t, Ok(sb))),
+                Err(StageError::Entry(e)) => steps.push((i, t, Err(e.to_string()))),
+                Err(StageError::Package(e)) => return Err(e.to_string()),
+            }
+        }
+        Ok(pkg)
+    });
+    (steps, outcome)
+}
+
+/// A Change Dump run as its packages are applied: the writer, what this run did to each
+/// resource, and how far the sync point may go.
+struct DumpRun<'x, 'w> {
+    writer: Writer<'w>,
+    objects: &'x ObjectStore,
+    collection: &'x str,
+    since: Timestamp,
+    summary: &'x mut Summary,
+    progress: &'x Progress,
+    /// What this run has applied so far, by URI (None: deleted): the catalog holds it only
+    /// once the writer has flushed; for the rest it is asked one resource at a time (a mirror
+    /// of millions is not read whole for a dump of a few changes).
+    current: HashMap<String, Option<Live>>,
+    /// The latest event time applied.
+    applied_max: Option<Timestamp>,
+    /// The latest `until` of a package processed whole.
+    until_max: Option<Timestamp>,
+    /// The earliest change that failed, or where a refused package starts.
+    stopped_at: Option<Timestamp>,
+    /// Closed packages processed whole: (URL, from, until).
+    processed: Vec<(String, Option<Timestamp>, Timestamp)>,
+}
+
+impl DumpRun<'_, '_> {
+    /// A package that could not be fetched, opened or staged: its staged bitstreams removed,
+    /// nothing from it applied, and the sync point held where it starts.
+    fn refuse_package(
+        &mut self,
+        r: &PackageRef,
+        steps: &[Step],
+        reason: String,
+    ) -> Result<(), Error> {
+        for (_, _, sb) in steps {
+            if let Ok(Some(sb)) = sb {
+                let _ = std::fs::remove_file(&sb.path);
+            }
+        }
+        let reason = format!(
+            "package {} refused, nothing from it applied: {reason}",
+            r.url
+        );
+        self.progress.println(&format!("failed: {reason}"));
+        self.writer.problem(r.url.as_str(), "failed", &reason)?;
+        self.summary.failed += 1;
+        self.summary.problems.push(Problem {
+            uri: r.url.to_string(),
+            class: "failed",
+            reason,
+        });
+        self.stopped_at = Some(r.from.unwrap_or(self.since).max(self.since));
+        Ok(())
+    }
+
+    /// The changes of package `r`, staged whole, in manifest order; false when an entry
+    /// failed (the run stops after this package, which is not marked processed).
+    fn apply_package(
+        &mut self,
+        r: &PackageRef,
+        pkg: &Package,
+        steps: Vec<Step>,
+    ) -> Result<bool, Error> {
+        let mut package_ok = true;
+        for (i, t, sb) in steps {
+            let item = &pkg.entries()[i];
             match sb {
                 Err(reason) => {
                     package_ok = false;
-                    stopped_at =
-                        Some(stopped_at.map_or(t.unwrap_or(since), |s| s.min(t.unwrap_or(since))));
-                    ctx.summary.failed += 1;
-                    ctx.progress.println(&format!("failed: {uri}: {reason}"));
-                    writer.problem(&uri, "failed", &reason)?;
-                    writer.event(record(&item.loc, change, t, "failed"))?;
-                    ctx.summary.problems.push(Problem {
-                        uri,
-                        class: "failed",
-                        reason,
-                    });
+                    self.failed_entry(r, item, t, reason)?;
                 }
-                Ok(None) => {
-                    // A deletion.
-                    applied_max = applied_max.max(t);
-                    match known(&current, &writer, &uri)? {
-                        Some(Some(_)) => {
-                            ctx.summary.deleted += 1;
-                            current.insert(uri.clone(), None);
-                            writer.version_for_event(
-                                NewVersion {
-                                    uri,
-                                    collection: collection.to_string(),
-                                    change: "deleted",
-                                    event_time: t,
-                                    lastmod: item.lastmod,
-                                    arrived_via: "tombstone",
-                                    fetched_from: Some(r.url.to_string()),
-                                    ..Default::default()
-                                },
-                                record(&item.loc, change, t, "applied"),
-                            )?;
-                        }
-                        Some(None) => writer.event(record(&item.loc, change, t, "unchanged"))?,
-                        None => {
-                            ctx.summary.unknown_deletes += 1;
-                            writer.event(record(&item.loc, change, t, "unknown-delete"))?;
-                        }
-                    }
-                }
-                Ok(Some(sb)) => {
-                    applied_max = applied_max.max(t);
-                    ctx.summary.bytes += sb.computed.length;
-                    let had = known(&current, &writer, &uri)?.flatten();
-                    let held = had.as_ref().map(|h| Held {
-                        sha256: h.sha256.as_deref(),
-                        lastmod: h.lastmod,
-                    });
-                    let basis = Basis::Change {
-                        lastmod: item.lastmod,
-                    };
-                    let decision = decide(held, &sb.computed.sha256_hex, basis);
-                    decision.count(ctx.summary);
-                    let Some(kind) = decision.change() else {
-                        let _ = std::fs::remove_file(&sb.path);
-                        writer.event(record(&item.loc, change, t, "unchanged"))?;
-                        continue;
-                    };
-                    ctx.objects
-                        .ingest(&sb.path, &sb.computed.sha256_hex)
-                        .map_err(|e| crate::store::StoreError::io("storing", &sb.path, e))?;
-                    crate::store::kill::point("change-dump.object-stored");
-                    current.insert(
-                        uri.clone(),
-                        Some(Live {
-                            sha256: Some(sb.computed.sha256_hex.clone()),
-                            lastmod: item.lastmod,
-                        }),
-                    );
-                    writer.version_for_event(
-                        NewVersion {
-                            uri,
-                            collection: collection.to_string(),
-                            change: kind,
-                            event_time: t,
-                            lastmod: item.lastmod,
-                            length_bytes: Some(sb.computed.length),
-                            declared_length_bytes: item.length,
-                            declared_hash: declared_hash(&item.hash),
-                            md5_hex: Some(sb.computed.md5_hex.clone()),
-                            sha1_hex: sb.computed.sha1_hex.clone(),
-                            sha256_hex: Some(sb.computed.sha256_hex.clone()),
-                            media_type: item.media_type.clone(),
-                            arrived_via: "dump",
-                            fetched_from: Some(r.url.to_string()),
-                            etag: None,
-                            last_modified: None,
-                        },
-                        record(&item.loc, change, t, "applied"),
-                    )?;
-                }
+                Ok(None) => self.deletion(r, item, t)?,
+                Ok(Some(sb)) => self.bitstream(r, item, t, sb)?,
             }
         }
         if package_ok {
             if let Some(u) = r.until {
-                until_max = until_max.max(Some(u));
-                processed.push((r.url.to_string(), r.from, u));
+                self.until_max = self.until_max.max(Some(u));
+                self.processed.push((r.url.to_string(), r.from, u));
             }
-        } else {
-            break;
+        }
+        Ok(package_ok)
+    }
+
+    /// An entry whose bitstream could not be staged: a problem, and the sync point held
+    /// before it.
+    fn failed_entry(
+        &mut self,
+        r: &PackageRef,
+        item: &ManifestItem,
+        t: Option<Timestamp>,
+        reason: String,
+    ) -> Result<(), Error> {
+        let uri = item.loc.to_string();
+        let at = t.unwrap_or(self.since);
+        self.stopped_at = Some(self.stopped_at.map_or(at, |s| s.min(at)));
+        self.summary.failed += 1;
+        self.progress.println(&format!("failed: {uri}: {reason}"));
+        self.writer.problem(&uri, "failed", &reason)?;
+        let event = self.event(r, item, t, "failed");
+        self.writer.event(event)?;
+        self.summary.problems.push(Problem {
+            uri,
+            class: "failed",
+            reason,
+        });
+        Ok(())
+    }
+
+    /// A `deleted` entry: a tombstone for a resource the mirror holds, else an event.
+    fn deletion(
+        &mut self,
+        r: &PackageRef,
+        item: &ManifestItem,
+        t: Option<Timestamp>,
+    ) -> Result<(), Error> {
+        self.applied_max = self.applied_max.max(t);
+        let uri = item.loc.to_string();
+        match known(&self.current, &self.writer, &uri)? {
+            Some(Some(_)) => {
+                self.summary.deleted += 1;
+                self.current.insert(uri.clone(), None);
+                let event = self.event(r, item, t, "applied");
+                self.writer.version_for_event(
+                    NewVersion {
+                        uri,
+                        collection: self.collection.to_string(),
+                        change: "deleted",
+                        event_time: t,
+                        lastmod: item.lastmod,
+                        arrived_via: "tombstone",
+                        fetched_from: Some(r.url.to_string()),
+                        ..Default::default()
+                    },
+                    event,
+                )?;
+            }
+            Some(None) => {
+                let event = self.event(r, item, t, "unchanged");
+                self.writer.event(event)?;
+            }
+            None => {
+                self.summary.unknown_deletes += 1;
+                let event = self.event(r, item, t, "unknown-delete");
+                self.writer.event(event)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A staged bitstream: `decide` says whether it is a new version of its resource; if so
+    /// it is stored, else its file is removed.
+    fn bitstream(
+        &mut self,
+        r: &PackageRef,
+        item: &ManifestItem,
+        t: Option<Timestamp>,
+        sb: StagedBitstream,
+    ) -> Result<(), Error> {
+        self.applied_max = self.applied_max.max(t);
+        self.summary.bytes += sb.computed.length;
+        let uri = item.loc.to_string();
+        let had = known(&self.current, &self.writer, &uri)?.flatten();
+        let held = had.as_ref().map(|h| Held {
+            sha256: h.sha256.as_deref(),
+            lastmod: h.lastmod,
+        });
+        let basis = Basis::Change {
+            lastmod: item.lastmod,
+        };
+        let decision = decide(held, &sb.computed.sha256_hex, basis);
+        decision.count(self.summary);
+        let Some(kind) = decision.change() else {
+            let _ = std::fs::remove_file(&sb.path);
+            let event = self.event(r, item, t, "unchanged");
+            self.writer.event(event)?;
+            return Ok(());
+        };
+        self.objects
+            .ingest(&sb.path, &sb.computed.sha256_hex)
+            .map_err(|e| crate::store::StoreError::io("storing", &sb.path, e))?;
+        crate::store::kill::point("change-dump.object-stored");
+        self.current.insert(
+            uri,
+            Some(Live {
+                sha256: Some(sb.computed.sha256_hex.clone()),
+                lastmod: item.lastmod,
+            }),
+        );
+        let version = dump_version(self.collection, r, item, t, kind, &sb);
+        let event = self.event(r, item, t, "applied");
+        self.writer.version_for_event(version, event)?;
+        Ok(())
+    }
+
+    /// The change event of `item` in package `r`.
+    fn event(
+        &self,
+        r: &PackageRef,
+        item: &ManifestItem,
+        t: Option<Timestamp>,
+        outcome: &'static str,
+    ) -> ChangeEventRecord {
+        ChangeEventRecord {
+            collection: self.collection.to_string(),
+            uri: item.loc.to_string(),
+            change: item.change.unwrap_or(Change::Updated).name(),
+            event_time: t,
+            document_url: r.url.to_string(),
+            outcome,
         }
     }
 
-    let mut at = since
-        .max(until_max.unwrap_or(since))
-        .max(applied_max.unwrap_or(since));
-    let mut basis =
-        "until of the last Change Dump package processed, or the latest change applied".to_string();
-    if let Some(f) = stopped_at {
-        if f < at {
-            at = f.max(since);
-            basis = "time of the earliest failed change (it is retried next run)".into();
+    /// The new sync point: the latest `until` processed or change applied, never past the
+    /// earliest failed change, never backwards.
+    fn sync_point(&self) -> (Timestamp, String) {
+        let since = self.since;
+        let mut at = since
+            .max(self.until_max.unwrap_or(since))
+            .max(self.applied_max.unwrap_or(since));
+        let mut basis =
+            "until of the last Change Dump package processed, or the latest change applied"
+                .to_string();
+        if let Some(f) = self.stopped_at {
+            if f < at {
+                at = f.max(since);
+                basis = "time of the earliest failed change (it is retried next run)".into();
+            }
         }
+        (at, basis)
     }
-    ctx.summary.sync_point = Some(at.to_string());
-    ctx.summary.anchored = true;
-    let sp = SyncPoint {
+
+    /// The last transaction: the documents read, the packages processed and the sync point,
+    /// with whatever versions are still pending.
+    fn finish(
+        mut self,
+        (source_id, run_id): (i64, i64),
+        documents: &[DocumentRecord],
+    ) -> Result<(), Error> {
+        let (at, basis) = self.sync_point();
+        self.summary.sync_point = Some(at.to_string());
+        self.summary.anchored = true;
+        let collection = self.collection;
+        let sp = SyncPoint {
+            collection: collection.to_string(),
+            at: Some(at),
+            anchored: true,
+            basis,
+        };
+        let processed = &self.processed;
+        self.writer.flush(|tx| {
+            for d in documents {
+                write::document(tx, source_id, run_id, d)?;
+            }
+            for (url, from, until) in processed {
+                write::processed_change_list(tx, run_id, collection, url, *from, *until)?;
+            }
+            write::sync_point(tx, source_id, run_id, &sp)
+        })?;
+        Ok(())
+    }
+}
+
+/// The version a staged bitstream of `item` (package `r`) becomes.
+fn dump_version(
+    collection: &str,
+    r: &PackageRef,
+    item: &ManifestItem,
+    t: Option<Timestamp>,
+    change: &'static str,
+    sb: &StagedBitstream,
+) -> NewVersion {
+    NewVersion {
+        uri: item.loc.to_string(),
         collection: collection.to_string(),
-        at: Some(at),
-        anchored: true,
-        basis,
-    };
-    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
-    writer.flush(|tx| {
-        for d in &documents {
-            write::document(tx, source_id, run_id, d)?;
-        }
-        for (url, from, until) in &processed {
-            write::processed_change_list(tx, run_id, collection, url, *from, *until)?;
-        }
-        write::sync_point(tx, source_id, run_id, &sp)
-    })?;
-    Ok(())
+        change,
+        event_time: t,
+        lastmod: item.lastmod,
+        length_bytes: Some(sb.computed.length),
+        declared_length_bytes: item.length,
+        declared_hash: declared_hash(&item.hash),
+        md5_hex: Some(sb.computed.md5_hex.clone()),
+        sha1_hex: sb.computed.sha1_hex.clone(),
+        sha256_hex: Some(sb.computed.sha256_hex.clone()),
+        media_type: item.media_type.clone(),
+        arrived_via: "dump",
+        fetched_from: Some(r.url.to_string()),
+        etag: None,
+        last_modified: None,
+    }
 }
 
 fn gap(collection: &str, from: Timestamp, to: Timestamp) -> Error {
