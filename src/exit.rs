@@ -89,7 +89,7 @@ impl Exit {
     }
 
     /// The table as the `--help` footer and the README print it.
-    pub fn help_table() -> String {
+    pub(crate) fn help_table() -> String {
         let mut s = String::from("Exit codes:\n");
         for (_, code, meaning) in TABLE {
             s.push_str(&format!("  {code:>3}  {meaning}\n"));

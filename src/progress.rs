@@ -27,7 +27,7 @@ impl Progress {
         }
     }
 
-    pub fn start(&self, what: &str, total: u64) {
+    pub(crate) fn start(&self, what: &str, total: u64) {
         if let Some(b) = &self.bar {
             b.set_prefix(what.to_string());
             b.set_length(total);
@@ -36,7 +36,7 @@ impl Progress {
     }
 
     /// One item done, `bytes` transferred for it.
-    pub fn item(&self, bytes: u64) {
+    pub(crate) fn item(&self, bytes: u64) {
         if let Some(b) = &self.bar {
             self.bytes.set(self.bytes.get() + bytes);
             b.set_message(crate::report::human_bytes(self.bytes.get()));
@@ -45,14 +45,14 @@ impl Progress {
     }
 
     /// Print a line above the bar (or on stderr when there is no bar).
-    pub fn println(&self, line: &str) {
+    pub(crate) fn println(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
             None => eprintln!("{line}"),
         }
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }

@@ -13,7 +13,7 @@ pub struct Problem {
 
 /// The line that reports a resource's problem on stderr: `CLASS: URI: REASON`, the URI once
 /// (a fetch error's reason usually starts with the URL it was fetched from).
-pub fn problem_line(class: &str, uri: &str, reason: &str) -> String {
+pub(crate) fn problem_line(class: &str, uri: &str, reason: &str) -> String {
     match reason.strip_prefix(uri).and_then(|r| r.strip_prefix(": ")) {
         Some(rest) => format!("{class}: {uri}: {rest}"),
         None => format!("{class}: {uri}: {reason}"),

@@ -46,7 +46,7 @@ pub struct PageRecord {
 
 /// The sitemap an ARC source was baselined from: the one recorded for `source_id`, else the
 /// one whose URL is `url` (the source may have been given differently at baseline).
-pub fn sitemap_of(
+pub(crate) fn sitemap_of(
     conn: &Connection,
     source_id: i64,
     url: &str,
@@ -119,7 +119,7 @@ pub fn page_of(conn: &Connection, version_id: i64) -> Result<Option<PageRecord>,
 pub mod write_arc {
     use super::*;
 
-    pub fn sitemap(
+    pub(crate) fn sitemap(
         tx: &Transaction<'_>,
         source_id: i64,
         run_id: i64,
@@ -156,11 +156,15 @@ pub mod write_arc {
     }
 
     /// The page's row, to be written with its version once that has an id.
-    pub fn page_rows(page: PageRecord) -> Then {
+    pub(crate) fn page_rows(page: PageRecord) -> Then {
         Box::new(move |tx: &Transaction<'_>, id| self::page(tx, id, &page))
     }
 
-    pub fn page(tx: &Transaction<'_>, version_id: i64, p: &PageRecord) -> Result<(), StoreError> {
+    pub(crate) fn page(
+        tx: &Transaction<'_>,
+        version_id: i64,
+        p: &PageRecord,
+    ) -> Result<(), StoreError> {
         tx.execute(
             "INSERT INTO arc_versions (version_id, sitemap_url, document_url, ai_indexable,
                 ai_summary, ai_tags_json, ai_checksum, ai_snapshot_json, crawl_priority, robots_directive)
@@ -187,12 +191,16 @@ pub mod write_arc {
 pub struct ArcWriter<'a>(Writer<'a>);
 
 impl<'a> ArcWriter<'a> {
-    pub fn new(catalog: &'a mut Catalog, objects: &'a ObjectStore, run_id: i64) -> ArcWriter<'a> {
+    pub(crate) fn new(
+        catalog: &'a mut Catalog,
+        objects: &'a ObjectStore,
+        run_id: i64,
+    ) -> ArcWriter<'a> {
         ArcWriter(Writer::new(catalog, objects, run_id))
     }
 
     /// A version (and the change event it applies, and the page metadata kept with it).
-    pub fn version(
+    pub(crate) fn version(
         &mut self,
         version: NewVersion,
         event: Option<ChangeEventRecord>,
@@ -204,16 +212,16 @@ impl<'a> ArcWriter<'a> {
     }
 
     /// The engine's writer underneath.
-    pub fn inner(&mut self) -> &mut Writer<'a> {
+    pub(crate) fn inner(&mut self) -> &mut Writer<'a> {
         &mut self.0
     }
 
     /// A change event that produced no version.
-    pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
+    pub(crate) fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
         self.0.event(e)
     }
 
-    pub fn problem(
+    pub(crate) fn problem(
         &mut self,
         uri: &str,
         class: &'static str,
@@ -223,7 +231,7 @@ impl<'a> ArcWriter<'a> {
     }
 
     /// Commit what is pending, plus whatever `extra` writes, in one transaction.
-    pub fn flush(
+    pub(crate) fn flush(
         &mut self,
         extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {

@@ -37,7 +37,11 @@ const BATCH: usize = 512;
 const BATCH_AGE: Duration = Duration::from_millis(500);
 
 impl<'a> Writer<'a> {
-    pub fn new(catalog: &'a mut Catalog, objects: &'a ObjectStore, run_id: i64) -> Writer<'a> {
+    pub(crate) fn new(
+        catalog: &'a mut Catalog,
+        objects: &'a ObjectStore,
+        run_id: i64,
+    ) -> Writer<'a> {
         Writer {
             catalog,
             objects,
@@ -50,17 +54,17 @@ impl<'a> Writer<'a> {
     }
 
     /// The catalog, to read: what it holds is what the last flush committed.
-    pub fn catalog(&self) -> &Catalog {
+    pub(crate) fn catalog(&self) -> &Catalog {
         self.catalog
     }
 
-    pub fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
+    pub(crate) fn version(&mut self, v: NewVersion) -> Result<(), StoreError> {
         self.version_with(v, None, None)
     }
 
     /// A version, the change event it applies (recorded with the version's id), and more rows
     /// that need that id (a protocol's own metadata), written in the same transaction.
-    pub fn version_with(
+    pub(crate) fn version_with(
         &mut self,
         version: NewVersion,
         event: Option<ChangeEventRecord>,
@@ -75,7 +79,7 @@ impl<'a> Writer<'a> {
     }
 
     /// A version that applies a change event; the event is recorded with the version's id.
-    pub fn version_for_event(
+    pub(crate) fn version_for_event(
         &mut self,
         v: NewVersion,
         e: ChangeEventRecord,
@@ -84,12 +88,12 @@ impl<'a> Writer<'a> {
     }
 
     /// A change event that produced no version (unchanged, superseded, failed, ...).
-    pub fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
+    pub(crate) fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
         self.events.push(e);
         self.maybe_flush()
     }
 
-    pub fn problem(
+    pub(crate) fn problem(
         &mut self,
         uri: &str,
         class: &'static str,
@@ -109,7 +113,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Commit what is pending, plus whatever `extra` writes, in one transaction.
-    pub fn flush(
+    pub(crate) fn flush(
         &mut self,
         extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {

@@ -82,7 +82,7 @@ const RESULT_AGE: Duration = Duration::from_millis(100);
 /// A thread per core (no more than `workers`) keeps its share of the requests in flight on a
 /// libcurl multi handle of its own ([`Transfers`]); a retry's pause or a `--delay` holds up
 /// only the request concerned.
-pub fn transfer<E>(
+pub(crate) fn transfer<E>(
     http: &Http,
     staging: &Path,
     objects: &ObjectStore,
@@ -184,7 +184,7 @@ const FREE_SPACE_RESULTS: usize = 16;
 
 /// `Err` with the message for the run's end when the free space on `staging`'s file system is
 /// under `min_free` (by default 1% of the file system, at most 1 GiB).
-pub fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
+pub(crate) fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
     let Ok(path) = std::ffi::CString::new(staging.as_os_str().as_encoded_bytes()) else {
         return Ok(());
     };

@@ -41,7 +41,7 @@ pub struct OpenMirror {
 impl OpenMirror {
     /// Take the lock, open (or create) the catalog and the object store, mark runs left
     /// unfinished by a process that died as abandoned, and empty `staging/`.
-    pub fn open(mirror: &Path) -> Result<OpenMirror, Error> {
+    pub(crate) fn open(mirror: &Path) -> Result<OpenMirror, Error> {
         let lock = MirrorLock::acquire(mirror)?;
         let catalog = Catalog::open(mirror)?;
         catalog.abandon_unfinished_runs()?;
@@ -121,7 +121,7 @@ pub fn partial(summary: &Summary) -> bool {
 
 /// Staging holds only downloads in flight; anything there at the start of a run (we hold the
 /// lock) is left over from a run that died, and is never referenced by the catalog.
-pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+pub(crate) fn clean_staging(staging: &Path) -> Result<(), StoreError> {
     if staging.exists() {
         std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
     }
@@ -129,13 +129,13 @@ pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
 }
 
 /// The mirror folder a staging folder belongs to, for messages.
-pub fn mirror_of(staging: &Path) -> String {
+pub(crate) fn mirror_of(staging: &Path) -> String {
     staging.parent().unwrap_or(staging).display().to_string()
 }
 
 /// The error that ends a run on a full disk ([`crate::sync::apply::JobResult::NoSpace`]);
 /// `needed` says what the run had left, when the caller knows.
-pub fn no_space(staging: &Path, message: String, needed: String) -> Error {
+pub(crate) fn no_space(staging: &Path, message: String, needed: String) -> Error {
     StoreError::NoSpace {
         path: mirror_of(staging),
         message,
@@ -148,7 +148,7 @@ pub fn no_space(staging: &Path, message: String, needed: String) -> Error {
 /// versions) is committed first when the catalog still has room, so the next run need not
 /// fetch it again. (Under `--min-free` there is room; on a full disk the commit may fail, and
 /// the next run finds the objects by digest.)
-pub fn stop_for_space(
+pub(crate) fn stop_for_space(
     writer: &mut crate::sync::apply::Writer<'_>,
     staging: &Path,
     message: String,
@@ -160,7 +160,7 @@ pub fn stop_for_space(
 
 /// [`stop_for_space`] for an object store that refuses writes
 /// ([`crate::sync::apply::JobResult::Unwritable`]): what landed before is committed first.
-pub fn stop_for_fault(writer: &mut crate::sync::apply::Writer<'_>, e: StoreError) -> Error {
+pub(crate) fn stop_for_fault(writer: &mut crate::sync::apply::Writer<'_>, e: StoreError) -> Error {
     let _ = writer.flush(|_| Ok(()));
     e.into()
 }

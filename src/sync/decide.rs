@@ -71,7 +71,7 @@ pub enum Decision {
 
 impl Decision {
     /// The change a new version records (`versions.change`), when the decision makes one.
-    pub fn change(self) -> Option<&'static str> {
+    pub(crate) fn change(self) -> Option<&'static str> {
         match self {
             Decision::Created => Some("created"),
             Decision::Updated | Decision::Touched => Some("updated"),
@@ -80,7 +80,7 @@ impl Decision {
     }
 
     /// Count the decision in a run's summary.
-    pub fn count(self, summary: &mut crate::report::Summary) {
+    pub(crate) fn count(self, summary: &mut crate::report::Summary) {
         match self {
             Decision::Created => summary.created += 1,
             Decision::Updated | Decision::Touched => summary.updated += 1,
@@ -92,7 +92,7 @@ impl Decision {
 
 /// Decide what the state that arrived (`sha256`, on `basis`) is to the mirror, which holds
 /// `held` (None: nothing live).
-pub fn decide<S: PartialEq + ?Sized>(
+pub(crate) fn decide<S: PartialEq + ?Sized>(
     held: Option<Held<'_, S>>,
     sha256: &S,
     basis: Basis<'_>,
@@ -116,7 +116,7 @@ pub fn decide<S: PartialEq + ?Sized>(
 }
 
 /// An update planned only because the stored object was damaged.
-pub fn is_repair(a: &Action) -> bool {
+pub(crate) fn is_repair(a: &Action) -> bool {
     matches!(a, Action::Update(d) if d.iter().all(|d| d.field == "object"))
 }
 

@@ -60,7 +60,7 @@ impl OpenedDocument {
     /// are read through (and dropped) so that every byte has arrived. `None` for a local file,
     /// a document larger than [`RECORDED_BYTES`], or one the Sitemap reader cannot read to
     /// its end (the caller fetches it again).
-    pub fn into_bytes(mut self) -> Option<Vec<u8>> {
+    pub(crate) fn into_bytes(mut self) -> Option<Vec<u8>> {
         let recorded = self.recorded.take()?;
         loop {
             match self.reader.next_entry() {
@@ -74,12 +74,12 @@ impl OpenedDocument {
         (!r.overflow).then_some(r.bytes)
     }
 
-    pub fn header(&self) -> &Header {
+    pub(crate) fn header(&self) -> &Header {
         self.reader.header()
     }
 
     /// The catalog's record of this document once `entry_count` entries were read.
-    pub fn record(&self, entry_count: u64) -> DocumentRecord {
+    pub(crate) fn record(&self, entry_count: u64) -> DocumentRecord {
         let h = self.header();
         DocumentRecord {
             url: self.url.to_string(),
@@ -100,7 +100,7 @@ impl OpenedDocument {
     }
 }
 
-pub fn syntax_name(s: Syntax) -> &'static str {
+pub(crate) fn syntax_name(s: Syntax) -> &'static str {
     match s {
         Syntax::Plain => "plain",
         Syntax::Alpha2012 => "alpha2012",
@@ -119,7 +119,7 @@ pub struct Documents<'a> {
 impl Documents<'_> {
     /// Open `url`. A `file:` URL is read from disk (only the user's own SOURCE is ever a file:
     /// URL: the scope refuses `file:` inside documents). `Ok(None)` is a 304.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         url: &Url,
         scope: &Scope,
@@ -213,14 +213,14 @@ impl Documents<'_> {
     }
 
     /// Open without validators; a 304 cannot happen.
-    pub fn fetch(&self, url: &Url, scope: &Scope) -> Result<OpenedDocument, SourceError> {
+    pub(crate) fn fetch(&self, url: &Url, scope: &Scope) -> Result<OpenedDocument, SourceError> {
         Ok(self
             .open(url, scope, &Validators::default())?
             .expect("an unconditional GET is never answered 304"))
     }
 
     /// The scope for the entries of a document at `url`.
-    pub fn scope_for(&self, url: &Url) -> Scope {
+    pub(crate) fn scope_for(&self, url: &Url) -> Scope {
         Scope::for_document(url, self.allow_hosts)
     }
 }

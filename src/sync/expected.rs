@@ -25,7 +25,7 @@ pub struct Warnings {
 impl Warnings {
     pub const MAX: usize = 1000;
 
-    pub fn push(&mut self, w: String) {
+    pub(crate) fn push(&mut self, w: String) {
         if self.list.len() < Self::MAX {
             self.list.push(w);
         } else {
@@ -33,7 +33,7 @@ impl Warnings {
         }
     }
 
-    pub fn into_vec(mut self) -> Vec<String> {
+    pub(crate) fn into_vec(mut self) -> Vec<String> {
         if self.dropped > 0 {
             self.list
                 .push(format!("... and {} more warnings", self.dropped));

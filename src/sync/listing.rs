@@ -109,7 +109,7 @@ fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
 
 impl Listing {
     /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder).
-    pub fn create(dir: &Path) -> Result<Listing, StoreError> {
+    pub(crate) fn create(dir: &Path) -> Result<Listing, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("creating", dir, e))?;
         let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("listing-{}-{n}.sqlite", std::process::id()));
@@ -140,7 +140,7 @@ impl Listing {
 
     /// Add the next entry of the list. A URI listed before keeps its place and takes this
     /// entry's metadata (the later entry counts), with a warning naming this entry.
-    pub fn push(&mut self, l: Listed) -> Result<(), StoreError> {
+    pub(crate) fn push(&mut self, l: Listed) -> Result<(), StoreError> {
         let doc = self.doc_id(&l);
         let lastmod = l.declared.lastmod.map(|t| t.to_string());
         let digests = declared_hash(&l.declared.digests);
@@ -199,7 +199,7 @@ impl Listing {
 
     /// Forget every entry that came from `document` (an index part that failed half-way:
     /// nothing from it is kept).
-    pub fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
+    pub(crate) fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
         if let Some(&id) = self.doc_ids.get(document) {
             self.conn
                 .execute("DELETE FROM listed WHERE doc = ?1", [id])
@@ -209,7 +209,7 @@ impl Listing {
     }
 
     /// The warnings [`Listing::push`] made (URIs listed twice), in list order.
-    pub fn take_warnings(&mut self) -> Vec<String> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.twice).into_vec()
     }
 
@@ -238,7 +238,7 @@ impl Listing {
     /// The plan: every entry merged with the catalog's current states in URI order (see the
     /// module's documentation). `objects`: the store, to see that a resource kept as it is
     /// still has its bytes; `catalog` may be `None` (a dry run before the first baseline).
-    pub fn plan(
+    pub(crate) fn plan(
         &mut self,
         catalog: Option<&Catalog>,
         collection: &str,
@@ -383,7 +383,7 @@ impl Listing {
     }
 
     /// Every entry in list order with its action (`Keep` included): a dry run's plan.
-    pub fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
+    pub(crate) fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
         let mut st = self
             .conn
             .prepare(
@@ -421,7 +421,7 @@ impl Listing {
     }
 
     /// The live resources of the collection the list does not name, in URI order.
-    pub fn each_gone<E: From<StoreError>>(
+    pub(crate) fn each_gone<E: From<StoreError>>(
         &self,
         mut f: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -439,7 +439,7 @@ impl Listing {
     }
 
     /// The first `n` gone URIs.
-    pub fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
         let mut st = self
             .conn
             .prepare("SELECT uri FROM gone ORDER BY uri LIMIT ?1")
@@ -451,7 +451,7 @@ impl Listing {
     }
 
     /// The positions of every entry to fetch, in list order (a Resource Dump's staging).
-    pub fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
         let mut st = self
             .conn
             .prepare("SELECT ord FROM todo ORDER BY ord")
@@ -465,7 +465,7 @@ impl Listing {
     }
 
     /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
-    pub fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
+    pub(crate) fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
         let mut st = self
             .conn
             .prepare_cached(&format!("{TODO_SELECT} WHERE t.ord = ?1"))
@@ -477,7 +477,7 @@ impl Listing {
     /// The entries to fetch in list order, read a page at a time on a connection of their own
     /// (the iterator may be drawn from other threads). Each one drawn is kept in `in_flight`
     /// until the caller takes it back by position.
-    pub fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
+    pub(crate) fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
         let conn = Connection::open_with_flags(
             &self.path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -655,7 +655,7 @@ impl Entry {
 }
 
 /// A current version whose object is missing or has the wrong length.
-pub fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<Difference> {
+pub(crate) fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<Difference> {
     let sha = c.sha256_hex.as_deref()?;
     let path = objects.path_for(sha);
     let actual = match std::fs::metadata(&path) {

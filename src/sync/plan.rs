@@ -90,7 +90,7 @@ pub struct Current<'a> {
 
 impl CurrentState {
     /// What [`compare`] reads of this state.
-    pub fn view(&self) -> Current<'_> {
+    pub(crate) fn view(&self) -> Current<'_> {
         Current {
             lastmod: self.lastmod,
             length_bytes: self.length_bytes,
@@ -102,13 +102,13 @@ impl CurrentState {
 }
 
 /// Compare what the source declares with the mirror's current version.
-pub fn compare(declared: &Declared, current: &CurrentState) -> Comparison {
+pub(crate) fn compare(declared: &Declared, current: &CurrentState) -> Comparison {
     compare_view(declared, &current.view())
 }
 
 /// [`compare`] on a borrowed view of the current version: the one comparison, whoever holds
 /// the state.
-pub fn compare_view(declared: &Declared, current: &Current<'_>) -> Comparison {
+pub(crate) fn compare_view(declared: &Declared, current: &Current<'_>) -> Comparison {
     let mut differences = Vec::new();
     let mut agreed = false;
     let mut by_digest = false;
@@ -180,7 +180,7 @@ fn lastmod_difference(declared: &Declared, current: &Current<'_>) -> Option<Diff
 }
 
 /// The baseline action for a listed resource.
-pub fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
+pub(crate) fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
     match current {
         None => Action::Create,
         Some(c) if c.deleted => Action::Create,
@@ -201,7 +201,12 @@ pub fn action(declared: &Declared, current: Option<&CurrentState>) -> Action {
 /// Print one line of a dry run's plan for `uri` (`+` create, `*` update with the fields that
 /// differ, `?` fetch to compare, `=` keep, only when `verbose`) and count it, the same for
 /// every format.
-pub fn print_mark(uri: &str, action: &Action, verbose: bool, summary: &mut crate::report::Summary) {
+pub(crate) fn print_mark(
+    uri: &str,
+    action: &Action,
+    verbose: bool,
+    summary: &mut crate::report::Summary,
+) {
     match action {
         Action::Create => {
             summary.created += 1;

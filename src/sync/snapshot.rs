@@ -56,7 +56,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// True when every document was read: deletions may be derived.
-    pub fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.failed_parts.is_empty()
     }
 }
@@ -93,7 +93,12 @@ pub struct Planned {
 
 impl Planned {
     /// A collection's planned snapshot, its bytes at their URLs.
-    pub fn new(collection: String, snapshot: Snapshot, listing: Listing, counts: Counts) -> Self {
+    pub(crate) fn new(
+        collection: String,
+        snapshot: Snapshot,
+        listing: Listing,
+        counts: Counts,
+    ) -> Self {
         Planned {
             collection,
             snapshot,
@@ -106,7 +111,7 @@ impl Planned {
     }
 
     /// The collection's `rs:ln rel="describes"`, for the feed.
-    pub fn describes(mut self, describes: Option<String>) -> Self {
+    pub(crate) fn describes(mut self, describes: Option<String>) -> Self {
         self.identity = describes.map(|d| (d, DESCRIBES_BASIS));
         self
     }
@@ -159,7 +164,7 @@ pub struct Run<'r> {
 }
 
 /// Take the planned snapshot `p` into the mirror (see the module's documentation).
-pub fn take(
+pub(crate) fn take(
     run: Run<'_>,
     writer: &mut Writer<'_>,
     s: &settings::Baseline,
@@ -445,7 +450,7 @@ impl Results<'_, '_> {
 }
 
 /// `baseline --dry-run`: the plan of each collection printed with the shared marks.
-pub fn print_plan(
+pub(crate) fn print_plan(
     planned: &[Planned],
     s: &settings::Baseline,
     summary: &mut Summary,

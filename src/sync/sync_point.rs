@@ -13,19 +13,23 @@ use jiff::{SignedDuration, Timestamp};
 pub const CLOCK_SKEW: SignedDuration = SignedDuration::from_secs(10 * 60);
 
 /// The latest time a document read at `read_at` can vouch for.
-pub fn latest_allowed(read_at: Timestamp) -> Timestamp {
+pub(crate) fn latest_allowed(read_at: Timestamp) -> Timestamp {
     read_at.saturating_add(CLOCK_SKEW).unwrap_or(Timestamp::MAX)
 }
 
 /// Whether `t`, taken from a document read at `read_at`, lies in the future.
-pub fn is_future(t: Timestamp, read_at: Timestamp) -> bool {
+pub(crate) fn is_future(t: Timestamp, read_at: Timestamp) -> bool {
     t > latest_allowed(read_at)
 }
 
 /// `at` as a sync point from a document read at `read_at`: unchanged when it is not in the
 /// future, else the time the document was read (a later one is never safe: the changes between
 /// it and the real `at` would be skipped), with the warning to print.
-pub fn bounded(at: Timestamp, read_at: Timestamp, what: &str) -> (Timestamp, Option<String>) {
+pub(crate) fn bounded(
+    at: Timestamp,
+    read_at: Timestamp,
+    what: &str,
+) -> (Timestamp, Option<String>) {
     if is_future(at, read_at) {
         // To the whole second below: a sync point is written and compared in seconds.
         let read_at = Timestamp::from_second(read_at.as_second()).unwrap_or(read_at);

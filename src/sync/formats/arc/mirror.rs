@@ -186,7 +186,7 @@ fn once_each(url: &Url, pages: Vec<Page>, warnings: &mut Vec<String>) -> Vec<Pag
 /// `baseline --dry-run` of the ARC sitemap at `sitemap`: the sitemap read and every page
 /// planned as a baseline would, the plan printed with the shared marks; nothing is fetched
 /// but the sitemap, nothing written.
-pub fn dry_run(
+pub(crate) fn dry_run(
     docs: &Documents<'_>,
     s: &settings::Baseline,
     sitemap: &Url,
@@ -219,7 +219,7 @@ pub fn dry_run(
 /// says of the page (`arc_versions`); the sync point is the sitemap's `generated_at` even
 /// when pages failed (ARC has no other way to ask for one page again; a re-run of baseline
 /// retries them, and the audit shows them as missing).
-pub fn baseline(
+pub(crate) fn baseline(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Baseline,
     sitemap: &Url,
@@ -693,7 +693,7 @@ impl<'h> FeedReading<'h> {
 /// `incremental --dry-run` of the ARC collection at `url`: the changes collected as a run
 /// would, each printed with what it would do (`+` created, `*` updated, `-` deleted, `!`
 /// refused, `=` known already, with `-v`); no page fetched, nothing written.
-pub fn plan_changes(
+pub(crate) fn plan_changes(
     docs: &Documents<'_>,
     s: &settings::Incremental,
     url: &Url,
@@ -747,7 +747,7 @@ pub fn plan_changes(
 }
 
 /// `incremental` of the ARC source at `url` (its sitemap, or the SOURCE given at baseline).
-pub fn incremental(
+pub(crate) fn incremental(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Incremental,
     url: &Url,
@@ -1181,7 +1181,7 @@ pub struct ArcWalked {
 /// `lastmod` and `ai_checksum`; a page outside the site as refused. Skipped pages are not
 /// handed over (they are in [`ArcWalked::skipped`], and a warning says so). `Listed::line` is
 /// the page's index in `pages`.
-pub fn expected_state(
+pub(crate) fn expected_state(
     docs: &Documents<'_>,
     sitemap: &Url,
     received: Option<Box<Body>>,
@@ -1247,7 +1247,7 @@ struct Fetched {
 
 /// `inspect` of the ARC sitemap at `sitemap`: read whole (the body discovery received, else
 /// fetched), reported as a document; no page and no delta feed is fetched.
-pub fn inspect(
+pub(crate) fn inspect(
     docs: &Documents<'_>,
     sitemap: &Url,
     received: Option<Box<Body>>,

@@ -112,7 +112,7 @@ impl Format for Arc {
 
 /// What the sitemap says of a page, as kept beside its version.
 impl PageRecord {
-    pub fn of(page: &Page, sitemap_url: &str, document_url: &str) -> PageRecord {
+    pub(crate) fn of(page: &Page, sitemap_url: &str, document_url: &str) -> PageRecord {
         PageRecord {
             sitemap_url: sitemap_url.to_string(),
             document_url: document_url.to_string(),

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 /// are collected first into URI -> last change; a listed entry that changed later is handed
 /// over with the change's declared state (or not at all when deleted), and the created URIs
 /// the list does not name are handed over after the walk.
-pub fn expected_state(
+pub(crate) fn expected_state(
     docs: &Documents<'_>,
     collection: Collection,
     visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,

@@ -39,7 +39,7 @@ struct PlanInputs<'a> {
 }
 
 /// `baseline` of the ResourceSync collections discovery found, in the run `ctx` records.
-pub fn baseline(
+pub(crate) fn baseline(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Baseline,
     collections: Vec<Collection>,
@@ -71,7 +71,7 @@ pub fn baseline(
 /// `baseline --dry-run` of the ResourceSync collections: every list read and planned (dump
 /// packages staged in a temporary folder), the plan printed; `Ok(true)` when every list was
 /// read whole.
-pub fn plan(
+pub(crate) fn plan(
     docs: &Documents<'_>,
     s: &settings::Baseline,
     collections: Vec<Collection>,

@@ -127,7 +127,7 @@ fn packages(
 
 /// `incremental --dry-run` of a Change Dump: the packages a run would fetch, in order; what
 /// each changes is in its manifest, known once it is fetched (`?`).
-pub fn plan(
+pub(crate) fn plan(
     docs: &Documents<'_>,
     catalog: &Catalog,
     collection: &str,
@@ -154,7 +154,7 @@ pub fn plan(
 /// Apply the Change Dump at `dump_url` to `collection` from `since`: each package staged
 /// whole, then its changes recorded in manifest order; a package refused, or one with an
 /// entry that failed, is the last one read.
-pub fn apply(
+pub(crate) fn apply(
     ctx: &mut RunContext<'_, '_>,
     collection: &str,
     dump_url: &Url,

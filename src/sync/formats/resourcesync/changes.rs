@@ -57,7 +57,7 @@ pub struct Event {
 
 impl Event {
     /// The time this event may move the sync point to: none for a future-dated one.
-    pub fn sync_time(&self) -> Option<Timestamp> {
+    pub(crate) fn sync_time(&self) -> Option<Timestamp> {
         self.order_time.filter(|_| !self.future)
     }
 }
@@ -100,7 +100,7 @@ pub struct Changes {
 /// Where a collection's changes are, if it advertises any: (change document, archive). The
 /// Capability List's `changelist` (and `changelist-archive`); a Change List given directly;
 /// a list's `rs:ln rel="up"` Capability List; a 2012 Sitemap's `current` change set link.
-pub fn location(
+pub(crate) fn location(
     docs: &Documents<'_>,
     collection: &Collection,
 ) -> Result<Option<(Url, Option<Url>)>, SourceError> {
@@ -166,7 +166,7 @@ pub struct Collector<'a, 'b> {
 }
 
 impl<'a, 'b> Collector<'a, 'b> {
-    pub fn new(
+    pub(crate) fn new(
         docs: &'a Documents<'b>,
         catalog: Option<&'a Catalog>,
         collection: &str,
@@ -207,7 +207,7 @@ impl<'a, 'b> Collector<'a, 'b> {
 
     /// Collect from a change document at `url` (Change List, Change List Index or 2012 change
     /// set), or from `opened` when discovery already opened it.
-    pub fn collect(
+    pub(crate) fn collect(
         mut self,
         url: &Url,
         opened: Option<OpenedDocument>,

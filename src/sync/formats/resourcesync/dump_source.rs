@@ -62,7 +62,7 @@ pub enum DumpLocation {
 
 impl DumpLocation {
     /// The dump's URL, for messages.
-    pub fn url(&self) -> &Url {
+    pub(crate) fn url(&self) -> &Url {
         match self {
             DumpLocation::Document(u) | DumpLocation::AlphaPackage(u) => u,
             DumpLocation::Opened(d) => &d.url,
@@ -224,7 +224,7 @@ impl DumpSnapshot {
     /// writing are CPU work), and their results handed to `on_result` (on the calling thread)
     /// in the dump's order, so the catalog records them in the same order on every run. An
     /// error from `on_result` stops the staging.
-    pub fn stage<E>(
+    pub(crate) fn stage<E>(
         &self,
         wanted: &[usize],
         staging: &Path,

@@ -59,7 +59,7 @@ struct Pending {
 /// every collection's changes collected first (a gap or an unreadable list stops the run with
 /// nothing applied), then applied; Change Dumps after them; then the resources a baseline left
 /// pending that no change explained are named.
-pub fn incremental(
+pub(crate) fn incremental(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Incremental,
     collections: Vec<Collection>,
@@ -96,7 +96,7 @@ pub fn incremental(
 }
 
 /// `incremental --dry-run`: the changes collected as a run would, the plan printed.
-pub fn plan(
+pub(crate) fn plan(
     docs: &Documents<'_>,
     s: &settings::Incremental,
     collections: Vec<Collection>,

@@ -36,7 +36,7 @@ pub use crate::sync::expected::{Item, Walked, Warnings};
 
 /// Walk the list starting from an opened top-level document, handing every entry to `visit`.
 /// An error from the top-level document (or from `visit`) ends the walk.
-pub fn walk(
+pub(crate) fn walk(
     docs: &Documents<'_>,
     top: OpenedDocument,
     visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,

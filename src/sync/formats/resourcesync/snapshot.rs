@@ -72,7 +72,7 @@ pub fn read(
 }
 
 /// Apply [`twice_listed`]'s answer to `v` (the listed entries, or a vector parallel to them).
-pub fn keep_the_later<T>(v: &mut Vec<T>, swaps: &[(usize, usize)], gone: &[bool]) {
+pub(crate) fn keep_the_later<T>(v: &mut Vec<T>, swaps: &[(usize, usize)], gone: &[bool]) {
     if swaps.is_empty() {
         return;
     }
@@ -90,7 +90,7 @@ pub fn keep_the_later<T>(v: &mut Vec<T>, swaps: &[(usize, usize)], gone: &[bool]
 /// its first, and the positions to drop afterwards (every entry but the first of each URI —
 /// whose place the last one then holds). Found by sorting positions rather than with a map of
 /// URIs, which would hold a second copy of every URI while the list is read.
-pub fn twice_listed(listed: &[Listed]) -> (Vec<(usize, usize)>, Vec<bool>) {
+pub(crate) fn twice_listed(listed: &[Listed]) -> (Vec<(usize, usize)>, Vec<bool>) {
     let mut order: Vec<usize> = (0..listed.len()).collect();
     order.sort_unstable_by(|&a, &b| {
         listed[a]

@@ -50,7 +50,7 @@ fn key(url: &str) -> Key {
 /// The start of a SHA-256: enough to tell two page JSONs apart in memory.
 pub type Short = [u8; 16];
 
-pub fn short(hex_digest: &str) -> Option<Short> {
+pub(crate) fn short(hex_digest: &str) -> Option<Short> {
     let mut out = [0u8; 16];
     hex::decode_to_slice(hex_digest.get(..32)?, &mut out).ok()?;
     Some(out)
@@ -83,7 +83,7 @@ pub struct SectionPages {
 }
 
 impl SectionPages {
-    pub fn load(
+    pub(crate) fn load(
         catalog: &Catalog,
         source_id: i64,
         section: &str,
@@ -140,7 +140,7 @@ pub enum PageChange {
 /// [`PageChange`] of a page (`modified`, start of the SHA-256 of its JSON) against the
 /// mirror's state of it (`local`: its `modified`, None when tombstoned, and its JSON's digest):
 /// what [`decide`] says of it.
-pub fn page_change(
+pub(crate) fn page_change(
     local: Option<(Option<Timestamp>, Option<Short>)>,
     modified: Timestamp,
     json: Short,
@@ -160,7 +160,7 @@ pub fn page_change(
 /// SCP 0.1 "Deletion Detection": a page of the mirror is gone when a snapshot listed at
 /// `listed` does not have it, it is live, and no collection listed after that snapshot
 /// brought it.
-pub fn gone_from_snapshot(
+pub(crate) fn gone_from_snapshot(
     modified: Option<Timestamp>,
     seen: bool,
     brought_by: Option<Timestamp>,
@@ -237,7 +237,7 @@ pub enum ApplyError {
 
 /// Read, verify and commit one staged collection. On any error nothing is committed and
 /// `pages` is reloaded from the catalog.
-pub fn apply(
+pub(crate) fn apply(
     catalog: &mut Catalog,
     pages: &mut SectionPages,
     a: Applying<'_>,

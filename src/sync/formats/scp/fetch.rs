@@ -35,7 +35,7 @@ pub struct FetchedSitemap {
 
 /// Fetch and read an SCP sitemap; `Ok(None)` is a 304 (only possible with validators). A
 /// `file:` URL (the user's own SOURCE) is read from disk.
-pub fn sitemap(
+pub(crate) fn sitemap(
     http: &Http,
     url: &Url,
     scope: &Scope,
@@ -68,7 +68,7 @@ pub fn sitemap(
 }
 
 /// The sitemap a baseline takes: as discovery received it, else fetched.
-pub fn sitemap_to_take(
+pub(crate) fn sitemap_to_take(
     docs: &crate::sync::documents::Documents<'_>,
     url: &Url,
     received: Option<Prefetched>,
@@ -84,7 +84,7 @@ pub fn sitemap_to_take(
 
 /// A collection read straight from the source through the collection reader, nothing staged
 /// (audit and dry runs: what they read is never stored). `Err`: why it could not be had.
-pub fn stream(
+pub(crate) fn stream(
     http: &Http,
     url: &Url,
     scope: &Scope,
@@ -104,7 +104,7 @@ pub fn stream(
 }
 
 /// An SCP sitemap discovery already received (`sync::discover`): read, not fetched again.
-pub fn sitemap_received(p: Prefetched) -> Result<FetchedSitemap, SourceError> {
+pub(crate) fn sitemap_received(p: Prefetched) -> Result<FetchedSitemap, SourceError> {
     let read = read_sitemap(&p.bytes[..], &p.url, DEFAULT_MAX_BYTES);
     read_as_scp(read, p.url, p.validators)
 }
@@ -160,7 +160,7 @@ pub enum CollectionResponse {
 /// than `max_bytes`, or than `--max-size` when that is smaller, is refused without reading
 /// further, as is a body still arriving after `--max-time` (`--min-rate` is the agent's).
 /// A body that breaks off is fetched again within the agent's retry budget.
-pub fn collection(
+pub(crate) fn collection(
     http: &Http,
     url: &Url,
     scope: &Scope,

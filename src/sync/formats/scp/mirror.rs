@@ -47,7 +47,7 @@ pub const ALL_SECTION: &str = "all";
 
 /// `baseline` of the SCP source whose sitemap is at `sitemap` (`received`: as discovery
 /// already fetched it).
-pub fn baseline(
+pub(crate) fn baseline(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Baseline,
     sitemap: &Url,
@@ -82,7 +82,7 @@ pub fn baseline(
 
 /// `incremental` of the SCP source at `source` (the SOURCE given to baseline, or the sitemap
 /// itself); the sitemap and the sections followed are the ones baseline recorded.
-pub fn incremental(
+pub(crate) fn incremental(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Incremental,
     source: &Url,
@@ -612,7 +612,7 @@ fn planned_pages(
 /// The plan is printed with the marks of a ResourceSync dry run, once the file verified: `+`
 /// created, `*` updated (its `modified`), `=` kept (with `-v`), `-` gone from the snapshot
 /// (deleted with `--delete`), `!` a collection that cannot be read (counted as failed).
-pub fn dry_run(
+pub(crate) fn dry_run(
     docs: &crate::sync::documents::Documents<'_>,
     s: &settings::Baseline,
     source_url: &str,
@@ -655,7 +655,7 @@ pub fn dry_run(
 /// gone pages would be deleted) and then every delta listed after the section's position that
 /// was not applied yet, each read and verified and decided page by page against the state the
 /// ones before it would leave, as `incremental` applies them. Nothing is stored.
-pub fn plan_changes(
+pub(crate) fn plan_changes(
     docs: &crate::sync::documents::Documents<'_>,
     s: &settings::Incremental,
     source: &Url,
