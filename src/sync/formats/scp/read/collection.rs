@@ -196,7 +196,7 @@ impl<R: Read> CollectionReader<R> {
         })
     }
 
-    pub(crate) fn meta(&self) -> &CollectionMeta {
+    pub fn meta(&self) -> &CollectionMeta {
         &self.meta
     }
 
