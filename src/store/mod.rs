@@ -1,13 +1,18 @@
 //! The mirror on disk: the SQLite catalog, the content-addressed object store, the staging
 //! folder and the lock (DESIGN.md §3). Nothing here knows about HTTP or ResourceSync syntax.
 
+pub mod audit_records;
 pub mod catalog;
+mod columns;
+pub mod history;
 pub mod kill;
 pub mod lock;
 pub mod migrate;
+pub mod mirror_summary;
 pub mod new_file;
 pub mod objects;
 pub mod rows;
+pub mod run_records;
 pub mod scp_catalog;
 
 pub use catalog::Catalog;
