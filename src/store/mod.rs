@@ -3,6 +3,7 @@
 
 pub mod audit_records;
 pub mod catalog;
+pub mod change_history;
 mod columns;
 pub mod history;
 pub mod kill;
