@@ -517,3 +517,12 @@ pub fn each_version_naming(
     }
     Ok(())
 }
+
+/// The `--map` rules remembered with the mirror's sources (`Catalog::remembered_maps`); none
+/// when the mirror has no catalog, or one that cannot be opened for reading.
+pub fn remembered_maps(mirror: &Path) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
+    match Catalog::open_read_only(mirror) {
+        Ok(Some(catalog)) => catalog.remembered_maps(),
+        _ => Ok(Vec::new()),
+    }
+}

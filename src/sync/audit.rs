@@ -49,7 +49,10 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
     let s = &settings::Audit {
         source: match s.offline {
             true => s.source.clone(),
-            false => s.source.with_remembered_maps(&s.mirror)?,
+            false if s.source.takes_remembered_maps() => s
+                .source
+                .with_maps(crate::store::history::remembered_maps(&s.mirror)?)?,
+            false => s.source.clone(),
         },
         ..s.clone()
     };
