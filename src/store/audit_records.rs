@@ -38,6 +38,11 @@ impl UrisInOrder<'_> {
             None => Ok(None),
         }
     }
+
+    /// Pass over the next URI without reading it; false after the last.
+    pub fn skip(&mut self) -> Result<bool, StoreError> {
+        Ok(self.rows.next()?.is_some())
+    }
 }
 
 /// `f` with a walk of every resource's URI in URI order.
