@@ -5,6 +5,7 @@ pub mod audit_records;
 pub mod catalog;
 pub mod change_history;
 mod columns;
+pub mod fixity_claims;
 pub mod history;
 pub mod kill;
 pub mod lock;
