@@ -16,6 +16,7 @@ pub mod objects;
 pub mod rows;
 pub mod run_records;
 pub mod scp_catalog;
+pub mod state_shares;
 
 pub use catalog::Catalog;
 pub use lock::MirrorLock;
