@@ -282,7 +282,7 @@ fn repair(a: &rsmirror::cli::RepairArgs, arguments: &str) -> Exit {
         .map_err(rsmirror::error::Error::from)
         .and_then(|s| {
             let remembered = match s.takes_remembered_maps() {
-                true => rsmirror::store::history::remembered_maps(mirror)?,
+                true => rsmirror::store::remembered_maps(mirror)?,
                 false => Vec::new(),
             };
             s.with_maps(remembered)

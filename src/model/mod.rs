@@ -41,13 +41,14 @@ macro_rules! catalog_text {
             type Err = $crate::model::UnknownValue;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    _ => Err($crate::model::UnknownValue {
+                $name::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| $crate::model::UnknownValue {
                         what: $what,
                         value: s.to_string(),
-                    }),
-                }
+                    })
             }
         }
 

@@ -62,19 +62,6 @@ pub fn with_uris_in_order<R, E: From<StoreError>>(
     out
 }
 
-/// Every resource's URI in URI order, handed to `f`.
-pub fn each_uri_in_order(
-    catalog: &Catalog,
-    mut f: impl FnMut(&str) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    with_uris_in_order(catalog, |uris| {
-        while let Some(uri) = uris.next_uri()? {
-            f(uri)?;
-        }
-        Ok(())
-    })
-}
-
 /// Every resource in URI order with whether its current version is a tombstone (`None`: it
 /// has no current version).
 pub fn each_resource_deletion_in_order(

@@ -1,24 +1,25 @@
 //! The mirror on disk: the SQLite catalog, the content-addressed object store, the staging
 //! folder and the lock (DESIGN.md §3). Nothing here knows about HTTP or ResourceSync syntax.
 
-pub mod audit_records;
+pub(crate) mod audit_records;
 pub mod catalog;
-pub mod change_history;
+pub(crate) mod change_history;
 mod columns;
-pub mod fixity_claims;
-pub mod history;
+pub(crate) mod fixity_claims;
+pub(crate) mod history;
 pub mod kill;
 pub mod lock;
 pub mod migrate;
-pub mod mirror_summary;
+pub(crate) mod mirror_summary;
 pub mod new_file;
 pub mod objects;
 pub mod rows;
-pub mod run_records;
+pub(crate) mod run_records;
 pub mod scp_catalog;
-pub mod state_shares;
+pub(crate) mod state_shares;
 
 pub use catalog::Catalog;
+pub use history::remembered_maps;
 pub use lock::MirrorLock;
 pub use objects::ObjectStore;
 
