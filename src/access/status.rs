@@ -4,6 +4,7 @@
 
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
 use crate::error::Error;
+use crate::finding::Class;
 use crate::report::human_bytes;
 use crate::store::history::Snapshot;
 use crate::store::mirror_summary::{self, AuditRecord, CollectionRecord};
@@ -330,10 +331,15 @@ pub struct Vouch {
 /// objects or a damaged catalog.
 pub fn last_clean_fixity(reader: &Reader) -> Result<Option<Vouch>, StoreError> {
     for (a, cov) in audits(reader)? {
-        let damage: u64 = ["corrupt", "missing-object", "unreadable", "catalog"]
-            .iter()
-            .map(|c| a.findings[*c].as_u64().unwrap_or(0))
-            .sum();
+        let damage: u64 = [
+            Class::Corrupt,
+            Class::MissingObject,
+            Class::Unreadable,
+            Class::Catalog,
+        ]
+        .iter()
+        .map(|c| a.findings[c.name()].as_u64().unwrap_or(0))
+        .sum();
         if damage > 0 {
             return Ok(None);
         }

@@ -528,6 +528,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ChangeOutcome;
 
     fn catalog() -> (tempfile::TempDir, Catalog) {
         let dir = tempfile::tempdir().unwrap();
@@ -539,9 +540,9 @@ mod tests {
         c: &Catalog,
         run: i64,
         uri: &str,
-        change: &'static str,
+        change: ChangeKind,
         time: Option<&str>,
-        outcome: &'static str,
+        outcome: ChangeOutcome,
     ) {
         event_in(
             c,
@@ -559,17 +560,17 @@ mod tests {
         run: i64,
         collection: &str,
         uri: &str,
-        change: &'static str,
+        change: ChangeKind,
         time: Option<&str>,
-        outcome: &'static str,
+        outcome: ChangeOutcome,
     ) {
         let e = crate::store::catalog::ChangeEventRecord {
             collection: collection.into(),
             uri: uri.into(),
-            change,
+            change: change.as_str(),
             event_time: time.map(|t| t.parse().unwrap()),
             document_url: "http://x/cl.xml".into(),
-            outcome,
+            outcome: outcome.as_str(),
         };
         crate::store::catalog::write::change_event(c.conn(), run, &e, None).unwrap();
     }
@@ -585,52 +586,59 @@ mod tests {
             &c,
             1,
             "http://x/r1",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-01T01:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
             &c,
             1,
             "http://x/r6",
-            "created",
+            ChangeKind::Created,
             Some("2026-03-01T02:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
             &c,
             1,
             "http://x/r2",
-            "deleted",
+            ChangeKind::Deleted,
             Some("2026-03-01T03:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
             &c,
             1,
             "http://x/r3",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-01T03:30:00Z"),
-            "unchanged",
+            ChangeOutcome::Unchanged,
         );
         // Run 2: only a change without a datetime: no entry (seed 001).
-        event(&c, 2, "http://x/r4", "updated", None, "applied");
+        event(
+            &c,
+            2,
+            "http://x/r4",
+            ChangeKind::Updated,
+            None,
+            ChangeOutcome::Applied,
+        );
         // Run 3: one change already reported, one new.
         event(
             &c,
             3,
             "http://x/r1",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-01T01:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
             &c,
             3,
             "http://x/r5",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-02T00:00:00.5Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         (d, c)
     }
@@ -713,9 +721,9 @@ mod tests {
             1,
             "http://y/arc-sitemap.json",
             "http://y/p",
-            "created",
+            ChangeKind::Created,
             Some("2026-01-01T00:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         let all = collections(&c).unwrap();
         assert_eq!(all.len(), 2);

@@ -817,6 +817,7 @@ fn stray(mirror: &Path, v: &Visited<'_>) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Change, Via};
 
     fn claim() -> Claim {
         Claim {
@@ -1014,8 +1015,8 @@ mod tests {
         let version = |uri: &str, o: &Computed| NewVersion {
             uri: uri.into(),
             collection: "c".into(),
-            change: "created",
-            arrived_via: "http",
+            change: Change::Created.as_str(),
+            arrived_via: Via::Http.as_str(),
             length_bytes: Some(o.length),
             declared_length_bytes: Some(o.length),
             md5_hex: Some(o.md5_hex.clone()),
@@ -1063,8 +1064,8 @@ mod tests {
         rows.push(NewVersion {
             uri: "http://x/gone".into(),
             collection: "c".into(),
-            change: "deleted",
-            arrived_via: "tombstone",
+            change: Change::Deleted.as_str(),
+            arrived_via: Via::Tombstone.as_str(),
             ..Default::default()
         });
         for v in &rows {

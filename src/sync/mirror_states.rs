@@ -700,6 +700,7 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Change, Via};
     use crate::store::catalog::{write, NewVersion};
 
     #[test]
@@ -781,8 +782,8 @@ mod tests {
     #[test]
     fn the_view_is_the_state() {
         let plain = NewVersion {
-            change: "created",
-            arrived_via: "http",
+            change: Change::Created.as_str(),
+            arrived_via: Via::Http.as_str(),
             lastmod: Some("2025-12-01T10:00:00Z".parse().unwrap()),
             length_bytes: Some(57),
             md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
@@ -873,8 +874,8 @@ mod tests {
     #[test]
     fn states_come_back_exactly_as_the_catalog_holds_them() {
         let plain = NewVersion {
-            change: "created",
-            arrived_via: "http",
+            change: Change::Created.as_str(),
+            arrived_via: Via::Http.as_str(),
             lastmod: Some("2025-12-01T10:00:00.25Z".parse().unwrap()),
             length_bytes: Some(57),
             md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
@@ -889,8 +890,8 @@ mod tests {
         let mut upper = plain.clone();
         upper.md5_hex = Some("D8314FF333963F20F75F7718B9A190DD".into());
         let tomb = NewVersion {
-            change: "deleted",
-            arrived_via: "tombstone",
+            change: Change::Deleted.as_str(),
+            arrived_via: Via::Tombstone.as_str(),
             ..Default::default()
         };
         let rows = [
@@ -923,8 +924,8 @@ mod tests {
                     (
                         format!("http://x/{i}"),
                         NewVersion {
-                            change: "created",
-                            arrived_via: "http",
+                            change: Change::Created.as_str(),
+                            arrived_via: Via::Http.as_str(),
                             length_bytes: Some(i as u64),
                             ..Default::default()
                         },
