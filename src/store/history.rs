@@ -279,7 +279,7 @@ fn states_sql(point: Point, filter: &Filter, columns: &str) -> String {
         state_join(point, "?2")
     );
     if !filter.deleted {
-        sql.push_str(" AND v.change != 'deleted'");
+        sql.push_str(&format!(" AND v.change != '{}'", Change::Deleted));
     }
     sql.push_str(&filter.collection_clause());
     sql.push_str(" ORDER BY r.uri");
@@ -464,9 +464,10 @@ pub fn state_before(
         .query_row(
             &format!(
                 "SELECT {} FROM versions v WHERE v.resource_id = ?1 AND v.id != ?2 \
-                 AND v.change != 'deleted' AND v.run_id <= (SELECT run_id FROM versions WHERE id = ?2) \
+                 AND v.change != '{}' AND v.run_id <= (SELECT run_id FROM versions WHERE id = ?2) \
                  ORDER BY v.run_id DESC, v.id DESC LIMIT 1",
-                VersionRow::SELECT
+                VersionRow::SELECT,
+                Change::Deleted
             ),
             [resource_id, version_id],
             |r| VersionRow::from_row(r, 0),

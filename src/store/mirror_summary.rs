@@ -4,6 +4,7 @@
 //! (no pass over every resource in Rust); how they are judged and shown is left to
 //! `access::status`.
 
+use crate::model::Change;
 use crate::store::{Catalog, StoreError};
 use rusqlite::Row;
 use std::collections::HashMap;
@@ -79,11 +80,12 @@ pub fn collection_counts(
             },
         );
     }
-    for (id, deleted) in per_collection(
+    for (id, deleted) in per_collection(&format!(
         "SELECT r.collection_id, count(*) FROM versions v
          JOIN resources r ON r.id = v.resource_id AND r.current_version_id = v.id
-         WHERE v.change = 'deleted' GROUP BY r.collection_id",
-    )? {
+         WHERE v.change = '{}' GROUP BY r.collection_id",
+        Change::Deleted
+    ))? {
         let c = counts.entry(id).or_default();
         c.present = c.present.saturating_sub(deleted);
         c.deleted = deleted;
