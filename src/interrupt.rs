@@ -67,7 +67,7 @@ pub fn watch() {
         let current = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match current {
             Some((db, run_id)) => {
-                let recorded = record(&db, run_id);
+                let recorded = crate::store::run_records::mark_interrupted(&db, run_id);
                 eprintln!(
                     "rsmirror: interrupted ({name}): run {run_id} stopped{}; what it committed \
                      stays, the rest is gone with it: a re-run is safe",
@@ -89,17 +89,3 @@ pub fn watch() {
 
 #[cfg(not(unix))]
 pub fn watch() {}
-
-/// Mark the run interrupted, waiting a little for a writer that holds the catalog.
-fn record(db: &std::path::Path, run_id: i64) -> bool {
-    let Ok(conn) = rusqlite::Connection::open(db) else {
-        return false;
-    };
-    let _ = conn.busy_timeout(std::time::Duration::from_secs(3));
-    conn.execute(
-        "UPDATE runs SET ended_at = ?2, outcome = 'interrupted', exit_code = 130
-         WHERE id = ?1 AND ended_at IS NULL",
-        rusqlite::params![run_id, jiff::Timestamp::now().to_string()],
-    )
-    .is_ok_and(|n| n == 1)
-}

@@ -17,6 +17,7 @@ pub mod exit;
 pub mod export;
 pub mod finding;
 pub mod interrupt;
+pub(crate) mod model;
 pub mod net;
 pub mod progress;
 pub mod report;

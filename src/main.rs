@@ -280,8 +280,13 @@ fn repair(a: &rsmirror::cli::RepairArgs, arguments: &str) -> Exit {
         .unwrap_or_default();
     let settings = match settings::SourceSettings::new(&source, &a.source_args)
         .map_err(rsmirror::error::Error::from)
-        .and_then(|s| s.with_remembered_maps(mirror))
-    {
+        .and_then(|s| {
+            let remembered = match s.takes_remembered_maps() {
+                true => rsmirror::store::remembered_maps(mirror)?,
+                false => Vec::new(),
+            };
+            s.with_maps(remembered)
+        }) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };

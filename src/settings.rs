@@ -266,19 +266,35 @@ fn netrc_entry(host: &str) -> Option<(String, String)> {
 impl SourceSettings {
     /// These settings with the `--map` rules remembered with the mirror's sources, when the
     /// command line gave neither `--map` nor `--no-map`. A remembered folder that is gone is a
-    /// usage error naming it (give `--map` again, or `--no-map`).
+    /// usage error naming it (give `--map` again, or `--no-map`). Reads the catalog: a command
+    /// that reads it itself gives the rules to [`SourceSettings::with_maps`].
     pub fn with_remembered_maps(
         &self,
         mirror: &Path,
     ) -> Result<SourceSettings, crate::error::Error> {
+        if !self.takes_remembered_maps() {
+            return Ok(self.clone());
+        }
+        self.with_maps(crate::store::history::remembered_maps(mirror)?)
+    }
+
+    /// Whether the command line left the `--map` rules to those the mirror remembers
+    /// ([`SourceSettings::with_maps`]).
+    pub fn takes_remembered_maps(&self) -> bool {
+        self.maps == MapChoice::Remembered
+    }
+
+    /// These settings with `remembered`, the `--map` rules the mirror remembers, when the
+    /// command line gave neither `--map` nor `--no-map`. A remembered folder that is gone is a
+    /// usage error naming it (give `--map` again, or `--no-map`).
+    pub fn with_maps(
+        &self,
+        remembered: Vec<(String, std::path::PathBuf)>,
+    ) -> Result<SourceSettings, crate::error::Error> {
         let mut s = self.clone();
-        if self.maps != MapChoice::Remembered {
+        if !self.takes_remembered_maps() {
             return Ok(s);
         }
-        let Ok(Some(catalog)) = crate::store::Catalog::open_read_only(mirror) else {
-            return Ok(s);
-        };
-        let remembered = catalog.remembered_maps()?;
         for (prefix, dir) in &remembered {
             if !dir.is_dir() {
                 return Err(UsageError(format!(

@@ -5,8 +5,7 @@
 
 use crate::access::{check, copy_hashing, open_object, state_at, Point, Reader, VersionRow, When};
 use crate::error::{Error, UsageError};
-use crate::store::StoreError;
-use rusqlite::OptionalExtension;
+use crate::store::{history, StoreError};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -64,18 +63,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
 /// without bytes (deleted, or not yet there) is a usage error that says when.
 fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<VersionRow, Error> {
     if let Some(id) = o.version {
-        let found = reader
-            .conn()
-            .query_row(
-                &format!(
-                    "SELECT {}, r.uri FROM versions v JOIN resources r ON r.id = v.resource_id WHERE v.id = ?1",
-                    VersionRow::SELECT
-                ),
-                [id],
-                |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(8)?)),
-            )
-            .optional()
-            .map_err(StoreError::from)?;
+        let found = history::version(reader.catalog(), id)?;
         return match found {
             None => Err(UsageError(format!(
                 "--version {id}: the mirror has no version {id} (rsmirror log {uri} lists its versions)"
@@ -94,7 +82,7 @@ fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<V
         };
     }
     let point = reader.point(o.at.as_ref())?;
-    match state_at(reader.conn(), resource_id, point)? {
+    match state_at(reader, resource_id, point)? {
         None => Err(UsageError(format!(
             "{uri} was not in the mirror yet {}; {}",
             reader.describe_point(point),
@@ -127,14 +115,7 @@ fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<V
 }
 
 fn first_arrival(reader: &Reader, resource_id: i64) -> Result<String, StoreError> {
-    let first: Option<(i64, i64)> = reader
-        .conn()
-        .query_row(
-            "SELECT id, run_id FROM versions WHERE resource_id = ?1 ORDER BY run_id, id LIMIT 1",
-            [resource_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
+    let first = history::first_version(reader.catalog(), resource_id)?;
     Ok(match first {
         Some((id, run)) => format!(
             "its first state (version {id}) arrived with {}",
@@ -150,19 +131,7 @@ fn state_before(
     resource_id: i64,
     version: i64,
 ) -> Result<Option<VersionRow>, StoreError> {
-    Ok(reader
-        .conn()
-        .query_row(
-            &format!(
-                "SELECT {} FROM versions v WHERE v.resource_id = ?1 AND v.id != ?2 \
-                 AND v.change != 'deleted' AND v.run_id <= (SELECT run_id FROM versions WHERE id = ?2) \
-                 ORDER BY v.run_id DESC, v.id DESC LIMIT 1",
-                VersionRow::SELECT
-            ),
-            [resource_id, version],
-            |r| VersionRow::from_row(r, 0),
-        )
-        .optional()?)
+    history::state_before(reader.catalog(), resource_id, version)
 }
 
 /// `.NAME.rsmirror-PID.tmp` beside the destination: the same file system, so the rename is

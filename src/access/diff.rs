@@ -5,7 +5,8 @@
 
 use crate::access::{state_at, Out, Reader, VersionRow, When};
 use crate::error::Error;
-use crate::store::StoreError;
+use crate::model::Change;
+use crate::store::history::{self, Snapshot};
 use std::path::Path;
 
 pub struct Options {
@@ -19,7 +20,7 @@ pub struct Options {
 #[derive(serde::Serialize)]
 struct Line<'a> {
     mark: &'static str,
-    change: &'static str,
+    change: Change,
     uri: &'a str,
     before: Option<&'a VersionRow>,
     after: Option<&'a VersionRow>,
@@ -35,47 +36,33 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         (b.bound(), a.bound())
     };
     // One read transaction: every state below comes from the same snapshot.
-    reader
-        .conn()
-        .execute_batch("BEGIN")
-        .map_err(StoreError::from)?;
-    let mut stmt = reader
-        .conn()
-        .prepare(
-            "SELECT r.id, r.uri FROM resources r
-             WHERE r.id IN (SELECT resource_id FROM versions WHERE run_id > ?1 AND run_id <= ?2)
-             ORDER BY r.uri",
-        )
-        .map_err(StoreError::from)?;
-    let mut rows = stmt.query([low, high]).map_err(StoreError::from)?;
+    let _snapshot = Snapshot::begin(reader.catalog())?;
     let mut out = Out::stdout();
-    while let Some(row) = rows.next().map_err(StoreError::from)? {
-        let id: i64 = row.get(0).map_err(StoreError::from)?;
-        let uri: String = row.get(1).map_err(StoreError::from)?;
-        let before = present(state_at(reader.conn(), id, a)?);
-        let after = present(state_at(reader.conn(), id, b)?);
+    history::each_resource_changed_between(reader.catalog(), low, high, |id, uri| {
+        let before = present(state_at(&reader, id, a)?);
+        let after = present(state_at(&reader, id, b)?);
         let (mark, change) = match (&before, &after) {
-            (None, Some(_)) => ("+", "created"),
-            (Some(_), None) => ("-", "deleted"),
-            (Some(x), Some(y)) if x.sha256 != y.sha256 || x.length != y.length => ("*", "updated"),
+            (None, Some(_)) => ("+", Change::Created),
+            (Some(_), None) => ("-", Change::Deleted),
+            (Some(x), Some(y)) if x.sha256 != y.sha256 || x.length != y.length => {
+                ("*", Change::Updated)
+            }
             // The same bytes (a state re-recorded, metadata only), or absent at both ends.
-            _ => continue,
+            _ => return Ok(true),
         };
         let more = if o.json {
             out.json_line(&Line {
                 mark,
                 change,
-                uri: &uri,
+                uri,
                 before: before.as_ref(),
                 after: after.as_ref(),
             })?
         } else {
             out.line(&format!("{mark} {uri}"))?
         };
-        if !more {
-            break;
-        }
-    }
+        Ok::<_, Error>(more)
+    })?;
     out.flush()?;
     Ok(())
 }

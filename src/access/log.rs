@@ -3,8 +3,9 @@
 
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
 use crate::error::{Error, UsageError};
-use crate::store::StoreError;
-use rusqlite::OptionalExtension;
+use crate::model::{Change, Via};
+use crate::store::history;
+use crate::store::run_records::{self, FindingRecord, ProblemRecord, RunRecord, VersionDetail};
 use serde_json::Value;
 use std::path::Path;
 
@@ -31,7 +32,7 @@ struct Version {
     /// The start of the run that brought it: when it arrived in the mirror.
     arrived: String,
     run_command: String,
-    change: String,
+    change: Change,
     event_time: Option<String>,
     lastmod: Option<String>,
     length: Option<i64>,
@@ -41,8 +42,7 @@ struct Version {
     md5: Option<String>,
     sha1: Option<String>,
     media_type: Option<String>,
-    /// http | dump | scp | arc | tombstone
-    arrived_via: String,
+    arrived_via: Via,
     /// The URL the bytes came from after redirects, or the dump package.
     fetched_from: Option<String>,
     /// The document that announced the state: a Change List, an SCP collection, an ARC
@@ -52,68 +52,43 @@ struct Version {
     last_modified: Option<String>,
 }
 
+impl Version {
+    fn of(reader: &Reader, v: VersionDetail) -> Version {
+        Version {
+            version: v.version,
+            run: v.run,
+            arrived: reader.arrived(v.run).to_string(),
+            run_command: reader
+                .runs
+                .get(&v.run)
+                .map(|r| r.command.clone())
+                .unwrap_or_default(),
+            change: v.change,
+            event_time: v.event_time,
+            lastmod: v.lastmod,
+            length: v.length,
+            declared_length: v.declared_length,
+            declared_hash: v.declared_hash,
+            sha256: v.sha256,
+            md5: v.md5,
+            sha1: v.sha1,
+            media_type: v.media_type,
+            arrived_via: v.arrived_via,
+            fetched_from: v.fetched_from,
+            document: v.document,
+            etag: v.etag,
+            last_modified: v.last_modified,
+        }
+    }
+}
+
 fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
     let (resource_id, uri) = reader.resource(url)?;
-    let collection: String = reader
-        .conn()
-        .query_row(
-            "SELECT c.name FROM resources r JOIN collections c ON c.id = r.collection_id WHERE r.id = ?1",
-            [resource_id],
-            |r| r.get(0),
-        )
-        .map_err(StoreError::from)?;
-    let mut stmt = reader
-        .conn()
-        .prepare(
-            "SELECT v.id, v.run_id, v.change, v.event_time, v.lastmod, v.length_bytes,
-                    v.declared_length_bytes, v.declared_hash, v.sha256_hex, v.md5_hex, v.sha1_hex,
-                    v.media_type, v.arrived_via, v.fetched_from, v.etag, v.last_modified,
-                    coalesce(
-                      (SELECT e.document_url FROM change_events e
-                        WHERE e.uri = ?2 AND e.version_id = v.id LIMIT 1),
-                      (SELECT sc.url FROM scp_versions s JOIN scp_collections sc ON sc.id = s.collection_row
-                        WHERE s.version_id = v.id),
-                      (SELECT a.document_url FROM arc_versions a WHERE a.version_id = v.id))
-             FROM versions v WHERE v.resource_id = ?1 ORDER BY v.run_id DESC, v.id DESC",
-        )
-        .map_err(StoreError::from)?;
-    let rows = stmt
-        .query_map(rusqlite::params![resource_id, uri], |r| {
-            let run: i64 = r.get(1)?;
-            Ok(Version {
-                version: r.get(0)?,
-                run,
-                arrived: String::new(),
-                run_command: String::new(),
-                change: r.get(2)?,
-                event_time: r.get(3)?,
-                lastmod: r.get(4)?,
-                length: r.get(5)?,
-                declared_length: r.get(6)?,
-                declared_hash: r.get(7)?,
-                sha256: r.get(8)?,
-                md5: r.get(9)?,
-                sha1: r.get(10)?,
-                media_type: r.get(11)?,
-                arrived_via: r.get(12)?,
-                fetched_from: r.get(13)?,
-                etag: r.get(14)?,
-                last_modified: r.get(15)?,
-                document: r.get(16)?,
-            })
-        })
-        .map_err(StoreError::from)?;
-    let mut all = Vec::new();
-    for row in rows {
-        let mut v = row.map_err(StoreError::from)?;
-        v.arrived = reader.arrived(v.run).to_string();
-        v.run_command = reader
-            .runs
-            .get(&v.run)
-            .map(|r| r.command.clone())
-            .unwrap_or_default();
-        all.push(v);
-    }
+    let collection = history::collection_of(reader.catalog(), resource_id)?;
+    let all: Vec<Version> = run_records::version_details(reader.catalog(), resource_id, &uri)?
+        .into_iter()
+        .map(|v| Version::of(reader, v))
+        .collect();
     let mut out = Out::stdout();
     if json {
         let doc = serde_json::json!({
@@ -146,7 +121,7 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
         if !times.is_empty() {
             lines.push(format!("    {}", times.join("  ")));
         }
-        if v.change != "deleted" {
+        if !v.change.is_deletion() {
             let mut bytes = format!(
                 "    {} bytes  sha256 {}",
                 v.length
@@ -198,32 +173,29 @@ struct RunLine {
     counts: Value,
 }
 
-const RUN_COLUMNS: &str = "r.id, r.command, s.url, r.arguments, r.started_at, r.ended_at, \
-                           r.outcome, r.exit_code, r.counts_json";
-
-fn run_line(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunLine> {
-    let started_at: String = r.get(4)?;
-    let ended_at: Option<String> = r.get(5)?;
-    let duration_seconds = ended_at.as_deref().and_then(|e| {
-        let a: jiff::Timestamp = started_at.parse().ok()?;
-        let b: jiff::Timestamp = e.parse().ok()?;
-        Some((b.as_millisecond() - a.as_millisecond()) as f64 / 1000.0)
-    });
-    let counts: Option<String> = r.get(8)?;
-    Ok(RunLine {
-        run: r.get(0)?,
-        command: r.get(1)?,
-        source: r.get(2)?,
-        arguments: r.get(3)?,
-        started_at,
-        ended_at,
-        duration_seconds,
-        outcome: r.get(6)?,
-        exit_code: r.get(7)?,
-        counts: counts
-            .and_then(|c| serde_json::from_str(&c).ok())
-            .unwrap_or(Value::Null),
-    })
+impl RunLine {
+    fn of(r: RunRecord) -> RunLine {
+        let duration_seconds = r.ended_at.as_deref().and_then(|e| {
+            let a: jiff::Timestamp = r.started_at.parse().ok()?;
+            let b: jiff::Timestamp = e.parse().ok()?;
+            Some((b.as_millisecond() - a.as_millisecond()) as f64 / 1000.0)
+        });
+        RunLine {
+            run: r.id,
+            command: r.command,
+            source: r.source,
+            arguments: r.arguments,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+            duration_seconds,
+            outcome: r.outcome,
+            exit_code: r.exit_code,
+            counts: r
+                .counts_json
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or(Value::Null),
+        }
+    }
 }
 
 /// The counts people look at, non-zero ones only: `created 3, updated 1, 12.0 MiB`.
@@ -265,13 +237,6 @@ fn duration_text(secs: Option<f64>) -> String {
 }
 
 fn runs(reader: &Reader, json: bool) -> Result<(), Error> {
-    let mut stmt = reader
-        .conn()
-        .prepare(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs r LEFT JOIN sources s ON s.id = r.source_id ORDER BY r.id DESC"
-        ))
-        .map_err(StoreError::from)?;
-    let rows = stmt.query_map([], run_line).map_err(StoreError::from)?;
     let mut out = Out::stdout();
     if !json {
         out.line(&format!(
@@ -279,8 +244,8 @@ fn runs(reader: &Reader, json: bool) -> Result<(), Error> {
             "RUN", "COMMAND", "STARTED", "DURATION", "OUTCOME", "EXIT"
         ))?;
     }
-    for row in rows {
-        let r = row.map_err(StoreError::from)?;
+    run_records::each_run_newest_first(reader.catalog(), |r| {
+        let r = RunLine::of(r);
         let more = if json {
             out.json_line(&r)?
         } else {
@@ -297,48 +262,16 @@ fn runs(reader: &Reader, json: bool) -> Result<(), Error> {
                 counts_text(&r.counts)
             ))?
         };
-        if !more {
-            break;
-        }
-    }
+        Ok::<_, Error>(more)
+    })?;
     Ok(out.flush()?)
-}
-
-/// A problem a run recorded.
-#[derive(serde::Serialize)]
-struct Problem {
-    class: String,
-    uri: String,
-    reason: String,
-}
-
-/// A finding an audit recorded.
-#[derive(serde::Serialize)]
-struct Finding {
-    mark: String,
-    class: String,
-    uri: Option<String>,
-    object: Option<String>,
-    field: Option<String>,
-    expected: Option<String>,
-    actual: Option<String>,
-    hint: Option<String>,
 }
 
 /// `log --run ID`: the run, its problems and (an audit) its findings. `--json` is one
 /// document, `{"run": {..}, "problems": [..], "findings": [..]}`, written as it is read.
 fn one_run(reader: &Reader, id: i64, json: bool) -> Result<(), Error> {
-    let run = reader
-        .conn()
-        .query_row(
-            &format!(
-                "SELECT {RUN_COLUMNS} FROM runs r LEFT JOIN sources s ON s.id = r.source_id WHERE r.id = ?1"
-            ),
-            [id],
-            run_line,
-        )
-        .optional()
-        .map_err(StoreError::from)?
+    let run = run_records::run(reader.catalog(), id)?
+        .map(RunLine::of)
         .ok_or_else(|| {
             UsageError(format!(
                 "--run {id}: the mirror has no run {id} (rsmirror log lists them)"
@@ -354,65 +287,71 @@ fn one_run(reader: &Reader, id: i64, json: bool) -> Result<(), Error> {
         )?;
         out.write(b",\"problems\":[")?;
     } else {
-        let ended = match &run.ended_at {
-            Some(e) => format!(
-                "{}, {} ({})",
-                shown_time(e),
-                run.outcome.as_deref().unwrap_or("?"),
-                run.exit_code
-                    .map(|c| format!("exit {c}"))
-                    .unwrap_or_default()
-            ),
-            None => "still running (or its process died: the next run marks it abandoned)".into(),
-        };
-        let mut head = vec![
-            format!("run {}  {}", run.run, run.command),
-            format!("  command line  {}", run.arguments),
-        ];
-        if let Some(s) = &run.source {
-            head.push(format!("  source        {s}"));
-        }
-        head.push(format!(
-            "  started       {}  ({} ago)",
-            shown_time(&run.started_at),
-            age_of(&run.started_at)
-                .map(human_age)
-                .unwrap_or_else(|| "?".into())
-        ));
-        head.push(format!("  ended         {ended}"));
-        head.push(format!(
-            "  duration      {}",
-            duration_text(run.duration_seconds)
-        ));
-        let counts = counts_text(&run.counts);
-        if !counts.is_empty() {
-            head.push(format!("  counts        {counts}"));
-        }
-        if matches!(run.command.as_str(), "baseline" | "incremental") {
-            head.push(format!(
-                "  what changed  rsmirror diff run:{} run:{}",
-                previous_run(reader, run.run),
-                run.run
-            ));
-        }
-        out.line(&head.join("\n"))?;
+        out.line(&run_head(reader, &run))?;
     }
-    let mut stmt = reader
-        .conn()
-        .prepare("SELECT class, uri, reason FROM run_problems WHERE run_id = ?1 ORDER BY id")
-        .map_err(StoreError::from)?;
-    let problems = stmt
-        .query_map([id], |r| {
-            Ok(Problem {
-                class: r.get(0)?,
-                uri: r.get(1)?,
-                reason: r.get(2)?,
-            })
-        })
-        .map_err(StoreError::from)?;
+    let problems = problems(reader, id, json, &mut out)?;
+    if json {
+        out.write(b"],\"findings\":[")?;
+    }
+    let findings = findings(reader, id, json, &mut out)?;
+    if json {
+        out.write(b"]}\n")?;
+    } else if problems == 0 && findings == 0 {
+        out.line("\nno problems recorded")?;
+    }
+    Ok(out.flush()?)
+}
+
+/// The head of `log --run ID`: the run's command line, source, times and counts.
+fn run_head(reader: &Reader, run: &RunLine) -> String {
+    let ended = match &run.ended_at {
+        Some(e) => format!(
+            "{}, {} ({})",
+            shown_time(e),
+            run.outcome.as_deref().unwrap_or("?"),
+            run.exit_code
+                .map(|c| format!("exit {c}"))
+                .unwrap_or_default()
+        ),
+        None => "still running (or its process died: the next run marks it abandoned)".into(),
+    };
+    let mut head = vec![
+        format!("run {}  {}", run.run, run.command),
+        format!("  command line  {}", run.arguments),
+    ];
+    if let Some(s) = &run.source {
+        head.push(format!("  source        {s}"));
+    }
+    head.push(format!(
+        "  started       {}  ({} ago)",
+        shown_time(&run.started_at),
+        age_of(&run.started_at)
+            .map(human_age)
+            .unwrap_or_else(|| "?".into())
+    ));
+    head.push(format!("  ended         {ended}"));
+    head.push(format!(
+        "  duration      {}",
+        duration_text(run.duration_seconds)
+    ));
+    let counts = counts_text(&run.counts);
+    if !counts.is_empty() {
+        head.push(format!("  counts        {counts}"));
+    }
+    if matches!(run.command.as_str(), "baseline" | "incremental") {
+        head.push(format!(
+            "  what changed  rsmirror diff run:{} run:{}",
+            previous_run(reader, run.run),
+            run.run
+        ));
+    }
+    head.join("\n")
+}
+
+/// The problems run `id` recorded, as lines or JSON array items; how many.
+fn problems(reader: &Reader, id: i64, json: bool, out: &mut Out) -> Result<u64, Error> {
     let mut n = 0u64;
-    for p in problems {
-        let p = p.map_err(StoreError::from)?;
+    run_records::each_problem(reader.catalog(), id, |p: ProblemRecord| {
         if json {
             if n > 0 {
                 out.write(b",")?;
@@ -425,34 +364,16 @@ fn one_run(reader: &Reader, id: i64, json: bool) -> Result<(), Error> {
             out.line(&format!("  {:<8} {}: {}", p.class, p.uri, p.reason))?;
         }
         n += 1;
-    }
-    if json {
-        out.write(b"],\"findings\":[")?;
-    }
-    let mut stmt = reader
-        .conn()
-        .prepare(
-            "SELECT mark, class, uri, object, field, expected, actual, hint
-             FROM audit_findings WHERE run_id = ?1 ORDER BY id",
-        )
-        .map_err(StoreError::from)?;
-    let findings = stmt
-        .query_map([id], |r| {
-            Ok(Finding {
-                mark: r.get(0)?,
-                class: r.get(1)?,
-                uri: r.get(2)?,
-                object: r.get(3)?,
-                field: r.get(4)?,
-                expected: r.get(5)?,
-                actual: r.get(6)?,
-                hint: r.get(7)?,
-            })
-        })
-        .map_err(StoreError::from)?;
+        Ok::<_, Error>(true)
+    })?;
+    Ok(n)
+}
+
+/// The findings audit run `id` recorded, as lines or JSON array items; how many were written
+/// (the lines stop when the reader goes away).
+fn findings(reader: &Reader, id: i64, json: bool, out: &mut Out) -> Result<u64, Error> {
     let mut k = 0u64;
-    for f in findings {
-        let f = f.map_err(StoreError::from)?;
+    run_records::each_finding(reader.catalog(), id, |f: FindingRecord| {
         if json {
             if k > 0 {
                 out.write(b",")?;
@@ -462,30 +383,31 @@ fn one_run(reader: &Reader, id: i64, json: bool) -> Result<(), Error> {
             if k == 0 {
                 out.line("\nfindings:")?;
             }
-            let what = f.uri.clone().or(f.object.clone()).unwrap_or_default();
-            let mut line = format!("  {} {:<14} {what}", f.mark, f.class);
-            if let Some(field) = &f.field {
-                line.push_str(&format!(
-                    "  {field}: expected {}, found {}",
-                    f.expected.as_deref().unwrap_or("-"),
-                    f.actual.as_deref().unwrap_or("-")
-                ));
-            }
-            if let Some(h) = &f.hint {
-                line.push_str(&format!("  ({h})"));
-            }
-            if !out.line(&line)? {
-                break;
+            if !out.line(&finding_line(&f))? {
+                return Ok(false);
             }
         }
         k += 1;
+        Ok::<_, Error>(true)
+    })?;
+    Ok(k)
+}
+
+/// A finding as `log --run ID` lists it.
+fn finding_line(f: &FindingRecord) -> String {
+    let what = f.uri.clone().or(f.object.clone()).unwrap_or_default();
+    let mut line = format!("  {} {:<14} {what}", f.mark, f.class);
+    if let Some(field) = &f.field {
+        line.push_str(&format!(
+            "  {field}: expected {}, found {}",
+            f.expected.as_deref().unwrap_or("-"),
+            f.actual.as_deref().unwrap_or("-")
+        ));
     }
-    if json {
-        out.write(b"]}\n")?;
-    } else if n == 0 && k == 0 {
-        out.line("\nno problems recorded")?;
+    if let Some(h) = &f.hint {
+        line.push_str(&format!("  ({h})"));
     }
-    Ok(out.flush()?)
+    line
 }
 
 /// The run before `id` that could have changed the mirror (0: none).

@@ -15,9 +15,10 @@ pub mod status;
 
 use crate::error::{Error, UsageError};
 use crate::store::catalog::Catalog;
+use crate::store::history;
+pub use crate::store::history::{Filter, Point, RunInfo, VersionRow};
 use crate::store::StoreError;
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Row};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -62,29 +63,6 @@ impl When {
     }
 }
 
-/// A resolved point: the mirror as the runs up to `run` left it (`None`: now, every run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Point {
-    pub run: Option<i64>,
-}
-
-impl Point {
-    pub const NOW: Point = Point { run: None };
-
-    /// The newest run whose states count (`i64::MAX` for now).
-    pub fn bound(self) -> i64 {
-        self.run.unwrap_or(i64::MAX)
-    }
-}
-
-/// One run, as the readers name it.
-#[derive(Debug, Clone)]
-pub struct RunInfo {
-    pub id: i64,
-    pub command: String,
-    pub started_at: String,
-}
-
 /// A mirror opened for reading.
 pub struct Reader {
     pub mirror: PathBuf,
@@ -95,34 +73,11 @@ pub struct Reader {
 
 impl Reader {
     pub fn open(mirror: &Path) -> Result<Reader, Error> {
-        let catalog = Catalog::open_read_only(mirror)?.ok_or_else(|| StoreError::Missing {
-            path: mirror.display().to_string(),
-        })?;
-        let path = mirror.join("catalog.sqlite");
-        catalog
-            .conn()
-            .busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(|e| StoreError::sqlite(&path, e))?;
-        let mut runs = BTreeMap::new();
-        {
-            let mut stmt = catalog
-                .conn()
-                .prepare("SELECT id, command, started_at FROM runs ORDER BY id")
-                .map_err(|e| StoreError::sqlite(&path, e))?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok(RunInfo {
-                        id: r.get(0)?,
-                        command: r.get(1)?,
-                        started_at: r.get(2)?,
-                    })
-                })
-                .map_err(|e| StoreError::sqlite(&path, e))?;
-            for row in rows {
-                let run = row.map_err(|e| StoreError::sqlite(&path, e))?;
-                runs.insert(run.id, run);
-            }
-        }
+        let catalog = history::open(mirror)?;
+        let runs = history::runs(&catalog)?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
         Ok(Reader {
             mirror: mirror.to_path_buf(),
             catalog,
@@ -130,8 +85,9 @@ impl Reader {
         })
     }
 
-    pub fn conn(&self) -> &Connection {
-        self.catalog.conn()
+    /// The catalog, for the store's queries (`store::history`).
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
     }
 
     /// Where `WHEN` points: a run that exists, or a time (before the first run: the empty
@@ -198,13 +154,7 @@ impl Reader {
     /// The resource with exactly this URI, or a usage error naming the closest URIs the mirror
     /// holds.
     pub fn resource(&self, uri: &str) -> Result<(i64, String), Error> {
-        let found = self
-            .conn()
-            .query_row("SELECT id, uri FROM resources WHERE uri = ?1", [uri], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
-            .map_err(StoreError::from)?;
+        let found = history::resource(&self.catalog, uri)?;
         match found {
             Some(f) => Ok(f),
             None => {
@@ -222,35 +172,13 @@ impl Reader {
     /// Up to three URIs near `uri`: its neighbours in URI order and the URIs it begins (an SCP
     /// page held as `URL#scp-section=NAME`, a folder's entries), by edit distance.
     fn closest(&self, uri: &str) -> Result<Vec<String>, StoreError> {
-        let mut candidates: Vec<String> = Vec::new();
-        for sql in [
-            "SELECT uri FROM resources WHERE uri >= ?1 ORDER BY uri LIMIT 6",
-            "SELECT uri FROM resources WHERE uri < ?1 ORDER BY uri DESC LIMIT 6",
-        ] {
-            let mut stmt = self.conn().prepare(sql)?;
-            for u in stmt.query_map([uri], |r| r.get::<_, String>(0))? {
-                candidates.push(u?);
-            }
-        }
         // The same path on another scheme or host spelling: neighbours of the path's tail.
-        if let Some(tail) = uri
+        let tail = uri
             .split("://")
             .nth(1)
             .and_then(|r| r.find('/').map(|i| &r[i..]))
-        {
-            if tail.len() > 1 {
-                let mut stmt = self.conn().prepare(
-                    "SELECT uri FROM resources WHERE uri LIKE '%' || ?1 ESCAPE '\\' LIMIT 6",
-                )?;
-                let pattern = tail
-                    .replace('\\', "\\\\")
-                    .replace('%', "\\%")
-                    .replace('_', "\\_");
-                for u in stmt.query_map([pattern], |r| r.get::<_, String>(0))? {
-                    candidates.push(u?);
-                }
-            }
-        }
+            .filter(|tail| tail.len() > 1);
+        let mut candidates = history::uris_near(&self.catalog, uri, tail)?;
         candidates.sort();
         candidates.dedup();
         candidates.sort_by_key(|c| (!c.starts_with(uri), edit_distance(uri, c)));
@@ -262,15 +190,7 @@ impl Reader {
 /// The collections `--collection` names: one by its exact name, or every section of an SCP
 /// source given by its URL.
 pub fn collection_ids(reader: &Reader, name: &str) -> Result<Vec<i64>, Error> {
-    let mut stmt = reader
-        .conn()
-        .prepare("SELECT id, name FROM collections ORDER BY name")
-        .map_err(StoreError::from)?;
-    let all: Vec<(i64, String)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .map_err(StoreError::from)?
-        .collect::<Result<_, _>>()
-        .map_err(StoreError::from)?;
+    let all = history::collections(&reader.catalog)?;
     if let Some((id, _)) = all.iter().find(|(_, n)| n == name) {
         return Ok(vec![*id]);
     }
@@ -311,54 +231,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
-}
-
-/// The columns of a version every reader shows, in [`VersionRow::SELECT`] order.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct VersionRow {
-    pub version: i64,
-    pub run: i64,
-    pub change: String,
-    pub lastmod: Option<String>,
-    pub length: Option<i64>,
-    pub sha256: Option<String>,
-    pub md5: Option<String>,
-    pub media_type: Option<String>,
-}
-
-impl VersionRow {
-    /// The columns of `versions v`, for [`VersionRow::from_row`] at an offset.
-    pub const SELECT: &'static str =
-        "v.id, v.run_id, v.change, v.lastmod, v.length_bytes, v.sha256_hex, v.md5_hex, v.media_type";
-
-    pub fn from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<VersionRow> {
-        Ok(VersionRow {
-            version: r.get(at)?,
-            run: r.get(at + 1)?,
-            change: r.get(at + 2)?,
-            lastmod: r.get(at + 3)?,
-            length: r.get(at + 4)?,
-            sha256: r.get(at + 5)?,
-            md5: r.get(at + 6)?,
-            media_type: r.get(at + 7)?,
-        })
-    }
-
-    pub fn deleted(&self) -> bool {
-        self.change == "deleted"
-    }
-}
-
-/// The SQL that picks a resource's state at a point: its current version now, else its
-/// newest version from the runs up to `?N` (by run, then by id: one run may bring several).
-pub fn state_join(point: Point, bound_param: &str) -> String {
-    match point.run {
-        None => "v.id = r.current_version_id".into(),
-        Some(_) => format!(
-            "v.id = (SELECT w.id FROM versions w WHERE w.resource_id = r.id AND w.run_id <= {bound_param} \
-             ORDER BY w.run_id DESC, w.id DESC LIMIT 1)"
-        ),
-    }
 }
 
 /// The object of a state with bytes, open for reading, with its path; a missing object is
@@ -491,43 +363,15 @@ pub fn check(uri: &str, v: &VersionRow, got: &Got) -> Result<(), Error> {
     )))
 }
 
-/// Which states [`each_state`] walks.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    /// Only URIs that begin with this ("" for all).
-    pub prefix: String,
-    /// Only resources of these collections (`None`: all).
-    pub collections: Option<Vec<i64>>,
-    /// Tombstones too.
-    pub deleted: bool,
-}
-
-impl Filter {
-    /// ` AND r.collection_id IN (...)` when the filter names collections (ids: no quoting).
-    fn collection_clause(&self) -> String {
-        match &self.collections {
-            None => String::new(),
-            Some(ids) => {
-                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-                format!(" AND r.collection_id IN ({})", list.join(","))
-            }
-        }
-    }
-}
-
 /// Every resource's state at a point, in URI order, streamed from the catalog's URI index
 /// (one statement: one consistent snapshot). `f` returns `Ok(false)` to stop.
 pub fn each_state(
     reader: &Reader,
     point: Point,
     filter: &Filter,
-    mut f: impl FnMut(&str, &str, &VersionRow) -> Result<bool, Error>,
+    f: impl FnMut(&str, &str, &VersionRow) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let columns = format!("r.uri, c.name, {}", VersionRow::SELECT);
-    each_state_row(reader, point, filter, &columns, |r| {
-        let v = VersionRow::from_row(r, 2).map_err(StoreError::from)?;
-        f(text(r, 0)?, text(r, 1)?, &v)
-    })
+    history::each_state(&reader.catalog, point, filter, f)
 }
 
 /// The URIs [`each_state`] walks, in the same order, and nothing else (a quicker walk).
@@ -535,55 +379,9 @@ pub fn each_state_uri(
     reader: &Reader,
     point: Point,
     filter: &Filter,
-    mut f: impl FnMut(&str) -> Result<bool, Error>,
+    f: impl FnMut(&str) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    each_state_row(reader, point, filter, "r.uri", |r| f(text(r, 0)?))
-}
-
-/// `f` on each row of [`states_sql`] with these `columns`, until it says stop.
-fn each_state_row(
-    reader: &Reader,
-    point: Point,
-    filter: &Filter,
-    columns: &str,
-    mut f: impl FnMut(&Row<'_>) -> Result<bool, Error>,
-) -> Result<(), Error> {
-    let sql = states_sql(point, filter, columns);
-    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
-    let mut rows = stmt
-        .query(rusqlite::params![filter.prefix, point.bound()])
-        .map_err(StoreError::from)?;
-    while let Some(r) = rows.next().map_err(StoreError::from)? {
-        if !f(r)? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// A text column, borrowed from the row.
-fn text<'r>(r: &'r Row<'_>, i: usize) -> Result<&'r str, StoreError> {
-    r.get_ref(i)
-        .map_err(StoreError::from)?
-        .as_str()
-        .map_err(|e| StoreError::from(rusqlite::Error::from(e)))
-}
-
-/// The query of the states at `point` under `filter`, in URI order: `columns` of
-/// `resources r`, `versions v` and `collections c`; `?1` the prefix, `?2` the point's bound.
-fn states_sql(point: Point, filter: &Filter, columns: &str) -> String {
-    let mut sql = format!(
-        "SELECT {columns} FROM resources r JOIN versions v ON {} \
-         JOIN collections c ON c.id = r.collection_id \
-         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2",
-        state_join(point, "?2")
-    );
-    if !filter.deleted {
-        sql.push_str(" AND v.change != 'deleted'");
-    }
-    sql.push_str(&filter.collection_clause());
-    sql.push_str(" ORDER BY r.uri");
-    sql
+    history::each_state_uri(&reader.catalog, point, filter, f)
 }
 
 /// Every version up to a point, tombstones included, in the order they arrived (by run, then
@@ -593,27 +391,9 @@ pub fn each_version(
     reader: &Reader,
     point: Point,
     filter: &Filter,
-    mut f: impl FnMut(&str, &VersionRow) -> Result<bool, Error>,
+    f: impl FnMut(&str, &VersionRow) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let mut sql = format!(
-        "SELECT r.uri, {} FROM versions v JOIN resources r ON r.id = v.resource_id \
-         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND v.run_id <= ?2",
-        VersionRow::SELECT
-    );
-    sql.push_str(&filter.collection_clause());
-    sql.push_str(" ORDER BY v.run_id, v.id");
-    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
-    let mut rows = stmt
-        .query(rusqlite::params![filter.prefix, point.bound()])
-        .map_err(StoreError::from)?;
-    while let Some(r) = rows.next().map_err(StoreError::from)? {
-        let uri: String = r.get(0).map_err(StoreError::from)?;
-        let v = VersionRow::from_row(r, 1).map_err(StoreError::from)?;
-        if !f(&uri, &v)? {
-            break;
-        }
-    }
-    Ok(())
+    history::each_version(&reader.catalog, point, filter, f)
 }
 
 /// Every resource's versions up to a point (tombstones included, in the order they arrived),
@@ -622,56 +402,18 @@ pub fn each_history(
     reader: &Reader,
     point: Point,
     filter: &Filter,
-    mut f: impl FnMut(&str, &[VersionRow]) -> Result<bool, Error>,
+    f: impl FnMut(&str, &[VersionRow]) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let mut sql = format!(
-        "SELECT r.uri, {} FROM resources r JOIN versions v ON v.resource_id = r.id \
-         WHERE r.uri >= ?1 AND r.uri < ?1 || char(1114111) AND r.first_run_id <= ?2 \
-         AND v.run_id <= ?2",
-        VersionRow::SELECT
-    );
-    sql.push_str(&filter.collection_clause());
-    sql.push_str(" ORDER BY r.uri, v.run_id, v.id");
-    let mut stmt = reader.conn().prepare(&sql).map_err(StoreError::from)?;
-    let mut rows = stmt
-        .query(rusqlite::params![filter.prefix, point.bound()])
-        .map_err(StoreError::from)?;
-    let mut uri = String::new();
-    let mut history: Vec<VersionRow> = Vec::new();
-    while let Some(r) = rows.next().map_err(StoreError::from)? {
-        let this = text(r, 0)?;
-        if this != uri {
-            if !history.is_empty() && !f(&uri, &history)? {
-                return Ok(());
-            }
-            history.clear();
-            uri = this.to_string();
-        }
-        history.push(VersionRow::from_row(r, 1).map_err(StoreError::from)?);
-    }
-    if !history.is_empty() {
-        f(&uri, &history)?;
-    }
-    Ok(())
+    history::each_history(&reader.catalog, point, filter, f)
 }
 
 /// A resource's state at a point (`None`: it was not in the mirror yet).
 pub fn state_at(
-    conn: &Connection,
+    reader: &Reader,
     resource_id: i64,
     point: Point,
 ) -> Result<Option<VersionRow>, StoreError> {
-    let sql = format!(
-        "SELECT {} FROM resources r JOIN versions v ON {} WHERE r.id = ?1",
-        VersionRow::SELECT,
-        state_join(point, "?2")
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let row = match point.run {
-        None => stmt.query_row([resource_id], |r| VersionRow::from_row(r, 0)),
-        Some(n) => stmt.query_row([resource_id, n], |r| VersionRow::from_row(r, 0)),
-    };
-    Ok(row.optional()?)
+    history::state_at(&reader.catalog, resource_id, point)
 }
 
 /// A run's time in milliseconds, for columns people read (`-` when none). Rounded up, so that

@@ -4,7 +4,10 @@
 
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
 use crate::error::Error;
+use crate::finding::Class;
 use crate::report::human_bytes;
+use crate::store::history::Snapshot;
+use crate::store::mirror_summary::{self, AuditRecord, CollectionRecord};
 use crate::store::StoreError;
 use serde::Serialize;
 use serde_json::Value;
@@ -106,38 +109,45 @@ struct Fixity {
     all_objects_rehashed_since: Option<String>,
 }
 
+impl From<mirror_summary::RunBrief> for RunBrief {
+    fn from(r: mirror_summary::RunBrief) -> RunBrief {
+        RunBrief {
+            run: r.id,
+            command: r.command,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+            outcome: r.outcome,
+            exit_code: r.exit_code,
+        }
+    }
+}
+
 pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
-    let conn = reader.conn();
+    let catalog = reader.catalog();
     // One read transaction: every figure below comes from the same snapshot.
-    conn.execute_batch("BEGIN").map_err(StoreError::from)?;
+    let snapshot = Snapshot::begin(catalog)?;
     let mut st = Status {
         mirror: mirror.display().to_string(),
         ..Status::default()
     };
-    st.schema_version = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(StoreError::from)?;
+    st.schema_version = mirror_summary::schema_version(catalog)?;
     st.catalog_bytes = ["catalog.sqlite", "catalog.sqlite-wal"]
         .iter()
         .filter_map(|f| std::fs::metadata(mirror.join(f)).ok())
         .map(|m| m.len())
         .sum();
     st.free_bytes = free_bytes(mirror);
-    (st.objects, st.object_bytes, st.versions) = objects(conn)?;
+    (st.objects, st.object_bytes, st.versions) = mirror_summary::object_totals(catalog)?;
     (st.sources, st.whole_mirror_runs) = sources(&reader, st.versions)?;
     for c in st.sources.iter().flat_map(|s| &s.collections) {
         st.resources_present += c.resources_present;
         st.resources_deleted += c.resources_deleted;
     }
-    st.running = conn
-        .query_row(
-            "SELECT id, command, started_at, ended_at, outcome, exit_code FROM runs
-             WHERE ended_at IS NULL ORDER BY id DESC LIMIT 1",
-            [],
-            run_brief,
-        )
-        .ok();
+    st.running = mirror_summary::unfinished_run(catalog)
+        .ok()
+        .flatten()
+        .map(RunBrief::from);
     let audits = audits(&reader)?;
     st.last_audit = audits.first().map(|(a, _)| a.clone());
     let multiple = st.sources.len() > 1;
@@ -146,7 +156,7 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         all_objects_rehashed_since: rehashed_since(&audits, true, multiple),
     };
     st.hints = hints(&st);
-    conn.execute_batch("COMMIT").map_err(StoreError::from)?;
+    snapshot.end()?;
     let mut out = Out::stdout();
     if o.json {
         out.line(&serde_json::to_string_pretty(&st).expect("serialisable"))?;
@@ -156,41 +166,26 @@ pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     Ok(out.flush()?)
 }
 
-/// The objects the catalog references (each stored once), their bytes, and the versions. Two
-/// passes, neither a random read per version: the versions' lengths summed, and the objects
-/// more than one version names counted from the index by object (their bytes counted once).
-fn objects(conn: &rusqlite::Connection) -> Result<(u64, u64, u64), StoreError> {
-    let (versions, with_object, bytes): (i64, i64, i64) = conn.query_row(
-        "SELECT count(*), count(sha256_hex),
-                coalesce(sum(length_bytes) FILTER (WHERE sha256_hex IS NOT NULL), 0)
-         FROM versions",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
-    let (repeats, repeated_bytes): (i64, i64) = conn.query_row(
-        "SELECT coalesce(sum(c - 1), 0),
-                coalesce(sum((c - 1) * (SELECT length_bytes FROM versions WHERE sha256_hex = d.sha LIMIT 1)), 0)
-         FROM (SELECT sha256_hex AS sha, count(*) AS c FROM versions
-               WHERE sha256_hex IS NOT NULL GROUP BY sha256_hex HAVING count(*) > 1) d",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    Ok((
-        (with_object - repeats).max(0) as u64,
-        (bytes - repeated_bytes).max(0) as u64,
-        versions as u64,
-    ))
-}
-
-fn run_brief(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunBrief> {
-    Ok(RunBrief {
-        run: r.get(0)?,
-        command: r.get(1)?,
-        started_at: r.get(2)?,
-        ended_at: r.get(3)?,
-        outcome: r.get(4)?,
-        exit_code: r.get(5)?,
-    })
+/// A collection as `status` shows it, with what it holds.
+fn collection(
+    c: CollectionRecord,
+    counts: &std::collections::HashMap<i64, mirror_summary::CollectionCounts>,
+) -> Collection {
+    let held = c.id.and_then(|id| counts.get(&id)).copied();
+    Collection {
+        name: c.name,
+        sync_point: c.sync_point.map(|p| SyncPoint {
+            at: p.at,
+            anchored: p.anchored,
+            basis: p.basis,
+            run: p.run,
+            age_seconds: age_of(&p.updated_at),
+            updated_at: p.updated_at,
+        }),
+        resources_present: held.map_or(0, |h| h.present),
+        resources_deleted: held.map_or(0, |h| h.deleted),
+        versions: held.map_or(0, |h| h.versions),
+    }
 }
 
 /// Every source with its collections (those with a sync point, and those holding resources)
@@ -201,125 +196,24 @@ fn sources(
     reader: &Reader,
     all_versions: u64,
 ) -> Result<(Vec<Source>, BTreeMap<String, RunBrief>), StoreError> {
-    let conn = reader.conn();
-    // Present and deleted resources per collection, without joining every resource to its
-    // current version (at a million resources that join was half a second): the resources per
-    // collection, less the deleted ones, found among the tombstones.
-    let mut counts: HashMap<i64, (u64, u64, u64)> = HashMap::new();
-    {
-        let mut stmt =
-            conn.prepare("SELECT collection_id, count(*) FROM resources GROUP BY collection_id")?;
-        for row in stmt.query_map([], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u64))
-        })? {
-            let (id, n) = row?;
-            counts.insert(id, (n, 0, 0));
-        }
-        let mut stmt = conn.prepare(
-            "SELECT r.collection_id, count(*) FROM versions v
-             JOIN resources r ON r.id = v.resource_id AND r.current_version_id = v.id
-             WHERE v.change = 'deleted' GROUP BY r.collection_id",
-        )?;
-        for row in stmt.query_map([], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u64))
-        })? {
-            let (id, deleted) = row?;
-            let c = counts.entry(id).or_default();
-            c.0 = c.0.saturating_sub(deleted);
-            c.1 = deleted;
-        }
-        // Versions per collection: in a mirror of one collection, all of them; else counted
-        // (a quarter of a second more per million versions).
-        if counts.len() == 1 {
-            counts.values_mut().for_each(|c| c.2 = all_versions);
-        } else {
-            let mut stmt = conn.prepare(
-                "SELECT r.collection_id, count(*) FROM versions v
-                 JOIN resources r ON r.id = v.resource_id GROUP BY r.collection_id",
-            )?;
-            for row in stmt.query_map([], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u64))
-            })? {
-                let (id, n) = row?;
-                counts.entry(id).or_default().2 = n;
-            }
-        }
-    }
-    // Each collection's source: its sync point's, else the source of the run that first
-    // listed one of its resources.
-    let mut stmt = conn.prepare(
-        "SELECT c.id, c.name,
-                coalesce(p.source_id,
-                         (SELECT ru.source_id FROM resources r JOIN runs ru ON ru.id = r.first_run_id
-                           WHERE r.collection_id = c.id LIMIT 1)),
-                p.at, p.anchored, p.basis, p.run_id, p.updated_at
-         FROM collections c LEFT JOIN sync_points p ON p.collection = c.name
-         UNION ALL
-         SELECT NULL, p.collection, p.source_id, p.at, p.anchored, p.basis, p.run_id, p.updated_at
-         FROM sync_points p WHERE p.collection NOT IN (SELECT name FROM collections)
-         ORDER BY 2",
-    )?;
+    let catalog = reader.catalog();
+    let counts = mirror_summary::collection_counts(catalog, all_versions)?;
     let mut by_source: BTreeMap<Option<i64>, Vec<Collection>> = BTreeMap::new();
-    let rows = stmt.query_map([], |r| {
-        let id: Option<i64> = r.get(0)?;
-        let source: Option<i64> = r.get(2)?;
-        let basis: Option<String> = r.get(5)?;
-        let sync_point = match basis {
-            None => None,
-            Some(basis) => {
-                let updated_at: String = r.get(7)?;
-                Some(SyncPoint {
-                    at: r.get(3)?,
-                    anchored: r.get::<_, i64>(4)? != 0,
-                    basis,
-                    run: r.get(6)?,
-                    age_seconds: age_of(&updated_at),
-                    updated_at,
-                })
-            }
-        };
-        Ok((
-            source,
-            id,
-            Collection {
-                name: r.get(1)?,
-                sync_point,
-                ..Collection::default()
-            },
-        ))
-    })?;
-    for row in rows {
-        let (source, id, mut c) = row?;
-        if let Some((present, deleted, versions)) = id.and_then(|id| counts.get(&id)) {
-            c.resources_present = *present;
-            c.resources_deleted = *deleted;
-            c.versions = *versions;
-        }
-        by_source.entry(source).or_default().push(c);
+    for c in mirror_summary::collections(catalog)? {
+        let source = c.source_id;
+        by_source
+            .entry(source)
+            .or_default()
+            .push(collection(c, &counts));
     }
     let mut last: HashMap<Option<i64>, BTreeMap<String, RunBrief>> = HashMap::new();
-    let mut stmt = conn.prepare(
-        "SELECT id, command, started_at, ended_at, outcome, exit_code, source_id FROM runs
-         WHERE id IN (SELECT max(id) FROM runs GROUP BY source_id, command)",
-    )?;
-    for row in stmt.query_map([], |r| Ok((run_brief(r)?, r.get::<_, Option<i64>>(6)?)))? {
-        let (run, source) = row?;
+    for (run, source) in mirror_summary::last_runs(catalog)? {
         last.entry(source)
             .or_default()
-            .insert(run.command.clone(), run);
+            .insert(run.command.clone(), run.into());
     }
     let mut out = Vec::new();
-    let mut stmt = conn.prepare("SELECT id, url, kind, added_at FROM sources ORDER BY id")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, url, kind, added_at) = row?;
+    for (id, url, kind, added_at) in mirror_summary::sources(catalog)? {
         out.push(Source {
             url,
             kind,
@@ -394,27 +288,20 @@ fn coverage(counts: &Value, arguments: &str) -> (String, Coverage) {
 }
 
 fn audits(reader: &Reader) -> Result<Vec<(AuditBrief, Coverage)>, StoreError> {
-    let mut stmt = reader.conn().prepare(
-        "SELECT id, command, started_at, ended_at, outcome, exit_code, arguments, counts_json
-         FROM runs WHERE command = 'audit' AND ended_at IS NOT NULL ORDER BY id DESC",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            run_brief(r)?,
-            r.get::<_, String>(6)?,
-            r.get::<_, Option<String>>(7)?,
-        ))
-    })?;
     let mut out = Vec::new();
-    for row in rows {
-        let (run, arguments, counts) = row?;
-        let counts: Value = counts
+    for AuditRecord {
+        run,
+        arguments,
+        counts_json,
+    } in mirror_summary::finished_audits(reader.catalog())?
+    {
+        let counts: Value = counts_json
             .and_then(|c| serde_json::from_str(&c).ok())
             .unwrap_or(Value::Null);
         let (level, cov) = coverage(&counts, &arguments);
         out.push((
             AuditBrief {
-                run,
+                run: run.into(),
                 level,
                 sample: cov.sample.map(|(n, m)| format!("{n}/{m}")),
                 all_versions: cov.all_versions,
@@ -444,10 +331,15 @@ pub struct Vouch {
 /// objects or a damaged catalog.
 pub fn last_clean_fixity(reader: &Reader) -> Result<Option<Vouch>, StoreError> {
     for (a, cov) in audits(reader)? {
-        let damage: u64 = ["corrupt", "missing-object", "unreadable", "catalog"]
-            .iter()
-            .map(|c| a.findings[*c].as_u64().unwrap_or(0))
-            .sum();
+        let damage: u64 = [
+            Class::Corrupt,
+            Class::MissingObject,
+            Class::Unreadable,
+            Class::Catalog,
+        ]
+        .iter()
+        .map(|c| a.findings[c.name()].as_u64().unwrap_or(0))
+        .sum();
         if damage > 0 {
             return Ok(None);
         }

@@ -7,7 +7,7 @@
 use crate::error::Error;
 use crate::export::tree::{self, Placed, Walk};
 use crate::export::{Link, Summary};
-use crate::store::StoreError;
+use crate::store::{history, StoreError};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -137,7 +137,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), StoreError> {
 
 /// `bag-info.txt`: what the bag holds and where it came from.
 fn bag_info(walk: &Walk<'_>, summary: &Summary) -> Result<String, StoreError> {
-    let conn = walk.reader.conn();
+    let catalog = walk.reader.catalog();
     let mut s = String::new();
     s.push_str(&format!(
         "Bag-Software-Agent: rsmirror {}\n",
@@ -154,23 +154,11 @@ fn bag_info(walk: &Walk<'_>, summary: &Summary) -> Result<String, StoreError> {
     let wanted = |collection: &str| -> Result<bool, StoreError> {
         Ok(match &walk.filter.collections {
             None => true,
-            Some(ids) => {
-                let id: Option<i64> = rusqlite::OptionalExtension::optional(conn.query_row(
-                    "SELECT id FROM collections WHERE name = ?1",
-                    [collection],
-                    |r| r.get(0),
-                ))?;
-                id.is_some_and(|id| ids.contains(&id))
-            }
+            Some(ids) => history::known_collection_id(catalog, collection)?
+                .is_some_and(|id| ids.contains(&id)),
         })
     };
-    let mut stmt = conn.prepare(
-        "SELECT p.collection, p.at, s.url FROM sync_points p JOIN sources s ON s.id = p.source_id
-         ORDER BY s.id, p.collection",
-    )?;
-    let rows: Vec<(String, Option<String>, String)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<Result<_, _>>()?;
+    let rows = history::sync_points_by_source(catalog)?;
     let mut sources: Vec<&str> = Vec::new();
     for (collection, at, source) in &rows {
         if !wanted(collection)? {

@@ -19,6 +19,7 @@ pub mod warc;
 
 use crate::access::{Point, Reader, When};
 use crate::error::{Error, UsageError};
+use crate::store::history::{self, Snapshot};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
 
@@ -188,46 +189,11 @@ pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
 }
 
 fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
-    if o.all_versions && o.format != Format::Warc {
-        return Err(UsageError(format!(
-            "export {}: --all-versions is for warc (a tree or a bag holds one state: give --at WHEN; an OCFL object always holds every version)",
-            o.format.name()
-        ))
-        .into());
-    }
-    if o.strip.is_some() && matches!(o.format, Format::Warc | Format::Ocfl) {
-        return Err(UsageError(format!(
-            "export {}: --strip is for tree and bagit (a record or an object names its whole URL)",
-            o.format.name()
-        ))
-        .into());
-    }
-    if o.warc_size == 0 {
-        return Err(UsageError("export warc: --warc-size must be more than 0 bytes".into()).into());
-    }
-    if o.format != Format::Resourcesync && (o.base_url.is_some() || o.changes_since.is_some()) {
-        return Err(UsageError(
-            "export: --base-url and --changes-since are for resourcesync".into(),
-        )
-        .into());
-    }
-    let base = match o.format {
-        Format::Resourcesync => Some(resourcesync::base_url(o.base_url.as_deref().ok_or_else(
-            || {
-                UsageError(
-                    "export resourcesync: give --base-url, the URL DEST will be served at".into(),
-                )
-            },
-        )?)?),
-        _ => None,
-    };
+    let base = checked_options(o)?;
     let reader = Reader::open(mirror)?;
     // One read transaction for the whole export: its walks of the catalog see one snapshot,
     // whatever a run beside it commits meanwhile.
-    reader
-        .conn()
-        .execute_batch("BEGIN")
-        .map_err(StoreError::from)?;
+    let _snapshot = Snapshot::begin(reader.catalog())?;
     let point = reader.point(o.at.as_ref())?;
     // Now is the newest run: the record names a point that stays the same.
     let run = point
@@ -235,49 +201,13 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         .unwrap_or_else(|| reader.runs.keys().next_back().copied().unwrap_or(0));
     let point = Point { run: Some(run) };
     // No run after it in this snapshot: its states are the current ones.
-    let newest = reader
-        .conn()
-        .query_row("SELECT coalesce(max(id), 0) FROM runs", [], |r| {
-            r.get::<_, i64>(0)
-        })
-        .map_err(StoreError::from)?
-        <= run;
+    let newest = history::newest_run(reader.catalog())? <= run;
     let collections = match &o.collection {
         None => None,
         Some(c) => Some(crate::access::collection_ids(&reader, c)?),
     };
     let earlier = check_dest(&o.dest, o.format)?;
-    let (own, record_path, incomplete) = own_files(&o.dest, o.format);
-    std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
-    if incomplete.exists() {
-        // An earlier export of this DEST was stopped: the files it was writing go.
-        sweep_temporaries(&o.dest)?;
-    }
-    // The record first (written whole, by a rename), then the flag: an export killed at any
-    // point leaves DEST recognisably its own.
-    let mut record = Record {
-        format: o.format.name().into(),
-        rsmirror_version: env!("CARGO_PKG_VERSION").into(),
-        mirror: mirror.display().to_string(),
-        run,
-        collection: o.collection.clone(),
-        strip: o.strip.clone(),
-        complete: false,
-        started_at: jiff::Timestamp::now().to_string(),
-        finished_at: None,
-    };
-    write_record(&record_path, &record)?;
-    std::fs::write(
-        &incomplete,
-        "This export is not finished: run the same rsmirror export again to finish it.\n",
-    )
-    .map_err(|e| StoreError::io("writing", &incomplete, e))?;
-    crate::interrupt::stopping_leaves(format!(
-        "the export into {} stopped midway and stays marked incomplete ({}); the same command \
-         finishes it (the mirror is untouched)",
-        o.dest.display(),
-        incomplete.display()
-    ));
+    let (own, mut record, incomplete) = begin_dest(mirror, o, run)?;
     // A link copies no bytes: an object the last clean full audit re-hashed, unchanged since,
     // is taken on its word (`tree::Placer`). That audit covers the states current at it; a
     // point before it needs one that re-hashed every version.
@@ -311,40 +241,122 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         vouched_by: vouch.as_ref().map(|v| v.run),
         ..Summary::default()
     };
-    match o.format {
-        Format::Tree => {
-            tree::export(&walk, &o.dest, &own, o.link, earlier, &mut summary, None)?;
-        }
-        Format::Bagit => bagit::export(&walk, &o.dest, &own, o.link, earlier, &mut summary)?,
-        Format::Warc => warc::export(&walk, &o.dest, o.all_versions, o.warc_size, &mut summary)?,
-        Format::Ocfl => ocfl::export(&walk, &o.dest, o.link, &mut summary)?,
-        Format::Resourcesync => {
-            let since = match &o.changes_since {
-                Some(w) => reader.point(Some(w))?,
-                // After the first run: every change the mirror applied since it was made.
-                None => Point {
-                    run: Some(reader.runs.keys().next().copied().unwrap_or(0)),
-                },
-            };
-            let base = base.as_deref().expect("checked above");
-            resourcesync::export(
-                &walk,
-                &o.dest,
-                &own,
-                o.link,
-                earlier,
-                base,
-                since,
-                &mut summary,
-            )?
-        }
-    }
-    record.complete = true;
-    record.finished_at = Some(jiff::Timestamp::now().to_string());
-    write_record(&record_path, &record)?;
+    write_format(&walk, o, &own, earlier, base.as_deref(), &mut summary)?;
+    record.0.complete = true;
+    record.0.finished_at = Some(jiff::Timestamp::now().to_string());
+    write_record(&record.1, &record.0)?;
     crate::store::kill::point("export.before-complete");
     std::fs::remove_file(&incomplete).map_err(|e| StoreError::io("removing", &incomplete, e))?;
     Ok(summary)
+}
+
+/// The options that do not go together refused; for resourcesync, its `--base-url` checked.
+fn checked_options(o: &Options) -> Result<Option<String>, Error> {
+    if o.all_versions && o.format != Format::Warc {
+        return Err(UsageError(format!(
+            "export {}: --all-versions is for warc (a tree or a bag holds one state: give --at WHEN; an OCFL object always holds every version)",
+            o.format.name()
+        ))
+        .into());
+    }
+    if o.strip.is_some() && matches!(o.format, Format::Warc | Format::Ocfl) {
+        return Err(UsageError(format!(
+            "export {}: --strip is for tree and bagit (a record or an object names its whole URL)",
+            o.format.name()
+        ))
+        .into());
+    }
+    if o.warc_size == 0 {
+        return Err(UsageError("export warc: --warc-size must be more than 0 bytes".into()).into());
+    }
+    if o.format != Format::Resourcesync && (o.base_url.is_some() || o.changes_since.is_some()) {
+        return Err(UsageError(
+            "export: --base-url and --changes-since are for resourcesync".into(),
+        )
+        .into());
+    }
+    Ok(match o.format {
+        Format::Resourcesync => Some(resourcesync::base_url(o.base_url.as_deref().ok_or_else(
+            || {
+                UsageError(
+                    "export resourcesync: give --base-url, the URL DEST will be served at".into(),
+                )
+            },
+        )?)?),
+        _ => None,
+    })
+}
+
+/// Make DEST the export's own before anything else goes in: its folder, the record (written
+/// whole, by a rename), then the INCOMPLETE flag, so that an export killed at any point leaves
+/// DEST recognisably its own. Returns (its own folder, (the record, where it is), the flag).
+#[allow(clippy::type_complexity)]
+fn begin_dest(
+    mirror: &Path,
+    o: &Options,
+    run: i64,
+) -> Result<(PathBuf, (Record, PathBuf), PathBuf), Error> {
+    let (own, record_path, incomplete) = own_files(&o.dest, o.format);
+    std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
+    if incomplete.exists() {
+        // An earlier export of this DEST was stopped: the files it was writing go.
+        sweep_temporaries(&o.dest)?;
+    }
+    let record = Record {
+        format: o.format.name().into(),
+        rsmirror_version: env!("CARGO_PKG_VERSION").into(),
+        mirror: mirror.display().to_string(),
+        run,
+        collection: o.collection.clone(),
+        strip: o.strip.clone(),
+        complete: false,
+        started_at: jiff::Timestamp::now().to_string(),
+        finished_at: None,
+    };
+    write_record(&record_path, &record)?;
+    std::fs::write(
+        &incomplete,
+        "This export is not finished: run the same rsmirror export again to finish it.\n",
+    )
+    .map_err(|e| StoreError::io("writing", &incomplete, e))?;
+    crate::interrupt::stopping_leaves(format!(
+        "the export into {} stopped midway and stays marked incomplete ({}); the same command \
+         finishes it (the mirror is untouched)",
+        o.dest.display(),
+        incomplete.display()
+    ));
+    Ok((own, (record, record_path), incomplete))
+}
+
+/// Write the walk's states into DEST in the format asked for.
+fn write_format(
+    walk: &tree::Walk<'_>,
+    o: &Options,
+    own: &Path,
+    earlier: bool,
+    base: Option<&str>,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    match o.format {
+        Format::Tree => {
+            tree::export(walk, &o.dest, own, o.link, earlier, summary, None)?;
+        }
+        Format::Bagit => bagit::export(walk, &o.dest, own, o.link, earlier, summary)?,
+        Format::Warc => warc::export(walk, &o.dest, o.all_versions, o.warc_size, summary)?,
+        Format::Ocfl => ocfl::export(walk, &o.dest, o.link, summary)?,
+        Format::Resourcesync => {
+            let since = match &o.changes_since {
+                Some(w) => walk.reader.point(Some(w))?,
+                // After the first run: every change the mirror applied since it was made.
+                None => Point {
+                    run: Some(walk.reader.runs.keys().next().copied().unwrap_or(0)),
+                },
+            };
+            let base = base.expect("checked with the options");
+            resourcesync::export(walk, &o.dest, own, o.link, earlier, base, since, summary)?
+        }
+    }
+    Ok(())
 }
 
 /// Where an export keeps its own files: (the folder, the record, the INCOMPLETE flag).

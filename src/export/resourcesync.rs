@@ -356,7 +356,7 @@ mod tests {
         VersionRow {
             version: n,
             run: 1,
-            change: "created".into(),
+            change: crate::model::Change::Created,
             lastmod: None,
             length: Some(n),
             sha256: Some(format!("{n:064x}")),

@@ -364,7 +364,7 @@ impl Job {
         d.version = v.version;
         d.run = v.run;
         d.length = v.length;
-        set(&mut d.change, &v.change);
+        d.change = v.change;
         set_opt(&mut d.lastmod, v.lastmod.as_deref());
         set_opt(&mut d.sha256, v.sha256.as_deref());
         set_opt(&mut d.md5, v.md5.as_deref());

@@ -308,16 +308,7 @@ impl Out<'_> {
             env!("CARGO_PKG_VERSION"),
             self.reader.describe_run(self.run)
         );
-        let mut stmt = self
-            .reader
-            .conn()
-            .prepare("SELECT url FROM sources ORDER BY id")
-            .map_err(StoreError::from)?;
-        let sources: Vec<String> = stmt
-            .query_map([], |r| r.get(0))
-            .map_err(StoreError::from)?
-            .collect::<Result<_, _>>()
-            .map_err(StoreError::from)?;
+        let sources = crate::store::history::source_urls(self.reader.catalog())?;
         for s in sources {
             fields.push_str(&format!("isPartOf: {s}\r\n"));
         }

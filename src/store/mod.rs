@@ -2,17 +2,26 @@
 //! folder and the lock. Nothing here knows about HTTP or ResourceSync syntax.
 
 pub mod arc_records;
+pub(crate) mod audit_records;
 pub mod catalog;
+pub(crate) mod change_history;
+mod columns;
+pub(crate) mod fixity_claims;
+pub(crate) mod history;
 pub mod kill;
 pub mod lock;
 pub mod migrate;
+pub(crate) mod mirror_summary;
 pub mod new_file;
 pub mod objects;
 pub mod rows;
+pub(crate) mod run_records;
 pub mod scp_catalog;
+pub(crate) mod state_shares;
 pub mod writer;
 
 pub use catalog::Catalog;
+pub use history::remembered_maps;
 pub use lock::MirrorLock;
 pub use objects::ObjectStore;
 

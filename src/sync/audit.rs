@@ -26,6 +26,7 @@ use crate::exit::Exit;
 use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals, Verification};
 use crate::net::Http;
 use crate::settings::{self, UsageError};
+use crate::store::audit_records::{self, FindingLog};
 use crate::store::{Catalog, MirrorLock, StoreError};
 use crate::sync::discover::{self, SourceKind};
 use crate::sync::documents::Documents;
@@ -36,7 +37,6 @@ use crate::sync::mirror_states::{in_sample, mark, slice_of, uri_key, HexBuf, Key
 use crate::sync::plan::{self, Comparison, Listed};
 use crate::sync::refetch;
 use crate::sync::spill::{Entry, SpillWriter};
-use rusqlite::params;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufWriter, IsTerminal};
 use std::iter::Peekable;
@@ -49,45 +49,15 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
     let s = &settings::Audit {
         source: match s.offline {
             true => s.source.clone(),
-            false => s.source.with_remembered_maps(&s.mirror)?,
+            false if s.source.takes_remembered_maps() => s
+                .source
+                .with_maps(crate::store::history::remembered_maps(&s.mirror)?)?,
+            false => s.source.clone(),
         },
         ..s.clone()
     };
     let started_at = jiff::Timestamp::now().to_string();
-    if !s.mirror.join("catalog.sqlite").is_file() {
-        return Err(StoreError::Missing {
-            path: s.mirror.display().to_string(),
-        }
-        .into());
-    }
-    // A mirror on read-only media (a WORM volume, a snapshot, a replica) cannot take the lock
-    // or record a run; an offline audit reads it all the same and says that it was not
-    // recorded. Against the source it stays refused: that audit is a run of the mirror's.
-    let (lock, read_only) = match MirrorLock::acquire(&s.mirror) {
-        Ok(lock) => (Some(lock), false),
-        Err(crate::store::lock::LockError::Io { source, .. })
-            if s.offline && is_read_only(&source) =>
-        {
-            (None, true)
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let _lock = lock;
-    let catalog = match read_only {
-        false => Catalog::open(&s.mirror)?,
-        true => Catalog::open_read_only(&s.mirror)?.ok_or_else(|| StoreError::Missing {
-            path: s.mirror.display().to_string(),
-        })?,
-    };
-    // Its reads are sequential (its share of the states load, the URIs in order for the report),
-    // so SQLite's default 2 MB page cache only added to the peak: 1.5 MB of a 1M audit's 97.
-    catalog
-        .conn()
-        .execute_batch("PRAGMA cache_size = -512")
-        .map_err(StoreError::from)?;
-    if !read_only {
-        catalog.abandon_unfinished_runs()?;
-    }
+    let (_lock, catalog, read_only) = open_mirror(s)?;
     let source = match s.offline {
         true => None,
         false => Some(source_of(s, &catalog)?),
@@ -104,20 +74,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
             .collect(),
         _ => Vec::new(),
     };
-    let report_file = match &s.report {
-        None => None,
-        Some((path, format)) => {
-            let file = std::fs::File::create(path).map_err(|e| {
-                UsageError(format!("--report {}: cannot write it: {e}", path.display()))
-            })?;
-            let form = match format {
-                ReportFormat::Text => Form::Text,
-                ReportFormat::Json => Form::Json,
-                ReportFormat::Csv => Form::Csv,
-            };
-            Some(Sink::new(Box::new(BufWriter::new(file)), form))
-        }
-    };
+    let report_file = report_file(s)?;
     // An audit of every source the mirror follows is the whole mirror's, recorded with none.
     let source_id = match &source {
         Some(src) if also.is_empty() => known_source_id(&catalog, src)?,
@@ -144,18 +101,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         offline: s.offline,
         require_fixity: s.require_fixity,
     };
-    let mut sinks = Vec::new();
-    sinks.push(Sink::new(
-        Box::new(BufWriter::new(io::stdout().lock())),
-        if s.output.json {
-            Form::Json
-        } else {
-            Form::Lines {
-                verbose: s.output.verbose > 0,
-                require_fixity: s.require_fixity,
-            }
-        },
-    ));
+    let mut sinks = vec![stdout_sink(s)];
     let has_file = report_file.is_some();
     sinks.extend(report_file);
     for sink in &mut sinks {
@@ -173,6 +119,20 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         &mut totals,
     );
     totals.seconds = started.elapsed().as_secs_f64();
+    conclude(s, &catalog, run_id, result, &mut totals, sinks, has_file)
+}
+
+/// End the audit: its exit code from what was found, every report closed, the run recorded,
+/// stderr told; a report file that could not be written fails the audit.
+fn conclude(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    run_id: Option<i64>,
+    result: Result<Verdict, Error>,
+    totals: &mut Totals,
+    mut sinks: Vec<Sink>,
+    has_file: bool,
+) -> Result<Exit, Error> {
     let exit = match &result {
         Err(e) => e.exit(),
         Ok(Verdict::SourceIncomplete) => Exit::Source,
@@ -184,7 +144,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         totals.error = Some(e.to_string());
     }
     for sink in &mut sinks {
-        sink.end(&totals);
+        sink.end(totals);
     }
     let report_broken = has_file
         .then(|| sinks.last().and_then(|k| k.error()).map(|e| e.to_string()))
@@ -201,7 +161,7 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
             run_id,
             outcome,
             recorded_exit.code(),
-            &counts_json(&totals, s),
+            &counts_json(totals, s),
         )?,
         None if s.output.verbose > 0 || exit != Exit::Ok => eprintln!(
             "audit: {} is read-only: this audit is not recorded in its catalog",
@@ -209,7 +169,88 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         ),
         None => {}
     }
+    tell(s, totals, exit, &result);
+    if let Some(e) = report_broken {
+        let path = s
+            .report
+            .as_ref()
+            .map(|(p, _)| p.as_path())
+            .unwrap_or(std::path::Path::new(""));
+        return Err(StoreError::io("writing the report", path, io::Error::other(e)).into());
+    }
+    result.map(|_| exit)
+}
 
+/// The mirror's lock and catalog. A mirror on read-only media (a WORM volume, a snapshot, a
+/// replica) cannot take the lock or record a run; an offline audit reads it all the same (no
+/// lock, the catalog read-only: `true`) and says that it was not recorded. Against the source
+/// it stays refused: that audit is a run of the mirror's.
+fn open_mirror(s: &settings::Audit) -> Result<(Option<MirrorLock>, Catalog, bool), Error> {
+    if !s.mirror.join("catalog.sqlite").is_file() {
+        return Err(StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        }
+        .into());
+    }
+    let (lock, read_only) = match MirrorLock::acquire(&s.mirror) {
+        Ok(lock) => (Some(lock), false),
+        Err(crate::store::lock::LockError::Io { source, .. })
+            if s.offline && is_read_only(&source) =>
+        {
+            (None, true)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let catalog = match read_only {
+        false => Catalog::open(&s.mirror)?,
+        true => Catalog::open_read_only(&s.mirror)?.ok_or_else(|| StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        })?,
+    };
+    // Its reads are sequential (its share of the states load, the URIs in order for the report),
+    // so SQLite's default 2 MB page cache only added to the peak: 1.5 MB of a 1M audit's 97.
+    audit_records::small_page_cache(&catalog)?;
+    if !read_only {
+        catalog.abandon_unfinished_runs()?;
+    }
+    Ok((lock, catalog, read_only))
+}
+
+/// `--report FILE`: the sink that writes it, created now (a path that cannot be written is a
+/// usage error before anything is checked).
+fn report_file(s: &settings::Audit) -> Result<Option<Sink>, Error> {
+    let Some((path, format)) = &s.report else {
+        return Ok(None);
+    };
+    let file = std::fs::File::create(path)
+        .map_err(|e| UsageError(format!("--report {}: cannot write it: {e}", path.display())))?;
+    let form = match format {
+        ReportFormat::Text => Form::Text,
+        ReportFormat::Json => Form::Json,
+        ReportFormat::Csv => Form::Csv,
+    };
+    Ok(Some(Sink::new(Box::new(BufWriter::new(file)), form)))
+}
+
+/// What goes to stdout: lines, or `--json`.
+fn stdout_sink(s: &settings::Audit) -> Sink {
+    Sink::new(
+        Box::new(BufWriter::new(io::stdout().lock())),
+        if s.output.json {
+            Form::Json
+        } else {
+            Form::Lines {
+                verbose: s.output.verbose > 0,
+                require_fixity: s.require_fixity,
+            }
+        },
+    )
+}
+
+/// What stderr hears at the end: the summary line (on a terminal, with `-v`, or when the
+/// audit did not come out clean), the verifications, warnings and phases with `-v`/`-vv`,
+/// and why a source error is one.
+fn tell(s: &settings::Audit, totals: &Totals, exit: Exit, result: &Result<Verdict, Error>) {
     let tty = io::stderr().is_terminal();
     if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
         eprintln!("{}", totals.line());
@@ -227,21 +268,12 @@ pub fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
             eprintln!("time: {phase}: {secs:.3} s");
         }
     }
-    if let Ok(Verdict::SourceIncomplete) = &result {
+    if let Ok(Verdict::SourceIncomplete) = result {
         eprintln!(
             "rsmirror: source error: {} part(s) of the source's list could not be read (the `!` source findings); what they list was not compared",
             totals.counts.get(Class::Source)
         );
     }
-    if let Some(e) = report_broken {
-        let path = s
-            .report
-            .as_ref()
-            .map(|(p, _)| p.as_path())
-            .unwrap_or(std::path::Path::new(""));
-        return Err(StoreError::io("writing the report", path, io::Error::other(e)).into());
-    }
-    result.map(|_| exit)
 }
 
 /// How the checks ended (when they did not end in an [`Error`]).
@@ -264,7 +296,44 @@ fn check_and_report(
     totals: &mut Totals,
 ) -> Result<Verdict, Error> {
     let started = Instant::now();
-    let since = |t: Instant| t.elapsed().as_secs_f64();
+    let checked = check(s, catalog, source, also, totals)?;
+    totals
+        .phases
+        .push(("all checks (concurrent)", since(started)));
+    let report_started = Instant::now();
+    let (compared, failed_parts) = report(catalog, run_id, checked, sinks, totals)?;
+    totals.phases.push(("report", since(report_started)));
+    match compared {
+        Compared::Failed(e) => Err(e.into()),
+        _ if failed_parts > 0 => Ok(Verdict::SourceIncomplete),
+        _ => Ok(Verdict::Done),
+    }
+}
+
+/// Seconds since `t`.
+fn since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// What the checks found, for the report.
+struct Checked {
+    catalog_findings: Vec<Finding>,
+    marks: Marks,
+    compared: Compared,
+    /// What the formats that compare by a rule of their own found.
+    own: Option<formats::OwnAudit>,
+    fixity: Fixity,
+}
+
+/// Run every check: the catalog's own, local fixity and (unless offline) the comparison with
+/// the source, side by side.
+fn check(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    source: Option<&str>,
+    also: &[String],
+    totals: &mut Totals,
+) -> Result<Checked, Error> {
     // Local fixity and the catalog check run on their own threads and read-only connections,
     // while the main thread loads the index of current states and compares with the source.
     // Below `--level fixity` and without `--all-versions`, local fixity takes its claims from
@@ -290,6 +359,16 @@ fn check_and_report(
     // local fixity below `--level fixity`. An offline audit that hashes needs only to know
     // which resources are deletions, which one scan of the catalog says (at any size).
     let single = passes == 1 && (from_states || !s.offline);
+    let comparing = Comparing {
+        s,
+        catalog,
+        source,
+        also,
+        fixity_options,
+        from_states,
+        passes,
+        resources,
+    };
     let (early_fixity, main) = std::thread::scope(|sc| {
         let early = (!from_states).then(|| sc.spawn(|| fixity::check(&s.mirror, fixity_options)));
         let check = sc.spawn(|| {
@@ -297,119 +376,10 @@ fn check_and_report(
             let found = fixity::open_for_scan(&s.mirror).and_then(|c| catalog_check(&c, s.level));
             (found, since(t))
         });
-        // One connection per core reads a share of the states (the catalog check and the
-        // load are all that runs meanwhile).
-        let load = |slice, phases: &mut Phases| {
-            let t = Instant::now();
-            let more = (1..cores())
-                .map(|_| fixity::open_for_scan(&s.mirror))
-                .collect::<Result<_, _>>()?;
-            let states = MirrorStates::load(catalog, more, slice)?;
-            phases.loading += since(t);
-            Ok::<_, StoreError>(states)
+        let main = match single {
+            true => comparing.in_one_pass(),
+            false => comparing.in_passes(),
         };
-        let main = (|| {
-            let mut phases = Phases::default();
-            if single {
-                let states = load(s.sample, &mut phases)?;
-                let t = Instant::now();
-                let (compared, fixity) = std::thread::scope(|inner| {
-                    let local = from_states.then(|| {
-                        inner.spawn(|| fixity::check_current(&s.mirror, fixity_options, &states))
-                    });
-                    let compared = (|| {
-                        let (walked, own) = own_audits(catalog, s, source, also)?;
-                        let compared = match (source, walked.split_first()) {
-                            (Some(_), Some((first, rest))) => {
-                                let mut comparer = Comparer::new(
-                                    &states,
-                                    s.sample,
-                                    SourceComparison::new(s.refetch),
-                                );
-                                let walk = walk_source(s, first, rest, &mut |ord, e| {
-                                    comparer.take(ord, e);
-                                    Ok(())
-                                });
-                                match walk {
-                                    Ok(walk) => {
-                                        Compared::Source(comparer.finish_pass().finish(walk))
-                                    }
-                                    Err(e) => Compared::Failed(e),
-                                }
-                            }
-                            _ => Compared::Offline,
-                        };
-                        Ok::<_, StoreError>((compared, own))
-                    })();
-                    let fixity = local.map(|h| h.join().expect("local fixity does not panic"));
-                    (compared, fixity)
-                });
-                let (mut compared, own) = compared?;
-                phases.comparing += since(t);
-                if let Compared::Source(c) = &mut compared {
-                    settle(s, catalog, &states, c, &mut phases)?;
-                }
-                return Ok((Marks::States(states), phases, compared, own, fixity));
-            }
-            let t = Instant::now();
-            let (walked, own) = own_audits(catalog, s, source, also)?;
-            let mut spilled = None;
-            let mut compared = Compared::Offline;
-            if let (Some(_), Some((first, rest))) = (source, walked.split_first()) {
-                let mut writer = SpillWriter::create(&s.mirror.join("staging"))?;
-                let mut failed = None;
-                let walk = walk_source(s, first, rest, &mut |_, e| {
-                    writer.push(&e).map_err(|e| {
-                        let stop = SourceError::Unusable {
-                            url: first.clone(),
-                            message: e.to_string(),
-                        };
-                        failed = Some(e);
-                        stop
-                    })
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                match walk {
-                    Ok(walk) => spilled = Some((writer.finish()?, walk)),
-                    Err(e) => compared = Compared::Failed(e),
-                }
-            }
-            phases.spilling += since(t);
-            let mut by_rank = ByRank::new(resources);
-            if spilled.is_none() {
-                // Nothing to compare: the marks are only which states are deletions.
-                let t = Instant::now();
-                by_rank.record_unmarked(catalog, s.sample)?;
-                phases.recording += since(t);
-                return Ok((Marks::ByRank(by_rank), phases, compared, own, None));
-            }
-            let mut comparison = SourceComparison::new(s.refetch);
-            for p in 1..=passes {
-                let slice = pass_slice(s.sample, p, passes);
-                let states = load(slice, &mut phases)?;
-                if let Some((spill, walk)) = &spilled {
-                    let t = Instant::now();
-                    let mut comparer = Comparer::new(&states, slice, comparison);
-                    // Only this slice's entries are parsed and compared.
-                    let keep = |key: &Key| in_sample(key, slice);
-                    spill.replay(keep, |ord, e| comparer.take(ord, e))?;
-                    comparison = comparer.finish_pass();
-                    comparison.collections.clone_from(&walk.collections);
-                    phases.comparing += since(t);
-                    settle(s, catalog, &states, &mut comparison, &mut phases)?;
-                }
-                let slice = slice.expect("a pass of several has a slice");
-                let t = Instant::now();
-                by_rank.record(catalog, &states, slice)?;
-                phases.recording += since(t);
-            }
-            if let Some((_, walk)) = spilled {
-                compared = Compared::Source(comparison.finish(walk));
-            }
-            Ok((Marks::ByRank(by_rank), phases, compared, own, None))
-        })();
         let (catalog_findings, t) = check.join().expect("the catalog check does not panic");
         totals.phases.push(("catalog check", t));
         (
@@ -417,29 +387,15 @@ fn check_and_report(
             catalog_findings.and_then(|f| main.map(|m| (f, m))),
         )
     });
-    let (catalog_findings, (marks, phases, mut compared, scp, late_fixity)) = main?;
-    if !single {
-        totals
-            .phases
-            .push(("reading the source's list into staging/", phases.spilling));
-        totals
-            .phases
-            .push(("recording each pass's marks", phases.recording));
-    }
-    totals
-        .phases
-        .push(("loading current states", phases.loading));
-    totals.phases.push(("source comparison", phases.comparing));
-    if let Compared::Source(_) = &compared {
-        totals.phases.push(("refetch", phases.refetching));
-    }
+    let (catalog_findings, side) = main?;
+    side.phases.record(totals, single, &side.compared);
     let fixity = early_fixity
-        .or(late_fixity)
+        .or(side.fixity)
         .expect("local fixity ran early or from the states")?;
-    if marks.collisions() > 0 {
+    if side.marks.collisions() > 0 {
         totals.warnings.push(format!(
             "{} URIs share a 128-bit key with another: those are compared as one",
-            marks.collisions()
+            side.marks.collisions()
         ));
     }
     totals.objects_checked = fixity.objects_checked;
@@ -451,52 +407,234 @@ fn check_and_report(
     totals
         .phases
         .push(("local fixity: strays", fixity.strays_seconds));
-    totals
-        .phases
-        .push(("all checks (concurrent)", since(started)));
-    let report_started = Instant::now();
+    Ok(Checked {
+        catalog_findings,
+        marks: side.marks,
+        compared: side.compared,
+        own: side.own,
+        fixity,
+    })
+}
 
+/// The mirror's side of the audit: the states loaded (in one pass or several) and compared
+/// with the source's list.
+struct Comparing<'a> {
+    s: &'a settings::Audit,
+    catalog: &'a Catalog,
+    source: Option<&'a str>,
+    also: &'a [String],
+    fixity_options: fixity::Options,
+    /// Local fixity takes its claims from the loaded states (one pass only).
+    from_states: bool,
+    passes: u64,
+    resources: usize,
+}
+
+/// What [`Comparing`] gives: the marks the report reads, the phases' times, the comparison,
+/// the formats' own audits, and local fixity when it ran from the states.
+struct Side {
+    marks: Marks,
+    phases: Phases,
+    compared: Compared,
+    own: Option<formats::OwnAudit>,
+    fixity: Option<Result<Fixity, StoreError>>,
+}
+
+impl Comparing<'_> {
+    /// Load the states within `slice`: one connection per core reads a share of them (the
+    /// catalog check and the load are all that runs meanwhile).
+    fn load(
+        &self,
+        slice: Option<(u64, u64)>,
+        phases: &mut Phases,
+    ) -> Result<MirrorStates, StoreError> {
+        let t = Instant::now();
+        let more = (1..cores())
+            .map(|_| fixity::open_for_scan(&self.s.mirror))
+            .collect::<Result<_, _>>()?;
+        let states = MirrorStates::load(self.catalog, more, slice)?;
+        phases.loading += since(t);
+        Ok(states)
+    }
+
+    /// The whole mirror's states at once, the source's list streamed through them (and local
+    /// fixity beside it, from the states, below `--level fixity`).
+    fn in_one_pass(&self) -> Result<Side, StoreError> {
+        let s = self.s;
+        let mut phases = Phases::default();
+        let states = self.load(s.sample, &mut phases)?;
+        let t = Instant::now();
+        let (options, held) = (self.fixity_options, &states);
+        let (compared, fixity) = std::thread::scope(|inner| {
+            let local = self
+                .from_states
+                .then(|| inner.spawn(move || fixity::check_current(&s.mirror, options, held)));
+            let compared = self.compare_streamed(&states);
+            let fixity = local.map(|h| h.join().expect("local fixity does not panic"));
+            (compared, fixity)
+        });
+        let (mut compared, own) = compared?;
+        phases.comparing += since(t);
+        if let Compared::Source(c) = &mut compared {
+            settle(s, self.catalog, &states, c, &mut phases)?;
+        }
+        Ok(Side {
+            marks: Marks::States(states),
+            phases,
+            compared,
+            own,
+            fixity,
+        })
+    }
+
+    /// The source's list walked and compared with `states` as it is read.
+    fn compare_streamed(
+        &self,
+        states: &MirrorStates,
+    ) -> Result<(Compared, Option<formats::OwnAudit>), StoreError> {
+        let s = self.s;
+        let (walked, own) = own_audits(self.catalog, s, self.source, self.also)?;
+        let compared = match (self.source, walked.split_first()) {
+            (Some(_), Some((first, rest))) => {
+                let mut comparer =
+                    Comparer::new(states, s.sample, SourceComparison::new(s.refetch));
+                let walk = walk_source(s, first, rest, &mut |ord, e| {
+                    comparer.take(ord, e);
+                    Ok(())
+                });
+                match walk {
+                    Ok(walk) => Compared::Source(comparer.finish_pass().finish(walk)),
+                    Err(e) => Compared::Failed(e),
+                }
+            }
+            _ => Compared::Offline,
+        };
+        Ok((compared, own))
+    }
+
+    /// Several passes, each over one slice of the URIs' keys: the source's list is spilled
+    /// once, and each pass loads its slice's states, compares the spilled entries of that
+    /// slice with them, and leaves its marks by rank (`ByRank`).
+    fn in_passes(&self) -> Result<Side, StoreError> {
+        let (s, catalog) = (self.s, self.catalog);
+        let mut phases = Phases::default();
+        let t = Instant::now();
+        let (walked, own) = own_audits(catalog, s, self.source, self.also)?;
+        let (spilled, mut compared) = self.spill(&walked)?;
+        phases.spilling += since(t);
+        let mut by_rank = ByRank::new(self.resources);
+        let Some((spill, walk)) = spilled else {
+            // Nothing to compare: the marks are only which states are deletions.
+            let t = Instant::now();
+            by_rank.record_unmarked(catalog, s.sample)?;
+            phases.recording += since(t);
+            return Ok(Side {
+                marks: Marks::ByRank(by_rank),
+                phases,
+                compared,
+                own,
+                fixity: None,
+            });
+        };
+        let mut comparison = SourceComparison::new(s.refetch);
+        for p in 1..=self.passes {
+            let slice = pass_slice(s.sample, p, self.passes);
+            let states = self.load(slice, &mut phases)?;
+            let t = Instant::now();
+            let mut comparer = Comparer::new(&states, slice, comparison);
+            // Only this slice's entries are parsed and compared.
+            let keep = |key: &Key| in_sample(key, slice);
+            spill.replay(keep, |ord, e| comparer.take(ord, e))?;
+            comparison = comparer.finish_pass();
+            comparison.collections.clone_from(&walk.collections);
+            phases.comparing += since(t);
+            settle(s, catalog, &states, &mut comparison, &mut phases)?;
+            let slice = slice.expect("a pass of several has a slice");
+            let t = Instant::now();
+            by_rank.record(catalog, &states, slice)?;
+            phases.recording += since(t);
+        }
+        compared = Compared::Source(comparison.finish(walk));
+        Ok(Side {
+            marks: Marks::ByRank(by_rank),
+            phases,
+            compared,
+            own,
+            fixity: None,
+        })
+    }
+
+    /// The source's list walked into a spill in `staging/` (none offline, or when the source
+    /// could not be read: then the comparison says why).
+    #[allow(clippy::type_complexity)]
+    fn spill(
+        &self,
+        walked: &[String],
+    ) -> Result<(Option<(crate::sync::spill::Spill, Walk)>, Compared), StoreError> {
+        let s = self.s;
+        let (Some(_), Some((first, rest))) = (self.source, walked.split_first()) else {
+            return Ok((None, Compared::Offline));
+        };
+        let mut writer = SpillWriter::create(&s.mirror.join("staging"))?;
+        let mut failed = None;
+        let walk = walk_source(s, first, rest, &mut |_, e| {
+            writer.push(&e).map_err(|e| {
+                let stop = SourceError::Unusable {
+                    url: first.clone(),
+                    message: e.to_string(),
+                };
+                failed = Some(e);
+                stop
+            })
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(match walk {
+            Ok(walk) => (Some((writer.finish()?, walk)), Compared::Offline),
+            Err(e) => (None, Compared::Failed(e)),
+        })
+    }
+}
+
+/// Report every finding, in order, to every sink and (with a run) to the catalog: the
+/// resources' findings in URI order, then the other local ones, the formats' own, the parts of
+/// the source that could not be read and the catalog's. Returns the comparison (a failed one
+/// says why) and how many parts of the source could not be read.
+fn report(
+    catalog: &Catalog,
+    run_id: Option<i64>,
+    checked: Checked,
+    sinks: &mut [Sink],
+    totals: &mut Totals,
+) -> Result<(Compared, usize), StoreError> {
+    let Checked {
+        catalog_findings,
+        marks,
+        mut compared,
+        own,
+        fixity,
+    } = checked;
     // Findings are recorded with the run; a read-only mirror records none.
-    let tx = match run_id {
-        Some(_) => Some(
-            catalog
-                .conn()
-                .unchecked_transaction()
-                .map_err(StoreError::from)?,
-        ),
+    let log = match run_id {
+        Some(run_id) => Some(FindingLog::begin(catalog, run_id)?),
         None => None,
-    };
-    let insert = match (&tx, run_id) {
-        (Some(tx), Some(run_id)) => Some((
-            tx.prepare(
-                "INSERT INTO audit_findings (run_id, mark, class, uri, object, field, expected, actual, hint)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .map_err(StoreError::from)?,
-            run_id,
-        )),
-        _ => None,
     };
     let mut emitter = Emitter {
         sinks,
         counts: Counts::default(),
-        insert,
+        log: log.as_ref(),
     };
     let mut source_findings = BTreeMap::new();
     let mut failed_parts = Vec::new();
     let mut complete = false;
     if let Compared::Source(c) = &mut compared {
         totals.verification = std::mem::take(&mut c.verifying.counts);
-    }
-    match &mut compared {
-        Compared::Source(c) => {
-            totals.listed = c.listed;
-            totals.warnings.append(&mut c.warnings);
-            std::mem::swap(&mut source_findings, &mut c.findings);
-            std::mem::swap(&mut failed_parts, &mut c.failed_parts);
-            complete = failed_parts.is_empty();
-        }
-        Compared::Failed(_) | Compared::Offline => {}
+        totals.listed = c.listed;
+        totals.warnings.append(&mut c.warnings);
+        std::mem::swap(&mut source_findings, &mut c.findings);
+        std::mem::swap(&mut failed_parts, &mut c.failed_parts);
+        complete = failed_parts.is_empty();
     }
     let mode = match &compared {
         Compared::Offline => Mode::Offline,
@@ -508,15 +646,15 @@ fn check_and_report(
     for f in other {
         emitter.emit(f)?;
     }
-    if let Some(scp) = scp {
+    if let Some(own) = own {
         // What a format compared by its own rule (SCP pages and collections).
-        totals.listed += scp.listed;
-        totals.warnings.extend(scp.warnings);
-        for f in scp.findings {
+        totals.listed += own.listed;
+        totals.warnings.extend(own.warnings);
+        for f in own.findings {
             emitter.emit(f)?;
         }
-        failed_parts.extend(scp.failed_parts);
-        if let Some(e) = scp.source_error {
+        failed_parts.extend(own.failed_parts);
+        if let Some(e) = own.source_error {
             compared = Compared::Failed(e);
         }
     }
@@ -532,14 +670,28 @@ fn check_and_report(
     }
     totals.counts = std::mem::take(&mut emitter.counts);
     drop(emitter);
-    if let Some(tx) = tx {
-        tx.commit().map_err(StoreError::from)?;
+    if let Some(log) = log {
+        log.commit()?;
     }
-    totals.phases.push(("report", since(report_started)));
-    match compared {
-        Compared::Failed(e) => Err(e.into()),
-        _ if !failed_parts.is_empty() => Ok(Verdict::SourceIncomplete),
-        _ => Ok(Verdict::Done),
+    Ok((compared, failed_parts.len()))
+}
+
+impl Phases {
+    /// The phases' times, in the order people read them.
+    fn record(&self, totals: &mut Totals, single: bool, compared: &Compared) {
+        if !single {
+            totals
+                .phases
+                .push(("reading the source's list into staging/", self.spilling));
+            totals
+                .phases
+                .push(("recording each pass's marks", self.recording));
+        }
+        totals.phases.push(("loading current states", self.loading));
+        totals.phases.push(("source comparison", self.comparing));
+        if let Compared::Source(_) = compared {
+            totals.phases.push(("refetch", self.refetching));
+        }
     }
 }
 
@@ -643,24 +795,16 @@ fn mark_other_collections(
     states: &MirrorStates,
     compared: &[String],
 ) -> Result<(), StoreError> {
-    let conn = catalog.conn();
-    let others: Vec<String> = conn
-        .prepare("SELECT collection FROM sync_points")?
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?
+    let others: Vec<String> = catalog
+        .sync_points()?
         .into_iter()
+        .map(|p| p.collection)
         .filter(|c| !compared.contains(c))
         .collect();
-    if others.is_empty() {
-        return Ok(());
-    }
-    let mut stmt = conn.prepare(
-        "SELECT uri FROM resources WHERE collection_id = (SELECT id FROM collections WHERE name = ?1)",
-    )?;
     for c in &others {
-        for uri in stmt.query_map([c], |r| r.get::<_, String>(0))? {
-            states.set_by_uri(&uri?, mark::ELSEWHERE);
-        }
+        audit_records::each_uri_of_collection(catalog, c, |uri| {
+            states.set_by_uri(uri, mark::ELSEWHERE)
+        })?;
     }
     Ok(())
 }
@@ -924,11 +1068,8 @@ fn passes(catalog: &Catalog, sample: Option<(u64, u64)>) -> Result<(u64, usize),
             ))
         })?,
     };
-    let total: i64 = catalog
-        .conn()
-        .query_row("SELECT count(*) FROM resources", [], |r| r.get(0))
-        .map_err(StoreError::from)?;
-    let in_sample = (total as u64).div_ceil(sample.map_or(1, |(_, m)| m));
+    let total = audit_records::resource_count(catalog)?;
+    let in_sample = total.div_ceil(sample.map_or(1, |(_, m)| m));
     Ok((in_sample.div_ceil(per).max(1), total as usize))
 }
 
@@ -1030,32 +1171,19 @@ impl ByRank {
         catalog: &Catalog,
         sample: Option<(u64, u64)>,
     ) -> Result<(), StoreError> {
-        let mut stmt = catalog.conn().prepare(
-            "SELECT r.uri, v.change FROM resources r
-             LEFT JOIN versions v ON v.id = r.current_version_id ORDER BY r.uri",
-        )?;
-        let mut rows = stmt.query([])?;
         let mut rank = 0usize;
-        while let Some(r) = rows.next()? {
+        audit_records::each_resource_deletion_in_order(catalog, |uri, deleted| {
             let at = rank;
             rank += 1;
-            let deleted = match r
-                .get_ref(1)?
-                .as_str_or_null()
-                .map_err(rusqlite::Error::from)?
-            {
-                None => continue,
-                Some(change) => change == "deleted",
+            let Some(deleted) = deleted else {
+                return Ok(());
             };
-            if sample.is_some() {
-                let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-                if !in_sample(&uri_key(uri), sample) {
-                    continue;
-                }
+            if sample.is_some() && !in_sample(&uri_key(uri), sample) {
+                return Ok(());
             }
             self.set(at, 0, deleted);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Keep what the pass over slice `k` of `m` marked.
@@ -1070,31 +1198,33 @@ impl ByRank {
         if first {
             self.slices.reserve_exact(self.marks.len());
         }
-        let mut stmt = catalog
-            .conn()
-            .prepare("SELECT uri FROM resources ORDER BY uri")?;
-        let mut rows = stmt.query([])?;
-        let mut rank = 0usize;
-        while let Some(r) = rows.next()? {
-            let at = rank;
-            rank += 1;
-            if !first && self.slices.get(at) != Some(&(k as u8)) {
-                continue;
+        audit_records::with_uris_in_order(catalog, |uris| {
+            let mut at = 0usize;
+            loop {
+                // A resource of another pass's slice: its URI need not be read.
+                if !first && self.slices.get(at) != Some(&(k as u8)) {
+                    if !uris.skip()? {
+                        return Ok(());
+                    }
+                    at += 1;
+                    continue;
+                }
+                let Some(uri) = uris.next_uri()? else {
+                    return Ok(());
+                };
+                let key = uri_key(uri);
+                let slice = slice_of(&key, m);
+                if first {
+                    self.slices.push(slice as u8);
+                }
+                if slice == k {
+                    if let Some(i) = states.find(&key) {
+                        self.set(at, states.marks(i), states.deleted(i));
+                    }
+                }
+                at += 1;
             }
-            let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            let key = uri_key(uri);
-            let slice = slice_of(&key, m);
-            if first {
-                self.slices.push(slice as u8);
-            }
-            if slice != k {
-                continue;
-            }
-            if let Some(i) = states.find(&key) {
-                self.set(at, states.marks(i), states.deleted(i));
-            }
-        }
-        Ok(())
+        })
     }
 }
 
@@ -1305,46 +1435,43 @@ fn report_by_uri(
     let mut resources = 0u64;
     let mut source = source.into_iter().peekable();
     let mut local = local.into_iter().peekable();
-    // SQLite's BINARY collation orders as Rust's `str` does (bytewise).
-    // The covering index on `uri`: no table lookups. Resources without a current version, and
+    // The URIs in order, as `str` compares them. Resources without a current version, and
     // those outside the sample, have no marks: they get only what the source or fixity says of
     // them (nothing, outside the sample: both sides are sampled alike).
-    let mut stmt = catalog
-        .conn()
-        .prepare("SELECT uri FROM resources ORDER BY uri")?;
-    let mut rows = stmt.query([])?;
-    let mut rank = 0usize;
-    loop {
-        let next: Option<&str> = match rows.next()? {
-            Some(r) => Some(r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?),
-            None => None,
-        };
-        // Everything sorting before this resource that only the source or fixity knows.
+    audit_records::with_uris_in_order(catalog, |uris| {
+        let mut rank = 0usize;
         loop {
-            let first = [
-                source.peek().map(|(u, _)| u.as_str()),
-                local.peek().and_then(|f| f.uri.as_deref()),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(str::to_string);
-            match (first, next) {
-                (Some(u), Some(n)) if u.as_str() < n => {
-                    report_uri(&u, None, mode, &mut source, &mut local, emitter)?
+            let next = uris.next_uri()?;
+            // Everything sorting before this resource that only the source or fixity knows.
+            loop {
+                let first = [
+                    source.peek().map(|(u, _)| u.as_str()),
+                    local.peek().and_then(|f| f.uri.as_deref()),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(str::to_string);
+                match (first, next) {
+                    (Some(u), Some(n)) if u.as_str() < n => {
+                        report_uri(&u, None, mode, &mut source, &mut local, emitter)?
+                    }
+                    (Some(u), None) => {
+                        report_uri(&u, None, mode, &mut source, &mut local, emitter)?
+                    }
+                    _ => break,
                 }
-                (Some(u), None) => report_uri(&u, None, mode, &mut source, &mut local, emitter)?,
-                _ => break,
             }
+            let Some(uri) = next else { break };
+            let slot = marks.of(rank, uri);
+            rank += 1;
+            if slot.is_some_and(|(_, deleted)| !deleted) {
+                resources += 1;
+            }
+            report_uri(uri, slot, mode, &mut source, &mut local, emitter)?;
         }
-        let Some(uri) = next else { break };
-        let slot = marks.of(rank, uri);
-        rank += 1;
-        if slot.is_some_and(|(_, deleted)| !deleted) {
-            resources += 1;
-        }
-        report_uri(uri, slot, mode, &mut source, &mut local, emitter)?;
-    }
+        Ok::<_, StoreError>(())
+    })?;
     Ok(resources)
 }
 
@@ -1467,8 +1594,8 @@ where
 struct Emitter<'a, 'c> {
     sinks: &'a mut [Sink],
     counts: Counts,
-    /// The statement that records a finding, with the run it belongs to (none: not recorded).
-    insert: Option<(rusqlite::Statement<'c>, i64)>,
+    /// Where findings are recorded, with the run they belong to (none: not recorded).
+    log: Option<&'a FindingLog<'c>>,
 }
 
 impl Emitter<'_, '_> {
@@ -1501,18 +1628,8 @@ impl Emitter<'_, '_> {
         for sink in self.sinks.iter_mut() {
             sink.finding(&f);
         }
-        if let Some((insert, run_id)) = self.insert.as_mut().filter(|_| !f.class.is_ok()) {
-            insert.execute(params![
-                *run_id,
-                f.mark().to_string(),
-                f.class.name(),
-                f.uri,
-                f.object,
-                f.field,
-                f.expected,
-                f.actual,
-                (!f.hint.is_empty()).then_some(f.hint.as_ref()),
-            ])?;
+        if let Some(log) = self.log.filter(|_| !f.class.is_ok()) {
+            log.record(&f)?;
         }
         Ok(())
     }
@@ -1524,9 +1641,7 @@ fn catalog_check(catalog: &Catalog, level: AuditLevel) -> Result<Vec<Finding>, S
     let (pragma, lines) = if level.hashes() {
         ("integrity_check", catalog.integrity_check()?)
     } else {
-        let mut stmt = catalog.conn().prepare("PRAGMA quick_check")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        ("quick_check", rows.collect::<Result<Vec<_>, _>>()?)
+        ("quick_check", audit_records::quick_check(catalog)?)
     };
     Ok(lines
         .into_iter()

@@ -25,10 +25,12 @@
 
 use crate::cli::FeedFormat;
 use crate::error::Error;
+use crate::model::Change as ChangeKind;
 use crate::settings::{self, UsageError};
+pub use crate::store::change_history::record_identity;
+use crate::store::change_history::{self, AppliedChange};
 use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use sha2::Digest as _;
 use std::collections::{BTreeMap, HashSet};
@@ -48,8 +50,7 @@ pub struct FeedCollection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     pub uri: String,
-    /// created | updated | deleted
-    pub change: String,
+    pub change: ChangeKind,
     pub time: Timestamp,
 }
 
@@ -78,9 +79,9 @@ pub fn run(s: &settings::Feed) -> Result<(), Error> {
     let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(|| StoreError::Missing {
         path: s.mirror.display().to_string(),
     })?;
-    let all = collections(catalog.conn())?;
+    let all = collections(&catalog)?;
     let chosen = choose(&all, s.collection.as_deref())?;
-    let feed = build(catalog.conn(), chosen, s.since)?;
+    let feed = build(&catalog, chosen, s.since)?;
     let text = match s.format {
         FeedFormat::Atom => atom(&feed),
         FeedFormat::Json => json_feed(&feed),
@@ -99,56 +100,18 @@ pub fn run(s: &settings::Feed) -> Result<(), Error> {
     Ok(())
 }
 
-/// Record how a collection is known outside the mirror (inside the caller's transaction).
 /// The basis recorded for a Capability List's `rs:ln rel="describes"`.
 pub const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";
 
-pub fn record_identity(
-    conn: &Connection,
-    collection: &str,
-    identity: &str,
-    basis: &str,
-) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT INTO collection_identities (collection, identity, basis, recorded_at)
-         VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT(collection) DO UPDATE SET identity = excluded.identity,
-            basis = excluded.basis, recorded_at = excluded.recorded_at
-         WHERE identity != excluded.identity OR basis != excluded.basis",
-        params![collection, identity, basis, Timestamp::now().to_string()],
-    )?;
-    Ok(())
-}
-
 /// Every collection the mirror follows or applied changes to, in id order.
-pub fn collections(conn: &Connection) -> Result<Vec<FeedCollection>, StoreError> {
-    let has_identities = conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'collection_identities'",
-            [],
-            |_| Ok(()),
-        )
-        .optional()?
-        .is_some();
-    let sql = if has_identities {
-        "SELECT c.collection, i.identity FROM
-            (SELECT collection FROM sync_points UNION SELECT collection FROM change_events) c
-         LEFT JOIN collection_identities i ON i.collection = c.collection
-         ORDER BY c.collection"
-    } else {
-        "SELECT collection, NULL FROM sync_points UNION SELECT collection, NULL FROM change_events
-         ORDER BY 1"
-    };
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |r| {
-        let collection: String = r.get(0)?;
-        let identity: Option<String> = r.get(1)?;
-        Ok(FeedCollection {
+pub fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
+    Ok(change_history::collections(catalog)?
+        .into_iter()
+        .map(|(collection, identity)| FeedCollection {
             identity: identity.unwrap_or_else(|| collection.clone()),
             collection,
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        .collect())
 }
 
 /// The collection `wanted` names (by catalog id or identity, a trailing slash aside), or the
@@ -204,57 +167,29 @@ fn normalise(s: &str) -> String {
     }
 }
 
-/// (run id, URI, change, time) of a change, as both of `build`'s queries give it.
-fn change_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-}
-
 /// Build the feed of `c` from the catalog: entries updated after `since`, if given.
 pub fn build(
-    conn: &Connection,
+    catalog: &Catalog,
     c: &FeedCollection,
     since: Option<Timestamp>,
 ) -> Result<Feed, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT e.run_id, e.uri, e.change, e.event_time
-         FROM change_events e JOIN runs r ON r.id = e.run_id
-         WHERE e.collection = ?1 AND e.outcome = 'applied' AND e.event_time IS NOT NULL
-         ORDER BY e.run_id, e.id",
-    )?;
-    let rows = stmt.query_map([&c.collection], change_row)?;
-    // A baseline re-run applies changes too, as versions without change events: every
-    // version a baseline of this collection wrote after the collection's first run, dated by
-    // the source (the event time a tombstone has, else the lastmod), never by this mirror.
-    let mut baselines = conn.prepare(
-        "WITH first AS (
-             SELECT min(v.run_id) AS run_id FROM versions v
-             JOIN resources rr ON rr.id = v.resource_id
-             WHERE rr.collection_id = (SELECT id FROM collections WHERE name = ?1))
-         SELECT v.run_id, rr.uri, v.change, COALESCE(v.event_time, v.lastmod)
-         FROM versions v JOIN resources rr ON rr.id = v.resource_id
-         JOIN runs r ON r.id = v.run_id, first
-         WHERE rr.collection_id = (SELECT id FROM collections WHERE name = ?1)
-           AND r.command = 'baseline' AND v.run_id > first.run_id
-           AND COALESCE(v.event_time, v.lastmod) IS NOT NULL
-         ORDER BY v.run_id, v.id",
-    )?;
-    let from_baselines = baselines.query_map([&c.collection], change_row)?;
     let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
-    for row in rows.chain(from_baselines) {
-        let (run, uri, change, time) = row?;
+    change_history::each_applied_change(catalog, &c.collection, |a: AppliedChange| {
         // A time the catalog cannot read is as good as none (seed 001: ignored).
-        let Ok(time) = time.parse::<Timestamp>() else {
-            continue;
+        let Ok(time) = a.time.parse::<Timestamp>() else {
+            return;
         };
-        runs.entry(run)
-            .or_default()
-            .push(Change { uri, change, time });
-    }
-    let mut reported: HashSet<(String, String, Timestamp)> = HashSet::new();
+        runs.entry(a.run).or_default().push(Change {
+            uri: a.uri,
+            change: a.change,
+            time,
+        });
+    })?;
+    let mut reported: HashSet<(String, ChangeKind, Timestamp)> = HashSet::new();
     let mut entries = Vec::new();
     for (_, mut changes) in runs {
         changes.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.uri.cmp(&b.uri)));
-        changes.retain(|ch| reported.insert((ch.uri.clone(), ch.change.clone(), ch.time)));
+        changes.retain(|ch| reported.insert((ch.uri.clone(), ch.change, ch.time)));
         let (Some(first), Some(last)) = (changes.first(), changes.last()) else {
             continue;
         };
@@ -271,15 +206,9 @@ pub fn build(
     entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
     let updated = match entries.first() {
         Some(e) => e.updated,
-        None => conn
-            .query_row(
-                "SELECT at FROM sync_points WHERE collection = ?1",
-                [&c.collection],
-                |r| r.get::<_, Option<String>>(0),
-            )
-            .optional()?
-            .flatten()
-            .and_then(|t| t.parse().ok())
+        None => catalog
+            .sync_point(&c.collection)?
+            .and_then(|p| p.at)
             .unwrap_or(Timestamp::UNIX_EPOCH),
     };
     Ok(Feed {
@@ -316,7 +245,7 @@ fn entry_id(collection: &str, changes: &[Change]) -> String {
 
 /// `2 created, 1 deleted` (in created / updated / deleted order, zeros left out).
 fn counts(changes: &[Change]) -> String {
-    ["created", "updated", "deleted"]
+    ChangeKind::ALL
         .iter()
         .filter_map(|kind| {
             let n = changes.iter().filter(|c| c.change == *kind).count();
@@ -328,7 +257,7 @@ fn counts(changes: &[Change]) -> String {
 
 fn entry_title(e: &Entry) -> String {
     match e.changes.as_slice() {
-        [one] => format!("{} {}", capitalised(&one.change), one.uri),
+        [one] => format!("{} {}", capitalised(one.change.as_str()), one.uri),
         many => format!("{} resources changed: {}", many.len(), counts(many)),
     }
 }
@@ -342,9 +271,10 @@ fn capitalised(s: &str) -> String {
 }
 
 /// The changes of an entry grouped by kind, in created / updated / deleted order.
-fn groups(e: &Entry) -> Vec<(&'static str, Vec<&Change>)> {
-    ["created", "updated", "deleted"]
-        .into_iter()
+fn groups(e: &Entry) -> Vec<(ChangeKind, Vec<&Change>)> {
+    ChangeKind::ALL
+        .iter()
+        .copied()
         .map(|kind| {
             (
                 kind,
@@ -447,7 +377,7 @@ pub fn atom(f: &Feed) -> String {
         x.push_str("    <content type=\"xhtml\">\n");
         x.push_str("      <div xmlns=\"http://www.w3.org/1999/xhtml\">\n");
         for (kind, changes) in groups(e) {
-            let _ = writeln!(x, "        <p>{}:</p>", capitalised(kind));
+            let _ = writeln!(x, "        <p>{}:</p>", capitalised(kind.as_str()));
             x.push_str("        <ul>\n");
             for ch in changes {
                 let _ = writeln!(
@@ -469,7 +399,7 @@ pub fn atom(f: &Feed) -> String {
 fn html(e: &Entry) -> String {
     let mut h = String::new();
     for (kind, changes) in groups(e) {
-        let _ = write!(h, "<p>{}:</p><ul>", capitalised(kind));
+        let _ = write!(h, "<p>{}:</p><ul>", capitalised(kind.as_str()));
         for ch in changes {
             let _ = write!(
                 h,
@@ -536,7 +466,7 @@ struct JsonChange {
 /// The feed as JSON Feed 1.1 (https://jsonfeed.org/version/1.1); rsmirror's additions are in
 /// `_rsmirror` objects, as the spec asks of extensions.
 pub fn json_feed(f: &Feed) -> String {
-    let of = |e: &Entry, kind: &str| -> Vec<JsonChange> {
+    let of = |e: &Entry, kind: ChangeKind| -> Vec<JsonChange> {
         e.changes
             .iter()
             .filter(|c| c.change == kind)
@@ -568,9 +498,9 @@ pub fn json_feed(f: &Feed) -> String {
                 date_published: e.published.to_string(),
                 date_modified: e.updated.to_string(),
                 rsmirror: JsonItemExtension {
-                    created: of(e, "created"),
-                    updated: of(e, "updated"),
-                    deleted: of(e, "deleted"),
+                    created: of(e, ChangeKind::Created),
+                    updated: of(e, ChangeKind::Updated),
+                    deleted: of(e, ChangeKind::Deleted),
                 },
             })
             .collect(),
@@ -598,6 +528,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ChangeOutcome;
 
     fn catalog() -> (tempfile::TempDir, Catalog) {
         let dir = tempfile::tempdir().unwrap();
@@ -606,19 +537,42 @@ mod tests {
     }
 
     fn event(
-        conn: &Connection,
+        c: &Catalog,
         run: i64,
         uri: &str,
-        change: &str,
+        change: ChangeKind,
         time: Option<&str>,
-        outcome: &str,
+        outcome: ChangeOutcome,
     ) {
-        conn.execute(
-            "INSERT INTO change_events (run_id, collection, uri, change, event_time, document_url, outcome)
-             VALUES (?1, 'http://x/capabilitylist.xml', ?2, ?3, ?4, 'http://x/cl.xml', ?5)",
-            params![run, uri, change, time, outcome],
-        )
-        .unwrap();
+        event_in(
+            c,
+            run,
+            "http://x/capabilitylist.xml",
+            uri,
+            change,
+            time,
+            outcome,
+        );
+    }
+
+    fn event_in(
+        c: &Catalog,
+        run: i64,
+        collection: &str,
+        uri: &str,
+        change: ChangeKind,
+        time: Option<&str>,
+        outcome: ChangeOutcome,
+    ) {
+        let e = crate::store::catalog::ChangeEventRecord {
+            collection: collection.into(),
+            uri: uri.into(),
+            change: change.as_str(),
+            event_time: time.map(|t| t.parse().unwrap()),
+            document_url: "http://x/cl.xml".into(),
+            outcome: outcome.as_str(),
+        };
+        crate::store::catalog::write::change_event(c.conn(), run, &e, None).unwrap();
     }
 
     fn setup() -> (tempfile::TempDir, Catalog) {
@@ -628,57 +582,63 @@ mod tests {
             c.begin_run("incremental", Some(src), "rsmirror incremental")
                 .unwrap();
         }
-        let conn = c.conn();
         event(
-            conn,
+            &c,
             1,
             "http://x/r1",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-01T01:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
-            conn,
+            &c,
             1,
             "http://x/r6",
-            "created",
+            ChangeKind::Created,
             Some("2026-03-01T02:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
-            conn,
+            &c,
             1,
             "http://x/r2",
-            "deleted",
+            ChangeKind::Deleted,
             Some("2026-03-01T03:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
-            conn,
+            &c,
             1,
             "http://x/r3",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-01T03:30:00Z"),
-            "unchanged",
+            ChangeOutcome::Unchanged,
         );
         // Run 2: only a change without a datetime: no entry (seed 001).
-        event(conn, 2, "http://x/r4", "updated", None, "applied");
+        event(
+            &c,
+            2,
+            "http://x/r4",
+            ChangeKind::Updated,
+            None,
+            ChangeOutcome::Applied,
+        );
         // Run 3: one change already reported, one new.
         event(
-            conn,
+            &c,
             3,
             "http://x/r1",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-01T01:00:00Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         event(
-            conn,
+            &c,
             3,
             "http://x/r5",
-            "updated",
+            ChangeKind::Updated,
             Some("2026-03-02T00:00:00.5Z"),
-            "applied",
+            ChangeOutcome::Applied,
         );
         (d, c)
     }
@@ -686,9 +646,9 @@ mod tests {
     #[test]
     fn one_entry_per_run_that_changed_something() {
         let (_d, c) = setup();
-        let all = collections(c.conn()).unwrap();
+        let all = collections(&c).unwrap();
         assert_eq!(all.len(), 1);
-        let f = build(c.conn(), &all[0], None).unwrap();
+        let f = build(&c, &all[0], None).unwrap();
         assert_eq!(f.entries.len(), 2);
         let newest = &f.entries[0];
         assert_eq!(
@@ -707,7 +667,7 @@ mod tests {
         assert_eq!(&first.id[23..24], "8", "version 8: {}", first.id);
         // --since keeps whole entries.
         let since = "2026-03-01T03:00:00Z".parse().unwrap();
-        let later = build(c.conn(), &all[0], Some(since)).unwrap();
+        let later = build(&c, &all[0], Some(since)).unwrap();
         assert_eq!(later.entries, f.entries[..1]);
     }
 
@@ -715,7 +675,7 @@ mod tests {
     fn ids_depend_on_the_changes_not_on_the_mirror() {
         let ch = |uri: &str| Change {
             uri: uri.into(),
-            change: "updated".into(),
+            change: ChangeKind::Updated,
             time: "2026-03-01T01:00:00Z".parse().unwrap(),
         };
         let a = entry_id("http://x/cl", &[ch("http://x/a")]);
@@ -727,10 +687,10 @@ mod tests {
     #[test]
     fn atom_is_escaped_and_deterministic() {
         let (_d, c) = setup();
-        let all = collections(c.conn()).unwrap();
-        let f = build(c.conn(), &all[0], None).unwrap();
+        let all = collections(&c).unwrap();
+        let f = build(&c, &all[0], None).unwrap();
         let a = atom(&f);
-        assert_eq!(a, atom(&build(c.conn(), &all[0], None).unwrap()));
+        assert_eq!(a, atom(&build(&c, &all[0], None).unwrap()));
         assert!(a.contains("<id>http://x/capabilitylist.xml</id>"));
         assert!(a.contains("<updated>2026-03-02T00:00:00.5Z</updated>"));
         assert!(a.contains("<link rel=\"related\" href=\"http://x/r6\" title=\"created\"/>"));
@@ -756,14 +716,16 @@ mod tests {
             "describes",
         )
         .unwrap();
-        c.conn()
-            .execute(
-                "INSERT INTO change_events (run_id, collection, uri, change, event_time, document_url, outcome)
-                 VALUES (1, 'http://y/arc-sitemap.json', 'http://y/p', 'created', '2026-01-01T00:00:00Z', 'd', 'applied')",
-                [],
-            )
-            .unwrap();
-        let all = collections(c.conn()).unwrap();
+        event_in(
+            &c,
+            1,
+            "http://y/arc-sitemap.json",
+            "http://y/p",
+            ChangeKind::Created,
+            Some("2026-01-01T00:00:00Z"),
+            ChangeOutcome::Applied,
+        );
+        let all = collections(&c).unwrap();
         assert_eq!(all.len(), 2);
         let e = choose(&all, None).unwrap_err().to_string();
         assert!(e.contains("give --collection"), "{e}");
@@ -782,12 +744,7 @@ mod tests {
             "http://y/arc-sitemap.json"
         );
         assert!(choose(&all, Some("http://z/")).is_err());
-        let f = build(
-            c.conn(),
-            choose(&all, Some("http://x/shrine/")).unwrap(),
-            None,
-        )
-        .unwrap();
+        let f = build(&c, choose(&all, Some("http://x/shrine/")).unwrap(), None).unwrap();
         let a = atom(&f);
         assert!(a.contains("<id>http://x/shrine/</id>"));
         assert!(a.contains("<link rel=\"via\" href=\"http://x/capabilitylist.xml\"/>"));

@@ -23,6 +23,7 @@ use crate::cli::AuditLevel;
 use crate::finding::{Class, Finding};
 use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
+use crate::store::fixity_claims::{self, ClaimRow, ClaimScope};
 use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
 use crate::sync::mirror_states::{
@@ -107,20 +108,9 @@ pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
     let objects = ObjectStore::at(mirror);
     let catalog = open_for_scan(mirror)?;
     let mut out = Fixity::default();
-    let total: i64 = catalog.conn().query_row(
-        if opts.all_versions {
-            "SELECT count(*) FROM versions WHERE sha256_hex IS NOT NULL"
-        } else {
-            "SELECT count(*) FROM resources WHERE current_version_id IS NOT NULL"
-        },
-        [],
-        |r| r.get(0),
-    )?;
+    let total = fixity_claims::count(&catalog, opts.all_versions)?;
     let progress = Progress::new(opts.quiet);
-    progress.start(
-        "fixity",
-        total as u64 / opts.sample.map(|(_, m)| m).unwrap_or(1),
-    );
+    progress.start("fixity", total / opts.sample.map(|(_, m)| m).unwrap_or(1));
     let workers = opts.jobs.max(1);
     let (job_tx, job_rx) = crossbeam_channel::bounded::<Vec<Job>>(workers * 2);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<Vec<(Job, Seen)>>(workers * 2);
@@ -421,28 +411,19 @@ fn with_uris(
         by_key.entry(states.key(i)).or_default().push(f);
     }
     let catalog = open_for_scan(mirror)?;
-    let mut stmt = catalog
-        .conn()
-        .prepare("SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id")?;
-    let mut rows = stmt.query([])?;
     let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+    fixity_claims::each_current_uri(&catalog, |uri| {
         if let Some(findings) = by_key.remove(&uri_key(uri)) {
             out.extend(findings.into_iter().map(|f| f.uri(uri)));
         }
-    }
+    })?;
     Ok(out)
 }
 
 /// A read-only connection for one streaming scan: a small page cache (reads are sequential;
 /// a million-resource audit runs several of these side by side in bounded memory).
 pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
-    let catalog = Catalog::open_read_only(mirror)?.ok_or_else(|| StoreError::Missing {
-        path: mirror.display().to_string(),
-    })?;
-    catalog.conn().execute_batch("PRAGMA cache_size = -512")?;
-    Ok(catalog)
+    fixity_claims::open_for_scan(mirror)
 }
 
 /// The reader thread: the versions to check, in catalog order (sequential reads, whatever the
@@ -462,40 +443,26 @@ fn read_claims(
         to: jobs,
     };
     let catalog = open_for_scan(mirror)?;
-    let conn = catalog.conn();
-    let mut shared: HashMap<String, Vec<Claim>> = HashMap::new();
-    {
-        let mut stmt = conn.prepare(
-            "SELECT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL
-             GROUP BY sha256_hex HAVING count(*) > 1",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            shared.insert(r.get(0)?, Vec::new());
-        }
-    }
-    let mut stmt = conn.prepare(&claims_sql(opts))?;
-    let mut rows = stmt.query([])?;
+    let mut shared: HashMap<String, Vec<Claim>> = fixity_claims::shared_objects(&catalog)?
+        .into_iter()
+        .map(|sha256| (sha256, Vec::new()))
+        .collect();
     let mut without_object = Vec::new();
     // False once the workers are gone (they only go when the check is ending).
     let mut sending = true;
-    while let Some(r) = rows.next()? {
-        let uri = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+    fixity_claims::each_claim(&catalog, claim_scope(opts), |r| {
+        let uri = r.uri()?;
         if !uri_in_sample(uri, opts.sample) {
-            continue;
+            return Ok(true);
         }
-        let Some(sha256) = r
-            .get_ref(0)?
-            .as_str_or_null()
-            .map_err(rusqlite::Error::from)?
-        else {
-            if r.get_ref(7)?.as_str().map_err(rusqlite::Error::from)? != "deleted" {
+        let Some(sha256) = r.sha256()? else {
+            if !r.deleted()? {
                 without_object.push(uri.to_string());
             }
-            continue;
+            return Ok(true);
         };
         if !sending {
-            continue;
+            return Ok(true);
         }
         let claim = claim_of(r, uri)?;
         if let Some(claims) = shared.get_mut(sha256) {
@@ -503,14 +470,15 @@ fn read_claims(
             if claims.is_empty() {
                 claims.push(claim);
             }
-            continue;
+            return Ok(true);
         }
         sending = batch.push(Job {
             sha256: sha256.to_string(),
             shared: false,
             claims: vec![claim],
         });
-    }
+        Ok(true)
+    })?;
     if sending {
         for (sha256, claims) in shared {
             let job = Job {
@@ -529,31 +497,22 @@ fn read_claims(
 
 /// The claims `read_claims` and `judge_shared` scan: current versions (or all of them), with
 /// the recorded digests only where the bytes are hashed.
-fn claims_sql(opts: Options) -> String {
-    let digests = match opts.level {
-        AuditLevel::Fixity | AuditLevel::Sha256 => "v.md5_hex, v.sha1_hex, v.declared_hash",
-        AuditLevel::Presence | AuditLevel::Size => "NULL, NULL, NULL",
-    };
-    let from = if opts.all_versions {
-        "FROM versions v JOIN resources r ON r.id = v.resource_id"
-    } else {
-        "FROM resources r JOIN versions v ON v.id = r.current_version_id"
-    };
-    format!(
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change
-         {from}"
-    )
+fn claim_scope(opts: Options) -> ClaimScope {
+    ClaimScope {
+        all_versions: opts.all_versions,
+        digests: matches!(opts.level, AuditLevel::Fixity | AuditLevel::Sha256),
+    }
 }
 
-/// A row of [`claims_sql`] as a claim.
-fn claim_of(r: &rusqlite::Row<'_>, uri: &str) -> rusqlite::Result<Claim> {
+/// A claim as the catalog records it.
+fn claim_of(r: &ClaimRow<'_, '_>, uri: &str) -> Result<Claim, StoreError> {
     Ok(Claim {
         uri: uri.to_string(),
-        length: r.get::<_, Option<i64>>(2)?.map(|n| n as u64),
-        md5: r.get(3)?,
-        sha1: r.get(4)?,
-        declared_hash: r.get(5)?,
-        declared_length: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
+        length: r.length()?,
+        md5: r.md5()?,
+        sha1: r.sha1()?,
+        declared_hash: r.declared_hash()?,
+        declared_length: r.declared_length()?,
     })
 }
 
@@ -569,28 +528,23 @@ fn judge_shared(
     if seen.is_empty() {
         return Ok(());
     }
-    let mut stmt = catalog.conn().prepare(&claims_sql(opts))?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        let Some(sha256) = r
-            .get_ref(0)?
-            .as_str_or_null()
-            .map_err(rusqlite::Error::from)?
-        else {
-            continue;
+    fixity_claims::each_claim(catalog, claim_scope(opts), |r| {
+        let Some(sha256) = r.sha256()? else {
+            return Ok(true);
         };
         let Some(seen) = seen.get(sha256) else {
-            continue;
+            return Ok(true);
         };
-        let uri = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        let uri = r.uri()?;
         if !uri_in_sample(uri, opts.sample) {
-            continue;
+            return Ok(true);
         }
         let claim = claim_of(r, uri)?;
         out.by_uri
             .extend(judge_claim(sha256, &claim, seen, opts.level));
         progress.item(0);
-    }
+        Ok(true)
+    })?;
     Ok(())
 }
 
@@ -794,76 +748,76 @@ fn strays_merged(
     mut current: impl FnMut(&mut Visited<'_>) -> bool,
 ) -> Result<Vec<Finding>, StoreError> {
     let catalog = open_for_scan(mirror)?;
-    let mut stmt = catalog.conn().prepare(
-        "SELECT DISTINCT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL ORDER BY sha256_hex",
-    )?;
-    let mut refs = stmt.query([])?;
-    let mut sql_error: Option<rusqlite::Error> = None;
-    // The next referenced digest, in one reused buffer.
-    let mut next_ref = Some(String::new());
-    let mut advance = |refs: &mut rusqlite::Rows<'_>, next: &mut Option<String>| {
-        let value = match refs.next() {
-            Ok(Some(r)) => r.get_ref(0).ok().and_then(|v| v.as_str().ok()),
-            Ok(None) => None,
-            Err(e) => {
+    fixity_claims::with_referenced_objects(&catalog, |refs| {
+        let mut sql_error: Option<StoreError> = None;
+        // The next referenced digest, in one reused buffer.
+        let mut next_ref = Some(String::new());
+        let mut advance = |next: &mut Option<String>| {
+            let value = refs.next_object().unwrap_or_else(|e| {
                 sql_error.get_or_insert(e);
                 None
+            });
+            match (value, next.as_mut()) {
+                (Some(v), Some(buf)) => {
+                    buf.clear();
+                    buf.push_str(v);
+                }
+                (Some(v), None) => *next = Some(v.to_string()),
+                (None, _) => *next = None,
             }
         };
-        match (value, next.as_mut()) {
-            (Some(v), Some(buf)) => {
-                buf.clear();
-                buf.push_str(v);
+        advance(&mut next_ref);
+        let mut out = Vec::new();
+        let visit = |mut v: Visited| {
+            if v.placed {
+                if current(&mut v) {
+                    return Ok(());
+                }
+                while next_ref.as_deref().is_some_and(|r| r < v.name) {
+                    advance(&mut next_ref);
+                }
+                if next_ref.as_deref() == Some(v.name) {
+                    return Ok(());
+                }
             }
-            (Some(v), None) => *next = Some(v.to_string()),
-            (None, _) => *next = None,
+            if in_sample(&uri_key(v.name), sample) {
+                out.push(stray(mirror, &v));
+            }
+            Ok(())
+        };
+        match measured {
+            true => objects.visit_sorted_measured(visit),
+            false => objects.visit_sorted(visit),
         }
-    };
-    advance(&mut refs, &mut next_ref);
-    let mut out = Vec::new();
-    let visit = |mut v: Visited| {
-        if v.placed {
-            if current(&mut v) {
-                return Ok(());
-            }
-            while next_ref.as_deref().is_some_and(|r| r < v.name) {
-                advance(&mut refs, &mut next_ref);
-            }
-            if next_ref.as_deref() == Some(v.name) {
-                return Ok(());
-            }
+        .map_err(|e| StoreError::io("reading", objects.root(), e))?;
+        match sql_error {
+            Some(e) => Err(e),
+            None => Ok(out),
         }
-        if in_sample(&uri_key(v.name), sample) {
-            let path = v.path();
-            let rel = path.strip_prefix(mirror).unwrap_or(&path);
-            let rel = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            let f = Finding::new(Class::StrayObject).object(rel);
-            out.push(if v.placed {
-                f
-            } else {
-                f.actual("not where an object belongs (objects/sha256/ab/<sha256>)")
-            });
-        }
-        Ok(())
-    };
-    match measured {
-        true => objects.visit_sorted_measured(visit),
-        false => objects.visit_sorted(visit),
+    })?
+}
+
+/// The finding of a stray file met in `objects/`.
+fn stray(mirror: &Path, v: &Visited<'_>) -> Finding {
+    let path = v.path();
+    let rel = path.strip_prefix(mirror).unwrap_or(&path);
+    let rel = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    let f = Finding::new(Class::StrayObject).object(rel);
+    if v.placed {
+        f
+    } else {
+        f.actual("not where an object belongs (objects/sha256/ab/<sha256>)")
     }
-    .map_err(|e| StoreError::io("reading", objects.root(), e))?;
-    if let Some(e) = sql_error {
-        return Err(e.into());
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Change, Via};
 
     fn claim() -> Claim {
         Claim {
@@ -1061,8 +1015,8 @@ mod tests {
         let version = |uri: &str, o: &Computed| NewVersion {
             uri: uri.into(),
             collection: "c".into(),
-            change: "created",
-            arrived_via: "http",
+            change: Change::Created.as_str(),
+            arrived_via: Via::Http.as_str(),
             length_bytes: Some(o.length),
             declared_length_bytes: Some(o.length),
             md5_hex: Some(o.md5_hex.clone()),
@@ -1110,8 +1064,8 @@ mod tests {
         rows.push(NewVersion {
             uri: "http://x/gone".into(),
             collection: "c".into(),
-            change: "deleted",
-            arrived_via: "tombstone",
+            change: Change::Deleted.as_str(),
+            arrived_via: Via::Tombstone.as_str(),
             ..Default::default()
         });
         for v in &rows {

@@ -18,6 +18,7 @@
 
 use crate::rs::w3c_datetime::utc_second;
 use crate::store::catalog::CurrentState;
+use crate::store::state_shares::{self, ColumnText};
 use crate::store::{Catalog, StoreError};
 use crate::sync::plan::Current;
 use jiff::Timestamp;
@@ -132,14 +133,9 @@ impl MirrorStates {
         more: Vec<Catalog>,
         sample: Option<(u64, u64)>,
     ) -> Result<MirrorStates, StoreError> {
-        let conn = catalog.conn();
         // Every resource has a current version but for a moment inside a run's transaction:
         // the count of resources is a bound that needs no scan of the table.
-        let (total, first, last): (i64, Option<i64>, Option<i64>) = conn.query_row(
-            "SELECT count(*), min(id), max(id) FROM resources",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?;
+        let (total, first, last) = state_shares::resource_ids(catalog)?;
         let expect = match sample {
             None => total as usize,
             // Slices are even; a little slack avoids a reallocation (and its doubled peak).
@@ -157,14 +153,14 @@ impl MirrorStates {
                     let tx = tx.clone();
                     // A closed channel: the loading thread failed (and says why); stop.
                     sc.spawn(move || {
-                        read_share(c.conn(), ids, sample, |batch| {
+                        read_share(&c, ids, sample, |batch| {
                             tx.send(std::mem::take(batch)).is_ok()
                         })
                     })
                 })
                 .collect();
             drop(tx);
-            let mine = read_share(conn, shares[0].clone(), sample, |batch| {
+            let mine = read_share(catalog, shares[0].clone(), sample, |batch| {
                 slots.append(batch);
                 slots.extend(rx.try_iter().flatten());
                 true
@@ -398,58 +394,42 @@ fn share_ids(first: i64, last: i64, n: usize) -> Vec<std::ops::RangeInclusive<i6
 /// The states of the resources with ids in `ids`, within the sample, handed to `take` a batch
 /// at a time (`take` empties the batch, and says whether to go on).
 fn read_share(
-    conn: &rusqlite::Connection,
+    catalog: &Catalog,
     ids: std::ops::RangeInclusive<i64>,
     sample: Option<(u64, u64)>,
     mut take: impl FnMut(&mut Vec<Slot>) -> bool,
 ) -> Result<Share, StoreError> {
     let mut share = Share::default();
-    let mut stmt = conn.prepare(
-        "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
-                v.declared_length_bytes
-         FROM resources r JOIN versions v ON v.id = r.current_version_id
-         WHERE r.id BETWEEN ?1 AND ?2",
-    )?;
-    let mut rows = stmt.query([ids.start(), ids.end()])?;
     // Borrowed columns: no string is allocated for a state that fits a slot.
-    fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r str>, rusqlite::Error> {
-        Ok(r.get_ref(i)?.as_str_or_null()?)
-    }
     let mut batch = Vec::with_capacity(SHARE_BATCH);
-    while let Some(r) = rows.next()? {
-        let uri = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-        let key = uri_key(uri);
+    state_shares::each_current_state(catalog, ids, |r| {
+        let key = uri_key(r.uri()?);
         if !in_sample(&key, sample) {
-            continue;
+            return Ok(true);
         }
         let row = Row {
-            deleted: r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)? == "deleted",
-            lastmod: text(r, 2)?,
-            length_bytes: r
-                .get_ref(3)?
-                .as_i64_or_null()
-                .map_err(rusqlite::Error::from)?
-                .map(|n| n as u64),
-            md5_hex: Hexed::read(r, 4)?,
-            sha1_hex: text(r, 5)?,
-            sha256_hex: Hexed::read(r, 6)?,
+            deleted: r.deleted()?,
+            lastmod: r.lastmod()?,
+            length_bytes: r.length_bytes()?,
+            md5_hex: Hexed::read(r.md5_hex()?)?,
+            sha1_hex: r.sha1_hex()?,
+            sha256_hex: Hexed::read(r.sha256_hex()?)?,
         };
-        let declared_length = r
-            .get_ref(7)?
-            .as_i64_or_null()
-            .map_err(rusqlite::Error::from)?
-            .map(|n| n as u64);
-        if let Some(d) = declared_length.filter(|&d| Some(d) != row.length_bytes) {
+        if let Some(d) = r
+            .declared_length_bytes()?
+            .filter(|&d| Some(d) != row.length_bytes)
+        {
             share.declared.insert(key, d);
         }
         batch.push(pack(key, &row, &mut share.side));
         if batch.len() == SHARE_BATCH {
             if !take(&mut batch) {
-                return Ok(share);
+                return Ok(false);
             }
             batch.reserve(SHARE_BATCH);
         }
-    }
+        Ok(true)
+    })?;
     if !batch.is_empty() {
         take(&mut batch);
     }
@@ -608,14 +588,13 @@ enum Hexed<'a, const N: usize> {
 }
 
 impl<'a, const N: usize> Hexed<'a, N> {
-    fn read(r: &'a rusqlite::Row<'_>, i: usize) -> Result<Self, rusqlite::Error> {
-        let value = r.get_ref(i)?;
-        if let rusqlite::types::ValueRef::Text(b) = value {
+    fn read(value: ColumnText<'a>) -> Result<Self, StoreError> {
+        if let ColumnText::Text(b) = value {
             if let Some(d) = hex_digits::<N>(b) {
                 return Ok(Hexed::Bytes(d));
             }
         }
-        Ok(match value.as_str_or_null()? {
+        Ok(match value.as_str()? {
             Some(s) => Hexed::Text(s),
             None => Hexed::Null,
         })
@@ -721,6 +700,7 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Change, Via};
     use crate::store::catalog::{write, NewVersion};
 
     #[test]
@@ -738,7 +718,6 @@ mod tests {
 
     #[test]
     fn a_digest_column_is_read_as_bytes_only_when_its_text_gives_them_back() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
         let md5 = "d8314ff333963f20f75f7718b9a190dd";
         for (value, want) in [
             (
@@ -751,26 +730,22 @@ mod tests {
             (Some(String::new()), Hexed::Text("")),
             (None, Hexed::Null),
         ] {
-            conn.query_row("SELECT ?1", [&value], |r| {
-                let got = Hexed::<16>::read(r, 0).unwrap();
-                match (got, want) {
-                    (Hexed::Text(s), Hexed::Text(_)) => {
-                        assert_eq!(Some(s), value.as_deref());
-                        assert_eq!(got.bytes(), Some(None));
-                    }
-                    _ => assert_eq!(got, want, "{value:?}"),
+            let column = match &value {
+                Some(v) => ColumnText::Text(v.as_bytes()),
+                None => ColumnText::Null,
+            };
+            let got = Hexed::<16>::read(column).unwrap();
+            match (got, want) {
+                (Hexed::Text(s), Hexed::Text(_)) => {
+                    assert_eq!(Some(s), value.as_deref());
+                    assert_eq!(got.bytes(), Some(None));
                 }
-                assert_eq!(got.text(), value, "{value:?}");
-                Ok(())
-            })
-            .unwrap();
+                _ => assert_eq!(got, want, "{value:?}"),
+            }
+            assert_eq!(got.text(), value, "{value:?}");
         }
         // Text that is not UTF-8 is refused, as the text columns refuse it.
-        conn.query_row("SELECT CAST(x'ff' AS TEXT)", [], |r| {
-            assert!(Hexed::<16>::read(r, 0).is_err());
-            Ok(())
-        })
-        .unwrap();
+        assert!(Hexed::<16>::read(ColumnText::Text(b"\xff")).is_err());
     }
 
     #[test]
@@ -807,8 +782,8 @@ mod tests {
     #[test]
     fn the_view_is_the_state() {
         let plain = NewVersion {
-            change: "created",
-            arrived_via: "http",
+            change: Change::Created.as_str(),
+            arrived_via: Via::Http.as_str(),
             lastmod: Some("2025-12-01T10:00:00Z".parse().unwrap()),
             length_bytes: Some(57),
             md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
@@ -899,8 +874,8 @@ mod tests {
     #[test]
     fn states_come_back_exactly_as_the_catalog_holds_them() {
         let plain = NewVersion {
-            change: "created",
-            arrived_via: "http",
+            change: Change::Created.as_str(),
+            arrived_via: Via::Http.as_str(),
             lastmod: Some("2025-12-01T10:00:00.25Z".parse().unwrap()),
             length_bytes: Some(57),
             md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
@@ -915,8 +890,8 @@ mod tests {
         let mut upper = plain.clone();
         upper.md5_hex = Some("D8314FF333963F20F75F7718B9A190DD".into());
         let tomb = NewVersion {
-            change: "deleted",
-            arrived_via: "tombstone",
+            change: Change::Deleted.as_str(),
+            arrived_via: Via::Tombstone.as_str(),
             ..Default::default()
         };
         let rows = [
@@ -949,8 +924,8 @@ mod tests {
                     (
                         format!("http://x/{i}"),
                         NewVersion {
-                            change: "created",
-                            arrived_via: "http",
+                            change: Change::Created.as_str(),
+                            arrived_via: Via::Http.as_str(),
                             length_bytes: Some(i as u64),
                             ..Default::default()
                         },

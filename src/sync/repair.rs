@@ -19,16 +19,16 @@ use crate::cli::AuditLevel;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::finding::Class;
+use crate::model::ProblemClass;
 use crate::net::fetch::{fetch_new_object, Expected};
 use crate::net::{Http, Scope};
 use crate::rs::digest::{Algorithm, Digest};
 use crate::settings::SourceSettings;
 use crate::store::new_file::NewFile;
 use crate::store::objects::{is_sha256_hex, ObjectStore};
-use crate::store::StoreError;
+use crate::store::{audit_records, run_records, StoreError};
 use crate::sync::context::OpenMirror;
 use crate::sync::fixity;
-use rusqlite::params;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -50,8 +50,8 @@ pub struct Options {
 #[derive(Debug, Clone)]
 struct Damage {
     sha256: String,
-    /// corrupt | missing-object | unreadable
-    class: &'static str,
+    /// Corrupt, MissingObject, Unreadable (StrayObject: a stray file, no object)
+    class: Class,
     /// What the bytes on disk gave, when read.
     actual: Option<String>,
 }
@@ -96,6 +96,9 @@ impl Summary {
     }
 }
 
+/// A problem row of the repair run: (URI, class, what happened).
+type Problem = (String, ProblemClass, String);
+
 pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
     let open = OpenMirror::open(&o.mirror)?;
     let (damage, strays) = if o.from_audit {
@@ -110,21 +113,7 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
         ..Summary::default()
     };
     if o.dry_run {
-        for d in &damage {
-            let uris = uris_of(&open, &d.sha256)?;
-            println!(
-                "! {} {} ({})",
-                d.class,
-                ObjectStore::relative_path(&d.sha256),
-                uris.iter()
-                    .map(|(u, _)| u.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        for s in &strays {
-            println!("! stray-object {s}");
-        }
+        show_plan(&open, &damage, &strays)?;
         return Ok((summary, Exit::Ok));
     }
     // Under the free-space margin the run does not start (as baseline's does not).
@@ -133,114 +122,21 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
     let run_id = open.catalog.begin_run("repair", None, arguments)?;
     let quarantine = o.mirror.join("quarantine").join(format!("run-{run_id}"));
     let http = (!o.offline).then(|| Http::new(o.source.http.clone()));
-    let mut problems: Vec<(String, &'static str, String)> = Vec::new();
+    let mut problems: Vec<Problem> = Vec::new();
     for (done, d) in damage.iter().enumerate() {
-        room(&o.mirror, &open.staging, min_free, damage.len() - done)?;
-        let uris = uris_of(&open, &d.sha256)?;
-        let length = uris.first().and_then(|(_, v)| v.length).unwrap_or(0).max(0) as u64;
-        let name = ObjectStore::relative_path(&d.sha256);
-        let first_uri = uris.first().map(|(u, _)| u.clone()).unwrap_or_default();
-        let mut tried = Vec::new();
-        let mut got: Option<(NewFile, String)> = None;
-        if let Some(other) = &o.from_mirror {
-            match from_other_mirror(other, &open.staging, &d.sha256, length) {
-                Ok(f) => got = Some((f, format!("from the mirror at {}", other.display()))),
-                Err(Refused::Store(e)) => return Err(stopped(&o.mirror, e, damage.len() - done)),
-                Err(Refused::Not(why)) => tried.push(format!("{}: {why}", other.display())),
-            }
-        }
-        if got.is_none() {
-            if let Some(http) = &http {
-                for (uri, _) in &uris {
-                    match from_source(http, &o.source, &open.staging, uri, &d.sha256, length) {
-                        Ok(f) => {
-                            got = Some((f, format!("from the source ({uri})")));
-                            break;
-                        }
-                        Err(Refused::Store(e)) => {
-                            return Err(stopped(&o.mirror, e, damage.len() - done))
-                        }
-                        Err(Refused::Not(why)) => tried.push(format!("{uri}: {why}")),
-                    }
-                }
-            }
-        }
-        let Some((file, how)) = got else {
-            let why = if tried.is_empty() {
-                "no copy to take it from (give --from-mirror DIR, or leave out --offline)".into()
-            } else {
-                tried.join("; ")
-            };
-            let reason = format!("{name} is {}; not repaired: {why}", what(d.class));
-            problems.push((first_uri.clone(), "unrepaired", reason));
-            summary
-                .unrepaired
-                .push(format!("{name} ({first_uri}): {why}"));
-            continue;
+        let left = damage.len() - done;
+        room(&o.mirror, &open.staging, min_free, left)?;
+        let repair = Repair {
+            o,
+            open: &open,
+            http: http.as_ref(),
+            quarantine: &quarantine,
+            run_id,
+            left,
         };
-        // The damaged file goes to quarantine (when there is one), then the proven bytes in;
-        // should they not go in, the damaged file goes back: nothing is left half done.
-        let path = open.objects.path_for(&d.sha256);
-        let damaged_file = path.exists();
-        let kept = if damaged_file {
-            Some(
-                quarantine_file(&quarantine, &path, &name, d, run_id)
-                    .map_err(|e| stopped(&o.mirror, e, damage.len() - done))?,
-            )
-        } else {
-            None
-        };
-        if kept.is_some() {
-            crate::store::kill::point("repair.quarantined");
-        }
-        if let Err(e) = open.objects.ingest_new(file, &d.sha256) {
-            if let Some(kept) = &kept {
-                unquarantine(kept, &path);
-            }
-            let e = StoreError::io("writing the object", &path, e);
-            return Err(stopped(&o.mirror, e, damage.len() - done));
-        }
-        crate::store::kill::point("repair.object-restored");
-        if kept.is_some() {
-            summary.quarantined += 1;
-        }
-        if how.starts_with("from the mirror") {
-            summary.restored_from_mirror += 1;
-        } else {
-            summary.restored_from_source += 1;
-        }
-        problems.push((
-            first_uri,
-            "repaired",
-            format!(
-                "{name} was {} ({}); restored {how}, its bytes proven by the SHA-256 the catalog records{}",
-                what(d.class),
-                d.actual.as_deref().unwrap_or("no bytes"),
-                if damaged_file {
-                    format!("; the damaged file is in quarantine/run-{run_id}/")
-                } else {
-                    String::new()
-                }
-            ),
-        ));
+        problems.push(repair.object(d, &mut summary)?);
     }
-    for s in &strays {
-        let path = o.mirror.join(s);
-        if path.is_file() {
-            let d = Damage {
-                sha256: String::new(),
-                class: "stray-object",
-                actual: None,
-            };
-            quarantine_file(&quarantine, &path, s, &d, run_id)
-                .map_err(|e| stopped(&o.mirror, e, 0))?;
-            problems.push((
-                s.clone(),
-                "quarantined",
-                format!("{s}: a file no version names; moved to quarantine/run-{run_id}/"),
-            ));
-        }
-    }
+    quarantine_strays(o, &strays, &quarantine, run_id, &mut problems)?;
     open.objects
         .sync()
         .map_err(|e| StoreError::io("syncing", open.objects.root(), e))?;
@@ -249,16 +145,7 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
     } else {
         Exit::Differences
     };
-    {
-        let tx = open.catalog.conn();
-        for (uri, class, reason) in &problems {
-            tx.execute(
-                "INSERT INTO run_problems (run_id, uri, class, reason) VALUES (?1, ?2, ?3, ?4)",
-                params![run_id, uri, class, reason],
-            )
-            .map_err(StoreError::from)?;
-        }
-    }
+    run_records::record_problems(&open.catalog, run_id, &problems)?;
     let counts = serde_json::json!({
         "damaged": summary.damaged,
         "restored": summary.restored_from_source + summary.restored_from_mirror,
@@ -272,6 +159,165 @@ pub fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
         &counts.to_string(),
     )?;
     Ok((summary, exit))
+}
+
+/// `--dry-run`: what would be repaired and quarantined, one line each.
+fn show_plan(open: &OpenMirror, damage: &[Damage], strays: &[String]) -> Result<(), Error> {
+    for d in damage {
+        let uris = audit_records::versions_naming(&open.catalog, &d.sha256)?;
+        println!(
+            "! {} {} ({})",
+            d.class,
+            ObjectStore::relative_path(&d.sha256),
+            uris.iter()
+                .map(|(u, _)| u.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for s in strays {
+        println!("! stray-object {s}");
+    }
+    Ok(())
+}
+
+/// One damaged object's repair, within a run.
+struct Repair<'a> {
+    o: &'a Options,
+    open: &'a OpenMirror,
+    http: Option<&'a Http>,
+    quarantine: &'a Path,
+    run_id: i64,
+    /// The damaged objects left, this one included (for the message of a run that stops).
+    left: usize,
+}
+
+impl Repair<'_> {
+    /// Get the object's bytes back and put them in place, the damaged file (if any) moved to
+    /// quarantine; the problem row that says what happened.
+    fn object(&self, d: &Damage, summary: &mut Summary) -> Result<Problem, Error> {
+        let (o, open, run_id) = (self.o, self.open, self.run_id);
+        let uris = audit_records::versions_naming(&open.catalog, &d.sha256)?;
+        let name = ObjectStore::relative_path(&d.sha256);
+        let first_uri = uris.first().map(|(u, _)| u.clone()).unwrap_or_default();
+        let (file, how) = match self.bytes(d, &uris)? {
+            Ok(got) => got,
+            Err(why) => {
+                let reason = format!("{name} is {}; not repaired: {why}", what(d.class));
+                summary
+                    .unrepaired
+                    .push(format!("{name} ({first_uri}): {why}"));
+                return Ok((first_uri, ProblemClass::Unrepaired, reason));
+            }
+        };
+        // The damaged file goes to quarantine (when there is one), then the proven bytes in;
+        // should they not go in, the damaged file goes back: nothing is left half done.
+        let path = open.objects.path_for(&d.sha256);
+        let damaged_file = path.exists();
+        let kept = if damaged_file {
+            Some(
+                quarantine_file(self.quarantine, &path, &name, d, run_id)
+                    .map_err(|e| stopped(&o.mirror, e, self.left))?,
+            )
+        } else {
+            None
+        };
+        if kept.is_some() {
+            crate::store::kill::point("repair.quarantined");
+        }
+        if let Err(e) = open.objects.ingest_new(file, &d.sha256) {
+            if let Some(kept) = &kept {
+                unquarantine(kept, &path);
+            }
+            let e = StoreError::io("writing the object", &path, e);
+            return Err(stopped(&o.mirror, e, self.left));
+        }
+        crate::store::kill::point("repair.object-restored");
+        if kept.is_some() {
+            summary.quarantined += 1;
+        }
+        if how.starts_with("from the mirror") {
+            summary.restored_from_mirror += 1;
+        } else {
+            summary.restored_from_source += 1;
+        }
+        Ok((
+            first_uri,
+            ProblemClass::Repaired,
+            format!(
+                "{name} was {} ({}); restored {how}, its bytes proven by the SHA-256 the catalog records{}",
+                what(d.class),
+                d.actual.as_deref().unwrap_or("no bytes"),
+                if damaged_file {
+                    format!("; the damaged file is in quarantine/run-{run_id}/")
+                } else {
+                    String::new()
+                }
+            ),
+        ))
+    }
+
+    /// The object's bytes, proven, from `--from-mirror` else from the URLs of the versions that
+    /// name it, with where they came from; `Ok(Err(why))` when no copy gave them.
+    #[allow(clippy::type_complexity)]
+    fn bytes(
+        &self,
+        d: &Damage,
+        uris: &[(String, VersionRow)],
+    ) -> Result<Result<(NewFile, String), String>, Error> {
+        let (o, staging) = (self.o, &self.open.staging);
+        let length = uris.first().and_then(|(_, v)| v.length).unwrap_or(0).max(0) as u64;
+        let mut tried = Vec::new();
+        if let Some(other) = &o.from_mirror {
+            match from_other_mirror(other, staging, &d.sha256, length) {
+                Ok(f) => return Ok(Ok((f, format!("from the mirror at {}", other.display())))),
+                Err(Refused::Store(e)) => return Err(stopped(&o.mirror, e, self.left)),
+                Err(Refused::Not(why)) => tried.push(format!("{}: {why}", other.display())),
+            }
+        }
+        if let Some(http) = self.http {
+            for (uri, _) in uris {
+                match from_source(http, &o.source, staging, uri, &d.sha256, length) {
+                    Ok(f) => return Ok(Ok((f, format!("from the source ({uri})")))),
+                    Err(Refused::Store(e)) => return Err(stopped(&o.mirror, e, self.left)),
+                    Err(Refused::Not(why)) => tried.push(format!("{uri}: {why}")),
+                }
+            }
+        }
+        Ok(Err(if tried.is_empty() {
+            "no copy to take it from (give --from-mirror DIR, or leave out --offline)".into()
+        } else {
+            tried.join("; ")
+        }))
+    }
+}
+
+/// Move the stray files to quarantine, a problem row each.
+fn quarantine_strays(
+    o: &Options,
+    strays: &[String],
+    quarantine: &Path,
+    run_id: i64,
+    problems: &mut Vec<Problem>,
+) -> Result<(), Error> {
+    for s in strays {
+        let path = o.mirror.join(s);
+        if path.is_file() {
+            let d = Damage {
+                sha256: String::new(),
+                class: Class::StrayObject,
+                actual: None,
+            };
+            quarantine_file(quarantine, &path, s, &d, run_id)
+                .map_err(|e| stopped(&o.mirror, e, 0))?;
+            problems.push((
+                s.clone(),
+                ProblemClass::Quarantined,
+                format!("{s}: a file no version names; moved to quarantine/run-{run_id}/"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The local check: every object every version names, hashed (SHA-256) and measured.
@@ -290,9 +336,7 @@ fn check(o: &Options) -> Result<(Vec<Damage>, Vec<String>), Error> {
     let mut strays = Vec::new();
     for f in found.by_uri.iter().chain(found.other.iter()) {
         let class = match f.class {
-            Class::Corrupt => "corrupt",
-            Class::MissingObject => "missing-object",
-            Class::Unreadable => "unreadable",
+            Class::Corrupt | Class::MissingObject | Class::Unreadable => f.class,
             Class::StrayObject => {
                 if let Some(p) = &f.object {
                     strays.push(p.clone());
@@ -314,36 +358,17 @@ fn check(o: &Options) -> Result<(Vec<Damage>, Vec<String>), Error> {
 
 /// The last audit's findings, each object checked again (what is good now is left alone).
 fn from_audit(open: &OpenMirror) -> Result<(Vec<Damage>, Vec<String>), Error> {
-    let conn = open.catalog.conn();
-    let last: Option<i64> = conn
-        .query_row(
-            "SELECT max(id) FROM runs WHERE command = 'audit' AND ended_at IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(StoreError::from)?;
-    let Some(run) = last else {
+    let Some(run) = audit_records::last_finished_audit(&open.catalog)? else {
         return Err(crate::error::UsageError(
             "repair --from-audit: the mirror has no audit yet (run rsmirror audit, or repair without --from-audit)".into(),
         )
         .into());
     };
-    let mut stmt = conn
-        .prepare(
-            "SELECT DISTINCT class, object FROM audit_findings WHERE run_id = ?1
-             AND class IN ('corrupt', 'missing-object', 'unreadable', 'stray-object')
-             AND object IS NOT NULL ORDER BY object",
-        )
-        .map_err(StoreError::from)?;
-    let rows: Vec<(String, String)> = stmt
-        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
-        .map_err(StoreError::from)?
-        .collect::<Result<_, _>>()
-        .map_err(StoreError::from)?;
+    let rows = audit_records::damaged_objects(&open.catalog, run)?;
     let mut damage: BTreeMap<String, Damage> = BTreeMap::new();
     let mut strays = Vec::new();
     for (class, object) in rows {
-        if class == "stray-object" {
+        if class == Class::StrayObject {
             strays.push(object);
             continue;
         }
@@ -354,9 +379,9 @@ fn from_audit(open: &OpenMirror) -> Result<(Vec<Damage>, Vec<String>), Error> {
         let now = hash_file(&path);
         let class = match &now {
             Ok(got) if got.sha256 == object => continue,
-            Ok(_) => "corrupt",
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing-object",
-            Err(_) => "unreadable",
+            Ok(_) => Class::Corrupt,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Class::MissingObject,
+            Err(_) => Class::Unreadable,
         };
         damage.insert(
             object.clone(),
@@ -373,10 +398,10 @@ fn from_audit(open: &OpenMirror) -> Result<(Vec<Damage>, Vec<String>), Error> {
 }
 
 /// A damage class as a sentence says it.
-fn what(class: &str) -> &'static str {
+fn what(class: Class) -> &'static str {
     match class {
-        "missing-object" => "missing",
-        "unreadable" => "unreadable",
+        Class::MissingObject => "missing",
+        Class::Unreadable => "unreadable",
         _ => "corrupt",
     }
 }
@@ -386,26 +411,6 @@ fn hash_file(path: &Path) -> std::io::Result<Got> {
     let mut buf = vec![0u8; crate::access::COPY_BUFFER];
     crate::access::copy_hashing(&mut f, &mut std::io::sink(), &mut buf, path, path)
         .map_err(|e| std::io::Error::other(e.to_string()))
-}
-
-/// The URIs of the versions that name an object (with one of those versions).
-fn uris_of(open: &OpenMirror, sha256: &str) -> Result<Vec<(String, VersionRow)>, StoreError> {
-    let mut stmt = open.catalog.conn().prepare(&format!(
-        "SELECT r.uri, {} FROM versions v JOIN resources r ON r.id = v.resource_id
-         WHERE v.sha256_hex = ?1 ORDER BY v.id DESC",
-        VersionRow::SELECT
-    ))?;
-    let rows = stmt.query_map([sha256], |r| {
-        Ok((r.get::<_, String>(0)?, VersionRow::from_row(r, 1)?))
-    })?;
-    let mut out: Vec<(String, VersionRow)> = Vec::new();
-    for row in rows {
-        let (uri, v) = row?;
-        if !out.iter().any(|(u, _)| *u == uri) {
-            out.push((uri, v));
-        }
-    }
-    Ok(out)
 }
 
 /// The object from another mirror, copied into a new file and proven by its digest.
@@ -491,7 +496,7 @@ fn quarantine_file(
     }
     let record = serde_json::json!({
         "was": name,
-        "found": d.class,
+        "found": d.class.name(),
         "expected_sha256": (!d.sha256.is_empty()).then_some(&d.sha256),
         "actual": d.actual,
         "run": run,

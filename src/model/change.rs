@@ -1,0 +1,54 @@
+//! The change a state records (`versions.change`, `change_events.change`) and what an
+//! incremental run did with a change event (`change_events.outcome`).
+//!
+//! ResourceSync 1.1 §12.1: `rs:md change` is created, updated or deleted; the catalog keeps
+//! those three words. A tombstone is a version whose change is `deleted` (it has no object).
+
+use crate::model::catalog_text;
+
+/// `versions.change` and `change_events.change`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Change {
+    Created,
+    Updated,
+    /// A tombstone: the state has no bytes.
+    Deleted,
+}
+
+catalog_text!(Change, "change", {
+    Created => "created",
+    Updated => "updated",
+    Deleted => "deleted",
+});
+
+impl Change {
+    /// A tombstone (no bytes).
+    pub fn is_deletion(self) -> bool {
+        self == Change::Deleted
+    }
+}
+
+/// `change_events.outcome`: what a run did with one change it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeOutcome {
+    /// A version was recorded for it (or the tombstone).
+    Applied,
+    /// The mirror held that state already.
+    Unchanged,
+    /// A later change to the same resource in the same run made it moot.
+    Superseded,
+    /// A deletion of a resource the mirror never had.
+    UnknownDelete,
+    Failed,
+    /// Outside the source's scope: never fetched.
+    Refused,
+}
+
+catalog_text!(ChangeOutcome, "change outcome", {
+    Applied => "applied",
+    Unchanged => "unchanged",
+    Superseded => "superseded",
+    UnknownDelete => "unknown-delete",
+    Failed => "failed",
+    Refused => "refused",
+});

@@ -1,0 +1,27 @@
+//! How a state's bytes arrived in the mirror (`versions.arrived_via`), one word per way a
+//! format hands over bytes.
+
+use crate::model::catalog_text;
+
+/// `versions.arrived_via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Via {
+    /// A GET of the resource's URL (or a `--map` folder standing in for it).
+    Http,
+    /// An entry of a Resource Dump or Change Dump package (ResourceSync 1.1 §11, §13).
+    Dump,
+    /// A page of an SCP collection: its JSON as published (SCP 0.1).
+    Scp,
+    /// A page an ARC sitemap or delta feed listed.
+    Arc,
+    /// No bytes: a deletion.
+    Tombstone,
+}
+
+catalog_text!(Via, "arrival way", {
+    Http => "http",
+    Dump => "dump",
+    Scp => "scp",
+    Arc => "arc",
+    Tombstone => "tombstone",
+});
