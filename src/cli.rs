@@ -3,6 +3,8 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub use crate::settings::{AuditLevel, FeedFormat, OnGap, ReportFormat, Via};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rsmirror",
@@ -468,53 +470,6 @@ pub struct IncrementalArgs {
     pub output: OutputArgs,
 }
 
-/// What `incremental` does at a gap in the change history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnGap {
-    Stop,
-    Rebaseline,
-}
-
-/// How deep an audit looks at each object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AuditLevel {
-    /// The object file exists.
-    Presence,
-    /// ... and has the recorded length.
-    Size,
-    /// ... and every byte re-hashed with SHA-256 matches the object's name (which the catalog
-    /// records): the bytes are the ones stored. The recorded md5 / sha-1 are not recomputed
-    /// (md5 has no CPU instructions: this level needs about a quarter of fixity's CPU).
-    Sha256,
-    /// ... and hashes to every recorded digest (sha-256, md5, sha-1) and the source's declared
-    /// ones.
-    Fixity,
-}
-
-impl AuditLevel {
-    /// True when the level reads and hashes the objects' bytes.
-    pub fn hashes(self) -> bool {
-        matches!(self, AuditLevel::Sha256 | AuditLevel::Fixity)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            AuditLevel::Presence => "presence",
-            AuditLevel::Size => "size",
-            AuditLevel::Sha256 => "sha256",
-            AuditLevel::Fixity => "fixity",
-        }
-    }
-}
-
-/// Report file formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Json,
-    Csv,
-}
-
 #[derive(Debug, Args)]
 pub struct AuditArgs {
     /// Resource List (or anything baseline takes); default: the source the mirror remembers.
@@ -555,23 +510,6 @@ pub struct AuditArgs {
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// Where a baseline takes the bytes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Via {
-    List,
-    Dump,
-    Auto,
-}
-
-/// Feed formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FeedFormat {
-    /// Atom 1.0 (RFC 4287).
-    Atom,
-    /// JSON Feed 1.1.
-    Json,
 }
 
 #[derive(Debug, Args)]

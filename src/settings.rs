@@ -353,7 +353,7 @@ pub struct Baseline {
     pub source: SourceSettings,
     pub capability_list: Option<String>,
     pub section: Option<String>,
-    pub via: cli::Via,
+    pub via: Via,
     pub delete: bool,
     pub max_delete: Option<u64>,
     /// `--force-delete`: no deletion guard.
@@ -407,7 +407,7 @@ pub struct Incremental {
     pub from: Option<jiff::Timestamp>,
     pub dry_run: bool,
     pub jobs: usize,
-    pub on_gap: cli::OnGap,
+    pub on_gap: OnGap,
     pub output: Output,
 }
 
@@ -440,7 +440,7 @@ pub struct Audit {
     pub mirror: PathBuf,
     pub source: SourceSettings,
     pub source_given: bool,
-    pub level: cli::AuditLevel,
+    pub level: AuditLevel,
     /// (n, m): slice n of m, 1-based.
     pub sample: Option<(u64, u64)>,
     pub offline: bool,
@@ -448,7 +448,7 @@ pub struct Audit {
     pub require_fixity: bool,
     /// `--refetch`: None when not asked.
     pub refetch: Option<Refetch>,
-    pub report: Option<(PathBuf, cli::ReportFormat)>,
+    pub report: Option<(PathBuf, ReportFormat)>,
     pub jobs: usize,
     pub output: Output,
 }
@@ -536,7 +536,7 @@ pub struct Feed {
     pub collection: Option<String>,
     pub since: Option<jiff::Timestamp>,
     pub output: Option<PathBuf>,
-    pub format: cli::FeedFormat,
+    pub format: FeedFormat,
 }
 
 impl Feed {
@@ -566,4 +566,70 @@ fn jobs(n: usize) -> Result<usize, UsageError> {
         )));
     }
     Ok(n)
+}
+
+// The choices a user makes, in the library's own terms: `cli` derives its flags from them.
+
+/// What `incremental` does at a gap in the change history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnGap {
+    Stop,
+    Rebaseline,
+}
+
+/// How deep an audit looks at each object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditLevel {
+    /// The object file exists.
+    Presence,
+    /// ... and has the recorded length.
+    Size,
+    /// ... and every byte re-hashed with SHA-256 matches the object's name (which the catalog
+    /// records): the bytes are the ones stored. The recorded md5 / sha-1 are not recomputed
+    /// (md5 has no CPU instructions: this level needs about a quarter of fixity's CPU).
+    Sha256,
+    /// ... and hashes to every recorded digest (sha-256, md5, sha-1) and the source's declared
+    /// ones.
+    Fixity,
+}
+
+impl AuditLevel {
+    /// True when the level reads and hashes the objects' bytes.
+    pub fn hashes(self) -> bool {
+        matches!(self, AuditLevel::Sha256 | AuditLevel::Fixity)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AuditLevel::Presence => "presence",
+            AuditLevel::Size => "size",
+            AuditLevel::Sha256 => "sha256",
+            AuditLevel::Fixity => "fixity",
+        }
+    }
+}
+
+/// Report file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+/// Where a baseline takes the bytes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    List,
+    Dump,
+    Auto,
+}
+
+/// Feed formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FeedFormat {
+    /// Atom 1.0 (RFC 4287).
+    Atom,
+    /// JSON Feed 1.1.
+    Json,
 }

@@ -20,12 +20,12 @@
 //! resource is called in sync, the local findings are still reported, and the exit code is 4.
 //! Audit takes the lock and records its run, and never writes content.
 
-use crate::cli::{AuditLevel, ReportFormat};
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::finding::{Class, Counts, Finding, Form, Header, Sink, Totals, Verification};
 use crate::net::Http;
 use crate::settings::{self, UsageError};
+use crate::settings::{AuditLevel, ReportFormat};
 use crate::store::audit_records::{self, FindingLog};
 use crate::store::{Catalog, MirrorLock, StoreError};
 use crate::sync::discover::{self, SourceKind};

@@ -23,9 +23,9 @@
 //! Without `--collection`, a mirror that follows one collection gives its feed; one that
 //! follows several asks which (a usage error listing them): several feeds cannot share stdout.
 
-use crate::cli::FeedFormat;
 use crate::error::Error;
 use crate::model::Change as ChangeKind;
+use crate::settings::FeedFormat;
 use crate::settings::{self, UsageError};
 pub use crate::store::change_history::record_identity;
 use crate::store::change_history::{self, AppliedChange};

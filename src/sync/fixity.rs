@@ -19,10 +19,10 @@
 //! It leaves to the audit the source comparison, the order of the report and what a finding
 //! means for the exit code.
 
-use crate::cli::AuditLevel;
 use crate::finding::{Class, Finding};
 use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
+use crate::settings::AuditLevel;
 use crate::store::fixity_claims::{self, ClaimRow, ClaimScope};
 use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};

@@ -4,12 +4,12 @@
 //! can be crossed by a recorded rebaseline (`--on-gap rebaseline`). Without SOURCE, every
 //! source the mirror follows, one run each, in one summary.
 
-use crate::cli::{OnGap, Via};
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
 use crate::settings;
+use crate::settings::{OnGap, Via};
 use crate::store::{Catalog, StoreError};
 use crate::sync::context::{partial, OpenMirror, Outcome};
 use crate::sync::discover::{self, Collection, SourceKind};

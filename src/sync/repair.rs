@@ -15,7 +15,6 @@
 //! each damaged file still in place or in quarantine with its object restored.
 
 use crate::access::{Got, VersionRow};
-use crate::cli::AuditLevel;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::finding::Class;
@@ -23,6 +22,7 @@ use crate::model::ProblemClass;
 use crate::net::fetch::{fetch_new_object, Expected};
 use crate::net::{Http, Scope};
 use crate::rs::digest::{Algorithm, Digest};
+use crate::settings::AuditLevel;
 use crate::settings::SourceSettings;
 use crate::store::new_file::NewFile;
 use crate::store::objects::{is_sha256_hex, ObjectStore};

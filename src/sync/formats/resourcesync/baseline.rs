@@ -10,13 +10,13 @@
 //! are collected; the run finishes the rest and exits 3. The sync point is recorded only when
 //! every listed resource is in the mirror.
 
-use crate::cli::Via;
 use crate::error::{Error, SourceError};
 use crate::net::Http;
 use crate::report::Summary;
 use crate::rs::document::Capability;
 use crate::rs::sitemap::ReadOptions;
 use crate::settings;
+use crate::settings::Via;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::apply::Writer;
 use crate::sync::context::RunContext;
