@@ -113,7 +113,7 @@ impl Class {
     }
 
     /// How to repair, in one line.
-    pub fn hint(self) -> &'static str {
+    pub(crate) fn hint(self) -> &'static str {
         match self {
             Class::InSync | Class::Verified => "",
             Class::Missing => "run rsmirror incremental or rsmirror baseline to fetch it",
@@ -172,7 +172,7 @@ pub struct Finding {
 
 impl Finding {
     /// A finding of `class` with its default hint and nothing else filled in.
-    pub fn new(class: Class) -> Finding {
+    pub(crate) fn new(class: Class) -> Finding {
         Finding {
             class,
             uri: None,
@@ -184,7 +184,7 @@ impl Finding {
         }
     }
 
-    pub fn uri(mut self, uri: impl Into<String>) -> Finding {
+    pub(crate) fn uri(mut self, uri: impl Into<String>) -> Finding {
         self.uri = Some(uri.into());
         self
     }
@@ -194,22 +194,22 @@ impl Finding {
         self
     }
 
-    pub fn field(mut self, field: impl Into<String>) -> Finding {
+    pub(crate) fn field(mut self, field: impl Into<String>) -> Finding {
         self.field = Some(field.into());
         self
     }
 
-    pub fn expected(mut self, v: impl Into<String>) -> Finding {
+    pub(crate) fn expected(mut self, v: impl Into<String>) -> Finding {
         self.expected = Some(v.into());
         self
     }
 
-    pub fn actual(mut self, v: impl Into<String>) -> Finding {
+    pub(crate) fn actual(mut self, v: impl Into<String>) -> Finding {
         self.actual = Some(v.into());
         self
     }
 
-    pub fn hint(mut self, hint: impl Into<Cow<'static, str>>) -> Finding {
+    pub(crate) fn hint(mut self, hint: impl Into<Cow<'static, str>>) -> Finding {
         self.hint = hint.into();
         self
     }

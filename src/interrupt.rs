@@ -88,4 +88,4 @@ pub fn watch() {
 }
 
 #[cfg(not(unix))]
-pub fn watch() {}
+pub(crate) fn watch() {}

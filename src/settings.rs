@@ -337,7 +337,7 @@ impl SourceSettings {
 
     /// The HTTP agent with a given per-host delay (an ARC sitemap's crawl_rate applies when the
     /// user set no `--delay`).
-    pub fn http_with_delay(&self, delay: Option<Duration>) -> crate::net::Http {
+    pub(crate) fn http_with_delay(&self, delay: Option<Duration>) -> crate::net::Http {
         let http = crate::net::Http::new(self.http.clone());
         match delay {
             Some(d) if !d.is_zero() => http.with_host_delay(d),

@@ -39,7 +39,7 @@ pub struct Natural {
 }
 
 impl Natural {
-    pub(crate) fn joined(&self) -> String {
+    pub fn joined(&self) -> String {
         self.parts.join("/")
     }
 }
@@ -132,12 +132,7 @@ pub struct Namer {
 }
 
 impl Namer {
-    pub(crate) fn natural(
-        &mut self,
-        uri: &str,
-        strip: Option<&str>,
-        no_percent: bool,
-    ) -> Option<Natural> {
+    pub fn natural(&mut self, uri: &str, strip: Option<&str>, no_percent: bool) -> Option<Natural> {
         if !self.authority.is_empty() {
             if let Some(rest) = uri.strip_prefix(self.authority.as_str()) {
                 if rest.starts_with('/') && is_parsed_form(rest) {
@@ -285,7 +280,7 @@ fn build(uri: &str, url: Pieces<'_>, strip: Option<&str>, no_percent: bool) -> O
 
 /// The path of a URL whose natural path is taken: its last name with `~` and 12 hex digits of
 /// the URL's SHA-256.
-pub(crate) fn moved_aside(n: &Natural, uri: &str) -> Natural {
+pub fn moved_aside(n: &Natural, uri: &str) -> Natural {
     let mut parts = n.parts.clone();
     let mut notes = n.notes.clone();
     let last = parts.pop().unwrap_or_default();
@@ -302,7 +297,7 @@ pub(crate) fn moved_aside(n: &Natural, uri: &str) -> Natural {
 /// memory for one export, so any 64-bit hash does: SipHash with fixed keys, a tenth of
 /// SHA-256's cost. Two paths sharing a key (odds of 3 in 10^8 for 10^6 paths, as for any 64
 /// bits) only move one aside as a clash: nothing is lost, and the map says so.
-pub(crate) fn key(path: &str) -> u64 {
+pub fn key(path: &str) -> u64 {
     use std::hash::BuildHasher;
     std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(path)
 }

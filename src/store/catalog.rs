@@ -226,7 +226,7 @@ impl Catalog {
 
     /// The id of the source recorded with exactly this URL, if any (nothing written: the
     /// catalog may be open read-only).
-    pub fn known_source_id(&self, url: &str) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn known_source_id(&self, url: &str) -> Result<Option<i64>, StoreError> {
         Ok(self
             .conn
             .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))
@@ -266,7 +266,7 @@ impl Catalog {
 
     /// The `--map` rules remembered with the mirror's sources (every source's, each rule once):
     /// a rule only ever applies to the URLs under its prefix.
-    pub fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
+    pub(crate) fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT maps_json FROM sources WHERE maps_json IS NOT NULL ORDER BY id")?;
@@ -374,7 +374,7 @@ impl Catalog {
     }
 
     /// One resource's current state, if the mirror has the resource.
-    pub fn current_state(&self, uri: &str) -> Result<Option<CurrentState>, StoreError> {
+    pub(crate) fn current_state(&self, uri: &str) -> Result<Option<CurrentState>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(&format!("{CURRENT_STATES} WHERE r.uri = ?1"))?;
@@ -383,7 +383,7 @@ impl Catalog {
 
     /// The current states of the resources `uris` name (those the mirror has): what a run
     /// that touches a few of them needs, not the whole mirror.
-    pub fn current_states_of<'u>(
+    pub(crate) fn current_states_of<'u>(
         &self,
         uris: impl IntoIterator<Item = &'u str>,
     ) -> Result<HashMap<String, CurrentState>, StoreError> {
@@ -402,7 +402,7 @@ impl Catalog {
     /// Whether any resource has a current state (what
     /// [`Catalog::each_current_state_by_uri`] would hand over): not yet, before a first
     /// baseline.
-    pub fn has_current_states(&self) -> Result<bool, StoreError> {
+    pub(crate) fn has_current_states(&self) -> Result<bool, StoreError> {
         Ok(self
             .conn
             .query_row(&format!("SELECT EXISTS ({CURRENT_STATES})"), [], |r| {
@@ -412,7 +412,7 @@ impl Catalog {
 
     /// Every resource's current state in URI order (byte order, as `str` compares), handed
     /// to `f` one at a time: what a plan merges a sorted list against, in flat memory.
-    pub fn each_current_state_by_uri<E: From<StoreError>>(
+    pub(crate) fn each_current_state_by_uri<E: From<StoreError>>(
         &self,
         mut f: impl FnMut(&str, CurrentState) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -432,7 +432,7 @@ impl Catalog {
         Ok(())
     }
 
-    pub fn sync_point(&self, collection: &str) -> Result<Option<SyncPoint>, StoreError> {
+    pub(crate) fn sync_point(&self, collection: &str) -> Result<Option<SyncPoint>, StoreError> {
         Ok(self
             .conn
             .query_row(
@@ -466,7 +466,7 @@ impl Catalog {
     }
 
     /// True when this closed Change List was fully processed by an earlier run.
-    pub fn change_list_processed(&self, url: &str) -> Result<bool, StoreError> {
+    pub(crate) fn change_list_processed(&self, url: &str) -> Result<bool, StoreError> {
         Ok(self
             .conn
             .query_row(
@@ -482,7 +482,7 @@ impl Catalog {
     /// and not settled since: no version recorded after it, no change applied or found
     /// unchanged after it, no clean baseline of the source after it, and nothing said of them
     /// by the run `run_id` (which reports them). (URI, reason, run id), by URI.
-    pub fn open_pending(
+    pub(crate) fn open_pending(
         &self,
         source_id: i64,
         run_id: i64,
@@ -530,7 +530,7 @@ impl Catalog {
     }
 
     /// The ETag and Last-Modified the server sent with a version's bytes.
-    pub fn version_validators(
+    pub(crate) fn version_validators(
         &self,
         version_id: i64,
     ) -> Result<(Option<String>, Option<String>), StoreError> {
@@ -548,7 +548,7 @@ impl Catalog {
     /// The ETag / Last-Modified recorded for an open Change List (a `urlset` without
     /// `until`), for a conditional GET; nothing for any other document (an index must be
     /// re-read: its open child may have changed while it did not).
-    pub fn open_list_validators(
+    pub(crate) fn open_list_validators(
         &self,
         url: &str,
     ) -> Result<(Option<String>, Option<String>), StoreError> {
@@ -584,7 +584,7 @@ pub mod write {
         version_of(tx, resource_id, run_id, v)
     }
 
-    pub fn document(
+    pub(crate) fn document(
         tx: &Transaction<'_>,
         source_id: i64,
         run_id: i64,
@@ -620,7 +620,7 @@ pub mod write {
         Ok(())
     }
 
-    pub fn sync_point(
+    pub(crate) fn sync_point(
         tx: &Transaction<'_>,
         source_id: i64,
         run_id: i64,
@@ -645,7 +645,7 @@ pub mod write {
         Ok(())
     }
 
-    pub fn processed_change_list(
+    pub(crate) fn processed_change_list(
         tx: &Transaction<'_>,
         run_id: i64,
         collection: &str,
@@ -661,7 +661,7 @@ pub mod write {
         Ok(())
     }
 
-    pub fn change_event(
+    pub(crate) fn change_event(
         tx: &Connection,
         run_id: i64,
         e: &ChangeEventRecord,
@@ -684,7 +684,7 @@ pub mod write {
         Ok(())
     }
 
-    pub fn problem(
+    pub(crate) fn problem(
         tx: &Transaction<'_>,
         run_id: i64,
         uri: &str,

@@ -46,7 +46,7 @@ pub const KILL_POINTS: &[&str] = &[
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.
 #[inline]
-pub fn point(name: &'static str) {
+pub(crate) fn point(name: &'static str) {
     if cfg!(debug_assertions) {
         armed(name);
     }

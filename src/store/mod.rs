@@ -116,7 +116,7 @@ impl StoreError {
         Some((sign, sqlite.to_string()))
     }
 
-    pub fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
+    pub(crate) fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
         StoreError::SqliteAt {
             path: path.display().to_string(),
             source,
@@ -124,7 +124,7 @@ impl StoreError {
     }
 
     /// A catalog of another schema version than this build's.
-    pub fn schema(path: &Path, found: i64) -> StoreError {
+    pub(crate) fn schema(path: &Path, found: i64) -> StoreError {
         let expected = crate::store::catalog::SCHEMA_VERSION;
         StoreError::Schema {
             path: path.display().to_string(),

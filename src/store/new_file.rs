@@ -35,7 +35,7 @@ const NO: u8 = 2;
 impl NewFile {
     /// A new file for bytes headed for the object store: anonymous where possible, else a
     /// named `.part` file in `folder`.
-    pub fn create(folder: &Path) -> io::Result<NewFile> {
+    pub(crate) fn create(folder: &Path) -> io::Result<NewFile> {
         if ANONYMOUS.load(Ordering::Relaxed) != NO {
             match anonymous(folder) {
                 Ok(file) => {
@@ -56,7 +56,7 @@ impl NewFile {
 
     /// A new named file `<pid>-<counter>.part` in `folder`; never opens an existing one (a
     /// leftover of a crashed run with the same pid is skipped, not overwritten).
-    pub fn create_named(folder: &Path) -> io::Result<NewFile> {
+    pub(crate) fn create_named(folder: &Path) -> io::Result<NewFile> {
         let (name, file) = unique_part(folder)?;
         Ok(NewFile {
             file: Some(file),
@@ -65,7 +65,7 @@ impl NewFile {
         })
     }
 
-    pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.file
             .as_mut()
             .expect("written after close")
@@ -73,7 +73,7 @@ impl NewFile {
     }
 
     /// The name, or the folder of an anonymous file: for messages.
-    pub fn describe(&self) -> PathBuf {
+    pub(crate) fn describe(&self) -> PathBuf {
         match &self.name {
             Some(name) => name.clone(),
             None => self.folder.join("(anonymous file)"),
@@ -82,7 +82,7 @@ impl NewFile {
 
     /// Close and keep the file under a name: its own, or (anonymous) a new `.part` name in
     /// its folder.
-    pub fn keep(mut self) -> io::Result<PathBuf> {
+    pub(crate) fn keep(mut self) -> io::Result<PathBuf> {
         let name = match self.name.take() {
             Some(name) => name,
             None => self.link_unique()?,
@@ -103,7 +103,12 @@ impl NewFile {
     /// an anonymous file is linked there by that shorter name, resolved from the folder
     /// rather than from the root (the whole mirror path, once per object of a baseline).
     /// `Ok(true)` when nothing was at `dest` before.
-    pub fn put_within(self, within: &File, relative: &Path, dest: &Path) -> io::Result<bool> {
+    pub(crate) fn put_within(
+        self,
+        within: &File,
+        relative: &Path,
+        dest: &Path,
+    ) -> io::Result<bool> {
         self.put(dest, Some((within, relative)))
     }
 

@@ -61,16 +61,16 @@ impl ObjectStore {
 
     /// `objects/sha256/ab/<sha256>`: where an object lives, relative to the mirror (for
     /// messages and reports).
-    pub fn relative_path(sha256_hex: &str) -> String {
+    pub(crate) fn relative_path(sha256_hex: &str) -> String {
         format!("objects/sha256/{}/{sha256_hex}", &sha256_hex[0..2])
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// Where the object with this sha256 lives (whether or not it exists).
-    pub fn path_for(&self, sha256_hex: &str) -> PathBuf {
+    pub(crate) fn path_for(&self, sha256_hex: &str) -> PathBuf {
         let mut path = self.root.clone();
         push_object(&mut path, sha256_hex);
         path
@@ -88,7 +88,7 @@ impl ObjectStore {
     /// Move a verified staging file into the store under its sha256. An existing object is
     /// replaced by the fresh copy (same content by construction; a copy torn by an earlier
     /// crash is healed this way). The object is made read-only.
-    pub fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<PathBuf> {
+    pub(crate) fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<PathBuf> {
         let dest = self.place_for(sha256_hex)?;
         make_read_only(staged)?;
         fs::rename(staged, &dest)?;
@@ -99,14 +99,14 @@ impl ObjectStore {
     /// is linked into place when anonymous, renamed when named. An existing object of up to
     /// 64 KiB that holds exactly these bytes is kept instead ([`NewFile::put_at`]); any other
     /// is replaced, as by `ingest`.
-    pub fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<PathBuf> {
+    pub(crate) fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<PathBuf> {
         self.ingest_new_fresh(file, sha256_hex)?;
         Ok(self.path_for(sha256_hex))
     }
 
     /// [`ObjectStore::ingest_new`], saying whether the store had no such object before
     /// (`true`) or the new copy replaced it (`false`).
-    pub fn ingest_new_fresh(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool> {
+    pub(crate) fn ingest_new_fresh(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool> {
         let dest = self.place_for(sha256_hex)?;
         match &self.sha256_dir {
             Some(dir) => {
@@ -136,7 +136,7 @@ impl ObjectStore {
 
     /// Flush everything written to the file system holding the mirror (data and directory
     /// entries) — one call per batch instead of one fsync per file.
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         sync_filesystem(&self.root)
     }
 
@@ -528,7 +528,7 @@ impl ObjectStat {
 
 impl ObjectStore {
     /// The object store of `mirror`, creating nothing (readers such as audit).
-    pub fn at(mirror: &Path) -> ObjectStore {
+    pub(crate) fn at(mirror: &Path) -> ObjectStore {
         ObjectStore::with_root(mirror.join("objects"))
     }
 
@@ -703,7 +703,7 @@ fn placed_in(fan: &str, name: &str) -> bool {
     is_sha256_hex(name) && name[0..2] == *fan
 }
 
-pub fn is_sha256_hex(s: &str) -> bool {
+pub(crate) fn is_sha256_hex(s: &str) -> bool {
     // Every byte looked at without an early exit (the compiler vectorises it): every entry of
     // a store walk is checked.
     s.len() == 64

@@ -29,7 +29,10 @@ pub struct SitemapRecord {
     pub validators: Validators,
 }
 
-pub fn sitemap(conn: &Connection, source_id: i64) -> Result<Option<SitemapRecord>, StoreError> {
+pub(crate) fn sitemap(
+    conn: &Connection,
+    source_id: i64,
+) -> Result<Option<SitemapRecord>, StoreError> {
     Ok(conn
         .query_row(
             "SELECT url, etag, last_modified FROM scp_sitemaps WHERE source_id = ?1",
@@ -48,7 +51,7 @@ pub fn sitemap(conn: &Connection, source_id: i64) -> Result<Option<SitemapRecord
 }
 
 /// Record the sitemap; `validators` only when the run applied everything it listed.
-pub fn save_sitemap(
+pub(crate) fn save_sitemap(
     conn: &Connection,
     source_id: i64,
     run_id: i64,
@@ -83,7 +86,10 @@ pub struct SectionRecord {
 }
 
 /// The sections followed for a source, by name.
-pub fn sections(conn: &Connection, source_id: i64) -> Result<Vec<SectionRecord>, StoreError> {
+pub(crate) fn sections(
+    conn: &Connection,
+    source_id: i64,
+) -> Result<Vec<SectionRecord>, StoreError> {
     let mut stmt = conn.prepare(
         "SELECT name, snapshot_id, snapshot_generated, applied_through FROM scp_sections
          WHERE source_id = ?1 ORDER BY name",
@@ -100,7 +106,7 @@ pub fn sections(conn: &Connection, source_id: i64) -> Result<Vec<SectionRecord>,
 }
 
 /// Follow a section from now on (nothing changes when it is followed already).
-pub fn follow_section(
+pub(crate) fn follow_section(
     conn: &Connection,
     source_id: i64,
     run_id: i64,
@@ -116,7 +122,7 @@ pub fn follow_section(
 
 /// Record how far a section is applied (in the transaction that applied it), and the
 /// section's sync point: the listed `generated` it is applied through.
-pub fn set_section(
+pub(crate) fn set_section(
     conn: &Connection,
     source_id: i64,
     run_id: i64,
@@ -207,7 +213,7 @@ fn collection_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CollectionRecord> {
 }
 
 /// The latest collection fetched from `url` (its validators make the next GET conditional).
-pub fn latest_collection_at(
+pub(crate) fn latest_collection_at(
     conn: &Connection,
     source_id: i64,
     url: &str,
@@ -225,7 +231,7 @@ pub fn latest_collection_at(
 }
 
 /// True when the collection listed at `url` with this `generated` was applied already.
-pub fn collection_applied(
+pub(crate) fn collection_applied(
     conn: &Connection,
     source_id: i64,
     url: &str,
@@ -253,7 +259,10 @@ pub fn collection(conn: &Connection, id: i64) -> Result<Option<CollectionRecord>
 }
 
 /// Every collection of a source, oldest first.
-pub fn collections(conn: &Connection, source_id: i64) -> Result<Vec<CollectionRecord>, StoreError> {
+pub(crate) fn collections(
+    conn: &Connection,
+    source_id: i64,
+) -> Result<Vec<CollectionRecord>, StoreError> {
     let mut stmt = conn.prepare(&format!(
         "SELECT {COLLECTION_COLUMNS} FROM scp_collections WHERE source_id = ?1 ORDER BY id"
     ))?;
@@ -284,7 +293,10 @@ pub struct NewCollection<'a> {
 
 /// Insert a collection row (inside the transaction that will commit its pages); the verdict
 /// is filled in by [`complete_collection`] before the commit, so no committed row ever lacks it.
-pub fn insert_collection(conn: &Connection, c: &NewCollection<'_>) -> Result<i64, StoreError> {
+pub(crate) fn insert_collection(
+    conn: &Connection,
+    c: &NewCollection<'_>,
+) -> Result<i64, StoreError> {
     conn.execute(
         "INSERT INTO scp_collections (source_id, url, fetched_from, section, type, collection_id,
             generated, since, listed_generated, version, compression, checksum, checksum_status,
@@ -330,7 +342,7 @@ pub struct CollectionVerdict<'a> {
     pub warning_count: u64,
 }
 
-pub fn complete_collection(
+pub(crate) fn complete_collection(
     conn: &Connection,
     id: i64,
     v: &CollectionVerdict<'_>,
@@ -356,7 +368,7 @@ pub fn complete_collection(
 }
 
 /// Drop a collection's validators, so that the next fetch of its URL is a full GET.
-pub fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
+pub(crate) fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
     conn.execute(
         "UPDATE scp_collections SET etag = NULL, last_modified = NULL WHERE id = ?1",
         params![id],
@@ -370,12 +382,12 @@ pub const SYNC_POINT_BASIS: &str =
 
 /// The collection id of an SCP section (`resources.collection`, `sync_points.collection`):
 /// the source as the mirror knows it, and the section.
-pub fn section_collection(source_url: &str, section: &str) -> String {
+pub(crate) fn section_collection(source_url: &str, section: &str) -> String {
     format!("{source_url}#scp-section={section}")
 }
 
 /// [`section_collection`] of a source known by its id.
-pub fn section_collection_of(
+pub(crate) fn section_collection_of(
     conn: &Connection,
     source_id: i64,
     section: &str,
@@ -388,13 +400,13 @@ pub fn section_collection_of(
 }
 
 /// The URI of a page whose URL another collection of the mirror holds already.
-pub fn qualified_uri(url: &str, section: &str) -> String {
+pub(crate) fn qualified_uri(url: &str, section: &str) -> String {
     let sep = if url.contains('#') { '&' } else { '#' };
     format!("{url}{sep}scp-section={section}")
 }
 
 /// The page URL of a page resource's URI (see [`page_resource`]).
-pub fn page_url<'a>(uri: &'a str, section: &str) -> &'a str {
+pub(crate) fn page_url<'a>(uri: &'a str, section: &str) -> &'a str {
     uri.strip_suffix(section)
         .and_then(|u| u.strip_suffix("scp-section="))
         .and_then(|u| u.strip_suffix('#').or_else(|| u.strip_suffix('&')))
@@ -405,7 +417,7 @@ pub fn page_url<'a>(uri: &'a str, section: &str) -> &'a str {
 /// when new. Its URI is the page URL, unless another collection (another section, another
 /// source) holds that URI already: then the URL qualified by the section
 /// (`URL#scp-section=NAME`). Returns the resource id and whether the URI is qualified.
-pub fn page_resource(
+pub(crate) fn page_resource(
     conn: &Connection,
     url: &str,
     section: &str,
@@ -449,13 +461,13 @@ pub struct PageState {
 }
 
 impl PageState {
-    pub fn deleted(&self) -> bool {
+    pub(crate) fn deleted(&self) -> bool {
         self.modified.is_none()
     }
 }
 
 /// Every page of a section (collection `collection`) with its current state, streamed to `f`.
-pub fn section_pages(
+pub(crate) fn section_pages(
     conn: &Connection,
     collection: &str,
     section: &str,
@@ -491,7 +503,7 @@ pub fn section_pages(
 }
 
 /// The URI of a resource.
-pub fn resource_uri(conn: &Connection, resource_id: i64) -> Result<String, StoreError> {
+pub(crate) fn resource_uri(conn: &Connection, resource_id: i64) -> Result<String, StoreError> {
     Ok(conn
         .prepare_cached("SELECT uri FROM resources WHERE id = ?1")?
         .query_row([resource_id], |r| r.get(0))?)
@@ -515,7 +527,7 @@ pub struct NewPageVersion<'a> {
 }
 
 /// Record a version of a page resource and make it the current one; returns the version id.
-pub fn insert_page_version(
+pub(crate) fn insert_page_version(
     conn: &Connection,
     resource_id: i64,
     v: &NewPageVersion<'_>,
@@ -553,15 +565,15 @@ pub fn insert_page_version(
 pub struct CollectionTx<'c>(rusqlite::Transaction<'c>);
 
 impl<'c> CollectionTx<'c> {
-    pub fn begin(catalog: &'c mut crate::store::Catalog) -> Result<Self, StoreError> {
+    pub(crate) fn begin(catalog: &'c mut crate::store::Catalog) -> Result<Self, StoreError> {
         Ok(CollectionTx(catalog.transaction()?))
     }
 
-    pub fn insert_collection(&self, c: &NewCollection<'_>) -> Result<i64, StoreError> {
+    pub(crate) fn insert_collection(&self, c: &NewCollection<'_>) -> Result<i64, StoreError> {
         insert_collection(&self.0, c)
     }
 
-    pub fn complete_collection(
+    pub(crate) fn complete_collection(
         &self,
         id: i64,
         v: &CollectionVerdict<'_>,
@@ -569,11 +581,11 @@ impl<'c> CollectionTx<'c> {
         complete_collection(&self.0, id, v)
     }
 
-    pub fn forget_validators(&self, id: i64) -> Result<(), StoreError> {
+    pub(crate) fn forget_validators(&self, id: i64) -> Result<(), StoreError> {
         forget_validators(&self.0, id)
     }
 
-    pub fn set_section(
+    pub(crate) fn set_section(
         &self,
         source_id: i64,
         run_id: i64,
@@ -582,7 +594,7 @@ impl<'c> CollectionTx<'c> {
         set_section(&self.0, source_id, run_id, s)
     }
 
-    pub fn page_resource(
+    pub(crate) fn page_resource(
         &self,
         url: &str,
         section: &str,
@@ -592,7 +604,7 @@ impl<'c> CollectionTx<'c> {
         page_resource(&self.0, url, section, collection_id, run_id)
     }
 
-    pub fn insert_page_version(
+    pub(crate) fn insert_page_version(
         &self,
         resource_id: i64,
         v: &NewPageVersion<'_>,
@@ -600,11 +612,11 @@ impl<'c> CollectionTx<'c> {
         insert_page_version(&self.0, resource_id, v)
     }
 
-    pub fn resource_uri(&self, resource_id: i64) -> Result<String, StoreError> {
+    pub(crate) fn resource_uri(&self, resource_id: i64) -> Result<String, StoreError> {
         resource_uri(&self.0, resource_id)
     }
 
-    pub fn change_event(
+    pub(crate) fn change_event(
         &self,
         run_id: i64,
         e: &crate::store::catalog::ChangeEventRecord,
@@ -613,7 +625,7 @@ impl<'c> CollectionTx<'c> {
         crate::store::catalog::write::change_event(&self.0, run_id, e, version_id)
     }
 
-    pub fn commit(self) -> Result<(), StoreError> {
+    pub(crate) fn commit(self) -> Result<(), StoreError> {
         Ok(self.0.commit()?)
     }
 }

@@ -41,7 +41,7 @@ pub struct OpenMirror {
 impl OpenMirror {
     /// Take the lock, open (or create) the catalog and the object store, mark runs left
     /// unfinished by a process that died as abandoned, and empty `staging/`.
-    pub(crate) fn open(mirror: &Path) -> Result<OpenMirror, Error> {
+    pub fn open(mirror: &Path) -> Result<OpenMirror, Error> {
         let lock = MirrorLock::acquire(mirror)?;
         let catalog = Catalog::open(mirror)?;
         catalog.abandon_unfinished_runs()?;
@@ -121,7 +121,7 @@ pub fn partial(summary: &Summary) -> bool {
 
 /// Staging holds only downloads in flight; anything there at the start of a run (we hold the
 /// lock) is left over from a run that died, and is never referenced by the catalog.
-pub(crate) fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
     if staging.exists() {
         std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
     }

@@ -165,7 +165,7 @@ pub struct OwnAudit {
 }
 
 /// The format of a kind of source.
-pub(crate) fn of(kind: SourceKind) -> &'static dyn Format {
+pub fn of(kind: SourceKind) -> &'static dyn Format {
     match kind {
         SourceKind::ResourceSync => &resourcesync::ResourceSync,
         SourceKind::Scp => &scp::Scp,
