@@ -9,6 +9,7 @@ mod columns;
 pub(crate) mod fixity_claims;
 pub(crate) mod history;
 pub mod kill;
+pub mod listing;
 pub mod lock;
 pub mod migrate;
 pub(crate) mod mirror_summary;

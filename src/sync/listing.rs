@@ -2,9 +2,9 @@
 //! the catalog in URI order: the baseline's plan in flat memory, whatever the size of the list
 //! or of the mirror (issue 24).
 //!
-//! A walk hands each [`Listed`] entry to [`Listing::push`], which writes it to a scratch SQLite
-//! database in the mirror's `staging/` (no journal, no sync: it is thrown away with the run, and
-//! `staging/` is emptied when a mirror is opened). A URI listed twice counts once, with its
+//! A walk hands each [`Listed`] entry to [`Listing::push`], which writes it to the list's
+//! scratch copy (`store::listing`: a SQLite database of its own in the mirror's `staging/`,
+//! thrown away with the run). A URI listed twice counts once, with its
 //! later entry, at the place of its first ([`Listing::push`] says so in a warning). Entries of
 //! an index part that failed half-way are dropped ([`Listing::drop_document`]).
 //!
@@ -20,53 +20,22 @@
 use crate::net::{Scope, Validators};
 use crate::rs::digest::{declared_hash, parse_hash_attr};
 use crate::store::catalog::CurrentState;
+use crate::store::listing::{Entry, NewListed, NewTodo, RawListed, RawTodo, Scratch, TodoRows};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use crate::sync::expected::Warnings;
 use crate::sync::plan::{self, Action, Declared, Difference, Listed};
-use rusqlite::{params, Connection};
-use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use url::Url;
 
-const SCHEMA: &str = "
-    PRAGMA journal_mode = OFF;
-    PRAGMA synchronous = OFF;
-    PRAGMA cache_size = -16000;
-    CREATE TABLE listed (
-        ord        INTEGER PRIMARY KEY,
-        uri        TEXT NOT NULL UNIQUE,
-        lastmod    TEXT,
-        length     INTEGER,
-        digests    TEXT,
-        media_type TEXT,
-        duplicates TEXT,
-        doc        INTEGER NOT NULL,
-        line       INTEGER NOT NULL
-    );
-    CREATE TABLE todo (
-        ord           INTEGER PRIMARY KEY,
-        action        INTEGER NOT NULL,
-        diffs         TEXT,
-        cur_version   INTEGER,
-        cur_sha256    TEXT,
-        etag          TEXT,
-        last_modified TEXT
-    );
-    CREATE TABLE gone (uri TEXT PRIMARY KEY) WITHOUT ROWID;
-    BEGIN;
-";
-
 /// The entries of one collection's list, on disk, and once planned, what to do with them.
 pub struct Listing {
-    conn: Connection,
-    path: PathBuf,
+    scratch: Scratch,
     /// The listing documents (and their scopes), by id: a list of a million entries has a few
     /// dozen.
     docs: Vec<(Arc<str>, Arc<Scope>)>,
     doc_ids: HashMap<Arc<str>, i64>,
-    next_ord: i64,
-    in_transaction: bool,
     twice: Warnings,
     counts: Counts,
 }
@@ -98,31 +67,13 @@ pub struct Todo {
     pub validators: Option<Validators>,
 }
 
-static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// An error of the scratch database, named as what it is (not the catalog): a disk too full
-/// for the list's copy reads "the list's scratch copy MIRROR/staging/listing-….sqlite:
-/// database or disk is full".
-fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError::io("the list's scratch copy", path, std::io::Error::other(e))
-}
-
 impl Listing {
     /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder).
-    pub(crate) fn create(dir: &Path) -> Result<Listing, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("creating", dir, e))?;
-        let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.join(format!("listing-{}-{n}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let conn = Connection::open(&path).map_err(sql(&path))?;
-        conn.execute_batch(SCHEMA).map_err(sql(&path))?;
+    pub fn create(dir: &Path) -> Result<Listing, StoreError> {
         Ok(Listing {
-            conn,
-            path,
+            scratch: Scratch::create(dir)?,
             docs: Vec::new(),
             doc_ids: HashMap::new(),
-            next_ord: 0,
-            in_transaction: true,
             twice: Warnings::default(),
             counts: Counts::default(),
         })
@@ -138,12 +89,10 @@ impl Listing {
         id
     }
 
-    /// Add the next entry of the list. A URI listed before keeps its place and takes this
-    /// entry's metadata (the later entry counts), with a warning naming this entry.
-    pub(crate) fn push(&mut self, l: Listed) -> Result<(), StoreError> {
+    /// Add an entry. A URI listed before keeps its place and takes this entry's metadata (a
+    /// warning says so).
+    pub fn push(&mut self, l: Listed) -> Result<(), StoreError> {
         let doc = self.doc_id(&l);
-        let lastmod = l.declared.lastmod.map(|t| t.to_string());
-        let digests = declared_hash(&l.declared.digests);
         let duplicates = (!l.duplicates.is_empty()).then(|| {
             l.duplicates
                 .iter()
@@ -151,84 +100,42 @@ impl Listing {
                 .collect::<Vec<_>>()
                 .join("\n")
         });
-        let length = l.declared.length.map(|n| n as i64);
-        let media_type = l.media_type.as_deref();
-        // A new URI is inserted at the next place; a URI listed before keeps its place
-        // (`ord`) and takes this entry's metadata. (Not one `ON CONFLICT … RETURNING`: SQLite
-        // makes an ephemeral table for every `RETURNING`, half the cost of a push.)
-        let values = params![
-            l.uri.as_str(),
-            lastmod,
-            length,
-            digests,
-            media_type,
+        let new = self.scratch.push(NewListed {
+            uri: l.uri.as_str(),
+            lastmod: l.declared.lastmod.map(|t| t.to_string()),
+            length: l.declared.length.map(|n| n as i64),
+            digests: declared_hash(&l.declared.digests),
+            media_type: l.media_type.as_deref(),
             duplicates,
             doc,
-            l.line as i64
-        ];
-        let path = &self.path;
-        let inserted = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO listed (uri, lastmod, length, digests, media_type, duplicates, doc, line, ord)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (uri) DO NOTHING",
-            )
-            .and_then(|mut st| {
-                let ord: &dyn rusqlite::ToSql = &self.next_ord;
-                st.execute(rusqlite::params_from_iter(values.iter().chain([&ord])))
-            })
-            .map_err(sql(path))?;
-        if inserted == 1 {
-            self.next_ord += 1;
-            return Ok(());
+            line: l.line as i64,
+        })?;
+        if !new {
+            self.twice.push(format!(
+                "{}: line {}: {} listed twice; the later entry counts",
+                l.document, l.line, l.uri
+            ));
         }
-        self.conn
-            .prepare_cached(
-                "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
-                     duplicates = ?6, doc = ?7, line = ?8
-                 WHERE uri = ?1",
-            )
-            .and_then(|mut st| st.execute(values))
-            .map_err(sql(path))?;
-        self.twice.push(format!(
-            "{}: line {}: {} listed twice; the later entry counts",
-            l.document, l.line, l.uri
-        ));
         Ok(())
     }
 
     /// Forget every entry that came from `document` (an index part that failed half-way:
     /// nothing from it is kept).
-    pub(crate) fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
-        if let Some(&id) = self.doc_ids.get(document) {
-            self.conn
-                .execute("DELETE FROM listed WHERE doc = ?1", [id])
-                .map_err(sql(&self.path))?;
+    pub fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
+        match self.doc_ids.get(document) {
+            Some(&id) => self.scratch.drop_document(id),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The warnings [`Listing::push`] made (URIs listed twice), in list order.
-    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
+    pub fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.twice).into_vec()
-    }
-
-    fn end_loading(&mut self) -> Result<(), StoreError> {
-        if self.in_transaction {
-            self.conn.execute_batch("COMMIT").map_err(sql(&self.path))?;
-            self.in_transaction = false;
-        }
-        Ok(())
     }
 
     /// Entries in the list (each URI once).
     pub fn len(&mut self) -> Result<u64, StoreError> {
-        self.end_loading()?;
-        let n: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM listed", [], |r| r.get(0))
-            .map_err(sql(&self.path))?;
-        Ok(n as u64)
+        self.scratch.count()
     }
 
     pub fn is_empty(&mut self) -> Result<bool, StoreError> {
@@ -238,36 +145,21 @@ impl Listing {
     /// The plan: every entry merged with the catalog's current states in URI order (see the
     /// module's documentation). `objects`: the store, to see that a resource kept as it is
     /// still has its bytes; `catalog` may be `None` (a dry run before the first baseline).
-    pub(crate) fn plan(
+    pub fn plan(
         &mut self,
         catalog: Option<&Catalog>,
         collection: &str,
         objects: &ObjectStore,
     ) -> Result<Counts, StoreError> {
-        self.end_loading()?;
-        let path = self.path.clone();
         if !catalog.map_or(Ok(false), Catalog::has_current_states)? {
             // A mirror without a current state (a first baseline): every entry is created, in
-            // list order, and the merge has nothing to merge with.
-            let (create, _) = encode(&Action::Create);
-            self.conn
-                .execute(
-                    "INSERT INTO todo (ord, action) SELECT ord, ?1 FROM listed ORDER BY ord",
-                    [create],
-                )
-                .map_err(sql(&path))?;
-            // Counted as the merge counts: each length as the u64 it was, summed saturating.
+            // list order, and the merge has nothing to merge with. Counted as the merge
+            // counts: each length as the u64 it was, summed saturating.
             let (mut listed, mut bytes) = (0u64, 0u64);
-            let mut lengths = self
-                .conn
-                .prepare("SELECT length FROM listed")
-                .map_err(sql(&path))?;
-            let mut rows = lengths.query([]).map_err(sql(&path))?;
-            while let Some(r) = rows.next().map_err(sql(&path))? {
+            self.scratch.plan_all(encode(&Action::Create).0, |length| {
                 listed += 1;
-                let length = r.get::<_, Option<i64>>(0).map_err(sql(&path))?;
                 bytes = bytes.saturating_add(length.map_or(0, |n| n as u64));
-            }
+            })?;
             self.counts = Counts {
                 listed,
                 wanted: listed,
@@ -277,90 +169,31 @@ impl Listing {
             };
             return Ok(self.counts);
         }
-        self.conn.execute_batch("BEGIN").map_err(sql(&path))?;
         let mut counts = Counts::default();
-        {
-            let mut listed = self
-                .conn
-                .prepare("SELECT ord, uri, lastmod, length, digests FROM listed ORDER BY uri")
-                .map_err(sql(&path))?;
-            let mut rows = listed.query([]).map_err(sql(&path))?;
-            let mut next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
-            // Prepared once for the whole merge (`prepare_cached` hashes the text each time).
-            let mut todo = self
-                .conn
-                .prepare(
-                    "INSERT INTO todo (ord, action, diffs, cur_version, cur_sha256, etag, last_modified)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(sql(&path))?;
-            let mut gone_insert = self
-                .conn
-                .prepare("INSERT INTO gone (uri) VALUES (?1)")
-                .map_err(sql(&path))?;
-            let mut decide = |e: Entry, current: Option<CurrentState>| -> Result<(), StoreError> {
-                counts.listed += 1;
-                let length = e.length.map(|n| n as u64);
-                let live = current.filter(|c| !c.deleted);
-                let action = match &live {
-                    // What `plan::action` says of a resource the mirror does not hold, without
-                    // parsing the entry's lastmod and digests (most of a first baseline's plan).
-                    None => Action::Create,
-                    Some(c) => match plan::action(
-                        &declared(e.lastmod.as_deref(), length, e.digests.as_deref()),
-                        Some(c),
-                    ) {
-                        Action::Keep => object_damage(objects, c)
-                            .map_or(Action::Keep, |d| Action::Update(vec![d])),
-                        a => a,
-                    },
-                };
-                if action == Action::Keep {
-                    return Ok(());
-                }
-                counts.wanted += 1;
-                counts.wanted_bytes = counts.wanted_bytes.saturating_add(length.unwrap_or(0));
-                let (etag, last_modified) = match (&action, &live, catalog) {
-                    (Action::Revalidate, Some(c), Some(catalog)) => {
-                        catalog.version_validators(c.version_id)?
-                    }
-                    _ => (None, None),
-                };
-                let (code, diffs) = encode(&action);
-                todo.execute(params![
-                    e.ord,
-                    code,
-                    diffs,
-                    live.as_ref().map(|c| c.version_id),
-                    live.as_ref().and_then(|c| c.sha256_hex.as_deref()),
-                    etag,
-                    last_modified
-                ])
-                .map_err(sql(&path))?;
-                Ok(())
-            };
-            let mut gone = |uri: &str| -> Result<(), StoreError> {
-                gone_insert.execute([uri]).map_err(sql(&path))?;
-                Ok(())
+        self.scratch.merge(|m| {
+            let mut next = m.next_entry()?;
+            let mut planner = Planner {
+                counts: &mut counts,
+                catalog,
+                objects,
             };
             if let Some(catalog) = catalog {
                 catalog.each_current_state_by_uri(|uri, state| {
                     // Entries before this URI are not in the mirror.
                     while let Some(e) = next.take_if(|e| e.uri.as_str() < uri) {
-                        decide(e, None)?;
-                        next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
+                        planner.decide(m, e, None)?;
+                        next = m.next_entry()?;
                     }
                     let mine = !state.deleted && state.collection == collection;
-                    counts.live += mine as u64;
+                    planner.counts.live += mine as u64;
                     match next.take_if(|e| e.uri.as_str() == uri) {
                         Some(e) => {
-                            decide(e, Some(state))?;
-                            next = Entry::read(rows.next().map_err(sql(&path))?)
-                                .map_err(sql(&path))?;
+                            planner.decide(m, e, Some(state))?;
+                            next = m.next_entry()?;
                         }
                         None if mine => {
-                            counts.gone += 1;
-                            gone(uri)?;
+                            planner.counts.gone += 1;
+                            m.gone(uri)?;
                         }
                         None => {}
                     }
@@ -368,11 +201,11 @@ impl Listing {
                 })?;
             }
             while let Some(e) = next.take() {
-                decide(e, None)?;
-                next = Entry::read(rows.next().map_err(sql(&path))?).map_err(sql(&path))?;
+                planner.decide(m, e, None)?;
+                next = m.next_entry()?;
             }
-        }
-        self.conn.execute_batch("COMMIT").map_err(sql(&path))?;
+            Ok::<(), StoreError>(())
+        })?;
         self.counts = counts;
         Ok(counts)
     }
@@ -383,183 +216,135 @@ impl Listing {
     }
 
     /// Every entry in list order with its action (`Keep` included): a dry run's plan.
-    pub(crate) fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT l.uri, t.action, t.diffs FROM listed l LEFT JOIN todo t ON t.ord = l.ord
-                 ORDER BY l.ord",
-            )
-            .map_err(sql(&self.path))?;
-        let mut rows = st.query([]).map_err(sql(&self.path))?;
-        while let Some(r) = rows.next().map_err(sql(&self.path))? {
-            let action = match r.get::<_, Option<i64>>(1).map_err(sql(&self.path))? {
+    pub fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
+        self.scratch.each_planned(|uri, planned| {
+            let action = match planned {
                 None => Action::Keep,
-                Some(code) => decode(code, r.get(2).map_err(sql(&self.path))?),
+                Some((code, diffs)) => decode(code, diffs),
             };
-            f(
-                r.get_ref(0)
-                    .and_then(|v| Ok(v.as_str()?))
-                    .map_err(sql(&self.path))?,
-                &action,
-            );
-        }
-        Ok(())
+            f(uri, &action)
+        })
     }
 
     /// Every entry in list order.
     pub fn each_listed(&self, mut f: impl FnMut(Listed)) -> Result<(), StoreError> {
-        let mut st = self
-            .conn
-            .prepare(&format!("SELECT {LISTED} FROM listed l ORDER BY l.ord"))
-            .map_err(sql(&self.path))?;
-        let mut rows = st.query([]).map_err(sql(&self.path))?;
-        while let Some(r) = rows.next().map_err(sql(&self.path))? {
-            f(listed_at(r, 0, &self.docs).map_err(sql(&self.path))?);
-        }
-        Ok(())
+        self.scratch.each_listed(|r| {
+            let l = listed_of(r, &self.docs).map_err(|e| bad_row(self.scratch.path(), &e))?;
+            f(l);
+            Ok::<(), StoreError>(())
+        })
     }
 
     /// The live resources of the collection the list does not name, in URI order.
-    pub(crate) fn each_gone<E: From<StoreError>>(
+    pub fn each_gone<E: From<StoreError>>(
         &self,
-        mut f: impl FnMut(&str) -> Result<(), E>,
+        f: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut st = self
-            .conn
-            .prepare("SELECT uri FROM gone ORDER BY uri")
-            .map_err(sql(&self.path))?;
-        let mut rows = st.query([]).map_err(sql(&self.path))?;
-        while let Some(r) = rows.next().map_err(sql(&self.path))? {
-            f(r.get_ref(0)
-                .and_then(|v| Ok(v.as_str()?))
-                .map_err(sql(&self.path))?)?;
-        }
-        Ok(())
+        self.scratch.each_gone(f)
     }
 
     /// The first `n` gone URIs.
-    pub(crate) fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT uri FROM gone ORDER BY uri LIMIT ?1")
-            .map_err(sql(&self.path))?;
-        let rows = st
-            .query_map([n as i64], |r| r.get(0))
-            .map_err(sql(&self.path))?;
-        rows.collect::<Result<_, _>>().map_err(sql(&self.path))
+    pub fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        self.scratch.first_gone(n)
     }
 
     /// The positions of every entry to fetch, in list order (a Resource Dump's staging).
-    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT ord FROM todo ORDER BY ord")
-            .map_err(sql(&self.path))?;
-        let rows = st
-            .query_map([], |r| r.get::<_, i64>(0))
-            .map_err(sql(&self.path))?;
-        rows.map(|r| r.map(|n| n as usize))
-            .collect::<Result<_, _>>()
-            .map_err(sql(&self.path))
+    pub fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+        self.scratch.todo_ords()
     }
 
     /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
-    pub(crate) fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(&format!("{TODO_SELECT} WHERE t.ord = ?1"))
-            .map_err(sql(&self.path))?;
-        st.query_row([ord as i64], |r| todo_row(r, &self.docs))
-            .map_err(sql(&self.path))
+    pub fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
+        self.scratch.todo_at(ord, |r| todo_of(r, &self.docs))
     }
 
     /// The entries to fetch in list order, read a page at a time on a connection of their own
     /// (the iterator may be drawn from other threads). Each one drawn is kept in `in_flight`
     /// until the caller takes it back by position.
-    pub(crate) fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql(&self.path))?;
+    pub fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
+        let docs = self.docs.clone();
+        let make: MakeTodo = Box::new(move |r| todo_of(r, &docs));
         Ok(TodoPages {
-            conn,
-            path: self.path.clone(),
-            docs: self.docs.clone(),
-            after: -1,
-            page: VecDeque::new(),
-            done: false,
+            rows: self.scratch.todo(make)?,
             in_flight,
         })
     }
 }
 
-impl Drop for Listing {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+/// What the merge decides of one entry against the mirror's state of it.
+struct Planner<'p> {
+    counts: &'p mut Counts,
+    catalog: Option<&'p Catalog>,
+    objects: &'p ObjectStore,
+}
+
+impl Planner<'_> {
+    fn decide(
+        &mut self,
+        m: &mut crate::store::listing::Merge<'_>,
+        e: Entry,
+        current: Option<CurrentState>,
+    ) -> Result<(), StoreError> {
+        self.counts.listed += 1;
+        let length = e.length.map(|n| n as u64);
+        let live = current.filter(|c| !c.deleted);
+        let action = match &live {
+            // What `plan::action` says of a resource the mirror does not hold, without parsing
+            // the entry's lastmod and digests (most of a first baseline's plan).
+            None => Action::Create,
+            Some(c) => match plan::action(
+                &declared(e.lastmod.as_deref(), length, e.digests.as_deref()),
+                Some(c),
+            ) {
+                Action::Keep => {
+                    object_damage(self.objects, c).map_or(Action::Keep, |d| Action::Update(vec![d]))
+                }
+                a => a,
+            },
+        };
+        if action == Action::Keep {
+            return Ok(());
+        }
+        self.counts.wanted += 1;
+        self.counts.wanted_bytes = self.counts.wanted_bytes.saturating_add(length.unwrap_or(0));
+        let (etag, last_modified) = match (&action, &live, self.catalog) {
+            (Action::Revalidate, Some(c), Some(catalog)) => {
+                catalog.version_validators(c.version_id)?
+            }
+            _ => (None, None),
+        };
+        let (code, diffs) = encode(&action);
+        m.todo(NewTodo {
+            ord: e.ord,
+            action: code,
+            diffs,
+            current_version: live.as_ref().map(|c| c.version_id),
+            current_sha256: live.as_ref().and_then(|c| c.sha256_hex.as_deref()),
+            etag,
+            last_modified,
+        })
     }
 }
 
 /// The entries drawn for transfer and not yet taken back, by position.
 pub type InFlight = Arc<Mutex<HashMap<usize, Todo>>>;
 
-/// An entry's columns, as [`listed_at`] reads them.
-const LISTED: &str =
-    "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates, l.doc, l.line";
-
-const TODO_SELECT: &str =
-    "SELECT t.ord, l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates,
-        l.doc, l.line, t.action, t.diffs, t.cur_version, t.cur_sha256, t.etag, t.last_modified
-     FROM todo t JOIN listed l ON l.ord = t.ord";
+type MakeTodo = Box<dyn Fn(&RawTodo<'_>) -> Result<Todo, String> + Send>;
 
 /// [`Listing::todo`]'s iterator.
 pub struct TodoPages {
-    conn: Connection,
-    path: PathBuf,
-    docs: Vec<(Arc<str>, Arc<Scope>)>,
-    after: i64,
-    page: VecDeque<Todo>,
-    done: bool,
+    rows: TodoRows<Todo, MakeTodo>,
     in_flight: InFlight,
-}
-
-impl TodoPages {
-    const PAGE: i64 = 256;
-
-    fn fill(&mut self) -> Result<(), StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(&format!(
-                "{TODO_SELECT} WHERE t.ord > ?1 ORDER BY t.ord LIMIT {}",
-                Self::PAGE
-            ))
-            .map_err(sql(&self.path))?;
-        let rows = st
-            .query_map([self.after], |r| todo_row(r, &self.docs))
-            .map_err(sql(&self.path))?;
-        for r in rows {
-            self.page.push_back(r.map_err(sql(&self.path))?);
-        }
-        match self.page.back() {
-            Some(t) => self.after = t.ord as i64,
-            None => self.done = true,
-        }
-        Ok(())
-    }
 }
 
 impl Iterator for TodoPages {
     type Item = Result<Todo, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.page.is_empty() && !self.done {
-            if let Err(e) = self.fill() {
-                self.done = true;
-                return Some(Err(e));
-            }
-        }
-        let t = self.page.pop_front()?;
+        let t = match self.rows.next()? {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
         self.in_flight
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -568,57 +353,48 @@ impl Iterator for TodoPages {
     }
 }
 
-/// The entry whose [`LISTED`] columns start at column `at` of `r`.
-fn listed_at(
-    r: &rusqlite::Row<'_>,
-    at: usize,
-    docs: &[(Arc<str>, Arc<Scope>)],
-) -> rusqlite::Result<Listed> {
-    let text = |i: usize| r.get_ref(at + i).and_then(|v| Ok(v.as_str_or_null()?));
-    let uri = text(0)?.unwrap_or_default();
-    let bad = |what: &str, e: String| {
-        rusqlite::Error::FromSqlConversionFailure(
-            at,
-            rusqlite::types::Type::Text,
-            format!("{what}: {e}").into(),
-        )
-    };
-    let uri = Url::parse(uri).map_err(|e| bad(uri, e.to_string()))?;
-    let duplicates = match text(5)? {
+/// A row of the scratch copy that does not read back as an entry (a URL that does not parse).
+fn bad_row(path: &Path, e: &str) -> StoreError {
+    StoreError::io(
+        "the list's scratch copy",
+        path,
+        std::io::Error::other(e.to_string()),
+    )
+}
+
+/// The entry a row of the scratch copy holds.
+fn listed_of(r: &RawListed<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> Result<Listed, String> {
+    let bad = |what: &str, e: url::ParseError| format!("{what}: {e}");
+    let uri = Url::parse(r.uri).map_err(|e| bad(r.uri, e))?;
+    let duplicates = match r.duplicates {
         Some(d) => d
             .lines()
-            .map(|u| Url::parse(u).map_err(|e| bad(u, e.to_string())))
+            .map(|u| Url::parse(u).map_err(|e| bad(u, e)))
             .collect::<Result<_, _>>()?,
         None => Vec::new(),
     };
-    let (document, scope) = docs[r.get::<_, i64>(at + 6)? as usize].clone();
+    let (document, scope) = docs[r.doc as usize].clone();
     Ok(Listed {
         uri,
-        declared: declared(
-            text(1)?,
-            r.get::<_, Option<i64>>(at + 2)?.map(|n| n as u64),
-            text(3)?,
-        ),
-        media_type: text(4)?.map(|t| std::borrow::Cow::Owned(t.to_string())),
+        declared: declared(r.lastmod, r.length.map(|n| n as u64), r.digests),
+        media_type: r.media_type.map(|t| std::borrow::Cow::Owned(t.to_string())),
         duplicates,
         document,
-        line: r.get::<_, i64>(at + 7)? as u64,
+        line: r.line as u64,
         scope,
     })
 }
 
-fn todo_row(r: &rusqlite::Row<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> rusqlite::Result<Todo> {
-    let sha = r.get::<_, Option<String>>(12)?;
-    let current = r.get::<_, Option<i64>>(11)?.map(|v| (v, sha));
+fn todo_of(r: &RawTodo<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> Result<Todo, String> {
     let validators = Validators {
-        etag: r.get(13)?,
-        last_modified: r.get(14)?,
+        etag: r.etag.clone(),
+        last_modified: r.last_modified.clone(),
     };
     Ok(Todo {
-        ord: r.get::<_, i64>(0)? as usize,
-        listed: listed_at(r, 1, docs)?,
-        action: decode(r.get(9)?, r.get(10)?),
-        current,
+        ord: r.ord as usize,
+        listed: listed_of(&r.listed, docs)?,
+        action: decode(r.action, r.diffs.clone()),
+        current: r.current.clone(),
         validators: (!validators.is_empty()).then_some(validators),
     })
 }
@@ -628,29 +404,6 @@ fn declared(lastmod: Option<&str>, length: Option<u64>, digests: Option<&str>) -
         lastmod: lastmod.and_then(|t| t.parse().ok()),
         length,
         digests: digests.map(parse_hash_attr).unwrap_or_default(),
-    }
-}
-
-/// One row of `listed` as the plan reads it; its metadata is parsed only when the mirror has
-/// the resource to compare it with.
-struct Entry {
-    ord: i64,
-    uri: String,
-    lastmod: Option<String>,
-    length: Option<i64>,
-    digests: Option<String>,
-}
-
-impl Entry {
-    fn read(row: Option<&rusqlite::Row<'_>>) -> rusqlite::Result<Option<Entry>> {
-        let Some(r) = row else { return Ok(None) };
-        Ok(Some(Entry {
-            ord: r.get(0)?,
-            uri: r.get(1)?,
-            lastmod: r.get(2)?,
-            length: r.get(3)?,
-            digests: r.get(4)?,
-        }))
     }
 }
 
