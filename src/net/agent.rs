@@ -152,7 +152,7 @@ pub fn read_ca_file(path: &Path) -> Result<usize, String> {
 }
 
 /// `rsmirror/VERSION (ResourceSync Destination)`: what we send when nothing else was configured.
-pub fn default_user_agent() -> String {
+pub(crate) fn default_user_agent() -> String {
     format!(
         "rsmirror/{} (ResourceSync Destination)",
         env!("CARGO_PKG_VERSION")
@@ -167,7 +167,7 @@ pub struct Validators {
 }
 
 impl Validators {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.etag.is_none() && self.last_modified.is_none()
     }
 }
@@ -252,12 +252,12 @@ impl Http {
 
     /// Wait at least `delay` between the starts of two requests to the same host (`--delay`),
     /// across all threads sharing this agent.
-    pub fn with_host_delay(mut self, delay: Duration) -> Http {
+    pub(crate) fn with_host_delay(mut self, delay: Duration) -> Http {
         self.pacing = HostPacing::new(delay);
         self
     }
 
-    pub fn config(&self) -> &HttpConfig {
+    pub(crate) fn config(&self) -> &HttpConfig {
         &self.cfg
     }
 
@@ -277,7 +277,7 @@ impl Http {
     }
 
     /// GET with retries and scope-checked redirects; conditional when validators are given.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         url: &Url,
         scope: &Scope,
@@ -287,7 +287,7 @@ impl Http {
     }
 
     /// Turn an error from reading a [`Body`]'s reader into a [`FetchError`] for `url`.
-    pub fn read_error(&self, url: &Url, e: io::Error) -> FetchError {
+    pub(crate) fn read_error(&self, url: &Url, e: io::Error) -> FetchError {
         if e.get_ref().is_some_and(|inner| inner.is::<FetchError>()) {
             let inner = e.into_inner().expect("checked above");
             return *inner.downcast::<FetchError>().expect("checked above");
@@ -808,7 +808,7 @@ pub(crate) mod test_server {
     }
 
     impl Seen {
-        pub fn header(&self, name: &str) -> Option<&str> {
+        pub(crate) fn header(&self, name: &str) -> Option<&str> {
             self.headers
                 .iter()
                 .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -824,7 +824,7 @@ pub(crate) mod test_server {
 
     impl TestServer {
         /// Serve every request with `handler(request, index)` (index counts from 0).
-        pub fn start<F>(handler: F) -> TestServer
+        pub(crate) fn start<F>(handler: F) -> TestServer
         where
             F: Fn(&Seen, usize) -> Reply + Send + 'static,
         {
@@ -856,17 +856,17 @@ pub(crate) mod test_server {
             }
         }
 
-        pub fn url(&self, path: &str) -> url::Url {
+        pub(crate) fn url(&self, path: &str) -> url::Url {
             url::Url::parse(&format!("{}{}", self.base, path)).unwrap()
         }
 
-        pub fn requests(&self) -> usize {
+        pub(crate) fn requests(&self) -> usize {
             self.count.load(Ordering::SeqCst)
         }
     }
 
     /// The network tests' settings: short timeouts and backoff, three tries.
-    pub fn config() -> super::HttpConfig {
+    pub(crate) fn config() -> super::HttpConfig {
         super::HttpConfig {
             timeout: std::time::Duration::from_secs(1),
             tries: 3,
@@ -884,7 +884,7 @@ pub(crate) mod test_server {
         }
     }
 
-    pub fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> Reply {
+    pub(crate) fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> Reply {
         let mut r = tiny_http::Response::from_string(body).with_status_code(status);
         for (n, v) in headers {
             r.add_header(tiny_http::Header::from_bytes(n.as_bytes(), v.as_bytes()).unwrap());

@@ -53,13 +53,13 @@ pub enum FetchError {
 
 impl FetchError {
     /// True for refusals (scope, scheme): the source is hostile or wrong, not failing.
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         matches!(self, FetchError::OutOfScope { .. })
     }
 
     /// True when the body contradicts the declared length or a declared digest: what a
     /// resource that changed after its list was written gives (ResourceSync 1.1 §10.1).
-    pub fn is_mismatch(&self) -> bool {
+    pub(crate) fn is_mismatch(&self) -> bool {
         matches!(
             self,
             FetchError::LengthMismatch { .. } | FetchError::DigestMismatch { .. }
@@ -68,12 +68,12 @@ impl FetchError {
 
     /// True when the mirror's file system is full (ENOSPC, EDQUOT): no other resource can be
     /// written either.
-    pub fn is_no_space(&self) -> bool {
+    pub(crate) fn is_no_space(&self) -> bool {
         matches!(self, FetchError::Staging(e) if is_no_space(e))
     }
 
     /// True for a 404 or 410: the resource is not (or no longer) there.
-    pub fn is_gone(&self) -> bool {
+    pub(crate) fn is_gone(&self) -> bool {
         matches!(
             self,
             FetchError::Status {
@@ -86,7 +86,7 @@ impl FetchError {
 
 /// EROFS, EACCES or EPERM: the folder refuses writes (a read-only mount, permissions); no
 /// other resource can be written there either.
-pub fn is_unwritable(e: &std::io::Error) -> bool {
+pub(crate) fn is_unwritable(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
@@ -94,6 +94,6 @@ pub fn is_unwritable(e: &std::io::Error) -> bool {
 }
 
 /// ENOSPC or EDQUOT: the file system (or the user's quota) is full.
-pub fn is_no_space(e: &std::io::Error) -> bool {
+pub(crate) fn is_no_space(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull || e.kind() == std::io::ErrorKind::QuotaExceeded
 }

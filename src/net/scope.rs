@@ -118,7 +118,7 @@ impl Scope {
     }
 
     /// Ok when `url` may be fetched for a document of this scope; Err(reason) otherwise.
-    pub fn check(&self, url: &Url) -> Result<(), String> {
+    pub(crate) fn check(&self, url: &Url) -> Result<(), String> {
         let scheme = url.scheme();
         if !matches!(scheme, "http" | "https") {
             return Err(format!(
@@ -152,7 +152,7 @@ impl Scope {
     }
 
     /// The hosts of this scope, for messages: `example.org, cdn.example.net`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let hosts: Vec<String> = self
             .host
             .iter()

@@ -66,7 +66,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn into_result(self) -> Result<Staged<NewFile>, FetchError> {
+    pub(crate) fn into_result(self) -> Result<Staged<NewFile>, FetchError> {
         match self {
             Outcome::Fetched(staged) => Ok(*staged),
             Outcome::Failed(e) => Err(e),
@@ -452,7 +452,7 @@ impl<'h, T> Transfers<'h, T> {
 
 /// Fetch one resource on a [`Transfers`] of its own: the blocking form, for the few GETs made
 /// one at a time (repair, dump packages).
-pub fn fetch_one(
+pub(crate) fn fetch_one(
     http: &Http,
     staging: &Path,
     request: Request,

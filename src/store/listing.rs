@@ -169,7 +169,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// A new, empty copy in `dir` (the mirror's `staging/`, or a dry run's folder).
-    pub fn create(dir: &Path) -> Result<Scratch, StoreError> {
+    pub(crate) fn create(dir: &Path) -> Result<Scratch, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("creating", dir, e))?;
         let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("listing-{}-{n}.sqlite", std::process::id()));
@@ -193,7 +193,7 @@ impl Scratch {
     /// place and takes this entry's metadata (`Ok(false)`). (Not one `ON CONFLICT …
     /// RETURNING`: SQLite makes an ephemeral table for every `RETURNING`, half the cost of a
     /// push.)
-    pub fn push(&mut self, l: NewListed<'_>) -> Result<bool, StoreError> {
+    pub(crate) fn push(&mut self, l: NewListed<'_>) -> Result<bool, StoreError> {
         let values = params![
             l.uri,
             l.lastmod,
@@ -232,7 +232,7 @@ impl Scratch {
     }
 
     /// Forget every entry of document `doc`.
-    pub fn drop_document(&mut self, doc: i64) -> Result<(), StoreError> {
+    pub(crate) fn drop_document(&mut self, doc: i64) -> Result<(), StoreError> {
         self.conn
             .execute("DELETE FROM listed WHERE doc = ?1", [doc])
             .map_err(sql(&self.path))?;
@@ -259,7 +259,7 @@ impl Scratch {
 
     /// Every entry planned `action`, in list order, with nothing to merge (a first
     /// baseline); each entry's declared length to `length`.
-    pub fn plan_all(
+    pub(crate) fn plan_all(
         &mut self,
         action: i64,
         mut length: impl FnMut(Option<i64>),
@@ -285,7 +285,7 @@ impl Scratch {
 
     /// The plan by a merge: `f` draws the entries in URI order from the [`Merge`] and writes
     /// what to fetch and what is gone through it, in one transaction.
-    pub fn merge<E: From<StoreError>>(
+    pub(crate) fn merge<E: From<StoreError>>(
         &mut self,
         f: impl FnOnce(&mut Merge<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -323,7 +323,7 @@ impl Scratch {
     }
 
     /// Every entry in list order with its planned action, if it has one.
-    pub fn each_planned(
+    pub(crate) fn each_planned(
         &self,
         mut f: impl FnMut(&str, Option<(i64, Option<String>)>),
     ) -> Result<(), StoreError> {
@@ -368,7 +368,7 @@ impl Scratch {
     }
 
     /// The live resources of the collection the list does not name, in URI order.
-    pub fn each_gone<E: From<StoreError>>(
+    pub(crate) fn each_gone<E: From<StoreError>>(
         &self,
         mut f: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -387,7 +387,7 @@ impl Scratch {
     }
 
     /// The first `n` gone URIs.
-    pub fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
         let mut st = self
             .conn
             .prepare("SELECT uri FROM gone ORDER BY uri LIMIT ?1")
@@ -399,7 +399,7 @@ impl Scratch {
     }
 
     /// The positions of every entry to fetch, in list order.
-    pub fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
         let mut st = self
             .conn
             .prepare("SELECT ord FROM todo ORDER BY ord")
@@ -413,7 +413,7 @@ impl Scratch {
     }
 
     /// One entry to fetch, by position, made into `T` by `make`.
-    pub fn todo_at<T>(
+    pub(crate) fn todo_at<T>(
         &self,
         ord: usize,
         make: impl FnOnce(&RawTodo<'_>) -> Result<T, String>,
@@ -428,7 +428,7 @@ impl Scratch {
 
     /// The entries to fetch in list order, each made into `T` by `make`, read a page at a time
     /// on a connection of their own (the iterator may be drawn from other threads).
-    pub fn todo<T, F>(&self, make: F) -> Result<TodoRows<T, F>, StoreError>
+    pub(crate) fn todo<T, F>(&self, make: F) -> Result<TodoRows<T, F>, StoreError>
     where
         F: Fn(&RawTodo<'_>) -> Result<T, String>,
     {
@@ -474,12 +474,12 @@ pub struct Merge<'s> {
 
 impl Merge<'_> {
     /// The next entry in URI order.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>, StoreError> {
+    pub(crate) fn next_entry(&mut self) -> Result<Option<Entry>, StoreError> {
         let row = self.rows.next().map_err(sql(self.path))?;
         Entry::read(row).map_err(sql(self.path))
     }
 
-    pub fn todo(&mut self, t: NewTodo<'_>) -> Result<(), StoreError> {
+    pub(crate) fn todo(&mut self, t: NewTodo<'_>) -> Result<(), StoreError> {
         self.todo
             .execute(params![
                 t.ord,
@@ -494,7 +494,7 @@ impl Merge<'_> {
         Ok(())
     }
 
-    pub fn gone(&mut self, uri: &str) -> Result<(), StoreError> {
+    pub(crate) fn gone(&mut self, uri: &str) -> Result<(), StoreError> {
         self.gone.execute([uri]).map_err(sql(self.path))?;
         Ok(())
     }

@@ -69,7 +69,7 @@ pub struct Todo {
 
 impl Listing {
     /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder).
-    pub fn create(dir: &Path) -> Result<Listing, StoreError> {
+    pub(crate) fn create(dir: &Path) -> Result<Listing, StoreError> {
         Ok(Listing {
             scratch: Scratch::create(dir)?,
             docs: Vec::new(),
@@ -91,7 +91,7 @@ impl Listing {
 
     /// Add an entry. A URI listed before keeps its place and takes this entry's metadata (a
     /// warning says so).
-    pub fn push(&mut self, l: Listed) -> Result<(), StoreError> {
+    pub(crate) fn push(&mut self, l: Listed) -> Result<(), StoreError> {
         let doc = self.doc_id(&l);
         let duplicates = (!l.duplicates.is_empty()).then(|| {
             l.duplicates
@@ -121,7 +121,7 @@ impl Listing {
 
     /// Forget every entry that came from `document` (an index part that failed half-way:
     /// nothing from it is kept).
-    pub fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
+    pub(crate) fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
         match self.doc_ids.get(document) {
             Some(&id) => self.scratch.drop_document(id),
             None => Ok(()),
@@ -129,7 +129,7 @@ impl Listing {
     }
 
     /// The warnings [`Listing::push`] made (URIs listed twice), in list order.
-    pub fn take_warnings(&mut self) -> Vec<String> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.twice).into_vec()
     }
 
@@ -145,7 +145,7 @@ impl Listing {
     /// The plan: every entry merged with the catalog's current states in URI order (see the
     /// module's documentation). `objects`: the store, to see that a resource kept as it is
     /// still has its bytes; `catalog` may be `None` (a dry run before the first baseline).
-    pub fn plan(
+    pub(crate) fn plan(
         &mut self,
         catalog: Option<&Catalog>,
         collection: &str,
@@ -216,7 +216,7 @@ impl Listing {
     }
 
     /// Every entry in list order with its action (`Keep` included): a dry run's plan.
-    pub fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
+    pub(crate) fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
         self.scratch.each_planned(|uri, planned| {
             let action = match planned {
                 None => Action::Keep,
@@ -236,7 +236,7 @@ impl Listing {
     }
 
     /// The live resources of the collection the list does not name, in URI order.
-    pub fn each_gone<E: From<StoreError>>(
+    pub(crate) fn each_gone<E: From<StoreError>>(
         &self,
         f: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -244,24 +244,24 @@ impl Listing {
     }
 
     /// The first `n` gone URIs.
-    pub fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.scratch.first_gone(n)
     }
 
     /// The positions of every entry to fetch, in list order (a Resource Dump's staging).
-    pub fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
         self.scratch.todo_ords()
     }
 
     /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
-    pub fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
+    pub(crate) fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
         self.scratch.todo_at(ord, |r| todo_of(r, &self.docs))
     }
 
     /// The entries to fetch in list order, read a page at a time on a connection of their own
     /// (the iterator may be drawn from other threads). Each one drawn is kept in `in_flight`
     /// until the caller takes it back by position.
-    pub fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
+    pub(crate) fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
         let docs = self.docs.clone();
         let make: MakeTodo = Box::new(move |r| todo_of(r, &docs));
         Ok(TodoPages {
