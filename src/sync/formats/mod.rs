@@ -19,10 +19,12 @@
 //!
 //! ## Adding a format
 //! 1. A folder `src/sync/formats/<format>/` with `read/` (the reader, with unit tests against
-//!    real documents) and a unit struct implementing [`Format`]: `baseline` takes the current
-//!    state the source lists (each item's bytes into the object store, verified; a version per
-//!    new state; what only the format knows in a side table keyed by version id); `plan` prints
-//!    the dry run with `plan::print_mark`; `incremental` and `plan_changes` apply and print
+//!    real documents) and a unit struct implementing [`Format`]: `baseline` reads the current
+//!    state the source lists into a `sync::snapshot::Snapshot` and a `sync::listing::Listing`,
+//!    plans it, and hands it to `sync::snapshot::take` (the engine fetches, verifies, decides
+//!    with `sync::decide`, writes, tombstones and records the sync point; the format adds only
+//!    its side rows, keyed by version id, and its documents' records as `Hooks`); `plan` prints
+//!    the dry run (`sync::snapshot::print_plan`); `incremental` and `plan_changes` apply and print
 //!    what changed since the sync point; `expected_state` streams what the source lists now for
 //!    `audit` (or `audit`, to compare by a rule of its own). The three folders here are the
 //!    models: `arc/` is the smallest.

@@ -1,6 +1,7 @@
-//! ARC sitemaps (seed 002) as a [`Format`]: `mirror` takes a sitemap's pages (fetched, their
-//! declared checksums verified) and follows its delta feeds; `records` is the SQL of what only
-//! ARC knows (`arc_sitemaps`, `arc_versions`). The reader is `crate::sync::formats::arc::read`.
+//! ARC sitemaps (ARC sitemap 2.1) as a [`Format`]: `mirror` reads a sitemap into a snapshot
+//! the engine takes (`sync::snapshot`: its pages fetched, their declared checksums verified,
+//! each version with its page's row in `arc_versions`) and follows its delta feeds; what only
+//! ARC keeps is the store's (`store::arc_records`). The reader is `read`.
 
 pub mod mirror;
 pub mod read;
