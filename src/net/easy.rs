@@ -75,8 +75,20 @@ pub(crate) fn configure_get<H>(
 /// (or reset) handle at the system's bundle and folder of authorities (found by
 /// openssl-probe, which honours `SSL_CERT_FILE` and `SSL_CERT_DIR`); the file replaces the
 /// bundle, and the folder is dropped, or its authorities would still be trusted beside it.
+///
+/// Without it, `SSL_CERT_FILE` and `SSL_CERT_DIR` name the usual ones, as they do for the curl
+/// tool and OpenSSL: a system libcurl (Debian's) has its own paths compiled in and would
+/// otherwise ignore them, so a build with it and one with the bundled libcurl would trust
+/// different authorities.
 fn trust<H>(easy: &mut Easy2<H>, cfg: &HttpConfig) -> Result<(), curl::Error> {
     let Some(ca_file) = &cfg.ca_file else {
+        let (file, dir) = usual_authorities();
+        if let Some(file) = file {
+            easy.cainfo(file)?;
+        }
+        if let Some(dir) = dir {
+            easy.capath(dir)?;
+        }
         return Ok(());
     };
     easy.cainfo(ca_file)?;
@@ -93,6 +105,20 @@ fn trust<H>(easy: &mut Easy2<H>, cfg: &HttpConfig) -> Result<(), curl::Error> {
     } else {
         Err(curl::Error::new(rc))
     }
+}
+
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR`, when set and not empty (read once).
+fn usual_authorities() -> &'static (Option<std::path::PathBuf>, Option<std::path::PathBuf>) {
+    static USUAL: std::sync::OnceLock<(Option<std::path::PathBuf>, Option<std::path::PathBuf>)> =
+        std::sync::OnceLock::new();
+    USUAL.get_or_init(|| {
+        let named = |var| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(Into::into)
+        };
+        (named("SSL_CERT_FILE"), named("SSL_CERT_DIR"))
+    })
 }
 
 /// `CURLOPT_PREREQFUNCTION` and `CURLOPT_PREREQDATA` (libcurl 7.80) and `CURLINFO_SCHEME`
