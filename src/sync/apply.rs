@@ -10,6 +10,7 @@
 use crate::net::transfer::{Outcome, Request, Transfers};
 use crate::net::{Expected, FetchError, Http, Scope, Validators};
 use crate::rs::digest::Computed;
+use crate::store::catalog::NewVersion;
 use crate::store::new_file::NewFile;
 pub use crate::store::writer::{Then, Writer};
 use crate::store::ObjectStore;
@@ -42,6 +43,40 @@ pub struct Fetched {
     pub media_type: Option<String>,
     /// How the bytes arrived: `http`, or `dump` (then `final_url` is the package).
     pub via: &'static str,
+}
+
+impl Fetched {
+    /// The version these bytes make of `uri` in `collection`, with what the source declares of
+    /// it; a declared media type wins over the one served. No event time (a snapshot's).
+    pub(crate) fn version(
+        &self,
+        uri: &Url,
+        collection: &str,
+        change: &'static str,
+        declared: &crate::sync::plan::Declared,
+        media_type: Option<&str>,
+    ) -> NewVersion {
+        NewVersion {
+            uri: uri.to_string(),
+            collection: collection.to_string(),
+            change,
+            event_time: None,
+            lastmod: declared.lastmod,
+            length_bytes: Some(self.computed.length),
+            declared_length_bytes: declared.length,
+            declared_hash: crate::rs::digest::declared_hash(&declared.digests),
+            md5_hex: Some(self.computed.md5_hex.clone()),
+            sha1_hex: self.computed.sha1_hex.clone(),
+            sha256_hex: Some(self.computed.sha256_hex.clone()),
+            media_type: media_type
+                .map(str::to_string)
+                .or_else(|| self.media_type.clone()),
+            arrived_via: self.via,
+            fetched_from: Some(self.final_url.to_string()),
+            etag: self.etag.clone(),
+            last_modified: self.last_modified.clone(),
+        }
+    }
 }
 
 /// What became of a job.

@@ -15,7 +15,6 @@ use crate::error::Error;
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
-use crate::rs::digest::declared_hash;
 use crate::settings;
 use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
 use crate::store::writer::LastRows;
@@ -396,7 +395,14 @@ impl Results<'_, '_> {
         let Some(change) = decision.change() else {
             return Ok(());
         };
-        let mut v = version_from(&t.listed, f, change, self.collection);
+        let l = &t.listed;
+        let mut v = f.version(
+            &l.uri,
+            self.collection,
+            change,
+            &l.declared,
+            l.media_type.as_deref(),
+        );
         if let Some(via) = self.arrived_via {
             v.arrived_via = via;
         }
@@ -630,36 +636,6 @@ fn settle_gone(
         }
         Ok::<(), Error>(())
     })
-}
-
-fn version_from(
-    l: &Listed,
-    f: &apply::Fetched,
-    change: &'static str,
-    collection: &str,
-) -> NewVersion {
-    NewVersion {
-        uri: l.uri.to_string(),
-        collection: collection.to_string(),
-        change,
-        event_time: None,
-        lastmod: l.declared.lastmod,
-        length_bytes: Some(f.computed.length),
-        declared_length_bytes: l.declared.length,
-        declared_hash: declared_hash(&l.declared.digests),
-        md5_hex: Some(f.computed.md5_hex.clone()),
-        sha1_hex: f.computed.sha1_hex.clone(),
-        sha256_hex: Some(f.computed.sha256_hex.clone()),
-        media_type: l
-            .media_type
-            .as_deref()
-            .map(str::to_string)
-            .or_else(|| f.media_type.clone()),
-        arrived_via: f.via,
-        fetched_from: Some(f.final_url.to_string()),
-        etag: f.etag.clone(),
-        last_modified: f.last_modified.clone(),
-    }
 }
 
 /// The fetch of a listed resource: its URL, then its `duplicate` mirrors; what the list

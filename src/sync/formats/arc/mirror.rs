@@ -1464,22 +1464,11 @@ fn version(
     event_time: Option<Timestamp>,
 ) -> NewVersion {
     NewVersion {
-        uri: page.url.to_string(),
-        collection: collection.to_string(),
-        change,
         event_time,
-        lastmod: page.lastmod,
-        length_bytes: Some(f.computed.length),
-        declared_length_bytes: None,
+        // As written, an unusable checksum too (the declared digests keep only usable ones).
         declared_hash: page.digest.as_ref().map(|d| d.to_string()),
-        md5_hex: Some(f.computed.md5_hex.clone()),
-        sha1_hex: f.computed.sha1_hex.clone(),
-        sha256_hex: Some(f.computed.sha256_hex.clone()),
-        media_type: f.media_type.clone(),
         arrived_via: "arc",
-        fetched_from: Some(f.final_url.to_string()),
-        etag: f.etag.clone(),
-        last_modified: f.last_modified.clone(),
+        ..f.version(&page.url, collection, change, &declared(page), None)
     }
 }
 

@@ -13,7 +13,6 @@ use crate::error::{Error, SourceError};
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
-use crate::rs::digest::declared_hash;
 use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
@@ -661,26 +660,15 @@ fn fetched_version(
     change: &'static str,
 ) -> NewVersion {
     NewVersion {
-        uri: e.uri.to_string(),
-        collection: collection.to_string(),
-        change,
         event_time: e.time,
-        lastmod: e.declared.lastmod,
-        length_bytes: Some(f.computed.length),
-        declared_length_bytes: e.declared.length,
-        declared_hash: declared_hash(&e.declared.digests),
-        md5_hex: Some(f.computed.md5_hex.clone()),
-        sha1_hex: f.computed.sha1_hex.clone(),
-        sha256_hex: Some(f.computed.sha256_hex.clone()),
-        media_type: e
-            .media_type
-            .as_deref()
-            .map(str::to_string)
-            .or_else(|| f.media_type.clone()),
         arrived_via: "http",
-        fetched_from: Some(f.final_url.to_string()),
-        etag: f.etag.clone(),
-        last_modified: f.last_modified.clone(),
+        ..f.version(
+            &e.uri,
+            collection,
+            change,
+            &e.declared,
+            e.media_type.as_deref(),
+        )
     }
 }
 
