@@ -548,27 +548,8 @@ fn report_snapshot_problems(
     progress: &Progress,
 ) -> Result<(), Error> {
     let snap = &p.snapshot;
-    for r in &snap.refused {
-        summary.refused += 1;
-        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
-        writer.problem(&r.uri, "refused", &r.reason)?;
-        summary.problems.push(Problem {
-            uri: r.uri.clone(),
-            class: "refused",
-            reason: r.reason.clone(),
-        });
-    }
-    for r in &snap.skipped {
-        if verbose {
-            progress.println(&format!("skipped: {}: {}", r.uri, r.reason));
-        }
-        writer.problem(&r.uri, "skipped", &r.reason)?;
-        summary.problems.push(Problem {
-            uri: r.uri.clone(),
-            class: "skipped",
-            reason: r.reason.clone(),
-        });
-    }
+    let (refused, skipped) = (pairs(&snap.refused), pairs(&snap.skipped));
+    record_refused_and_skipped(writer, &refused, &skipped, verbose, summary, progress)?;
     summary.failed_parts += snap.failed_parts.len() as u64;
     for f in &snap.failed_parts {
         progress.println(&format!("failed: part of the {}: {f}", p.list_name));
@@ -578,6 +559,43 @@ fn report_snapshot_problems(
             class: "document",
             reason: f.clone(),
         });
+    }
+    Ok(())
+}
+
+/// (URI, why) of each.
+pub(crate) fn pairs(v: &[Refused]) -> Vec<(&str, &str)> {
+    v.iter()
+        .map(|r| (r.uri.as_str(), r.reason.as_str()))
+        .collect()
+}
+
+/// Entries refused (by the scope, or as unsafe) and entries the source asks not to take,
+/// as (URI, why): counted, said on stderr (the skipped ones with `-v` only), recorded as the
+/// run's problems. The same for a snapshot and for changes, whatever the format.
+pub(crate) fn record_refused_and_skipped(
+    writer: &mut Writer<'_>,
+    refused: &[(&str, &str)],
+    skipped: &[(&str, &str)],
+    verbose: bool,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    for (class, list) in [("refused", refused), ("skipped", skipped)] {
+        for &(uri, reason) in list {
+            if class == "refused" {
+                summary.refused += 1;
+            }
+            if class == "refused" || verbose {
+                progress.println(&format!("{class}: {uri}: {reason}"));
+            }
+            writer.problem(uri, class, reason)?;
+            summary.problems.push(Problem {
+                uri: uri.to_string(),
+                class,
+                reason: reason.to_string(),
+            });
+        }
     }
     Ok(())
 }

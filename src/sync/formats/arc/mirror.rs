@@ -837,20 +837,16 @@ impl DeltaRun<'_, '_> {
         skipped: &BTreeMap<String, String>,
         verbose: bool,
     ) -> Result<(), Error> {
-        for (uri, reason) in refused {
-            self.summary.refused += 1;
-            self.progress.println(&format!("refused: {uri}: {reason}"));
-            self.writer.problem(uri, "refused", reason)?;
-            self.summary.problems.push(problem(uri, "refused", reason));
-        }
-        for (uri, reason) in skipped {
-            if verbose {
-                self.progress.println(&format!("skipped: {uri}: {reason}"));
-            }
-            self.writer.problem(uri, "skipped", reason)?;
-            self.summary.problems.push(problem(uri, "skipped", reason));
-        }
-        Ok(())
+        let refused: Vec<(&str, &str)> = refused.iter().map(|(u, r)| (&**u, &**r)).collect();
+        let skipped: Vec<(&str, &str)> = skipped.iter().map(|(u, r)| (&**u, &**r)).collect();
+        snapshot::record_refused_and_skipped(
+            self.writer.inner(),
+            &refused,
+            &skipped,
+            verbose,
+            self.summary,
+            self.progress,
+        )
     }
 
     /// What becomes of each change before any transfer: the events and tombstones that need

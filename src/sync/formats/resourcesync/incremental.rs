@@ -25,6 +25,7 @@ use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::feed::{self, DESCRIBES_BASIS};
 use crate::sync::formats::resourcesync::change_dump;
 use crate::sync::formats::resourcesync::changes::{self, Changes, Collector, Event};
+use crate::sync::snapshot;
 use crate::sync::sync_point;
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
@@ -353,16 +354,8 @@ fn record_refused_and_superseded(
     summary: &mut Summary,
     progress: &Progress,
 ) -> Result<(), Error> {
-    for r in &p.changes.refused {
-        summary.refused += 1;
-        progress.println(&format!("refused: {}: {}", r.uri, r.reason));
-        writer.problem(&r.uri, "refused", &r.reason)?;
-        summary.problems.push(Problem {
-            uri: r.uri.clone(),
-            class: "refused",
-            reason: r.reason.clone(),
-        });
-    }
+    let refused = snapshot::pairs(&p.changes.refused);
+    snapshot::record_refused_and_skipped(writer, &refused, &[], false, summary, progress)?;
     let applied: HashSet<usize> = p.apply.iter().copied().collect();
     for (i, e) in p.changes.events.iter().enumerate() {
         if !applied.contains(&i) {
