@@ -82,7 +82,7 @@ pub enum Command {
 }
 
 /// The footer of the reading commands: the one clock, then the exit codes.
-pub fn reading_help() -> String {
+pub(crate) fn reading_help() -> String {
     format!(
         "WHEN is a point in the mirror's history: run:N (the mirror as run N left it; run:0 is \
          before the first run), an RFC 3339 time (2026-03-01T12:00:00Z) or a date (2026-03-01: \
@@ -366,7 +366,7 @@ pub struct SourceArgs {
 
 /// A byte count: digits, optionally followed by K, M, G or T (powers of 1024, a trailing `B`
 /// or `iB` allowed).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let upper = t.to_ascii_uppercase();
     let body = upper

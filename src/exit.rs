@@ -80,14 +80,6 @@ impl Exit {
             .expect("every Exit is in TABLE")
     }
 
-    pub fn meaning(self) -> &'static str {
-        TABLE
-            .iter()
-            .find(|(e, _, _)| *e == self)
-            .map(|(_, _, m)| *m)
-            .expect("every Exit is in TABLE")
-    }
-
     /// The table as the `--help` footer and the README print it.
     pub(crate) fn help_table() -> String {
         let mut s = String::from("Exit codes:\n");

@@ -82,12 +82,12 @@ impl Class {
         }
     }
 
-    pub fn parse(name: &str) -> Option<Class> {
+    pub(crate) fn parse(name: &str) -> Option<Class> {
         Class::ALL.into_iter().find(|c| c.name() == name)
     }
 
     /// rclone's one-character mark.
-    pub fn mark(self) -> char {
+    pub(crate) fn mark(self) -> char {
         match self {
             Class::InSync | Class::Verified => '=',
             Class::Missing => '+',
@@ -104,7 +104,7 @@ impl Class {
     }
 
     /// Does this finding make the audit fail (exit 1)? `?` only with `--require-fixity`.
-    pub fn is_difference(self, require_fixity: bool) -> bool {
+    pub(crate) fn is_difference(self, require_fixity: bool) -> bool {
         match self.mark() {
             '=' => false,
             '?' => require_fixity,
@@ -189,7 +189,7 @@ impl Finding {
         self
     }
 
-    pub fn object(mut self, object: impl Into<String>) -> Finding {
+    pub(crate) fn object(mut self, object: impl Into<String>) -> Finding {
         self.object = Some(object.into());
         self
     }
@@ -257,10 +257,6 @@ impl Finding {
         s
     }
 
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("serialisable")
-    }
-
     /// The JSON form with its keys in column order (a derived `Serialize` keeps field order).
     fn view(&self) -> FindingView<'_> {
         FindingView {
@@ -291,7 +287,7 @@ impl Finding {
     }
 
     /// One CSV record (RFC 4180), columns as [`CSV_HEADER`].
-    pub fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         let hint = (!self.hint.is_empty()).then_some(self.hint.as_ref());
         [
             Some(self.mark().to_string().as_str()),
@@ -338,15 +334,15 @@ fn csv_field(v: &str) -> String {
 pub struct Counts(BTreeMap<Class, u64>);
 
 impl Counts {
-    pub fn add(&mut self, class: Class) {
+    pub(crate) fn add(&mut self, class: Class) {
         *self.0.entry(class).or_default() += 1;
     }
 
-    pub fn get(&self, class: Class) -> u64 {
+    pub(crate) fn get(&self, class: Class) -> u64 {
         self.0.get(&class).copied().unwrap_or(0)
     }
 
-    pub fn differences(&self, require_fixity: bool) -> u64 {
+    pub(crate) fn differences(&self, require_fixity: bool) -> u64 {
         self.0
             .iter()
             .filter(|(c, _)| c.is_difference(require_fixity))
@@ -355,7 +351,7 @@ impl Counts {
     }
 
     /// `7 in-sync, 1 changed` in class order; `nothing found` when empty.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         if self.0.is_empty() {
             return "nothing found".into();
         }
@@ -366,7 +362,7 @@ impl Counts {
             .join(", ")
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         Value::Object(
             self.0
                 .iter()
@@ -444,7 +440,7 @@ impl Verification {
     }
 
     /// One line for people.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "{} by a declared digest, {} by refetched bytes, {} only claimed unchanged by the server (304), {} unverified, {} refetched and different",
             self.declared_digest,
@@ -457,7 +453,7 @@ impl Verification {
 }
 
 impl Totals {
-    pub fn mb_per_s(&self) -> f64 {
+    pub(crate) fn mb_per_s(&self) -> f64 {
         if self.hashing_seconds > 0.0 {
             self.bytes_hashed as f64 / 1e6 / self.hashing_seconds
         } else {
@@ -466,7 +462,7 @@ impl Totals {
     }
 
     /// The human summary (stderr).
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "audit: {}; {} resources, {} listed at the source; {} objects checked in {:.2} s, {} hashed ({:.1} MB/s); {:.2} s in all, exit {}",
             self.counts.line(),
@@ -482,7 +478,7 @@ impl Totals {
     }
 
     /// The totals as (key, value) in the order the JSON report shows them.
-    pub fn pairs(&self) -> Vec<(&'static str, Value)> {
+    pub(crate) fn pairs(&self) -> Vec<(&'static str, Value)> {
         match self.to_json() {
             Value::Object(mut m) => TOTALS_KEYS
                 .iter()
@@ -492,7 +488,7 @@ impl Totals {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "counts": self.counts.to_json(),
             "resources": self.resources,
@@ -542,7 +538,7 @@ pub struct Sink {
 }
 
 impl Sink {
-    pub fn new(out: Box<dyn Write>, form: Form) -> Sink {
+    pub(crate) fn new(out: Box<dyn Write>, form: Form) -> Sink {
         Sink {
             out,
             form,
@@ -559,7 +555,7 @@ impl Sink {
         }
     }
 
-    pub fn begin(&mut self, h: &Header) {
+    pub(crate) fn begin(&mut self, h: &Header) {
         self.io(|out, form, _| match form {
             Form::Lines { .. } => Ok(()),
             Form::Text => {
@@ -600,7 +596,7 @@ impl Sink {
 
     /// Does this sink write findings of `class`? A line sink that is not verbose writes only
     /// the differences; [`Self::skipped`] then stands for [`Self::finding`].
-    pub fn wants(&self, class: Class) -> bool {
+    pub(crate) fn wants(&self, class: Class) -> bool {
         match self.form {
             Form::Lines {
                 verbose: false,
@@ -611,11 +607,11 @@ impl Sink {
     }
 
     /// A finding this sink does not write ([`Self::wants`]) went by.
-    pub fn skipped(&mut self) {
+    pub(crate) fn skipped(&mut self) {
         self.written += 1;
     }
 
-    pub fn finding(&mut self, f: &Finding) {
+    pub(crate) fn finding(&mut self, f: &Finding) {
         self.io(|out, form, written| match form {
             Form::Lines {
                 verbose,
@@ -638,7 +634,7 @@ impl Sink {
         self.written += 1;
     }
 
-    pub fn end(&mut self, t: &Totals) {
+    pub(crate) fn end(&mut self, t: &Totals) {
         self.io(|out, form, written| {
             match form {
                 Form::Lines { .. } | Form::Csv => {}
@@ -681,7 +677,7 @@ impl Sink {
     }
 
     /// The first write error, if the sink broke.
-    pub fn error(&self) -> Option<&io::Error> {
+    pub(crate) fn error(&self) -> Option<&io::Error> {
         self.broken.as_ref()
     }
 }

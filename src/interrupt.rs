@@ -19,19 +19,19 @@ static LEAVES: Mutex<Option<String>> = Mutex::new(None);
 
 /// From now on, a signal says this (what is left, and how to finish it) instead of "nothing
 /// was written".
-pub fn stopping_leaves(what: String) {
+pub(crate) fn stopping_leaves(what: String) {
     *LEAVES.lock().unwrap_or_else(|e| e.into_inner()) = Some(what);
 }
 
 /// A run started, recorded in the catalog at `db`.
-pub fn running(db: Option<&str>, run_id: i64) {
+pub(crate) fn running(db: Option<&str>, run_id: i64) {
     if let Some(db) = db.filter(|d| !d.is_empty()) {
         *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some((PathBuf::from(db), run_id));
     }
 }
 
 /// The run `run_id` ended and is recorded as such.
-pub fn finished(run_id: i64) {
+pub(crate) fn finished(run_id: i64) {
     let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
     if current.as_ref().is_some_and(|(_, id)| *id == run_id) {
         *current = None;

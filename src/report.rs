@@ -87,7 +87,7 @@ impl Summary {
         )
     }
 
-    pub fn counts_json(&self) -> String {
+    pub(crate) fn counts_json(&self) -> String {
         serde_json::json!({
             "listed": self.listed, "created": self.created, "updated": self.updated,
             "unchanged": self.unchanged, "repaired": self.repaired, "failed": self.failed,

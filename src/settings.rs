@@ -268,7 +268,7 @@ impl SourceSettings {
     /// command line gave neither `--map` nor `--no-map`. A remembered folder that is gone is a
     /// usage error naming it (give `--map` again, or `--no-map`). Reads the catalog: a command
     /// that reads it itself gives the rules to [`SourceSettings::with_maps`].
-    pub fn with_remembered_maps(
+    pub(crate) fn with_remembered_maps(
         &self,
         mirror: &Path,
     ) -> Result<SourceSettings, crate::error::Error> {
@@ -310,7 +310,7 @@ impl SourceSettings {
     }
 
     /// Remember (`--map`) or forget (`--no-map`) the rules with the source of a writing run.
-    pub fn record_maps(
+    pub(crate) fn record_maps(
         &self,
         catalog: &crate::store::Catalog,
         source_id: i64,
@@ -323,7 +323,7 @@ impl SourceSettings {
     }
 
     /// How the readers read this source's documents.
-    pub fn read_options(&self) -> crate::rs::sitemap::ReadOptions {
+    pub(crate) fn read_options(&self) -> crate::rs::sitemap::ReadOptions {
         crate::rs::sitemap::ReadOptions {
             zone: self.zone,
             max_bytes: self.max_document_bytes,
@@ -331,7 +331,7 @@ impl SourceSettings {
     }
 
     /// The HTTP agent for a run, with the `--delay` per host when one was given.
-    pub fn http(&self) -> crate::net::Http {
+    pub(crate) fn http(&self) -> crate::net::Http {
         self.http_with_delay(self.delay)
     }
 
@@ -595,11 +595,11 @@ pub enum AuditLevel {
 
 impl AuditLevel {
     /// True when the level reads and hashes the objects' bytes.
-    pub fn hashes(self) -> bool {
+    pub(crate) fn hashes(self) -> bool {
         matches!(self, AuditLevel::Sha256 | AuditLevel::Fixity)
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             AuditLevel::Presence => "presence",
             AuditLevel::Size => "size",

@@ -72,7 +72,7 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn open(mirror: &Path) -> Result<Reader, Error> {
+    pub(crate) fn open(mirror: &Path) -> Result<Reader, Error> {
         let catalog = history::open(mirror)?;
         let runs = history::runs(&catalog)?
             .into_iter()
@@ -86,13 +86,13 @@ impl Reader {
     }
 
     /// The catalog, for the store's queries (`store::history`).
-    pub fn catalog(&self) -> &Catalog {
+    pub(crate) fn catalog(&self) -> &Catalog {
         &self.catalog
     }
 
     /// Where `WHEN` points: a run that exists, or a time (before the first run: the empty
     /// mirror, run 0).
-    pub fn point(&self, when: Option<&When>) -> Result<Point, UsageError> {
+    pub(crate) fn point(&self, when: Option<&When>) -> Result<Point, UsageError> {
         match when {
             None => Ok(Point::NOW),
             // Before the first run: the empty mirror.
@@ -127,7 +127,7 @@ impl Reader {
     }
 
     /// `run 5 (incremental, 2026-03-01T12:00:00Z)`, for messages.
-    pub fn describe_run(&self, run: i64) -> String {
+    pub(crate) fn describe_run(&self, run: i64) -> String {
         match self.runs.get(&run) {
             Some(r) => format!("run {run} ({}, {})", r.command, shown_time(&r.started_at)),
             None => format!("run {run}"),
@@ -135,7 +135,7 @@ impl Reader {
     }
 
     /// How a point reads in messages.
-    pub fn describe_point(&self, p: Point) -> String {
+    pub(crate) fn describe_point(&self, p: Point) -> String {
         match p.run {
             None => "now".into(),
             Some(0) => "before the first run".into(),
@@ -144,7 +144,7 @@ impl Reader {
     }
 
     /// The start of a run: the time of every state it brought.
-    pub fn arrived(&self, run: i64) -> &str {
+    pub(crate) fn arrived(&self, run: i64) -> &str {
         self.runs
             .get(&run)
             .map(|r| r.started_at.as_str())
@@ -189,7 +189,7 @@ impl Reader {
 
 /// The collections `--collection` names: one by its exact name, or every section of an SCP
 /// source given by its URL.
-pub fn collection_ids(reader: &Reader, name: &str) -> Result<Vec<i64>, Error> {
+pub(crate) fn collection_ids(reader: &Reader, name: &str) -> Result<Vec<i64>, Error> {
     let all = history::collections(&reader.catalog)?;
     if let Some((id, _)) = all.iter().find(|(_, n)| n == name) {
         return Ok(vec![*id]);
@@ -235,7 +235,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The object of a state with bytes, open for reading, with its path; a missing object is
 /// damage (exit 1), naming the URI.
-pub fn open_object(
+pub(crate) fn open_object(
     mirror: &Path,
     uri: &str,
     v: &VersionRow,
@@ -247,7 +247,7 @@ pub fn open_object(
 
 /// [`open_object`] with the path written into `path` (its memory kept: callers that open many
 /// objects, on several threads, allocate nothing per object).
-pub fn open_object_into(
+pub(crate) fn open_object_into(
     mirror: &Path,
     uri: &str,
     v: &VersionRow,
@@ -288,7 +288,7 @@ pub struct Got {
 
 impl Got {
     /// The reader went away before the end (`cat | head`): nothing to check.
-    pub fn reader_gone(&self) -> bool {
+    pub(crate) fn reader_gone(&self) -> bool {
         self.length == u64::MAX
     }
 }
@@ -298,7 +298,7 @@ pub const COPY_BUFFER: usize = 256 * 1024;
 
 /// Copy an object's bytes through `buf`, hashing them on the way (to `io::sink()`: only
 /// hash them).
-pub fn copy_hashing(
+pub(crate) fn copy_hashing(
     from: &mut impl Read,
     to: &mut impl Write,
     buf: &mut [u8],
@@ -337,7 +337,7 @@ pub fn copy_hashing(
 }
 
 /// The bytes that went out are the state's, or the object is damaged (exit 1).
-pub fn check(uri: &str, v: &VersionRow, got: &Got) -> Result<(), Error> {
+pub(crate) fn check(uri: &str, v: &VersionRow, got: &Got) -> Result<(), Error> {
     if got.reader_gone() {
         return Ok(());
     }
@@ -365,7 +365,7 @@ pub fn check(uri: &str, v: &VersionRow, got: &Got) -> Result<(), Error> {
 
 /// Every resource's state at a point, in URI order, streamed from the catalog's URI index
 /// (one statement: one consistent snapshot). `f` returns `Ok(false)` to stop.
-pub fn each_state(
+pub(crate) fn each_state(
     reader: &Reader,
     point: Point,
     filter: &Filter,
@@ -375,7 +375,7 @@ pub fn each_state(
 }
 
 /// The URIs [`each_state`] walks, in the same order, and nothing else (a quicker walk).
-pub fn each_state_uri(
+pub(crate) fn each_state_uri(
     reader: &Reader,
     point: Point,
     filter: &Filter,
@@ -387,7 +387,7 @@ pub fn each_state_uri(
 /// Every version up to a point, tombstones included, in the order they arrived (by run, then
 /// as recorded), for exports of the whole history. The prefix and collections of `filter` hold;
 /// `filter.deleted` does not (a history has its deletions).
-pub fn each_version(
+pub(crate) fn each_version(
     reader: &Reader,
     point: Point,
     filter: &Filter,
@@ -398,7 +398,7 @@ pub fn each_version(
 
 /// Every resource's versions up to a point (tombstones included, in the order they arrived),
 /// one resource at a time in URI order: for exports that keep each resource's history.
-pub fn each_history(
+pub(crate) fn each_history(
     reader: &Reader,
     point: Point,
     filter: &Filter,
@@ -408,7 +408,7 @@ pub fn each_history(
 }
 
 /// A resource's state at a point (`None`: it was not in the mirror yet).
-pub fn state_at(
+pub(crate) fn state_at(
     reader: &Reader,
     resource_id: i64,
     point: Point,
@@ -419,7 +419,7 @@ pub fn state_at(
 /// A run's time in milliseconds, for columns people read (`-` when none). Rounded up, so that
 /// `--at` a time shown for a state includes that state (whole seconds would also include a
 /// run started later in the same second).
-pub fn shown_time(t: &str) -> String {
+pub(crate) fn shown_time(t: &str) -> String {
     match t.parse::<Timestamp>() {
         Ok(ts) => ts
             .round(
@@ -436,7 +436,7 @@ pub fn shown_time(t: &str) -> String {
 }
 
 /// A span of seconds as people read it: `45 s`, `12 min`, `5.2 h`, `3.0 d`.
-pub fn human_age(secs: i64) -> String {
+pub(crate) fn human_age(secs: i64) -> String {
     let s = secs.max(0) as f64;
     if s < 90.0 {
         format!("{s:.0} s")
@@ -450,7 +450,7 @@ pub fn human_age(secs: i64) -> String {
 }
 
 /// Seconds from an RFC 3339 time to now (`None`: not a time).
-pub fn age_of(t: &str) -> Option<i64> {
+pub(crate) fn age_of(t: &str) -> Option<i64> {
     let ts: Timestamp = t.parse().ok()?;
     Some(Timestamp::now().as_second() - ts.as_second())
 }
@@ -463,7 +463,7 @@ pub struct Out {
 }
 
 impl Out {
-    pub fn stdout() -> Out {
+    pub(crate) fn stdout() -> Out {
         Out {
             inner: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
             closed: false,
@@ -471,7 +471,7 @@ impl Out {
     }
 
     /// Write; `Ok(false)` once the reader has gone.
-    pub fn write(&mut self, bytes: &[u8]) -> Result<bool, StoreError> {
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<bool, StoreError> {
         if self.closed {
             return Ok(false);
         }
@@ -485,7 +485,7 @@ impl Out {
         }
     }
 
-    pub fn line(&mut self, s: &str) -> Result<bool, StoreError> {
+    pub(crate) fn line(&mut self, s: &str) -> Result<bool, StoreError> {
         if !self.write(s.as_bytes())? {
             return Ok(false);
         }
@@ -493,13 +493,13 @@ impl Out {
     }
 
     /// One JSON value on a line of its own.
-    pub fn json_line(&mut self, v: &impl serde::Serialize) -> Result<bool, StoreError> {
+    pub(crate) fn json_line(&mut self, v: &impl serde::Serialize) -> Result<bool, StoreError> {
         let s = serde_json::to_string(v).expect("serialisable");
         self.line(&s)
     }
 
     /// The first lines out at once (a person waits for them; `ls | head` wants them).
-    pub fn flush(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn flush(&mut self) -> Result<(), StoreError> {
         if self.closed {
             return Ok(());
         }

@@ -329,7 +329,7 @@ pub struct Vouch {
 /// The last such audit (level sha256 or fixity, no `--sample`, every source, outcome ok). None
 /// when there is none, or when an audit newer than it found damaged, missing or unreadable
 /// objects or a damaged catalog.
-pub fn last_clean_fixity(reader: &Reader) -> Result<Option<Vouch>, StoreError> {
+pub(crate) fn last_clean_fixity(reader: &Reader) -> Result<Option<Vouch>, StoreError> {
     for (a, cov) in audits(reader)? {
         let damage: u64 = [
             Class::Corrupt,

@@ -27,7 +27,7 @@ fn manifest_path(path: &str, out: &mut String) {
     }
 }
 
-pub fn export(
+pub(crate) fn export(
     walk: &Walk<'_>,
     dest: &Path,
     own: &Path,

@@ -130,7 +130,7 @@ impl Member {
     const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
     const OUT: usize = 64 * 1024;
 
-    pub fn new(level: u32) -> Member {
+    pub(crate) fn new(level: u32) -> Member {
         Member {
             level: level.min(9) as c_int,
             streams: (0..=8).map(|_| None).collect(),
@@ -142,7 +142,7 @@ impl Member {
     }
 
     /// Start a member of about `size` bytes (a guess is fine: it only sizes the hash table).
-    pub fn begin(&mut self, size: u64) -> io::Result<()> {
+    pub(crate) fn begin(&mut self, size: u64) -> io::Result<()> {
         // A table of at least `size` entries, from 256 to zlib's default 32,768.
         let bits = 64 - size.max(1).saturating_sub(1).leading_zeros() as i32;
         let mem_level = (bits - 7).clamp(1, 8) as usize;
@@ -174,7 +174,7 @@ impl Member {
             .expect("begin made the stream")
     }
 
-    pub fn write(&mut self, data: &[u8], w: &mut impl Write) -> io::Result<()> {
+    pub(crate) fn write(&mut self, data: &[u8], w: &mut impl Write) -> io::Result<()> {
         self.crc.update(data);
         let mut input = data;
         while !input.is_empty() {
@@ -188,7 +188,7 @@ impl Member {
     }
 
     /// End the member: the bytes it took.
-    pub fn finish(&mut self, w: &mut impl Write) -> io::Result<u64> {
+    pub(crate) fn finish(&mut self, w: &mut impl Write) -> io::Result<u64> {
         loop {
             self.spill(w)?;
             let mut out = std::mem::take(&mut self.out);

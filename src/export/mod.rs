@@ -39,7 +39,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Format::Tree => "tree",
             Format::Bagit => "bagit",
@@ -144,7 +144,7 @@ impl Summary {
 
 /// A time as the exported documents give it: UTC to the microsecond (WARC-Date, ResourceSync
 /// `at` and `datetime`; readers such as Python's `datetime` take no more digits than that).
-pub fn micros(t: &str) -> String {
+pub(crate) fn micros(t: &str) -> String {
     t.parse::<jiff::Timestamp>()
         .map(|ts| ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
         .unwrap_or_else(|_| t.to_string())

@@ -78,7 +78,7 @@ fn digest_of(v: &VersionRow) -> Option<&str> {
     }
 }
 
-pub fn export(
+pub(crate) fn export(
     walk: &Walk<'_>,
     dest: &Path,
     link: Link,

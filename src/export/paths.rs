@@ -39,7 +39,7 @@ pub struct Natural {
 }
 
 impl Natural {
-    pub fn joined(&self) -> String {
+    pub(crate) fn joined(&self) -> String {
         self.parts.join("/")
     }
 }
@@ -105,7 +105,7 @@ fn fit(name: String, url: &str, notes: &mut Vec<&'static str>) -> String {
 
 /// Where `uri` goes, before clashes: `None` when it is not a URL at all (the catalog holds
 /// none such).
-pub fn natural(uri: &str, strip: Option<&str>, no_percent: bool) -> Option<Natural> {
+pub(crate) fn natural(uri: &str, strip: Option<&str>, no_percent: bool) -> Option<Natural> {
     Namer::default().natural(uri, strip, no_percent)
 }
 
@@ -132,7 +132,12 @@ pub struct Namer {
 }
 
 impl Namer {
-    pub fn natural(&mut self, uri: &str, strip: Option<&str>, no_percent: bool) -> Option<Natural> {
+    pub(crate) fn natural(
+        &mut self,
+        uri: &str,
+        strip: Option<&str>,
+        no_percent: bool,
+    ) -> Option<Natural> {
         if !self.authority.is_empty() {
             if let Some(rest) = uri.strip_prefix(self.authority.as_str()) {
                 if rest.starts_with('/') && is_parsed_form(rest) {
@@ -280,7 +285,7 @@ fn build(uri: &str, url: Pieces<'_>, strip: Option<&str>, no_percent: bool) -> O
 
 /// The path of a URL whose natural path is taken: its last name with `~` and 12 hex digits of
 /// the URL's SHA-256.
-pub fn moved_aside(n: &Natural, uri: &str) -> Natural {
+pub(crate) fn moved_aside(n: &Natural, uri: &str) -> Natural {
     let mut parts = n.parts.clone();
     let mut notes = n.notes.clone();
     let last = parts.pop().unwrap_or_default();
@@ -297,7 +302,7 @@ pub fn moved_aside(n: &Natural, uri: &str) -> Natural {
 /// memory for one export, so any 64-bit hash does: SipHash with fixed keys, a tenth of
 /// SHA-256's cost. Two paths sharing a key (odds of 3 in 10^8 for 10^6 paths, as for any 64
 /// bits) only move one aside as a clash: nothing is lost, and the map says so.
-pub fn key(path: &str) -> u64 {
+pub(crate) fn key(path: &str) -> u64 {
     use std::hash::BuildHasher;
     std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(path)
 }

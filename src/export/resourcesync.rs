@@ -223,7 +223,7 @@ fn write_doc(path: &Path, text: &str) -> Result<(), StoreError> {
 }
 
 /// The base URL as files are named under it: http(s), ending in `/`.
-pub fn base_url(given: &str) -> Result<String, UsageError> {
+pub(crate) fn base_url(given: &str) -> Result<String, UsageError> {
     let url = url::Url::parse(given)
         .map_err(|e| UsageError(format!("--base-url {given}: not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https")
@@ -242,7 +242,7 @@ pub fn base_url(given: &str) -> Result<String, UsageError> {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn export(
+pub(crate) fn export(
     walk: &Walk<'_>,
     dest: &Path,
     own: &Path,

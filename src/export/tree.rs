@@ -46,7 +46,7 @@ pub struct Walk<'a> {
 
 impl Walk<'_> {
     /// The point to walk the states at: the same states as `point`'s.
-    pub fn states(&self) -> Point {
+    pub(crate) fn states(&self) -> Point {
         match self.newest {
             true => Point::NOW,
             false => self.point,
@@ -199,7 +199,7 @@ impl Clashes {
 
     /// Where a URL goes once clashes are settled: its path, and why it is not just host and
     /// path (see [`Natural::notes`]).
-    pub fn place(&self, uri: &str, n: Natural) -> (String, Vec<&'static str>) {
+    pub(crate) fn place(&self, uri: &str, n: Natural) -> (String, Vec<&'static str>) {
         let path = n.joined();
         let own_top = n.parts.len() == 1 && n.parts[0] == paths::OWN;
         if own_top || self.folders.contains(&paths::key(&path)) || self.second.contains(uri) {
@@ -213,7 +213,7 @@ impl Clashes {
 
 /// Export the tree under `root` (DEST, or a bag's `data/`); `own` is DEST's
 /// `.rsmirror-export/`. `each` sees every file in URI order.
-pub fn export(
+pub(crate) fn export(
     walk: &Walk<'_>,
     root: &Path,
     own: &Path,
@@ -560,7 +560,7 @@ pub struct Placer {
 }
 
 impl Placer {
-    pub fn new(
+    pub(crate) fn new(
         mirror: &Path,
         root: &Path,
         link: Link,
@@ -588,7 +588,7 @@ impl Placer {
     }
 
     /// Put the bytes of `v` at `path` under the root.
-    pub fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
+    pub(crate) fn place(&mut self, uri: &str, v: &VersionRow, path: &str) -> Result<(), Error> {
         crate::store::kill::point("export.between-files");
         let mut dest = std::mem::take(&mut self.dest);
         dest.as_mut_os_string().clear();

@@ -452,7 +452,7 @@ fn bound(n: u64) -> u64 {
     n + n / 3000 + 64
 }
 
-pub fn export(
+pub(crate) fn export(
     walk: &Walk<'_>,
     dest: &Path,
     all_versions: bool,

@@ -23,7 +23,7 @@ catalog_text!(Change, "change", {
 
 impl Change {
     /// A tombstone (no bytes).
-    pub fn is_deletion(self) -> bool {
+    pub(crate) fn is_deletion(self) -> bool {
         self == Change::Deleted
     }
 }

@@ -30,7 +30,7 @@ macro_rules! catalog_text {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
             /// The text the catalog holds.
-            pub fn as_str(self) -> &'static str {
+            pub(crate) fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text),+
                 }

@@ -115,7 +115,7 @@ pub const DEFAULT_MIN_RATE: u64 = 1024;
 /// Check a `--ca-file`: a PEM file with at least one certificate (RFC 7468 §5: base64 between
 /// `-----BEGIN CERTIFICATE-----` and `-----END CERTIFICATE-----`). The number of certificates,
 /// or an error naming the file and what is wrong. libcurl (OpenSSL) reads the file itself.
-pub fn read_ca_file(path: &Path) -> Result<usize, String> {
+pub(crate) fn read_ca_file(path: &Path) -> Result<usize, String> {
     use base64::Engine as _;
     let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let text = String::from_utf8_lossy(&pem);

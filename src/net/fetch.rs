@@ -111,7 +111,7 @@ pub fn fetch_to_staging(
 /// [`fetch_to_staging`] for bytes headed for the object store
 /// ([`ObjectStore::ingest_new`](crate::store::ObjectStore::ingest_new)): the file has no name
 /// in `staging` where the file system allows.
-pub fn fetch_new_object(
+pub(crate) fn fetch_new_object(
     http: &Http,
     url: &Url,
     scope: &Scope,
@@ -123,7 +123,7 @@ pub fn fetch_new_object(
 
 /// [`fetch_new_object`] as a conditional GET with `validators` (those stored with the
 /// mirror's version): a 304 is [`FetchError::Status`] 304, nothing staged.
-pub fn fetch_new_object_if_changed(
+pub(crate) fn fetch_new_object_if_changed(
     http: &Http,
     url: &Url,
     scope: &Scope,
@@ -312,7 +312,7 @@ pub(crate) fn worker_folder(staging: &Path) -> Result<PathBuf, FetchError> {
 }
 
 /// Remove the per-thread folders of `staging` that are empty (a run's end).
-pub fn remove_empty_worker_folders(staging: &Path) {
+pub(crate) fn remove_empty_worker_folders(staging: &Path) {
     if let Ok(entries) = std::fs::read_dir(staging) {
         for e in entries.flatten() {
             let name = e.file_name();

@@ -374,7 +374,7 @@ impl Hasher {
     }
 
     /// Length and sha-256 only; the result's `md5_hex` is empty (`audit --level sha256`).
-    pub fn sha256_only() -> Hasher {
+    pub(crate) fn sha256_only() -> Hasher {
         Hasher {
             md5: None,
             ..Hasher::new(false)

@@ -242,7 +242,7 @@ impl Header {
         self.links.iter().find(|l| l.has_rel(rel))
     }
 
-    pub fn is_index(&self) -> bool {
+    pub(crate) fn is_index(&self) -> bool {
         self.root == Root::SitemapIndex
     }
 }

@@ -14,7 +14,7 @@ use crate::store::{Catalog, StoreError};
 use rusqlite::{params, Rows, Transaction};
 
 /// How many resources the mirror has (tombstoned ones included).
-pub fn resource_count(catalog: &Catalog) -> Result<u64, StoreError> {
+pub(crate) fn resource_count(catalog: &Catalog) -> Result<u64, StoreError> {
     let n: i64 = catalog
         .conn()
         .query_row("SELECT count(*) FROM resources", [], |r| r.get(0))?;
@@ -32,7 +32,7 @@ pub struct UrisInOrder<'s> {
 
 impl UrisInOrder<'_> {
     /// The next URI (`None` after the last), borrowed until the next call.
-    pub fn next_uri(&mut self) -> Result<Option<&str>, StoreError> {
+    pub(crate) fn next_uri(&mut self) -> Result<Option<&str>, StoreError> {
         match self.rows.next()? {
             Some(r) => Ok(Some(r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?)),
             None => Ok(None),
@@ -40,13 +40,13 @@ impl UrisInOrder<'_> {
     }
 
     /// Pass over the next URI without reading it; false after the last.
-    pub fn skip(&mut self) -> Result<bool, StoreError> {
+    pub(crate) fn skip(&mut self) -> Result<bool, StoreError> {
         Ok(self.rows.next()?.is_some())
     }
 }
 
 /// `f` with a walk of every resource's URI in URI order.
-pub fn with_uris_in_order<R, E: From<StoreError>>(
+pub(crate) fn with_uris_in_order<R, E: From<StoreError>>(
     catalog: &Catalog,
     f: impl FnOnce(&mut UrisInOrder<'_>) -> Result<R, E>,
 ) -> Result<R, E> {
@@ -64,7 +64,7 @@ pub fn with_uris_in_order<R, E: From<StoreError>>(
 
 /// Every resource in URI order with whether its current version is a tombstone (`None`: it
 /// has no current version).
-pub fn each_resource_deletion_in_order(
+pub(crate) fn each_resource_deletion_in_order(
     catalog: &Catalog,
     mut f: impl FnMut(&str, Option<bool>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
@@ -86,7 +86,7 @@ pub fn each_resource_deletion_in_order(
 }
 
 /// The URI of every resource first listed in the collection `name`.
-pub fn each_uri_of_collection(
+pub(crate) fn each_uri_of_collection(
     catalog: &Catalog,
     name: &str,
     mut f: impl FnMut(&str),
@@ -102,7 +102,7 @@ pub fn each_uri_of_collection(
 
 /// `PRAGMA quick_check`: "ok" or the problems SQLite lists (no cross-check of index contents;
 /// `Catalog::integrity_check` does that too).
-pub fn quick_check(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
+pub(crate) fn quick_check(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
     let mut stmt = catalog.conn().prepare("PRAGMA quick_check")?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -110,7 +110,7 @@ pub fn quick_check(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
 
 /// Keep SQLite's page cache small on this connection: its reads are sequential, and the
 /// default 2 MB only added to an audit's peak.
-pub fn small_page_cache(catalog: &Catalog) -> Result<(), StoreError> {
+pub(crate) fn small_page_cache(catalog: &Catalog) -> Result<(), StoreError> {
     catalog.conn().execute_batch("PRAGMA cache_size = -512")?;
     Ok(())
 }
@@ -123,14 +123,14 @@ pub struct FindingLog<'c> {
 }
 
 impl<'c> FindingLog<'c> {
-    pub fn begin(catalog: &'c Catalog, run_id: i64) -> Result<FindingLog<'c>, StoreError> {
+    pub(crate) fn begin(catalog: &'c Catalog, run_id: i64) -> Result<FindingLog<'c>, StoreError> {
         Ok(FindingLog {
             tx: catalog.conn().unchecked_transaction()?,
             run_id,
         })
     }
 
-    pub fn record(&self, f: &Finding) -> Result<(), StoreError> {
+    pub(crate) fn record(&self, f: &Finding) -> Result<(), StoreError> {
         self.tx
             .prepare_cached(
                 "INSERT INTO audit_findings (run_id, mark, class, uri, object, field, expected, actual, hint)
@@ -150,14 +150,14 @@ impl<'c> FindingLog<'c> {
         Ok(())
     }
 
-    pub fn commit(self) -> Result<(), StoreError> {
+    pub(crate) fn commit(self) -> Result<(), StoreError> {
         self.tx.commit()?;
         Ok(())
     }
 }
 
 /// The newest audit that ended, if any.
-pub fn last_finished_audit(catalog: &Catalog) -> Result<Option<i64>, StoreError> {
+pub(crate) fn last_finished_audit(catalog: &Catalog) -> Result<Option<i64>, StoreError> {
     Ok(catalog.conn().query_row(
         "SELECT max(id) FROM runs WHERE command = 'audit' AND ended_at IS NOT NULL",
         [],
@@ -167,7 +167,10 @@ pub fn last_finished_audit(catalog: &Catalog) -> Result<Option<i64>, StoreError>
 
 /// The objects audit run `run_id` found damaged (corrupt, missing, unreadable) or stray, each
 /// class and object once, by object.
-pub fn damaged_objects(catalog: &Catalog, run_id: i64) -> Result<Vec<(Class, String)>, StoreError> {
+pub(crate) fn damaged_objects(
+    catalog: &Catalog,
+    run_id: i64,
+) -> Result<Vec<(Class, String)>, StoreError> {
     let damage = [
         Class::Corrupt,
         Class::MissingObject,
@@ -200,7 +203,7 @@ pub fn damaged_objects(catalog: &Catalog, run_id: i64) -> Result<Vec<(Class, Str
 
 /// The URIs whose versions name object `sha256`, each once with its newest such version,
 /// newest first.
-pub fn versions_naming(
+pub(crate) fn versions_naming(
     catalog: &Catalog,
     sha256: &str,
 ) -> Result<Vec<(String, VersionRow)>, StoreError> {

@@ -147,7 +147,7 @@ impl Catalog {
     /// [`Catalog::build_object_index`] builds it in one sorted pass at the end. `true` when
     /// dropped. A process that dies in between leaves no index, and the next
     /// [`Catalog::open`] builds it; queries are correct without it, only slower.
-    pub fn defer_object_index(&self) -> Result<bool, StoreError> {
+    pub(crate) fn defer_object_index(&self) -> Result<bool, StoreError> {
         let empty: bool =
             self.conn
                 .query_row("SELECT NOT EXISTS (SELECT 1 FROM versions)", [], |r| {
@@ -161,7 +161,7 @@ impl Catalog {
     }
 
     /// Build the index `versions_by_object` (as `schema.sql` defines it) when it is missing.
-    pub fn build_object_index(&self) -> Result<(), StoreError> {
+    pub(crate) fn build_object_index(&self) -> Result<(), StoreError> {
         self.conn.execute_batch(OBJECT_INDEX)?;
         Ok(())
     }
@@ -234,7 +234,7 @@ impl Catalog {
     }
 
     /// The id of a source URL, added when new.
-    pub fn source_id(&self, url: &str) -> Result<i64, StoreError> {
+    pub(crate) fn source_id(&self, url: &str) -> Result<i64, StoreError> {
         self.conn.execute(
             "INSERT INTO sources (url, added_at) VALUES (?1, ?2) ON CONFLICT(url) DO NOTHING",
             params![url, now()],
@@ -246,7 +246,7 @@ impl Catalog {
 
     /// Record which protocol a source speaks (`resourcesync`, `scp`, `arc`), so later runs
     /// go straight to it without rediscovering (and without unconditional requests).
-    pub fn set_source_kind(&self, source_id: i64, kind: &str) -> Result<(), StoreError> {
+    pub(crate) fn set_source_kind(&self, source_id: i64, kind: &str) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE sources SET kind = ?2 WHERE id = ?1",
             params![source_id, kind],
@@ -255,7 +255,7 @@ impl Catalog {
     }
 
     /// The protocol recorded for a source URL, if the mirror knows the source.
-    pub fn source_kind(&self, url: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) fn source_kind(&self, url: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
             .query_row("SELECT kind FROM sources WHERE url = ?1", [url], |r| {
@@ -266,7 +266,7 @@ impl Catalog {
 
     /// The `--map` rules remembered with the mirror's sources (every source's, each rule once):
     /// a rule only ever applies to the URLs under its prefix.
-    pub(crate) fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
+    pub fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT maps_json FROM sources WHERE maps_json IS NOT NULL ORDER BY id")?;
@@ -284,7 +284,7 @@ impl Catalog {
     }
 
     /// Remember the `--map` rules given with a source (`None`: forget them).
-    pub fn remember_maps(
+    pub(crate) fn remember_maps(
         &self,
         source_id: i64,
         maps: Option<&[(String, std::path::PathBuf)]>,
@@ -312,7 +312,7 @@ impl Catalog {
 
     /// The sources the mirror follows (those with a sync point), oldest first, each with
     /// whether it has Change Lists to follow (false: a plain Sitemap, whose sync point says so).
-    pub fn followed_sources(&self) -> Result<Vec<(String, bool)>, StoreError> {
+    pub(crate) fn followed_sources(&self) -> Result<Vec<(String, bool)>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT s.url, max(p.basis NOT LIKE 'plain Sitemap%')
              FROM sources s JOIN sync_points p ON p.source_id = s.id
@@ -323,7 +323,7 @@ impl Catalog {
     }
 
     /// Runs left without an end by a process that died are marked `abandoned`.
-    pub fn abandon_unfinished_runs(&self) -> Result<usize, StoreError> {
+    pub(crate) fn abandon_unfinished_runs(&self) -> Result<usize, StoreError> {
         Ok(self.conn.execute(
             "UPDATE runs SET outcome = 'abandoned', ended_at = ?1 WHERE ended_at IS NULL",
             [now()],
@@ -346,7 +346,7 @@ impl Catalog {
         Ok(run_id)
     }
 
-    pub fn end_run(
+    pub(crate) fn end_run(
         &self,
         run_id: i64,
         outcome: &str,
@@ -362,7 +362,7 @@ impl Catalog {
     }
 
     /// Current state of every resource (tombstones included), keyed by URI.
-    pub fn current_states(&self) -> Result<HashMap<String, CurrentState>, StoreError> {
+    pub(crate) fn current_states(&self) -> Result<HashMap<String, CurrentState>, StoreError> {
         let mut stmt = self.conn.prepare(CURRENT_STATES)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(9)?, current_state_at(r)?)))?;
         let mut map = HashMap::new();
@@ -450,7 +450,7 @@ impl Catalog {
             .optional()?)
     }
 
-    pub fn sync_points(&self) -> Result<Vec<SyncPoint>, StoreError> {
+    pub(crate) fn sync_points(&self) -> Result<Vec<SyncPoint>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT collection, at, anchored, basis FROM sync_points ORDER BY collection",
         )?;
@@ -513,7 +513,7 @@ impl Catalog {
     }
 
     /// The ETag and Last-Modified stored with a resource's current version.
-    pub fn current_validators(
+    pub(crate) fn current_validators(
         &self,
         uri: &str,
     ) -> Result<(Option<String>, Option<String>), StoreError> {
@@ -566,7 +566,7 @@ impl Catalog {
     }
 
     /// `PRAGMA integrity_check`: "ok" or the problems SQLite lists.
-    pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
         let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)

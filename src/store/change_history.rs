@@ -29,7 +29,7 @@ pub fn record_identity(
 
 /// Every collection the mirror follows or applied changes to, by id, with its recorded
 /// identity (`None`: none recorded).
-pub fn collections(catalog: &Catalog) -> Result<Vec<(String, Option<String>)>, StoreError> {
+pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<(String, Option<String>)>, StoreError> {
     let conn = catalog.conn();
     let has_identities = conn
         .query_row(
@@ -67,7 +67,7 @@ pub struct AppliedChange {
 /// events incremental runs applied (by run, then as recorded), then every version a baseline
 /// of the collection wrote after the collection's first run, dated by the source (the event
 /// time a tombstone has, else the lastmod), never by this mirror.
-pub fn each_applied_change(
+pub(crate) fn each_applied_change(
     catalog: &Catalog,
     collection: &str,
     mut f: impl FnMut(AppliedChange),

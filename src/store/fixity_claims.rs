@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// A read-only connection for one streaming scan: a small page cache (reads are sequential;
 /// a million-resource audit runs several of these side by side in bounded memory).
-pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
+pub(crate) fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
     let catalog = Catalog::open_read_only(mirror)?.ok_or_else(|| StoreError::Missing {
         path: mirror.display().to_string(),
     })?;
@@ -23,7 +23,7 @@ pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
 
 /// How many claims a check covers: versions that name an object (`all_versions`), else
 /// resources with a current version.
-pub fn count(catalog: &Catalog, all_versions: bool) -> Result<u64, StoreError> {
+pub(crate) fn count(catalog: &Catalog, all_versions: bool) -> Result<u64, StoreError> {
     let n: i64 = catalog.conn().query_row(
         if all_versions {
             "SELECT count(*) FROM versions WHERE sha256_hex IS NOT NULL"
@@ -37,7 +37,10 @@ pub fn count(catalog: &Catalog, all_versions: bool) -> Result<u64, StoreError> {
 }
 
 /// The URI of every resource with a current version, in catalog order.
-pub fn each_current_uri(catalog: &Catalog, mut f: impl FnMut(&str)) -> Result<(), StoreError> {
+pub(crate) fn each_current_uri(
+    catalog: &Catalog,
+    mut f: impl FnMut(&str),
+) -> Result<(), StoreError> {
     let mut stmt = catalog
         .conn()
         .prepare("SELECT r.uri FROM resources r JOIN versions v ON v.id = r.current_version_id")?;
@@ -50,7 +53,7 @@ pub fn each_current_uri(catalog: &Catalog, mut f: impl FnMut(&str)) -> Result<()
 
 /// The objects more than one version names (from the index `versions_by_object`: few, as a
 /// rule).
-pub fn shared_objects(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
+pub(crate) fn shared_objects(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
     let mut stmt = catalog.conn().prepare(
         "SELECT sha256_hex FROM versions WHERE sha256_hex IS NOT NULL
          GROUP BY sha256_hex HAVING count(*) > 1",
@@ -75,44 +78,44 @@ pub struct ClaimRow<'r, 's> {
 
 impl<'r> ClaimRow<'r, '_> {
     /// The object it names (`None`: a tombstone, or a version without one).
-    pub fn sha256(&self) -> Result<Option<&'r str>, StoreError> {
+    pub(crate) fn sha256(&self) -> Result<Option<&'r str>, StoreError> {
         text_or_null(self.row, 0)
     }
 
-    pub fn uri(&self) -> Result<&'r str, StoreError> {
+    pub(crate) fn uri(&self) -> Result<&'r str, StoreError> {
         text(self.row, 1)
     }
 
-    pub fn length(&self) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn length(&self) -> Result<Option<u64>, StoreError> {
         Ok(self.row.get::<_, Option<i64>>(2)?.map(|n| n as u64))
     }
 
-    pub fn md5(&self) -> Result<Option<String>, StoreError> {
+    pub(crate) fn md5(&self) -> Result<Option<String>, StoreError> {
         Ok(self.row.get(3)?)
     }
 
-    pub fn sha1(&self) -> Result<Option<String>, StoreError> {
+    pub(crate) fn sha1(&self) -> Result<Option<String>, StoreError> {
         Ok(self.row.get(4)?)
     }
 
     /// The source's digests, as recorded ("md5:… sha-256:…").
-    pub fn declared_hash(&self) -> Result<Option<String>, StoreError> {
+    pub(crate) fn declared_hash(&self) -> Result<Option<String>, StoreError> {
         Ok(self.row.get(5)?)
     }
 
-    pub fn declared_length(&self) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn declared_length(&self) -> Result<Option<u64>, StoreError> {
         Ok(self.row.get::<_, Option<i64>>(6)?.map(|n| n as u64))
     }
 
     /// A tombstone.
-    pub fn deleted(&self) -> Result<bool, StoreError> {
+    pub(crate) fn deleted(&self) -> Result<bool, StoreError> {
         Ok(text(self.row, 7)? == Change::Deleted.as_str())
     }
 }
 
 /// The claims in `scope`, in catalog order (sequential reads, whatever the catalog's size),
 /// handed to `f` one at a time; `Ok(false)` stops.
-pub fn each_claim(
+pub(crate) fn each_claim(
     catalog: &Catalog,
     scope: ClaimScope,
     mut f: impl FnMut(&ClaimRow<'_, '_>) -> Result<bool, StoreError>,
@@ -148,7 +151,7 @@ pub struct ReferencedObjects<'s> {
 impl ReferencedObjects<'_> {
     /// The next object's name (`None` after the last), borrowed until the next call. A name
     /// that is not text ends the walk as the last would.
-    pub fn next_object(&mut self) -> Result<Option<&str>, StoreError> {
+    pub(crate) fn next_object(&mut self) -> Result<Option<&str>, StoreError> {
         Ok(match self.rows.next()? {
             Some(r) => r.get_ref(0).ok().and_then(|v| v.as_str().ok()),
             None => None,
@@ -157,7 +160,7 @@ impl ReferencedObjects<'_> {
 }
 
 /// `f` with a walk of every object the catalog references, in name order.
-pub fn with_referenced_objects<R>(
+pub(crate) fn with_referenced_objects<R>(
     catalog: &Catalog,
     f: impl FnOnce(&mut ReferencedObjects<'_>) -> R,
 ) -> Result<R, StoreError> {

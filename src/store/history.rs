@@ -24,7 +24,7 @@ impl Point {
     pub const NOW: Point = Point { run: None };
 
     /// The newest run whose states count (`i64::MAX` for now).
-    pub fn bound(self) -> i64 {
+    pub(crate) fn bound(self) -> i64 {
         self.run.unwrap_or(i64::MAX)
     }
 }
@@ -69,7 +69,7 @@ impl VersionRow {
     }
 
     /// A tombstone: the state has no bytes.
-    pub fn deleted(&self) -> bool {
+    pub(crate) fn deleted(&self) -> bool {
         self.change.is_deletion()
     }
 }
@@ -100,7 +100,7 @@ impl Filter {
 
 /// A mirror's catalog opened for reading: read-only, waiting up to five seconds for a writer
 /// that holds it. `StoreError::Missing` when the mirror has no catalog.
-pub fn open(mirror: &Path) -> Result<Catalog, StoreError> {
+pub(crate) fn open(mirror: &Path) -> Result<Catalog, StoreError> {
     let catalog = Catalog::open_read_only(mirror)?.ok_or_else(|| StoreError::Missing {
         path: mirror.display().to_string(),
     })?;
@@ -118,13 +118,13 @@ pub struct Snapshot<'c> {
 }
 
 impl Snapshot<'_> {
-    pub fn begin(catalog: &Catalog) -> Result<Snapshot<'_>, StoreError> {
+    pub(crate) fn begin(catalog: &Catalog) -> Result<Snapshot<'_>, StoreError> {
         catalog.conn().execute_batch("BEGIN")?;
         Ok(Snapshot { catalog })
     }
 
     /// End the read transaction, saying whether that went well.
-    pub fn end(self) -> Result<(), StoreError> {
+    pub(crate) fn end(self) -> Result<(), StoreError> {
         let catalog = self.catalog;
         std::mem::forget(self);
         catalog.conn().execute_batch("COMMIT")?;
@@ -140,7 +140,7 @@ impl Drop for Snapshot<'_> {
 }
 
 /// Every run, oldest first.
-pub fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
+pub(crate) fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
     let at = |e| StoreError::sqlite(Path::new(catalog.conn().path().unwrap_or("")), e);
     let mut stmt = catalog
         .conn()
@@ -159,7 +159,7 @@ pub fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
 }
 
 /// The newest run's id (0 before the first run).
-pub fn newest_run(catalog: &Catalog) -> Result<i64, StoreError> {
+pub(crate) fn newest_run(catalog: &Catalog) -> Result<i64, StoreError> {
     Ok(catalog
         .conn()
         .query_row("SELECT coalesce(max(id), 0) FROM runs", [], |r| r.get(0))?)
@@ -177,7 +177,7 @@ pub fn resource(catalog: &Catalog, uri: &str) -> Result<Option<(i64, String)>, S
 
 /// URIs near `uri`, unranked and possibly repeated: six neighbours on each side in URI order,
 /// and up to six URIs that end with `tail` (the same path on another scheme or host spelling).
-pub fn uris_near(
+pub(crate) fn uris_near(
     catalog: &Catalog,
     uri: &str,
     tail: Option<&str>,
@@ -208,7 +208,7 @@ pub fn uris_near(
 }
 
 /// Every collection (id, name), by name.
-pub fn collections(catalog: &Catalog) -> Result<Vec<(i64, String)>, StoreError> {
+pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<(i64, String)>, StoreError> {
     let mut stmt = catalog
         .conn()
         .prepare("SELECT id, name FROM collections ORDER BY name")?;
@@ -217,7 +217,10 @@ pub fn collections(catalog: &Catalog) -> Result<Vec<(i64, String)>, StoreError> 
 }
 
 /// The id of the collection with this name, if the mirror has it (nothing added).
-pub fn known_collection_id(catalog: &Catalog, name: &str) -> Result<Option<i64>, StoreError> {
+pub(crate) fn known_collection_id(
+    catalog: &Catalog,
+    name: &str,
+) -> Result<Option<i64>, StoreError> {
     Ok(catalog
         .conn()
         .query_row("SELECT id FROM collections WHERE name = ?1", [name], |r| {
@@ -227,7 +230,7 @@ pub fn known_collection_id(catalog: &Catalog, name: &str) -> Result<Option<i64>,
 }
 
 /// The name of the collection a resource was first listed in.
-pub fn collection_of(catalog: &Catalog, resource_id: i64) -> Result<String, StoreError> {
+pub(crate) fn collection_of(catalog: &Catalog, resource_id: i64) -> Result<String, StoreError> {
     Ok(catalog.conn().query_row(
         "SELECT c.name FROM resources r JOIN collections c ON c.id = r.collection_id WHERE r.id = ?1",
         [resource_id],
@@ -236,7 +239,7 @@ pub fn collection_of(catalog: &Catalog, resource_id: i64) -> Result<String, Stor
 }
 
 /// The URL of every source, oldest first.
-pub fn source_urls(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
+pub(crate) fn source_urls(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
     let mut stmt = catalog
         .conn()
         .prepare("SELECT url FROM sources ORDER BY id")?;
@@ -246,7 +249,7 @@ pub fn source_urls(catalog: &Catalog) -> Result<Vec<String>, StoreError> {
 
 /// Every sync point as (collection, `at` as recorded, its source's URL), by source then
 /// collection.
-pub fn sync_points_by_source(
+pub(crate) fn sync_points_by_source(
     catalog: &Catalog,
 ) -> Result<Vec<(String, Option<String>, String)>, StoreError> {
     let mut stmt = catalog.conn().prepare(
@@ -315,7 +318,7 @@ fn each_row<E: From<StoreError>>(
 
 /// Every resource's state at a point, in URI order, with its collection's name: `f(uri,
 /// collection, state)` returns `Ok(false)` to stop.
-pub fn each_state<E: From<StoreError>>(
+pub(crate) fn each_state<E: From<StoreError>>(
     catalog: &Catalog,
     point: Point,
     filter: &Filter,
@@ -330,7 +333,7 @@ pub fn each_state<E: From<StoreError>>(
 }
 
 /// The URIs [`each_state`] walks, in the same order, and nothing else (a quicker walk).
-pub fn each_state_uri<E: From<StoreError>>(
+pub(crate) fn each_state_uri<E: From<StoreError>>(
     catalog: &Catalog,
     point: Point,
     filter: &Filter,
@@ -343,7 +346,7 @@ pub fn each_state_uri<E: From<StoreError>>(
 /// Every version up to a point, tombstones included, in the order they arrived (by run, then
 /// as recorded). The prefix and collections of `filter` hold; `filter.deleted` does not (a
 /// history has its deletions).
-pub fn each_version<E: From<StoreError>>(
+pub(crate) fn each_version<E: From<StoreError>>(
     catalog: &Catalog,
     point: Point,
     filter: &Filter,
@@ -365,7 +368,7 @@ pub fn each_version<E: From<StoreError>>(
 
 /// Every resource's versions up to a point (tombstones included, in the order they arrived),
 /// one resource at a time in URI order.
-pub fn each_history<E: From<StoreError>>(
+pub(crate) fn each_history<E: From<StoreError>>(
     catalog: &Catalog,
     point: Point,
     filter: &Filter,
@@ -402,7 +405,7 @@ pub fn each_history<E: From<StoreError>>(
 }
 
 /// A resource's state at a point (`None`: it was not in the mirror yet).
-pub fn state_at(
+pub(crate) fn state_at(
     catalog: &Catalog,
     resource_id: i64,
     point: Point,
@@ -421,7 +424,7 @@ pub fn state_at(
 }
 
 /// A version by its id, with the URI of its resource.
-pub fn version(
+pub(crate) fn version(
     catalog: &Catalog,
     version_id: i64,
 ) -> Result<Option<(VersionRow, String)>, StoreError> {
@@ -439,7 +442,7 @@ pub fn version(
 }
 
 /// A resource's first version: (version id, run id).
-pub fn first_version(
+pub(crate) fn first_version(
     catalog: &Catalog,
     resource_id: i64,
 ) -> Result<Option<(i64, i64)>, StoreError> {
@@ -454,7 +457,7 @@ pub fn first_version(
 }
 
 /// The newest state with bytes a resource had before one of its versions.
-pub fn state_before(
+pub(crate) fn state_before(
     catalog: &Catalog,
     resource_id: i64,
     version_id: i64,
@@ -477,7 +480,7 @@ pub fn state_before(
 
 /// The resources (id, URI) a run after `low` and up to `high` brought a version of, in URI
 /// order: `f` returns `Ok(false)` to stop.
-pub fn each_resource_changed_between<E: From<StoreError>>(
+pub(crate) fn each_resource_changed_between<E: From<StoreError>>(
     catalog: &Catalog,
     low: i64,
     high: i64,
@@ -502,7 +505,7 @@ pub fn each_resource_changed_between<E: From<StoreError>>(
 }
 
 /// Every version that names object `sha256`, with its resource's URI, newest first.
-pub fn each_version_naming(
+pub(crate) fn each_version_naming(
     catalog: &Catalog,
     sha256: &str,
     mut f: impl FnMut(&str, VersionRow) -> Result<(), StoreError>,

@@ -37,6 +37,7 @@ const SCHEMA: &str = "
     BEGIN;
 ";
 
+#[cfg(test)]
 /// An entry's columns, as [`RawListed`] reads them.
 const LISTED: &str =
     "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates, l.doc, l.line";
@@ -184,8 +185,9 @@ impl Scratch {
         })
     }
 
+    #[cfg(test)]
     /// Where the copy is, for messages.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -247,8 +249,9 @@ impl Scratch {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Entries in the list (each URI once).
-    pub fn count(&mut self) -> Result<u64, StoreError> {
+    pub(crate) fn count(&mut self) -> Result<u64, StoreError> {
         self.end_loading()?;
         let n: i64 = self
             .conn
@@ -350,8 +353,9 @@ impl Scratch {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Every entry in list order.
-    pub fn each_listed<E: From<StoreError>>(
+    pub(crate) fn each_listed<E: From<StoreError>>(
         &self,
         mut f: impl FnMut(&RawListed<'_>) -> Result<(), E>,
     ) -> Result<(), E> {

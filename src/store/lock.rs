@@ -3,12 +3,11 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Debug)]
 pub struct MirrorLock {
     _file: File,
-    path: PathBuf,
 }
 
 /// Why the lock could not be taken.
@@ -36,7 +35,7 @@ fn read_only_hint(e: &std::io::Error) -> &'static str {
 }
 
 impl MirrorLock {
-    pub fn acquire(mirror: &Path) -> Result<MirrorLock, LockError> {
+    pub(crate) fn acquire(mirror: &Path) -> Result<MirrorLock, LockError> {
         let path = mirror.join(".lock");
         let io = |source| LockError::Io {
             path: path.display().to_string(),
@@ -69,11 +68,7 @@ impl MirrorLock {
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         write!(file, "{}", std::process::id()).map_err(io)?;
-        Ok(MirrorLock { _file: file, path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(MirrorLock { _file: file })
     }
 }
 

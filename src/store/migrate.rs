@@ -27,7 +27,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// Bring the catalog at `path` (of the mirror `mirror`) from `from` to the current version.
-pub fn upgrade(
+pub(crate) fn upgrade(
     mirror: &Path,
     path: &Path,
     conn: &mut Connection,

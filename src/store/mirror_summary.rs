@@ -10,7 +10,7 @@ use rusqlite::Row;
 use std::collections::HashMap;
 
 /// The catalog's schema version (`PRAGMA user_version`).
-pub fn schema_version(catalog: &Catalog) -> Result<i64, StoreError> {
+pub(crate) fn schema_version(catalog: &Catalog) -> Result<i64, StoreError> {
     Ok(catalog
         .conn()
         .query_row("PRAGMA user_version", [], |r| r.get(0))?)
@@ -19,7 +19,7 @@ pub fn schema_version(catalog: &Catalog) -> Result<i64, StoreError> {
 /// The objects the catalog references (each stored once), their bytes, and the versions. Two
 /// passes, neither a random read per version: the versions' lengths summed, and the objects
 /// more than one version names counted from the index by object (their bytes counted once).
-pub fn object_totals(catalog: &Catalog) -> Result<(u64, u64, u64), StoreError> {
+pub(crate) fn object_totals(catalog: &Catalog) -> Result<(u64, u64, u64), StoreError> {
     let conn = catalog.conn();
     let (versions, with_object, bytes): (i64, i64, i64) = conn.query_row(
         "SELECT count(*), count(sha256_hex),
@@ -53,7 +53,7 @@ pub struct CollectionCounts {
 
 /// [`CollectionCounts`] by collection id; `all_versions` is the mirror's count of versions
 /// (what a mirror of one collection needs no query for).
-pub fn collection_counts(
+pub(crate) fn collection_counts(
     catalog: &Catalog,
     all_versions: u64,
 ) -> Result<HashMap<i64, CollectionCounts>, StoreError> {
@@ -128,7 +128,7 @@ pub struct CollectionRecord {
 }
 
 /// Every collection and every sync point, by name.
-pub fn collections(catalog: &Catalog) -> Result<Vec<CollectionRecord>, StoreError> {
+pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<CollectionRecord>, StoreError> {
     let mut stmt = catalog.conn().prepare(
         "SELECT c.id, c.name,
                 coalesce(p.source_id,
@@ -164,7 +164,7 @@ pub fn collections(catalog: &Catalog) -> Result<Vec<CollectionRecord>, StoreErro
 }
 
 /// A source as recorded: (id, url, kind, added_at), oldest first.
-pub fn sources(catalog: &Catalog) -> Result<Vec<(i64, String, String, String)>, StoreError> {
+pub(crate) fn sources(catalog: &Catalog) -> Result<Vec<(i64, String, String, String)>, StoreError> {
     let mut stmt = catalog
         .conn()
         .prepare("SELECT id, url, kind, added_at FROM sources ORDER BY id")?;
@@ -197,7 +197,7 @@ fn run_brief(r: &Row<'_>) -> rusqlite::Result<RunBrief> {
 }
 
 /// The newest run without an end (running now, or its process died).
-pub fn unfinished_run(catalog: &Catalog) -> Result<Option<RunBrief>, StoreError> {
+pub(crate) fn unfinished_run(catalog: &Catalog) -> Result<Option<RunBrief>, StoreError> {
     use rusqlite::OptionalExtension;
     Ok(catalog
         .conn()
@@ -212,7 +212,7 @@ pub fn unfinished_run(catalog: &Catalog) -> Result<Option<RunBrief>, StoreError>
 }
 
 /// The last run of each command for each source (`None`: runs of no source), with that source.
-pub fn last_runs(catalog: &Catalog) -> Result<Vec<(RunBrief, Option<i64>)>, StoreError> {
+pub(crate) fn last_runs(catalog: &Catalog) -> Result<Vec<(RunBrief, Option<i64>)>, StoreError> {
     let mut stmt = catalog.conn().prepare(&format!(
         "SELECT {BRIEF_COLUMNS}, source_id FROM runs
          WHERE id IN (SELECT max(id) FROM runs GROUP BY source_id, command)"
@@ -230,7 +230,7 @@ pub struct AuditRecord {
 }
 
 /// Every audit that ended, newest first.
-pub fn finished_audits(catalog: &Catalog) -> Result<Vec<AuditRecord>, StoreError> {
+pub(crate) fn finished_audits(catalog: &Catalog) -> Result<Vec<AuditRecord>, StoreError> {
     let mut stmt = catalog.conn().prepare(&format!(
         "SELECT {BRIEF_COLUMNS}, arguments, counts_json
          FROM runs WHERE command = 'audit' AND ended_at IS NOT NULL ORDER BY id DESC"

@@ -104,7 +104,7 @@ pub enum DiskSign {
 
 impl StoreError {
     /// For an error of the catalog: what it says of the disk, and SQLite's words.
-    pub fn disk_sign(&self) -> Option<(DiskSign, String)> {
+    pub(crate) fn disk_sign(&self) -> Option<(DiskSign, String)> {
         let sqlite = match self {
             StoreError::Sqlite(s) | StoreError::SqliteAt { source: s, .. } => s,
             _ => return None,

@@ -31,7 +31,7 @@ pub struct ObjectStore {
 
 impl ObjectStore {
     /// `mirror/objects`; created when missing.
-    pub fn open(mirror: &Path) -> io::Result<ObjectStore> {
+    pub(crate) fn open(mirror: &Path) -> io::Result<ObjectStore> {
         let root = mirror.join("objects");
         let sha256 = root.join("sha256");
         fs::create_dir_all(&sha256)?;
@@ -78,7 +78,7 @@ impl ObjectStore {
 
     /// [`ObjectStore::path_for`] of the store of `mirror`, written into `path` (its memory
     /// kept: callers that name many objects, on several threads, allocate nothing per object).
-    pub fn path_in_mirror(mirror: &Path, sha256_hex: &str, path: &mut PathBuf) {
+    pub(crate) fn path_in_mirror(mirror: &Path, sha256_hex: &str, path: &mut PathBuf) {
         path.as_mut_os_string().clear();
         path.push(mirror);
         path.push("objects");
@@ -140,9 +140,10 @@ impl ObjectStore {
         sync_filesystem(&self.root)
     }
 
+    #[cfg(test)]
     /// Every object file under `objects/sha256`, as (sha256 hex as named, path). Names that are
     /// not 64 hex digits are returned too (a stray file is a finding for audit).
-    pub fn walk(&self) -> io::Result<Vec<(String, PathBuf)>> {
+    pub(crate) fn walk(&self) -> io::Result<Vec<(String, PathBuf)>> {
         let mut out = Vec::new();
         let mut stack = vec![self.root.join("sha256")];
         while let Some(dir) = stack.pop() {
@@ -177,13 +178,13 @@ pub struct Visited<'a> {
 }
 
 impl Visited<'_> {
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.folder.path.join(self.name)
     }
 
     /// `fs::metadata` of the entry (following a symbolic link), resolving only its name; or
     /// what it was when taken ahead (once).
-    pub fn metadata(&mut self) -> io::Result<ObjectMeta> {
+    pub(crate) fn metadata(&mut self) -> io::Result<ObjectMeta> {
         match self.measured.take() {
             Some(m) => m,
             None => self.folder.metadata(self.name),
@@ -337,13 +338,13 @@ mod at {
     }
 
     impl Dir {
-        pub fn open(path: &Path) -> io::Result<Dir> {
+        pub(crate) fn open(path: &Path) -> io::Result<Dir> {
             with_c_name(path.as_os_str().as_bytes(), |c| {
                 Dir::open_at(libc::AT_FDCWD, c)
             })
         }
 
-        pub fn open_in(&self, name: &str) -> io::Result<Dir> {
+        pub(crate) fn open_in(&self, name: &str) -> io::Result<Dir> {
             with_c_name(name.as_bytes(), |c| Dir::open_at(self.fd(), c))
         }
 
@@ -388,7 +389,7 @@ mod at {
 
         /// Every entry but `.` and `..`, into `out`: (name, is a folder without following a
         /// link), as `fs::read_dir` and `DirEntry::file_type` give them.
-        pub fn entries(&mut self, out: &mut Listing) -> io::Result<()> {
+        pub(crate) fn entries(&mut self, out: &mut Listing) -> io::Result<()> {
             loop {
                 // SAFETY: errno is this thread's; readdir reads the open DIR, and its entry
                 // stays valid until the next readdir on it.
@@ -424,7 +425,7 @@ mod at {
         }
 
         /// `fs::metadata` of an entry (following a symbolic link).
-        pub fn metadata(&self, name: &str) -> io::Result<ObjectMeta> {
+        pub(crate) fn metadata(&self, name: &str) -> io::Result<ObjectMeta> {
             let st = with_c_name(name.as_bytes(), |c| self.stat(c, 0))?;
             let kind = st.st_mode & libc::S_IFMT;
             Ok(ObjectMeta {
@@ -461,7 +462,7 @@ fn push_object(objects: &mut PathBuf, sha256_hex: &str) {
 
 /// An object's name in the `objects/sha256` folder, `ab/<64 hex>`, for the `*at` calls
 /// relative to it (`sha256_hex` is 64 hex digits).
-pub fn name_in_folder(sha256_hex: &str) -> [u8; 67] {
+pub(crate) fn name_in_folder(sha256_hex: &str) -> [u8; 67] {
     let mut name = [0u8; 67];
     name[0..2].copy_from_slice(&sha256_hex.as_bytes()[0..2]);
     name[2] = b'/';
@@ -471,7 +472,7 @@ pub fn name_in_folder(sha256_hex: &str) -> [u8; 67] {
 
 /// `name` as a C string, on the stack when it fits (file names always do).
 #[cfg(unix)]
-pub fn with_c_name<T>(
+pub(crate) fn with_c_name<T>(
     name: &[u8],
     f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>,
 ) -> io::Result<T> {
@@ -498,7 +499,7 @@ pub struct ObjectStat {
 }
 
 impl ObjectStat {
-    pub fn metadata(&self, sha256_hex: &str) -> io::Result<ObjectMeta> {
+    pub(crate) fn metadata(&self, sha256_hex: &str) -> io::Result<ObjectMeta> {
         #[cfg(unix)]
         if let (Some(dir), true) = (&self.dir, is_sha256_hex(sha256_hex)) {
             use std::os::fd::AsRawFd;
@@ -533,7 +534,7 @@ impl ObjectStore {
     }
 
     /// For many stats by sha256 ([`ObjectStat::metadata`]).
-    pub fn stat(&self) -> ObjectStat {
+    pub(crate) fn stat(&self) -> ObjectStat {
         ObjectStat {
             store: self.clone(),
             #[cfg(unix)]
@@ -555,7 +556,10 @@ impl ObjectStore {
     /// object level) are visited too, with `placed == false` (except that a folder in an
     /// object's place keeps `placed` true: it occupies that object's name). A missing store
     /// visits nothing.
-    pub fn visit_sorted(&self, f: impl FnMut(Visited<'_>) -> io::Result<()>) -> io::Result<()> {
+    pub(crate) fn visit_sorted(
+        &self,
+        f: impl FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
         self.visit(false, f)
     }
 
@@ -563,7 +567,7 @@ impl ObjectStore {
     /// taken ([`Visited::metadata`]) on another thread, a folder or two ahead: those system
     /// calls are most of a walk, and they run beside what `f` does with the entries. (One
     /// thread: two, on two cores, made an audit slower, taking the cores from the rest.)
-    pub fn visit_sorted_measured(
+    pub(crate) fn visit_sorted_measured(
         &self,
         f: impl FnMut(Visited<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
@@ -730,7 +734,7 @@ fn make_read_only(path: &Path) -> io::Result<()> {
 /// there (a stray file) is left where it is, for audit to report. Safe to repeat after a
 /// crash: each move is a rename, and objects already moved are not looked at again. Returns
 /// the number of objects moved; the caller syncs before recording the new layout.
-pub fn migrate_two_level(mirror: &Path) -> io::Result<u64> {
+pub(crate) fn migrate_two_level(mirror: &Path) -> io::Result<u64> {
     let top = mirror.join("objects").join("sha256");
     if !top.is_dir() {
         return Ok(0);

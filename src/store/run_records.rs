@@ -42,7 +42,7 @@ fn run_record(r: &Row<'_>) -> rusqlite::Result<RunRecord> {
 }
 
 /// One run.
-pub fn run(catalog: &Catalog, id: i64) -> Result<Option<RunRecord>, StoreError> {
+pub(crate) fn run(catalog: &Catalog, id: i64) -> Result<Option<RunRecord>, StoreError> {
     Ok(catalog
         .conn()
         .query_row(
@@ -56,7 +56,7 @@ pub fn run(catalog: &Catalog, id: i64) -> Result<Option<RunRecord>, StoreError> 
 }
 
 /// Every run, newest first, handed to `f` (`Ok(false)` stops).
-pub fn each_run_newest_first<E: From<StoreError>>(
+pub(crate) fn each_run_newest_first<E: From<StoreError>>(
     catalog: &Catalog,
     mut f: impl FnMut(RunRecord) -> Result<bool, E>,
 ) -> Result<(), E> {
@@ -85,7 +85,7 @@ pub struct ProblemRecord {
 }
 
 /// The problems run `run_id` recorded, in the order it recorded them (`Ok(false)` stops).
-pub fn each_problem<E: From<StoreError>>(
+pub(crate) fn each_problem<E: From<StoreError>>(
     catalog: &Catalog,
     run_id: i64,
     mut f: impl FnMut(ProblemRecord) -> Result<bool, E>,
@@ -112,7 +112,7 @@ pub fn each_problem<E: From<StoreError>>(
 }
 
 /// Record problems of run `run_id`, in one transaction.
-pub fn record_problems(
+pub(crate) fn record_problems(
     catalog: &Catalog,
     run_id: i64,
     problems: &[(String, ProblemClass, String)],
@@ -144,7 +144,7 @@ pub struct FindingRecord {
 }
 
 /// The findings audit run `run_id` recorded, in order (`Ok(false)` stops).
-pub fn each_finding<E: From<StoreError>>(
+pub(crate) fn each_finding<E: From<StoreError>>(
     catalog: &Catalog,
     run_id: i64,
     mut f: impl FnMut(FindingRecord) -> Result<bool, E>,
@@ -204,7 +204,7 @@ pub struct VersionDetail {
 }
 
 /// Every version of resource `resource_id` (whose URI is `uri`), newest first.
-pub fn version_details(
+pub(crate) fn version_details(
     catalog: &Catalog,
     resource_id: i64,
     uri: &str,
@@ -247,7 +247,7 @@ pub fn version_details(
 
 /// Mark run `run_id` of the catalog at `db` interrupted (exit 130), waiting a little for a
 /// writer that holds the catalog. False when it could not be recorded (or had ended).
-pub fn mark_interrupted(db: &Path, run_id: i64) -> bool {
+pub(crate) fn mark_interrupted(db: &Path, run_id: i64) -> bool {
     let Ok(conn) = rusqlite::Connection::open(db) else {
         return false;
     };

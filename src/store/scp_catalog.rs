@@ -248,16 +248,6 @@ pub(crate) fn collection_applied(
         .is_some())
 }
 
-pub fn collection(conn: &Connection, id: i64) -> Result<Option<CollectionRecord>, StoreError> {
-    Ok(conn
-        .query_row(
-            &format!("SELECT {COLLECTION_COLUMNS} FROM scp_collections WHERE id = ?1"),
-            [id],
-            collection_row,
-        )
-        .optional()?)
-}
-
 /// Every collection of a source, oldest first.
 pub(crate) fn collections(
     conn: &Connection,

@@ -13,7 +13,9 @@ use rusqlite::Row;
 use std::ops::RangeInclusive;
 
 /// How many resources the catalog has, and their smallest and largest ids (`None`: none).
-pub fn resource_ids(catalog: &Catalog) -> Result<(u64, Option<i64>, Option<i64>), StoreError> {
+pub(crate) fn resource_ids(
+    catalog: &Catalog,
+) -> Result<(u64, Option<i64>, Option<i64>), StoreError> {
     let (total, first, last): (i64, Option<i64>, Option<i64>) = catalog.conn().query_row(
         "SELECT count(*), min(id), max(id) FROM resources",
         [],
@@ -31,7 +33,7 @@ pub enum ColumnText<'r> {
 
 impl<'r> ColumnText<'r> {
     /// The text, checked as UTF-8 (an error names what is wrong, as for any text column).
-    pub fn as_str(self) -> Result<Option<&'r str>, StoreError> {
+    pub(crate) fn as_str(self) -> Result<Option<&'r str>, StoreError> {
         match self {
             ColumnText::Null => Ok(None),
             ColumnText::Text(b) => Ok(Some(std::str::from_utf8(b).map_err(|e| {
@@ -47,7 +49,7 @@ pub struct CurrentRow<'r, 's> {
 }
 
 impl<'r> CurrentRow<'r, '_> {
-    pub fn uri(&self) -> Result<&'r str, StoreError> {
+    pub(crate) fn uri(&self) -> Result<&'r str, StoreError> {
         Ok(self
             .row
             .get_ref(0)?
@@ -56,7 +58,7 @@ impl<'r> CurrentRow<'r, '_> {
     }
 
     /// A tombstone.
-    pub fn deleted(&self) -> Result<bool, StoreError> {
+    pub(crate) fn deleted(&self) -> Result<bool, StoreError> {
         Ok(self
             .row
             .get_ref(1)?
@@ -65,27 +67,27 @@ impl<'r> CurrentRow<'r, '_> {
             == Change::Deleted.as_str())
     }
 
-    pub fn lastmod(&self) -> Result<Option<&'r str>, StoreError> {
+    pub(crate) fn lastmod(&self) -> Result<Option<&'r str>, StoreError> {
         self.text(2)
     }
 
-    pub fn length_bytes(&self) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn length_bytes(&self) -> Result<Option<u64>, StoreError> {
         self.count(3)
     }
 
-    pub fn md5_hex(&self) -> Result<ColumnText<'r>, StoreError> {
+    pub(crate) fn md5_hex(&self) -> Result<ColumnText<'r>, StoreError> {
         self.raw(4)
     }
 
-    pub fn sha1_hex(&self) -> Result<Option<&'r str>, StoreError> {
+    pub(crate) fn sha1_hex(&self) -> Result<Option<&'r str>, StoreError> {
         self.text(5)
     }
 
-    pub fn sha256_hex(&self) -> Result<ColumnText<'r>, StoreError> {
+    pub(crate) fn sha256_hex(&self) -> Result<ColumnText<'r>, StoreError> {
         self.raw(6)
     }
 
-    pub fn declared_length_bytes(&self) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn declared_length_bytes(&self) -> Result<Option<u64>, StoreError> {
         self.count(7)
     }
 
@@ -123,7 +125,7 @@ impl<'r> CurrentRow<'r, '_> {
 
 /// The current states of the resources with ids in `ids`, in id order, handed to `f` one at
 /// a time; `Ok(false)` stops.
-pub fn each_current_state(
+pub(crate) fn each_current_state(
     catalog: &Catalog,
     ids: RangeInclusive<i64>,
     mut f: impl FnMut(&CurrentRow<'_, '_>) -> Result<bool, StoreError>,

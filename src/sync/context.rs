@@ -41,7 +41,7 @@ pub struct OpenMirror {
 impl OpenMirror {
     /// Take the lock, open (or create) the catalog and the object store, mark runs left
     /// unfinished by a process that died as abandoned, and empty `staging/`.
-    pub fn open(mirror: &Path) -> Result<OpenMirror, Error> {
+    pub(crate) fn open(mirror: &Path) -> Result<OpenMirror, Error> {
         let lock = MirrorLock::acquire(mirror)?;
         let catalog = Catalog::open(mirror)?;
         catalog.abandon_unfinished_runs()?;
@@ -58,7 +58,7 @@ impl OpenMirror {
     }
 
     /// Hand one collection of another protocol what it needs.
-    pub fn context<'a, 'b>(
+    pub(crate) fn context<'a, 'b>(
         &'a mut self,
         http: &'a Http,
         docs: &'a Documents<'b>,
@@ -81,7 +81,7 @@ impl OpenMirror {
 
     /// End the run: the exit code from the result and the counts (some resource failed or
     /// was refused, or part of a list could not be read: partial), recorded in `runs`.
-    pub fn finish(
+    pub(crate) fn finish(
         &self,
         run_id: i64,
         mut summary: Summary,
@@ -113,7 +113,7 @@ impl OpenMirror {
 }
 
 /// Some resource failed or was refused, or part of a list could not be read.
-pub fn partial(summary: &Summary) -> bool {
+pub(crate) fn partial(summary: &Summary) -> bool {
     summary.failed > 0
         || summary.refused > 0
         || summary.problems.iter().any(|p| p.class == "document")
@@ -121,7 +121,7 @@ pub fn partial(summary: &Summary) -> bool {
 
 /// Staging holds only downloads in flight; anything there at the start of a run (we hold the
 /// lock) is left over from a run that died, and is never referenced by the catalog.
-pub fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+pub(crate) fn clean_staging(staging: &Path) -> Result<(), StoreError> {
     if staging.exists() {
         std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
     }

@@ -60,7 +60,7 @@ impl SourceKind {
         }
     }
 
-    pub fn parse(s: &str) -> SourceKind {
+    pub(crate) fn parse(s: &str) -> SourceKind {
         match s {
             "scp" => SourceKind::Scp,
             "arc" => SourceKind::Arc,
@@ -92,7 +92,7 @@ impl Collection {
     }
 
     /// A collection of another protocol than ResourceSync, known by its URL.
-    pub fn other(kind: SourceKind, url: &Url) -> Collection {
+    pub(crate) fn other(kind: SourceKind, url: &Url) -> Collection {
         Collection {
             kind,
             id: url.to_string(),
@@ -106,7 +106,7 @@ impl Collection {
     }
 
     /// An ARC sitemap's collection, with its body when discovery fetched it.
-    pub fn arc(url: &Url, received: Option<Box<Body>>) -> Collection {
+    pub(crate) fn arc(url: &Url, received: Option<Box<Body>>) -> Collection {
         Collection {
             received_json: received,
             ..Collection::other(SourceKind::Arc, url)
@@ -132,7 +132,7 @@ pub struct Discovery {
 }
 
 /// Turn the SOURCE argument into a URL: http(s) URLs as given, anything else a local path.
-pub fn source_url(source: &str) -> Result<Url, SourceError> {
+pub(crate) fn source_url(source: &str) -> Result<Url, SourceError> {
     if let Ok(u) = Url::parse(source) {
         match u.scheme() {
             "http" | "https" | "file" => return Ok(u),
@@ -200,7 +200,7 @@ fn looks_like_a_host(source: &str) -> bool {
 }
 
 /// Discover the collections behind `source`. `only` keeps just one Capability List.
-pub fn discover(
+pub(crate) fn discover(
     docs: &Documents<'_>,
     source: &str,
     only: Option<&str>,

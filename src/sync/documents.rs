@@ -60,7 +60,7 @@ impl OpenedDocument {
     /// are read through (and dropped) so that every byte has arrived. `None` for a local file,
     /// a document larger than [`RECORDED_BYTES`], or one the Sitemap reader cannot read to
     /// its end (the caller fetches it again).
-    pub fn into_bytes(mut self) -> Option<Vec<u8>> {
+    pub(crate) fn into_bytes(mut self) -> Option<Vec<u8>> {
         let recorded = self.recorded.take()?;
         loop {
             match self.reader.next_entry() {

@@ -69,8 +69,9 @@ pub struct Walked {
 }
 
 impl Walked {
+    #[cfg(test)]
     /// True when every document was read in full.
-    pub fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.failed_parts.is_empty()
     }
 }

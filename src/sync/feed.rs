@@ -104,7 +104,7 @@ pub fn run(s: &settings::Feed) -> Result<(), Error> {
 pub const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";
 
 /// Every collection the mirror follows or applied changes to, in id order.
-pub fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
+pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
     Ok(change_history::collections(catalog)?
         .into_iter()
         .map(|(collection, identity)| FeedCollection {
@@ -116,7 +116,7 @@ pub fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError>
 
 /// The collection `wanted` names (by catalog id or identity, a trailing slash aside), or the
 /// only one; a usage error listing them otherwise.
-pub fn choose<'a>(
+pub(crate) fn choose<'a>(
     all: &'a [FeedCollection],
     wanted: Option<&str>,
 ) -> Result<&'a FeedCollection, UsageError> {
@@ -168,7 +168,7 @@ fn normalise(s: &str) -> String {
 }
 
 /// Build the feed of `c` from the catalog: entries updated after `since`, if given.
-pub fn build(
+pub(crate) fn build(
     catalog: &Catalog,
     c: &FeedCollection,
     since: Option<Timestamp>,
@@ -327,7 +327,7 @@ fn esc(s: &str) -> String {
 }
 
 /// The feed as Atom 1.0 (RFC 4287).
-pub fn atom(f: &Feed) -> String {
+pub(crate) fn atom(f: &Feed) -> String {
     let mut x = String::new();
     x.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
     x.push_str("<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
@@ -465,7 +465,7 @@ struct JsonChange {
 
 /// The feed as JSON Feed 1.1 (https://jsonfeed.org/version/1.1); rsmirror's additions are in
 /// `_rsmirror` objects, as the spec asks of extensions.
-pub fn json_feed(f: &Feed) -> String {
+pub(crate) fn json_feed(f: &Feed) -> String {
     let of = |e: &Entry, kind: ChangeKind| -> Vec<JsonChange> {
         e.changes
             .iter()

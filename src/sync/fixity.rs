@@ -103,7 +103,7 @@ enum Seen {
 /// Check every object in scope. Runs on its own read-only catalog connections, so the audit
 /// can compare with the source meanwhile; the resources with a finding are the `uri`s of
 /// [`Fixity::by_uri`].
-pub fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
+pub(crate) fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
     let started = Instant::now();
     let objects = ObjectStore::at(mirror);
     let catalog = open_for_scan(mirror)?;
@@ -212,7 +212,7 @@ fn sort_by_uri(findings: &mut Vec<Finding>) {
 /// is measured by one stat next to the previous one, and no claim crosses a thread. The same
 /// findings and counts as [`check`], which it is with `--all-versions`, at `--level fixity`,
 /// or `sha256`, or when two URIs share a key (their claims could not be told apart).
-pub fn check_current(
+pub(crate) fn check_current(
     mirror: &Path,
     opts: Options,
     states: &MirrorStates,
@@ -422,7 +422,7 @@ fn with_uris(
 
 /// A read-only connection for one streaming scan: a small page cache (reads are sequential;
 /// a million-resource audit runs several of these side by side in bounded memory).
-pub fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
+pub(crate) fn open_for_scan(mirror: &Path) -> Result<Catalog, StoreError> {
     fixity_claims::open_for_scan(mirror)
 }
 

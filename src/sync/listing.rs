@@ -133,13 +133,10 @@ impl Listing {
         std::mem::take(&mut self.twice).into_vec()
     }
 
+    #[cfg(test)]
     /// Entries in the list (each URI once).
-    pub fn len(&mut self) -> Result<u64, StoreError> {
+    pub(crate) fn len(&mut self) -> Result<u64, StoreError> {
         self.scratch.count()
-    }
-
-    pub fn is_empty(&mut self) -> Result<bool, StoreError> {
-        Ok(self.len()? == 0)
     }
 
     /// The plan: every entry merged with the catalog's current states in URI order (see the
@@ -210,11 +207,6 @@ impl Listing {
         Ok(counts)
     }
 
-    /// What [`Listing::plan`] found.
-    pub fn counts(&self) -> Counts {
-        self.counts
-    }
-
     /// Every entry in list order with its action (`Keep` included): a dry run's plan.
     pub(crate) fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
         self.scratch.each_planned(|uri, planned| {
@@ -226,8 +218,9 @@ impl Listing {
         })
     }
 
+    #[cfg(test)]
     /// Every entry in list order.
-    pub fn each_listed(&self, mut f: impl FnMut(Listed)) -> Result<(), StoreError> {
+    pub(crate) fn each_listed(&self, mut f: impl FnMut(Listed)) -> Result<(), StoreError> {
         self.scratch.each_listed(|r| {
             let l = listed_of(r, &self.docs).map_err(|e| bad_row(self.scratch.path(), &e))?;
             f(l);
@@ -353,6 +346,7 @@ impl Iterator for TodoPages {
     }
 }
 
+#[cfg(test)]
 /// A row of the scratch copy that does not read back as an entry (a URL that does not parse).
 fn bad_row(path: &Path, e: &str) -> StoreError {
     StoreError::io(

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// The key of a URI: the first 16 bytes of its sha256.
 pub type Key = [u8; 16];
 
-pub fn uri_key(uri: &str) -> Key {
+pub(crate) fn uri_key(uri: &str) -> Key {
     use sha2::Digest as _;
     let d = sha2::Sha256::digest(uri.as_bytes());
     let mut k = [0u8; 16];
@@ -38,19 +38,19 @@ pub fn uri_key(uri: &str) -> Key {
 
 /// The 1-based slice (of `m`) a key falls in. Keys are uniform, so slices are even; every key
 /// falls in exactly one slice, so `--sample 1/M` .. `M/M` cover everything once.
-pub fn slice_of(key: &Key, m: u64) -> u64 {
+pub(crate) fn slice_of(key: &Key, m: u64) -> u64 {
     let mut head = [0u8; 8];
     head.copy_from_slice(&key[..8]);
     u64::from_be_bytes(head) % m + 1
 }
 
 /// Is `key` in `sample` (`None`: everything)?
-pub fn in_sample(key: &Key, sample: Option<(u64, u64)>) -> bool {
+pub(crate) fn in_sample(key: &Key, sample: Option<(u64, u64)>) -> bool {
     sample.is_none_or(|(n, m)| slice_of(key, m) == n)
 }
 
 /// Is the resource with this URI in `sample`? Without a sample the URI is not hashed.
-pub fn uri_in_sample(uri: &str, sample: Option<(u64, u64)>) -> bool {
+pub(crate) fn uri_in_sample(uri: &str, sample: Option<(u64, u64)>) -> bool {
     sample.is_none() || in_sample(&uri_key(uri), sample)
 }
 
@@ -128,7 +128,7 @@ impl MirrorStates {
     /// resources are split by id between `catalog` and the `more` connections to it, each
     /// read on its own thread: the load is an audit's one serial phase (the comparison and
     /// local fixity need the states), and SQLite's decoding of a million rows is most of it.
-    pub fn load(
+    pub(crate) fn load(
         catalog: &Catalog,
         more: Vec<Catalog>,
         sample: Option<(u64, u64)>,
@@ -210,25 +210,21 @@ impl MirrorStates {
         })
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
     }
 
     /// Start bringing into the cache the directory entry [`Self::find`] of `key` reads first:
     /// a lookup lands anywhere in a hundred megabytes, and a comparison that waits for each
     /// one in turn spends most of its time waiting. Only a hint, as is [`Self::prefetch`],
     /// which takes the slots the entry points to (so it is best called a little later).
-    pub fn prefetch_bucket(&self, key: &Key) {
+    pub(crate) fn prefetch_bucket(&self, key: &Key) {
         prefetch(std::ptr::from_ref(&self.dir[top(key, self.bits) as usize]).cast());
     }
 
     /// Start bringing into the cache the slots [`Self::find`] of `key` compares, and their
     /// marks.
-    pub fn prefetch(&self, key: &Key) {
+    pub(crate) fn prefetch(&self, key: &Key) {
         let b = top(key, self.bits) as usize;
         let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
         for slot in &self.slots[lo..hi] {
@@ -242,19 +238,20 @@ impl MirrorStates {
     }
 
     /// The slot of a key.
-    pub fn find(&self, key: &Key) -> Option<usize> {
+    pub(crate) fn find(&self, key: &Key) -> Option<usize> {
         let b = top(key, self.bits) as usize;
         let (lo, hi) = (self.dir[b] as usize, self.dir[b + 1] as usize);
         (lo..hi).find(|&i| &self.slots[i].key == key)
     }
 
-    pub fn deleted(&self, i: usize) -> bool {
+    pub(crate) fn deleted(&self, i: usize) -> bool {
         self.slots[i].has & has::DELETED != 0
     }
 
+    #[cfg(test)]
     /// The state as the catalog holds it. `resource_id`, `version_id` and `collection` are not
     /// kept (the comparison does not read them): 0 and empty.
-    pub fn state(&self, i: usize) -> CurrentState {
+    pub(crate) fn state(&self, i: usize) -> CurrentState {
         let s = &self.slots[i];
         if s.has & has::SIDE != 0 {
             return self.side[&s.key].clone();
@@ -277,7 +274,7 @@ impl MirrorStates {
 
     /// What `plan::compare_view` reads of the state, without allocating: the digests are
     /// written as hex into `buf`. The same values as [`Self::state`].
-    pub fn view<'a>(&'a self, i: usize, buf: &'a mut HexBuf) -> Current<'a> {
+    pub(crate) fn view<'a>(&'a self, i: usize, buf: &'a mut HexBuf) -> Current<'a> {
         let s = &self.slots[i];
         if s.has & has::SIDE != 0 {
             return self.side[&s.key].view();
@@ -296,7 +293,7 @@ impl MirrorStates {
     }
 
     /// The digest naming the object of the state, if it names one.
-    pub fn object(&self, i: usize) -> Option<ObjectName<'_>> {
+    pub(crate) fn object(&self, i: usize) -> Option<ObjectName<'_>> {
         let s = &self.slots[i];
         if s.has & has::SIDE != 0 {
             let sha = self.side[&s.key].sha256_hex.as_deref()?;
@@ -309,12 +306,12 @@ impl MirrorStates {
     }
 
     /// The key of the slot.
-    pub fn key(&self, i: usize) -> Key {
+    pub(crate) fn key(&self, i: usize) -> Key {
         self.slots[i].key
     }
 
     /// The recorded length of the state.
-    pub fn length(&self, i: usize) -> Option<u64> {
+    pub(crate) fn length(&self, i: usize) -> Option<u64> {
         let s = &self.slots[i];
         if s.has & has::SIDE != 0 {
             return self.side[&s.key].length_bytes;
@@ -324,24 +321,24 @@ impl MirrorStates {
 
     /// The length the source declared for the state when it differs from the recorded one
     /// (or none was recorded): a declared length equal to the recorded one says nothing more.
-    pub fn declared_length(&self, i: usize) -> Option<u64> {
+    pub(crate) fn declared_length(&self, i: usize) -> Option<u64> {
         self.declared.get(&self.slots[i].key).copied()
     }
 
-    pub fn marks(&self, i: usize) -> u8 {
+    pub(crate) fn marks(&self, i: usize) -> u8 {
         self.marks[i].load(Ordering::Relaxed)
     }
 
-    pub fn set(&self, i: usize, marks: u8) {
+    pub(crate) fn set(&self, i: usize, marks: u8) {
         self.marks[i].fetch_or(marks, Ordering::Relaxed);
     }
 
-    pub fn clear(&self, i: usize, marks: u8) {
+    pub(crate) fn clear(&self, i: usize, marks: u8) {
         self.marks[i].fetch_and(!marks, Ordering::Relaxed);
     }
 
     /// Mark the resource with this URI, if it is here.
-    pub fn set_by_uri(&self, uri: &str, marks: u8) {
+    pub(crate) fn set_by_uri(&self, uri: &str, marks: u8) {
         if let Some(i) = self.find(&uri_key(uri)) {
             self.set(i, marks);
         }
@@ -523,7 +520,7 @@ fn hex_digits<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
 }
 
 /// The bytes of 64 lower-case hex digits (an object's name), or None.
-pub fn sha256_bytes(name: &str) -> Option<[u8; 32]> {
+pub(crate) fn sha256_bytes(name: &str) -> Option<[u8; 32]> {
     hex_bytes(name)
 }
 
@@ -554,7 +551,7 @@ impl Default for HexBuf {
 }
 
 /// Lower-case hex of `bytes` into `out` (twice as long).
-pub fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
+pub(crate) fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for (b, o) in bytes.iter().zip(out.chunks_exact_mut(2)) {
         o[0] = DIGITS[(b >> 4) as usize];

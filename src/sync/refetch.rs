@@ -52,7 +52,7 @@ pub enum Outcome {
 }
 
 /// Fetch every job again, `IN_FLIGHT` at a time; the outcomes in the jobs' order.
-pub fn run(http: &Http, staging: &Path, jobs: Vec<Job>) -> Vec<(Job, Outcome)> {
+pub(crate) fn run(http: &Http, staging: &Path, jobs: Vec<Job>) -> Vec<(Job, Outcome)> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let workers = IN_FLIGHT.min(jobs.len());
     let outcomes: Vec<std::sync::Mutex<Option<Outcome>>> =

@@ -74,7 +74,7 @@ fn invalid(path: &Path, what: impl Into<Box<dyn std::error::Error + Send + Sync>
 
 impl SpillWriter {
     /// A new, empty spill in `dir` (the mirror's `staging/`).
-    pub fn create(dir: &Path) -> Result<SpillWriter, StoreError> {
+    pub(crate) fn create(dir: &Path) -> Result<SpillWriter, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("creating", dir, e))?;
         static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -92,7 +92,7 @@ impl SpillWriter {
         })
     }
 
-    pub fn push(&mut self, entry: &Entry) -> Result<(), StoreError> {
+    pub(crate) fn push(&mut self, entry: &Entry) -> Result<(), StoreError> {
         // A record: its kind, the key of its URI (zeros for a collection), the length of the
         // rest, and the rest; a reader skips another slice's record without parsing it.
         let mut body = std::mem::take(&mut self.body);
@@ -163,7 +163,7 @@ impl SpillWriter {
     }
 
     /// Everything written out; the spill, ready to be read.
-    pub fn finish(mut self) -> Result<Spill, StoreError> {
+    pub(crate) fn finish(mut self) -> Result<Spill, StoreError> {
         self.out.flush().map_err(io_error(&self.spill.path))?;
         Ok(self.spill)
     }
@@ -178,7 +178,7 @@ impl Spill {
     /// Every entry whose URI's key `keep` says yes to (and every collection), in the order it
     /// was written, with its place among all the entries written. The others are skipped over
     /// without being read.
-    pub fn replay(
+    pub(crate) fn replay(
         &self,
         keep: impl Fn(&Key) -> bool,
         mut f: impl FnMut(u64, Entry),

@@ -167,7 +167,7 @@ pub struct OwnAudit {
 }
 
 /// The format of a kind of source.
-pub fn of(kind: SourceKind) -> &'static dyn Format {
+pub(crate) fn of(kind: SourceKind) -> &'static dyn Format {
     match kind {
         SourceKind::ResourceSync => &resourcesync::ResourceSync,
         SourceKind::Scp => &scp::Scp,
@@ -177,7 +177,9 @@ pub fn of(kind: SourceKind) -> &'static dyn Format {
 
 /// Discovery's collections by format, in a fixed order (ResourceSync, SCP, ARC), each format
 /// once.
-pub fn by_format(collections: Vec<Collection>) -> Vec<(&'static dyn Format, Vec<Collection>)> {
+pub(crate) fn by_format(
+    collections: Vec<Collection>,
+) -> Vec<(&'static dyn Format, Vec<Collection>)> {
     let mut out: Vec<(SourceKind, Vec<Collection>)> = Vec::new();
     for c in collections {
         match out.iter_mut().find(|(k, _)| *k == c.kind) {

@@ -112,15 +112,6 @@ impl SectionPages {
             map,
         })
     }
-
-    pub fn section(&self) -> &str {
-        &self.section
-    }
-
-    /// Pages not tombstoned.
-    pub fn live(&self) -> usize {
-        self.map.values().filter(|l| l.modified.is_some()).count()
-    }
 }
 
 /// What a collection's page does to the mirror's (SCP 0.1, "Delta Application", MUST): the
