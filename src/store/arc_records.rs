@@ -6,9 +6,8 @@
 //! transaction, so a version row never names bytes a crash could lose) with the ARC row that
 //! is keyed by each version's id written in the same transaction.
 
-use crate::store::catalog::{ChangeEventRecord, NewVersion};
-use crate::store::writer::{Then, Writer};
-use crate::store::{Catalog, ObjectStore, StoreError};
+use crate::store::writer::Then;
+use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::time::Duration;
@@ -83,38 +82,6 @@ pub(crate) fn sitemap_of(
         .optional()?)
 }
 
-/// The `site` of every ARC sitemap, keyed by sitemap URL (for feeds).
-pub fn sites(conn: &Connection) -> Result<Vec<(String, String)>, StoreError> {
-    let mut stmt = conn.prepare("SELECT url, site FROM arc_sitemaps ORDER BY url")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// The metadata kept with a version, if it came from an ARC sitemap.
-pub fn page_of(conn: &Connection, version_id: i64) -> Result<Option<PageRecord>, StoreError> {
-    Ok(conn
-        .query_row(
-            "SELECT sitemap_url, document_url, ai_indexable, ai_summary, ai_tags_json, ai_checksum,
-                    ai_snapshot_json, crawl_priority, robots_directive
-             FROM arc_versions WHERE version_id = ?1",
-            [version_id],
-            |r| {
-                Ok(PageRecord {
-                    sitemap_url: r.get(0)?,
-                    document_url: r.get(1)?,
-                    ai_indexable: r.get::<_, i64>(2)? != 0,
-                    ai_summary: r.get(3)?,
-                    ai_tags_json: r.get(4)?,
-                    ai_checksum: r.get(5)?,
-                    ai_snapshot_json: r.get(6)?,
-                    crawl_priority: r.get(7)?,
-                    robots_directive: r.get(8)?,
-                })
-            },
-        )
-        .optional()?)
-}
-
 /// Writes inside a transaction.
 pub mod write_arc {
     use super::*;
@@ -183,58 +150,5 @@ pub mod write_arc {
             ],
         )?;
         Ok(())
-    }
-}
-
-/// The single writer of an ARC run: the shared batching writer, with the page metadata
-/// written beside each version.
-pub struct ArcWriter<'a>(Writer<'a>);
-
-impl<'a> ArcWriter<'a> {
-    pub(crate) fn new(
-        catalog: &'a mut Catalog,
-        objects: &'a ObjectStore,
-        run_id: i64,
-    ) -> ArcWriter<'a> {
-        ArcWriter(Writer::new(catalog, objects, run_id))
-    }
-
-    /// A version (and the change event it applies, and the page metadata kept with it).
-    pub(crate) fn version(
-        &mut self,
-        version: NewVersion,
-        event: Option<ChangeEventRecord>,
-        page: Option<PageRecord>,
-    ) -> Result<(), StoreError> {
-        let then: Option<Then> = page
-            .map(|p| Box::new(move |tx: &Transaction<'_>, id| write_arc::page(tx, id, &p)) as Then);
-        self.0.version_with(version, event, then)
-    }
-
-    /// The engine's writer underneath.
-    pub(crate) fn inner(&mut self) -> &mut Writer<'a> {
-        &mut self.0
-    }
-
-    /// A change event that produced no version.
-    pub(crate) fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
-        self.0.event(e)
-    }
-
-    pub(crate) fn problem(
-        &mut self,
-        uri: &str,
-        class: &'static str,
-        reason: &str,
-    ) -> Result<(), StoreError> {
-        self.0.problem(uri, class, reason)
-    }
-
-    /// Commit what is pending, plus whatever `extra` writes, in one transaction.
-    pub(crate) fn flush(
-        &mut self,
-        extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        self.0.flush(extra)
     }
 }

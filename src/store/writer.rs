@@ -78,15 +78,6 @@ impl<'a> Writer<'a> {
         self.maybe_flush()
     }
 
-    /// A version that applies a change event; the event is recorded with the version's id.
-    pub(crate) fn version_for_event(
-        &mut self,
-        v: NewVersion,
-        e: ChangeEventRecord,
-    ) -> Result<(), StoreError> {
-        self.version_with(v, Some(e), None)
-    }
-
     /// A change event that produced no version (unchanged, superseded, failed, ...).
     pub(crate) fn event(&mut self, e: ChangeEventRecord) -> Result<(), StoreError> {
         self.events.push(e);

@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod audit;
 pub mod baseline;
+pub(crate) mod changes;
 pub mod context;
 pub mod decide;
 pub mod discover;

@@ -24,8 +24,13 @@
 //!    plans it, and hands it to `sync::snapshot::take` (the engine fetches, verifies, decides
 //!    with `sync::decide`, writes, tombstones and records the sync point; the format adds only
 //!    its side rows, keyed by version id, and its documents' records as `Hooks`); `plan` prints
-//!    the dry run (`sync::snapshot::print_plan`); `incremental` and `plan_changes` apply and print
-//!    what changed since the sync point; `expected_state` streams what the source lists now for
+//!    the dry run (`sync::snapshot::print_plan`); `incremental` reads what changed since the
+//!    sync point, says what becomes of each change before any transfer
+//!    (`sync::changes::Disposal`: fetch, tombstone, or an event only), and hands the changes
+//!    (each a `sync::changes::Item`) to `sync::changes::Changes`, which fetches, decides,
+//!    writes the versions, tombstones and change events, and says what the sync point is made
+//!    of; the format then records its sync point and documents. `plan_changes` prints what
+//!    would change; `expected_state` streams what the source lists now for
 //!    `audit` (or `audit`, to compare by a rule of its own). The three folders here are the
 //!    models: `arc/` is the smallest.
 //! 2. A [`SourceKind`] variant, told apart by discovery (`sync::discover`: a namespace, a

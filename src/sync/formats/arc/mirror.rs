@@ -25,14 +25,12 @@
 use crate::error::{Error, SourceError};
 use crate::finding::{Class, Finding};
 use crate::net::{Body, Expected, FetchError, Http, Scope, Validators};
-use crate::report::{problem_line, Problem};
 use crate::settings::{self, SourceSettings, UsageError};
-use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
+use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore};
-use crate::sync::apply::{self, Job, JobResult, Then, Writer};
+use crate::sync::apply::{self, Job, Then, Writer};
+use crate::sync::changes::{self, Changes};
 use crate::sync::context::RunContext;
-use crate::sync::context::{stop_for_fault, stop_for_space};
-use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::documents::Documents;
 use crate::sync::expected::Refused;
 use crate::sync::expected::{Item, Walked};
@@ -40,7 +38,7 @@ use crate::sync::feed;
 use crate::sync::formats::arc::read::delta;
 use crate::sync::formats::arc::read::{self as arc, Page, ReadOptions, Sitemap};
 use crate::sync::formats::arc::records::{
-    self as arc_records, write_arc, ArcWriter, PageRecord, SitemapRecord,
+    self as arc_records, write_arc, PageRecord, SitemapRecord,
 };
 use crate::sync::listing::Listing;
 use crate::sync::plan::{self, Comparison, Declared, Listed};
@@ -290,14 +288,9 @@ struct Delta {
     document: String,
 }
 
-/// What became of a delta page before any transfer.
-enum Disposal {
-    /// Nothing to do: the mirror has this state (or a newer one) already.
-    Known,
-    Fetch,
-    Event(&'static str, &'static str),
-    Tombstone,
-}
+/// What becomes of a delta page before any transfer (`None`: nothing, the mirror has this
+/// state or a newer one already): the engine's disposal, its job made later.
+type Disposal = changes::Disposal<()>;
 
 /// What an incremental run of an ARC collection applies, all read before anything is applied:
 /// the sitemap again (conditionally), then every delta feed since the sync point.
@@ -714,7 +707,7 @@ pub(crate) fn plan_changes(
         let uri = d.page.url.as_str();
         let current = states.get(uri);
         match disposal(d, current, c.since) {
-            Disposal::Fetch => match current.filter(|c| !c.deleted) {
+            Some(Disposal::Fetch(())) => match current.filter(|c| !c.deleted) {
                 Some(here) => {
                     summary.updated += 1;
                     let was = here.lastmod.map(|t| t.to_string()).unwrap_or_default();
@@ -726,12 +719,12 @@ pub(crate) fn plan_changes(
                     println!("+ {uri}");
                 }
             },
-            Disposal::Tombstone => {
+            Some(Disposal::Tombstone) => {
                 summary.gone += 1;
                 println!("- {uri} (would be deleted)");
             }
-            Disposal::Event(_, "unknown-delete") => summary.unknown_deletes += 1,
-            Disposal::Known | Disposal::Event(..) => {
+            Some(Disposal::Event(_, "unknown-delete")) => summary.unknown_deletes += 1,
+            None | Some(Disposal::Event(..)) => {
                 summary.unchanged += 1;
                 if verbose {
                     println!("= {uri}");
@@ -778,28 +771,44 @@ pub(crate) fn incremental(
     let states = ctx
         .catalog
         .current_states_of(deltas.iter().map(|d| d.page.url.as_str()))?;
-    let mut run = DeltaRun {
-        writer: ArcWriter::new(ctx.catalog, ctx.objects, ctx.run_id),
-        collection: &collection,
-        deltas: &deltas,
-        states: &states,
-        staging: ctx.staging,
-        summary: &mut *ctx.summary,
-        progress: ctx.progress,
-        processed_max: None,
-        failed_min: None,
-        left: 0,
-    };
-    run.refused_and_skipped(&refused, &skipped, verbose)?;
-    let jobs = run.dispose(since, &page_scope)?;
-    run.progress.start("incremental", jobs.len() as u64);
-    run.left = jobs.len();
-    apply::transfer(http, ctx.staging, ctx.objects, jobs, s.jobs, |r| run.on(r))?;
-    let (at, basis) = run.sync_point(since, feed_max, now);
-    run.summary.sync_point = Some(at.to_string());
-    run.summary.anchored = true;
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
+    let refused: Vec<(&str, &str)> = refused.iter().map(|(u, r)| (&**u, &**r)).collect();
+    let skipped: Vec<(&str, &str)> = skipped.iter().map(|(u, r)| (&**u, &**r)).collect();
+    let summary = &mut *ctx.summary;
+    snapshot::record_refused_and_skipped(
+        &mut writer,
+        &refused,
+        &skipped,
+        verbose,
+        summary,
+        ctx.progress,
+    )?;
+    let mut plan = Vec::new();
+    for (i, d) in deltas.iter().enumerate() {
+        let disposal = match disposal(d, states.get(d.page.url.as_str()), since) {
+            None => continue,
+            Some(Disposal::Fetch(())) => changes::Disposal::Fetch(job(i, &d.page, &page_scope)),
+            Some(Disposal::Tombstone) => changes::Disposal::Tombstone,
+            Some(Disposal::Event(change, outcome)) => changes::Disposal::Event(change, outcome),
+        };
+        summary.listed += 1;
+        plan.push((i, disposal));
+    }
+    let mut run = Changes::new(
+        &mut writer,
+        &collection,
+        Some(&states),
+        ctx.staging,
+        summary,
+        ctx.progress,
+    );
+    run.apply((http, ctx.objects, s.jobs), &deltas, plan)?;
+    let ends = run.ends();
+    let (at, basis) = delta_sync_point(&ends, since, feed_max, now);
+    ctx.summary.sync_point = Some(at.to_string());
+    ctx.summary.anchored = true;
     commit_sitemap(
-        run.writer,
+        writer,
         (ctx.source_id, ctx.run_id),
         &record,
         &collection,
@@ -808,243 +817,83 @@ pub(crate) fn incremental(
     )
 }
 
-/// An incremental run of an ARC collection as its delta pages are applied: where each goes
-/// (the writer, the summary, stderr), and how far the sync point may go.
-struct DeltaRun<'x, 'w> {
-    writer: ArcWriter<'w>,
-    collection: &'x str,
-    /// The changes, in the order they are applied; a job's index is its place here.
-    deltas: &'x [Delta],
-    /// The mirror's current state of each page the feeds name.
-    states: &'x HashMap<String, CurrentState>,
-    staging: &'x std::path::Path,
-    summary: &'x mut crate::report::Summary,
-    progress: &'x crate::progress::Progress,
-    /// The latest change processed (applied, or known to need nothing).
-    processed_max: Option<Timestamp>,
-    /// The earliest change that failed: the sync point stays before it.
-    failed_min: Option<Timestamp>,
-    /// Pages left to fetch, for the message of a full disk.
-    left: usize,
+/// A delta page as the engine applies it: a page the feed lists is there (created or
+/// updated by what the mirror holds), or deleted.
+impl changes::Item for Delta {
+    fn uri(&self) -> &Url {
+        &self.page.url
+    }
+    fn stated(&self) -> Option<&'static str> {
+        self.page.deleted.then_some("deleted")
+    }
+    fn event_time(&self) -> Option<Timestamp> {
+        self.page.lastmod
+    }
+    fn lastmod(&self) -> Option<Timestamp> {
+        self.page.lastmod
+    }
+    fn document(&self) -> &str {
+        &self.document
+    }
+    fn applied_time(&self) -> Option<Timestamp> {
+        Some(self.when)
+    }
+    fn failed_time(&self) -> Option<Timestamp> {
+        Some(self.when)
+    }
+    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+        version(&self.page, f, change, collection, self.page.lastmod)
+    }
+    /// A page that does not match its `ai_checksum` failed: the sync point stays before it
+    /// and the next run fetches it again.
+    fn later_change_follows(&self) -> bool {
+        false
+    }
+    fn side_rows(&self, collection: &str) -> Option<Then> {
+        let page = PageRecord::of(&self.page, collection, &self.document);
+        Some(write_arc::page_rows(page))
+    }
 }
 
-impl DeltaRun<'_, '_> {
-    /// The pages refused (outside the site, in the future) and skipped (never fetched), each
-    /// a problem of the run.
-    fn refused_and_skipped(
-        &mut self,
-        refused: &[(String, String)],
-        skipped: &BTreeMap<String, String>,
-        verbose: bool,
-    ) -> Result<(), Error> {
-        let refused: Vec<(&str, &str)> = refused.iter().map(|(u, r)| (&**u, &**r)).collect();
-        let skipped: Vec<(&str, &str)> = skipped.iter().map(|(u, r)| (&**u, &**r)).collect();
-        snapshot::record_refused_and_skipped(
-            self.writer.inner(),
-            &refused,
-            &skipped,
-            verbose,
-            self.summary,
-            self.progress,
-        )
+/// The new sync point of an ARC collection: the latest change processed or delta feed read,
+/// never past a failed change, never backwards, never past our clock.
+fn delta_sync_point(
+    ends: &changes::Ends,
+    since: Timestamp,
+    feed_max: Option<Timestamp>,
+    now: Timestamp,
+) -> (Timestamp, String) {
+    let processed_max = ends.applied_max;
+    let mut at = since
+        .max(processed_max.unwrap_or(since))
+        .max(feed_max.unwrap_or(since));
+    let mut basis = match (processed_max, feed_max) {
+        (Some(p), Some(f)) if p > f => "latest lastmod applied from the delta feeds",
+        (_, Some(_)) => "generated_at of the latest delta feed read",
+        (Some(_), None) => "latest lastmod applied from the delta feeds",
+        (None, None) => "unchanged: no delta feed found",
     }
-
-    /// What becomes of each change before any transfer: the events and tombstones that need
-    /// no fetch are written, the pages to fetch returned as jobs.
-    fn dispose(&mut self, since: Timestamp, page_scope: &Arc<Scope>) -> Result<Vec<Job>, Error> {
-        let (deltas, states) = (self.deltas, self.states);
-        let mut jobs = Vec::new();
-        for (i, d) in deltas.iter().enumerate() {
-            let current = states.get(d.page.url.as_str());
-            match disposal(d, current, since) {
-                Disposal::Known => {}
-                Disposal::Fetch => {
-                    self.summary.listed += 1;
-                    jobs.push(job(i, &d.page, page_scope));
-                }
-                Disposal::Event(change, outcome) => {
-                    self.summary.listed += 1;
-                    match outcome {
-                        "unknown-delete" => self.summary.unknown_deletes += 1,
-                        _ => self.summary.unchanged += 1,
-                    }
-                    self.processed_max = self.processed_max.max(Some(d.when));
-                    let event = self.event(d, change, outcome);
-                    self.writer.event(event)?;
-                }
-                Disposal::Tombstone => self.tombstone(d)?,
-            }
-        }
-        Ok(jobs)
-    }
-
-    /// A page the feed deletes, which the mirror holds at an older lastmod.
-    fn tombstone(&mut self, d: &Delta) -> Result<(), Error> {
-        self.summary.listed += 1;
-        self.summary.deleted += 1;
-        self.processed_max = self.processed_max.max(Some(d.when));
-        let event = self.event(d, "deleted", "applied");
-        self.writer.version(
-            NewVersion {
-                uri: d.page.url.to_string(),
-                collection: self.collection.to_string(),
-                change: "deleted",
-                event_time: d.page.lastmod,
-                lastmod: d.page.lastmod,
-                arrived_via: "tombstone",
-                ..Default::default()
-            },
-            Some(event),
-            None,
-        )?;
-        Ok(())
-    }
-
-    /// One result of the transfer.
-    fn on(&mut self, r: JobResult) -> Result<(), Error> {
-        if matches!(
-            r,
-            JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
-        ) {
-            self.left -= 1;
-        }
-        let deltas = self.deltas;
-        match r {
-            JobResult::Fetched(i, f) => self.fetched(&deltas[i], &f),
-            // This module sends no validators.
-            JobResult::NotModified(_) => {
-                self.summary.unchanged += 1;
-                Ok(())
-            }
-            // What landed before is committed first, as for every format.
-            JobResult::Unwritable(e) => Err(stop_for_fault(self.writer.inner(), e)),
-            JobResult::NoSpace(message) => {
-                let needed = format!(", with {} pages left to fetch", self.left);
-                Err(stop_for_space(
-                    self.writer.inner(),
-                    self.staging,
-                    message,
-                    needed,
-                ))
-            }
-            JobResult::Failed {
-                index,
-                reason,
-                refused,
-                ..
-            } => self.failed(&deltas[index], reason, refused),
+    .to_string();
+    if let Some(f) = ends.failed_min {
+        let before = f
+            .checked_sub(SignedDuration::from_nanos(1))
+            .unwrap_or(f)
+            .max(since);
+        if before < at {
+            at = before;
+            basis = "just before the earliest failed change (it is retried next run)".into();
         }
     }
-
-    /// A page fetched and verified: `decide` says whether it is a new version.
-    fn fetched(&mut self, d: &Delta, f: &apply::Fetched) -> Result<(), Error> {
-        self.progress.item(f.computed.length);
-        self.summary.bytes += f.computed.length;
-        self.processed_max = self.processed_max.max(Some(d.when));
-        let held = self
-            .states
-            .get(d.page.url.as_str())
-            .filter(|c| !c.deleted)
-            .map(|c| Held {
-                sha256: c.sha256_hex.as_deref(),
-                lastmod: c.lastmod,
-            });
-        // The change the delta feed states, whatever the mirror makes of it.
-        let stated = if held.is_some() { "updated" } else { "created" };
-        let basis = Basis::Change {
-            lastmod: d.page.lastmod,
-        };
-        let decision = decide(held, &f.computed.sha256_hex, basis);
-        decision.count(self.summary);
-        let Some(change) = decision.change() else {
-            let event = self.event(d, stated, "unchanged");
-            return Ok(self.writer.event(event)?);
-        };
-        let event = self.event(d, stated, "applied");
-        self.writer.version(
-            version(&d.page, f, change, self.collection, d.page.lastmod),
-            Some(event),
-            Some(PageRecord::of(&d.page, self.collection, &d.document)),
-        )?;
-        Ok(())
+    if at > now {
+        at = now.max(since);
+        basis = "our clock (the source's times are ahead of it)".into();
     }
-
-    /// A page that could not be fetched (or was refused): a problem, and a failure holds the
-    /// sync point before its change.
-    fn failed(&mut self, d: &Delta, reason: String, refused: bool) -> Result<(), Error> {
-        let uri = d.page.url.as_str();
-        self.progress.item(0);
-        let known = self.states.get(uri).is_some_and(|c| !c.deleted);
-        let change = if known { "updated" } else { "created" };
-        let class = if refused {
-            self.summary.refused += 1;
-            "refused"
-        } else {
-            self.summary.failed += 1;
-            // Never advance past a change that failed: the next run retries it.
-            self.failed_min = Some(self.failed_min.map_or(d.when, |m| m.min(d.when)));
-            "failed"
-        };
-        self.progress.println(&problem_line(class, uri, &reason));
-        self.writer.problem(uri, class, &reason)?;
-        let event = self.event(d, change, class);
-        self.writer.event(event)?;
-        self.summary.problems.push(problem(uri, class, &reason));
-        Ok(())
-    }
-
-    /// The change event of delta page `d`.
-    fn event(&self, d: &Delta, change: &'static str, outcome: &'static str) -> ChangeEventRecord {
-        ChangeEventRecord {
-            collection: self.collection.to_string(),
-            uri: d.page.url.to_string(),
-            change,
-            event_time: d.page.lastmod,
-            document_url: d.document.clone(),
-            outcome,
-        }
-    }
-
-    /// The new sync point: the latest change processed or delta feed read, never past a
-    /// failed change, never backwards, never past our clock.
-    fn sync_point(
-        &self,
-        since: Timestamp,
-        feed_max: Option<Timestamp>,
-        now: Timestamp,
-    ) -> (Timestamp, String) {
-        let processed_max = self.processed_max;
-        let mut at = since
-            .max(processed_max.unwrap_or(since))
-            .max(feed_max.unwrap_or(since));
-        let mut basis = match (processed_max, feed_max) {
-            (Some(p), Some(f)) if p > f => "latest lastmod applied from the delta feeds",
-            (_, Some(_)) => "generated_at of the latest delta feed read",
-            (Some(_), None) => "latest lastmod applied from the delta feeds",
-            (None, None) => "unchanged: no delta feed found",
-        }
-        .to_string();
-        if let Some(f) = self.failed_min {
-            let before = f
-                .checked_sub(SignedDuration::from_nanos(1))
-                .unwrap_or(f)
-                .max(since);
-            if before < at {
-                at = before;
-                basis = "just before the earliest failed change (it is retried next run)".into();
-            }
-        }
-        if at > now {
-            at = now.max(since);
-            basis = "our clock (the source's times are ahead of it)".into();
-        }
-        (at, basis)
-    }
+    (at, basis)
 }
 
 /// What to do with a delta page, given the mirror's current state of its URL and the sync
 /// point ("applied by lastmod": a page is news only if it is later than both).
-fn disposal(d: &Delta, current: Option<&CurrentState>, since: Timestamp) -> Disposal {
+fn disposal(d: &Delta, current: Option<&CurrentState>, since: Timestamp) -> Option<Disposal> {
     let known = current.filter(|c| !c.deleted);
     let newer_than_mirror = |c: &CurrentState| match (d.page.lastmod, c.lastmod) {
         (Some(p), Some(m)) => p > m,
@@ -1052,23 +901,22 @@ fn disposal(d: &Delta, current: Option<&CurrentState>, since: Timestamp) -> Disp
     };
     if d.page.deleted {
         return match known {
-            _ if d.when <= since => Disposal::Known,
-            Some(c) if !newer_than_mirror(c) => Disposal::Known,
-            Some(_) => Disposal::Tombstone,
-            None if current.is_some() => Disposal::Event("deleted", "unchanged"),
-            None => Disposal::Event("deleted", "unknown-delete"),
+            _ if d.when <= since => None,
+            Some(c) if !newer_than_mirror(c) => None,
+            Some(_) => Some(Disposal::Tombstone),
+            None if current.is_some() => Some(Disposal::Event("deleted", "unchanged")),
+            None => Some(Disposal::Event("deleted", "unknown-delete")),
         };
     }
     // Processed before, unless the mirror never had it (a page that failed is retried).
     if d.when <= since && current.is_some() {
-        return Disposal::Known;
+        return None;
     }
     match known {
-        Some(c) if !newer_than_mirror(c) => Disposal::Known,
+        Some(c) if !newer_than_mirror(c) => None,
         // A newer lastmod, whatever the checksum says: fetched, and `decide` tells an update
         // from a touch (the same bytes under the new lastmod), as for a Change List.
-        Some(_) => Disposal::Fetch,
-        None => Disposal::Fetch,
+        Some(_) | None => Some(Disposal::Fetch(())),
     }
 }
 
@@ -1468,14 +1316,6 @@ fn version(
     }
 }
 
-fn problem(uri: &str, class: &'static str, reason: &str) -> Problem {
-    Problem {
-        uri: uri.to_string(),
-        class,
-        reason: reason.to_string(),
-    }
-}
-
 /// A document's warnings, each prefixed with its URL.
 fn prefixed(url: &Url, warnings: &[String]) -> Vec<String> {
     warnings.iter().map(|w| format!("{url}: {w}")).collect()
@@ -1484,7 +1324,7 @@ fn prefixed(url: &Url, warnings: &[String]) -> Vec<String> {
 /// The last transaction of an ARC run: the sitemap as read, the collection's identity (its
 /// site) and the sync point, with whatever versions are still pending.
 fn commit_sitemap(
-    mut writer: ArcWriter<'_>,
+    mut writer: Writer<'_>,
     (source_id, run_id): (i64, i64),
     record: &SitemapRecord,
     collection: &str,

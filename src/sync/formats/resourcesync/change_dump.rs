@@ -8,20 +8,18 @@
 use crate::error::{Error, SourceError};
 use crate::net::fetch::fetch_to_staging;
 use crate::net::{Expected, Http};
-use crate::progress::Progress;
 use crate::report::Problem;
 use crate::report::Summary;
-use crate::rs::digest::declared_hash;
 use crate::rs::document::{Capability, Change, Root};
 use crate::rs::dump::{DumpLimits, ManifestItem, Package, StageError, StagedBitstream};
-use crate::store::catalog::{write, ChangeEventRecord, DocumentRecord, NewVersion, SyncPoint};
+use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore};
-use crate::sync::apply::Writer;
+use crate::sync::apply::{self, Writer};
+use crate::sync::changes::{self, Changes};
 use crate::sync::context::RunContext;
-use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::documents::Documents;
+use crate::sync::plan::Declared;
 use jiff::Timestamp;
-use std::collections::HashMap;
 use std::path::Path;
 use url::Url;
 
@@ -162,15 +160,21 @@ pub(crate) fn apply(
 ) -> Result<(), Error> {
     let docs = ctx.docs;
     let (relevant, documents) = packages(docs, ctx.catalog, collection, dump_url, since)?;
-    let mut run = DumpRun {
-        writer: Writer::new(&mut *ctx.catalog, ctx.objects, ctx.run_id),
-        objects: ctx.objects,
+    let mut writer = Writer::new(&mut *ctx.catalog, ctx.objects, ctx.run_id);
+    // The mirror's states are asked one resource at a time (a mirror of millions is not read
+    // whole for a dump of a few changes).
+    let changes = Changes::new(
+        &mut writer,
         collection,
+        None,
+        ctx.staging,
+        &mut *ctx.summary,
+        ctx.progress,
+    );
+    let mut run = DumpRun {
+        changes,
+        objects: ctx.objects,
         since,
-        summary: &mut *ctx.summary,
-        progress: ctx.progress,
-        current: HashMap::new(),
-        applied_max: None,
         until_max: None,
         stopped_at: None,
         processed: Vec::new(),
@@ -191,7 +195,20 @@ pub(crate) fn apply(
             break;
         }
     }
-    run.finish((ctx.source_id, ctx.run_id), &documents)
+    let (sync_point, processed) = run.finish(collection);
+    ctx.summary.sync_point = sync_point.at.map(|t| t.to_string());
+    ctx.summary.anchored = true;
+    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
+    writer.flush(|tx| {
+        for d in &documents {
+            write::document(tx, source_id, run_id, d)?;
+        }
+        for (url, from, until) in &processed {
+            write::processed_change_list(tx, run_id, collection, url, *from, *until)?;
+        }
+        write::sync_point(tx, source_id, run_id, &sync_point)
+    })?;
+    Ok(())
 }
 
 /// Download package `r`, open it, and stage every bitstream it brings after `since`, in
@@ -230,27 +247,76 @@ fn stage_package(
     (steps, outcome)
 }
 
-/// A Change Dump run as its packages are applied: the writer, what this run did to each
-/// resource, and how far the sync point may go.
+/// A Change Dump run as its packages are applied: the engine's changes, and how far the
+/// sync point may go.
 struct DumpRun<'x, 'w> {
-    writer: Writer<'w>,
+    changes: Changes<'x, 'w>,
     objects: &'x ObjectStore,
-    collection: &'x str,
     since: Timestamp,
-    summary: &'x mut Summary,
-    progress: &'x Progress,
-    /// What this run has applied so far, by URI (None: deleted): the catalog holds it only
-    /// once the writer has flushed; for the rest it is asked one resource at a time (a mirror
-    /// of millions is not read whole for a dump of a few changes).
-    current: HashMap<String, Option<Live>>,
-    /// The latest event time applied.
-    applied_max: Option<Timestamp>,
     /// The latest `until` of a package processed whole.
     until_max: Option<Timestamp>,
-    /// The earliest change that failed, or where a refused package starts.
+    /// Where a refused package starts.
     stopped_at: Option<Timestamp>,
     /// Closed packages processed whole: (URL, from, until).
     processed: Vec<(String, Option<Timestamp>, Timestamp)>,
+}
+
+/// A manifest entry as the engine applies it: with its package and its event time.
+struct Entry<'a> {
+    r: &'a PackageRef,
+    item: &'a ManifestItem,
+    /// The entry's time, else the one before it in the manifest, else the package's `from`.
+    t: Option<Timestamp>,
+    since: Timestamp,
+}
+
+impl changes::Item for Entry<'_> {
+    fn uri(&self) -> &Url {
+        &self.item.loc
+    }
+    fn stated(&self) -> Option<&'static str> {
+        Some(self.item.change.unwrap_or(Change::Updated).name())
+    }
+    fn event_time(&self) -> Option<Timestamp> {
+        self.t
+    }
+    fn lastmod(&self) -> Option<Timestamp> {
+        self.item.lastmod
+    }
+    fn document(&self) -> &str {
+        self.r.url.as_str()
+    }
+    fn applied_time(&self) -> Option<Timestamp> {
+        self.t
+    }
+    fn failed_time(&self) -> Option<Timestamp> {
+        Some(self.t.unwrap_or(self.since))
+    }
+    /// `f`: the entry's bitstream, which arrived in the package.
+    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+        let declared = Declared {
+            lastmod: self.item.lastmod,
+            length: self.item.length,
+            digests: self.item.hash.clone(),
+        };
+        let media_type = self.item.media_type.as_deref();
+        NewVersion {
+            event_time: self.t,
+            ..f.version(&self.item.loc, collection, change, &declared, media_type)
+        }
+    }
+    fn tombstone(&self, collection: &str) -> NewVersion {
+        NewVersion {
+            uri: self.item.loc.to_string(),
+            collection: collection.to_string(),
+            change: "deleted",
+            event_time: self.t,
+            lastmod: self.item.lastmod,
+            arrived_via: "tombstone",
+            fetched_from: Some(self.r.url.to_string()),
+            ..Default::default()
+        }
+    }
 }
 
 impl DumpRun<'_, '_> {
@@ -271,10 +337,15 @@ impl DumpRun<'_, '_> {
             "package {} refused, nothing from it applied: {reason}",
             r.url
         );
-        self.progress.println(&format!("failed: {reason}"));
-        self.writer.problem(r.url.as_str(), "failed", &reason)?;
-        self.summary.failed += 1;
-        self.summary.problems.push(Problem {
+        self.changes
+            .progress()
+            .println(&format!("failed: {reason}"));
+        self.changes
+            .writer()
+            .problem(r.url.as_str(), "failed", &reason)?;
+        let summary = self.changes.summary();
+        summary.failed += 1;
+        summary.problems.push(Problem {
             uri: r.url.to_string(),
             class: "failed",
             reason,
@@ -293,14 +364,19 @@ impl DumpRun<'_, '_> {
     ) -> Result<bool, Error> {
         let mut package_ok = true;
         for (i, t, sb) in steps {
-            let item = &pkg.entries()[i];
+            let entry = Entry {
+                r,
+                item: &pkg.entries()[i],
+                t,
+                since: self.since,
+            };
             match sb {
                 Err(reason) => {
                     package_ok = false;
-                    self.failed_entry(r, item, t, reason)?;
+                    self.changes.failed(&entry, "failed", reason)?;
                 }
-                Ok(None) => self.deletion(r, item, t)?,
-                Ok(Some(sb)) => self.bitstream(r, item, t, sb)?,
+                Ok(None) => self.deletion(&entry)?,
+                Ok(Some(sb)) => self.bitstream(&entry, sb)?,
             }
         }
         if package_ok {
@@ -312,211 +388,74 @@ impl DumpRun<'_, '_> {
         Ok(package_ok)
     }
 
-    /// An entry whose bitstream could not be staged: a problem, and the sync point held
-    /// before it.
-    fn failed_entry(
-        &mut self,
-        r: &PackageRef,
-        item: &ManifestItem,
-        t: Option<Timestamp>,
-        reason: String,
-    ) -> Result<(), Error> {
-        let uri = item.loc.to_string();
-        let at = t.unwrap_or(self.since);
-        self.stopped_at = Some(self.stopped_at.map_or(at, |s| s.min(at)));
-        self.summary.failed += 1;
-        self.progress.println(&format!("failed: {uri}: {reason}"));
-        self.writer.problem(&uri, "failed", &reason)?;
-        let event = self.event(r, item, t, "failed");
-        self.writer.event(event)?;
-        self.summary.problems.push(Problem {
-            uri,
-            class: "failed",
-            reason,
-        });
-        Ok(())
-    }
-
     /// A `deleted` entry: a tombstone for a resource the mirror holds, else an event.
-    fn deletion(
-        &mut self,
-        r: &PackageRef,
-        item: &ManifestItem,
-        t: Option<Timestamp>,
-    ) -> Result<(), Error> {
-        self.applied_max = self.applied_max.max(t);
-        let uri = item.loc.to_string();
-        match known(&self.current, &self.writer, &uri)? {
-            Some(Some(_)) => {
-                self.summary.deleted += 1;
-                self.current.insert(uri.clone(), None);
-                let event = self.event(r, item, t, "applied");
-                self.writer.version_for_event(
-                    NewVersion {
-                        uri,
-                        collection: self.collection.to_string(),
-                        change: "deleted",
-                        event_time: t,
-                        lastmod: item.lastmod,
-                        arrived_via: "tombstone",
-                        fetched_from: Some(r.url.to_string()),
-                        ..Default::default()
-                    },
-                    event,
-                )?;
-            }
-            Some(None) => {
-                let event = self.event(r, item, t, "unchanged");
-                self.writer.event(event)?;
-            }
-            None => {
-                self.summary.unknown_deletes += 1;
-                let event = self.event(r, item, t, "unknown-delete");
-                self.writer.event(event)?;
-            }
+    fn deletion(&mut self, entry: &Entry<'_>) -> Result<(), Error> {
+        if self.changes.live(entry)? {
+            self.changes.tombstone(entry, None)
+        } else if self.changes.heard_of(entry)? {
+            self.changes.known(entry, "deleted", "unchanged")
+        } else {
+            self.changes.known(entry, "deleted", "unknown-delete")
         }
-        Ok(())
     }
 
     /// A staged bitstream: `decide` says whether it is a new version of its resource; if so
     /// it is stored, else its file is removed.
-    fn bitstream(
-        &mut self,
-        r: &PackageRef,
-        item: &ManifestItem,
-        t: Option<Timestamp>,
-        sb: StagedBitstream,
-    ) -> Result<(), Error> {
-        self.applied_max = self.applied_max.max(t);
-        self.summary.bytes += sb.computed.length;
-        let uri = item.loc.to_string();
-        let had = known(&self.current, &self.writer, &uri)?.flatten();
-        let held = had.as_ref().map(|h| Held {
-            sha256: h.sha256.as_deref(),
-            lastmod: h.lastmod,
-        });
-        let basis = Basis::Change {
-            lastmod: item.lastmod,
-        };
-        let decision = decide(held, &sb.computed.sha256_hex, basis);
-        decision.count(self.summary);
-        let Some(kind) = decision.change() else {
+    fn bitstream(&mut self, entry: &Entry<'_>, sb: StagedBitstream) -> Result<(), Error> {
+        self.changes.summary().bytes += sb.computed.length;
+        let objects = self.objects;
+        let stored =
+            self.changes
+                .arrived(entry, &sb.computed.sha256_hex, |collection, change| {
+                    objects
+                        .ingest(&sb.path, &sb.computed.sha256_hex)
+                        .map_err(|e| crate::store::StoreError::io("storing", &sb.path, e))?;
+                    crate::store::kill::point("change-dump.object-stored");
+                    let arrived = apply::Fetched {
+                        computed: sb.computed.clone(),
+                        final_url: entry.r.url.clone(),
+                        etag: None,
+                        last_modified: None,
+                        media_type: None,
+                        via: "dump",
+                    };
+                    Ok(changes::Item::version(entry, collection, change, &arrived))
+                })?;
+        if !stored {
             let _ = std::fs::remove_file(&sb.path);
-            let event = self.event(r, item, t, "unchanged");
-            self.writer.event(event)?;
-            return Ok(());
-        };
-        self.objects
-            .ingest(&sb.path, &sb.computed.sha256_hex)
-            .map_err(|e| crate::store::StoreError::io("storing", &sb.path, e))?;
-        crate::store::kill::point("change-dump.object-stored");
-        self.current.insert(
-            uri,
-            Some(Live {
-                sha256: Some(sb.computed.sha256_hex.clone()),
-                lastmod: item.lastmod,
-            }),
-        );
-        let version = dump_version(self.collection, r, item, t, kind, &sb);
-        let event = self.event(r, item, t, "applied");
-        self.writer.version_for_event(version, event)?;
+        }
         Ok(())
     }
 
-    /// The change event of `item` in package `r`.
-    fn event(
-        &self,
-        r: &PackageRef,
-        item: &ManifestItem,
-        t: Option<Timestamp>,
-        outcome: &'static str,
-    ) -> ChangeEventRecord {
-        ChangeEventRecord {
-            collection: self.collection.to_string(),
-            uri: item.loc.to_string(),
-            change: item.change.unwrap_or(Change::Updated).name(),
-            event_time: t,
-            document_url: r.url.to_string(),
-            outcome,
-        }
-    }
-
     /// The new sync point: the latest `until` processed or change applied, never past the
-    /// earliest failed change, never backwards.
-    fn sync_point(&self) -> (Timestamp, String) {
+    /// earliest failed change or refused package, never backwards; and the packages processed
+    /// whole.
+    fn finish(self, collection: &str) -> (SyncPoint, Vec<(String, Option<Timestamp>, Timestamp)>) {
         let since = self.since;
+        let ends = self.changes.ends();
         let mut at = since
             .max(self.until_max.unwrap_or(since))
-            .max(self.applied_max.unwrap_or(since));
+            .max(ends.applied_max.unwrap_or(since));
         let mut basis =
             "until of the last Change Dump package processed, or the latest change applied"
                 .to_string();
-        if let Some(f) = self.stopped_at {
+        let stopped = match (self.stopped_at, ends.failed_min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(f) = stopped {
             if f < at {
                 at = f.max(since);
                 basis = "time of the earliest failed change (it is retried next run)".into();
             }
         }
-        (at, basis)
-    }
-
-    /// The last transaction: the documents read, the packages processed and the sync point,
-    /// with whatever versions are still pending.
-    fn finish(
-        mut self,
-        (source_id, run_id): (i64, i64),
-        documents: &[DocumentRecord],
-    ) -> Result<(), Error> {
-        let (at, basis) = self.sync_point();
-        self.summary.sync_point = Some(at.to_string());
-        self.summary.anchored = true;
-        let collection = self.collection;
         let sp = SyncPoint {
             collection: collection.to_string(),
             at: Some(at),
             anchored: true,
             basis,
         };
-        let processed = &self.processed;
-        self.writer.flush(|tx| {
-            for d in documents {
-                write::document(tx, source_id, run_id, d)?;
-            }
-            for (url, from, until) in processed {
-                write::processed_change_list(tx, run_id, collection, url, *from, *until)?;
-            }
-            write::sync_point(tx, source_id, run_id, &sp)
-        })?;
-        Ok(())
-    }
-}
-
-/// The version a staged bitstream of `item` (package `r`) becomes.
-fn dump_version(
-    collection: &str,
-    r: &PackageRef,
-    item: &ManifestItem,
-    t: Option<Timestamp>,
-    change: &'static str,
-    sb: &StagedBitstream,
-) -> NewVersion {
-    NewVersion {
-        uri: item.loc.to_string(),
-        collection: collection.to_string(),
-        change,
-        event_time: t,
-        lastmod: item.lastmod,
-        length_bytes: Some(sb.computed.length),
-        declared_length_bytes: item.length,
-        declared_hash: declared_hash(&item.hash),
-        md5_hex: Some(sb.computed.md5_hex.clone()),
-        sha1_hex: sb.computed.sha1_hex.clone(),
-        sha256_hex: Some(sb.computed.sha256_hex.clone()),
-        media_type: item.media_type.clone(),
-        arrived_via: "dump",
-        fetched_from: Some(r.url.to_string()),
-        etag: None,
-        last_modified: None,
+        (sp, self.processed)
     }
 }
 
@@ -528,29 +467,4 @@ fn gap(collection: &str, from: Timestamp, to: Timestamp) -> Error {
         covering: "Change Dump package",
     }
     .into()
-}
-
-/// Whether the mirror holds `uri` (`None`: never heard of), and if so the SHA-256 of its live
-/// state (`Some(None)`: deleted): this run's doing first, else the catalog's.
-fn known(
-    current: &HashMap<String, Option<Live>>,
-    writer: &Writer<'_>,
-    uri: &str,
-) -> Result<Option<Option<Live>>, crate::store::StoreError> {
-    if let Some(now) = current.get(uri) {
-        return Ok(Some(now.clone()));
-    }
-    Ok(writer.catalog().current_state(uri)?.map(|c| {
-        (!c.deleted).then_some(Live {
-            sha256: c.sha256_hex,
-            lastmod: c.lastmod,
-        })
-    }))
-}
-
-/// A resource's live state, as far as [`decide`] needs it.
-#[derive(Debug, Clone)]
-struct Live {
-    sha256: Option<String>,
-    lastmod: Option<Timestamp>,
 }

@@ -12,19 +12,21 @@
 use crate::error::{Error, SourceError};
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
-use crate::report::{problem_line, Problem, Summary};
+use crate::report::{Problem, Summary};
 use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::{Catalog, ObjectStore, StoreError};
-use crate::sync::apply::{self, Job, JobResult, Writer};
+use crate::sync::apply::{self, Job, Writer};
+use crate::sync::changes::{self, Changes, Disposal, Ends};
 use crate::sync::context::RunContext;
-use crate::sync::decide::{decide, Basis, Held};
 use crate::sync::discover::Collection;
 use crate::sync::documents::{Documents, OpenedDocument};
 use crate::sync::feed::{self, DESCRIBES_BASIS};
 use crate::sync::formats::resourcesync::change_dump;
-use crate::sync::formats::resourcesync::changes::{self, Changes, Collector, Event};
+use crate::sync::formats::resourcesync::changes::{
+    self as rs_changes, Changes as RsChanges, Collector, Event,
+};
 use crate::sync::snapshot;
 use crate::sync::sync_point;
 use jiff::Timestamp;
@@ -50,7 +52,7 @@ struct Pending {
     collection: String,
     describes: Option<String>,
     since: Timestamp,
-    changes: Changes,
+    changes: RsChanges,
     /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
     apply: Vec<usize>,
 }
@@ -204,13 +206,13 @@ fn collect_all(
     Ok(Collected { pending, dumps })
 }
 
-/// Where a collection's changes are (see [`changes::location`]); a Change List given
+/// Where a collection's changes are (see [`rs_changes::location`]); a Change List given
 /// directly is used as already opened.
 fn change_list_of(
     docs: &Documents<'_>,
     collection: Collection,
 ) -> Result<(Url, Option<OpenedDocument>, Option<Url>), SourceError> {
-    let Some((url, archive)) = changes::location(docs, &collection)? else {
+    let Some((url, archive)) = rs_changes::location(docs, &collection)? else {
         return Err(SourceError::Unusable {
             url: collection.id.clone(),
             message: "no Change List found: the source advertises none (no changelist in its \
@@ -285,16 +287,42 @@ fn event_record(collection: &str, e: &Event, outcome: &'static str) -> ChangeEve
     }
 }
 
-/// The tombstone a `deleted` change leaves: a version without bytes.
-fn tombstone(collection: &str, e: &Event) -> NewVersion {
-    NewVersion {
-        uri: e.uri.to_string(),
-        collection: collection.to_string(),
-        change: "deleted",
-        event_time: e.time,
-        lastmod: e.declared.lastmod,
-        arrived_via: "tombstone",
-        ..Default::default()
+/// A Change List's entry as the engine applies it.
+impl changes::Item for Event {
+    fn uri(&self) -> &Url {
+        &self.uri
+    }
+    fn stated(&self) -> Option<&'static str> {
+        Some(self.change.name())
+    }
+    fn event_time(&self) -> Option<Timestamp> {
+        self.time
+    }
+    fn lastmod(&self) -> Option<Timestamp> {
+        self.declared.lastmod
+    }
+    fn document(&self) -> &str {
+        &self.document
+    }
+    /// A 1.0 delete dated before the sync point never moves it.
+    fn applied_time(&self) -> Option<Timestamp> {
+        self.sync_time().filter(|_| !self.stale_delete)
+    }
+    fn failed_time(&self) -> Option<Timestamp> {
+        self.order_time
+    }
+    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+        NewVersion {
+            event_time: self.time,
+            arrived_via: "http",
+            ..f.version(
+                &self.uri,
+                collection,
+                change,
+                &self.declared,
+                self.media_type.as_deref(),
+            )
+        }
     }
 }
 
@@ -321,30 +349,55 @@ fn apply_collection(
         }
     }
     record_refused_and_superseded(writer, &p, summary, progress)?;
-    let mut results = ChangeResults {
-        writer: &mut *writer,
-        collection: &p.collection,
-        events,
-        states,
+    let plan = disposals(&p, states, summary);
+    let mut run = Changes::new(
+        writer,
+        &p.collection,
+        Some(states),
         staging,
-        summary: &mut *summary,
+        summary,
         progress,
-        applied_max: None,
-        failed_min: None,
-        failed_docs: HashSet::new(),
-    };
-    let fetch = results.deletions(&p)?;
-    let jobs = fetch.iter().map(|&i| job_of(i, &events[i]));
-    progress.start("incremental", fetch.len() as u64);
-    apply::transfer(http, staging, objects, jobs, s.jobs, |r| results.on(r))?;
-    let ChangeResults {
-        applied_max,
-        failed_min,
-        failed_docs,
-        ..
-    } = results;
-    let ends = (applied_max, failed_min, &failed_docs);
+    );
+    run.apply((http, objects, s.jobs), events, plan)?;
+    let ends = run.ends();
     commit_changes(writer, (source_id, run_id), &p, ends, summary)
+}
+
+/// What becomes of each change of `p` to apply, in order: deletions need no transfer, created
+/// and updated resources are fetched.
+fn disposals(
+    p: &Pending,
+    states: &HashMap<String, CurrentState>,
+    summary: &mut Summary,
+) -> Vec<(usize, Disposal)> {
+    let mut plan = Vec::new();
+    for &i in &p.apply {
+        let e = &p.changes.events[i];
+        let current = states.get(e.uri.as_str());
+        let d = match e.change {
+            Change::Deleted if e.stale_delete => {
+                // A 1.0 delete dated by the deleted state's lastmod, before the sync point:
+                // applied when the mirror still holds that state (or an older one), else it
+                // was applied before or the resource came back since. Either way it never
+                // moves the sync point (its time is before it).
+                let Some(c) = current.filter(|c| !c.deleted) else {
+                    continue;
+                };
+                if !stale_delete_holds(e, c, p.since, summary) {
+                    continue;
+                }
+                Disposal::Tombstone
+            }
+            Change::Deleted => match current {
+                Some(c) if !c.deleted => Disposal::Tombstone,
+                Some(_) => Disposal::Event("deleted", "unchanged"),
+                None => Disposal::Event("deleted", "unknown-delete"),
+            },
+            Change::Created | Change::Updated => Disposal::Fetch(job_of(i, e)),
+        };
+        plan.push((i, d));
+    }
+    plan
 }
 
 /// The changes the scope refused, and the events a later one for the same URI supersedes.
@@ -387,9 +440,10 @@ fn commit_changes(
     writer: &mut Writer<'_>,
     (source_id, run_id): (i64, i64),
     p: &Pending,
-    (applied_max, failed_min, failed_docs): (Option<Timestamp>, Option<Timestamp>, &HashSet<&str>),
+    ends: Ends,
     summary: &mut Summary,
 ) -> Result<(), Error> {
+    let failed_docs = &ends.failed_docs;
     let closed_ok: Vec<_> = p
         .changes
         .closed_read
@@ -397,7 +451,7 @@ fn commit_changes(
         .filter(|c| !failed_docs.contains(c.url.as_str()))
         .collect();
     let until_max = closed_ok.iter().map(|c| c.until).max();
-    let sync_point = new_sync_point(p, until_max, applied_max, failed_min, summary);
+    let sync_point = new_sync_point(p, until_max, ends.applied_max, ends.failed_min, summary);
     // A list with a failed change keeps no validators: the next run must read it again
     // even if it did not change, to retry that change.
     let documents: Vec<_> = p
@@ -429,179 +483,6 @@ fn commit_changes(
         Ok(())
     })?;
     Ok(())
-}
-
-/// Where each change of one collection goes as it is applied: the writer, the summary,
-/// stderr; and what the sync point will be made of.
-struct ChangeResults<'e, 'x, 'w> {
-    writer: &'x mut Writer<'w>,
-    collection: &'e str,
-    events: &'e [Event],
-    states: &'e HashMap<String, CurrentState>,
-    staging: &'e Path,
-    summary: &'x mut Summary,
-    progress: &'e Progress,
-    /// The latest change applied.
-    applied_max: Option<Timestamp>,
-    /// The earliest change that failed: the sync point never passes it.
-    failed_min: Option<Timestamp>,
-    /// The lists a failed change came from.
-    failed_docs: HashSet<&'e str>,
-}
-
-impl<'e> ChangeResults<'e, '_, '_> {
-    /// Apply the deletions of `p` (they need no transfer); the events to fetch, in order.
-    fn deletions(&mut self, p: &Pending) -> Result<Vec<usize>, Error> {
-        let mut fetch = Vec::new();
-        for &i in &p.apply {
-            let e = &self.events[i];
-            let current = self.states.get(e.uri.as_str());
-            match e.change {
-                Change::Deleted if e.stale_delete => {
-                    // A 1.0 delete dated by the deleted state's lastmod, before the sync
-                    // point: applied when the mirror still holds that state (or an older one),
-                    // else it was applied before or the resource came back since. Either way
-                    // it never moves the sync point (its time is before it).
-                    let Some(c) = current.filter(|c| !c.deleted) else {
-                        continue;
-                    };
-                    if stale_delete_holds(e, c, p.since, self.summary) {
-                        self.tombstone(e)?;
-                    }
-                }
-                Change::Deleted => {
-                    self.applied_max = self.applied_max.max(e.sync_time());
-                    let outcome = match current {
-                        Some(c) if !c.deleted => {
-                            self.tombstone(e)?;
-                            continue;
-                        }
-                        Some(_) => {
-                            self.summary.unchanged += 1;
-                            "unchanged"
-                        }
-                        None => {
-                            self.summary.unknown_deletes += 1;
-                            "unknown-delete"
-                        }
-                    };
-                    self.writer
-                        .event(event_record(self.collection, e, outcome))?;
-                }
-                Change::Created | Change::Updated => fetch.push(i),
-            }
-        }
-        Ok(fetch)
-    }
-
-    fn tombstone(&mut self, e: &Event) -> Result<(), Error> {
-        self.summary.deleted += 1;
-        self.writer.version_for_event(
-            tombstone(self.collection, e),
-            event_record(self.collection, e, "applied"),
-        )?;
-        crate::store::kill::point("incremental.tombstone");
-        Ok(())
-    }
-
-    fn on(&mut self, r: JobResult) -> Result<(), Error> {
-        match r {
-            JobResult::Fetched(i, f) => self.fetched(&self.events[i], &f),
-            // Changes are fetched whole: no validators are sent.
-            JobResult::NotModified(_) => {
-                self.summary.unchanged += 1;
-                Ok(())
-            }
-            JobResult::Unwritable(e) => Err(crate::sync::context::stop_for_fault(self.writer, e)),
-            JobResult::NoSpace(message) => Err(crate::sync::context::stop_for_space(
-                self.writer,
-                self.staging,
-                message,
-                String::new(),
-            )),
-            JobResult::Failed {
-                index,
-                reason,
-                refused,
-                other_bytes,
-                ..
-            } => self.failed(&self.events[index], reason, refused, other_bytes),
-        }
-    }
-
-    fn fetched(&mut self, e: &'e Event, f: &apply::Fetched) -> Result<(), Error> {
-        self.progress.item(f.computed.length);
-        self.summary.bytes += f.computed.length;
-        self.applied_max = self.applied_max.max(e.sync_time());
-        let held = self
-            .states
-            .get(e.uri.as_str())
-            .filter(|c| !c.deleted)
-            .map(|c| Held {
-                sha256: c.sha256_hex.as_deref(),
-                lastmod: c.lastmod,
-            });
-        let basis = Basis::Change {
-            lastmod: e.declared.lastmod,
-        };
-        let decision = decide(held, &f.computed.sha256_hex, basis);
-        decision.count(self.summary);
-        let Some(change) = decision.change() else {
-            return Ok(self
-                .writer
-                .event(event_record(self.collection, e, "unchanged"))?);
-        };
-        self.writer.version_for_event(
-            fetched_version(self.collection, e, f, change),
-            event_record(self.collection, e, "applied"),
-        )?;
-        Ok(())
-    }
-
-    fn failed(
-        &mut self,
-        e: &'e Event,
-        reason: String,
-        refused: bool,
-        other_bytes: bool,
-    ) -> Result<(), Error> {
-        self.progress.item(0);
-        let (class, reason) = if refused {
-            self.summary.refused += 1;
-            ("refused", reason)
-        } else if other_bytes {
-            // Other bytes than the entry declares: the resource changed again after the list
-            // was read. That later change is dated after every entry of this list, so after
-            // the sync point this run records: it does not hold it back (a busy source would
-            // never be caught up with); the resource is pending until the next run applies
-            // the later change, and reported if none comes.
-            self.summary.pending += 1;
-            let why = format!(
-                "{reason} (it changed again after the Change List was read; pending until a \
-                 later change is applied)"
-            );
-            ("pending", why)
-        } else {
-            self.summary.failed += 1;
-            // Never advance past a change that failed: the next run retries it.
-            self.failed_min = match (self.failed_min, e.order_time) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            self.failed_docs.insert(e.document.as_str());
-            ("failed", reason)
-        };
-        self.progress
-            .println(&problem_line(class, e.uri.as_str(), &reason));
-        self.writer.problem(e.uri.as_str(), class, &reason)?;
-        self.writer.event(event_record(self.collection, e, class))?;
-        self.summary.problems.push(Problem {
-            uri: e.uri.to_string(),
-            class,
-            reason,
-        });
-        Ok(())
-    }
 }
 
 /// A 1.0 delete dated before the sync point (by the deleted state's lastmod): applied when the
@@ -643,26 +524,6 @@ fn stale_delete_holds(
         e.document, e.line, e.uri
     ));
     true
-}
-
-/// The version a fetched change records.
-fn fetched_version(
-    collection: &str,
-    e: &Event,
-    f: &apply::Fetched,
-    change: &'static str,
-) -> NewVersion {
-    NewVersion {
-        event_time: e.time,
-        arrived_via: "http",
-        ..f.version(
-            &e.uri,
-            collection,
-            change,
-            &e.declared,
-            e.media_type.as_deref(),
-        )
-    }
 }
 
 /// The new sync point: the later of the last fully processed closed list's `until` and the
