@@ -69,7 +69,7 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn exit(&self) -> Exit {
+    pub(crate) fn exit(&self) -> Exit {
         match self {
             Error::Usage(_) => Exit::Usage,
             Error::Source(_) => Exit::Source,

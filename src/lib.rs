@@ -2,7 +2,7 @@
 //!
 //! The model in a paragraph: a *source* publishes documents (Source Description, Capability
 //! List, Resource List, Change List, dumps, SCP collections, ARC sitemaps). Readers (`rs`, and
-//! each format's `read` under `sync::formats`) turn those bytes into typed items without
+//! each format's `read` under `formats`) turn those bytes into typed items without
 //! touching the network; the network layer (`net`) fetches
 //! documents and resources within a scope, streaming bodies to `staging/` while hashing them;
 //! the store (`store`) keeps a SQLite catalog and a content-addressed object store; the commands
@@ -11,11 +11,14 @@
 //! alone; `export` writes it out (tree, BagIt) for preservation systems. `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
 
 pub mod access;
+pub mod audit;
 pub mod cli;
+pub mod commands;
+pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod export;
-pub mod finding;
+pub mod formats;
 pub mod interrupt;
 pub(crate) mod model;
 pub mod net;
@@ -24,4 +27,3 @@ pub mod report;
 pub mod rs;
 pub mod settings;
 pub mod store;
-pub mod sync;

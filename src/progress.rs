@@ -11,7 +11,7 @@ pub struct Progress {
 
 impl Progress {
     /// A bar when stderr is a terminal and not `quiet`; otherwise nothing.
-    pub fn new(quiet: bool) -> Progress {
+    pub(crate) fn new(quiet: bool) -> Progress {
         let show = !quiet && std::io::stderr().is_terminal();
         Progress {
             bytes: std::cell::Cell::new(0),

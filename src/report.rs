@@ -59,7 +59,7 @@ pub struct Summary {
 
 impl Summary {
     /// The one summary line.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "{}{}: {} created, {} updated, {} unchanged{}, {} failed{}{}, {} refused, {} gone, {} deleted; {} in {:.2} s",
             self.command,

@@ -52,7 +52,7 @@ pub enum MapChoice {
 }
 
 impl SourceSettings {
-    pub fn new(source: &str, a: &cli::SourceArgs) -> Result<SourceSettings, UsageError> {
+    pub(crate) fn new(source: &str, a: &cli::SourceArgs) -> Result<SourceSettings, UsageError> {
         let secs = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(Duration::from_secs_f64(v))
@@ -221,7 +221,7 @@ fn credentials(source: &str, headers: &[String]) -> Result<crate::net::Credentia
 }
 
 /// `NAME: ***` for messages and the run record: a header's value is never shown.
-pub fn redact_header(h: &str) -> String {
+pub(crate) fn redact_header(h: &str) -> String {
     match h.split_once(':') {
         Some((name, _)) => format!("{}: ***", name.trim()),
         None => "***".into(),
@@ -280,14 +280,14 @@ impl SourceSettings {
 
     /// Whether the command line left the `--map` rules to those the mirror remembers
     /// ([`SourceSettings::with_maps`]).
-    pub fn takes_remembered_maps(&self) -> bool {
+    pub(crate) fn takes_remembered_maps(&self) -> bool {
         self.maps == MapChoice::Remembered
     }
 
     /// These settings with `remembered`, the `--map` rules the mirror remembers, when the
     /// command line gave neither `--map` nor `--no-map`. A remembered folder that is gone is a
     /// usage error naming it (give `--map` again, or `--no-map`).
-    pub fn with_maps(
+    pub(crate) fn with_maps(
         &self,
         remembered: Vec<(String, std::path::PathBuf)>,
     ) -> Result<SourceSettings, crate::error::Error> {
@@ -369,7 +369,7 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    pub fn new(a: &cli::BaselineArgs) -> Result<Baseline, UsageError> {
+    pub(crate) fn new(a: &cli::BaselineArgs) -> Result<Baseline, UsageError> {
         if a.max_delete.is_some() && !a.delete {
             return Err(UsageError(
                 "--max-delete only makes sense with --delete".into(),
@@ -412,7 +412,7 @@ pub struct Incremental {
 }
 
 impl Incremental {
-    pub fn new(a: &cli::IncrementalArgs) -> Result<Incremental, UsageError> {
+    pub(crate) fn new(a: &cli::IncrementalArgs) -> Result<Incremental, UsageError> {
         let from = match &a.from {
             None => None,
             Some(v) => Some(
@@ -540,7 +540,7 @@ pub struct Feed {
 }
 
 impl Feed {
-    pub fn new(a: &cli::FeedArgs) -> Result<Feed, UsageError> {
+    pub(crate) fn new(a: &cli::FeedArgs) -> Result<Feed, UsageError> {
         let since = match &a.since {
             None => None,
             Some(v) => Some(

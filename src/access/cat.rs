@@ -16,7 +16,7 @@ pub struct Options {
     pub output: Option<PathBuf>,
 }
 
-pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let (resource_id, uri) = reader.resource(&o.url)?;
     let v = choose(&reader, resource_id, &uri, o)?;

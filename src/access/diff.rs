@@ -26,7 +26,7 @@ struct Line<'a> {
     after: Option<&'a VersionRow>,
 }
 
-pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let a = reader.point(Some(&o.from))?;
     let b = reader.point(o.to.as_ref())?;

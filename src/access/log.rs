@@ -15,7 +15,7 @@ pub struct Options {
     pub json: bool,
 }
 
-pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     match (&o.url, o.run) {
         (Some(url), _) => versions(&reader, url, o.json),

@@ -27,7 +27,7 @@ struct Entry<'a> {
     version: &'a VersionRow,
 }
 
-pub fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
+pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let point = reader.point(o.at.as_ref())?;
     let collections = match &o.collection {

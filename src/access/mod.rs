@@ -36,7 +36,7 @@ pub enum When {
 impl When {
     /// `run:N` (`run:0`: before the first run), an RFC 3339 time (`2026-03-01T12:00:00Z`, any offset), or a date
     /// (`2026-03-01`: its midnight, UTC).
-    pub fn parse(s: &str) -> Result<When, UsageError> {
+    pub(crate) fn parse(s: &str) -> Result<When, UsageError> {
         let t = s.trim();
         if let Some(n) = t.strip_prefix("run:") {
             return match n.parse::<i64>() {

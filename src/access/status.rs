@@ -3,8 +3,8 @@
 //! re-hashed, and a hint when something needs a person.
 
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
+use crate::audit::finding::Class;
 use crate::error::Error;
-use crate::finding::Class;
 use crate::report::human_bytes;
 use crate::store::history::Snapshot;
 use crate::store::mirror_summary::{self, AuditRecord, CollectionRecord};
@@ -122,7 +122,7 @@ impl From<mirror_summary::RunBrief> for RunBrief {
     }
 }
 
-pub fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let catalog = reader.catalog();
     // One read transaction: every figure below comes from the same snapshot.

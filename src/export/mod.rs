@@ -104,7 +104,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let what = match self.format {
             "warc" => "records",
             "ocfl" => "objects",
@@ -164,7 +164,7 @@ pub struct Record {
     pub finished_at: Option<String>,
 }
 
-pub fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
+pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     export(mirror, o).map_err(|e| match e {
         // A full destination: one message naming DEST, not the file that happened not to fit.
         Error::Store(StoreError::Io { what, path, source }) if crate::net::is_no_space(&source) => {

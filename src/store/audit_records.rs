@@ -6,9 +6,9 @@
 //! what `repair --from-audit` reads back: the damage the last audit recorded.
 //!
 //! Which findings there are, and what they mean, is `finding`'s; when and in which order they
-//! are made is `sync::audit`'s.
+//! are made is `audit`'s.
 
-use crate::finding::{Class, Finding};
+use crate::audit::finding::{Class, Finding};
 use crate::store::history::VersionRow;
 use crate::store::{Catalog, StoreError};
 use rusqlite::{params, Rows, Transaction};

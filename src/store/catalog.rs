@@ -4,7 +4,7 @@
 //! WAL with `synchronous=FULL`. A version row is only written after its object is durable (the
 //! caller syncs the object store before committing the transaction that references it), so the
 //! catalog never points at bytes a crash could lose. Only one thread writes: the commands hand
-//! their writes to a single writer (see `sync::apply`).
+//! their writes to a single writer (see `engine::apply`).
 
 pub use crate::store::rows::NewVersion;
 use crate::store::StoreError;
@@ -299,7 +299,7 @@ impl Catalog {
     }
 
     /// The source the mirror remembers (the most recently added one).
-    pub fn remembered_source(&self) -> Result<Option<String>, StoreError> {
+    pub(crate) fn remembered_source(&self) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
             .query_row(

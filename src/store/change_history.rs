@@ -2,7 +2,7 @@
 //! collections it follows or applied changes to, with how each is known outside the mirror
 //! (`collection_identities`), and each collection's applied changes in the order they were
 //! applied: the `change_events` an incremental run applied, and the versions a baseline re-run
-//! wrote. Building the feed (entries, ids, Atom, JSON Feed) is `sync::feed`'s.
+//! wrote. Building the feed (entries, ids, Atom, JSON Feed) is `commands::feed`'s.
 
 use crate::model::{Change, ChangeOutcome};
 use crate::store::{Catalog, StoreError};

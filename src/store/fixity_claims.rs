@@ -1,10 +1,10 @@
-//! What local fixity (`sync::fixity`) reads of the catalog: the claims the versions make on
+//! What local fixity (`audit::fixity`) reads of the catalog: the claims the versions make on
 //! their objects (digest, length, the digests recorded at ingest), streamed in catalog order so
 //! that an audit of ten million resources holds one row at a time; the objects several
 //! versions share; and every referenced object in name order, as a cursor the walk of
 //! `objects/` merges with to find strays. Each row is read lazily (a column is decoded only
 //! when asked for), so the rows a sample skips cost no more than the scan. Hashing, judging a
-//! claim and the findings are `sync::fixity`'s.
+//! claim and the findings are `audit::fixity`'s.
 
 use crate::model::Change;
 use crate::store::{Catalog, StoreError};

@@ -1,7 +1,7 @@
 //! The list's scratch copy: one collection's listed entries and the plan made of them, in a
 //! SQLite database of its own in the mirror's `staging/` (no journal, no sync: it is thrown
 //! away with the run, and `staging/` is emptied when a mirror is opened). The engine's
-//! `sync::listing` decides what goes in it; this module only keeps and reads the rows, in the
+//! `engine::listing` decides what goes in it; this module only keeps and reads the rows, in the
 //! orders the plan and the transfer need (URI order for the merge with the catalog, list order
 //! for the jobs), so that neither the list nor the plan is ever held in memory.
 

@@ -139,7 +139,7 @@ impl StoreError {
         }
     }
 
-    pub fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
+    pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
         StoreError::Io {
             what,
             path: path.display().to_string(),

@@ -177,7 +177,7 @@ pub struct CollectionRecord {
     pub generated: Option<Timestamp>,
     pub listed_generated: Option<Timestamp>,
     pub checksum: Option<String>,
-    /// [`crate::sync::formats::scp::read::ChecksumStatus::name`].
+    /// [`crate::formats::scp::read::ChecksumStatus::name`].
     pub checksum_status: String,
     pub sha256_hex: String,
     pub compressed_bytes: u64,

@@ -1,5 +1,5 @@
 //! The current state of every resource, as an audit loads its index of them
-//! (`sync::mirror_states`): read in shares of resource ids, one connection per share on its own
+//! (`audit::mirror_states`): read in shares of resource ids, one connection per share on its own
 //! thread, each row borrowed and decoded only as far as it is wanted (a million rows' decoding
 //! is most of an audit's one serial phase). The digest columns are handed over as the bytes
 //! SQLite holds, so that the usual lower-case hex is packed without being checked as UTF-8

@@ -138,7 +138,7 @@ fn snapshot(mirror: &Path) -> (BTreeMap<String, String>, i64, i64, Option<String
 /// The library's ARC audit of the mirror against the sitemap at `sitemap`: (mark, uri, class).
 fn arc_audit(sitemap: &str, mirror: &Path) -> Vec<(char, String, String)> {
     let http = rsmirror::net::Http::new(rsmirror::net::HttpConfig::default());
-    let docs = rsmirror::sync::documents::Documents {
+    let docs = rsmirror::engine::documents::Documents {
         http: &http,
         options: Default::default(),
         allow_hosts: &[],
@@ -147,7 +147,7 @@ fn arc_audit(sitemap: &str, mirror: &Path) -> Vec<(char, String, String)> {
         .unwrap()
         .unwrap();
     let url = url::Url::parse(sitemap).unwrap();
-    let a = rsmirror::sync::formats::arc::mirror::audit(&docs, &catalog, &url).unwrap();
+    let a = rsmirror::formats::arc::mirror::audit(&docs, &catalog, &url).unwrap();
     a.findings
         .iter()
         .map(|f| {

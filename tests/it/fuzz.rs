@@ -1,6 +1,6 @@
 //! Property-based fuzzing, on stable Rust, of the readers that take bytes from a source: the
 //! Sitemap / ResourceSync reader (`rs::sitemap`), the dump package reader (`rs::dump`), the ARC
-//! sitemap reader (`sync::formats::arc::read`) and W3C datetimes (`rs::w3c_datetime`). The SCP
+//! sitemap reader (`formats::arc::read`) and W3C datetimes (`rs::w3c_datetime`). The SCP
 //! readers and `rs::manifest_path` have their own property tests beside their code.
 //!
 //! The properties, for arbitrary bytes and for mutations of valid documents (byte flips,
@@ -18,11 +18,11 @@ use flate2::write::GzEncoder;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use rsmirror::formats::arc::read as arc;
 use rsmirror::rs::digest::Hasher;
 use rsmirror::rs::dump::{DumpError, DumpLimits, Package, PackageFormat, SNIFF_LEN};
 use rsmirror::rs::sitemap::{self, ReadError, ReadOptions, MAX_LINKS, MAX_LISTED_WARNINGS};
 use rsmirror::rs::w3c_datetime::{self, Zone};
-use rsmirror::sync::formats::arc::read as arc;
 use std::cell::Cell;
 use std::fmt::Debug;
 use std::io::{Cursor, Write};

@@ -734,8 +734,8 @@ fn section_option_chooses_one_section() {
 /// fixity, the same as for every resource).
 #[test]
 fn audit_compares_with_the_newest_snapshot() {
+    use rsmirror::audit::finding::Class;
     use rsmirror::cli::{Cli, Command};
-    use rsmirror::finding::Class;
     use rsmirror::store::Catalog;
 
     let mut site = Site::new();
@@ -786,9 +786,9 @@ fn audit_compares_with_the_newest_snapshot() {
             .conn()
             .query_row("SELECT id FROM sources", [], |r| r.get(0))
             .unwrap();
-        rsmirror::sync::formats::scp::mirror::audit(&s, &catalog, source_id).unwrap()
+        rsmirror::formats::scp::mirror::audit(&s, &catalog, source_id).unwrap()
     };
-    let marks = |a: &rsmirror::sync::formats::scp::mirror::ScpAudit| -> Vec<String> {
+    let marks = |a: &rsmirror::formats::scp::mirror::ScpAudit| -> Vec<String> {
         a.findings
             .iter()
             .map(|f| {

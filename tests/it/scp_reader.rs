@@ -3,7 +3,7 @@
 //! so loudly and pass), the specification's own examples as fixtures, detection by content
 //! whatever a file is called, and (ignored by default) the throughput of a 1 GB snapshot.
 
-use rsmirror::sync::formats::scp::read::{
+use rsmirror::formats::scp::read::{
     Block, ChecksumStatus, CollectionReader, CollectionSummary, CollectionType, Compression,
     Limits, Page, ScpError, ScpErrorKind,
 };

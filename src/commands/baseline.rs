@@ -1,0 +1,129 @@
+//! `rsmirror baseline`: open the mirror (or make one), discover the source, and hand the
+//! collections discovery found to their formats (`formats`, ResourceSync first), each of
+//! which takes the current state its source lists into the mirror; `--dry-run` prints the
+//! formats' plans instead, writing nothing. The run is recorded (`runs`), its exit code derived
+//! from what happened (`engine::context`).
+
+use crate::engine::context::{partial, OpenMirror, Outcome};
+use crate::engine::discover;
+use crate::engine::documents::Documents;
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::formats;
+use crate::progress::Progress;
+use crate::report::Summary;
+use crate::settings;
+use crate::store::catalog::write;
+use crate::store::{Catalog, StoreError};
+use std::time::Instant;
+
+pub(crate) fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
+    let started = Instant::now();
+    let s = &settings::Baseline {
+        source: s.source.with_remembered_maps(&s.mirror)?,
+        ..s.clone()
+    };
+    let http = s.source.http();
+    let docs = Documents {
+        http: &http,
+        options: s.source.read_options(),
+        allow_hosts: &s.source.allow_hosts,
+    };
+    let source_url = discover::source_url(&s.source.source)?.to_string();
+    let mut summary = Summary {
+        command: "baseline",
+        source: source_url.clone(),
+        mirror: s.mirror.display().to_string(),
+        dry_run: s.dry_run,
+        ..Default::default()
+    };
+
+    if s.dry_run {
+        let catalog = Catalog::open_read_only(&s.mirror)?;
+        let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
+        let mut complete = true;
+        for (format, collections) in formats::by_format(discovery.collections) {
+            complete &= format.plan(
+                &docs,
+                s,
+                &source_url,
+                collections,
+                catalog.as_ref(),
+                &mut summary,
+            )?;
+        }
+        summary.seconds = started.elapsed().as_secs_f64();
+        let exit = if partial(&summary) || summary.failed > 0 || !complete {
+            Exit::Partial
+        } else {
+            Exit::Ok
+        };
+        summary.exit_code = exit.code();
+        return Ok(Outcome { summary, exit });
+    }
+
+    refuse_a_folder_of_other_files(s)?;
+    std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
+    let mut m = OpenMirror::open(&s.mirror)?;
+    let source_id = m.catalog.source_id(&source_url)?;
+    s.source.record_maps(&m.catalog, source_id)?;
+    let run_id = m
+        .catalog
+        .begin_run("baseline", Some(source_id), arguments)?;
+    summary.run_id = Some(run_id);
+    if let Some(gap) = &s.crossing_gap {
+        // `incremental --on-gap rebaseline`: the record says which gap this run crosses.
+        let tx = m.catalog.transaction()?;
+        write::problem(&tx, run_id, &source_url, "gap", gap)?;
+        tx.commit().map_err(StoreError::from)?;
+        summary
+            .warnings
+            .push(format!("this baseline crosses a gap: {gap}"));
+    }
+
+    let result = (|| {
+        let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
+        if s.output.verbose > 0 {
+            for step in &discovery.trail {
+                progress.println(&format!("discovery: {step}"));
+            }
+        }
+        // Built again by `m.finish`, whatever the outcome.
+        m.catalog.defer_object_index()?;
+        for (format, collections) in formats::by_format(discovery.collections) {
+            let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
+            format.baseline(&mut ctx, s, collections)?;
+            m.catalog.set_source_kind(source_id, format.kind().name())?;
+        }
+        Ok::<(), Error>(())
+    })();
+    progress.finish();
+    summary.seconds = started.elapsed().as_secs_f64();
+    m.finish(run_id, summary, result)
+}
+
+/// A mirror folder is new (absent or empty) or a mirror (it has `catalog.sqlite`): a folder of
+/// other files given by mistake (`--mirror ~/Documents`) is not turned into one unless the user
+/// says so with `--init-here`.
+fn refuse_a_folder_of_other_files(s: &settings::Baseline) -> Result<(), Error> {
+    if s.init_here || s.mirror.join("catalog.sqlite").exists() {
+        return Ok(());
+    }
+    // What a first run that died before its catalog existed leaves is the mirror's own.
+    const OWN: [&str; 3] = [".lock", "staging", "objects"];
+    let other = std::fs::read_dir(&s.mirror).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|name| !OWN.contains(&name.as_str()))
+    });
+    match other {
+        Some(name) => Err(settings::UsageError(format!(
+            "--mirror {}: the folder holds other files ({name} among them) and no mirror; give \
+             an empty or new folder, or --init-here to make a mirror there all the same",
+            s.mirror.display()
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,752 @@
+//! `rsmirror feed`: an Atom 1.0 feed (RFC 4287), or a JSON Feed 1.1, of the changes the mirror
+//! applied to one collection (seed 001, "Sitemap Update Syndication"; issue 8).
+//!
+//! One feed per collection: a Capability List, known by its `rs:ln rel="describes"` when the
+//! catalog recorded one, else by its URL; an ARC sitemap, known by its `site`; whatever other
+//! collection ids the catalog holds (an SCP section), by their id (`collection_identities`).
+//! One entry per run that applied something, summarising the resources it created, updated and
+//! deleted, with a link to each. The feed is built from the catalog alone (`change_events` with
+//! outcome `applied`, joined with `runs`, and the versions a baseline re-run wrote), read-only,
+//! without the lock and without "now": the
+//! same mirror gives byte-identical feeds, and an entry never changes once written.
+//!
+//! Seed 001's rules for feed generators, as they apply to a mirror's own history: a change
+//! without a datetime "must be ignored" (it is not reported as new); a change already reported
+//! by an earlier entry is not reported again (the mirror's counterpart of skipping what a
+//! Change List Index's `from`/`until` says was processed before — the incremental run already
+//! skips those lists). Entry ids are `urn:uuid:` values (RFC 9562 version 8) derived from the
+//! collection id and the changes the entry reports — facts of the source, not of this mirror —
+//! so a reader never sees an entry twice, and two mirrors that applied the same changes in the
+//! same runs give the same ids. `updated` is the latest change time in the entry; the feed's is
+//! its newest entry's.
+//!
+//! Without `--collection`, a mirror that follows one collection gives its feed; one that
+//! follows several asks which (a usage error listing them): several feeds cannot share stdout.
+
+use crate::error::Error;
+use crate::model::Change as ChangeKind;
+use crate::settings::FeedFormat;
+use crate::settings::{self, UsageError};
+pub use crate::store::change_history::record_identity;
+use crate::store::change_history::{self, AppliedChange};
+use crate::store::{Catalog, StoreError};
+use jiff::Timestamp;
+use serde::Serialize;
+use sha2::Digest as _;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A collection as the feed names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedCollection {
+    /// Its id in the catalog (`change_events.collection`, `sync_points.collection`).
+    pub collection: String,
+    /// How it is known outside the mirror: the feed's id.
+    pub identity: String,
+}
+
+/// One change an entry reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub uri: String,
+    pub change: ChangeKind,
+    pub time: Timestamp,
+}
+
+/// One run's changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: String,
+    /// The latest change time.
+    pub updated: Timestamp,
+    /// The earliest change time.
+    pub published: Timestamp,
+    /// In time order, then URI.
+    pub changes: Vec<Change>,
+}
+
+/// A collection's feed, newest entry first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Feed {
+    pub collection: FeedCollection,
+    pub updated: Timestamp,
+    pub entries: Vec<Entry>,
+}
+
+/// Write the feed `s` asks for.
+pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
+    let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(|| StoreError::Missing {
+        path: s.mirror.display().to_string(),
+    })?;
+    let all = collections(&catalog)?;
+    let chosen = choose(&all, s.collection.as_deref())?;
+    let feed = build(&catalog, chosen, s.since)?;
+    let text = match s.format {
+        FeedFormat::Atom => atom(&feed),
+        FeedFormat::Json => json_feed(&feed),
+    };
+    match &s.output {
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| StoreError::io("writing the feed to", Path::new("stdout"), e))?;
+        }
+        Some(path) => write_atomically(path, text.as_bytes())
+            .map_err(|e| StoreError::io("writing the feed to", path, e))?,
+    }
+    Ok(())
+}
+
+/// The basis recorded for a Capability List's `rs:ln rel="describes"`.
+pub const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";
+
+/// Every collection the mirror follows or applied changes to, in id order.
+pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
+    Ok(change_history::collections(catalog)?
+        .into_iter()
+        .map(|(collection, identity)| FeedCollection {
+            identity: identity.unwrap_or_else(|| collection.clone()),
+            collection,
+        })
+        .collect())
+}
+
+/// The collection `wanted` names (by catalog id or identity, a trailing slash aside), or the
+/// only one; a usage error listing them otherwise.
+pub(crate) fn choose<'a>(
+    all: &'a [FeedCollection],
+    wanted: Option<&str>,
+) -> Result<&'a FeedCollection, UsageError> {
+    let listing = || {
+        all.iter()
+            .map(|c| {
+                if c.identity == c.collection {
+                    format!("  {}", c.collection)
+                } else {
+                    format!("  {} (known as {})", c.collection, c.identity)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if all.is_empty() {
+        return Err(UsageError(
+            "the mirror follows no collection yet: run rsmirror baseline first".into(),
+        ));
+    }
+    match wanted {
+        None if all.len() == 1 => Ok(&all[0]),
+        None => Err(UsageError(format!(
+            "the mirror follows {} collections; give --collection with one of:\n{}",
+            all.len(),
+            listing()
+        ))),
+        Some(w) => {
+            let w = normalise(w);
+            all.iter()
+                .find(|c| normalise(&c.collection) == w)
+                .or_else(|| all.iter().find(|c| normalise(&c.identity) == w))
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "--collection {w}: not a collection of this mirror; it follows:\n{}",
+                        listing()
+                    ))
+                })
+        }
+    }
+}
+
+fn normalise(s: &str) -> String {
+    let s = s.trim();
+    match url::Url::parse(s) {
+        Ok(u) => u.as_str().trim_end_matches('/').to_string(),
+        Err(_) => s.trim_end_matches('/').to_string(),
+    }
+}
+
+/// Build the feed of `c` from the catalog: entries updated after `since`, if given.
+pub(crate) fn build(
+    catalog: &Catalog,
+    c: &FeedCollection,
+    since: Option<Timestamp>,
+) -> Result<Feed, StoreError> {
+    let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
+    change_history::each_applied_change(catalog, &c.collection, |a: AppliedChange| {
+        // A time the catalog cannot read is as good as none (seed 001: ignored).
+        let Ok(time) = a.time.parse::<Timestamp>() else {
+            return;
+        };
+        runs.entry(a.run).or_default().push(Change {
+            uri: a.uri,
+            change: a.change,
+            time,
+        });
+    })?;
+    let mut reported: HashSet<(String, ChangeKind, Timestamp)> = HashSet::new();
+    let mut entries = Vec::new();
+    for (_, mut changes) in runs {
+        changes.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.uri.cmp(&b.uri)));
+        changes.retain(|ch| reported.insert((ch.uri.clone(), ch.change, ch.time)));
+        let (Some(first), Some(last)) = (changes.first(), changes.last()) else {
+            continue;
+        };
+        entries.push(Entry {
+            id: entry_id(&c.collection, &changes),
+            updated: last.time,
+            published: first.time,
+            changes,
+        });
+    }
+    if let Some(t) = since {
+        entries.retain(|e| e.updated > t);
+    }
+    entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+    let updated = match entries.first() {
+        Some(e) => e.updated,
+        None => catalog
+            .sync_point(&c.collection)?
+            .and_then(|p| p.at)
+            .unwrap_or(Timestamp::UNIX_EPOCH),
+    };
+    Ok(Feed {
+        collection: c.clone(),
+        updated,
+        entries,
+    })
+}
+
+/// `urn:uuid:` of a version-8 UUID (RFC 9562 §5.8) from the sha256 of the collection id and
+/// the changes: the same changes give the same id on any mirror, at any time.
+fn entry_id(collection: &str, changes: &[Change]) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(b"rsmirror feed entry\n");
+    h.update(collection.as_bytes());
+    for ch in changes {
+        h.update(format!("\n{} {} {}", ch.change, ch.time, ch.uri).as_bytes());
+    }
+    let d = h.finalize();
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let x = hex::encode(b);
+    format!(
+        "urn:uuid:{}-{}-{}-{}-{}",
+        &x[0..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..32]
+    )
+}
+
+/// `2 created, 1 deleted` (in created / updated / deleted order, zeros left out).
+fn counts(changes: &[Change]) -> String {
+    ChangeKind::ALL
+        .iter()
+        .filter_map(|kind| {
+            let n = changes.iter().filter(|c| c.change == *kind).count();
+            (n > 0).then(|| format!("{n} {kind}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn entry_title(e: &Entry) -> String {
+    match e.changes.as_slice() {
+        [one] => format!("{} {}", capitalised(one.change.as_str()), one.uri),
+        many => format!("{} resources changed: {}", many.len(), counts(many)),
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The changes of an entry grouped by kind, in created / updated / deleted order.
+fn groups(e: &Entry) -> Vec<(ChangeKind, Vec<&Change>)> {
+    ChangeKind::ALL
+        .iter()
+        .copied()
+        .map(|kind| {
+            (
+                kind,
+                e.changes.iter().filter(|c| c.change == kind).collect(),
+            )
+        })
+        .filter(|(_, v): &(_, Vec<_>)| !v.is_empty())
+        .collect()
+}
+
+fn feed_title(f: &Feed) -> String {
+    format!("Changes to {}", f.collection.identity)
+}
+
+fn feed_subtitle(f: &Feed) -> String {
+    format!(
+        "Changes rsmirror applied to its mirror of {}",
+        f.collection.collection
+    )
+}
+
+/// The host of the collection, as the feed's author (the source made the changes).
+fn author(f: &Feed) -> String {
+    url::Url::parse(&f.collection.identity)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| f.collection.identity.clone())
+}
+
+fn is_web(s: &str) -> bool {
+    url::Url::parse(s).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+}
+
+/// XML character data and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Characters XML 1.0 does not allow are left out.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The feed as Atom 1.0 (RFC 4287).
+pub(crate) fn atom(f: &Feed) -> String {
+    let mut x = String::new();
+    x.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
+    x.push_str("<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
+    let _ = writeln!(x, "  <id>{}</id>", esc(&f.collection.identity));
+    let _ = writeln!(x, "  <title>{}</title>", esc(&feed_title(f)));
+    let _ = writeln!(x, "  <subtitle>{}</subtitle>", esc(&feed_subtitle(f)));
+    let _ = writeln!(x, "  <updated>{}</updated>", f.updated);
+    let _ = writeln!(
+        x,
+        "  <author>\n    <name>{}</name>\n  </author>",
+        esc(&author(f))
+    );
+    if is_web(&f.collection.identity) {
+        let _ = writeln!(
+            x,
+            "  <link rel=\"alternate\" href=\"{}\"/>",
+            esc(&f.collection.identity)
+        );
+    }
+    if is_web(&f.collection.collection) && f.collection.collection != f.collection.identity {
+        let _ = writeln!(
+            x,
+            "  <link rel=\"via\" href=\"{}\"/>",
+            esc(&f.collection.collection)
+        );
+    }
+    let _ = writeln!(
+        x,
+        "  <generator version=\"{}\">rsmirror</generator>",
+        env!("CARGO_PKG_VERSION")
+    );
+    for e in &f.entries {
+        x.push_str("  <entry>\n");
+        let _ = writeln!(x, "    <id>{}</id>", e.id);
+        let _ = writeln!(x, "    <title>{}</title>", esc(&entry_title(e)));
+        let _ = writeln!(x, "    <published>{}</published>", e.published);
+        let _ = writeln!(x, "    <updated>{}</updated>", e.updated);
+        let _ = writeln!(x, "    <summary>{}</summary>", esc(&counts(&e.changes)));
+        for ch in &e.changes {
+            let _ = writeln!(
+                x,
+                "    <link rel=\"related\" href=\"{}\" title=\"{}\"/>",
+                esc(&ch.uri),
+                ch.change
+            );
+        }
+        x.push_str("    <content type=\"xhtml\">\n");
+        x.push_str("      <div xmlns=\"http://www.w3.org/1999/xhtml\">\n");
+        for (kind, changes) in groups(e) {
+            let _ = writeln!(x, "        <p>{}:</p>", capitalised(kind.as_str()));
+            x.push_str("        <ul>\n");
+            for ch in changes {
+                let _ = writeln!(
+                    x,
+                    "          <li><a href=\"{0}\">{0}</a> at {1}</li>",
+                    esc(&ch.uri),
+                    ch.time
+                );
+            }
+            x.push_str("        </ul>\n");
+        }
+        x.push_str("      </div>\n    </content>\n  </entry>\n");
+    }
+    x.push_str("</feed>\n");
+    x
+}
+
+/// HTML of an entry's changes, for JSON Feed's `content_html`.
+fn html(e: &Entry) -> String {
+    let mut h = String::new();
+    for (kind, changes) in groups(e) {
+        let _ = write!(h, "<p>{}:</p><ul>", capitalised(kind.as_str()));
+        for ch in changes {
+            let _ = write!(
+                h,
+                "<li><a href=\"{0}\">{0}</a> at {1}</li>",
+                esc(&ch.uri),
+                ch.time
+            );
+        }
+        h.push_str("</ul>");
+    }
+    h
+}
+
+#[derive(Serialize)]
+struct JsonFeed {
+    version: &'static str,
+    title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    home_page_url: Option<String>,
+    description: String,
+    authors: Vec<JsonAuthor>,
+    #[serde(rename = "_rsmirror")]
+    rsmirror: JsonFeedExtension,
+    items: Vec<JsonItem>,
+}
+
+#[derive(Serialize)]
+struct JsonAuthor {
+    name: String,
+}
+
+#[derive(Serialize)]
+struct JsonFeedExtension {
+    about: &'static str,
+    collection: String,
+    updated: String,
+}
+
+#[derive(Serialize)]
+struct JsonItem {
+    id: String,
+    title: String,
+    summary: String,
+    content_html: String,
+    date_published: String,
+    date_modified: String,
+    #[serde(rename = "_rsmirror")]
+    rsmirror: JsonItemExtension,
+}
+
+#[derive(Serialize)]
+struct JsonItemExtension {
+    created: Vec<JsonChange>,
+    updated: Vec<JsonChange>,
+    deleted: Vec<JsonChange>,
+}
+
+#[derive(Serialize)]
+struct JsonChange {
+    url: String,
+    datetime: String,
+}
+
+/// The feed as JSON Feed 1.1 (https://jsonfeed.org/version/1.1); rsmirror's additions are in
+/// `_rsmirror` objects, as the spec asks of extensions.
+pub(crate) fn json_feed(f: &Feed) -> String {
+    let of = |e: &Entry, kind: ChangeKind| -> Vec<JsonChange> {
+        e.changes
+            .iter()
+            .filter(|c| c.change == kind)
+            .map(|c| JsonChange {
+                url: c.uri.clone(),
+                datetime: c.time.to_string(),
+            })
+            .collect()
+    };
+    let doc = JsonFeed {
+        version: "https://jsonfeed.org/version/1.1",
+        title: feed_title(f),
+        home_page_url: is_web(&f.collection.identity).then(|| f.collection.identity.clone()),
+        description: feed_subtitle(f),
+        authors: vec![JsonAuthor { name: author(f) }],
+        rsmirror: JsonFeedExtension {
+            about: "https://jsonfeed.org/version/1.1 extension: the catalog's collection id and the feed's updated time",
+            collection: f.collection.collection.clone(),
+            updated: f.updated.to_string(),
+        },
+        items: f
+            .entries
+            .iter()
+            .map(|e| JsonItem {
+                id: e.id.clone(),
+                title: entry_title(e),
+                summary: counts(&e.changes),
+                content_html: html(e),
+                date_published: e.published.to_string(),
+                date_modified: e.updated.to_string(),
+                rsmirror: JsonItemExtension {
+                    created: of(e, ChangeKind::Created),
+                    updated: of(e, ChangeKind::Updated),
+                    deleted: of(e, ChangeKind::Deleted),
+                },
+            })
+            .collect(),
+    };
+    let mut s = serde_json::to_string_pretty(&doc).expect("serialisable");
+    s.push('\n');
+    s
+}
+
+/// Write `bytes` to a temporary file beside `path`, then rename it over `path`: a reader of the
+/// published feed never sees half of it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "feed".into());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ChangeOutcome;
+
+    fn catalog() -> (tempfile::TempDir, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(dir.path()).unwrap();
+        (dir, c)
+    }
+
+    fn event(
+        c: &Catalog,
+        run: i64,
+        uri: &str,
+        change: ChangeKind,
+        time: Option<&str>,
+        outcome: ChangeOutcome,
+    ) {
+        event_in(
+            c,
+            run,
+            "http://x/capabilitylist.xml",
+            uri,
+            change,
+            time,
+            outcome,
+        );
+    }
+
+    fn event_in(
+        c: &Catalog,
+        run: i64,
+        collection: &str,
+        uri: &str,
+        change: ChangeKind,
+        time: Option<&str>,
+        outcome: ChangeOutcome,
+    ) {
+        let e = crate::store::catalog::ChangeEventRecord {
+            collection: collection.into(),
+            uri: uri.into(),
+            change: change.as_str(),
+            event_time: time.map(|t| t.parse().unwrap()),
+            document_url: "http://x/cl.xml".into(),
+            outcome: outcome.as_str(),
+        };
+        crate::store::catalog::write::change_event(c.conn(), run, &e, None).unwrap();
+    }
+
+    fn setup() -> (tempfile::TempDir, Catalog) {
+        let (d, c) = catalog();
+        let src = c.source_id("http://x/").unwrap();
+        for _ in 0..4 {
+            c.begin_run("incremental", Some(src), "rsmirror incremental")
+                .unwrap();
+        }
+        event(
+            &c,
+            1,
+            "http://x/r1",
+            ChangeKind::Updated,
+            Some("2026-03-01T01:00:00Z"),
+            ChangeOutcome::Applied,
+        );
+        event(
+            &c,
+            1,
+            "http://x/r6",
+            ChangeKind::Created,
+            Some("2026-03-01T02:00:00Z"),
+            ChangeOutcome::Applied,
+        );
+        event(
+            &c,
+            1,
+            "http://x/r2",
+            ChangeKind::Deleted,
+            Some("2026-03-01T03:00:00Z"),
+            ChangeOutcome::Applied,
+        );
+        event(
+            &c,
+            1,
+            "http://x/r3",
+            ChangeKind::Updated,
+            Some("2026-03-01T03:30:00Z"),
+            ChangeOutcome::Unchanged,
+        );
+        // Run 2: only a change without a datetime: no entry (seed 001).
+        event(
+            &c,
+            2,
+            "http://x/r4",
+            ChangeKind::Updated,
+            None,
+            ChangeOutcome::Applied,
+        );
+        // Run 3: one change already reported, one new.
+        event(
+            &c,
+            3,
+            "http://x/r1",
+            ChangeKind::Updated,
+            Some("2026-03-01T01:00:00Z"),
+            ChangeOutcome::Applied,
+        );
+        event(
+            &c,
+            3,
+            "http://x/r5",
+            ChangeKind::Updated,
+            Some("2026-03-02T00:00:00.5Z"),
+            ChangeOutcome::Applied,
+        );
+        (d, c)
+    }
+
+    #[test]
+    fn one_entry_per_run_that_changed_something() {
+        let (_d, c) = setup();
+        let all = collections(&c).unwrap();
+        assert_eq!(all.len(), 1);
+        let f = build(&c, &all[0], None).unwrap();
+        assert_eq!(f.entries.len(), 2);
+        let newest = &f.entries[0];
+        assert_eq!(
+            newest.changes.len(),
+            1,
+            "r1 was reported by the first entry"
+        );
+        assert_eq!(newest.changes[0].uri, "http://x/r5");
+        assert_eq!(f.updated, newest.updated);
+        assert_eq!(newest.updated.to_string(), "2026-03-02T00:00:00.5Z");
+        let first = &f.entries[1];
+        assert_eq!(counts(&first.changes), "1 created, 1 updated, 1 deleted");
+        assert_eq!(first.updated.to_string(), "2026-03-01T03:00:00Z");
+        assert_eq!(first.published.to_string(), "2026-03-01T01:00:00Z");
+        assert!(first.id.starts_with("urn:uuid:"));
+        assert_eq!(&first.id[23..24], "8", "version 8: {}", first.id);
+        // --since keeps whole entries.
+        let since = "2026-03-01T03:00:00Z".parse().unwrap();
+        let later = build(&c, &all[0], Some(since)).unwrap();
+        assert_eq!(later.entries, f.entries[..1]);
+    }
+
+    #[test]
+    fn ids_depend_on_the_changes_not_on_the_mirror() {
+        let ch = |uri: &str| Change {
+            uri: uri.into(),
+            change: ChangeKind::Updated,
+            time: "2026-03-01T01:00:00Z".parse().unwrap(),
+        };
+        let a = entry_id("http://x/cl", &[ch("http://x/a")]);
+        assert_eq!(a, entry_id("http://x/cl", &[ch("http://x/a")]));
+        assert_ne!(a, entry_id("http://x/cl", &[ch("http://x/b")]));
+        assert_ne!(a, entry_id("http://y/cl", &[ch("http://x/a")]));
+    }
+
+    #[test]
+    fn atom_is_escaped_and_deterministic() {
+        let (_d, c) = setup();
+        let all = collections(&c).unwrap();
+        let f = build(&c, &all[0], None).unwrap();
+        let a = atom(&f);
+        assert_eq!(a, atom(&build(&c, &all[0], None).unwrap()));
+        assert!(a.contains("<id>http://x/capabilitylist.xml</id>"));
+        assert!(a.contains("<updated>2026-03-02T00:00:00.5Z</updated>"));
+        assert!(a.contains("<link rel=\"related\" href=\"http://x/r6\" title=\"created\"/>"));
+        let mut weird = f.clone();
+        weird.entries[0].changes[0].uri = "http://x/a?b=1&c=<2>".into();
+        assert!(atom(&weird).contains("http://x/a?b=1&amp;c=&lt;2&gt;"));
+        let j: serde_json::Value = serde_json::from_str(&json_feed(&f)).unwrap();
+        assert_eq!(j["version"], "https://jsonfeed.org/version/1.1");
+        assert_eq!(j["items"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            j["items"][1]["_rsmirror"]["deleted"][0]["url"],
+            "http://x/r2"
+        );
+    }
+
+    #[test]
+    fn identities_and_choosing() {
+        let (_d, c) = setup();
+        record_identity(
+            c.conn(),
+            "http://x/capabilitylist.xml",
+            "http://x/shrine/",
+            "describes",
+        )
+        .unwrap();
+        event_in(
+            &c,
+            1,
+            "http://y/arc-sitemap.json",
+            "http://y/p",
+            ChangeKind::Created,
+            Some("2026-01-01T00:00:00Z"),
+            ChangeOutcome::Applied,
+        );
+        let all = collections(&c).unwrap();
+        assert_eq!(all.len(), 2);
+        let e = choose(&all, None).unwrap_err().to_string();
+        assert!(e.contains("give --collection"), "{e}");
+        assert!(
+            e.contains("http://x/capabilitylist.xml (known as http://x/shrine/)"),
+            "{e}"
+        );
+        assert_eq!(
+            choose(&all, Some("http://x/shrine")).unwrap().collection,
+            "http://x/capabilitylist.xml"
+        );
+        assert_eq!(
+            choose(&all, Some("http://y/arc-sitemap.json"))
+                .unwrap()
+                .identity,
+            "http://y/arc-sitemap.json"
+        );
+        assert!(choose(&all, Some("http://z/")).is_err());
+        let f = build(&c, choose(&all, Some("http://x/shrine/")).unwrap(), None).unwrap();
+        let a = atom(&f);
+        assert!(a.contains("<id>http://x/shrine/</id>"));
+        assert!(a.contains("<link rel=\"via\" href=\"http://x/capabilitylist.xml\"/>"));
+    }
+}

@@ -1,0 +1,265 @@
+//! `rsmirror incremental`: open the mirror, find what the source's collections are (a source
+//! whose format records what it follows is not discovered again), and hand them to their
+//! formats (`formats`), each of which applies what changed since its sync point; a gap
+//! can be crossed by a recorded rebaseline (`--on-gap rebaseline`). Without SOURCE, every
+//! source the mirror follows, one run each, in one summary.
+
+use crate::engine::context::{partial, OpenMirror, Outcome};
+use crate::engine::discover::{self, Collection, SourceKind};
+use crate::engine::documents::Documents;
+use crate::error::{Error, SourceError};
+use crate::exit::Exit;
+use crate::formats;
+use crate::progress::Progress;
+use crate::report::{Problem, Summary};
+use crate::settings;
+use crate::settings::{OnGap, Via};
+use crate::store::{Catalog, StoreError};
+use std::time::Instant;
+
+/// `incremental`: the SOURCE given; else every source the mirror follows, each from its own
+/// sync point, one run each (a plain Sitemap source, which has no Change Lists, by re-reading
+/// its list as a baseline does), combined into one summary whose exit code is the worst.
+pub(crate) fn run(
+    s: &settings::Incremental,
+    arguments: &str,
+    progress: &Progress,
+) -> Result<Outcome, Error> {
+    let s = &settings::Incremental {
+        source: s.source.with_remembered_maps(&s.mirror)?,
+        ..s.clone()
+    };
+    let followed = match (
+        s.source_given || s.dry_run || s.from.is_some(),
+        Catalog::open_read_only(&s.mirror),
+    ) {
+        (false, Ok(Some(catalog))) => catalog.followed_sources()?,
+        _ => Vec::new(),
+    };
+    if followed.len() <= 1 && followed.iter().all(|(_, followable)| *followable) {
+        return run_source(s, arguments, progress);
+    }
+    let mut combined: Option<Outcome> = None;
+    for (url, followable) in followed {
+        if s.output.verbose > 0 {
+            progress.println(&format!("incremental: {url}"));
+        }
+        let source = settings::SourceSettings {
+            source: url.clone(),
+            ..s.source.clone()
+        };
+        let one = if followable {
+            let one = settings::Incremental {
+                source,
+                source_given: true,
+                ..s.clone()
+            };
+            run_source(&one, arguments, progress)
+        } else {
+            let b = rebaseline(s, source, None);
+            let arguments = format!("{arguments} [a plain Sitemap source: its list read again]");
+            crate::commands::baseline::run(&b, &arguments, progress)
+        };
+        let one = one.unwrap_or_else(|e| {
+            progress.println(&format!("rsmirror: {url}: {e}"));
+            let mut summary = Summary {
+                command: "incremental",
+                source: url.clone(),
+                mirror: s.mirror.display().to_string(),
+                ..Default::default()
+            };
+            summary.problems.push(Problem {
+                uri: url.clone(),
+                class: "source",
+                reason: e.to_string(),
+            });
+            summary.exit_code = e.exit().code();
+            Outcome {
+                summary,
+                exit: e.exit(),
+            }
+        });
+        combined = Some(match combined {
+            None => one,
+            Some(all) => combine(all, one),
+        });
+    }
+    Ok(combined.expect("several sources"))
+}
+
+/// The baseline an incremental run hands a source to (a plain Sitemap, a gap crossed): the
+/// current list, fetching what differs, deleting nothing.
+fn rebaseline(
+    s: &settings::Incremental,
+    source: settings::SourceSettings,
+    crossing_gap: Option<String>,
+) -> settings::Baseline {
+    settings::Baseline {
+        mirror: s.mirror.clone(),
+        source,
+        capability_list: None,
+        section: None,
+        via: Via::Auto,
+        delete: false,
+        max_delete: None,
+        force_delete: false,
+        init_here: false,
+        dry_run: false,
+        jobs: s.jobs,
+        output: s.output,
+        crossing_gap,
+    }
+}
+
+/// Two sources' outcomes as one: counts added, problems and warnings kept, the worse exit.
+fn combine(mut all: Outcome, one: Outcome) -> Outcome {
+    let (a, b) = (&mut all.summary, one.summary);
+    a.command = "incremental";
+    a.source = format!("{}, {}", a.source, b.source);
+    a.run_id = b.run_id.or(a.run_id);
+    for (x, y) in [
+        (&mut a.listed, b.listed),
+        (&mut a.created, b.created),
+        (&mut a.updated, b.updated),
+        (&mut a.unchanged, b.unchanged),
+        (&mut a.repaired, b.repaired),
+        (&mut a.failed, b.failed),
+        (&mut a.pending, b.pending),
+        (&mut a.failed_parts, b.failed_parts),
+        (&mut a.refused, b.refused),
+        (&mut a.gone, b.gone),
+        (&mut a.deleted, b.deleted),
+        (&mut a.unknown_deletes, b.unknown_deletes),
+        (&mut a.bytes, b.bytes),
+    ] {
+        *x += y;
+    }
+    a.seconds += b.seconds;
+    a.problems.extend(b.problems);
+    a.warnings.extend(b.warnings);
+    a.sync_point = None;
+    if one.exit.code() > all.exit.code() {
+        all.exit = one.exit;
+    }
+    a.exit_code = all.exit.code();
+    all
+}
+
+/// `incremental` of one source.
+fn run_source(
+    s: &settings::Incremental,
+    arguments: &str,
+    progress: &Progress,
+) -> Result<Outcome, Error> {
+    let started = Instant::now();
+    let http = s.source.http();
+    let docs = Documents {
+        http: &http,
+        options: s.source.read_options(),
+        allow_hosts: &s.source.allow_hosts,
+    };
+    let mut summary = Summary {
+        command: "incremental",
+        mirror: s.mirror.display().to_string(),
+        dry_run: s.dry_run,
+        ..Default::default()
+    };
+    let no_mirror = || {
+        Error::Store(StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        })
+    };
+
+    if s.dry_run {
+        let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(no_mirror)?;
+        let source = source_of(s, &catalog)?;
+        summary.source = source.clone();
+        let mut complete = true;
+        for (format, collections) in formats::by_format(to_follow(&docs, &catalog, &source)?) {
+            complete &= format.plan_changes(&docs, s, collections, &catalog, &mut summary)?;
+        }
+        summary.seconds = started.elapsed().as_secs_f64();
+        let exit = if partial(&summary) || !complete {
+            Exit::Partial
+        } else {
+            Exit::Ok
+        };
+        summary.exit_code = exit.code();
+        return Ok(Outcome { summary, exit });
+    }
+
+    if !s.mirror.join("catalog.sqlite").exists() {
+        return Err(no_mirror());
+    }
+    let mut m = OpenMirror::open(&s.mirror)?;
+    let source = source_of(s, &m.catalog)?;
+    summary.source = source.clone();
+    let source_url = discover::source_url(&source)?;
+    let source_id = m.catalog.source_id(source_url.as_str())?;
+    s.source.record_maps(&m.catalog, source_id)?;
+    let run_id = m
+        .catalog
+        .begin_run("incremental", Some(source_id), arguments)?;
+    summary.run_id = Some(run_id);
+
+    let result = (|| {
+        for (format, collections) in formats::by_format(to_follow(&docs, &m.catalog, &source)?) {
+            let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
+            format.incremental(&mut ctx, s, collections)?;
+        }
+        Ok::<(), Error>(())
+    })();
+    progress.finish();
+    summary.seconds = started.elapsed().as_secs_f64();
+    let gap = matches!(&result, Err(Error::Source(SourceError::Gap { .. })));
+    let outcome = m.finish(run_id, summary, result);
+    // The lock goes with the mirror: the baseline takes it again, as a run of its own.
+    drop(m);
+    match outcome {
+        Err(e) if gap && s.on_gap == OnGap::Rebaseline => {
+            let crossing = format!("incremental run {run_id} stopped at a {e}");
+            progress.println(&format!(
+                "rsmirror: {e}\nrsmirror: --on-gap rebaseline: taking the current Resource List"
+            ));
+            let source = settings::SourceSettings {
+                source,
+                ..s.source.clone()
+            };
+            let b = rebaseline(s, source, Some(crossing));
+            let arguments = format!("{arguments} [--on-gap rebaseline after run {run_id}]");
+            crate::commands::baseline::run(&b, &arguments, progress)
+        }
+        outcome => outcome,
+    }
+}
+
+/// The SOURCE given, else the one the mirror remembers.
+fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Error> {
+    if s.source_given {
+        return Ok(s.source.source.clone());
+    }
+    catalog.remembered_source()?.ok_or_else(|| {
+        Error::Usage(settings::UsageError(format!(
+            "the mirror at {} remembers no source: give SOURCE, or run rsmirror baseline first",
+            s.mirror.display()
+        )))
+    })
+}
+
+/// The collections to follow for `source`: a source the mirror knows to be of a format whose
+/// records name what it follows (SCP, ARC) goes straight to that format, not discovered again
+/// (a run with nothing new makes only conditional requests); otherwise discovery.
+fn to_follow(
+    docs: &Documents<'_>,
+    catalog: &Catalog,
+    source: &str,
+) -> Result<Vec<Collection>, Error> {
+    let url = discover::source_url(source)?;
+    if let Some(kind) = catalog.source_kind(url.as_str())? {
+        let kind = SourceKind::parse(&kind);
+        if formats::of(kind).follows_its_records() {
+            return Ok(vec![Collection::other(kind, &url)]);
+        }
+    }
+    Ok(discover::discover(docs, source, None)?.collections)
+}

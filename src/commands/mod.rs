@@ -1,0 +1,377 @@
+//! The commands that run the engine: wiring only. [`run`] takes what the user typed
+//! ([`crate::cli`]), has it checked ([`crate::settings`]), runs the command and maps its
+//! outcome to an exit code ([`crate::exit`]); each module here opens a run, hands each
+//! collection to its format and reports.
+
+pub mod baseline;
+pub mod feed;
+pub mod incremental;
+pub mod inspect;
+
+use crate::audit;
+use crate::cli::{Cli, Command};
+use crate::engine;
+use crate::exit::Exit;
+use crate::progress::Progress;
+use crate::{access, settings};
+
+/// Run the command `cli` names; `arguments`: the command line as the run record keeps it
+/// ([`recorded_arguments`]).
+pub fn run(cli: Cli, arguments: &str) -> Exit {
+    match cli.command {
+        Command::Baseline(a) => baseline(&a, arguments),
+        Command::Incremental(a) => incremental(&a, arguments),
+        Command::Audit(a) => audit(&a, arguments),
+        Command::Inspect(a) => inspect(&a),
+        Command::Feed(a) => feed(&a),
+        Command::Ls(a) => reading(|| ls(&a)),
+        Command::Cat(a) => reading(|| cat(&a)),
+        Command::Log(a) => reading(|| log(&a)),
+        Command::Diff(a) => reading(|| diff(&a)),
+        Command::Status(a) => reading(|| status(&a)),
+        Command::Export(a) => export(&a),
+        Command::Repair(a) => repair(&a, arguments),
+        Command::Completions(a) => completions(&a),
+        Command::Man(a) => man(&a),
+    }
+}
+
+/// The command line as the run record keeps it: `--header` values replaced by `***`.
+pub fn recorded_arguments(args: impl Iterator<Item = String>) -> String {
+    let mut out = Vec::new();
+    let mut header_next = false;
+    for a in args {
+        if header_next {
+            out.push(settings::redact_header(&a));
+            header_next = false;
+        } else if a == "--header" {
+            out.push(a);
+            header_next = true;
+        } else if let Some(h) = a.strip_prefix("--header=") {
+            out.push(format!("--header={}", settings::redact_header(h)));
+        } else {
+            out.push(a);
+        }
+    }
+    out.join(" ")
+}
+
+fn fail(e: &crate::error::Error) -> Exit {
+    eprintln!("rsmirror: {e}");
+    e.exit()
+}
+
+/// A run that ended in an error: with `--json` the wrapper still gets one JSON document on
+/// stdout (`command`, `error`, `exit_code`), as audit's report carries `error`.
+fn fail_as(command: &str, json: bool, e: &crate::error::Error) -> Exit {
+    if json {
+        let doc = serde_json::json!({
+            "command": command,
+            "error": e.to_string(),
+            "exit_code": e.exit().code(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialisable")
+        );
+    }
+    fail(e)
+}
+
+fn baseline(a: &crate::cli::BaselineArgs, arguments: &str) -> Exit {
+    let s = match settings::Baseline::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail_as("baseline", a.output.json, &e.into()),
+    };
+    let progress = Progress::new(s.output.quiet);
+    let result = baseline::run(&s, arguments, &progress)
+        .map_err(|e| engine::context::full_disk_said(e, &s.mirror));
+    summarise("baseline", result, &s.output)
+}
+
+fn incremental(a: &crate::cli::IncrementalArgs, arguments: &str) -> Exit {
+    let s = match settings::Incremental::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail_as("incremental", a.output.json, &e.into()),
+    };
+    let progress = Progress::new(s.output.quiet);
+    let result = incremental::run(&s, arguments, &progress)
+        .map_err(|e| engine::context::full_disk_said(e, &s.mirror));
+    summarise("incremental", result, &s.output)
+}
+
+fn audit(a: &crate::cli::AuditArgs, arguments: &str) -> Exit {
+    let s = match settings::Audit::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    match audit::run(&s, arguments) {
+        Ok(exit) => exit,
+        Err(e) => fail(&e),
+    }
+}
+
+/// Print a baseline / incremental outcome the way DESIGN.md §5 asks: JSON on stdout with
+/// --json; quiet under cron on success; the summary line otherwise.
+fn summarise(
+    command: &str,
+    result: Result<engine::context::Outcome, crate::error::Error>,
+    output: &settings::Output,
+) -> Exit {
+    match result {
+        Ok(o) => {
+            if output.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&o.summary).expect("serialisable")
+                );
+            }
+            // Quiet under cron: on success the summary is shown on a terminal or with -v.
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            if !output.quiet && (o.exit != Exit::Ok || tty || output.verbose > 0) {
+                eprintln!("{}", o.summary.line());
+            }
+            if output.verbose > 0 {
+                for w in &o.summary.warnings {
+                    eprintln!("warning: {w}");
+                }
+            }
+            o.exit
+        }
+        Err(e) => fail_as(command, output.json, &e),
+    }
+}
+
+fn inspect(a: &crate::cli::InspectArgs) -> Exit {
+    let s = match settings::SourceSettings::new(&a.source, &a.source_args) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    match inspect::run(&s) {
+        Ok(i) => {
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&i).expect("serialisable")
+                );
+            } else {
+                print!("{}", i.text());
+            }
+            if i.errors.is_empty() {
+                Exit::Ok
+            } else {
+                for e in &i.errors {
+                    eprintln!("rsmirror: source error: {e}");
+                }
+                Exit::Source
+            }
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn feed(a: &crate::cli::FeedArgs) -> Exit {
+    let s = match settings::Feed::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    match feed::run(&s) {
+        Ok(()) => Exit::Ok,
+        Err(e) => fail(&e),
+    }
+}
+
+/// A reading command: nothing to summarise, the error (if any) on stderr.
+fn reading(f: impl FnOnce() -> Result<(), crate::error::Error>) -> Exit {
+    match f() {
+        Ok(()) => Exit::Ok,
+        Err(e) => fail(&e),
+    }
+}
+
+fn when(arg: Option<&str>) -> Result<Option<access::When>, crate::error::Error> {
+    Ok(arg.map(access::When::parse).transpose()?)
+}
+
+fn ls(a: &crate::cli::LsArgs) -> Result<(), crate::error::Error> {
+    let o = access::ls::Options {
+        prefix: a.prefix.clone(),
+        at: when(a.at.as_deref())?,
+        long: a.long,
+        deleted: a.deleted,
+        collection: a.collection.clone(),
+        json: a.json,
+    };
+    access::ls::run(&a.mirror.mirror, &o)
+}
+
+fn cat(a: &crate::cli::CatArgs) -> Result<(), crate::error::Error> {
+    let o = access::cat::Options {
+        url: a.url.clone(),
+        at: when(a.at.as_deref())?,
+        version: a.version,
+        output: a.output.clone(),
+    };
+    access::cat::run(&a.mirror.mirror, &o)
+}
+
+fn log(a: &crate::cli::LogArgs) -> Result<(), crate::error::Error> {
+    let o = access::log::Options {
+        url: a.url.clone(),
+        run: a.run,
+        json: a.json,
+    };
+    access::log::run(&a.mirror.mirror, &o)
+}
+
+fn diff(a: &crate::cli::DiffArgs) -> Result<(), crate::error::Error> {
+    let o = access::diff::Options {
+        from: access::When::parse(&a.from)?,
+        to: when(a.to.as_deref())?,
+        json: a.json,
+    };
+    access::diff::run(&a.mirror.mirror, &o)
+}
+
+fn status(a: &crate::cli::StatusArgs) -> Result<(), crate::error::Error> {
+    access::status::run(&a.mirror.mirror, &access::status::Options { json: a.json })
+}
+
+fn export(a: &crate::cli::ExportArgs) -> Exit {
+    let at = match when(a.at.as_deref()) {
+        Ok(at) => at,
+        Err(e) => return fail(&e),
+    };
+    let changes_since = match when(a.changes_since.as_deref()) {
+        Ok(w) => w,
+        Err(e) => return fail(&e),
+    };
+    let o = crate::export::Options {
+        format: a.format,
+        dest: a.dest.clone(),
+        at,
+        collection: a.collection.clone(),
+        strip: a.strip.clone(),
+        link: a.link,
+        all_versions: a.all_versions,
+        warc_size: a.warc_size,
+        base_url: a.base_url.clone(),
+        changes_since,
+        verify: a.verify,
+    };
+    match crate::export::run(&a.mirror.mirror, &o) {
+        Ok(s) => {
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&s).expect("serialisable")
+                );
+            }
+            if !a.quiet {
+                eprintln!("{}", s.line());
+            }
+            Exit::Ok
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
+    let mirror = &a.mirror.mirror;
+    // Requests go out as the mirror's own runs send them: its source's headers and --map rules.
+    let source = crate::store::Catalog::open_read_only(mirror)
+        .ok()
+        .flatten()
+        .and_then(|c| c.remembered_source().ok().flatten())
+        .unwrap_or_default();
+    let settings = match settings::SourceSettings::new(&source, &a.source_args)
+        .map_err(crate::error::Error::from)
+        .and_then(|s| {
+            let remembered = match s.takes_remembered_maps() {
+                true => crate::store::remembered_maps(mirror)?,
+                false => Vec::new(),
+            };
+            s.with_maps(remembered)
+        }) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let o = audit::repair::Options {
+        mirror: mirror.clone(),
+        from_mirror: a.from_mirror.clone(),
+        from_audit: a.from_audit,
+        offline: a.offline,
+        dry_run: a.dry_run,
+        jobs,
+        quiet: a.output.quiet,
+        source: settings,
+    };
+    match audit::repair::run(&o, arguments).map_err(|e| engine::context::full_disk_said(e, mirror))
+    {
+        Ok((summary, exit)) => {
+            if a.output.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&summary).expect("serialisable")
+                );
+            }
+            for u in &summary.unrepaired {
+                eprintln!("not repaired: {u}");
+            }
+            if !a.output.quiet {
+                eprintln!("{}", summary.line());
+            }
+            exit
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn completions(a: &crate::cli::CompletionsArgs) -> Exit {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    clap_complete::generate(a.shell, &mut cmd, "rsmirror", &mut std::io::stdout());
+    Exit::Ok
+}
+
+/// The man page of rsmirror, or of one command (`rsmirror-ls(1)`), from the clap definitions.
+fn man(a: &crate::cli::ManArgs) -> Exit {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let cmd = match &a.command {
+        None => root,
+        Some(name) => match root.find_subcommand(name) {
+            // A one-shot process: the name lives as long as it anyway.
+            Some(sub) => {
+                let title: &'static str = Box::leak(format!("rsmirror-{name}").into_boxed_str());
+                sub.clone().name(title)
+            }
+            None => {
+                let names: Vec<String> = root
+                    .get_subcommands()
+                    .map(|c| c.get_name().to_string())
+                    .collect();
+                return fail(
+                    &crate::error::UsageError(format!(
+                        "man {name}: no such command; the commands are {}",
+                        names.join(", ")
+                    ))
+                    .into(),
+                );
+            }
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    match clap_mangen::Man::new(cmd).render(&mut out) {
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => fail(
+            &crate::store::StoreError::io("writing to", std::path::Path::new("stdout"), e).into(),
+        ),
+    }
+}

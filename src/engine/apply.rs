@@ -1,0 +1,413 @@
+//! Transfer: a bounded number of requests in flight (several per thread, on libcurl's multi
+//! interface: [`Transfers`]); the results go to the calling thread, which commits them
+//! through the store's one writer ([`Writer`], `store::writer`).
+//!
+//! A fetching thread fetches into `staging/`, verifies length and digests in the same pass, and moves
+//! the verified file into the object store. The writer collects results; before each catalog
+//! transaction it makes the batch's objects durable with one `syncfs`, so a version row never
+//! references bytes a crash could lose.
+
+use crate::net::transfer::{Outcome, Request, Transfers};
+use crate::net::{Expected, FetchError, Http, Scope, Validators};
+use crate::rs::digest::Computed;
+use crate::store::catalog::NewVersion;
+use crate::store::new_file::NewFile;
+pub use crate::store::writer::{Then, Writer};
+use crate::store::ObjectStore;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// One resource to fetch.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The caller's index for this job.
+    pub index: usize,
+    /// The primary URL, then `duplicate` mirrors in preference order.
+    pub urls: Vec<Url>,
+    pub expected: Expected,
+    pub scope: Arc<Scope>,
+    /// Ask with these (a conditional GET on the blocking path): the stored version's ETag /
+    /// Last-Modified, when only the server can tell whether it changed.
+    pub validators: Option<Validators>,
+}
+
+/// A verified object now in the store.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub computed: Computed,
+    pub final_url: Url,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub media_type: Option<String>,
+    /// How the bytes arrived: `http`, or `dump` (then `final_url` is the package).
+    pub via: &'static str,
+}
+
+impl Fetched {
+    /// The version these bytes make of `uri` in `collection`, with what the source declares of
+    /// it; a declared media type wins over the one served. No event time (a snapshot's).
+    pub(crate) fn version(
+        &self,
+        uri: &Url,
+        collection: &str,
+        change: &'static str,
+        declared: &crate::engine::plan::Declared,
+        media_type: Option<&str>,
+    ) -> NewVersion {
+        NewVersion {
+            uri: uri.to_string(),
+            collection: collection.to_string(),
+            change,
+            event_time: None,
+            lastmod: declared.lastmod,
+            length_bytes: Some(self.computed.length),
+            declared_length_bytes: declared.length,
+            declared_hash: crate::rs::digest::declared_hash(&declared.digests),
+            md5_hex: Some(self.computed.md5_hex.clone()),
+            sha1_hex: self.computed.sha1_hex.clone(),
+            sha256_hex: Some(self.computed.sha256_hex.clone()),
+            media_type: media_type
+                .map(str::to_string)
+                .or_else(|| self.media_type.clone()),
+            arrived_via: self.via,
+            fetched_from: Some(self.final_url.to_string()),
+            etag: self.etag.clone(),
+            last_modified: self.last_modified.clone(),
+        }
+    }
+}
+
+/// What became of a job.
+#[derive(Debug)]
+pub enum JobResult {
+    Fetched(usize, Box<Fetched>),
+    /// The server answered 304 to the job's validators: the stored bytes are current.
+    NotModified(usize),
+    /// The mirror's file system is full: no other resource can land either; the caller stops
+    /// the run with this message (naming the folder), not one line per resource.
+    NoSpace(String),
+    /// The object store refuses writes (a read-only mount, permissions): no other resource can
+    /// land either; the caller stops the run with this error, not one line per resource.
+    Unwritable(crate::store::StoreError),
+    /// Every URL failed; `refused` when the reason was the scope; `other_bytes` when every URL
+    /// served bytes that contradict the declared length or digests, `gone` when every URL
+    /// answered 404 or 410 (what a change made after the list was read gives).
+    Failed {
+        index: usize,
+        reason: String,
+        refused: bool,
+        other_bytes: bool,
+        gone: bool,
+    },
+}
+
+/// Results a worker hands to the writer at once, and the longest it keeps one back: each
+/// hand-over wakes the writer, which on a 2-core machine cost more than the catalog work.
+const RESULT_BATCH: usize = 16;
+const RESULT_AGE: Duration = Duration::from_millis(100);
+
+/// Run `jobs` with `workers` requests in flight; `on_result` runs on the calling thread for
+/// each result (in completion order, in small batches per thread). An error from `on_result`
+/// stops the transfer (the threads drop what they have in flight and exit). Threads draw jobs
+/// from `jobs` as they free up, so only the jobs in flight exist at any time (memory does not
+/// grow with the list).
+///
+/// A thread per core (no more than `workers`) keeps its share of the requests in flight on a
+/// libcurl multi handle of its own ([`Transfers`]); a retry's pause or a `--delay` holds up
+/// only the request concerned.
+pub(crate) fn transfer<E>(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    jobs: impl IntoIterator<Item = Job, IntoIter: Send>,
+    workers: usize,
+    mut on_result: impl FnMut(JobResult) -> Result<(), E>,
+) -> Result<(), E> {
+    let (threads, per_thread) = shares(workers);
+    let min_free = http.config().min_free;
+    if let Err(message) = room_left(staging, min_free) {
+        return on_result(JobResult::NoSpace(message));
+    }
+    let jobs = std::sync::Mutex::new(jobs.into_iter().fuse());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    // Room for results while the writer waits on a syncfs and a commit, so the threads keep
+    // fetching meanwhile.
+    let (res_tx, res_rx) = crossbeam_channel::bounded::<Vec<JobResult>>(1024 / RESULT_BATCH);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let res_tx = res_tx.clone();
+            let (jobs, stop) = (&jobs, &stop);
+            s.spawn(move || {
+                let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+                // A panicking thread cannot leave the iterator half-advanced in a way that
+                // matters: the others carry on with the next job.
+                let next = || {
+                    jobs.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .next()
+                };
+                let mut out = Handover::new(res_tx);
+                let mut transfers = Transfers::new(http, staging, per_thread);
+                let mut drawn_all = false;
+                let (mut checked, mut since) = (Instant::now(), 0);
+                while !stopped() {
+                    // The disk margin, checked once a second or every few results while jobs
+                    // are drawn.
+                    if !drawn_all
+                        && (checked.elapsed() >= FREE_SPACE_CHECK || since >= FREE_SPACE_RESULTS)
+                    {
+                        (checked, since) = (Instant::now(), 0);
+                        if let Err(message) = room_left(staging, min_free) {
+                            out.push(JobResult::NoSpace(message));
+                            out.flush();
+                            return;
+                        }
+                    }
+                    while !drawn_all && transfers.has_room() && !stopped() {
+                        let Some(job) = next() else {
+                            drawn_all = true;
+                            break;
+                        };
+                        if let Some(r) = Attempts::new(job).start_next(&mut transfers) {
+                            if !out.push(r) {
+                                return;
+                            }
+                        }
+                    }
+                    if transfers.is_idle() {
+                        break;
+                    }
+                    for (attempts, outcome) in transfers.wait() {
+                        since += 1;
+                        let r = match attempts.outcome(outcome, objects) {
+                            Ok(r) => Some(r),
+                            Err(attempts) => attempts.start_next(&mut transfers),
+                        };
+                        if let Some(r) = r {
+                            if !out.push(r) {
+                                return;
+                            }
+                        }
+                    }
+                }
+                out.flush();
+            });
+        }
+        drop(res_tx);
+        let mut outcome = Ok(());
+        'results: for batch in res_rx.iter() {
+            for r in batch {
+                if let Err(e) = on_result(r) {
+                    outcome = Err(e);
+                    break 'results;
+                }
+            }
+        }
+        // The threads start no other job; dropping the receiver makes their next send fail.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(res_rx);
+        outcome
+    })
+}
+
+/// How often a fetching thread checks the free space left: after this long, or this many
+/// results (a `statvfs` costs a few microseconds).
+const FREE_SPACE_CHECK: Duration = Duration::from_secs(1);
+const FREE_SPACE_RESULTS: usize = 16;
+
+/// `Err` with the message for the run's end when the free space on `staging`'s file system is
+/// under `min_free` (by default 1% of the file system, at most 1 GiB).
+pub(crate) fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
+    let Ok(path) = std::ffi::CString::new(staging.as_os_str().as_encoded_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: a zeroed statvfs is a valid buffer; `path` is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return Ok(());
+    }
+    let unit = st.f_frsize as u64;
+    let free = (st.f_bavail as u64).saturating_mul(unit);
+    let size = (st.f_blocks as u64).saturating_mul(unit);
+    let margin = min_free.unwrap_or((size / 100).min(1 << 30));
+    if margin > 0 && free < margin {
+        return Err(format!(
+            "{} free, under the --min-free margin of {}",
+            crate::report::human_bytes(free),
+            crate::report::human_bytes(margin)
+        ));
+    }
+    Ok(())
+}
+
+/// Threads, and requests in flight per thread, for `workers` requests in flight: no more
+/// threads than cores (a thread keeps many requests in flight).
+fn shares(workers: usize) -> (usize, usize) {
+    let workers = workers.max(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = workers.min(cores);
+    (threads, workers.div_ceil(threads))
+}
+
+/// A thread's results on their way to the writer, a few at a time.
+struct Handover {
+    tx: crossbeam_channel::Sender<Vec<JobResult>>,
+    done: Vec<JobResult>,
+    oldest: Instant,
+}
+
+impl Handover {
+    fn new(tx: crossbeam_channel::Sender<Vec<JobResult>>) -> Handover {
+        Handover {
+            tx,
+            done: Vec::with_capacity(RESULT_BATCH),
+            oldest: Instant::now(),
+        }
+    }
+
+    /// Add a result; false when the writer has gone.
+    fn push(&mut self, r: JobResult) -> bool {
+        if self.done.is_empty() {
+            self.oldest = Instant::now();
+        }
+        self.done.push(r);
+        if self.done.len() >= RESULT_BATCH || self.oldest.elapsed() >= RESULT_AGE {
+            return self.send();
+        }
+        true
+    }
+
+    /// Hand over what there is now; false when the writer has gone.
+    fn send(&mut self) -> bool {
+        if self.done.is_empty() {
+            return true;
+        }
+        let batch = std::mem::replace(&mut self.done, Vec::with_capacity(RESULT_BATCH));
+        self.tx.send(batch).is_ok()
+    }
+
+    fn flush(self) {
+        if !self.done.is_empty() {
+            let _ = self.tx.send(self.done);
+        }
+    }
+}
+
+/// A job's way through its URLs: each is tried in turn until one gives verified bytes.
+struct Attempts {
+    job: Job,
+    /// The next URL to try.
+    next: usize,
+    reasons: Vec<String>,
+    all_refused: bool,
+    all_other_bytes: bool,
+    all_gone: bool,
+}
+
+impl Attempts {
+    fn new(job: Job) -> Attempts {
+        Attempts {
+            job,
+            next: 0,
+            reasons: Vec::new(),
+            all_refused: true,
+            all_other_bytes: true,
+            all_gone: true,
+        }
+    }
+
+    /// Start a GET of the next URL; the job's result when none is left.
+    fn start_next(mut self, transfers: &mut Transfers<'_, Attempts>) -> Option<JobResult> {
+        let Some(url) = self.job.urls.get(self.next).cloned() else {
+            return Some(self.failed());
+        };
+        self.next += 1;
+        let request = Request {
+            url,
+            scope: Arc::clone(&self.job.scope),
+            expected: self.job.expected.clone(),
+            validators: self.job.validators.clone().unwrap_or_default(),
+            create: NewFile::create,
+        };
+        transfers.start(request, self);
+        None
+    }
+
+    /// The job's result after the GET of its latest URL, or the job back to try the next.
+    // Handed straight back to `start_next`: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
+    fn outcome(mut self, outcome: Outcome, objects: &ObjectStore) -> Result<JobResult, Attempts> {
+        let index = self.job.index;
+        let fetched = outcome.into_result();
+        if self.job.validators.is_some()
+            && matches!(fetched, Err(FetchError::Status { status: 304, .. }))
+        {
+            return Ok(JobResult::NotModified(index));
+        }
+        match fetched {
+            Err(e) if e.is_no_space() => return Ok(JobResult::NoSpace(e.to_string())),
+            Ok(staged) => {
+                let url = staged.final_url.clone();
+                match objects.ingest_new(staged.file, &staged.computed.sha256_hex) {
+                    Ok(_) => {
+                        crate::store::kill::point("object.placed");
+                        return Ok(JobResult::Fetched(
+                            index,
+                            Box::new(Fetched {
+                                computed: staged.computed,
+                                final_url: staged.final_url,
+                                etag: staged.etag,
+                                last_modified: staged.last_modified,
+                                media_type: staged.media_type,
+                                via: "http",
+                            }),
+                        ));
+                    }
+                    Err(e) if crate::net::is_no_space(&e) => {
+                        return Ok(JobResult::NoSpace(format!(
+                            "{url}: cannot store object: {e}"
+                        )));
+                    }
+                    Err(e) if crate::net::is_unwritable(&e) => {
+                        return Ok(JobResult::Unwritable(
+                            crate::store::StoreError::Unwritable {
+                                path: objects.root().display().to_string(),
+                                message: format!("{url}: cannot store object: {e}"),
+                            },
+                        ));
+                    }
+                    Err(e) => {
+                        self.all_refused = false;
+                        self.all_other_bytes = false;
+                        self.all_gone = false;
+                        self.reasons
+                            .push(format!("{url}: cannot store object: {e}"));
+                    }
+                }
+            }
+            Err(e) => {
+                self.all_refused &= e.is_refusal();
+                self.all_other_bytes &= e.is_mismatch();
+                self.all_gone &= e.is_gone();
+                self.reasons.push(e.to_string());
+            }
+        }
+        if self.next < self.job.urls.len() {
+            return Err(self);
+        }
+        Ok(self.failed())
+    }
+
+    fn failed(self) -> JobResult {
+        let some = !self.reasons.is_empty();
+        JobResult::Failed {
+            index: self.job.index,
+            reason: self.reasons.join("; then "),
+            refused: self.all_refused && some,
+            other_bytes: self.all_other_bytes && some,
+            gone: self.all_gone && some,
+        }
+    }
+}

@@ -1,0 +1,599 @@
+//! The engine's side of an incremental run: the changes a format read since the sync point
+//! (a ResourceSync Change List's or Change Dump's entries, an ARC delta feed's pages), applied
+//! one way for every format.
+//!
+//! A format reads and plans: which changes apply (the last per URI), what becomes of each
+//! before any transfer ([`Disposal`]), and, after the run, the sync point from what this
+//! module says was applied and what failed ([`Ends`]). This module applies: tombstones and
+//! change events, the transfer of what is fetched, [`decide`] for what arrived (created,
+//! updated, touched, unchanged), one writer for versions, events and problems, and the stop
+//! on a full disk or an unwritable catalog with what landed committed.
+//!
+//! Every change leaves a change event (ResourceSync 1.1 §12.1 names created, updated and
+//! deleted): `applied` with the version it made, else `unchanged`, `unknown-delete`,
+//! `failed`, `refused` or `pending`.
+
+use crate::engine::apply::{self, Fetched, Job, JobResult, Then, Writer};
+use crate::engine::context::{stop_for_fault, stop_for_space};
+use crate::engine::decide::{decide, Basis, Held};
+use crate::error::Error;
+use crate::net::Http;
+use crate::progress::Progress;
+use crate::report::{problem_line, Problem, Summary};
+use crate::store::catalog::{ChangeEventRecord, CurrentState, NewVersion};
+use crate::store::{ObjectStore, StoreError};
+use jiff::Timestamp;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use url::Url;
+
+/// One change as the engine applies it; each format's change type says these.
+pub(crate) trait Item {
+    fn uri(&self) -> &Url;
+    /// The change the source states (`created`, `updated`, `deleted`); `None` when it says
+    /// only that the resource is there (an ARC delta page): then `created` or `updated` by
+    /// whether the mirror holds it.
+    fn stated(&self) -> Option<&'static str>;
+    /// The change's time as the event and the version record it.
+    fn event_time(&self) -> Option<Timestamp>;
+    /// The lastmod the source declares for the new state.
+    fn lastmod(&self) -> Option<Timestamp>;
+    /// The document (list, feed, package) the change was read from.
+    fn document(&self) -> &str;
+    /// The time this change moves the sync point to once applied (`None`: it does not).
+    fn applied_time(&self) -> Option<Timestamp>;
+    /// The time a failure of this change holds the sync point at.
+    fn failed_time(&self) -> Option<Timestamp>;
+    /// The version its fetched bytes make, `change` being what [`decide`] said.
+    fn version(&self, collection: &str, change: &'static str, f: &Fetched) -> NewVersion;
+    /// The tombstone a deletion leaves: a version without bytes.
+    fn tombstone(&self, collection: &str) -> NewVersion {
+        NewVersion {
+            uri: self.uri().to_string(),
+            collection: collection.to_string(),
+            change: "deleted",
+            event_time: self.event_time(),
+            lastmod: self.lastmod(),
+            arrived_via: "tombstone",
+            ..Default::default()
+        }
+    }
+    /// Whether bytes other than the change declares mean the resource changed again after
+    /// the document was read, so that a later change will bring them (`pending`, as for a
+    /// Change List entry), rather than a failure retried from this change on (an ARC page
+    /// whose `ai_checksum` does not match).
+    fn later_change_follows(&self) -> bool {
+        true
+    }
+    /// The format's own rows written beside a version of this change (ARC's page metadata).
+    fn side_rows(&self, _collection: &str) -> Option<Then> {
+        None
+    }
+}
+
+/// What becomes of one change before any transfer (the format's rules decide).
+pub(crate) enum Disposal<J = Job> {
+    /// Fetched: the job's index is the change's place in the list given to [`Changes::apply`].
+    Fetch(J),
+    /// A deletion of a resource the mirror holds.
+    Tombstone,
+    /// No version: only the event (`change`, `outcome`), `unchanged` or `unknown-delete`.
+    Event(&'static str, &'static str),
+}
+
+/// What the sync point of a collection is made from, once its changes are applied.
+#[derive(Debug, Default)]
+pub(crate) struct Ends {
+    /// The latest [`Item::applied_time`] of a change applied (or known to need nothing).
+    pub(crate) applied_max: Option<Timestamp>,
+    /// The earliest [`Item::failed_time`] of a change that failed: the sync point stays
+    /// before it, so the next run retries it.
+    pub(crate) failed_min: Option<Timestamp>,
+    /// The documents a failed change came from.
+    pub(crate) failed_docs: HashSet<String>,
+}
+
+/// A resource's live state as far as [`decide`] needs it.
+#[derive(Debug, Clone)]
+struct Live {
+    sha256: Option<String>,
+    lastmod: Option<Timestamp>,
+}
+
+/// The changes of one collection as they are applied: where each goes (the writer, the
+/// summary, stderr), what the mirror holds of each resource, and what the sync point will
+/// be made of.
+pub(crate) struct Changes<'x, 'w> {
+    writer: &'x mut Writer<'w>,
+    collection: &'x str,
+    /// The mirror's states read before the run, when the format read them for every URI its
+    /// changes name; else each is asked of the catalog when first needed.
+    read: Option<&'x HashMap<String, CurrentState>>,
+    /// What this run applied, by URI (`None`: deleted): the catalog holds it only once the
+    /// writer has flushed.
+    applied: HashMap<String, Option<Live>>,
+    staging: &'x Path,
+    summary: &'x mut Summary,
+    progress: &'x Progress,
+    ends: Ends,
+    /// Changes left to fetch, for the message of a full disk.
+    left: usize,
+}
+
+impl<'x, 'w> Changes<'x, 'w> {
+    /// The changes of `collection`; `read`: the mirror's states of every URI they name, when
+    /// read before (`None`: asked one at a time).
+    pub(crate) fn new(
+        writer: &'x mut Writer<'w>,
+        collection: &'x str,
+        read: Option<&'x HashMap<String, CurrentState>>,
+        staging: &'x Path,
+        summary: &'x mut Summary,
+        progress: &'x Progress,
+    ) -> Self {
+        Changes {
+            writer,
+            collection,
+            read,
+            applied: HashMap::new(),
+            staging,
+            summary,
+            progress,
+            ends: Ends::default(),
+            left: 0,
+        }
+    }
+
+    /// The writer, for what the format records itself.
+    pub(crate) fn writer(&mut self) -> &mut Writer<'w> {
+        self.writer
+    }
+
+    pub(crate) fn summary(&mut self) -> &mut Summary {
+        self.summary
+    }
+
+    pub(crate) fn progress(&self) -> &'x Progress {
+        self.progress
+    }
+
+    /// What the applied changes leave for the sync point.
+    pub(crate) fn ends(self) -> Ends {
+        self.ends
+    }
+
+    /// Apply `items` as `plan` disposes of them (indexes into `items`, in order): tombstones
+    /// and events first, then every fetch through one transfer of `jobs` workers.
+    pub(crate) fn apply<I: Item>(
+        &mut self,
+        (http, objects, jobs): (&Http, &ObjectStore, usize),
+        items: &[I],
+        plan: Vec<(usize, Disposal)>,
+    ) -> Result<(), Error> {
+        let mut fetch = Vec::new();
+        for (i, d) in plan {
+            match d {
+                Disposal::Fetch(job) => fetch.push(job),
+                Disposal::Tombstone => self.tombstone(&items[i], None)?,
+                Disposal::Event(change, outcome) => self.known(&items[i], change, outcome)?,
+            }
+        }
+        self.left = fetch.len();
+        self.progress.start("incremental", fetch.len() as u64);
+        apply::transfer(http, self.staging, objects, fetch, jobs, |r| {
+            self.on(items, r)
+        })
+    }
+
+    /// A change that needs no version: its event, counted as `unchanged` or
+    /// `unknown-delete`.
+    pub(crate) fn known(
+        &mut self,
+        item: &impl Item,
+        change: &'static str,
+        outcome: &'static str,
+    ) -> Result<(), Error> {
+        match outcome {
+            "unknown-delete" => self.summary.unknown_deletes += 1,
+            _ => self.summary.unchanged += 1,
+        }
+        self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
+        let event = self.event(item, change, outcome);
+        Ok(self.writer.event(event)?)
+    }
+
+    /// A deletion applied: the tombstone and its event. `tombstone`: the format's own, when it
+    /// records more than [`Item::tombstone`] says.
+    pub(crate) fn tombstone(
+        &mut self,
+        item: &impl Item,
+        tombstone: Option<NewVersion>,
+    ) -> Result<(), Error> {
+        self.summary.deleted += 1;
+        self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
+        let version = tombstone.unwrap_or_else(|| item.tombstone(self.collection));
+        self.applied.insert(version.uri.clone(), None);
+        let event = self.event(item, "deleted", "applied");
+        self.writer.version_with(version, Some(event), None)?;
+        crate::store::kill::point("incremental.tombstone");
+        Ok(())
+    }
+
+    /// Whether the mirror holds `uri` (`None`: never heard of), and if so its live state
+    /// (`Some(None)`: deleted): this run's doing first, then what was read, else the
+    /// catalog's.
+    fn holds(&self, uri: &str) -> Result<Option<Option<Live>>, StoreError> {
+        if let Some(now) = self.applied.get(uri) {
+            return Ok(Some(now.clone()));
+        }
+        let live = |c: CurrentState| {
+            (!c.deleted).then_some(Live {
+                sha256: c.sha256_hex,
+                lastmod: c.lastmod,
+            })
+        };
+        match self.read {
+            Some(read) => Ok(read.get(uri).cloned().map(live)),
+            None => Ok(self.writer.catalog().current_state(uri)?.map(live)),
+        }
+    }
+
+    /// The mirror's live state of `item`'s resource, if it holds one.
+    pub(crate) fn live(&self, item: &impl Item) -> Result<bool, Error> {
+        Ok(self.holds(item.uri().as_str())?.flatten().is_some())
+    }
+
+    /// Whether the mirror holds `item`'s resource at all, a tombstone included.
+    pub(crate) fn heard_of(&self, item: &impl Item) -> Result<bool, Error> {
+        Ok(self.holds(item.uri().as_str())?.is_some())
+    }
+
+    /// The change event of `item`.
+    fn event(
+        &self,
+        item: &impl Item,
+        change: &'static str,
+        outcome: &'static str,
+    ) -> ChangeEventRecord {
+        ChangeEventRecord {
+            collection: self.collection.to_string(),
+            uri: item.uri().to_string(),
+            change,
+            event_time: item.event_time(),
+            document_url: item.document().to_string(),
+            outcome,
+        }
+    }
+
+    /// The change `item` states, or what it is to the mirror (`live`: it holds the resource).
+    fn stated(item: &impl Item, live: bool) -> &'static str {
+        item.stated()
+            .unwrap_or(if live { "updated" } else { "created" })
+    }
+
+    /// One result of the transfer.
+    fn on<I: Item>(&mut self, items: &[I], r: JobResult) -> Result<(), Error> {
+        if matches!(
+            r,
+            JobResult::Fetched(..) | JobResult::NotModified(_) | JobResult::Failed { .. }
+        ) {
+            self.left = self.left.saturating_sub(1);
+        }
+        match r {
+            JobResult::Fetched(i, f) => {
+                self.progress.item(f.computed.length);
+                self.summary.bytes += f.computed.length;
+                let item = &items[i];
+                self.arrived(item, &f.computed.sha256_hex, |c, change| {
+                    Ok(item.version(c, change, &f))
+                })?;
+                Ok(())
+            }
+            // Changes are fetched whole: no validators are sent.
+            JobResult::NotModified(_) => {
+                self.summary.unchanged += 1;
+                Ok(())
+            }
+            // What landed before is committed first.
+            JobResult::Unwritable(e) => Err(stop_for_fault(self.writer, e)),
+            JobResult::NoSpace(message) => {
+                let needed = format!(", with {} resources left to fetch", self.left);
+                Err(stop_for_space(self.writer, self.staging, message, needed))
+            }
+            JobResult::Failed {
+                index,
+                reason,
+                refused,
+                other_bytes,
+                ..
+            } => {
+                self.progress.item(0);
+                let item = &items[index];
+                let class = if refused {
+                    "refused"
+                } else if other_bytes && item.later_change_follows() {
+                    "pending"
+                } else {
+                    "failed"
+                };
+                self.failed(item, class, reason)
+            }
+        }
+    }
+
+    /// Bytes of `item` arrived (fetched, or from a package) with `sha256`: [`decide`] says
+    /// whether they are a new version, which `version` then makes of the collection and the
+    /// change (storing the bytes first, when they are not stored yet). False: they are not.
+    pub(crate) fn arrived(
+        &mut self,
+        item: &impl Item,
+        sha256: &str,
+        version: impl FnOnce(&str, &'static str) -> Result<NewVersion, Error>,
+    ) -> Result<bool, Error> {
+        self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
+        let had = self.holds(item.uri().as_str())?.flatten();
+        let held = had.as_ref().map(|h| Held {
+            sha256: h.sha256.as_deref(),
+            lastmod: h.lastmod,
+        });
+        let stated = Self::stated(item, held.is_some());
+        let basis = Basis::Change {
+            lastmod: item.lastmod(),
+        };
+        let decision = decide(held, sha256, basis);
+        decision.count(self.summary);
+        let Some(change) = decision.change() else {
+            let event = self.event(item, stated, "unchanged");
+            self.writer.event(event)?;
+            return Ok(false);
+        };
+        let v = version(self.collection, change)?;
+        self.applied.insert(
+            v.uri.clone(),
+            Some(Live {
+                sha256: v.sha256_hex.clone(),
+                lastmod: v.lastmod,
+            }),
+        );
+        let event = self.event(item, stated, "applied");
+        let side = item.side_rows(self.collection);
+        self.writer.version_with(v, Some(event), side)?;
+        Ok(true)
+    }
+
+    /// A change that could not be applied: `class` is `failed` (the sync point stays before
+    /// it), `refused` (outside the scope) or `pending` (other bytes than it declares: the
+    /// resource changed again after the document was read; that later change is dated after
+    /// every change of this document, so after the sync point this run records, and it does
+    /// not hold it back: a busy source would never be caught up with).
+    pub(crate) fn failed(
+        &mut self,
+        item: &impl Item,
+        class: &'static str,
+        reason: String,
+    ) -> Result<(), Error> {
+        let reason = match class {
+            "refused" => {
+                self.summary.refused += 1;
+                reason
+            }
+            "pending" => {
+                self.summary.pending += 1;
+                format!(
+                    "{reason} (it changed again after {} was read; pending until a later \
+                     change is applied)",
+                    item.document()
+                )
+            }
+            _ => {
+                self.summary.failed += 1;
+                self.ends.failed_min = match (self.ends.failed_min, item.failed_time()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.ends.failed_docs.insert(item.document().to_string());
+                reason
+            }
+        };
+        let uri = item.uri().as_str();
+        self.progress.println(&problem_line(class, uri, &reason));
+        self.writer.problem(uri, class, &reason)?;
+        let stated = match item.stated() {
+            Some(stated) => stated,
+            None => Self::stated(item, self.live(item)?),
+        };
+        let event = self.event(item, stated, class);
+        self.writer.event(event)?;
+        self.summary.problems.push(Problem {
+            uri: uri.to_string(),
+            class,
+            reason,
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::catalog::write;
+    use crate::store::Catalog;
+
+    struct Change {
+        uri: Url,
+        stated: Option<&'static str>,
+        lastmod: Option<Timestamp>,
+    }
+
+    impl Item for Change {
+        fn uri(&self) -> &Url {
+            &self.uri
+        }
+        fn stated(&self) -> Option<&'static str> {
+            self.stated
+        }
+        fn event_time(&self) -> Option<Timestamp> {
+            self.lastmod
+        }
+        fn lastmod(&self) -> Option<Timestamp> {
+            self.lastmod
+        }
+        fn document(&self) -> &str {
+            "http://x/changelist.xml"
+        }
+        fn applied_time(&self) -> Option<Timestamp> {
+            self.lastmod
+        }
+        fn failed_time(&self) -> Option<Timestamp> {
+            self.lastmod
+        }
+        fn version(&self, collection: &str, change: &'static str, f: &Fetched) -> NewVersion {
+            version(self, f.computed.sha256_hex.clone())(collection, change).unwrap()
+        }
+    }
+
+    /// The version `item` makes with bytes `sha256`, as [`Changes::arrived`] asks for it.
+    fn version(
+        item: &Change,
+        sha256: String,
+    ) -> impl FnOnce(&str, &'static str) -> Result<NewVersion, Error> + '_ {
+        move |collection, change| {
+            Ok(NewVersion {
+                uri: item.uri.to_string(),
+                collection: collection.into(),
+                change,
+                lastmod: item.lastmod,
+                sha256_hex: Some(sha256),
+                arrived_via: "http",
+                ..Default::default()
+            })
+        }
+    }
+
+    fn t(s: &str) -> Option<Timestamp> {
+        Some(s.parse().unwrap())
+    }
+
+    fn change(uri: &str, stated: Option<&'static str>, lastmod: &str) -> Change {
+        Change {
+            uri: Url::parse(&format!("http://x/{uri}")).unwrap(),
+            stated,
+            lastmod: t(lastmod),
+        }
+    }
+
+    /// Changes applied one after another, the mirror asked one resource at a time (as for a
+    /// Change Dump): each sees what the ones before did, events say what became of each,
+    /// and the sync point's ends move only with what was applied.
+    #[test]
+    fn changes_are_decided_against_the_mirror_and_this_runs_own_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::open(dir.path()).unwrap();
+        let objects = ObjectStore::open(dir.path()).unwrap();
+        let run_id = catalog.begin_run("incremental", None, "test").unwrap();
+        let sha = |n: u8| format!("{n:02x}").repeat(32);
+        let tx = catalog.transaction().unwrap();
+        for (uri, change, sha256) in [("a", "created", Some(sha(1))), ("gone", "deleted", None)] {
+            let v = NewVersion {
+                uri: format!("http://x/{uri}"),
+                collection: "c".into(),
+                change,
+                lastmod: t("2026-01-01T00:00:00Z"),
+                sha256_hex: sha256,
+                arrived_via: "http",
+                ..Default::default()
+            };
+            write::version(&tx, run_id, &v).unwrap();
+        }
+        tx.commit().unwrap();
+
+        let mut writer = Writer::new(&mut catalog, &objects, run_id);
+        let mut summary = Summary::default();
+        let progress = Progress::new(true);
+        let staging = dir.path().join("staging");
+        let mut run = Changes::new(&mut writer, "c", None, &staging, &mut summary, &progress);
+
+        // The same bytes under a later lastmod: a touch, recorded as updated.
+        let touch = change("a", Some("updated"), "2026-02-01T00:00:00Z");
+        assert!(run
+            .arrived(&touch, &sha(1), version(&touch, sha(1)))
+            .unwrap());
+        // The same bytes under the same lastmod again (this run's own state): unchanged.
+        let again = change("a", Some("updated"), "2026-02-01T00:00:00Z");
+        assert!(!run
+            .arrived(&again, &sha(1), version(&again, sha(1)))
+            .unwrap());
+        // A page that only says it is there: created, since the mirror never had it.
+        let new = change("new", None, "2026-02-02T00:00:00Z");
+        assert!(run.arrived(&new, &sha(2), version(&new, sha(2))).unwrap());
+        assert!(run.live(&new).unwrap());
+        // Deleted: this run's tombstone is what the next change sees.
+        let delete = change("a", Some("deleted"), "2026-02-03T00:00:00Z");
+        assert!(run.live(&delete).unwrap());
+        run.tombstone(&delete, None).unwrap();
+        assert!(!run.live(&delete).unwrap());
+        assert!(run.heard_of(&delete).unwrap());
+        // A deletion of a tombstone, and of a resource never heard of.
+        let gone = change("gone", Some("deleted"), "2026-02-04T00:00:00Z");
+        assert!(run.heard_of(&gone).unwrap() && !run.live(&gone).unwrap());
+        run.known(&gone, "deleted", "unchanged").unwrap();
+        let never = change("never", Some("deleted"), "2026-02-05T00:00:00Z");
+        assert!(!run.heard_of(&never).unwrap());
+        run.known(&never, "deleted", "unknown-delete").unwrap();
+        // Pending does not hold the sync point; a failure does, and names its document.
+        let pending = change("p", None, "2026-01-15T00:00:00Z");
+        run.failed(&pending, "pending", "sha-256 mismatch".into())
+            .unwrap();
+        let failed = change("f", None, "2026-01-20T00:00:00Z");
+        run.failed(&failed, "failed", "HTTP 500".into()).unwrap();
+        let ends = run.ends();
+        assert_eq!(ends.applied_max, t("2026-02-05T00:00:00Z"));
+        assert_eq!(ends.failed_min, t("2026-01-20T00:00:00Z"));
+        assert!(ends.failed_docs.contains("http://x/changelist.xml"));
+        assert_eq!(ends.failed_docs.len(), 1);
+        writer.flush(|_| Ok(())).unwrap();
+
+        // A touch is counted as updated, as for a Change List.
+        assert_eq!(
+            (summary.updated, summary.unchanged, summary.created),
+            (1, 2, 1),
+            "{summary:?}"
+        );
+        assert_eq!((summary.deleted, summary.unknown_deletes), (1, 1));
+        assert_eq!((summary.pending, summary.failed), (1, 1));
+        let problems: Vec<_> = summary.problems.iter().map(|p| p.class).collect();
+        assert_eq!(problems, ["pending", "failed"]);
+        assert!(summary.problems[0].reason.contains("changed again after"));
+
+        let conn = catalog.conn();
+        let events: Vec<(String, String, String)> = conn
+            .prepare("SELECT uri, change, outcome FROM change_events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let events: Vec<_> = events
+            .iter()
+            .map(|(u, c, o)| (u.trim_start_matches("http://x/"), c.as_str(), o.as_str()))
+            .collect();
+        let mut sorted = events.clone();
+        sorted.sort();
+        let mut expected = vec![
+            ("a", "updated", "applied"),
+            ("a", "updated", "unchanged"),
+            ("new", "created", "applied"),
+            ("a", "deleted", "applied"),
+            ("gone", "deleted", "unchanged"),
+            ("never", "deleted", "unknown-delete"),
+            ("p", "created", "pending"),
+            ("f", "created", "failed"),
+        ];
+        expected.sort();
+        assert_eq!(sorted, expected);
+        let a = catalog.current_state("http://x/a").unwrap().unwrap();
+        assert!(a.deleted);
+        let new = catalog.current_state("http://x/new").unwrap().unwrap();
+        assert_eq!(new.sha256_hex, Some(sha(2)));
+    }
+}

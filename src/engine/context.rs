@@ -1,0 +1,193 @@
+//! What every writing run shares: opening the mirror (lock, catalog, objects, an empty
+//! staging folder, runs left by a dead process marked abandoned), ending the run (the exit
+//! code derived from what happened, recorded in `runs`), and what a run hands to the code that
+//! mirrors one collection of another protocol (SCP, ARC, Change Dumps).
+
+use crate::engine::documents::Documents;
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::net::Http;
+use crate::progress::Progress;
+use crate::report::Summary;
+use crate::store::{Catalog, DiskSign, MirrorLock, ObjectStore, StoreError};
+use std::path::{Path, PathBuf};
+
+pub struct RunContext<'a, 'b> {
+    pub http: &'a Http,
+    pub docs: &'a Documents<'b>,
+    pub catalog: &'a mut Catalog,
+    pub objects: &'a ObjectStore,
+    pub staging: &'a Path,
+    pub source_id: i64,
+    pub run_id: i64,
+    pub summary: &'a mut Summary,
+    pub progress: &'a Progress,
+}
+
+/// How a baseline or incremental run ended (when it did not end in an [`Error`]).
+pub struct Outcome {
+    pub summary: Summary,
+    pub exit: Exit,
+}
+
+/// A mirror opened for a run that writes: the lock is held for as long as this lives.
+pub struct OpenMirror {
+    _lock: MirrorLock,
+    pub catalog: Catalog,
+    pub objects: ObjectStore,
+    pub staging: PathBuf,
+}
+
+impl OpenMirror {
+    /// Take the lock, open (or create) the catalog and the object store, mark runs left
+    /// unfinished by a process that died as abandoned, and empty `staging/`.
+    pub(crate) fn open(mirror: &Path) -> Result<OpenMirror, Error> {
+        let lock = MirrorLock::acquire(mirror)?;
+        let catalog = Catalog::open(mirror)?;
+        catalog.abandon_unfinished_runs()?;
+        let objects = ObjectStore::open(mirror)
+            .map_err(|e| StoreError::io("opening", &mirror.join("objects"), e))?;
+        let staging = mirror.join("staging");
+        clean_staging(&staging)?;
+        Ok(OpenMirror {
+            _lock: lock,
+            catalog,
+            objects,
+            staging,
+        })
+    }
+
+    /// Hand one collection of another protocol what it needs.
+    pub(crate) fn context<'a, 'b>(
+        &'a mut self,
+        http: &'a Http,
+        docs: &'a Documents<'b>,
+        (source_id, run_id): (i64, i64),
+        summary: &'a mut Summary,
+        progress: &'a Progress,
+    ) -> RunContext<'a, 'b> {
+        RunContext {
+            http,
+            docs,
+            catalog: &mut self.catalog,
+            objects: &self.objects,
+            staging: &self.staging,
+            source_id,
+            run_id,
+            summary,
+            progress,
+        }
+    }
+
+    /// End the run: the exit code from the result and the counts (some resource failed or
+    /// was refused, or part of a list could not be read: partial), recorded in `runs`.
+    pub(crate) fn finish(
+        &self,
+        run_id: i64,
+        mut summary: Summary,
+        result: Result<(), Error>,
+    ) -> Result<Outcome, Error> {
+        // Whatever the outcome: a first load may have deferred it. Should that fail, the run
+        // fails with it, recorded as such (its versions stand; the next open builds the index).
+        let result = match (result, self.catalog.build_object_index()) {
+            (Ok(()), Err(e)) => Err(e.into()),
+            (result, _) => result,
+        };
+
+        let exit = match &result {
+            Ok(()) if partial(&summary) => Exit::Partial,
+            Ok(()) => Exit::Ok,
+            Err(e) => e.exit(),
+        };
+        summary.exit_code = exit.code();
+        let outcome = match exit {
+            Exit::Ok => "ok",
+            Exit::Partial => "partial",
+            _ => "failed",
+        };
+        self.catalog
+            .end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
+        crate::net::fetch::remove_empty_worker_folders(&self.staging);
+        result.map(|()| Outcome { summary, exit })
+    }
+}
+
+/// Some resource failed or was refused, or part of a list could not be read.
+pub(crate) fn partial(summary: &Summary) -> bool {
+    summary.failed > 0
+        || summary.refused > 0
+        || summary.problems.iter().any(|p| p.class == "document")
+}
+
+/// Staging holds only downloads in flight; anything there at the start of a run (we hold the
+/// lock) is left over from a run that died, and is never referenced by the catalog.
+pub(crate) fn clean_staging(staging: &Path) -> Result<(), StoreError> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
+    }
+    std::fs::create_dir_all(staging).map_err(|e| StoreError::io("creating", staging, e))
+}
+
+/// The mirror folder a staging folder belongs to, for messages.
+pub(crate) fn mirror_of(staging: &Path) -> String {
+    staging.parent().unwrap_or(staging).display().to_string()
+}
+
+/// The error that ends a run on a full disk ([`crate::engine::apply::JobResult::NoSpace`]);
+/// `needed` says what the run had left, when the caller knows.
+pub(crate) fn no_space(staging: &Path, message: String, needed: String) -> Error {
+    StoreError::NoSpace {
+        path: mirror_of(staging),
+        message,
+        needed,
+    }
+    .into()
+}
+
+/// [`no_space`] for a transfer that stopped: what landed before it (the writer's pending
+/// versions) is committed first when the catalog still has room, so the next run need not
+/// fetch it again. (Under `--min-free` there is room; on a full disk the commit may fail, and
+/// the next run finds the objects by digest.)
+pub(crate) fn stop_for_space(
+    writer: &mut crate::engine::apply::Writer<'_>,
+    staging: &Path,
+    message: String,
+    needed: String,
+) -> Error {
+    let _ = writer.flush(|_| Ok(()));
+    no_space(staging, message, needed)
+}
+
+/// [`stop_for_space`] for an object store that refuses writes
+/// ([`crate::engine::apply::JobResult::Unwritable`]): what landed before is committed first.
+pub(crate) fn stop_for_fault(
+    writer: &mut crate::engine::apply::Writer<'_>,
+    e: StoreError,
+) -> Error {
+    let _ = writer.flush(|_| Ok(()));
+    e.into()
+}
+
+/// A run's error, with a full disk met by the catalog told as the same one message a full
+/// disk met by an object gives: SQLITE_FULL, or a "disk I/O error" (what SQLite says when its
+/// journal cannot grow) while the mirror's file system has no room left.
+pub(crate) fn full_disk_said(e: Error, mirror: &Path) -> Error {
+    let Error::Store(store) = &e else {
+        return e;
+    };
+    let said = match store.disk_sign() {
+        Some((DiskSign::Full, said)) => said,
+        Some((DiskSign::IoError, said))
+            if crate::engine::apply::room_left(mirror, Some(64 * 1024)).is_err() =>
+        {
+            said
+        }
+        _ => return e,
+    };
+    StoreError::NoSpace {
+        path: mirror.display().to_string(),
+        message: format!("catalog: {said}"),
+        needed: String::new(),
+    }
+    .into()
+}

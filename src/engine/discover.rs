@@ -1,0 +1,503 @@
+//! Discovery (ResourceSync 1.1 §8): from whatever the user has at hand to the capability
+//! documents of each collection. A site root leads to `/.well-known/resourcesync`, else to the
+//! `Sitemap:` lines of `robots.txt`; a Source Description leads to its Capability Lists; a
+//! Capability List names the capability documents; a list given directly is its own
+//! collection, identified by its `rs:ln rel="up"` when it has one. Types come from content,
+//! never from URLs.
+
+use crate::engine::documents::{Documents, OpenedDocument};
+use crate::error::SourceError;
+use crate::net::{Body, FetchError, Scope, Validators};
+use crate::rs::document::Capability;
+use std::collections::HashSet;
+use std::io::Read;
+use url::Url;
+
+/// How deep Source Description Indexes may nest.
+const MAX_DEPTH: usize = 4;
+/// robots.txt larger than this is not read further.
+const MAX_ROBOTS_BYTES: u64 = 512 * 1024;
+
+/// A set of resources with its capability documents (one Capability List, or a list given
+/// directly).
+pub struct Collection {
+    /// ResourceSync (any generation), or another protocol found where a Sitemap was expected.
+    pub kind: SourceKind,
+    /// The collection's identity in the catalog: the Capability List URL, else the
+    /// document's `up` link, else the document's own URL (for SCP and ARC: the sitemap URL).
+    pub id: String,
+    pub capability_list: Option<Url>,
+    /// (capability, document URL) as the Capability List names them.
+    pub capabilities: Vec<(Capability, Url)>,
+    /// The document the user pointed at, already opened, when it is a capability document.
+    pub opened: Option<OpenedDocument>,
+    /// Another protocol's document as discovery received it (an SCP sitemap.xml), so that its
+    /// module does not fetch it again.
+    pub prefetched: Option<Prefetched>,
+    /// An ARC sitemap as discovery received it, unread, likewise.
+    pub received_json: Option<Box<Body>>,
+    /// The Capability List's `rs:ln rel="describes"`: how the collection is known outside
+    /// the mirror (the feed's id).
+    pub describes: Option<String>,
+}
+
+/// Which protocol a collection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    ResourceSync,
+    /// A `sitemap.xml` carrying the SCP extension namespace.
+    Scp,
+    /// An ARC sitemap (JSON).
+    Arc,
+}
+
+impl SourceKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SourceKind::ResourceSync => "resourcesync",
+            SourceKind::Scp => "scp",
+            SourceKind::Arc => "arc",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> SourceKind {
+        match s {
+            "scp" => SourceKind::Scp,
+            "arc" => SourceKind::Arc,
+            _ => SourceKind::ResourceSync,
+        }
+    }
+}
+
+/// The SCP sitemap extension namespace (SCP 0.1).
+pub const SCP_NS: &str = "https://scp-protocol.org/schemas/sitemap/1.0";
+
+/// A document discovery fetched for another protocol's module: as received.
+#[derive(Debug, Clone)]
+pub struct Prefetched {
+    /// After redirects.
+    pub url: Url,
+    pub bytes: Vec<u8>,
+    pub validators: Validators,
+}
+
+impl Collection {
+    /// The Resource List its Capability List names.
+    pub(crate) fn resource_list_url(&self) -> Result<&Url, SourceError> {
+        self.url_of(&Capability::ResourceList)
+            .ok_or_else(|| SourceError::Unusable {
+                url: self.id.clone(),
+                message: "the Capability List names no resourcelist".into(),
+            })
+    }
+
+    /// A collection of another protocol than ResourceSync, known by its URL.
+    pub(crate) fn other(kind: SourceKind, url: &Url) -> Collection {
+        Collection {
+            kind,
+            id: url.to_string(),
+            capability_list: None,
+            capabilities: Vec::new(),
+            opened: None,
+            prefetched: None,
+            received_json: None,
+            describes: None,
+        }
+    }
+
+    /// An ARC sitemap's collection, with its body when discovery fetched it.
+    pub(crate) fn arc(url: &Url, received: Option<Box<Body>>) -> Collection {
+        Collection {
+            received_json: received,
+            ..Collection::other(SourceKind::Arc, url)
+        }
+    }
+
+    pub(crate) fn url_of(&self, cap: &Capability) -> Option<&Url> {
+        self.capabilities
+            .iter()
+            .find(|(c, _)| c == cap)
+            .map(|(_, u)| u)
+    }
+}
+
+/// What discovery found, and how.
+pub struct Discovery {
+    pub collections: Vec<Collection>,
+    /// One line per step, for `inspect` and `-v`.
+    pub trail: Vec<String>,
+    /// The first documents read: the Source Description, the robots.txt sitemaps, or the
+    /// document given (where `inspect` starts its walk).
+    pub entries: Vec<Url>,
+}
+
+/// Turn the SOURCE argument into a URL: http(s) URLs as given, anything else a local path.
+pub(crate) fn source_url(source: &str) -> Result<Url, SourceError> {
+    if let Ok(u) = Url::parse(source) {
+        match u.scheme() {
+            "http" | "https" | "file" => return Ok(u),
+            _ if source.len() > 2 && source.as_bytes()[1] != b':' => {
+                return Err(SourceError::Unusable {
+                    url: source.into(),
+                    message: format!(
+                        "scheme {}: is not supported (http, https or a local path)",
+                        u.scheme()
+                    ),
+                })
+            }
+            _ => {}
+        }
+    }
+    let path = std::path::Path::new(source);
+    let abs = std::fs::canonicalize(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound && looks_like_a_host(source) {
+            return SourceError::Unusable {
+                url: source.into(),
+                message: format!(
+                    "no such file or folder; for a web address give its scheme: http://{source}"
+                ),
+            };
+        }
+        SourceError::Local {
+            path: source.to_string(),
+            source: e,
+        }
+    })?;
+    Url::from_file_path(&abs).map_err(|_| SourceError::Unusable {
+        url: source.into(),
+        message: "not a usable local path".into(),
+    })
+}
+
+/// A document that is no Sitemap at all (an HTML page, JSON, text): what a catch-all server
+/// sends for a path it does not have.
+fn not_a_sitemap(e: &SourceError) -> bool {
+    use crate::rs::sitemap::ReadErrorKind as K;
+    match e {
+        SourceError::Json { .. } => true,
+        SourceError::Read(r) => matches!(r.kind, K::NotASitemap { .. } | K::Doctype | K::Xml(_)),
+        _ => false,
+    }
+}
+
+/// A SOURCE without a scheme whose first segment reads as a host (`127.0.0.1:8080/`,
+/// `example.org/rs/`, `localhost`): a web address missing its `http://`, not a path.
+fn looks_like_a_host(source: &str) -> bool {
+    let first = source.split('/').next().unwrap_or("");
+    let host = first.rsplit_once(':').map_or(first, |(h, port)| {
+        if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            first
+        }
+    });
+    !host.is_empty()
+        && (host == "localhost" || host.contains('.'))
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        && !host.starts_with('.')
+}
+
+/// Discover the collections behind `source`. `only` keeps just one Capability List.
+pub(crate) fn discover(
+    docs: &Documents<'_>,
+    source: &str,
+    only: Option<&str>,
+) -> Result<Discovery, SourceError> {
+    let url = source_url(source)?;
+    let mut d = Discoverer {
+        docs,
+        only: only.map(|s| s.to_string()),
+        seen: HashSet::new(),
+        out: Discovery {
+            collections: Vec::new(),
+            trail: Vec::new(),
+            entries: Vec::new(),
+        },
+    };
+    let scope = docs.scope_for(&url);
+    if url.scheme() != "file" && matches!(url.path(), "" | "/") && url.query().is_none() {
+        d.site_root(&url, &scope)?;
+    } else {
+        d.out.entries.push(url.clone());
+        d.document(&url, &scope, 0)?;
+    }
+    if let Some(only) = &d.only {
+        if !d
+            .out
+            .collections
+            .iter()
+            .any(|c| c.capability_list.as_ref().map(|u| u.as_str()) == Some(only.as_str()))
+        {
+            return Err(SourceError::Unusable {
+                url: source.into(),
+                message: format!(
+                    "--capability-list {only} is not among the Capability Lists found"
+                ),
+            });
+        }
+    }
+    if d.out.collections.is_empty() {
+        return Err(SourceError::Unusable {
+            url: url.to_string(),
+            message: "no Capability List or Resource List found".into(),
+        });
+    }
+    Ok(d.out)
+}
+
+struct Discoverer<'a, 'b> {
+    docs: &'a Documents<'b>,
+    only: Option<String>,
+    seen: HashSet<String>,
+    out: Discovery,
+}
+
+impl Discoverer<'_, '_> {
+    fn site_root(&mut self, root: &Url, scope: &Scope) -> Result<(), SourceError> {
+        let well_known = root.join("/.well-known/resourcesync").expect("valid path");
+        match self.docs.fetch(&well_known, scope) {
+            Ok(doc) => {
+                self.out.trail.push(format!("{well_known}: found"));
+                self.out.entries.push(doc.url.clone());
+                return self.opened(doc, scope, 0);
+            }
+            Err(SourceError::Fetch(e)) if is_absent(&e) => {
+                self.out
+                    .trail
+                    .push(format!("{well_known}: {e}; trying robots.txt"));
+            }
+            // A catch-all web application answers every path with a 200 page: not a Source
+            // Description, so the site publishes none there (ResourceSync 1.1 §5 lets
+            // robots.txt point to it instead).
+            Err(e @ (SourceError::Read(_) | SourceError::Json { .. })) if not_a_sitemap(&e) => {
+                self.out.trail.push(format!(
+                    "{well_known}: not a ResourceSync document ({e}); trying robots.txt"
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        let robots = root.join("/robots.txt").expect("valid path");
+        let sitemaps = match self.robots_sitemaps(&robots, scope) {
+            Ok(s) => s,
+            Err(SourceError::Fetch(e)) if is_absent(&e) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        if sitemaps.is_empty() {
+            // ARC sitemaps live at fixed paths.
+            for path in ["/.well-known/arc-sitemap.json", "/arc-sitemap.json"] {
+                let url = root.join(path).expect("valid path");
+                match self.docs.fetch(&url, scope) {
+                    Err(SourceError::Json { url, received }) => {
+                        self.out.trail.push(format!("{url}: ARC sitemap"));
+                        self.out.collections.push(Collection::arc(&url, received));
+                        return Ok(());
+                    }
+                    Err(SourceError::Fetch(e)) if is_absent(&e) => {}
+                    Err(e) => return Err(e),
+                    Ok(_) => {}
+                }
+            }
+            return Err(SourceError::Unusable {
+                url: root.to_string(),
+                message: "no /.well-known/resourcesync, no Sitemap: line in robots.txt and no ARC sitemap".into(),
+            });
+        }
+        for s in sitemaps {
+            self.out.trail.push(format!("{robots}: Sitemap: {s}"));
+            self.out.entries.push(s.clone());
+            self.document(&s, scope, 0)?;
+        }
+        Ok(())
+    }
+
+    fn robots_sitemaps(&self, robots: &Url, scope: &Scope) -> Result<Vec<Url>, SourceError> {
+        let body = match self.docs.http.get(robots, scope, &Validators::default())? {
+            crate::net::agent::DocumentResponse::Body(b) => b,
+            crate::net::agent::DocumentResponse::NotModified => return Ok(Vec::new()),
+        };
+        let mut text = String::new();
+        body.reader
+            .take(MAX_ROBOTS_BYTES)
+            .read_to_string(&mut text)
+            .map_err(|e| SourceError::Unusable {
+                url: robots.to_string(),
+                message: format!("unreadable robots.txt: {e}"),
+            })?;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            if key.trim().eq_ignore_ascii_case("sitemap") {
+                if let Ok(u) = body.final_url.join(value.trim()) {
+                    out.push(u);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn document(&mut self, url: &Url, scope: &Scope, depth: usize) -> Result<(), SourceError> {
+        if !self.seen.insert(url.to_string()) {
+            self.out
+                .trail
+                .push(format!("{url}: already visited (cycle), skipped"));
+            return Ok(());
+        }
+        if depth > MAX_DEPTH {
+            return Err(SourceError::Unusable {
+                url: url.to_string(),
+                message: format!("Source Descriptions nested deeper than {MAX_DEPTH} levels"),
+            });
+        }
+        match self.docs.fetch(url, scope) {
+            Ok(doc) => self.opened(doc, scope, depth),
+            Err(SourceError::Json { url, received }) => {
+                self.out.trail.push(format!("{url}: JSON (an ARC sitemap)"));
+                self.out.collections.push(Collection::arc(&url, received));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn opened(
+        &mut self,
+        mut doc: OpenedDocument,
+        scope: &Scope,
+        depth: usize,
+    ) -> Result<(), SourceError> {
+        let header = doc.header().clone();
+        let cap = header.capability();
+        self.out.trail.push(format!(
+            "{}: {}{}",
+            doc.url,
+            cap.as_ref().map(|c| c.name()).unwrap_or("plain sitemap"),
+            if header.is_index() { " index" } else { "" }
+        ));
+        // Documents linked from this one must stay in its scope.
+        let inner_scope = if doc.url.scheme() == "file" {
+            scope.clone()
+        } else {
+            self.docs.scope_for(&doc.url)
+        };
+        match cap {
+            Some(Capability::Description) => {
+                let mut targets = Vec::new();
+                while let Some(e) = doc.reader.next_entry()? {
+                    if header.is_index() || e.md.capability == Some(Capability::Description) {
+                        targets.push((e.loc, true));
+                    } else if e.md.capability == Some(Capability::CapabilityList) {
+                        targets.push((e.loc, false));
+                    }
+                }
+                for (loc, nested) in targets {
+                    if nested || self.only.as_deref().is_none_or(|o| o == loc.as_str()) {
+                        self.document(&loc, &inner_scope, depth + 1)?;
+                    } else {
+                        self.out
+                            .trail
+                            .push(format!("{loc}: skipped (--capability-list)"));
+                    }
+                }
+                Ok(())
+            }
+            Some(Capability::CapabilityList) => {
+                let mut capabilities = Vec::new();
+                while let Some(e) = doc.reader.next_entry()? {
+                    match e.md.capability {
+                        Some(c) => capabilities.push((c, e.loc)),
+                        None => self.out.trail.push(format!(
+                            "{}: line {}: entry {} has no capability; ignored",
+                            doc.url, e.line, e.loc
+                        )),
+                    }
+                }
+                self.out.collections.push(Collection {
+                    kind: SourceKind::ResourceSync,
+                    id: doc.url.to_string(),
+                    capability_list: Some(doc.url.clone()),
+                    capabilities,
+                    opened: None,
+                    prefetched: None,
+                    received_json: None,
+                    describes: header.link("describes").map(|l| l.href.to_string()),
+                });
+                Ok(())
+            }
+            None if header.namespaces.iter().any(|n| n == SCP_NS) => {
+                // SCP 0.1: a sitemap.xml with the scp: extension is an SCP source.
+                self.out.trail.push(format!("{}: SCP sitemap", doc.url));
+                let mut c = Collection::other(SourceKind::Scp, &doc.url);
+                let (url, validators) = (doc.url.clone(), doc.validators.clone());
+                c.prefetched = doc.into_bytes().map(|bytes| Prefetched {
+                    url,
+                    bytes,
+                    validators,
+                });
+                self.out.collections.push(c);
+                Ok(())
+            }
+            other => {
+                // A capability document given directly (or via robots.txt): its own collection.
+                let capability = other.unwrap_or(Capability::ResourceList);
+                let up = header.link("up").or_else(|| header.link("resourcesync"));
+                let id = up
+                    .map(|l| l.href.to_string())
+                    .unwrap_or_else(|| doc.url.to_string());
+                self.out.collections.push(Collection {
+                    kind: SourceKind::ResourceSync,
+                    id,
+                    capability_list: None,
+                    capabilities: vec![(capability, doc.url.clone())],
+                    opened: Some(doc),
+                    prefetched: None,
+                    received_json: None,
+                    describes: None,
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Not there (so the next discovery step is worth trying), as opposed to failing.
+fn is_absent(e: &FetchError) -> bool {
+    matches!(
+        e,
+        FetchError::Status {
+            status: 404 | 410 | 403,
+            ..
+        } | FetchError::MapNotFound { .. }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 23: `127.0.0.1:8080/` was read as a local path, "No such file or directory".
+    #[test]
+    fn a_scheme_less_web_address_is_told_apart_from_a_path() {
+        use super::looks_like_a_host as host;
+        for yes in [
+            "127.0.0.1:8080/",
+            "example.org/rs/",
+            "localhost",
+            "localhost:8000/x",
+        ] {
+            assert!(host(yes), "{yes}");
+        }
+        for no in [
+            "./list.xml",
+            "/tmp/a.xml",
+            "..",
+            "",
+            "mirror/x",
+            "resourcelist",
+        ] {
+            assert!(!host(no), "{no}");
+        }
+    }
+}

@@ -1,0 +1,741 @@
+//! What one collection's list names, spilled to disk, and the plan made from it by a merge with
+//! the catalog in URI order: the baseline's plan in flat memory, whatever the size of the list
+//! or of the mirror (issue 24).
+//!
+//! A walk hands each [`Listed`] entry to [`Listing::push`], which writes it to the list's
+//! scratch copy (`store::listing`: a SQLite database of its own in the mirror's `staging/`,
+//! thrown away with the run). A URI listed twice counts once, with its
+//! later entry, at the place of its first ([`Listing::push`] says so in a warning). Entries of
+//! an index part that failed half-way are dropped ([`Listing::drop_document`]).
+//!
+//! [`Listing::plan`] then reads the entries in URI order next to the catalog's current states
+//! in URI order ([`Catalog::each_current_state_by_uri`]), one of each in memory at a time:
+//! each entry gets its [`Action`] (the same `plan::action` as ever, and a stat of the object of
+//! a resource kept as it is), and what is not kept goes to a `todo` table; each live resource of
+//! the collection the list does not name goes to a `gone` table. A mirror with no current state
+//! at all (before its first baseline) skips the merge: every entry is created. The transfer then
+//! draws its jobs from `todo` a page at a time ([`Listing::todo`]), in list order; only the jobs
+//! in flight are in memory.
+
+use crate::engine::expected::Warnings;
+use crate::engine::plan::{self, Action, Declared, Difference, Listed};
+use crate::net::{Scope, Validators};
+use crate::rs::digest::{declared_hash, parse_hash_attr};
+use crate::store::catalog::CurrentState;
+use crate::store::listing::{Entry, NewListed, NewTodo, RawListed, RawTodo, Scratch, TodoRows};
+use crate::store::{Catalog, ObjectStore, StoreError};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use url::Url;
+
+/// The entries of one collection's list, on disk, and once planned, what to do with them.
+pub struct Listing {
+    scratch: Scratch,
+    /// The listing documents (and their scopes), by id: a list of a million entries has a few
+    /// dozen.
+    docs: Vec<(Arc<str>, Arc<Scope>)>,
+    doc_ids: HashMap<Arc<str>, i64>,
+    twice: Warnings,
+    counts: Counts,
+}
+
+/// What the plan found.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    /// Entries in the list (each URI once).
+    pub listed: u64,
+    /// Entries to fetch (not [`Action::Keep`]).
+    pub wanted: u64,
+    /// The declared lengths of those, summed.
+    pub wanted_bytes: u64,
+    /// Live resources of the collection the list does not name.
+    pub gone: u64,
+    /// Live resources of the collection in the mirror.
+    pub live: u64,
+}
+
+/// A listed resource to fetch, with its action and what the mirror holds of it.
+#[derive(Debug, Clone)]
+pub struct Todo {
+    pub ord: usize,
+    pub listed: Listed,
+    pub action: Action,
+    /// The mirror's live current version: its id and SHA-256.
+    pub current: Option<(i64, Option<String>)>,
+    /// The validators stored with that version, for an [`Action::Revalidate`].
+    pub validators: Option<Validators>,
+}
+
+impl Listing {
+    /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder).
+    pub(crate) fn create(dir: &Path) -> Result<Listing, StoreError> {
+        Ok(Listing {
+            scratch: Scratch::create(dir)?,
+            docs: Vec::new(),
+            doc_ids: HashMap::new(),
+            twice: Warnings::default(),
+            counts: Counts::default(),
+        })
+    }
+
+    fn doc_id(&mut self, l: &Listed) -> i64 {
+        if let Some(&id) = self.doc_ids.get(&l.document) {
+            return id;
+        }
+        let id = self.docs.len() as i64;
+        self.docs.push((l.document.clone(), l.scope.clone()));
+        self.doc_ids.insert(l.document.clone(), id);
+        id
+    }
+
+    /// Add an entry. A URI listed before keeps its place and takes this entry's metadata (a
+    /// warning says so).
+    pub(crate) fn push(&mut self, l: Listed) -> Result<(), StoreError> {
+        let doc = self.doc_id(&l);
+        let duplicates = (!l.duplicates.is_empty()).then(|| {
+            l.duplicates
+                .iter()
+                .map(Url::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        let new = self.scratch.push(NewListed {
+            uri: l.uri.as_str(),
+            lastmod: l.declared.lastmod.map(|t| t.to_string()),
+            length: l.declared.length.map(|n| n as i64),
+            digests: declared_hash(&l.declared.digests),
+            media_type: l.media_type.as_deref(),
+            duplicates,
+            doc,
+            line: l.line as i64,
+        })?;
+        if !new {
+            self.twice.push(format!(
+                "{}: line {}: {} listed twice; the later entry counts",
+                l.document, l.line, l.uri
+            ));
+        }
+        Ok(())
+    }
+
+    /// Forget every entry that came from `document` (an index part that failed half-way:
+    /// nothing from it is kept).
+    pub(crate) fn drop_document(&mut self, document: &str) -> Result<(), StoreError> {
+        match self.doc_ids.get(document) {
+            Some(&id) => self.scratch.drop_document(id),
+            None => Ok(()),
+        }
+    }
+
+    /// The warnings [`Listing::push`] made (URIs listed twice), in list order.
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.twice).into_vec()
+    }
+
+    #[cfg(test)]
+    /// Entries in the list (each URI once).
+    pub(crate) fn len(&mut self) -> Result<u64, StoreError> {
+        self.scratch.count()
+    }
+
+    /// The plan: every entry merged with the catalog's current states in URI order (see the
+    /// module's documentation). `objects`: the store, to see that a resource kept as it is
+    /// still has its bytes; `catalog` may be `None` (a dry run before the first baseline).
+    pub(crate) fn plan(
+        &mut self,
+        catalog: Option<&Catalog>,
+        collection: &str,
+        objects: &ObjectStore,
+    ) -> Result<Counts, StoreError> {
+        if !catalog.map_or(Ok(false), Catalog::has_current_states)? {
+            // A mirror without a current state (a first baseline): every entry is created, in
+            // list order, and the merge has nothing to merge with. Counted as the merge
+            // counts: each length as the u64 it was, summed saturating.
+            let (mut listed, mut bytes) = (0u64, 0u64);
+            self.scratch.plan_all(encode(&Action::Create).0, |length| {
+                listed += 1;
+                bytes = bytes.saturating_add(length.map_or(0, |n| n as u64));
+            })?;
+            self.counts = Counts {
+                listed,
+                wanted: listed,
+                wanted_bytes: bytes,
+                gone: 0,
+                live: 0,
+            };
+            return Ok(self.counts);
+        }
+        let mut counts = Counts::default();
+        self.scratch.merge(|m| {
+            let mut next = m.next_entry()?;
+            let mut planner = Planner {
+                counts: &mut counts,
+                catalog,
+                objects,
+            };
+            if let Some(catalog) = catalog {
+                catalog.each_current_state_by_uri(|uri, state| {
+                    // Entries before this URI are not in the mirror.
+                    while let Some(e) = next.take_if(|e| e.uri.as_str() < uri) {
+                        planner.decide(m, e, None)?;
+                        next = m.next_entry()?;
+                    }
+                    let mine = !state.deleted && state.collection == collection;
+                    planner.counts.live += mine as u64;
+                    match next.take_if(|e| e.uri.as_str() == uri) {
+                        Some(e) => {
+                            planner.decide(m, e, Some(state))?;
+                            next = m.next_entry()?;
+                        }
+                        None if mine => {
+                            planner.counts.gone += 1;
+                            m.gone(uri)?;
+                        }
+                        None => {}
+                    }
+                    Ok::<(), StoreError>(())
+                })?;
+            }
+            while let Some(e) = next.take() {
+                planner.decide(m, e, None)?;
+                next = m.next_entry()?;
+            }
+            Ok::<(), StoreError>(())
+        })?;
+        self.counts = counts;
+        Ok(counts)
+    }
+
+    /// Every entry in list order with its action (`Keep` included): a dry run's plan.
+    pub(crate) fn each_planned(&self, mut f: impl FnMut(&str, &Action)) -> Result<(), StoreError> {
+        self.scratch.each_planned(|uri, planned| {
+            let action = match planned {
+                None => Action::Keep,
+                Some((code, diffs)) => decode(code, diffs),
+            };
+            f(uri, &action)
+        })
+    }
+
+    #[cfg(test)]
+    /// Every entry in list order.
+    pub(crate) fn each_listed(&self, mut f: impl FnMut(Listed)) -> Result<(), StoreError> {
+        self.scratch.each_listed(|r| {
+            let l = listed_of(r, &self.docs).map_err(|e| bad_row(self.scratch.path(), &e))?;
+            f(l);
+            Ok::<(), StoreError>(())
+        })
+    }
+
+    /// The live resources of the collection the list does not name, in URI order.
+    pub(crate) fn each_gone<E: From<StoreError>>(
+        &self,
+        f: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.scratch.each_gone(f)
+    }
+
+    /// The first `n` gone URIs.
+    pub(crate) fn first_gone(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        self.scratch.first_gone(n)
+    }
+
+    /// The positions of every entry to fetch, in list order (a Resource Dump's staging).
+    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+        self.scratch.todo_ords()
+    }
+
+    /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
+    pub(crate) fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
+        self.scratch.todo_at(ord, |r| todo_of(r, &self.docs))
+    }
+
+    /// The entries to fetch in list order, read a page at a time on a connection of their own
+    /// (the iterator may be drawn from other threads). Each one drawn is kept in `in_flight`
+    /// until the caller takes it back by position.
+    pub(crate) fn todo(&self, in_flight: InFlight) -> Result<TodoPages, StoreError> {
+        let docs = self.docs.clone();
+        let make: MakeTodo = Box::new(move |r| todo_of(r, &docs));
+        Ok(TodoPages {
+            rows: self.scratch.todo(make)?,
+            in_flight,
+        })
+    }
+}
+
+/// What the merge decides of one entry against the mirror's state of it.
+struct Planner<'p> {
+    counts: &'p mut Counts,
+    catalog: Option<&'p Catalog>,
+    objects: &'p ObjectStore,
+}
+
+impl Planner<'_> {
+    fn decide(
+        &mut self,
+        m: &mut crate::store::listing::Merge<'_>,
+        e: Entry,
+        current: Option<CurrentState>,
+    ) -> Result<(), StoreError> {
+        self.counts.listed += 1;
+        let length = e.length.map(|n| n as u64);
+        let live = current.filter(|c| !c.deleted);
+        let action = match &live {
+            // What `plan::action` says of a resource the mirror does not hold, without parsing
+            // the entry's lastmod and digests (most of a first baseline's plan).
+            None => Action::Create,
+            Some(c) => match plan::action(
+                &declared(e.lastmod.as_deref(), length, e.digests.as_deref()),
+                Some(c),
+            ) {
+                Action::Keep => {
+                    object_damage(self.objects, c).map_or(Action::Keep, |d| Action::Update(vec![d]))
+                }
+                a => a,
+            },
+        };
+        if action == Action::Keep {
+            return Ok(());
+        }
+        self.counts.wanted += 1;
+        self.counts.wanted_bytes = self.counts.wanted_bytes.saturating_add(length.unwrap_or(0));
+        let (etag, last_modified) = match (&action, &live, self.catalog) {
+            (Action::Revalidate, Some(c), Some(catalog)) => {
+                catalog.version_validators(c.version_id)?
+            }
+            _ => (None, None),
+        };
+        let (code, diffs) = encode(&action);
+        m.todo(NewTodo {
+            ord: e.ord,
+            action: code,
+            diffs,
+            current_version: live.as_ref().map(|c| c.version_id),
+            current_sha256: live.as_ref().and_then(|c| c.sha256_hex.as_deref()),
+            etag,
+            last_modified,
+        })
+    }
+}
+
+/// The entries drawn for transfer and not yet taken back, by position.
+pub type InFlight = Arc<Mutex<HashMap<usize, Todo>>>;
+
+type MakeTodo = Box<dyn Fn(&RawTodo<'_>) -> Result<Todo, String> + Send>;
+
+/// [`Listing::todo`]'s iterator.
+pub struct TodoPages {
+    rows: TodoRows<Todo, MakeTodo>,
+    in_flight: InFlight,
+}
+
+impl Iterator for TodoPages {
+    type Item = Result<Todo, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let t = match self.rows.next()? {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(t.ord, t.clone());
+        Some(Ok(t))
+    }
+}
+
+#[cfg(test)]
+/// A row of the scratch copy that does not read back as an entry (a URL that does not parse).
+fn bad_row(path: &Path, e: &str) -> StoreError {
+    StoreError::io(
+        "the list's scratch copy",
+        path,
+        std::io::Error::other(e.to_string()),
+    )
+}
+
+/// The entry a row of the scratch copy holds.
+fn listed_of(r: &RawListed<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> Result<Listed, String> {
+    let bad = |what: &str, e: url::ParseError| format!("{what}: {e}");
+    let uri = Url::parse(r.uri).map_err(|e| bad(r.uri, e))?;
+    let duplicates = match r.duplicates {
+        Some(d) => d
+            .lines()
+            .map(|u| Url::parse(u).map_err(|e| bad(u, e)))
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let (document, scope) = docs[r.doc as usize].clone();
+    Ok(Listed {
+        uri,
+        declared: declared(r.lastmod, r.length.map(|n| n as u64), r.digests),
+        media_type: r.media_type.map(|t| std::borrow::Cow::Owned(t.to_string())),
+        duplicates,
+        document,
+        line: r.line as u64,
+        scope,
+    })
+}
+
+fn todo_of(r: &RawTodo<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> Result<Todo, String> {
+    let validators = Validators {
+        etag: r.etag.clone(),
+        last_modified: r.last_modified.clone(),
+    };
+    Ok(Todo {
+        ord: r.ord as usize,
+        listed: listed_of(&r.listed, docs)?,
+        action: decode(r.action, r.diffs.clone()),
+        current: r.current.clone(),
+        validators: (!validators.is_empty()).then_some(validators),
+    })
+}
+
+fn declared(lastmod: Option<&str>, length: Option<u64>, digests: Option<&str>) -> Declared {
+    Declared {
+        lastmod: lastmod.and_then(|t| t.parse().ok()),
+        length,
+        digests: digests.map(parse_hash_attr).unwrap_or_default(),
+    }
+}
+
+/// A current version whose object is missing or has the wrong length.
+pub(crate) fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<Difference> {
+    let sha = c.sha256_hex.as_deref()?;
+    let path = objects.path_for(sha);
+    let actual = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() && Some(m.len()) == c.length_bytes => return None,
+        Ok(m) if m.is_file() => format!("{} bytes", m.len()),
+        Ok(_) => "not a file".to_string(),
+        Err(e) => e.to_string(),
+    };
+    Some(Difference {
+        field: "object".into(),
+        expected: ObjectStore::relative_path(sha),
+        actual,
+    })
+}
+
+const FIELD: char = '\u{1f}';
+const RECORD: char = '\u{1e}';
+
+fn encode(a: &Action) -> (i64, Option<String>) {
+    match a {
+        Action::Create => (0, None),
+        Action::Update(diffs) => (
+            1,
+            Some(
+                diffs
+                    .iter()
+                    .map(|d| format!("{}{FIELD}{}{FIELD}{}", d.field, d.expected, d.actual))
+                    .collect::<Vec<_>>()
+                    .join(&RECORD.to_string()),
+            ),
+        ),
+        Action::Check => (2, None),
+        Action::Revalidate => (3, None),
+        Action::Keep => (4, None),
+    }
+}
+
+fn decode(code: i64, diffs: Option<String>) -> Action {
+    match code {
+        0 => Action::Create,
+        1 => Action::Update(
+            diffs
+                .unwrap_or_default()
+                .split(RECORD)
+                .filter(|d| !d.is_empty())
+                .map(|d| {
+                    let mut p = d.splitn(3, FIELD);
+                    let mut next = || p.next().unwrap_or_default().to_string();
+                    Difference {
+                        field: next(),
+                        expected: next(),
+                        actual: next(),
+                    }
+                })
+                .collect(),
+        ),
+        2 => Action::Check,
+        3 => Action::Revalidate,
+        _ => Action::Keep,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(uri: &str, line: u64) -> Listed {
+        Listed {
+            uri: Url::parse(uri).unwrap(),
+            declared: Declared {
+                length: Some(line),
+                ..Default::default()
+            },
+            media_type: None,
+            duplicates: Vec::new(),
+            document: "http://x.org/rl.xml".into(),
+            line,
+            scope: Arc::new(Scope::for_document(&Url::parse(uri).unwrap(), &[])),
+        }
+    }
+
+    /// A URI listed more than once counts once, with its later entry, at the place of its
+    /// first; a warning names each later entry, in list order.
+    #[test]
+    fn the_later_entry_counts_at_the_first_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut listing = Listing::create(dir.path()).unwrap();
+        for (uri, line) in [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)] {
+            listing
+                .push(entry(&format!("http://x.org/{uri}"), line))
+                .unwrap();
+        }
+        assert_eq!(listing.len().unwrap(), 3);
+        let mut kept = Vec::new();
+        listing
+            .each_listed(|l| kept.push((l.uri.to_string(), l.line, l.declared.length)))
+            .unwrap();
+        assert_eq!(
+            kept,
+            vec![
+                ("http://x.org/a".to_string(), 6, Some(6)),
+                ("http://x.org/b".to_string(), 5, Some(5)),
+                ("http://x.org/c".to_string(), 4, Some(4)),
+            ]
+        );
+        assert_eq!(
+            listing.take_warnings(),
+            vec![
+                "http://x.org/rl.xml: line 3: http://x.org/a listed twice; the later entry counts",
+                "http://x.org/rl.xml: line 5: http://x.org/b listed twice; the later entry counts",
+                "http://x.org/rl.xml: line 6: http://x.org/a listed twice; the later entry counts",
+            ]
+        );
+        // The scratch file goes with the listing.
+        drop(listing);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A mirror without states plans without the merge, to the same counts and jobs as the
+    /// merge gives for entries the mirror does not hold: every one created, in list order, its
+    /// declared lengths summed as the merge sums them (saturating, however large a hostile list
+    /// makes them; an entry listed twice counted once, with its later length).
+    #[test]
+    fn a_first_plan_without_the_merge_counts_as_the_merge_does() {
+        use crate::store::catalog::{write, NewVersion};
+        let entries = [
+            ("http://x.org/b", Some(u64::MAX)),
+            ("http://x.org/a", Some(1 << 20)),
+            ("http://x.org/c", None),
+            ("http://x.org/a", Some(10)),
+        ];
+        let plan_with = |catalog: Option<&Catalog>, dir: &Path| {
+            let mut listing = Listing::create(&dir.join("staging")).unwrap();
+            for (i, (uri, length)) in entries.iter().enumerate() {
+                let mut l = entry(uri, i as u64 + 1);
+                l.declared.length = *length;
+                listing.push(l).unwrap();
+            }
+            let c = listing.plan(catalog, "c", &ObjectStore::at(dir)).unwrap();
+            let mut jobs = Vec::new();
+            for t in listing.todo(InFlight::default()).unwrap() {
+                let t = t.unwrap();
+                jobs.push((t.ord, t.listed.uri.to_string(), t.action, t.current));
+            }
+            ((c.listed, c.wanted, c.wanted_bytes, c.gone, c.live), jobs)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let fast = plan_with(None, dir.path());
+        assert_eq!(fast.0, (3, 3, u64::MAX, 0, 0));
+        let order: Vec<_> = fast.1.iter().map(|j| (j.0, j.1.as_str())).collect();
+        assert_eq!(
+            order,
+            [
+                (0, "http://x.org/b"),
+                (1, "http://x.org/a"),
+                (2, "http://x.org/c")
+            ]
+        );
+        // The merge, made to run by a state of another collection's resource.
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let tx = c.transaction().unwrap();
+        let other = NewVersion {
+            uri: "http://y.org/other".into(),
+            collection: "o".into(),
+            change: "created",
+            arrived_via: "http",
+            ..Default::default()
+        };
+        write::version(&tx, run, &other).unwrap();
+        tx.commit().unwrap();
+        assert!(c.has_current_states().unwrap());
+        assert_eq!(plan_with(Some(&c), dir.path()), fast);
+        // Without the hostile length, the sum is exact.
+        let mut listing = Listing::create(&dir.path().join("staging")).unwrap();
+        for (i, (uri, length)) in entries.iter().skip(1).enumerate() {
+            let mut l = entry(uri, i as u64 + 1);
+            l.declared.length = *length;
+            listing.push(l).unwrap();
+        }
+        let counts = listing
+            .plan(None, "c", &ObjectStore::at(dir.path()))
+            .unwrap();
+        assert_eq!(counts.wanted_bytes, 10);
+    }
+
+    /// The merge in URI order: every kind of entry and of catalog row, at both ends and in
+    /// between, and URIs whose byte order differs from their case-blind order.
+    #[test]
+    fn the_plan_merges_the_list_with_the_catalog() {
+        use crate::store::catalog::{write, NewVersion};
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let objects = ObjectStore::at(dir.path());
+        let sha = |n: u8| format!("{n:02x}").repeat(32);
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let at = |s: &str| -> Option<jiff::Timestamp> { Some(s.parse().unwrap()) };
+        let version = |uri: &str, collection: &str, n: u8| NewVersion {
+            uri: format!("http://x/{uri}"),
+            collection: collection.into(),
+            change: "created",
+            arrived_via: "http",
+            lastmod: at("2026-01-01T10:00:00Z"),
+            length_bytes: Some(4),
+            sha256_hex: Some(sha(n)),
+            ..Default::default()
+        };
+        let tx = c.transaction().unwrap();
+        for v in [
+            version("a", "c", 1),
+            version("B", "c", 2),
+            version("c", "c", 3),
+            version("d", "o", 4),
+            version("g", "c", 7),
+            version("z", "c", 9),
+            NewVersion {
+                change: "deleted",
+                arrived_via: "tombstone",
+                ..version("e", "c", 5)
+            },
+        ] {
+            write::version(&tx, run, &v).unwrap();
+        }
+        tx.commit().unwrap();
+        // Only a's object is in the store; g's is missing.
+        let a = objects.path_for(&sha(1));
+        std::fs::create_dir_all(a.parent().unwrap()).unwrap();
+        std::fs::write(&a, b"abcd").unwrap();
+
+        let mut listing = Listing::create(&dir.path().join("staging")).unwrap();
+        for (uri, lastmod) in [
+            ("0", "2026-01-01T10:00:00Z"),
+            ("a", "2026-01-01T10:00:00Z"),
+            ("f", "2026-01-01T10:00:00Z"),
+            ("B", "2026-02-01T10:00:00Z"),
+            ("e", "2026-01-01T10:00:00Z"),
+            ("g", "2026-01-01T10:00:00Z"),
+        ] {
+            let mut l = entry(&format!("http://x/{uri}"), 1);
+            l.declared = Declared {
+                lastmod: at(lastmod),
+                length: Some(4),
+                digests: Vec::new(),
+            };
+            listing.push(l).unwrap();
+        }
+        let counts = listing.plan(Some(&c), "c", &objects).unwrap();
+        assert_eq!(
+            (counts.listed, counts.wanted, counts.gone, counts.live),
+            (6, 5, 2, 5)
+        );
+        let mut planned = Vec::new();
+        listing
+            .each_planned(|uri, a| {
+                let a = match a {
+                    Action::Update(d) => format!("update {}", d[0].field),
+                    a => format!("{a:?}"),
+                };
+                planned.push(format!("{uri} {a}"));
+            })
+            .unwrap();
+        assert_eq!(
+            planned,
+            [
+                "http://x/0 Create",
+                "http://x/a Keep",
+                "http://x/f Create",
+                "http://x/B update lastmod",
+                "http://x/e Create",
+                "http://x/g update object",
+            ]
+        );
+        let mut gone = Vec::new();
+        listing
+            .each_gone(|u| {
+                gone.push(u.to_string());
+                Ok::<(), StoreError>(())
+            })
+            .unwrap();
+        assert_eq!(gone, ["http://x/c", "http://x/z"]);
+        assert_eq!(listing.first_gone(1).unwrap(), ["http://x/c"]);
+
+        // The transfer's view: list order, what the mirror holds of each, and each entry kept
+        // in flight until its result is taken.
+        let in_flight = InFlight::default();
+        let todo: Vec<Todo> = listing
+            .todo(in_flight.clone())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let seen: Vec<(usize, &str, Option<&str>)> = todo
+            .iter()
+            .map(|t| {
+                let sha = t.current.as_ref().and_then(|(_, s)| s.as_deref());
+                (t.ord, t.listed.uri.as_str(), sha)
+            })
+            .collect();
+        let (b, g) = (sha(2), sha(7));
+        assert_eq!(
+            seen,
+            [
+                (0, "http://x/0", None),
+                (2, "http://x/f", None),
+                (3, "http://x/B", Some(b.as_str())),
+                (4, "http://x/e", None),
+                (5, "http://x/g", Some(g.as_str())),
+            ]
+        );
+        assert_eq!(in_flight.lock().unwrap().len(), 5);
+        assert_eq!(listing.todo_ords().unwrap(), [0, 2, 3, 4, 5]);
+        assert_eq!(
+            listing.todo_at(3).unwrap().listed.uri.as_str(),
+            "http://x/B"
+        );
+    }
+
+    #[test]
+    fn actions_survive_the_round_trip() {
+        let update = Action::Update(vec![
+            Difference {
+                field: "lastmod".into(),
+                expected: "2026-01-01T10:00:00Z".into(),
+                actual: "2025-01-01T00:00:00Z".into(),
+            },
+            Difference {
+                field: "object".into(),
+                expected: "objects/sha256/ab/ab".into(),
+                actual: "No such file or directory (os error 2)".into(),
+            },
+        ]);
+        for a in [Action::Create, update, Action::Check, Action::Revalidate] {
+            let (code, diffs) = encode(&a);
+            assert_eq!(decode(code, diffs), a);
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The engine, format-blind: it wires the readers, the network and the store together
+//! (discover -> read -> plan -> transfer -> verify -> decide -> commit). Each source format
+//! plugs in through [`crate::formats::Format`]: a format reads what its source publishes and
+//! says what becomes of each entry; the engine fetches, decides and writes.
+//!
+//! - [`context`]: a run's mirror, catalog, lock, HTTP agent and run record.
+//! - [`discover`] and [`documents`]: what a source URL is, and its documents, read within the
+//!   source's scope.
+//! - [`snapshot`], [`listing`] and [`plan`]: the state a list declares, streamed through a
+//!   scratch copy and merged with the catalog in URI order.
+//! - [`changes`]: the changes since the sync point, applied.
+//! - [`apply`]: the transfer of what is fetched into verified objects.
+//! - [`decide`]: the one place a state that arrived becomes a version.
+//! - [`expected`] and [`sync_point`]: what a format's walk lists for audit; sync point rules.
+
+pub mod apply;
+pub(crate) mod changes;
+pub mod context;
+pub mod decide;
+pub mod discover;
+pub mod documents;
+pub mod expected;
+pub mod listing;
+pub mod plan;
+pub mod snapshot;
+pub mod sync_point;

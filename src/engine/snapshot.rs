@@ -1,0 +1,676 @@
+//! Taking one collection's snapshot into the mirror, for every format whose source lists the
+//! state of a collection (a Resource List or Resource Dump, an ARC sitemap): the format reads
+//! the list into a [`Snapshot`] and a [`Listing`] and plans it (`Listing::plan`); this module
+//! does the rest, the same for all of them. It draws the jobs from the listing, fetches them
+//! (or stages them from the packages already downloaded), asks [`decide`] what each fetched
+//! state is, writes versions, problems and the format's side rows through the one
+//! [`Writer`], stops on a full disk with what landed committed, reports or tombstones what
+//! is gone (within the deletion guard), and records the sync point and the documents read.
+//!
+//! ResourceSync 1.1 §10.1 is the model: a baseline takes a snapshot as of its `at`; resources
+//! that fail are collected and retried by the next run; deletions come only from a complete
+//! list.
+
+use crate::commands::feed::{self, DESCRIBES_BASIS};
+use crate::engine::apply::{self, Job, JobResult, Then, Writer};
+use crate::engine::decide::{decide, Basis, Held};
+use crate::engine::listing::{Counts, InFlight, Listing, Todo};
+use crate::engine::plan::{self, Action, Listed};
+use crate::error::Error;
+use crate::net::{Expected, Http};
+use crate::progress::Progress;
+use crate::report::{problem_line, Problem, Summary};
+use crate::settings;
+use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
+use crate::store::writer::LastRows;
+use crate::store::{ObjectStore, StoreError};
+use jiff::Timestamp;
+use std::path::Path;
+
+pub use crate::engine::expected::Refused;
+
+/// Everything read from one collection's list.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// A Resource Dump's entries; a list's go to a [`Listing`] as they are read.
+    pub listed: Vec<Listed>,
+    pub refused: Vec<Refused>,
+    /// Entries the source asks not to take (an ARC page behind a login, or `noarchive`):
+    /// recorded, never fetched, neither missing nor gone.
+    pub skipped: Vec<Refused>,
+    pub documents: Vec<DocumentRecord>,
+    /// The sync point this snapshot gives: the list's `at` (min of per-part `at`).
+    pub at: Option<Timestamp>,
+    pub completed: Option<Timestamp>,
+    /// False for a plain Sitemap (no `at`): `at` is then the newest `<lastmod>`, if any.
+    pub anchored: bool,
+    pub basis: String,
+    /// Index parts that could not be read (message each).
+    pub failed_parts: Vec<String>,
+    /// Tolerated oddities, with document and line.
+    pub warnings: Vec<String>,
+    /// The index this list is one part of, when it says so.
+    pub part_of: Option<String>,
+}
+
+impl Snapshot {
+    /// True when every document was read: deletions may be derived.
+    pub(crate) fn complete(&self) -> bool {
+        self.failed_parts.is_empty()
+    }
+}
+
+/// Where the bytes of a snapshot are when they are not fetched one by one from their URLs:
+/// the packages of a Resource Dump, downloaded while the snapshot was read.
+pub trait Packages {
+    /// Stage the entries at `wanted` (their places in the listing) into the store, each
+    /// result to `on_result`.
+    fn stage(
+        &self,
+        wanted: &[usize],
+        staging: &Path,
+        objects: &ObjectStore,
+        on_result: &mut dyn FnMut(JobResult) -> Result<(), Error>,
+    ) -> Result<(), Error>;
+}
+
+/// One collection's snapshot, read and planned.
+pub struct Planned {
+    pub collection: String,
+    /// The snapshot's documents, anchor and problems; its entries and their plan are in
+    /// `listing`.
+    pub snapshot: Snapshot,
+    pub listing: Listing,
+    pub counts: Counts,
+    /// The packages holding the bytes, when they are not fetched from their URLs.
+    pub packages: Option<Box<dyn Packages>>,
+    /// How the collection is known outside the mirror (the feed's id), and on what basis.
+    pub identity: Option<(String, &'static str)>,
+    /// What the list is called in messages: "Resource List", "ARC sitemap".
+    pub list_name: &'static str,
+}
+
+impl Planned {
+    /// A collection's planned snapshot, its bytes at their URLs.
+    pub(crate) fn new(
+        collection: String,
+        snapshot: Snapshot,
+        listing: Listing,
+        counts: Counts,
+    ) -> Self {
+        Planned {
+            collection,
+            snapshot,
+            listing,
+            counts,
+            packages: None,
+            identity: None,
+            list_name: "Resource List",
+        }
+    }
+
+    /// The collection's `rs:ln rel="describes"`, for the feed.
+    pub(crate) fn describes(mut self, describes: Option<String>) -> Self {
+        self.identity = describes.map(|d| (d, DESCRIBES_BASIS));
+        self
+    }
+}
+
+/// When a snapshot's sync point is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPointRule {
+    /// Only when every listed resource is in the mirror (ResourceSync 1.1 §10.1).
+    WhenWhole,
+    /// Also with resources that failed (the basis says how many; a re-run of baseline
+    /// retries them): for a format with no other way to ask for one resource again.
+    EvenWithFailures,
+}
+
+/// What a format adds to taking its snapshot.
+pub struct Hooks<'h> {
+    /// How the versions arrived when not how they were fetched (`arc`).
+    pub arrived_via: Option<&'static str>,
+    /// Rows only the format keeps, written with a version once it has its id.
+    pub side_rows: Option<&'h SideRows<'h>>,
+    pub sync_point: SyncPointRule,
+    /// The format's own rows in the last transaction (the records of its documents).
+    pub last_rows: Option<LastRows<'h>>,
+}
+
+/// The rows a format keeps beside the version of a listed entry, if any.
+pub type SideRows<'a> = dyn Fn(&Listed) -> Option<Then> + 'a;
+
+impl Default for Hooks<'_> {
+    fn default() -> Self {
+        Hooks {
+            arrived_via: None,
+            side_rows: None,
+            sync_point: SyncPointRule::WhenWhole,
+            last_rows: None,
+        }
+    }
+}
+
+/// What taking a snapshot needs of the run.
+pub struct Run<'r> {
+    pub http: &'r Http,
+    pub staging: &'r Path,
+    pub objects: &'r ObjectStore,
+    pub source_id: i64,
+    pub run_id: i64,
+    pub summary: &'r mut Summary,
+    pub progress: &'r Progress,
+}
+
+/// Take the planned snapshot `p` into the mirror (see the module's documentation).
+pub(crate) fn take(
+    run: Run<'_>,
+    writer: &mut Writer<'_>,
+    s: &settings::Baseline,
+    mut p: Planned,
+    hooks: Hooks<'_>,
+) -> Result<(), Error> {
+    let Run {
+        http,
+        staging,
+        objects,
+        source_id,
+        run_id,
+        summary,
+        progress,
+    } = run;
+    let packages = p.packages.take();
+    let counts = p.counts;
+    summary.listed += counts.listed;
+    summary.warnings.extend(p.snapshot.warnings.iter().cloned());
+    report_snapshot_problems(writer, &p, s.output.verbose > 0, summary, progress)?;
+    summary.unchanged += counts.listed - counts.wanted;
+
+    let Hooks {
+        arrived_via,
+        side_rows,
+        sync_point,
+        last_rows,
+    } = hooks;
+    let failed = {
+        let mut results = Results {
+            writer: &mut *writer,
+            listing: &p.listing,
+            in_flight: InFlight::default(),
+            collection: &p.collection,
+            anchored: p.snapshot.anchored,
+            arrived_via,
+            side_rows,
+            rule: sync_point,
+            staging,
+            summary: &mut *summary,
+            progress,
+            failed: 0,
+            left: (counts.wanted, counts.wanted_bytes),
+        };
+        progress.start("baseline", counts.wanted);
+        match packages.as_ref() {
+            Some(packages) => {
+                let wanted = p.listing.todo_ords()?;
+                packages.stage(&wanted, staging, objects, &mut |r| results.on(r))?;
+            }
+            None => fetch_all(http, s.jobs, objects, &mut results)?,
+        }
+        results.failed
+    };
+    drop(packages);
+    writer.flush(|_| Ok(()))?;
+    crate::store::kill::point("baseline.versions-committed");
+
+    settle_gone(writer, s, &p, summary, progress)?;
+    let last = (sync_point, last_rows);
+    finish(writer, (source_id, run_id), &p, last, failed, summary)
+}
+
+/// Fetch every job of the listing from its URLs, in list order, a page of jobs at a time.
+fn fetch_all(
+    http: &Http,
+    jobs: usize,
+    objects: &ObjectStore,
+    results: &mut Results<'_, '_>,
+) -> Result<(), Error> {
+    // Jobs are drawn from the listing a page at a time as the workers take them: only the
+    // ones in flight are in memory, and kept there until their result comes back.
+    let unreadable = std::sync::Mutex::new(None);
+    let todo = results.listing.todo(results.in_flight.clone())?;
+    let drawn = todo.map_while(|t| match t {
+        Ok(t) => Some(job_of(t)),
+        Err(e) => {
+            *unreadable.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            None
+        }
+    });
+    apply::transfer(http, results.staging, objects, drawn, jobs, |r| {
+        results.on(r)
+    })?;
+    match unreadable
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+/// The sync point (by the format's rule) and the documents read, with the last batch.
+fn finish(
+    writer: &mut Writer<'_>,
+    (source_id, run_id): (i64, i64),
+    p: &Planned,
+    (rule, last_rows): (SyncPointRule, Option<LastRows<'_>>),
+    failed: u64,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    let snap = &p.snapshot;
+    let (record, basis) = match rule {
+        SyncPointRule::WhenWhole => (failed == 0 && snap.complete(), snap.basis.clone()),
+        SyncPointRule::EvenWithFailures if failed > 0 => (
+            snap.complete(),
+            format!(
+                "{}; {failed} resource(s) failed: rsmirror baseline retries them",
+                snap.basis
+            ),
+        ),
+        SyncPointRule::EvenWithFailures => (snap.complete(), snap.basis.clone()),
+    };
+    let sync_point = SyncPoint {
+        collection: p.collection.clone(),
+        at: snap.at,
+        anchored: snap.anchored,
+        basis,
+    };
+    if record {
+        summary.sync_point = snap.at.map(|t| t.to_string());
+        summary.anchored = snap.anchored;
+    }
+    writer.flush(|tx| {
+        for d in &snap.documents {
+            write::document(tx, source_id, run_id, d)?;
+        }
+        if let Some(rows) = last_rows {
+            rows(tx)?;
+        }
+        if record {
+            write::sync_point(tx, source_id, run_id, &sync_point)?;
+        }
+        if let Some((identity, basis)) = &p.identity {
+            feed::record_identity(tx, &p.collection, identity, basis)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Where each result of the transfer goes: the writer, the summary, stderr.
+struct Results<'x, 'w> {
+    writer: &'x mut Writer<'w>,
+    listing: &'x Listing,
+    in_flight: InFlight,
+    collection: &'x str,
+    /// The list has an `at`: a resource that changed since is pending, not failed.
+    anchored: bool,
+    arrived_via: Option<&'static str>,
+    side_rows: Option<&'x SideRows<'x>>,
+    rule: SyncPointRule,
+    staging: &'x Path,
+    summary: &'x mut Summary,
+    progress: &'x Progress,
+    /// Resources that failed here (a refusal or a pending change is not a failure).
+    failed: u64,
+    /// What is left to fetch (resources, declared bytes), for the message of a full disk.
+    left: (u64, u64),
+}
+
+impl Results<'_, '_> {
+    fn on(&mut self, r: JobResult) -> Result<(), Error> {
+        match r {
+            JobResult::Unwritable(e) => Err(crate::engine::context::stop_for_fault(self.writer, e)),
+            JobResult::NoSpace(message) => {
+                let declared = match self.left.1 {
+                    0 => String::new(),
+                    n => format!(" ({} declared)", crate::report::human_bytes(n)),
+                };
+                let needed = format!(", with {} resources left to fetch{declared}", self.left.0);
+                Err(crate::engine::context::stop_for_space(
+                    self.writer,
+                    self.staging,
+                    message,
+                    needed,
+                ))
+            }
+            JobResult::Fetched(i, f) => {
+                let t = self.take(i)?;
+                self.fetched(t, &f)
+            }
+            // A 304 to the stored validators: the server says the version is current.
+            JobResult::NotModified(i) => {
+                self.take(i)?;
+                self.progress.item(0);
+                self.summary.unchanged += 1;
+                Ok(())
+            }
+            JobResult::Failed {
+                index,
+                reason,
+                refused,
+                other_bytes,
+                gone,
+            } => {
+                let t = self.take(index)?;
+                self.failed(&t, reason, refused, other_bytes || gone)
+            }
+        }
+    }
+
+    /// A result's entry: the one drawn (or, for a package's, read again by position).
+    fn take(&mut self, i: usize) -> Result<Todo, Error> {
+        let drawn = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&i);
+        let t = match drawn {
+            Some(t) => t,
+            None => self.listing.todo_at(i)?,
+        };
+        self.left.0 -= 1;
+        self.left.1 -= t.listed.declared.length.unwrap_or(0).min(self.left.1);
+        Ok(t)
+    }
+
+    fn fetched(&mut self, t: Todo, f: &apply::Fetched) -> Result<(), Error> {
+        self.progress.item(f.computed.length);
+        self.summary.bytes += f.computed.length;
+        let held = t.current.as_ref().map(|(_, sha)| Held {
+            sha256: sha.as_deref(),
+            lastmod: None,
+        });
+        let decision = decide(held, &f.computed.sha256_hex, Basis::Listed(&t.action));
+        decision.count(self.summary);
+        let Some(change) = decision.change() else {
+            return Ok(());
+        };
+        let l = &t.listed;
+        let mut v = f.version(
+            &l.uri,
+            self.collection,
+            change,
+            &l.declared,
+            l.media_type.as_deref(),
+        );
+        if let Some(via) = self.arrived_via {
+            v.arrived_via = via;
+        }
+        let side = self.side_rows.and_then(|rows| rows(&t.listed));
+        Ok(self.writer.version_with(v, None, side)?)
+    }
+
+    fn failed(
+        &mut self,
+        t: &Todo,
+        reason: String,
+        refused: bool,
+        changed: bool,
+    ) -> Result<(), Error> {
+        let uri = t.listed.uri.as_str();
+        self.progress.item(0);
+        // ResourceSync 1.1 §10.1: a source changes while a Destination fetches; the Change
+        // Lists from the list's `at` on say what changed. Bytes that contradict the list are
+        // not stored as the listed state, and do not keep the sync point from being recorded:
+        // the resource is pending until incremental fetches it for the change that explains
+        // it.
+        // Only where the sync point waits for every resource: a format whose sync point is
+        // recorded despite failures has no change to wait for.
+        let pending = changed && !refused && self.anchored && self.rule == SyncPointRule::WhenWhole;
+        let (class, reason) = if refused {
+            self.summary.refused += 1;
+            ("refused", reason)
+        } else if pending {
+            self.summary.pending += 1;
+            let why = format!(
+                "{reason} (it changed or went after the Resource List was written; pending \
+                 until rsmirror incremental applies the change after the sync point that \
+                 explains it)"
+            );
+            ("pending", why)
+        } else {
+            self.summary.failed += 1;
+            self.failed += 1;
+            ("failed", reason)
+        };
+        // Errors go to stderr even with -q: cron mails them.
+        self.progress.println(&problem_line(class, uri, &reason));
+        self.writer.problem(uri, class, &reason)?;
+        self.summary.problems.push(Problem {
+            uri: uri.to_string(),
+            class,
+            reason,
+        });
+        Ok(())
+    }
+}
+
+/// `baseline --dry-run`: the plan of each collection printed with the shared marks.
+pub(crate) fn print_plan(
+    planned: &[Planned],
+    s: &settings::Baseline,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    for p in planned {
+        summary.listed += p.counts.listed;
+        p.listing
+            .each_planned(|uri, a| plan::print_mark(uri, a, s.output.verbose > 0, summary))?;
+        for r in &p.snapshot.refused {
+            summary.refused += 1;
+            println!("! {} refused: {}", r.uri, r.reason);
+        }
+        for f in &p.snapshot.failed_parts {
+            println!("! {f}");
+        }
+        let what = if s.delete && p.snapshot.complete() {
+            "would be deleted"
+        } else {
+            "gone from the source"
+        };
+        p.listing.each_gone(|g| {
+            summary.gone += 1;
+            println!("- {g} ({what})");
+            Ok::<(), StoreError>(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Why deleting `gone` resources of a collection of `live` ones from this snapshot is refused,
+/// if it is: the guard against a source that publishes an empty list one night, a list that is
+/// one part of an index given alone, or a mass delete. `--max-delete N` replaces the default
+/// count: a tenth of the collection, at least 10 and at most 1,000 (rclone's `--max-delete` has
+/// none; a mirror kept for years should not lose a collection to one bad night).
+fn deletion_guard(
+    snap: &Snapshot,
+    listed: u64,
+    gone: u64,
+    live: u64,
+    max: Option<u64>,
+) -> Option<String> {
+    if let Some(index) = &snap.part_of {
+        return Some(format!(
+            "this Resource List is one part of the index {index}: alone it does not list the \
+             collection ({gone} resources would go); give the index"
+        ));
+    }
+    if listed == 0 {
+        return Some(format!(
+            "the source lists nothing (an empty list): all {gone} resources would go"
+        ));
+    }
+    let limit = max.unwrap_or_else(|| (live / 10).clamp(10, 1000));
+    (gone > limit).then(|| {
+        let bound = match max {
+            Some(_) => format!("--max-delete {limit}"),
+            None => format!(
+                "the {limit} the default guard allows (a tenth of the collection, at least 10, \
+                 at most 1,000)"
+            ),
+        };
+        format!("{gone} of {live} resources are gone from the source, more than {bound}")
+    })
+}
+
+/// Name the URLs that go (or would go) on stderr, under cron too: one line each, the first
+/// hundred, then how many more and where they are recorded.
+fn name_gone(listing: &Listing, gone: u64, what: &str, progress: &Progress) -> Result<(), Error> {
+    const SHOWN: usize = 100;
+    for uri in listing.first_gone(SHOWN)? {
+        progress.println(&format!("{what}: {uri}"));
+    }
+    if gone > SHOWN as u64 {
+        progress.println(&format!(
+            "{what}: ... and {} more (all of them in the run's problems: run_problems)",
+            gone - SHOWN as u64
+        ));
+    }
+    Ok(())
+}
+
+/// The entries the scope refused or the source asks not to take, and the parts of an index
+/// (the packages of a dump) that could not be read: counted, said on stderr, recorded.
+fn report_snapshot_problems(
+    writer: &mut Writer<'_>,
+    p: &Planned,
+    verbose: bool,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let snap = &p.snapshot;
+    let (refused, skipped) = (pairs(&snap.refused), pairs(&snap.skipped));
+    record_refused_and_skipped(writer, &refused, &skipped, verbose, summary, progress)?;
+    summary.failed_parts += snap.failed_parts.len() as u64;
+    for f in &snap.failed_parts {
+        progress.println(&format!("failed: part of the {}: {f}", p.list_name));
+        writer.problem(&p.collection, "document", f)?;
+        summary.problems.push(Problem {
+            uri: p.collection.clone(),
+            class: "document",
+            reason: f.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// (URI, why) of each.
+pub(crate) fn pairs(v: &[Refused]) -> Vec<(&str, &str)> {
+    v.iter()
+        .map(|r| (r.uri.as_str(), r.reason.as_str()))
+        .collect()
+}
+
+/// Entries refused (by the scope, or as unsafe) and entries the source asks not to take,
+/// as (URI, why): counted, said on stderr (the skipped ones with `-v` only), recorded as the
+/// run's problems. The same for a snapshot and for changes, whatever the format.
+pub(crate) fn record_refused_and_skipped(
+    writer: &mut Writer<'_>,
+    refused: &[(&str, &str)],
+    skipped: &[(&str, &str)],
+    verbose: bool,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    for (class, list) in [("refused", refused), ("skipped", skipped)] {
+        for &(uri, reason) in list {
+            if class == "refused" {
+                summary.refused += 1;
+            }
+            if class == "refused" || verbose {
+                progress.println(&format!("{class}: {uri}: {reason}"));
+            }
+            writer.problem(uri, class, reason)?;
+            summary.problems.push(Problem {
+                uri: uri.to_string(),
+                class,
+                reason: reason.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Gone resources: reported; tombstoned only with --delete after a complete list, and within
+/// the deletion guard.
+fn settle_gone(
+    writer: &mut Writer<'_>,
+    s: &settings::Baseline,
+    p: &Planned,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let snap = &p.snapshot;
+    let counts = p.counts;
+    summary.gone += counts.gone;
+    let may_delete = s.delete && snap.complete();
+    if may_delete && counts.gone > 0 && !s.force_delete {
+        if let Some(why) =
+            deletion_guard(snap, counts.listed, counts.gone, counts.live, s.max_delete)
+        {
+            name_gone(&p.listing, counts.gone, "would go", progress)?;
+            return Err(Error::SafetyLimit(format!(
+                "{}: {why}; nothing was deleted (--max-delete N or --force-delete to go ahead)",
+                p.collection
+            )));
+        }
+    }
+    let what = if may_delete { "deleted" } else { "gone" };
+    name_gone(&p.listing, counts.gone, what, progress)?;
+    p.listing.each_gone(|uri| {
+        if may_delete {
+            summary.deleted += 1;
+            writer.version(NewVersion {
+                uri: uri.to_string(),
+                collection: p.collection.clone(),
+                change: "deleted",
+                event_time: snap.at,
+                arrived_via: "tombstone",
+                ..Default::default()
+            })?;
+            writer.problem(uri, "deleted", "no longer listed by the source: tombstoned")?;
+        } else {
+            let reason = if s.delete {
+                "no longer listed; not deleted because part of the list could not be read"
+                    .to_string()
+            } else {
+                "no longer listed by the source; run with --delete to tombstone it".to_string()
+            };
+            writer.problem(uri, "gone", &reason)?;
+            summary.problems.push(Problem {
+                uri: uri.to_string(),
+                class: "gone",
+                reason,
+            });
+        }
+        Ok::<(), Error>(())
+    })
+}
+
+/// The fetch of a listed resource: its URL, then its `duplicate` mirrors; what the list
+/// declares; the stored validators for a revalidation.
+fn job_of(t: Todo) -> Job {
+    let l = t.listed;
+    let mut urls = Vec::with_capacity(1 + l.duplicates.len());
+    urls.push(l.uri);
+    urls.extend(l.duplicates);
+    Job {
+        index: t.ord,
+        urls,
+        expected: Expected {
+            length: l.declared.length,
+            digests: l.declared.digests,
+        },
+        scope: l.scope,
+        validators: t.validators.filter(|_| t.action == Action::Revalidate),
+    }
+}

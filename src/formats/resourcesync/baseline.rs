@@ -1,0 +1,217 @@
+//! `baseline` of ResourceSync collections (its [`Format`](crate::formats::Format) side):
+//! read every Resource List (or Resource Dump), plan against the catalog, fetch and verify what
+//! is new or changed, record versions, report (or tombstone, with `--delete`) what is gone, and
+//! record the sync point (ResourceSync 1.1 §10.1).
+//!
+//! Every snapshot is read completely before anything is fetched, so a malformed or unreachable
+//! list stops the run with nothing applied (exit 4). The list's entries go to a [`Listing`] on
+//! disk as they are read, and the plan is a merge of it with the catalog in URI order
+//! (`engine::listing`): memory does not grow with the list or the mirror. Resources that fail
+//! are collected; the run finishes the rest and exits 3. The sync point is recorded only when
+//! every listed resource is in the mirror.
+
+use crate::engine::apply::Writer;
+use crate::engine::context::RunContext;
+use crate::engine::discover::Collection;
+use crate::engine::documents::Documents;
+use crate::engine::listing::Listing;
+use crate::engine::snapshot::{self, Hooks, Planned, Run};
+use crate::error::{Error, SourceError};
+use crate::formats::resourcesync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
+use crate::formats::resourcesync::snapshot::{self as list_snapshot, Snapshot};
+use crate::net::Http;
+use crate::report::Summary;
+use crate::rs::document::Capability;
+use crate::rs::sitemap::ReadOptions;
+use crate::settings;
+use crate::settings::Via;
+use crate::store::{Catalog, ObjectStore, StoreError};
+use std::path::Path;
+
+/// What a plan needs besides the documents: where dump packages are staged, how to read them.
+struct PlanInputs<'a> {
+    http: &'a Http,
+    staging: &'a Path,
+    via: Via,
+    options: ReadOptions,
+    /// The store, to see that a resource kept as it is still has its bytes.
+    objects: ObjectStore,
+}
+
+/// `baseline` of the ResourceSync collections discovery found, in the run `ctx` records.
+pub(crate) fn baseline(
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Baseline,
+    collections: Vec<Collection>,
+) -> Result<(), Error> {
+    let inputs = PlanInputs {
+        http: ctx.http,
+        staging: ctx.staging,
+        via: s.via,
+        options: ctx.docs.options,
+        objects: ctx.objects.clone(),
+    };
+    let planned = plan_all(ctx.docs, &inputs, collections, Some(&*ctx.catalog))?;
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
+    for p in planned {
+        let run = Run {
+            http: ctx.http,
+            staging: ctx.staging,
+            objects: ctx.objects,
+            source_id: ctx.source_id,
+            run_id: ctx.run_id,
+            summary: ctx.summary,
+            progress: ctx.progress,
+        };
+        snapshot::take(run, &mut writer, s, p, Hooks::default())?;
+    }
+    Ok(())
+}
+
+/// `baseline --dry-run` of the ResourceSync collections: every list read and planned (dump
+/// packages staged in a temporary folder), the plan printed; `Ok(true)` when every list was
+/// read whole.
+pub(crate) fn plan(
+    docs: &Documents<'_>,
+    s: &settings::Baseline,
+    collections: Vec<Collection>,
+    catalog: Option<&Catalog>,
+    summary: &mut Summary,
+) -> Result<bool, Error> {
+    let dry_staging = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dry_staging)
+        .map_err(|e| StoreError::io("creating", &dry_staging, e))?;
+    let inputs = PlanInputs {
+        http: docs.http,
+        staging: &dry_staging,
+        via: s.via,
+        options: docs.options,
+        objects: ObjectStore::at(&s.mirror),
+    };
+    let printed = plan_all(docs, &inputs, collections, catalog).and_then(|planned| {
+        snapshot::print_plan(&planned, s, summary)?;
+        Ok(planned.iter().all(|p| p.snapshot.complete()))
+    });
+    let _ = std::fs::remove_dir_all(&dry_staging);
+    printed
+}
+
+/// Read every collection's snapshot and plan it; any unreadable top-level list is fatal.
+fn plan_all(
+    docs: &Documents<'_>,
+    inputs: &PlanInputs<'_>,
+    collections: Vec<Collection>,
+    catalog: Option<&Catalog>,
+) -> Result<Vec<Planned>, Error> {
+    let mut planned = Vec::new();
+    for mut collection in collections {
+        let mut listing = Listing::create(inputs.staging)?;
+        let (snapshot, dump) = match (inputs.via, dump_location(&mut collection)) {
+            (Via::Dump, None) => {
+                return Err(SourceError::Unusable {
+                    url: collection.id.clone(),
+                    message: "--via dump: the source offers no Resource Dump".into(),
+                }
+                .into())
+            }
+            (Via::Dump, Some(location)) => {
+                let mut d = DumpSnapshot::read(
+                    docs,
+                    inputs.http,
+                    inputs.staging,
+                    location,
+                    inputs.options,
+                )?;
+                (std::mem::take(&mut d.snapshot), Some(d))
+            }
+            (Via::Auto, Some(location)) => {
+                let dump_url = location.url().to_string();
+                let read =
+                    DumpSnapshot::read(docs, inputs.http, inputs.staging, location, inputs.options);
+                // `auto` prefers the dump, but not a dump it cannot use in full (a package in
+                // a format it does not read, a package that fails its checks): the Resource
+                // List, when the source offers one, lists everything, a request per resource.
+                let unusable = match &read {
+                    Ok(d) if d.snapshot.complete() => None,
+                    Ok(d) => Some(d.snapshot.failed_parts.join("; ")),
+                    Err(e) => Some(e.to_string()),
+                };
+                let has_list = collection.opened.is_some()
+                    || collection.url_of(&Capability::ResourceList).is_some();
+                match unusable {
+                    Some(why) if has_list => {
+                        let mut snapshot = resource_list(docs, &mut collection, &mut listing)?;
+                        snapshot.warnings.push(format!(
+                            "{dump_url}: the Resource Dump cannot be used ({why}); the resources \
+                             are taken from the Resource List instead (--via auto)"
+                        ));
+                        (snapshot, None)
+                    }
+                    _ => {
+                        let mut d = read?;
+                        (std::mem::take(&mut d.snapshot), Some(d))
+                    }
+                }
+            }
+            (Via::List | Via::Auto, _) => {
+                (resource_list(docs, &mut collection, &mut listing)?, None)
+            }
+        };
+        let mut snapshot = snapshot;
+        // A dump's entries were read into memory with its packages (deduplicated there): in
+        // order, so that an entry's place in the listing is its index in the dump.
+        for l in std::mem::take(&mut snapshot.listed) {
+            listing.push(l)?;
+        }
+        // The source and the catalog agree on a resource kept, but its bytes must be there
+        // too: a missing or truncated object is fetched again (a cheap stat, no hashing;
+        // `audit` finds the rest).
+        let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
+        let mut p = Planned::new(collection.id, snapshot, listing, counts)
+            .describes(collection.describes.clone());
+        if let Some(dump) = dump {
+            p.packages = Some(Box::new(dump));
+            p.list_name = "Resource Dump";
+        }
+        planned.push(p);
+    }
+    Ok(planned)
+}
+
+/// Read the collection's Resource List (the one discovery opened, else the one its
+/// Capability List names).
+fn resource_list(
+    docs: &Documents<'_>,
+    collection: &mut Collection,
+    listing: &mut Listing,
+) -> Result<Snapshot, Error> {
+    let top = match collection.opened.take() {
+        Some(doc) => doc,
+        None => {
+            let url = collection.resource_list_url()?;
+            docs.fetch(url, &docs.scope_for(url))?
+        }
+    };
+    list_snapshot::read(docs, top, listing)
+}
+
+/// Where a collection's Resource Dump is, if it offers one: the Capability List's
+/// `resourcedump`, a dump given directly, or a 2012 Sitemap's dump link.
+fn dump_location(c: &mut Collection) -> Option<DumpLocation> {
+    if let Some(url) = c.url_of(&Capability::ResourceDump) {
+        if c.opened
+            .as_ref()
+            .is_none_or(|d| d.header().capability() != Some(Capability::ResourceDump))
+        {
+            return Some(DumpLocation::Document(url.clone()));
+        }
+        return c.opened.take().map(|d| DumpLocation::Opened(Box::new(d)));
+    }
+    let doc = c.opened.as_ref()?;
+    let link = doc
+        .header()
+        .links
+        .iter()
+        .find(|l| l.has_rel(ALPHA_DUMP_REL))?;
+    Some(DumpLocation::AlphaPackage(link.href.clone()))
+}

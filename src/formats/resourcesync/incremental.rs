@@ -1,0 +1,574 @@
+//! `incremental` of ResourceSync collections (their [`Format`](crate::formats::Format)
+//! side): apply exactly the changes the source published since the sync point, in event-time
+//! order, and advance the sync point (ResourceSync 1.1 §10.2).
+//!
+//! Changes are collected for every collection before anything is fetched, so a gap or a
+//! malformed list stops the run with nothing applied (exit 4). Several events for one URI are
+//! coalesced to the last (created->deleted = deleted, deleted->created = fetch); the
+//! superseded ones are recorded too. The sync point advances with the last batch, to the
+//! `until` of the last fully processed closed list or the latest applied event time — never
+//! past an event that failed, so a re-run retries it.
+
+use crate::commands::feed::{self, DESCRIBES_BASIS};
+use crate::engine::apply::{self, Job, Writer};
+use crate::engine::changes::{self, Changes, Disposal, Ends};
+use crate::engine::context::RunContext;
+use crate::engine::discover::Collection;
+use crate::engine::documents::{Documents, OpenedDocument};
+use crate::engine::snapshot;
+use crate::engine::sync_point;
+use crate::error::{Error, SourceError};
+use crate::formats::resourcesync::change_dump;
+use crate::formats::resourcesync::changes::{
+    self as rs_changes, Changes as RsChanges, Collector, Event,
+};
+use crate::net::{Expected, Http};
+use crate::progress::Progress;
+use crate::report::{Problem, Summary};
+use crate::rs::document::{Capability, Change};
+use crate::settings;
+use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
+use crate::store::{Catalog, ObjectStore, StoreError};
+use jiff::Timestamp;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use url::Url;
+
+/// Everything to apply, by how it is applied.
+struct Collected {
+    pending: Vec<Pending>,
+    dumps: Vec<DumpPending>,
+}
+
+/// A collection whose changes come as a Change Dump (applied by `change_dump`).
+struct DumpPending {
+    collection: String,
+    url: Url,
+    since: Timestamp,
+}
+
+/// One collection's collected changes, ready to apply.
+struct Pending {
+    collection: String,
+    describes: Option<String>,
+    since: Timestamp,
+    changes: RsChanges,
+    /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
+    apply: Vec<usize>,
+}
+
+/// `incremental` of the ResourceSync collections discovery found, in the run `ctx` records:
+/// every collection's changes collected first (a gap or an unreadable list stops the run with
+/// nothing applied), then applied; Change Dumps after them; then the resources a baseline left
+/// pending that no change explained are named.
+pub(crate) fn incremental(
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Incremental,
+    collections: Vec<Collection>,
+) -> Result<(), Error> {
+    let Collected { pending, dumps } = collect_all(ctx.docs, ctx.catalog, s, collections)?;
+    let states = ctx.catalog.current_states_of(named(&pending))?;
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
+    for p in pending {
+        apply_collection(
+            ctx.http,
+            ctx.staging,
+            ctx.objects,
+            &mut writer,
+            s,
+            p,
+            &states,
+            ctx.source_id,
+            ctx.run_id,
+            ctx.summary,
+            ctx.progress,
+        )?;
+    }
+    drop(writer);
+    for d in dumps {
+        change_dump::apply(ctx, &d.collection, &d.url, d.since)?;
+    }
+    unexplained_pending(
+        ctx.catalog,
+        ctx.source_id,
+        ctx.run_id,
+        ctx.summary,
+        ctx.progress,
+    )
+}
+
+/// `incremental --dry-run`: the changes collected as a run would, the plan printed.
+pub(crate) fn plan(
+    docs: &Documents<'_>,
+    s: &settings::Incremental,
+    collections: Vec<Collection>,
+    catalog: &Catalog,
+    summary: &mut Summary,
+) -> Result<bool, Error> {
+    let Collected { pending, dumps } = collect_all(docs, catalog, s, collections)?;
+    let states = catalog.current_states_of(named(&pending))?;
+    print_plan(&pending, &states, summary);
+    for d in dumps {
+        change_dump::plan(docs, catalog, &d.collection, &d.url, d.since, summary)?;
+    }
+    Ok(true)
+}
+
+/// The URIs the collected changes name: the only resources whose states a run reads (not the
+/// whole mirror's).
+fn named(pending: &[Pending]) -> impl Iterator<Item = &str> {
+    pending
+        .iter()
+        .flat_map(|p| p.changes.events.iter().map(|e| e.uri.as_str()))
+}
+
+/// A baseline leaves pending the resources whose bytes contradicted the list (they changed
+/// after it was written); the Change Lists after the sync point explain them, and this run
+/// fetched them if so. Those no change explains are failures of this run, named, until a
+/// change or a new baseline settles them.
+fn unexplained_pending(
+    catalog: &mut Catalog,
+    source_id: i64,
+    run_id: i64,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let open = catalog.open_pending(source_id, run_id)?;
+    if open.is_empty() {
+        return Ok(());
+    }
+    let tx = catalog.transaction()?;
+    for (uri, reason, since) in open {
+        let why = format!(
+            "pending since run {since} ({reason}), and no change after the sync point explains \
+             it: rsmirror baseline SOURCE fetches it again"
+        );
+        summary.failed += 1;
+        progress.println(&format!("failed: {uri}: {why}"));
+        write::problem(&tx, run_id, &uri, "failed", &why)?;
+        summary.problems.push(Problem {
+            uri,
+            class: "failed",
+            reason: why,
+        });
+    }
+    tx.commit().map_err(StoreError::from)?;
+    Ok(())
+}
+
+/// Collect every collection's changes; any gap or unreadable list is fatal (nothing applied).
+fn collect_all(
+    docs: &Documents<'_>,
+    catalog: &Catalog,
+    s: &settings::Incremental,
+    rs: Vec<Collection>,
+) -> Result<Collected, Error> {
+    let mut pending = Vec::new();
+    let mut dumps = Vec::new();
+    for collection in rs {
+        let since = match s.from {
+            Some(t) => t,
+            None => catalog
+                .sync_point(&collection.id)?
+                .and_then(|sp| sp.at)
+                .ok_or_else(|| {
+                    Error::Usage(settings::UsageError(format!(
+                        "no sync point for {}: run rsmirror baseline first, or give --from DATETIME",
+                        collection.id
+                    )))
+                })?,
+        };
+        let id = collection.id.clone();
+        let describes = collection.describes.clone();
+        if collection.url_of(&Capability::ChangeList).is_none() {
+            if let Some(dump) = collection.url_of(&Capability::ChangeDump) {
+                dumps.push(DumpPending {
+                    collection: id,
+                    url: dump.clone(),
+                    since,
+                });
+                continue;
+            }
+        }
+        let (url, opened, archive) = change_list_of(docs, collection)?;
+        let mut collector = Collector::new(docs, Some(catalog), &id, since);
+        collector.conditional = s.from.is_none();
+        let changes = collector.collect(&url, opened, archive.as_ref())?;
+        let apply = coalesce(&changes.events);
+        pending.push(Pending {
+            describes,
+            collection: id,
+            since,
+            changes,
+            apply,
+        });
+    }
+    Ok(Collected { pending, dumps })
+}
+
+/// Where a collection's changes are (see [`rs_changes::location`]); a Change List given
+/// directly is used as already opened.
+fn change_list_of(
+    docs: &Documents<'_>,
+    collection: Collection,
+) -> Result<(Url, Option<OpenedDocument>, Option<Url>), SourceError> {
+    let Some((url, archive)) = rs_changes::location(docs, &collection)? else {
+        return Err(SourceError::Unusable {
+            url: collection.id.clone(),
+            message: "no Change List found: the source advertises none (no changelist in its \
+                      Capability List, no rs:ln rel=\"up\" to one, no 2012 change set link)"
+                .into(),
+        });
+    };
+    let opened = collection
+        .opened
+        .filter(|d| d.url == url || d.header().capability() == Some(Capability::ChangeList));
+    Ok((url, opened, archive))
+}
+
+/// The last event per URI, in event order (§10.2 step 4: created->deleted = deleted,
+/// deleted->created = fetch; both fall out of "the last one wins").
+fn coalesce(events: &[Event]) -> Vec<usize> {
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        last.insert(e.uri.as_str(), i);
+    }
+    (0..events.len())
+        .filter(|i| last[events[*i].uri.as_str()] == *i)
+        .collect()
+}
+
+fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summary: &mut Summary) {
+    for p in pending {
+        for t in &p.changes.trail {
+            eprintln!("{t}");
+        }
+        for &i in &p.apply {
+            let e = &p.changes.events[i];
+            let when = e
+                .time
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "no time given".into());
+            let known = states.get(e.uri.as_str()).is_some_and(|c| !c.deleted);
+            match e.change {
+                Change::Deleted if known => {
+                    summary.deleted += 1;
+                    println!("- {} (deleted at {when})", e.uri);
+                }
+                Change::Deleted => {
+                    summary.unknown_deletes += 1;
+                    println!("- {} (deleted at {when}; not in the mirror)", e.uri);
+                }
+                Change::Created | Change::Updated if known => {
+                    summary.updated += 1;
+                    println!("* {} ({} at {when})", e.uri, e.change.name());
+                }
+                _ => {
+                    summary.created += 1;
+                    println!("+ {} ({} at {when})", e.uri, e.change.name());
+                }
+            }
+        }
+        for r in &p.changes.refused {
+            summary.refused += 1;
+            println!("! {} refused: {}", r.uri, r.reason);
+        }
+    }
+}
+
+fn event_record(collection: &str, e: &Event, outcome: &'static str) -> ChangeEventRecord {
+    ChangeEventRecord {
+        collection: collection.to_string(),
+        uri: e.uri.to_string(),
+        change: e.change.name(),
+        event_time: e.time,
+        document_url: e.document.clone(),
+        outcome,
+    }
+}
+
+/// A Change List's entry as the engine applies it.
+impl changes::Item for Event {
+    fn uri(&self) -> &Url {
+        &self.uri
+    }
+    fn stated(&self) -> Option<&'static str> {
+        Some(self.change.name())
+    }
+    fn event_time(&self) -> Option<Timestamp> {
+        self.time
+    }
+    fn lastmod(&self) -> Option<Timestamp> {
+        self.declared.lastmod
+    }
+    fn document(&self) -> &str {
+        &self.document
+    }
+    /// A 1.0 delete dated before the sync point never moves it.
+    fn applied_time(&self) -> Option<Timestamp> {
+        self.sync_time().filter(|_| !self.stale_delete)
+    }
+    fn failed_time(&self) -> Option<Timestamp> {
+        self.order_time
+    }
+    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+        NewVersion {
+            event_time: self.time,
+            arrived_via: "http",
+            ..f.version(
+                &self.uri,
+                collection,
+                change,
+                &self.declared,
+                self.media_type.as_deref(),
+            )
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_collection(
+    http: &Http,
+    staging: &Path,
+    objects: &ObjectStore,
+    writer: &mut Writer<'_>,
+    s: &settings::Incremental,
+    p: Pending,
+    states: &HashMap<String, CurrentState>,
+    source_id: i64,
+    run_id: i64,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let events = &p.changes.events;
+    summary.warnings.extend(p.changes.warnings.iter().cloned());
+    summary.listed += events.len() as u64;
+    if s.output.verbose > 0 {
+        for t in &p.changes.trail {
+            progress.println(t);
+        }
+    }
+    record_refused_and_superseded(writer, &p, summary, progress)?;
+    let plan = disposals(&p, states, summary);
+    let mut run = Changes::new(
+        writer,
+        &p.collection,
+        Some(states),
+        staging,
+        summary,
+        progress,
+    );
+    run.apply((http, objects, s.jobs), events, plan)?;
+    let ends = run.ends();
+    commit_changes(writer, (source_id, run_id), &p, ends, summary)
+}
+
+/// What becomes of each change of `p` to apply, in order: deletions need no transfer, created
+/// and updated resources are fetched.
+fn disposals(
+    p: &Pending,
+    states: &HashMap<String, CurrentState>,
+    summary: &mut Summary,
+) -> Vec<(usize, Disposal)> {
+    let mut plan = Vec::new();
+    for &i in &p.apply {
+        let e = &p.changes.events[i];
+        let current = states.get(e.uri.as_str());
+        let d = match e.change {
+            Change::Deleted if e.stale_delete => {
+                // A 1.0 delete dated by the deleted state's lastmod, before the sync point:
+                // applied when the mirror still holds that state (or an older one), else it
+                // was applied before or the resource came back since. Either way it never
+                // moves the sync point (its time is before it).
+                let Some(c) = current.filter(|c| !c.deleted) else {
+                    continue;
+                };
+                if !stale_delete_holds(e, c, p.since, summary) {
+                    continue;
+                }
+                Disposal::Tombstone
+            }
+            Change::Deleted => match current {
+                Some(c) if !c.deleted => Disposal::Tombstone,
+                Some(_) => Disposal::Event("deleted", "unchanged"),
+                None => Disposal::Event("deleted", "unknown-delete"),
+            },
+            Change::Created | Change::Updated => Disposal::Fetch(job_of(i, e)),
+        };
+        plan.push((i, d));
+    }
+    plan
+}
+
+/// The changes the scope refused, and the events a later one for the same URI supersedes.
+fn record_refused_and_superseded(
+    writer: &mut Writer<'_>,
+    p: &Pending,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let refused = snapshot::pairs(&p.changes.refused);
+    snapshot::record_refused_and_skipped(writer, &refused, &[], false, summary, progress)?;
+    let applied: HashSet<usize> = p.apply.iter().copied().collect();
+    for (i, e) in p.changes.events.iter().enumerate() {
+        if !applied.contains(&i) {
+            writer.event(event_record(&p.collection, e, "superseded"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The fetch of a created or updated resource: its URL, then its `duplicate` mirrors.
+fn job_of(index: usize, e: &Event) -> Job {
+    let mut urls = vec![e.uri.clone()];
+    urls.extend(e.duplicates.iter().cloned());
+    Job {
+        index,
+        urls,
+        expected: Expected {
+            length: e.declared.length,
+            digests: e.declared.digests.clone(),
+        },
+        scope: e.scope.clone(),
+        validators: None,
+    }
+}
+
+/// The sync point, the documents read and the Change Lists closed, in the last transaction.
+/// `ends`: the latest change applied, the earliest that failed, and the lists that had one.
+fn commit_changes(
+    writer: &mut Writer<'_>,
+    (source_id, run_id): (i64, i64),
+    p: &Pending,
+    ends: Ends,
+    summary: &mut Summary,
+) -> Result<(), Error> {
+    let failed_docs = &ends.failed_docs;
+    let closed_ok: Vec<_> = p
+        .changes
+        .closed_read
+        .iter()
+        .filter(|c| !failed_docs.contains(c.url.as_str()))
+        .collect();
+    let until_max = closed_ok.iter().map(|c| c.until).max();
+    let sync_point = new_sync_point(p, until_max, ends.applied_max, ends.failed_min, summary);
+    // A list with a failed change keeps no validators: the next run must read it again
+    // even if it did not change, to retry that change.
+    let documents: Vec<_> = p
+        .changes
+        .documents
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            if failed_docs.contains(d.url.as_str()) {
+                d.etag = None;
+                d.last_modified = None;
+            }
+            d
+        })
+        .collect();
+    let collection = &p.collection;
+    let describes = &p.describes;
+    writer.flush(|tx| {
+        for d in &documents {
+            write::document(tx, source_id, run_id, d)?;
+        }
+        for c in &closed_ok {
+            write::processed_change_list(tx, run_id, collection, &c.url, c.from, c.until)?;
+        }
+        write::sync_point(tx, source_id, run_id, &sync_point)?;
+        if let Some(d) = &describes {
+            feed::record_identity(tx, collection, d, DESCRIBES_BASIS)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// A 1.0 delete dated before the sync point (by the deleted state's lastmod): applied when the
+/// mirror still holds that state or an older one (said as a warning either way).
+fn stale_delete_holds(
+    e: &Event,
+    c: &CurrentState,
+    since: Timestamp,
+    summary: &mut Summary,
+) -> bool {
+    let time = e.time.unwrap_or(since);
+    let held = match c.lastmod {
+        Some(lastmod) if lastmod <= time => true,
+        Some(lastmod) => {
+            summary.warnings.push(format!(
+                "{}: line {}: deleted {} dated {time}, before the sync point; not \
+                 applied: the mirror holds a later state (lastmod {lastmod})",
+                e.document, e.line, e.uri
+            ));
+            false
+        }
+        None => {
+            summary.warnings.push(format!(
+                "{}: line {}: deleted {} dated {time}, before the sync point; not \
+                 applied: the mirror's state has no lastmod to compare (if the \
+                 resource is gone, rsmirror baseline SOURCE --delete records it)",
+                e.document, e.line, e.uri
+            ));
+            false
+        }
+    };
+    if !held {
+        return false;
+    }
+    summary.warnings.push(format!(
+        "{}: line {}: deleted {} dated {time}, before the sync point (a ResourceSync \
+         1.0 list dates a delete by the deleted state's lastmod); applied: the mirror \
+         still held that state",
+        e.document, e.line, e.uri
+    ));
+    true
+}
+
+/// The new sync point: the later of the last fully processed closed list's `until` and the
+/// latest applied event time, never past a failed event, never backwards, never in the future.
+fn new_sync_point(
+    p: &Pending,
+    until_max: Option<Timestamp>,
+    applied_max: Option<Timestamp>,
+    failed_min: Option<Timestamp>,
+    summary: &mut Summary,
+) -> SyncPoint {
+    let mut at = p
+        .since
+        .max(until_max.unwrap_or(p.since))
+        .max(applied_max.unwrap_or(p.since));
+    let mut basis = match (until_max, applied_max) {
+        (Some(u), Some(a)) if a > u => "latest applied event time".to_string(),
+        (Some(_), _) => "until of the last closed Change List processed".to_string(),
+        (None, Some(_)) => "latest applied event time".to_string(),
+        (None, None) => "unchanged: no new changes".to_string(),
+    };
+    if let Some(f) = failed_min {
+        if f < at {
+            at = f.max(p.since);
+            basis = "time of the earliest failed change (it is retried next run)".to_string();
+        }
+    }
+    // Future-dated events and `until`s are left out above; this guards whatever else could
+    // carry it there (never backwards, though: a --from in the future is the user's own).
+    let now = Timestamp::now();
+    if sync_point::is_future(at, now) {
+        let kept = now.max(p.since);
+        summary.warnings.push(format!(
+            "{}: the new sync point would be {at}, later than the Change Lists were read; kept at {kept}",
+            p.collection
+        ));
+        at = kept;
+        basis = "time the Change Lists were read (their times lie in the future)".to_string();
+    }
+    summary.sync_point = Some(at.to_string());
+    summary.anchored = true;
+    SyncPoint {
+        collection: p.collection.clone(),
+        at: Some(at),
+        anchored: true,
+        basis,
+    }
+}

@@ -1,0 +1,85 @@
+//! ResourceSync (1.1, 1.0, the 2013 beta and 2012 alpha drafts; plain Sitemaps) as a
+//! [`Format`]: `baseline` reads Resource Lists and Resource Dumps (`resource_list`, `snapshot`,
+//! `dump_source`) and takes them in; `changes` collects Change Lists (indexes, archives, 1.0
+//! and 2012 forms) for `commands::incremental`, `change_dump` applies Change Dumps. The reader is
+//! `crate::rs`.
+
+pub mod audit;
+pub mod baseline;
+pub mod change_dump;
+pub mod changes;
+pub mod dump_source;
+pub mod incremental;
+pub mod resource_list;
+pub mod snapshot;
+
+use super::{Expected, Format};
+use crate::engine::context::RunContext;
+use crate::engine::discover::{Collection, SourceKind};
+use crate::engine::documents::Documents;
+use crate::error::{Error, SourceError};
+use crate::report::Summary;
+use crate::settings;
+use crate::store::Catalog;
+use resource_list::Item;
+
+pub struct ResourceSync;
+
+impl Format for ResourceSync {
+    fn kind(&self) -> SourceKind {
+        SourceKind::ResourceSync
+    }
+
+    fn baseline(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+    ) -> Result<(), Error> {
+        baseline::baseline(ctx, s, collections)
+    }
+
+    fn plan(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        _source_url: &str,
+        collections: Vec<Collection>,
+        catalog: Option<&Catalog>,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        baseline::plan(docs, s, collections, catalog, summary)
+    }
+
+    fn incremental(
+        &self,
+        ctx: &mut RunContext<'_, '_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
+    ) -> Result<(), Error> {
+        incremental::incremental(ctx, s, collections)
+    }
+
+    fn plan_changes(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Incremental,
+        collections: Vec<Collection>,
+        catalog: &Catalog,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        incremental::plan(docs, s, collections, catalog, summary)
+    }
+
+    fn expected_state(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+        visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+    ) -> Result<Expected, SourceError> {
+        Ok(Expected {
+            walked: audit::expected_state(docs, collection, visit)?,
+            skipped: Vec::new(),
+        })
+    }
+}
