@@ -2,13 +2,15 @@
 //!
 //! The model in a paragraph: a *source* publishes documents (Source Description, Capability
 //! List, Resource List, Change List, dumps, SCP collections, ARC sitemaps). Readers (`rs`, and
-//! each format's `read` under `formats`) turn those bytes into typed items without
-//! touching the network; the network layer (`net`) fetches
-//! documents and resources within a scope, streaming bodies to `staging/` while hashing them;
-//! the store (`store`) keeps a SQLite catalog and a content-addressed object store; the commands
-//! (`sync`) wire these together: discover, read, plan, transfer, verify, commit, report.
-//! `access` reads the mirror back (ls, cat, log, diff, status) from the catalog and objects
-//! alone; `export` writes it out (tree, BagIt) for preservation systems. `cli` is what the user typed, `settings` the checked form, `exit` the one exit-code table.
+//! each format's `read` under `formats`) turn those bytes into typed items without touching
+//! the network; the network layer (`net`) fetches documents and resources within a scope,
+//! streaming bodies to `staging/` while hashing them; the store (`store`) keeps a SQLite
+//! catalog and a content-addressed object store. The engine (`engine`) takes what a format
+//! read into the mirror: plan, transfer, verify, decide, commit; `commands` wire a command to
+//! it and report. `audit` proves the mirror against the source and its own bytes, and repairs
+//! it; `access` reads the mirror back (ls, cat, log, diff, status) from the catalog and objects
+//! alone; `export` writes it out for preservation systems. `cli` is what the user typed,
+//! `settings` the checked form, `exit` the one exit-code table.
 
 pub mod access;
 pub mod audit;
