@@ -88,4 +88,4 @@ pub fn watch() {
 }
 
 #[cfg(not(unix))]
-pub(crate) fn watch() {}
+pub fn watch() {}

@@ -12,20 +12,30 @@
 //! alone; `export` writes it out for preservation systems. `cli` is what the user typed,
 //! `settings` the checked form, `exit` the one exit-code table.
 
-pub mod access;
-pub mod audit;
+pub(crate) mod access;
+pub(crate) mod audit;
 pub mod cli;
-pub mod commands;
-pub mod engine;
+pub(crate) mod commands;
+pub(crate) mod engine;
 pub mod error;
 pub mod exit;
-pub mod export;
+pub(crate) mod export;
 pub mod formats;
-pub mod interrupt;
+pub(crate) mod interrupt;
 pub(crate) mod model;
 pub mod net;
-pub mod progress;
-pub mod report;
+pub(crate) mod progress;
+pub(crate) mod report;
 pub mod rs;
 pub mod settings;
 pub mod store;
+
+// The public modules above are the library's surfaces: what the user types and its checked
+// form, errors and exit codes, the readers and formats, the network, the store (the mirror on
+// disk is a contract). The rest is the crate's own; what the binary, the integration tests and
+// the benches need of it is named here.
+pub use audit::finding;
+pub use commands::{recorded_arguments, run};
+pub use engine::documents::Documents;
+pub use interrupt::watch;
+pub use report::human_bytes;

@@ -4,8 +4,8 @@ use clap::Parser;
 
 fn main() {
     // Before any thread starts: SIGINT and SIGTERM end a run honestly (`interrupt`).
-    rsmirror::interrupt::watch();
+    rsmirror::watch();
     let cli = rsmirror::cli::Cli::parse();
-    let arguments = rsmirror::commands::recorded_arguments(std::env::args());
-    std::process::exit(rsmirror::commands::run(cli, &arguments).code());
+    let arguments = rsmirror::recorded_arguments(std::env::args());
+    std::process::exit(rsmirror::run(cli, &arguments).code());
 }

@@ -65,7 +65,6 @@ impl When {
 
 /// A mirror opened for reading.
 pub struct Reader {
-    pub mirror: PathBuf,
     catalog: Catalog,
     /// Every run by id (a mirror has thousands at most: a cron job a day for years).
     pub runs: BTreeMap<i64, RunInfo>,
@@ -78,11 +77,7 @@ impl Reader {
             .into_iter()
             .map(|r| (r.id, r))
             .collect();
-        Ok(Reader {
-            mirror: mirror.to_path_buf(),
-            catalog,
-            runs,
-        })
+        Ok(Reader { catalog, runs })
     }
 
     /// The catalog, for the store's queries (`store::history`).
@@ -153,7 +148,7 @@ impl Reader {
 
     /// The resource with exactly this URI, or a usage error naming the closest URIs the mirror
     /// holds.
-    pub fn resource(&self, uri: &str) -> Result<(i64, String), Error> {
+    pub(crate) fn resource(&self, uri: &str) -> Result<(i64, String), Error> {
         let found = history::resource(&self.catalog, uri)?;
         match found {
             Some(f) => Ok(f),

@@ -17,7 +17,11 @@ use crate::store::catalog::write;
 use crate::store::{Catalog, StoreError};
 use std::time::Instant;
 
-pub(crate) fn run(s: &settings::Baseline, arguments: &str, progress: &Progress) -> Result<Outcome, Error> {
+pub(crate) fn run(
+    s: &settings::Baseline,
+    arguments: &str,
+    progress: &Progress,
+) -> Result<Outcome, Error> {
     let started = Instant::now();
     let s = &settings::Baseline {
         source: s.source.with_remembered_maps(&s.mirror)?,

@@ -266,7 +266,7 @@ impl Catalog {
 
     /// The `--map` rules remembered with the mirror's sources (every source's, each rule once):
     /// a rule only ever applies to the URLs under its prefix.
-    pub fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
+    pub(crate) fn remembered_maps(&self) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT maps_json FROM sources WHERE maps_json IS NOT NULL ORDER BY id")?;

@@ -166,7 +166,7 @@ pub(crate) fn newest_run(catalog: &Catalog) -> Result<i64, StoreError> {
 }
 
 /// The id and URI of the resource with exactly this URI.
-pub fn resource(catalog: &Catalog, uri: &str) -> Result<Option<(i64, String)>, StoreError> {
+pub(crate) fn resource(catalog: &Catalog, uri: &str) -> Result<Option<(i64, String)>, StoreError> {
     Ok(catalog
         .conn()
         .query_row("SELECT id, uri FROM resources WHERE uri = ?1", [uri], |r| {

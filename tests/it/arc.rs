@@ -138,7 +138,7 @@ fn snapshot(mirror: &Path) -> (BTreeMap<String, String>, i64, i64, Option<String
 /// The library's ARC audit of the mirror against the sitemap at `sitemap`: (mark, uri, class).
 fn arc_audit(sitemap: &str, mirror: &Path) -> Vec<(char, String, String)> {
     let http = rsmirror::net::Http::new(rsmirror::net::HttpConfig::default());
-    let docs = rsmirror::engine::documents::Documents {
+    let docs = rsmirror::Documents {
         http: &http,
         options: Default::default(),
         allow_hosts: &[],

@@ -6,7 +6,7 @@
 
 use crate::server::{testdata, Rule, TestServer};
 use crate::support::*;
-use rsmirror::audit::finding::{Class, Finding};
+use rsmirror::finding::{Class, Finding};
 use rusqlite::Connection;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -357,7 +357,7 @@ fn a_full_disk_stops_the_run_at_once_and_a_rerun_completes() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count of what was left: {err}"));
     assert!(left > 0 && left <= (400 - landed) as u64, "{left}: {err}");
-    let declared = rsmirror::report::human_bytes(left * 16 * 1024);
+    let declared = rsmirror::human_bytes(left * 16 * 1024);
     assert!(
         err.contains(&format!(
             "{left} resources left to fetch ({declared} declared)"

@@ -734,8 +734,8 @@ fn section_option_chooses_one_section() {
 /// fixity, the same as for every resource).
 #[test]
 fn audit_compares_with_the_newest_snapshot() {
-    use rsmirror::audit::finding::Class;
     use rsmirror::cli::{Cli, Command};
+    use rsmirror::finding::Class;
     use rsmirror::store::Catalog;
 
     let mut site = Site::new();

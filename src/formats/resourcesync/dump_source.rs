@@ -73,7 +73,7 @@ impl DumpLocation {
 impl DumpSnapshot {
     /// Download every package and read every manifest. A dump document that cannot be read is
     /// fatal; a package that cannot be fetched or opened is a failed part (no deletes).
-    pub fn read(
+    pub(crate) fn read(
         docs: &Documents<'_>,
         http: &Http,
         staging: &Path,

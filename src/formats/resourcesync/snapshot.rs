@@ -20,7 +20,7 @@ pub use crate::engine::snapshot::{Refused, Snapshot};
 /// Read the whole snapshot starting from an opened top-level document, its entries into
 /// `listing` (on disk: a list of ten million entries is not held in memory); the snapshot's
 /// `listed` stays empty.
-pub fn read(
+pub(crate) fn read(
     docs: &Documents<'_>,
     top: OpenedDocument,
     listing: &mut Listing,

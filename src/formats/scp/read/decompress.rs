@@ -209,7 +209,7 @@ impl<R: Read> Decompressor<R> {
     }
 
     /// Like [`Read::read`]: 0 means the end of a complete stream.
-    pub fn read(&mut self, out: &mut [u8]) -> Result<usize, ScpErrorKind> {
+    pub(crate) fn read(&mut self, out: &mut [u8]) -> Result<usize, ScpErrorKind> {
         if let Some(kind) = &self.failed {
             return Err(kind.clone());
         }
