@@ -104,7 +104,7 @@ CREATE TABLE run_problems (
     id            INTEGER PRIMARY KEY,
     run_id        INTEGER NOT NULL REFERENCES runs(id),
     uri           TEXT NOT NULL,
-    class         TEXT NOT NULL,               -- failed | refused | gone | warning
+    class         TEXT NOT NULL,               -- failed | refused | gone | pending | deleted | skipped | warning | gap | document | repaired | quarantined | unrepaired
     reason        TEXT NOT NULL
 );
 CREATE INDEX run_problems_by_run ON run_problems(run_id);
@@ -120,7 +120,7 @@ CREATE TABLE change_events (
     event_time    TEXT,                        -- NULL: the source gave none
     document_url  TEXT NOT NULL,               -- the Change List it came from
     version_id    INTEGER REFERENCES versions(id),
-    outcome       TEXT NOT NULL                -- applied | unchanged | unknown-delete | failed
+    outcome       TEXT NOT NULL                -- applied | unchanged | superseded | unknown-delete | failed | refused | pending
 );
 CREATE INDEX change_events_by_run ON change_events(run_id);
 CREATE INDEX change_events_by_uri ON change_events(uri);

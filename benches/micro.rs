@@ -216,7 +216,7 @@ fn bench_catalog(scale: &Scale, batch: usize) {
                 let v = NewVersion {
                     uri: format!("http://127.0.0.1:8080/r/{:04}/{k:07}.bin", k / 1000),
                     collection: "http://127.0.0.1:8080/rs/capabilitylist.xml".into(),
-                    change: "created",
+                    change: rsmirror::model::Change::Created,
                     lastmod: jiff::Timestamp::from_second(1_767_225_600 + k as i64).ok(),
                     length_bytes: Some(8192),
                     declared_length_bytes: Some(8192),
@@ -224,7 +224,7 @@ fn bench_catalog(scale: &Scale, batch: usize) {
                     md5_hex: Some(c.md5_hex),
                     sha256_hex: Some(c.sha256_hex),
                     media_type: Some("application/octet-stream".into()),
-                    arrived_via: "http",
+                    arrived_via: rsmirror::model::Via::Http,
                     etag: Some(format!("\"{k:x}-2000\"")),
                     ..Default::default()
                 };

@@ -22,7 +22,7 @@ pub mod exit;
 pub(crate) mod export;
 pub mod formats;
 pub(crate) mod interrupt;
-pub(crate) mod model;
+pub mod model;
 pub mod net;
 pub(crate) mod progress;
 pub(crate) mod report;

@@ -1,19 +1,19 @@
 //! Run summaries: one line for people, one JSON document for machines (`--json`).
 
+use crate::model::ProblemClass;
 use serde::Serialize;
 
 /// A resource a run could not mirror, or a notable event about one.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
     pub uri: String,
-    /// `failed`, `refused`, `gone`, `deleted`, `document`.
-    pub class: &'static str,
+    pub class: ProblemClass,
     pub reason: String,
 }
 
 /// The line that reports a resource's problem on stderr: `CLASS: URI: REASON`, the URI once
 /// (a fetch error's reason usually starts with the URL it was fetched from).
-pub(crate) fn problem_line(class: &str, uri: &str, reason: &str) -> String {
+pub(crate) fn problem_line(class: impl std::fmt::Display, uri: &str, reason: &str) -> String {
     match reason.strip_prefix(uri).and_then(|r| r.strip_prefix(": ")) {
         Some(rest) => format!("{class}: {uri}: {rest}"),
         None => format!("{class}: {uri}: {reason}"),

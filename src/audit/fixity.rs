@@ -1015,8 +1015,8 @@ mod tests {
         let version = |uri: &str, o: &Computed| NewVersion {
             uri: uri.into(),
             collection: "c".into(),
-            change: Change::Created.as_str(),
-            arrived_via: Via::Http.as_str(),
+            change: Change::Created,
+            arrived_via: Via::Http,
             length_bytes: Some(o.length),
             declared_length_bytes: Some(o.length),
             md5_hex: Some(o.md5_hex.clone()),
@@ -1064,8 +1064,8 @@ mod tests {
         rows.push(NewVersion {
             uri: "http://x/gone".into(),
             collection: "c".into(),
-            change: Change::Deleted.as_str(),
-            arrived_via: Via::Tombstone.as_str(),
+            change: Change::Deleted,
+            arrived_via: Via::Tombstone,
             ..Default::default()
         });
         for v in &rows {

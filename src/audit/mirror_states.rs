@@ -779,8 +779,8 @@ mod tests {
     #[test]
     fn the_view_is_the_state() {
         let plain = NewVersion {
-            change: Change::Created.as_str(),
-            arrived_via: Via::Http.as_str(),
+            change: Change::Created,
+            arrived_via: Via::Http,
             lastmod: Some("2025-12-01T10:00:00Z".parse().unwrap()),
             length_bytes: Some(57),
             md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
@@ -871,8 +871,8 @@ mod tests {
     #[test]
     fn states_come_back_exactly_as_the_catalog_holds_them() {
         let plain = NewVersion {
-            change: Change::Created.as_str(),
-            arrived_via: Via::Http.as_str(),
+            change: Change::Created,
+            arrived_via: Via::Http,
             lastmod: Some("2025-12-01T10:00:00.25Z".parse().unwrap()),
             length_bytes: Some(57),
             md5_hex: Some("d8314ff333963f20f75f7718b9a190dd".into()),
@@ -887,8 +887,8 @@ mod tests {
         let mut upper = plain.clone();
         upper.md5_hex = Some("D8314FF333963F20F75F7718B9A190DD".into());
         let tomb = NewVersion {
-            change: Change::Deleted.as_str(),
-            arrived_via: Via::Tombstone.as_str(),
+            change: Change::Deleted,
+            arrived_via: Via::Tombstone,
             ..Default::default()
         };
         let rows = [
@@ -921,8 +921,8 @@ mod tests {
                     (
                         format!("http://x/{i}"),
                         NewVersion {
-                            change: Change::Created.as_str(),
-                            arrived_via: Via::Http.as_str(),
+                            change: Change::Created,
+                            arrived_via: Via::Http,
                             length_bytes: Some(i as u64),
                             ..Default::default()
                         },

@@ -78,7 +78,13 @@ pub(crate) fn run(
     if let Some(gap) = &s.crossing_gap {
         // `incremental --on-gap rebaseline`: the record says which gap this run crosses.
         let tx = m.catalog.transaction()?;
-        write::problem(&tx, run_id, &source_url, "gap", gap)?;
+        write::problem(
+            &tx,
+            run_id,
+            &source_url,
+            crate::model::ProblemClass::Gap,
+            gap,
+        )?;
         tx.commit().map_err(StoreError::from)?;
         summary
             .warnings

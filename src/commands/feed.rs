@@ -567,10 +567,10 @@ mod tests {
         let e = crate::store::catalog::ChangeEventRecord {
             collection: collection.into(),
             uri: uri.into(),
-            change: change.as_str(),
+            change,
             event_time: time.map(|t| t.parse().unwrap()),
             document_url: "http://x/cl.xml".into(),
-            outcome: outcome.as_str(),
+            outcome,
         };
         crate::store::catalog::write::change_event(c.conn(), run, &e, None).unwrap();
     }

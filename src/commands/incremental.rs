@@ -70,7 +70,7 @@ pub(crate) fn run(
             };
             summary.problems.push(Problem {
                 uri: url.clone(),
-                class: "source",
+                class: crate::model::ProblemClass::Source,
                 reason: e.to_string(),
             });
             summary.exit_code = e.exit().code();

@@ -41,8 +41,8 @@ pub struct Fetched {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub media_type: Option<String>,
-    /// How the bytes arrived: `http`, or `dump` (then `final_url` is the package).
-    pub via: &'static str,
+    /// How the bytes arrived: by HTTP, or from a dump (then `final_url` is the package).
+    pub via: crate::model::Via,
 }
 
 impl Fetched {
@@ -52,7 +52,7 @@ impl Fetched {
         &self,
         uri: &Url,
         collection: &str,
-        change: &'static str,
+        change: crate::model::Change,
         declared: &crate::engine::plan::Declared,
         media_type: Option<&str>,
     ) -> NewVersion {
@@ -361,7 +361,7 @@ impl Attempts {
                                 etag: staged.etag,
                                 last_modified: staged.last_modified,
                                 media_type: staged.media_type,
-                                via: "http",
+                                via: crate::model::Via::Http,
                             }),
                         ));
                     }

@@ -17,6 +17,7 @@ use crate::engine::apply::{self, Fetched, Job, JobResult, Then, Writer};
 use crate::engine::context::{stop_for_fault, stop_for_space};
 use crate::engine::decide::{decide, Basis, Held};
 use crate::error::Error;
+use crate::model::{Change, ChangeOutcome, ProblemClass};
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
@@ -33,7 +34,7 @@ pub(crate) trait Item {
     /// The change the source states (`created`, `updated`, `deleted`); `None` when it says
     /// only that the resource is there (an ARC delta page): then `created` or `updated` by
     /// whether the mirror holds it.
-    fn stated(&self) -> Option<&'static str>;
+    fn stated(&self) -> Option<Change>;
     /// The change's time as the event and the version record it.
     fn event_time(&self) -> Option<Timestamp>;
     /// The lastmod the source declares for the new state.
@@ -45,16 +46,16 @@ pub(crate) trait Item {
     /// The time a failure of this change holds the sync point at.
     fn failed_time(&self) -> Option<Timestamp>;
     /// The version its fetched bytes make, `change` being what [`decide`] said.
-    fn version(&self, collection: &str, change: &'static str, f: &Fetched) -> NewVersion;
+    fn version(&self, collection: &str, change: Change, f: &Fetched) -> NewVersion;
     /// The tombstone a deletion leaves: a version without bytes.
     fn tombstone(&self, collection: &str) -> NewVersion {
         NewVersion {
             uri: self.uri().to_string(),
             collection: collection.to_string(),
-            change: "deleted",
+            change: crate::model::Change::Deleted,
             event_time: self.event_time(),
             lastmod: self.lastmod(),
-            arrived_via: "tombstone",
+            arrived_via: crate::model::Via::Tombstone,
             ..Default::default()
         }
     }
@@ -78,7 +79,7 @@ pub(crate) enum Disposal<J = Job> {
     /// A deletion of a resource the mirror holds.
     Tombstone,
     /// No version: only the event (`change`, `outcome`), `unchanged` or `unknown-delete`.
-    Event(&'static str, &'static str),
+    Event(Change, ChangeOutcome),
 }
 
 /// What the sync point of a collection is made from, once its changes are applied.
@@ -190,11 +191,11 @@ impl<'x, 'w> Changes<'x, 'w> {
     pub(crate) fn known(
         &mut self,
         item: &impl Item,
-        change: &'static str,
-        outcome: &'static str,
+        change: Change,
+        outcome: ChangeOutcome,
     ) -> Result<(), Error> {
         match outcome {
-            "unknown-delete" => self.summary.unknown_deletes += 1,
+            ChangeOutcome::UnknownDelete => self.summary.unknown_deletes += 1,
             _ => self.summary.unchanged += 1,
         }
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
@@ -213,7 +214,7 @@ impl<'x, 'w> Changes<'x, 'w> {
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let version = tombstone.unwrap_or_else(|| item.tombstone(self.collection));
         self.applied.insert(version.uri.clone(), None);
-        let event = self.event(item, "deleted", "applied");
+        let event = self.event(item, Change::Deleted, ChangeOutcome::Applied);
         self.writer.version_with(version, Some(event), None)?;
         crate::store::kill::point("incremental.tombstone");
         Ok(())
@@ -249,12 +250,7 @@ impl<'x, 'w> Changes<'x, 'w> {
     }
 
     /// The change event of `item`.
-    fn event(
-        &self,
-        item: &impl Item,
-        change: &'static str,
-        outcome: &'static str,
-    ) -> ChangeEventRecord {
+    fn event(&self, item: &impl Item, change: Change, outcome: ChangeOutcome) -> ChangeEventRecord {
         ChangeEventRecord {
             collection: self.collection.to_string(),
             uri: item.uri().to_string(),
@@ -266,9 +262,12 @@ impl<'x, 'w> Changes<'x, 'w> {
     }
 
     /// The change `item` states, or what it is to the mirror (`live`: it holds the resource).
-    fn stated(item: &impl Item, live: bool) -> &'static str {
-        item.stated()
-            .unwrap_or(if live { "updated" } else { "created" })
+    fn stated(item: &impl Item, live: bool) -> Change {
+        item.stated().unwrap_or(if live {
+            Change::Updated
+        } else {
+            Change::Created
+        })
     }
 
     /// One result of the transfer.
@@ -310,11 +309,11 @@ impl<'x, 'w> Changes<'x, 'w> {
                 self.progress.item(0);
                 let item = &items[index];
                 let class = if refused {
-                    "refused"
+                    ProblemClass::Refused
                 } else if other_bytes && item.later_change_follows() {
-                    "pending"
+                    ProblemClass::Pending
                 } else {
-                    "failed"
+                    ProblemClass::Failed
                 };
                 self.failed(item, class, reason)
             }
@@ -328,7 +327,7 @@ impl<'x, 'w> Changes<'x, 'w> {
         &mut self,
         item: &impl Item,
         sha256: &str,
-        version: impl FnOnce(&str, &'static str) -> Result<NewVersion, Error>,
+        version: impl FnOnce(&str, Change) -> Result<NewVersion, Error>,
     ) -> Result<bool, Error> {
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let had = self.holds(item.uri().as_str())?.flatten();
@@ -343,7 +342,7 @@ impl<'x, 'w> Changes<'x, 'w> {
         let decision = decide(held, sha256, basis);
         decision.count(self.summary);
         let Some(change) = decision.change() else {
-            let event = self.event(item, stated, "unchanged");
+            let event = self.event(item, stated, ChangeOutcome::Unchanged);
             self.writer.event(event)?;
             return Ok(false);
         };
@@ -355,7 +354,7 @@ impl<'x, 'w> Changes<'x, 'w> {
                 lastmod: v.lastmod,
             }),
         );
-        let event = self.event(item, stated, "applied");
+        let event = self.event(item, stated, ChangeOutcome::Applied);
         let side = item.side_rows(self.collection);
         self.writer.version_with(v, Some(event), side)?;
         Ok(true)
@@ -369,15 +368,15 @@ impl<'x, 'w> Changes<'x, 'w> {
     pub(crate) fn failed(
         &mut self,
         item: &impl Item,
-        class: &'static str,
+        class: ProblemClass,
         reason: String,
     ) -> Result<(), Error> {
         let reason = match class {
-            "refused" => {
+            ProblemClass::Refused => {
                 self.summary.refused += 1;
                 reason
             }
-            "pending" => {
+            ProblemClass::Pending => {
                 self.summary.pending += 1;
                 format!(
                     "{reason} (it changed again after {} was read; pending until a later \
@@ -402,7 +401,12 @@ impl<'x, 'w> Changes<'x, 'w> {
             Some(stated) => stated,
             None => Self::stated(item, self.live(item)?),
         };
-        let event = self.event(item, stated, class);
+        let outcome = match class {
+            ProblemClass::Refused => ChangeOutcome::Refused,
+            ProblemClass::Pending => ChangeOutcome::Pending,
+            _ => ChangeOutcome::Failed,
+        };
+        let event = self.event(item, stated, outcome);
         self.writer.event(event)?;
         self.summary.problems.push(Problem {
             uri: uri.to_string(),
@@ -419,17 +423,17 @@ mod tests {
     use crate::store::catalog::write;
     use crate::store::Catalog;
 
-    struct Change {
+    struct Entry {
         uri: Url,
-        stated: Option<&'static str>,
+        stated: Option<Change>,
         lastmod: Option<Timestamp>,
     }
 
-    impl Item for Change {
+    impl Item for Entry {
         fn uri(&self) -> &Url {
             &self.uri
         }
-        fn stated(&self) -> Option<&'static str> {
+        fn stated(&self) -> Option<Change> {
             self.stated
         }
         fn event_time(&self) -> Option<Timestamp> {
@@ -447,16 +451,16 @@ mod tests {
         fn failed_time(&self) -> Option<Timestamp> {
             self.lastmod
         }
-        fn version(&self, collection: &str, change: &'static str, f: &Fetched) -> NewVersion {
+        fn version(&self, collection: &str, change: Change, f: &Fetched) -> NewVersion {
             version(self, f.computed.sha256_hex.clone())(collection, change).unwrap()
         }
     }
 
     /// The version `item` makes with bytes `sha256`, as [`Changes::arrived`] asks for it.
     fn version(
-        item: &Change,
+        item: &Entry,
         sha256: String,
-    ) -> impl FnOnce(&str, &'static str) -> Result<NewVersion, Error> + '_ {
+    ) -> impl FnOnce(&str, Change) -> Result<NewVersion, Error> + '_ {
         move |collection, change| {
             Ok(NewVersion {
                 uri: item.uri.to_string(),
@@ -464,7 +468,7 @@ mod tests {
                 change,
                 lastmod: item.lastmod,
                 sha256_hex: Some(sha256),
-                arrived_via: "http",
+                arrived_via: crate::model::Via::Http,
                 ..Default::default()
             })
         }
@@ -474,8 +478,8 @@ mod tests {
         Some(s.parse().unwrap())
     }
 
-    fn change(uri: &str, stated: Option<&'static str>, lastmod: &str) -> Change {
-        Change {
+    fn change(uri: &str, stated: Option<Change>, lastmod: &str) -> Entry {
+        Entry {
             uri: Url::parse(&format!("http://x/{uri}")).unwrap(),
             stated,
             lastmod: t(lastmod),
@@ -493,14 +497,17 @@ mod tests {
         let run_id = catalog.begin_run("incremental", None, "test").unwrap();
         let sha = |n: u8| format!("{n:02x}").repeat(32);
         let tx = catalog.transaction().unwrap();
-        for (uri, change, sha256) in [("a", "created", Some(sha(1))), ("gone", "deleted", None)] {
+        for (uri, change, sha256) in [
+            ("a", Change::Created, Some(sha(1))),
+            ("gone", Change::Deleted, None),
+        ] {
             let v = NewVersion {
                 uri: format!("http://x/{uri}"),
                 collection: "c".into(),
                 change,
                 lastmod: t("2026-01-01T00:00:00Z"),
                 sha256_hex: sha256,
-                arrived_via: "http",
+                arrived_via: crate::model::Via::Http,
                 ..Default::default()
             };
             write::version(&tx, run_id, &v).unwrap();
@@ -514,12 +521,12 @@ mod tests {
         let mut run = Changes::new(&mut writer, "c", None, &staging, &mut summary, &progress);
 
         // The same bytes under a later lastmod: a touch, recorded as updated.
-        let touch = change("a", Some("updated"), "2026-02-01T00:00:00Z");
+        let touch = change("a", Some(Change::Updated), "2026-02-01T00:00:00Z");
         assert!(run
             .arrived(&touch, &sha(1), version(&touch, sha(1)))
             .unwrap());
         // The same bytes under the same lastmod again (this run's own state): unchanged.
-        let again = change("a", Some("updated"), "2026-02-01T00:00:00Z");
+        let again = change("a", Some(Change::Updated), "2026-02-01T00:00:00Z");
         assert!(!run
             .arrived(&again, &sha(1), version(&again, sha(1)))
             .unwrap());
@@ -528,24 +535,27 @@ mod tests {
         assert!(run.arrived(&new, &sha(2), version(&new, sha(2))).unwrap());
         assert!(run.live(&new).unwrap());
         // Deleted: this run's tombstone is what the next change sees.
-        let delete = change("a", Some("deleted"), "2026-02-03T00:00:00Z");
+        let delete = change("a", Some(Change::Deleted), "2026-02-03T00:00:00Z");
         assert!(run.live(&delete).unwrap());
         run.tombstone(&delete, None).unwrap();
         assert!(!run.live(&delete).unwrap());
         assert!(run.heard_of(&delete).unwrap());
         // A deletion of a tombstone, and of a resource never heard of.
-        let gone = change("gone", Some("deleted"), "2026-02-04T00:00:00Z");
+        let gone = change("gone", Some(Change::Deleted), "2026-02-04T00:00:00Z");
         assert!(run.heard_of(&gone).unwrap() && !run.live(&gone).unwrap());
-        run.known(&gone, "deleted", "unchanged").unwrap();
-        let never = change("never", Some("deleted"), "2026-02-05T00:00:00Z");
+        run.known(&gone, Change::Deleted, ChangeOutcome::Unchanged)
+            .unwrap();
+        let never = change("never", Some(Change::Deleted), "2026-02-05T00:00:00Z");
         assert!(!run.heard_of(&never).unwrap());
-        run.known(&never, "deleted", "unknown-delete").unwrap();
+        run.known(&never, Change::Deleted, ChangeOutcome::UnknownDelete)
+            .unwrap();
         // Pending does not hold the sync point; a failure does, and names its document.
         let pending = change("p", None, "2026-01-15T00:00:00Z");
-        run.failed(&pending, "pending", "sha-256 mismatch".into())
+        run.failed(&pending, ProblemClass::Pending, "sha-256 mismatch".into())
             .unwrap();
         let failed = change("f", None, "2026-01-20T00:00:00Z");
-        run.failed(&failed, "failed", "HTTP 500".into()).unwrap();
+        run.failed(&failed, ProblemClass::Failed, "HTTP 500".into())
+            .unwrap();
         let ends = run.ends();
         assert_eq!(ends.applied_max, t("2026-02-05T00:00:00Z"));
         assert_eq!(ends.failed_min, t("2026-01-20T00:00:00Z"));
@@ -562,7 +572,7 @@ mod tests {
         assert_eq!((summary.deleted, summary.unknown_deletes), (1, 1));
         assert_eq!((summary.pending, summary.failed), (1, 1));
         let problems: Vec<_> = summary.problems.iter().map(|p| p.class).collect();
-        assert_eq!(problems, ["pending", "failed"]);
+        assert_eq!(problems, [ProblemClass::Pending, ProblemClass::Failed]);
         assert!(summary.problems[0].reason.contains("changed again after"));
 
         let conn = catalog.conn();

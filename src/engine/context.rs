@@ -116,7 +116,10 @@ impl OpenMirror {
 pub(crate) fn partial(summary: &Summary) -> bool {
     summary.failed > 0
         || summary.refused > 0
-        || summary.problems.iter().any(|p| p.class == "document")
+        || summary
+            .problems
+            .iter()
+            .any(|p| p.class == crate::model::ProblemClass::Document)
 }
 
 /// Staging holds only downloads in flight; anything there at the start of a run (we hold the

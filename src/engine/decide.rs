@@ -71,10 +71,11 @@ pub enum Decision {
 
 impl Decision {
     /// The change a new version records (`versions.change`), when the decision makes one.
-    pub(crate) fn change(self) -> Option<&'static str> {
+    pub(crate) fn change(self) -> Option<crate::model::Change> {
+        use crate::model::Change;
         match self {
-            Decision::Created => Some("created"),
-            Decision::Updated | Decision::Touched => Some("updated"),
+            Decision::Created => Some(Change::Created),
+            Decision::Updated | Decision::Touched => Some(Change::Updated),
             Decision::Unchanged { .. } | Decision::Repaired | Decision::OlderKept => None,
         }
     }
@@ -189,7 +190,10 @@ mod tests {
             lastmod: Some(t("2026-01-02T00:00:00Z")),
         };
         assert_eq!(decide(h, "a", newer), Decision::Touched);
-        assert_eq!(Decision::Touched.change(), Some("updated"));
+        assert_eq!(
+            Decision::Touched.change(),
+            Some(crate::model::Change::Updated)
+        );
         let none = Basis::Change { lastmod: None };
         assert_eq!(decide(h, "a", none), Decision::Unchanged { differs: false });
     }

@@ -568,8 +568,8 @@ mod tests {
         let other = NewVersion {
             uri: "http://y.org/other".into(),
             collection: "o".into(),
-            change: "created",
-            arrived_via: "http",
+            change: crate::model::Change::Created,
+            arrived_via: crate::model::Via::Http,
             ..Default::default()
         };
         write::version(&tx, run, &other).unwrap();
@@ -603,8 +603,8 @@ mod tests {
         let version = |uri: &str, collection: &str, n: u8| NewVersion {
             uri: format!("http://x/{uri}"),
             collection: collection.into(),
-            change: "created",
-            arrived_via: "http",
+            change: crate::model::Change::Created,
+            arrived_via: crate::model::Via::Http,
             lastmod: at("2026-01-01T10:00:00Z"),
             length_bytes: Some(4),
             sha256_hex: Some(sha(n)),
@@ -619,8 +619,8 @@ mod tests {
             version("g", "c", 7),
             version("z", "c", 9),
             NewVersion {
-                change: "deleted",
-                arrived_via: "tombstone",
+                change: crate::model::Change::Deleted,
+                arrived_via: crate::model::Via::Tombstone,
                 ..version("e", "c", 5)
             },
         ] {

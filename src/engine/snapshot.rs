@@ -17,6 +17,7 @@ use crate::engine::decide::{decide, Basis, Held};
 use crate::engine::listing::{Counts, InFlight, Listing, Todo};
 use crate::engine::plan::{self, Action, Listed};
 use crate::error::Error;
+use crate::model::ProblemClass;
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
@@ -129,7 +130,7 @@ pub enum SyncPointRule {
 /// What a format adds to taking its snapshot.
 pub struct Hooks<'h> {
     /// How the versions arrived when not how they were fetched (`arc`).
-    pub arrived_via: Option<&'static str>,
+    pub arrived_via: Option<crate::model::Via>,
     /// Rows only the format keeps, written with a version once it has its id.
     pub side_rows: Option<&'h SideRows<'h>>,
     pub sync_point: SyncPointRule,
@@ -314,7 +315,7 @@ struct Results<'x, 'w> {
     collection: &'x str,
     /// The list has an `at`: a resource that changed since is pending, not failed.
     anchored: bool,
-    arrived_via: Option<&'static str>,
+    arrived_via: Option<crate::model::Via>,
     side_rows: Option<&'x SideRows<'x>>,
     rule: SyncPointRule,
     staging: &'x Path,
@@ -429,7 +430,7 @@ impl Results<'_, '_> {
         let pending = changed && !refused && self.anchored && self.rule == SyncPointRule::WhenWhole;
         let (class, reason) = if refused {
             self.summary.refused += 1;
-            ("refused", reason)
+            (ProblemClass::Refused, reason)
         } else if pending {
             self.summary.pending += 1;
             let why = format!(
@@ -437,11 +438,11 @@ impl Results<'_, '_> {
                  until rsmirror incremental applies the change after the sync point that \
                  explains it)"
             );
-            ("pending", why)
+            (ProblemClass::Pending, why)
         } else {
             self.summary.failed += 1;
             self.failed += 1;
-            ("failed", reason)
+            (ProblemClass::Failed, reason)
         };
         // Errors go to stderr even with -q: cron mails them.
         self.progress.println(&problem_line(class, uri, &reason));
@@ -553,10 +554,10 @@ fn report_snapshot_problems(
     summary.failed_parts += snap.failed_parts.len() as u64;
     for f in &snap.failed_parts {
         progress.println(&format!("failed: part of the {}: {f}", p.list_name));
-        writer.problem(&p.collection, "document", f)?;
+        writer.problem(&p.collection, crate::model::ProblemClass::Document, f)?;
         summary.problems.push(Problem {
             uri: p.collection.clone(),
-            class: "document",
+            class: crate::model::ProblemClass::Document,
             reason: f.clone(),
         });
     }
@@ -581,12 +582,15 @@ pub(crate) fn record_refused_and_skipped(
     summary: &mut Summary,
     progress: &Progress,
 ) -> Result<(), Error> {
-    for (class, list) in [("refused", refused), ("skipped", skipped)] {
+    for (class, list) in [
+        (ProblemClass::Refused, refused),
+        (ProblemClass::Skipped, skipped),
+    ] {
         for &(uri, reason) in list {
-            if class == "refused" {
+            if class == ProblemClass::Refused {
                 summary.refused += 1;
             }
-            if class == "refused" || verbose {
+            if class == ProblemClass::Refused || verbose {
                 progress.println(&format!("{class}: {uri}: {reason}"));
             }
             writer.problem(uri, class, reason)?;
@@ -632,12 +636,16 @@ fn settle_gone(
             writer.version(NewVersion {
                 uri: uri.to_string(),
                 collection: p.collection.clone(),
-                change: "deleted",
+                change: crate::model::Change::Deleted,
                 event_time: snap.at,
-                arrived_via: "tombstone",
+                arrived_via: crate::model::Via::Tombstone,
                 ..Default::default()
             })?;
-            writer.problem(uri, "deleted", "no longer listed by the source: tombstoned")?;
+            writer.problem(
+                uri,
+                crate::model::ProblemClass::Deleted,
+                "no longer listed by the source: tombstoned",
+            )?;
         } else {
             let reason = if s.delete {
                 "no longer listed; not deleted because part of the list could not be read"
@@ -645,10 +653,10 @@ fn settle_gone(
             } else {
                 "no longer listed by the source; run with --delete to tombstone it".to_string()
             };
-            writer.problem(uri, "gone", &reason)?;
+            writer.problem(uri, crate::model::ProblemClass::Gone, &reason)?;
             summary.problems.push(Problem {
                 uri: uri.to_string(),
-                class: "gone",
+                class: crate::model::ProblemClass::Gone,
                 reason,
             });
         }

@@ -22,6 +22,17 @@ catalog_text!(Change, "change", {
 });
 
 impl Change {
+    /// `rs:md/@change` as a document writes it (ResourceSync 1.1 §12.1), read leniently: the
+    /// case and surrounding blanks of the three words do not matter.
+    pub(crate) fn parse(s: &str) -> Option<Change> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "created" => Some(Change::Created),
+            "updated" => Some(Change::Updated),
+            "deleted" => Some(Change::Deleted),
+            _ => None,
+        }
+    }
+
     /// A tombstone (no bytes).
     pub(crate) fn is_deletion(self) -> bool {
         self == Change::Deleted
@@ -42,6 +53,9 @@ pub enum ChangeOutcome {
     Failed,
     /// Outside the source's scope: never fetched.
     Refused,
+    /// Other bytes than the change declares: the resource changed again after the document
+    /// was read, and a later change brings it.
+    Pending,
 }
 
 catalog_text!(ChangeOutcome, "change outcome", {
@@ -51,4 +65,5 @@ catalog_text!(ChangeOutcome, "change outcome", {
     UnknownDelete => "unknown-delete",
     Failed => "failed",
     Refused => "refused",
+    Pending => "pending",
 });

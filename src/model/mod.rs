@@ -96,6 +96,7 @@ mod tests {
                 "unknown-delete",
                 "failed",
                 "refused",
+                "pending",
             ],
         );
         round_trips(Via::ALL, &["http", "dump", "scp", "arc", "tombstone"]);
@@ -114,6 +115,7 @@ mod tests {
                 "repaired",
                 "quarantined",
                 "unrepaired",
+                "source",
             ],
         );
         assert!("Created".parse::<Change>().is_err());

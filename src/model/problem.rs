@@ -32,6 +32,9 @@ pub enum ProblemClass {
     Quarantined,
     /// `repair` could not get the bytes back.
     Unrepaired,
+    /// The source could not be read at all (a run's summary says so; the catalog keeps the
+    /// error in the run's outcome).
+    Source,
 }
 
 catalog_text!(ProblemClass, "problem class", {
@@ -47,4 +50,5 @@ catalog_text!(ProblemClass, "problem class", {
     Repaired => "repaired",
     Quarantined => "quarantined",
     Unrepaired => "unrepaired",
+    Source => "source",
 });

@@ -104,32 +104,8 @@ impl fmt::Display for Capability {
     }
 }
 
-/// `rs:md/@change`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Change {
-    Created,
-    Updated,
-    Deleted,
-}
-
-impl Change {
-    pub(crate) fn parse(s: &str) -> Option<Change> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "created" => Some(Change::Created),
-            "updated" => Some(Change::Updated),
-            "deleted" => Some(Change::Deleted),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Change::Created => "created",
-            Change::Updated => "updated",
-            Change::Deleted => "deleted",
-        }
-    }
-}
+/// `rs:md/@change`: the model's change (created, updated, deleted).
+pub use crate::model::Change;
 
 /// A media type as a document gives it: the common ones are not allocated (a list of a million
 /// entries names one or two types a million times, and a string each was one of the handful

@@ -6,6 +6,7 @@
 //! catalog never points at bytes a crash could lose. Only one thread writes: the commands hand
 //! their writes to a single writer (see `engine::apply`).
 
+use crate::model::{Change, ChangeOutcome, ProblemClass};
 pub use crate::store::rows::NewVersion;
 use crate::store::StoreError;
 use jiff::Timestamp;
@@ -45,15 +46,14 @@ pub struct CurrentState {
 }
 
 /// One change event as an incremental run disposed of it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ChangeEventRecord {
     pub collection: String,
     pub uri: String,
-    pub change: &'static str,
+    pub change: Change,
     pub event_time: Option<Timestamp>,
     pub document_url: String,
-    /// applied | unchanged | superseded | unknown-delete | failed | refused
-    pub outcome: &'static str,
+    pub outcome: ChangeOutcome,
 }
 
 /// A document read during a run.
@@ -100,7 +100,7 @@ fn current_state_at(r: &rusqlite::Row<'_>) -> rusqlite::Result<CurrentState> {
     Ok(CurrentState {
         resource_id: r.get(0)?,
         version_id: r.get(1)?,
-        deleted: r.get_ref(2)?.as_str()? == "deleted",
+        deleted: r.get_ref(2)?.as_str()? == Change::Deleted.as_str(),
         lastmod: ts(r.get(3)?),
         length_bytes: r.get::<_, Option<i64>>(4)?.map(|n| n as u64),
         md5_hex: r.get(5)?,
@@ -688,7 +688,7 @@ pub mod write {
         tx: &Transaction<'_>,
         run_id: i64,
         uri: &str,
-        class: &str,
+        class: ProblemClass,
         reason: &str,
     ) -> Result<(), StoreError> {
         tx.execute(
@@ -733,9 +733,9 @@ mod tests {
             &NewVersion {
                 uri: "http://example.org/a".into(),
                 collection: "http://example.org/resourcelist.xml".into(),
-                change: "created",
+                change: crate::model::Change::Created,
                 sha256_hex: Some("ab".repeat(32)),
-                arrived_via: "http",
+                arrived_via: crate::model::Via::Http,
                 ..Default::default()
             },
         )
@@ -748,23 +748,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Catalog::open(dir.path()).unwrap();
         let run = c.begin_run("baseline", None, "").unwrap();
-        let version = |uri: &str, change: &'static str, sha: &str| NewVersion {
+        let version = |uri: &str, change: Change, sha: &str| NewVersion {
             uri: uri.into(),
             collection: "http://example.org/resourcelist.xml".into(),
             change,
             sha256_hex: Some(sha.repeat(32)),
-            arrived_via: "http",
+            arrived_via: crate::model::Via::Http,
             ..Default::default()
         };
         let tx = c.transaction().unwrap();
-        let a1 =
-            write::version(&tx, run, &version("http://example.org/a", "created", "a1")).unwrap();
-        let b1 =
-            write::version(&tx, run, &version("http://example.org/b", "created", "b1")).unwrap();
+        let a1 = write::version(
+            &tx,
+            run,
+            &version("http://example.org/a", Change::Created, "a1"),
+        )
+        .unwrap();
+        let b1 = write::version(
+            &tx,
+            run,
+            &version("http://example.org/b", Change::Created, "b1"),
+        )
+        .unwrap();
         tx.commit().unwrap();
         let tx = c.transaction().unwrap();
-        let a2 =
-            write::version(&tx, run, &version("http://example.org/a", "updated", "a2")).unwrap();
+        let a2 = write::version(
+            &tx,
+            run,
+            &version("http://example.org/a", Change::Updated, "a2"),
+        )
+        .unwrap();
         tx.commit().unwrap();
         assert_eq!((a1, b1, a2), (1, 2, 3));
         let rows: Vec<(String, i64, i64, String, i64)> = c

@@ -3,6 +3,7 @@
 //! SCP tables (`scp_catalog`) and the upgrades of older mirrors (`migrate`) write versions
 //! without reaching back into the catalog module that calls them.
 
+use crate::model::{Change, Via};
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -12,11 +13,11 @@ fn opt_ts(t: Option<Timestamp>) -> Option<String> {
 }
 
 /// A version to record.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewVersion {
     pub uri: String,
     pub collection: String,
-    pub change: &'static str,
+    pub change: Change,
     pub event_time: Option<Timestamp>,
     pub lastmod: Option<Timestamp>,
     pub length_bytes: Option<u64>,
@@ -26,10 +27,35 @@ pub struct NewVersion {
     pub sha1_hex: Option<String>,
     pub sha256_hex: Option<String>,
     pub media_type: Option<String>,
-    pub arrived_via: &'static str,
+    pub arrived_via: Via,
     pub fetched_from: Option<String>,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+}
+
+/// The base of a version written with struct-update syntax: every writer names its
+/// `change` and `arrived_via`, which this leaves at `created` by `http`.
+impl Default for NewVersion {
+    fn default() -> Self {
+        NewVersion {
+            uri: String::new(),
+            collection: String::new(),
+            change: Change::Created,
+            event_time: None,
+            lastmod: None,
+            length_bytes: None,
+            declared_length_bytes: None,
+            declared_hash: None,
+            md5_hex: None,
+            sha1_hex: None,
+            sha256_hex: None,
+            media_type: None,
+            arrived_via: Via::Http,
+            fetched_from: None,
+            etag: None,
+            last_modified: None,
+        }
+    }
 }
 
 /// The id of the resource `uri`, added to `collection` when new.

@@ -480,7 +480,7 @@ pub(crate) fn section_pages(
             resource_id: r.get(0)?,
             qualified: url.len() != uri.len(),
             url: url.to_string(),
-            modified: if change == "deleted" {
+            modified: if change == crate::model::Change::Deleted.as_str() {
                 None
             } else {
                 ts(r.get(3)?)
@@ -506,7 +506,7 @@ pub struct NewPageVersion<'a> {
     /// `scp_collections.id` of the collection that brought it.
     pub collection_row: i64,
     /// `created` | `updated` | `deleted`.
-    pub change: &'static str,
+    pub change: crate::model::Change,
     /// The page's `modified` (the version's `lastmod`).
     pub modified: Option<Timestamp>,
     pub title: Option<&'a str>,
@@ -531,7 +531,7 @@ pub(crate) fn insert_page_version(
             lastmod: v.modified,
             length_bytes: v.object.map(|o| o.1),
             sha256_hex: v.object.map(|o| o.0.to_string()),
-            arrived_via: "scp",
+            arrived_via: crate::model::Via::Scp,
             ..Default::default()
         },
     )?;

@@ -2,6 +2,7 @@
 //! accumulate and are committed in batches, each after one `syncfs` of the object store, so a
 //! version row never references bytes a crash could lose. A dry run never opens one.
 
+use crate::model::ProblemClass;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use rusqlite::Transaction;
@@ -28,7 +29,7 @@ pub struct Writer<'a> {
     run_id: i64,
     versions: Vec<PendingVersion>,
     events: Vec<ChangeEventRecord>,
-    problems: Vec<(String, &'static str, String)>,
+    problems: Vec<(String, ProblemClass, String)>,
     last_flush: Instant,
 }
 
@@ -87,7 +88,7 @@ impl<'a> Writer<'a> {
     pub(crate) fn problem(
         &mut self,
         uri: &str,
-        class: &'static str,
+        class: ProblemClass,
         reason: &str,
     ) -> Result<(), StoreError> {
         self.problems

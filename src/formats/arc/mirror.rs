@@ -37,6 +37,7 @@ use crate::error::{Error, SourceError};
 use crate::formats::arc::read::delta;
 use crate::formats::arc::read::{self as arc, Page, ReadOptions, Sitemap};
 use crate::formats::arc::records::{self as arc_records, write_arc, PageRecord, SitemapRecord};
+use crate::model::{Change, ChangeOutcome};
 use crate::net::{Body, Expected, FetchError, Http, Scope, Validators};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
@@ -257,7 +258,7 @@ pub(crate) fn baseline(
         Some(write_arc::page_rows(page))
     };
     let hooks = Hooks {
-        arrived_via: Some("arc"),
+        arrived_via: Some(crate::model::Via::Arc),
         side_rows: Some(&side_rows),
         sync_point: SyncPointRule::EvenWithFailures,
         last_rows: Some(Box::new(move |tx| {
@@ -721,7 +722,7 @@ pub(crate) fn plan_changes(
                 summary.gone += 1;
                 println!("- {uri} (would be deleted)");
             }
-            Some(Disposal::Event(_, "unknown-delete")) => summary.unknown_deletes += 1,
+            Some(Disposal::Event(_, ChangeOutcome::UnknownDelete)) => summary.unknown_deletes += 1,
             None | Some(Disposal::Event(..)) => {
                 summary.unchanged += 1;
                 if verbose {
@@ -821,8 +822,8 @@ impl changes::Item for Delta {
     fn uri(&self) -> &Url {
         &self.page.url
     }
-    fn stated(&self) -> Option<&'static str> {
-        self.page.deleted.then_some("deleted")
+    fn stated(&self) -> Option<Change> {
+        self.page.deleted.then_some(Change::Deleted)
     }
     fn event_time(&self) -> Option<Timestamp> {
         self.page.lastmod
@@ -839,7 +840,7 @@ impl changes::Item for Delta {
     fn failed_time(&self) -> Option<Timestamp> {
         Some(self.when)
     }
-    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+    fn version(&self, collection: &str, change: Change, f: &apply::Fetched) -> NewVersion {
         version(&self.page, f, change, collection, self.page.lastmod)
     }
     /// A page that does not match its `ai_checksum` failed: the sync point stays before it
@@ -902,8 +903,13 @@ fn disposal(d: &Delta, current: Option<&CurrentState>, since: Timestamp) -> Opti
             _ if d.when <= since => None,
             Some(c) if !newer_than_mirror(c) => None,
             Some(_) => Some(Disposal::Tombstone),
-            None if current.is_some() => Some(Disposal::Event("deleted", "unchanged")),
-            None => Some(Disposal::Event("deleted", "unknown-delete")),
+            None if current.is_some() => {
+                Some(Disposal::Event(Change::Deleted, ChangeOutcome::Unchanged))
+            }
+            None => Some(Disposal::Event(
+                Change::Deleted,
+                ChangeOutcome::UnknownDelete,
+            )),
         };
     }
     // Processed before, unless the mirror never had it (a page that failed is retried).
@@ -1301,7 +1307,7 @@ fn job(index: usize, page: &Page, scope: &Arc<Scope>) -> Job {
 fn version(
     page: &Page,
     f: &apply::Fetched,
-    change: &'static str,
+    change: Change,
     collection: &str,
     event_time: Option<Timestamp>,
 ) -> NewVersion {
@@ -1309,7 +1315,7 @@ fn version(
         event_time,
         // As written, an unusable checksum too (the declared digests keep only usable ones).
         declared_hash: page.digest.as_ref().map(|d| d.to_string()),
-        arrived_via: "arc",
+        arrived_via: crate::model::Via::Arc,
         ..f.version(&page.url, collection, change, &declared(page), None)
     }
 }

@@ -11,6 +11,7 @@ use crate::engine::context::RunContext;
 use crate::engine::documents::Documents;
 use crate::engine::plan::Declared;
 use crate::error::{Error, SourceError};
+use crate::model::{ChangeOutcome, ProblemClass};
 use crate::net::fetch::fetch_to_staging;
 use crate::net::{Expected, Http};
 use crate::report::Problem;
@@ -274,8 +275,8 @@ impl changes::Item for Entry<'_> {
     fn uri(&self) -> &Url {
         &self.item.loc
     }
-    fn stated(&self) -> Option<&'static str> {
-        Some(self.item.change.unwrap_or(Change::Updated).name())
+    fn stated(&self) -> Option<Change> {
+        Some(self.item.change.unwrap_or(Change::Updated))
     }
     fn event_time(&self) -> Option<Timestamp> {
         self.t
@@ -293,7 +294,7 @@ impl changes::Item for Entry<'_> {
         Some(self.t.unwrap_or(self.since))
     }
     /// `f`: the entry's bitstream, which arrived in the package.
-    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+    fn version(&self, collection: &str, change: Change, f: &apply::Fetched) -> NewVersion {
         let declared = Declared {
             lastmod: self.item.lastmod,
             length: self.item.length,
@@ -309,10 +310,10 @@ impl changes::Item for Entry<'_> {
         NewVersion {
             uri: self.item.loc.to_string(),
             collection: collection.to_string(),
-            change: "deleted",
+            change: crate::model::Change::Deleted,
             event_time: self.t,
             lastmod: self.item.lastmod,
-            arrived_via: "tombstone",
+            arrived_via: crate::model::Via::Tombstone,
             fetched_from: Some(self.r.url.to_string()),
             ..Default::default()
         }
@@ -340,14 +341,16 @@ impl DumpRun<'_, '_> {
         self.changes
             .progress()
             .println(&format!("failed: {reason}"));
-        self.changes
-            .writer()
-            .problem(r.url.as_str(), "failed", &reason)?;
+        self.changes.writer().problem(
+            r.url.as_str(),
+            crate::model::ProblemClass::Failed,
+            &reason,
+        )?;
         let summary = self.changes.summary();
         summary.failed += 1;
         summary.problems.push(Problem {
             uri: r.url.to_string(),
-            class: "failed",
+            class: crate::model::ProblemClass::Failed,
             reason,
         });
         self.stopped_at = Some(r.from.unwrap_or(self.since).max(self.since));
@@ -373,7 +376,7 @@ impl DumpRun<'_, '_> {
             match sb {
                 Err(reason) => {
                     package_ok = false;
-                    self.changes.failed(&entry, "failed", reason)?;
+                    self.changes.failed(&entry, ProblemClass::Failed, reason)?;
                 }
                 Ok(None) => self.deletion(&entry)?,
                 Ok(Some(sb)) => self.bitstream(&entry, sb)?,
@@ -393,9 +396,11 @@ impl DumpRun<'_, '_> {
         if self.changes.live(entry)? {
             self.changes.tombstone(entry, None)
         } else if self.changes.heard_of(entry)? {
-            self.changes.known(entry, "deleted", "unchanged")
+            self.changes
+                .known(entry, Change::Deleted, ChangeOutcome::Unchanged)
         } else {
-            self.changes.known(entry, "deleted", "unknown-delete")
+            self.changes
+                .known(entry, Change::Deleted, ChangeOutcome::UnknownDelete)
         }
     }
 
@@ -417,7 +422,7 @@ impl DumpRun<'_, '_> {
                         etag: None,
                         last_modified: None,
                         media_type: None,
-                        via: "dump",
+                        via: crate::model::Via::Dump,
                     };
                     Ok(changes::Item::version(entry, collection, change, &arrived))
                 })?;

@@ -235,7 +235,7 @@ impl<'a, 'b> Collector<'a, 'b> {
                         message: format!(
                             "this is a {} document; incremental needs a Change List",
                             other
-                                .map(|c| c.name().to_string())
+                                .map(|c| c.to_string())
                                 .unwrap_or_else(|| "plain sitemap".into())
                         ),
                     })
@@ -508,7 +508,7 @@ impl<'a, 'b> Collector<'a, 'b> {
                     "{doc_url}: line {}: {} {} is dated {}, later than the list was read ({}): \
                      applied, but the sync point does not move past the time of reading",
                     e.line,
-                    change.name(),
+                    change.as_str(),
                     e.loc,
                     order_time.map(|t| t.to_string()).unwrap_or_default(),
                     read_at.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -339,7 +339,7 @@ impl DumpSnapshot {
                         etag: None,
                         last_modified: None,
                         media_type: None,
-                        via: "dump",
+                        via: crate::model::Via::Dump,
                     }),
                 ),
                 Err(e) => {

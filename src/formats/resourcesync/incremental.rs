@@ -22,6 +22,7 @@ use crate::formats::resourcesync::change_dump;
 use crate::formats::resourcesync::changes::{
     self as rs_changes, Changes as RsChanges, Collector, Event,
 };
+use crate::model::{ChangeOutcome, ProblemClass};
 use crate::net::{Expected, Http};
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
@@ -145,10 +146,10 @@ fn unexplained_pending(
         );
         summary.failed += 1;
         progress.println(&format!("failed: {uri}: {why}"));
-        write::problem(&tx, run_id, &uri, "failed", &why)?;
+        write::problem(&tx, run_id, &uri, ProblemClass::Failed, &why)?;
         summary.problems.push(Problem {
             uri,
-            class: "failed",
+            class: crate::model::ProblemClass::Failed,
             reason: why,
         });
     }
@@ -261,11 +262,11 @@ fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summa
                 }
                 Change::Created | Change::Updated if known => {
                     summary.updated += 1;
-                    println!("* {} ({} at {when})", e.uri, e.change.name());
+                    println!("* {} ({} at {when})", e.uri, e.change);
                 }
                 _ => {
                     summary.created += 1;
-                    println!("+ {} ({} at {when})", e.uri, e.change.name());
+                    println!("+ {} ({} at {when})", e.uri, e.change);
                 }
             }
         }
@@ -276,11 +277,11 @@ fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summa
     }
 }
 
-fn event_record(collection: &str, e: &Event, outcome: &'static str) -> ChangeEventRecord {
+fn event_record(collection: &str, e: &Event, outcome: ChangeOutcome) -> ChangeEventRecord {
     ChangeEventRecord {
         collection: collection.to_string(),
         uri: e.uri.to_string(),
-        change: e.change.name(),
+        change: e.change,
         event_time: e.time,
         document_url: e.document.clone(),
         outcome,
@@ -292,8 +293,8 @@ impl changes::Item for Event {
     fn uri(&self) -> &Url {
         &self.uri
     }
-    fn stated(&self) -> Option<&'static str> {
-        Some(self.change.name())
+    fn stated(&self) -> Option<Change> {
+        Some(self.change)
     }
     fn event_time(&self) -> Option<Timestamp> {
         self.time
@@ -311,10 +312,10 @@ impl changes::Item for Event {
     fn failed_time(&self) -> Option<Timestamp> {
         self.order_time
     }
-    fn version(&self, collection: &str, change: &'static str, f: &apply::Fetched) -> NewVersion {
+    fn version(&self, collection: &str, change: Change, f: &apply::Fetched) -> NewVersion {
         NewVersion {
             event_time: self.time,
-            arrived_via: "http",
+            arrived_via: crate::model::Via::Http,
             ..f.version(
                 &self.uri,
                 collection,
@@ -390,8 +391,8 @@ fn disposals(
             }
             Change::Deleted => match current {
                 Some(c) if !c.deleted => Disposal::Tombstone,
-                Some(_) => Disposal::Event("deleted", "unchanged"),
-                None => Disposal::Event("deleted", "unknown-delete"),
+                Some(_) => Disposal::Event(Change::Deleted, ChangeOutcome::Unchanged),
+                None => Disposal::Event(Change::Deleted, ChangeOutcome::UnknownDelete),
             },
             Change::Created | Change::Updated => Disposal::Fetch(job_of(i, e)),
         };
@@ -412,7 +413,7 @@ fn record_refused_and_superseded(
     let applied: HashSet<usize> = p.apply.iter().copied().collect();
     for (i, e) in p.changes.events.iter().enumerate() {
         if !applied.contains(&i) {
-            writer.event(event_record(&p.collection, e, "superseded"))?;
+            writer.event(event_record(&p.collection, e, ChangeOutcome::Superseded))?;
         }
     }
     Ok(())

@@ -25,6 +25,7 @@ use crate::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
 use crate::formats::scp::read::{
     CollectionMeta, CollectionReader, CollectionSummary, CollectionType, Limits, Page, ScpError,
 };
+use crate::model::Change;
 use crate::progress::Progress;
 use crate::store::catalog::{write, ChangeEventRecord};
 use crate::store::new_file::NewFile;
@@ -516,8 +517,8 @@ impl PageWriter<'_, '_, '_> {
             .get(&k)
             .map(|l| (l.resource_id, l.qualified, l.modified, l.json));
         let change = match page_change(known.map(|l| (l.2, l.3)), page.modified, sha_short) {
-            PageChange::Create => "created",
-            PageChange::Update => "updated",
+            PageChange::Create => Change::Created,
+            PageChange::Update => Change::Updated,
             kept => {
                 match kept {
                     PageChange::OlderKept => n.older_kept += 1,
@@ -558,7 +559,7 @@ impl PageWriter<'_, '_, '_> {
             },
         )?;
         self.event(url, qualified, change, Some(page.modified), version_id)?;
-        if change == "created" {
+        if change == Change::Created {
             n.created += 1;
         } else {
             n.updated += 1;
@@ -580,7 +581,7 @@ impl PageWriter<'_, '_, '_> {
         &self,
         url: &str,
         qualified: bool,
-        change: &'static str,
+        change: crate::model::Change,
         time: Option<Timestamp>,
         version_id: i64,
     ) -> Result<(), StoreError> {
@@ -600,7 +601,7 @@ impl PageWriter<'_, '_, '_> {
                 change,
                 event_time: time,
                 document_url: self.a.entry.url.to_string(),
-                outcome: "applied",
+                outcome: crate::model::ChangeOutcome::Applied,
             },
             Some(version_id),
         )
@@ -634,7 +635,7 @@ impl PageWriter<'_, '_, '_> {
                     &NewPageVersion {
                         run_id: self.a.run_id,
                         collection_row: self.row,
-                        change: "deleted",
+                        change: crate::model::Change::Deleted,
                         modified: None,
                         title: None,
                         language: None,
@@ -647,7 +648,7 @@ impl PageWriter<'_, '_, '_> {
                 self.event(
                     &url,
                     *qualified,
-                    "deleted",
+                    Change::Deleted,
                     Some(listed_generated),
                     version_id,
                 )?;

@@ -30,6 +30,7 @@ use crate::formats::scp::apply::{
 use crate::formats::scp::fetch::{self as scp_fetch, CollectionResponse, FetchedSitemap};
 use crate::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
 use crate::formats::scp::read::Limits;
+use crate::model::ProblemClass;
 use crate::net::{Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, UsageError};
@@ -144,7 +145,7 @@ pub(crate) fn incremental(
             None if section.snapshot_generated.is_none() => {
                 let why =
                     format!("the sitemap publishes no snapshot of section {name:?} to start from");
-                report(ctx, fetched.url.as_str(), "failed", &why)?;
+                report(ctx, fetched.url.as_str(), ProblemClass::Failed, &why)?;
                 run.failed.push((fetched.url.to_string(), why));
                 continue;
             }
@@ -358,9 +359,9 @@ fn take(
             let why = e.to_string();
             if e.is_refusal() {
                 // Outside the sitemap's scope (--allow-host widens it): never fetched.
-                report(ctx, url, "refused", &why)?;
+                report(ctx, url, ProblemClass::Refused, &why)?;
             } else {
-                report(ctx, url, "failed", &why)?;
+                report(ctx, url, ProblemClass::Failed, &why)?;
             }
             run.failed.push((url.to_string(), why));
             return Ok(false);
@@ -431,7 +432,7 @@ fn take(
         Ok(a) => a,
         Err(e @ (ApplyError::Rejected(_) | ApplyError::NotAsListed(_))) => {
             let why = e.to_string();
-            report(ctx, url, "failed", &why)?;
+            report(ctx, url, ProblemClass::Failed, &why)?;
             run.failed.push((url.to_string(), why));
             return Ok(false);
         }
@@ -534,10 +535,10 @@ fn record(
         };
         let tx = ctx.catalog.transaction()?;
         for page in &a.gone {
-            write::problem(&tx, ctx.run_id, page, "gone", &reason)?;
+            write::problem(&tx, ctx.run_id, page, ProblemClass::Gone, &reason)?;
             ctx.summary.problems.push(Problem {
                 uri: page.clone(),
-                class: "gone",
+                class: crate::model::ProblemClass::Gone,
                 reason: reason.clone(),
             });
         }
@@ -551,10 +552,10 @@ fn record(
 fn report(
     ctx: &mut RunContext<'_, '_>,
     url: &str,
-    class: &'static str,
+    class: ProblemClass,
     why: &str,
 ) -> Result<(), Error> {
-    if class == "refused" {
+    if class == ProblemClass::Refused {
         ctx.summary.refused += 1;
     } else {
         ctx.summary.failed += 1;
@@ -575,7 +576,7 @@ fn report(
 fn warn(ctx: &mut RunContext<'_, '_>, url: &str, note: &str) -> Result<(), Error> {
     ctx.summary.warnings.push(format!("{url}: {note}"));
     let tx = ctx.catalog.transaction()?;
-    write::problem(&tx, ctx.run_id, url, "warning", note)?;
+    write::problem(&tx, ctx.run_id, url, ProblemClass::Warning, note)?;
     tx.commit().map_err(StoreError::from)?;
     Ok(())
 }
