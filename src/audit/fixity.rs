@@ -1076,7 +1076,7 @@ mod tests {
     }
 
     /// An object forty versions share ("alpha\n" for the even `ok/` URIs) hashed once and
-    /// found damaged for each of them: every claim judged (issue 24: the claims are scanned
+    /// found damaged for each of them: every claim judged (the claims are scanned
     /// again rather than held, so a million resources of the same bytes cost no memory).
     #[test]
     fn a_damaged_shared_object_is_a_finding_for_every_uri_that_names_it() {

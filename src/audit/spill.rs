@@ -1,6 +1,6 @@
 //! What a source lists, written to the mirror's `staging/` as the source is walked, and read back
 //! in list order as often as needed: an audit of a mirror too large to hold in one pass walks the
-//! source once and compares each slice of the mirror with this copy (issue 24).
+//! source once and compares each slice of the mirror with this copy.
 //!
 //! A plain file of records, written through one buffer and read through another: no index, no
 //! journal, no sync (it is thrown away with the audit; after a crash, the next run that writes

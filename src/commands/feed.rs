@@ -1,5 +1,5 @@
 //! `rsmirror feed`: an Atom 1.0 feed (RFC 4287), or a JSON Feed 1.1, of the changes the mirror
-//! applied to one collection (seed 001, "Sitemap Update Syndication"; issue 8).
+//! applied to one collection (the Sitemap Update Syndication proposal, IFCC-0001).
 //!
 //! One feed per collection: a Capability List, known by its `rs:ln rel="describes"` when the
 //! catalog recorded one, else by its URL; an ARC sitemap, known by its `site`; whatever other
@@ -175,7 +175,7 @@ pub(crate) fn build(
 ) -> Result<Feed, StoreError> {
     let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
     change_history::each_applied_change(catalog, &c.collection, |a: AppliedChange| {
-        // A time the catalog cannot read is as good as none (seed 001: ignored).
+        // A time the catalog cannot read is as good as none (Sitemap Update Syndication: ignored).
         let Ok(time) = a.time.parse::<Timestamp>() else {
             return;
         };
@@ -614,7 +614,7 @@ mod tests {
             Some("2026-03-01T03:30:00Z"),
             ChangeOutcome::Unchanged,
         );
-        // Run 2: only a change without a datetime: no entry (seed 001).
+        // Run 2: only a change without a datetime: no entry (Sitemap Update Syndication).
         event(
             &c,
             2,

@@ -111,7 +111,7 @@ fn audit(a: &crate::cli::AuditArgs, arguments: &str) -> Exit {
     }
 }
 
-/// Print a baseline / incremental outcome the way DESIGN.md §5 asks: JSON on stdout with
+/// Print a baseline / incremental outcome for people and for cron: JSON on stdout with
 /// --json; quiet under cron on success; the summary line otherwise.
 fn summarise(
     command: &str,

@@ -1,6 +1,6 @@
 //! What one collection's list names, spilled to disk, and the plan made from it by a merge with
 //! the catalog in URI order: the baseline's plan in flat memory, whatever the size of the list
-//! or of the mirror (issue 24).
+//! or of the mirror.
 //!
 //! A walk hands each [`Listed`] entry to [`Listing::push`], which writes it to the list's
 //! scratch copy (`store::listing`: a SQLite database of its own in the mirror's `staging/`,

@@ -28,7 +28,7 @@ pub struct SitemapRecord {
     pub last_modified: Option<String>,
 }
 
-/// What a sitemap or delta feed said of the page a version was fetched for (seed 002 §E.4).
+/// What a sitemap or delta feed said of the page a version was fetched for (ARC Sitemap specification §E.4).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PageRecord {
     pub sitemap_url: String,

@@ -1,4 +1,4 @@
-//! Fault injection for the crash matrix (`tests/it/crash.rs`, issue 22): named points at the
+//! Fault injection for the crash matrix (`tests/it/crash.rs`): named points at the
 //! moments a crash matters (an object placed but not yet named by the catalog, versions
 //! committed but not the sync point, ...). A debug build run with
 //! `RSMIRROR_KILL_AT=<name>[:<nth>]` aborts (SIGABRT, as abrupt as a SIGKILL: no destructor,

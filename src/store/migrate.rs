@@ -8,7 +8,7 @@
 //! - 1 → 2: objects move from two fan-out folder levels to one ([`objects::migrate_two_level`]).
 //! - 2 → 3: each collection named once (`collections`, `resources.collection_id`), no
 //!   per-version recording time (a version's time is its run's), `sources.maps_json` (the
-//!   `--map` rules remembered with a source), and SCP pages become resources (issue 19). Every page state kept in `scp_page_versions`
+//!   `--map` rules remembered with a source), and SCP pages become resources. Every page state kept in `scp_page_versions`
 //!   (the page JSON inside the catalog) becomes a `versions` row whose object is that JSON, plus
 //!   an `scp_versions` row with what only SCP knows; `scp_pages` and `scp_page_versions` go.
 //!   Every JSON is checked against the SHA-256 recorded at ingest before anything is written
@@ -161,7 +161,7 @@ fn move_rows(conn: &mut Connection, has_pages: bool) -> Result<(), StoreError> {
     if has("versions", "recorded_at")? {
         tx.execute_batch("ALTER TABLE versions DROP COLUMN recorded_at;")?;
     }
-    // `--map` is remembered with the source (issue 23).
+    // `--map` is remembered with the source.
     if !has("sources", "maps_json")? {
         tx.execute_batch("ALTER TABLE sources ADD COLUMN maps_json TEXT;")?;
     }

@@ -1,4 +1,4 @@
-//! The SCP part of the catalog (SCP 0.1, seed 000; tables `scp_*` in `schema.sql`): the
+//! The SCP part of the catalog (SCP 0.1; tables `scp_*` in `schema.sql`): the
 //! sitemap a source announces its collections in, the sections followed and how far each is
 //! applied, every collection applied, and the pages with their versions.
 //!

@@ -1,4 +1,4 @@
-//! Mirroring an ARC sitemap source (seed 002, issue 8): `baseline` fetches every page the
+//! Mirroring an ARC sitemap source (the ARC Sitemap specification, Appendix E): `baseline` fetches every page the
 //! sitemap lists and verifies its `ai_checksum`; `incremental` follows the delta feeds from the
 //! sync point; `audit` / `expected_state` compare the mirror with the current sitemap.
 //!

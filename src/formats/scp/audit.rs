@@ -1,4 +1,4 @@
-//! `audit` of an SCP mirror (SCP 0.1, seed 000; scp-notes §4): the mirror against the newest
+//! `audit` of an SCP mirror (SCP 0.1): the mirror against the newest
 //! snapshot of each section followed, the collections it was built from, and its own bytes.
 //!
 //! - Source comparison (unless `--offline`): the newest snapshot is streamed through the

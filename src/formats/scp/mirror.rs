@@ -1,4 +1,4 @@
-//! Mirroring a Site Content Protocol source (SCP 0.1, seed 000; issue 6): `baseline` takes the
+//! Mirroring a Site Content Protocol source (SCP 0.1): `baseline` takes the
 //! newest snapshot of each section, `incremental` applies the deltas listed since (in
 //! `generated` order) and re-takes a snapshot when a newer one is published, `audit` (in
 //! `scp_audit`) compares the mirror with the newest snapshot.

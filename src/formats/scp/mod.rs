@@ -1,4 +1,4 @@
-//! The Site Content Protocol (SCP 0.1, seed 000) as a [`Format`]: `mirror` chooses the
+//! The Site Content Protocol (SCP 0.1) as a [`Format`]: `mirror` chooses the
 //! collections to take and reports, `fetch` gets their bytes (conditional GETs), `apply` reads,
 //! verifies and commits one collection (pages as resources, their JSON as objects, what only
 //! SCP knows in `scp_versions`), `audit` compares the mirror with the newest snapshots. The

@@ -2,7 +2,7 @@
 //! parsing the declared value, hashing the decompressed stream as it is read, and deciding at
 //! the end which rule, if any, reproduces the declared value.
 //!
-//! Two rules, tried in order (scp-notes §2.1):
+//! Two rules, tried in order (the SCP 0.1 reference implementation, crawlcore/scp-protocol):
 //! 1. **Spec-literal**: SHA-256 of the complete decompressed file, every newline included.
 //! 2. **Reference variant**: what the reference generator actually hashes: line 1
 //!    re-serialised as compact JSON in its original key order *without* the `checksum` key,
@@ -24,7 +24,7 @@ use std::fmt;
 pub enum ChecksumStatus {
     /// SHA-256 over the decompressed bytes as received matched (the spec's rule).
     SpecLiteral,
-    /// Matched only under the reference implementation's rule (scp-notes §2.1).
+    /// Matched only under the reference implementation's rule (SCP 0.1 reference implementation).
     ReferenceVariant,
     /// The collection declares no checksum: nothing was verified.
     Unverified,

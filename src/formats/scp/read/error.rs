@@ -94,7 +94,7 @@ pub struct Mismatch {
     pub declared: String,
     /// SHA-256 of the decompressed bytes as received (the spec's rule), hex.
     pub spec_literal: String,
-    /// SHA-256 under the reference implementation's rule (scp-notes §2.1), hex.
+    /// SHA-256 under the reference implementation's rule (SCP 0.1 reference implementation), hex.
     pub reference_variant: String,
 }
 
