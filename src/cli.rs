@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+use crate::settings::{self, UsageError};
 pub use crate::settings::{AuditLevel, FeedFormat, OnGap, ReportFormat, Via};
 
 #[derive(Debug, Parser)]
@@ -529,4 +530,118 @@ pub struct FeedArgs {
     /// atom or json.
     #[arg(long, value_enum, default_value_t = FeedFormat::Atom)]
     pub format: FeedFormat,
+}
+
+// What the user typed, filled into the library's options and checked there (`settings`).
+
+impl OutputArgs {
+    pub fn settings(&self) -> settings::Output {
+        settings::Output {
+            quiet: self.quiet,
+            verbose: self.verbose,
+            json: self.json,
+        }
+    }
+}
+
+impl SourceArgs {
+    /// The checked settings of `source` (may be empty: the mirror's remembered source).
+    pub fn settings(&self, source: &str) -> Result<settings::SourceSettings, UsageError> {
+        let options = settings::SourceOptions {
+            allow_host: self.allow_host.clone(),
+            map: self.map.clone(),
+            no_map: self.no_map,
+            assume_utc: self.assume_utc,
+            timeout: self.timeout,
+            tries: self.tries,
+            max_retry_after: self.max_retry_after,
+            delay: self.delay,
+            user_agent: self.user_agent.clone(),
+            headers: self.headers.clone(),
+            max_document_size: self.max_document_size,
+            max_size: self.max_size,
+            min_rate: self.min_rate,
+            max_time: self.max_time,
+            min_free: self.min_free,
+            ca_file: self.ca_file.clone(),
+        };
+        settings::SourceSettings::new(source, &options)
+    }
+}
+
+impl BaselineArgs {
+    pub fn settings(&self) -> Result<settings::Baseline, UsageError> {
+        settings::Baseline {
+            mirror: self.mirror.mirror.clone(),
+            source: self.source_args.settings(&self.source)?,
+            capability_list: self.capability_list.clone(),
+            section: self.section.clone(),
+            via: self.via,
+            delete: self.delete,
+            max_delete: self.max_delete,
+            force_delete: self.force_delete,
+            init_here: self.init_here,
+            dry_run: self.dry_run,
+            jobs: self.jobs,
+            output: self.output.settings(),
+            crossing_gap: None,
+        }
+        .checked()
+    }
+}
+
+impl IncrementalArgs {
+    pub fn settings(&self) -> Result<settings::Incremental, UsageError> {
+        settings::Incremental {
+            mirror: self.mirror.mirror.clone(),
+            from: settings::time_option("from", self.from.as_deref())?,
+            source: self
+                .source_args
+                .settings(self.source.as_deref().unwrap_or(""))?,
+            source_given: self.source.is_some(),
+            dry_run: self.dry_run,
+            jobs: self.jobs,
+            on_gap: self.on_gap,
+            output: self.output.settings(),
+        }
+        .checked()
+    }
+}
+
+impl AuditArgs {
+    pub fn settings(&self) -> Result<settings::Audit, UsageError> {
+        settings::Audit {
+            mirror: self.mirror.mirror.clone(),
+            sample: settings::sample(self.sample.as_deref())?,
+            source: self
+                .source_args
+                .settings(self.source.as_deref().unwrap_or(""))?,
+            source_given: self.source.is_some(),
+            level: self.level,
+            offline: self.offline,
+            all_versions: self.all_versions,
+            require_fixity: self.require_fixity,
+            refetch: self
+                .refetch
+                .as_deref()
+                .map(settings::Refetch::parse)
+                .transpose()?,
+            report: self.report.clone().map(|p| (p, self.format)),
+            jobs: self.jobs.unwrap_or_else(settings::Audit::default_jobs),
+            output: self.output.settings(),
+        }
+        .checked()
+    }
+}
+
+impl FeedArgs {
+    pub fn settings(&self) -> Result<settings::Feed, UsageError> {
+        Ok(settings::Feed {
+            mirror: self.mirror.mirror.clone(),
+            collection: self.collection.clone(),
+            since: settings::time_option("since", self.since.as_deref())?,
+            output: self.output.clone(),
+            format: self.format,
+        })
+    }
 }

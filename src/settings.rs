@@ -1,7 +1,7 @@
-//! Checked, resolved options: what the rest of the program uses. Built from `cli` types; every
-//! problem found here is a usage error (exit 2) naming the option.
+//! Checked, resolved options: what the rest of the program uses. `cli` fills them from what
+//! the user typed and has them checked here; every problem found here is a usage error (exit 2)
+//! naming the option. Nothing here knows the command line's types.
 
-use crate::cli;
 use crate::net::HttpConfig;
 use crate::rs::w3c_datetime::Zone;
 use std::path::{Path, PathBuf};
@@ -15,16 +15,6 @@ pub struct Output {
     pub quiet: bool,
     pub verbose: u8,
     pub json: bool,
-}
-
-impl From<&cli::OutputArgs> for Output {
-    fn from(o: &cli::OutputArgs) -> Output {
-        Output {
-            quiet: o.quiet,
-            verbose: o.verbose,
-            json: o.json,
-        }
-    }
 }
 
 /// Where documents come from and how.
@@ -51,8 +41,29 @@ pub enum MapChoice {
     Remembered,
 }
 
+/// The source options as given, before they are checked.
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    pub allow_host: Vec<String>,
+    pub map: Vec<String>,
+    pub no_map: bool,
+    pub assume_utc: bool,
+    pub timeout: f64,
+    pub tries: u32,
+    pub max_retry_after: f64,
+    pub delay: Option<f64>,
+    pub user_agent: Option<String>,
+    pub headers: Vec<String>,
+    pub max_document_size: u64,
+    pub max_size: u64,
+    pub min_rate: u64,
+    pub max_time: Option<f64>,
+    pub min_free: Option<u64>,
+    pub ca_file: Option<PathBuf>,
+}
+
 impl SourceSettings {
-    pub(crate) fn new(source: &str, a: &cli::SourceArgs) -> Result<SourceSettings, UsageError> {
+    pub(crate) fn new(source: &str, a: &SourceOptions) -> Result<SourceSettings, UsageError> {
         let secs = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(Duration::from_secs_f64(v))
@@ -369,32 +380,20 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    pub(crate) fn new(a: &cli::BaselineArgs) -> Result<Baseline, UsageError> {
-        if a.max_delete.is_some() && !a.delete {
+    /// The options as filled, checked together.
+    pub(crate) fn checked(self) -> Result<Baseline, UsageError> {
+        if self.max_delete.is_some() && !self.delete {
             return Err(UsageError(
                 "--max-delete only makes sense with --delete".into(),
             ));
         }
-        if a.force_delete && !a.delete {
+        if self.force_delete && !self.delete {
             return Err(UsageError(
                 "--force-delete only makes sense with --delete".into(),
             ));
         }
-        Ok(Baseline {
-            mirror: a.mirror.mirror.clone(),
-            source: SourceSettings::new(&a.source, &a.source_args)?,
-            capability_list: a.capability_list.clone(),
-            section: a.section.clone(),
-            via: a.via,
-            delete: a.delete,
-            max_delete: a.max_delete,
-            force_delete: a.force_delete,
-            init_here: a.init_here,
-            dry_run: a.dry_run,
-            jobs: jobs(a.jobs)?,
-            output: Output::from(&a.output),
-            crossing_gap: None,
-        })
+        jobs(self.jobs)?;
+        Ok(self)
     }
 }
 
@@ -412,26 +411,25 @@ pub struct Incremental {
 }
 
 impl Incremental {
-    pub(crate) fn new(a: &cli::IncrementalArgs) -> Result<Incremental, UsageError> {
-        let from = match &a.from {
-            None => None,
-            Some(v) => Some(
-                crate::rs::w3c_datetime::parse(v, Zone::Required)
-                    .map_err(|e| UsageError(format!("--from: {e}")))?
-                    .timestamp,
-            ),
-        };
-        Ok(Incremental {
-            mirror: a.mirror.mirror.clone(),
-            source: SourceSettings::new(a.source.as_deref().unwrap_or(""), &a.source_args)?,
-            source_given: a.source.is_some(),
-            from,
-            dry_run: a.dry_run,
-            jobs: jobs(a.jobs)?,
-            on_gap: a.on_gap,
-            output: Output::from(&a.output),
-        })
+    /// The options as filled, checked together.
+    pub(crate) fn checked(self) -> Result<Incremental, UsageError> {
+        jobs(self.jobs)?;
+        Ok(self)
     }
+}
+
+/// A time option (`--from`, `--since`): a W3C datetime with its zone.
+pub(crate) fn time_option(
+    name: &str,
+    value: Option<&str>,
+) -> Result<Option<jiff::Timestamp>, UsageError> {
+    value
+        .map(|v| {
+            crate::rs::w3c_datetime::parse(v, Zone::Required)
+                .map(|t| t.timestamp)
+                .map_err(|e| UsageError(format!("--{name}: {e}")))
+        })
+        .transpose()
 }
 
 /// `audit`, checked.
@@ -463,7 +461,8 @@ pub struct Refetch {
 }
 
 impl Refetch {
-    fn parse(v: &str) -> Result<Refetch, UsageError> {
+    /// `--refetch[=MODES]`: `all`, `bytes`, or both.
+    pub(crate) fn parse(v: &str) -> Result<Refetch, UsageError> {
         let mut r = Refetch::default();
         for word in v.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match word {
@@ -480,52 +479,44 @@ impl Refetch {
     }
 }
 
+/// `--sample N/M`: slice N of M, 1-based.
+pub(crate) fn sample(value: Option<&str>) -> Result<Option<(u64, u64)>, UsageError> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    let bad = || {
+        UsageError(format!(
+            "--sample {v:?}: expected N/M with 1 <= N <= M, such as 3/7"
+        ))
+    };
+    let (n, m) = v.split_once('/').ok_or_else(bad)?;
+    let (n, m): (u64, u64) = (
+        n.trim().parse().map_err(|_| bad())?,
+        m.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || m == 0 || n > m {
+        return Err(bad());
+    }
+    Ok(Some((n, m)))
+}
+
 impl Audit {
-    pub fn new(a: &cli::AuditArgs) -> Result<Audit, UsageError> {
-        let sample = match &a.sample {
-            None => None,
-            Some(v) => {
-                let bad = || {
-                    UsageError(format!(
-                        "--sample {v:?}: expected N/M with 1 <= N <= M, such as 3/7"
-                    ))
-                };
-                let (n, m) = v.split_once('/').ok_or_else(bad)?;
-                let (n, m): (u64, u64) = (
-                    n.trim().parse().map_err(|_| bad())?,
-                    m.trim().parse().map_err(|_| bad())?,
-                );
-                if n == 0 || m == 0 || n > m {
-                    return Err(bad());
-                }
-                Some((n, m))
-            }
-        };
-        let cores = std::thread::available_parallelism()
+    /// The options as filled, checked together.
+    pub(crate) fn checked(self) -> Result<Audit, UsageError> {
+        if self.refetch.is_some() && self.offline {
+            return Err(UsageError(
+                "--refetch asks the source, --offline forbids it: give one of them".into(),
+            ));
+        }
+        jobs(self.jobs)?;
+        Ok(self)
+    }
+
+    /// `--jobs` when not given: the machine's cores.
+    pub(crate) fn default_jobs() -> usize {
+        std::thread::available_parallelism()
             .map(|n| n.get())
-            .unwrap_or(2);
-        Ok(Audit {
-            mirror: a.mirror.mirror.clone(),
-            source: SourceSettings::new(a.source.as_deref().unwrap_or(""), &a.source_args)?,
-            source_given: a.source.is_some(),
-            level: a.level,
-            sample,
-            offline: a.offline,
-            all_versions: a.all_versions,
-            require_fixity: a.require_fixity,
-            refetch: match &a.refetch {
-                None => None,
-                Some(_) if a.offline => {
-                    return Err(UsageError(
-                        "--refetch asks the source, --offline forbids it: give one of them".into(),
-                    ))
-                }
-                Some(v) => Some(Refetch::parse(v)?),
-            },
-            report: a.report.clone().map(|p| (p, a.format)),
-            jobs: jobs(a.jobs.unwrap_or(cores))?,
-            output: Output::from(&a.output),
-        })
+            .unwrap_or(2)
     }
 }
 
@@ -537,26 +528,6 @@ pub struct Feed {
     pub since: Option<jiff::Timestamp>,
     pub output: Option<PathBuf>,
     pub format: FeedFormat,
-}
-
-impl Feed {
-    pub(crate) fn new(a: &cli::FeedArgs) -> Result<Feed, UsageError> {
-        let since = match &a.since {
-            None => None,
-            Some(v) => Some(
-                crate::rs::w3c_datetime::parse(v, Zone::Required)
-                    .map_err(|e| UsageError(format!("--since: {e}")))?
-                    .timestamp,
-            ),
-        };
-        Ok(Feed {
-            mirror: a.mirror.mirror.clone(),
-            collection: a.collection.clone(),
-            since,
-            output: a.output.clone(),
-            format: a.format,
-        })
-    }
 }
 
 fn jobs(n: usize) -> Result<usize, UsageError> {

@@ -79,7 +79,7 @@ fn fail_as(command: &str, json: bool, e: &crate::error::Error) -> Exit {
 }
 
 fn baseline(a: &crate::cli::BaselineArgs, arguments: &str) -> Exit {
-    let s = match settings::Baseline::new(a) {
+    let s = match a.settings() {
         Ok(s) => s,
         Err(e) => return fail_as("baseline", a.output.json, &e.into()),
     };
@@ -90,7 +90,7 @@ fn baseline(a: &crate::cli::BaselineArgs, arguments: &str) -> Exit {
 }
 
 fn incremental(a: &crate::cli::IncrementalArgs, arguments: &str) -> Exit {
-    let s = match settings::Incremental::new(a) {
+    let s = match a.settings() {
         Ok(s) => s,
         Err(e) => return fail_as("incremental", a.output.json, &e.into()),
     };
@@ -101,7 +101,7 @@ fn incremental(a: &crate::cli::IncrementalArgs, arguments: &str) -> Exit {
 }
 
 fn audit(a: &crate::cli::AuditArgs, arguments: &str) -> Exit {
-    let s = match settings::Audit::new(a) {
+    let s = match a.settings() {
         Ok(s) => s,
         Err(e) => return fail(&e.into()),
     };
@@ -143,7 +143,7 @@ fn summarise(
 }
 
 fn inspect(a: &crate::cli::InspectArgs) -> Exit {
-    let s = match settings::SourceSettings::new(&a.source, &a.source_args) {
+    let s = match a.source_args.settings(&a.source) {
         Ok(s) => s,
         Err(e) => return fail(&e.into()),
     };
@@ -171,7 +171,7 @@ fn inspect(a: &crate::cli::InspectArgs) -> Exit {
 }
 
 fn feed(a: &crate::cli::FeedArgs) -> Exit {
-    let s = match settings::Feed::new(a) {
+    let s = match a.settings() {
         Ok(s) => s,
         Err(e) => return fail(&e.into()),
     };
@@ -284,7 +284,9 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
         .flatten()
         .and_then(|c| c.remembered_source().ok().flatten())
         .unwrap_or_default();
-    let settings = match settings::SourceSettings::new(&source, &a.source_args)
+    let settings = match a
+        .source_args
+        .settings(&source)
         .map_err(crate::error::Error::from)
         .and_then(|s| {
             let remembered = match s.takes_remembered_maps() {

@@ -780,7 +780,7 @@ fn audit_compares_with_the_newest_snapshot() {
         let Command::Audit(a) = cli.command else {
             unreachable!()
         };
-        let s = rsmirror::settings::Audit::new(&a).unwrap();
+        let s = a.settings().unwrap();
         let catalog = Catalog::open(mirror).unwrap();
         let source_id: i64 = catalog
             .conn()

@@ -24,7 +24,7 @@ use std::fmt;
 pub enum ChecksumStatus {
     /// SHA-256 over the decompressed bytes as received matched (the spec's rule).
     SpecLiteral,
-    /// Matched only under the reference implementation's rule (SCP 0.1 reference implementation).
+    /// Matched only under the rule of the SCP 0.1 reference implementation.
     ReferenceVariant,
     /// The collection declares no checksum: nothing was verified.
     Unverified,
