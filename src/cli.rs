@@ -535,7 +535,7 @@ pub struct FeedArgs {
 // What the user typed, filled into the library's options and checked there (`settings`).
 
 impl OutputArgs {
-    pub fn settings(&self) -> settings::Output {
+    pub(crate) fn settings(&self) -> settings::Output {
         settings::Output {
             quiet: self.quiet,
             verbose: self.verbose,
@@ -546,7 +546,7 @@ impl OutputArgs {
 
 impl SourceArgs {
     /// The checked settings of `source` (may be empty: the mirror's remembered source).
-    pub fn settings(&self, source: &str) -> Result<settings::SourceSettings, UsageError> {
+    pub(crate) fn settings(&self, source: &str) -> Result<settings::SourceSettings, UsageError> {
         let options = settings::SourceOptions {
             allow_host: self.allow_host.clone(),
             map: self.map.clone(),
@@ -570,7 +570,7 @@ impl SourceArgs {
 }
 
 impl BaselineArgs {
-    pub fn settings(&self) -> Result<settings::Baseline, UsageError> {
+    pub(crate) fn settings(&self) -> Result<settings::Baseline, UsageError> {
         settings::Baseline {
             mirror: self.mirror.mirror.clone(),
             source: self.source_args.settings(&self.source)?,
@@ -591,7 +591,7 @@ impl BaselineArgs {
 }
 
 impl IncrementalArgs {
-    pub fn settings(&self) -> Result<settings::Incremental, UsageError> {
+    pub(crate) fn settings(&self) -> Result<settings::Incremental, UsageError> {
         settings::Incremental {
             mirror: self.mirror.mirror.clone(),
             from: settings::time_option("from", self.from.as_deref())?,
@@ -635,7 +635,7 @@ impl AuditArgs {
 }
 
 impl FeedArgs {
-    pub fn settings(&self) -> Result<settings::Feed, UsageError> {
+    pub(crate) fn settings(&self) -> Result<settings::Feed, UsageError> {
         Ok(settings::Feed {
             mirror: self.mirror.mirror.clone(),
             collection: self.collection.clone(),

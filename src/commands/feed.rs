@@ -27,7 +27,6 @@ use crate::error::Error;
 use crate::model::Change as ChangeKind;
 use crate::settings::FeedFormat;
 use crate::settings::{self, UsageError};
-pub use crate::store::change_history::record_identity;
 use crate::store::change_history::{self, AppliedChange};
 use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
@@ -99,9 +98,6 @@ pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
     }
     Ok(())
 }
-
-/// The basis recorded for a Capability List's `rs:ln rel="describes"`.
-pub const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";
 
 /// Every collection the mirror follows or applied changes to, in id order.
 pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
@@ -529,6 +525,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::model::ChangeOutcome;
+    use crate::store::change_history::record_identity;
 
     fn catalog() -> (tempfile::TempDir, Catalog) {
         let dir = tempfile::tempdir().unwrap();

@@ -11,7 +11,6 @@
 //! that fail are collected and retried by the next run; deletions come only from a complete
 //! list.
 
-use crate::commands::feed::{self, DESCRIBES_BASIS};
 use crate::engine::apply::{self, Job, JobResult, Then, Writer};
 use crate::engine::decide::{decide, Basis, Held};
 use crate::engine::listing::{Counts, InFlight, Listing, Todo};
@@ -23,6 +22,7 @@ use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
 use crate::settings;
 use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
+use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
 use crate::store::writer::LastRows;
 use crate::store::{ObjectStore, StoreError};
 use jiff::Timestamp;
@@ -300,7 +300,7 @@ fn finish(
             write::sync_point(tx, source_id, run_id, &sync_point)?;
         }
         if let Some((identity, basis)) = &p.identity {
-            feed::record_identity(tx, &p.collection, identity, basis)?;
+            record_identity(tx, &p.collection, identity, basis)?;
         }
         Ok(())
     })?;

@@ -107,3 +107,6 @@ pub(crate) fn each_applied_change(
     }
     Ok(())
 }
+
+/// The basis recorded for a Capability List's `rs:ln rel="describes"`.
+pub(crate) const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";

@@ -23,7 +23,6 @@
 //! with a wrong checksum would help nobody.
 
 use crate::audit::finding::{Class, Finding};
-use crate::commands::feed;
 use crate::engine::apply::{self, Job, Then, Writer};
 use crate::engine::changes::{self, Changes};
 use crate::engine::context::RunContext;
@@ -41,6 +40,7 @@ use crate::model::{Change, ChangeOutcome};
 use crate::net::{Body, Expected, FetchError, Http, Scope, Validators};
 use crate::settings::{self, SourceSettings, UsageError};
 use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
+use crate::store::change_history::record_identity;
 use crate::store::{Catalog, ObjectStore};
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
@@ -1338,7 +1338,7 @@ fn commit_sitemap(
     crate::store::kill::point("arc.before-commit");
     writer.flush(|tx| {
         write_arc::sitemap(tx, source_id, run_id, record)?;
-        feed::record_identity(tx, collection, &record.site, "site of the ARC sitemap")?;
+        record_identity(tx, collection, &record.site, "site of the ARC sitemap")?;
         write::sync_point(
             tx,
             source_id,

@@ -9,7 +9,6 @@
 //! `until` of the last fully processed closed list or the latest applied event time — never
 //! past an event that failed, so a re-run retries it.
 
-use crate::commands::feed::{self, DESCRIBES_BASIS};
 use crate::engine::apply::{self, Job, Writer};
 use crate::engine::changes::{self, Changes, Disposal, Ends};
 use crate::engine::context::RunContext;
@@ -29,6 +28,7 @@ use crate::report::{Problem, Summary};
 use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
+use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
@@ -479,7 +479,7 @@ fn commit_changes(
         }
         write::sync_point(tx, source_id, run_id, &sync_point)?;
         if let Some(d) = &describes {
-            feed::record_identity(tx, collection, d, DESCRIBES_BASIS)?;
+            record_identity(tx, collection, d, DESCRIBES_BASIS)?;
         }
         Ok(())
     })?;
