@@ -8,7 +8,7 @@
 //! The requests go out on a few threads through the run's agent, so `--delay` (and the
 //! source's pacing) holds, and share its retries and timeouts.
 
-use crate::net::fetch::{fetch_new_object, fetch_new_object_if_changed};
+use crate::net::one::{fetch_new_object, fetch_new_object_if_changed};
 use crate::net::{Expected, FetchError, Http, Scope, Validators};
 use std::path::Path;
 use std::sync::Arc;

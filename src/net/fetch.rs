@@ -1,5 +1,5 @@
 //! Fetch-to-staging: one resource from the source into a new file under `staging/`, hashed in
-//! the same pass that writes it (DESIGN §4, "verify").
+//! the same pass that writes it.
 //!
 //! The body streams through a fixed buffer into a new file ([`NewFile`]: anonymous where the
 //! file system allows, for a resource headed for the store; a uniquely named `.part` file for
@@ -10,14 +10,12 @@
 //! the file. Durability (syncfs, putting the file into `objects/`) is the store's business,
 //! done per batch; the catalog is not touched here.
 
-use crate::net::transfer::{fetch_one, Request};
-use crate::net::{FetchError, Http, Scope, Validators};
+use crate::net::{FetchError, Http};
 use crate::rs::digest::{mismatches, Algorithm, Computed, Digest, Hasher};
 use crate::store::new_file::NewFile;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
@@ -70,74 +68,6 @@ pub struct Staged<F = PathBuf> {
     pub media_type: Option<String>,
     /// `Content-Encoding` as served (never `identity`); the staged bytes are still encoded.
     pub content_encoding: Option<String>,
-}
-
-/// Fetch `url` into a new file under `staging`, hashing while writing; verify length and
-/// every usable declared digest; on any failure the staging file is removed.
-///
-/// Retries (connection failures, timeouts, 429, 5xx, and a body that breaks off mid-transfer)
-/// share one budget of `HttpConfig::tries` attempts. A body that contradicts the declared
-/// length or digests is not retried: the source served it, the source is wrong.
-pub fn fetch_to_staging(
-    http: &Http,
-    url: &Url,
-    scope: &Scope,
-    staging: &Path,
-    expected: &Expected,
-) -> Result<Staged, FetchError> {
-    let mut request = request(url, scope, expected);
-    request.create = NewFile::create_named;
-    let Staged {
-        file,
-        computed,
-        final_url,
-        etag,
-        last_modified,
-        media_type,
-        content_encoding,
-    } = fetch_one(http, staging, request)?;
-    let name = file.describe();
-    Ok(Staged {
-        file: file.keep().map_err(|e| staging_error(&name, e))?,
-        computed,
-        final_url,
-        etag,
-        last_modified,
-        media_type,
-        content_encoding,
-    })
-}
-
-/// [`fetch_to_staging`] for bytes headed for the object store
-/// ([`ObjectStore::ingest_new`](crate::store::ObjectStore::ingest_new)): the file has no name
-/// in `staging` where the file system allows.
-pub(crate) fn fetch_new_object(
-    http: &Http,
-    url: &Url,
-    scope: &Scope,
-    staging: &Path,
-    expected: &Expected,
-) -> Result<Staged<NewFile>, FetchError> {
-    fetch_one(http, staging, request(url, scope, expected))
-}
-
-/// [`fetch_new_object`] as a conditional GET with `validators` (those stored with the
-/// mirror's version): a 304 is [`FetchError::Status`] 304, nothing staged.
-pub(crate) fn fetch_new_object_if_changed(
-    http: &Http,
-    url: &Url,
-    scope: &Scope,
-    staging: &Path,
-    expected: &Expected,
-    validators: &Validators,
-) -> Result<Staged<NewFile>, FetchError> {
-    let mut request = request(url, scope, expected);
-    request.validators = validators.clone();
-    fetch_one(http, staging, request)
-}
-
-fn request(url: &Url, scope: &Scope, expected: &Expected) -> Request {
-    Request::new(url.clone(), Arc::new(scope.clone()), expected.clone())
 }
 
 /// Read `url` from its `--map` folder into a new file in `folder`, as a GET would have
@@ -333,7 +263,9 @@ pub(crate) fn staging_error(path: &Path, e: io::Error) -> FetchError {
 mod tests {
     use super::*;
     use crate::net::agent::test_server::{reply, TestServer};
+    use crate::net::one::{fetch_new_object, fetch_to_staging};
     use crate::net::HttpConfig;
+    use crate::net::Scope;
     use crate::rs::digest::parse_hash_attr;
     use std::io::Write;
     use std::time::{Duration, Instant};

@@ -8,11 +8,13 @@ pub mod agent;
 pub(crate) mod document;
 pub(crate) mod easy;
 pub mod fetch;
+pub(crate) mod one;
 pub mod scope;
 pub mod transfer;
 
 pub use agent::{Body, Credentials, DocumentResponse, Http, HttpConfig, Validators};
-pub use fetch::{fetch_to_staging, Expected, Staged};
+pub use fetch::{Expected, Staged};
+pub use one::fetch_to_staging;
 pub use scope::Scope;
 
 use std::time::Duration;

@@ -450,22 +450,6 @@ impl<'h, T> Transfers<'h, T> {
     }
 }
 
-/// Fetch one resource on a [`Transfers`] of its own: the blocking form, for the few GETs made
-/// one at a time (repair, dump packages).
-pub(crate) fn fetch_one(
-    http: &Http,
-    staging: &Path,
-    request: Request,
-) -> Result<Staged<NewFile>, FetchError> {
-    let mut transfers = Transfers::new(http, staging, 1);
-    transfers.start(request, ());
-    loop {
-        if let Some((_, outcome)) = transfers.wait().pop() {
-            return outcome.into_result();
-        }
-    }
-}
-
 /// What to do after one attempt.
 // One value per attempt, acted on at once: boxing the staged file would buy nothing.
 #[allow(clippy::large_enum_variant)]

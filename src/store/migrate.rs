@@ -18,7 +18,7 @@
 use crate::store::new_file::NewFile;
 use crate::store::objects;
 use crate::store::rows as write;
-use crate::store::scp_catalog;
+use crate::store::scp_pages;
 use crate::store::{ObjectStore, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest as _, Sha256};
@@ -283,10 +283,10 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
             let (page_id, url, section, first_run): (i64, String, String, i64) =
                 (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
             let source_url: String = r.get(4)?;
-            let collection = scp_catalog::section_collection(&source_url, &section);
+            let collection = scp_pages::section_collection(&source_url, &section);
             let collection_id = write::collection_id(tx, &collection)?;
             let (resource_id, _) =
-                scp_catalog::page_resource(tx, &url, &section, collection_id, first_run)?;
+                scp_pages::page_resource(tx, &url, &section, collection_id, first_run)?;
             pages.insert(page_id, resource_id);
         }
     }
@@ -345,7 +345,7 @@ fn move_page_rows(tx: &Connection) -> Result<(), StoreError> {
          FROM scp_sections x JOIN sources s ON s.id = x.source_id
          WHERE x.applied_through IS NOT NULL
          ON CONFLICT(collection) DO NOTHING",
-        [scp_catalog::SYNC_POINT_BASIS],
+        [scp_pages::SYNC_POINT_BASIS],
     )?;
     Ok(())
 }

@@ -18,6 +18,7 @@ pub mod objects;
 pub mod rows;
 pub(crate) mod run_records;
 pub mod scp_catalog;
+pub(crate) mod scp_pages;
 pub(crate) mod state_shares;
 pub mod writer;
 

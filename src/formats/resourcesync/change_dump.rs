@@ -12,7 +12,7 @@ use crate::engine::documents::Documents;
 use crate::engine::plan::Declared;
 use crate::error::{Error, SourceError};
 use crate::model::{ChangeOutcome, ProblemClass};
-use crate::net::fetch::fetch_to_staging;
+use crate::net::one::fetch_to_staging;
 use crate::net::{Expected, Http};
 use crate::report::Problem;
 use crate::report::Summary;

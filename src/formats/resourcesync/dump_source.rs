@@ -13,7 +13,7 @@ use crate::engine::documents::{Documents, OpenedDocument};
 use crate::engine::plan::{Declared, Listed};
 use crate::error::SourceError;
 use crate::formats::resourcesync::snapshot::{self, Refused, Snapshot};
-use crate::net::fetch::fetch_to_staging;
+use crate::net::one::fetch_to_staging;
 use crate::net::{Expected, Http, Scope};
 use crate::rs::document::{media_type, Capability, Root};
 use crate::rs::dump::{DumpLimits, EntryErrorKind, Package, StageError};
