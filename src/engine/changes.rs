@@ -239,7 +239,7 @@ impl<'x, 'w> Changes<'x, 'w> {
         }
     }
 
-    /// The mirror's live state of `item`'s resource, if it holds one.
+    /// Whether the mirror holds a live state (not a tombstone) of `item`'s resource.
     pub(crate) fn live(&self, item: &impl Item) -> Result<bool, Error> {
         Ok(self.holds(item.uri().as_str())?.flatten().is_some())
     }
