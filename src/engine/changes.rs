@@ -50,13 +50,9 @@ pub(crate) trait Item {
     /// The tombstone a deletion leaves: a version without bytes.
     fn tombstone(&self, collection: &str) -> NewVersion {
         NewVersion {
-            uri: self.uri().to_string(),
-            collection: collection.to_string(),
-            change: crate::model::Change::Deleted,
             event_time: self.event_time(),
             lastmod: self.lastmod(),
-            arrived_via: crate::model::Via::Tombstone,
-            ..Default::default()
+            ..NewVersion::tombstone(self.uri().to_string(), collection.to_string())
         }
     }
     /// Whether bytes other than the change declares mean the resource changed again after
@@ -175,7 +171,7 @@ impl<'x, 'w> Changes<'x, 'w> {
         for (i, d) in plan {
             match d {
                 Disposal::Fetch(job) => fetch.push(job),
-                Disposal::Tombstone => self.tombstone(&items[i], None)?,
+                Disposal::Tombstone => self.tombstone(&items[i])?,
                 Disposal::Event(change, outcome) => self.known(&items[i], change, outcome)?,
             }
         }
@@ -203,16 +199,11 @@ impl<'x, 'w> Changes<'x, 'w> {
         Ok(self.writer.event(event)?)
     }
 
-    /// A deletion applied: the tombstone and its event. `tombstone`: the format's own, when it
-    /// records more than [`Item::tombstone`] says.
-    pub(crate) fn tombstone(
-        &mut self,
-        item: &impl Item,
-        tombstone: Option<NewVersion>,
-    ) -> Result<(), Error> {
+    /// A deletion applied: the tombstone ([`Item::tombstone`]) and its event.
+    pub(crate) fn tombstone(&mut self, item: &impl Item) -> Result<(), Error> {
         self.summary.deleted += 1;
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
-        let version = tombstone.unwrap_or_else(|| item.tombstone(self.collection));
+        let version = item.tombstone(self.collection);
         self.applied.insert(version.uri.clone(), None);
         let event = self.event(item, Change::Deleted, ChangeOutcome::Applied);
         self.writer.version_with(version, Some(event), None)?;
@@ -227,15 +218,15 @@ impl<'x, 'w> Changes<'x, 'w> {
         if let Some(now) = self.applied.get(uri) {
             return Ok(Some(now.clone()));
         }
-        let live = |c: CurrentState| {
-            (!c.deleted).then_some(Live {
-                sha256: c.sha256_hex,
+        let live = |c: &CurrentState| {
+            (!c.deleted).then(|| Live {
+                sha256: c.sha256_hex.clone(),
                 lastmod: c.lastmod,
             })
         };
         match self.read {
-            Some(read) => Ok(read.get(uri).cloned().map(live)),
-            None => Ok(self.writer.catalog().current_state(uri)?.map(live)),
+            Some(read) => Ok(read.get(uri).map(live)),
+            None => Ok(self.writer.catalog().current_state(uri)?.as_ref().map(live)),
         }
     }
 
@@ -537,7 +528,7 @@ mod tests {
         // Deleted: this run's tombstone is what the next change sees.
         let delete = change("a", Some(Change::Deleted), "2026-02-03T00:00:00Z");
         assert!(run.live(&delete).unwrap());
-        run.tombstone(&delete, None).unwrap();
+        run.tombstone(&delete).unwrap();
         assert!(!run.live(&delete).unwrap());
         assert!(run.heard_of(&delete).unwrap());
         // A deletion of a tombstone, and of a resource never heard of.

@@ -634,12 +634,8 @@ fn settle_gone(
         if may_delete {
             summary.deleted += 1;
             writer.version(NewVersion {
-                uri: uri.to_string(),
-                collection: p.collection.clone(),
-                change: crate::model::Change::Deleted,
                 event_time: snap.at,
-                arrived_via: crate::model::Via::Tombstone,
-                ..Default::default()
+                ..NewVersion::tombstone(uri.to_string(), p.collection.clone())
             })?;
             writer.problem(
                 uri,

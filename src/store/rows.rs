@@ -58,6 +58,19 @@ impl Default for NewVersion {
     }
 }
 
+impl NewVersion {
+    /// A tombstone of `uri` in `collection`: a `deleted` version without bytes.
+    pub(crate) fn tombstone(uri: String, collection: String) -> NewVersion {
+        NewVersion {
+            uri,
+            collection,
+            change: Change::Deleted,
+            arrived_via: Via::Tombstone,
+            ..Default::default()
+        }
+    }
+}
+
 /// The id of the resource `uri`, added to `collection` when new.
 pub fn resource(
     conn: &Connection,

@@ -308,14 +308,10 @@ impl changes::Item for Entry<'_> {
     }
     fn tombstone(&self, collection: &str) -> NewVersion {
         NewVersion {
-            uri: self.item.loc.to_string(),
-            collection: collection.to_string(),
-            change: crate::model::Change::Deleted,
             event_time: self.t,
             lastmod: self.item.lastmod,
-            arrived_via: crate::model::Via::Tombstone,
             fetched_from: Some(self.r.url.to_string()),
-            ..Default::default()
+            ..NewVersion::tombstone(self.item.loc.to_string(), collection.to_string())
         }
     }
 }
@@ -394,7 +390,7 @@ impl DumpRun<'_, '_> {
     /// A `deleted` entry: a tombstone for a resource the mirror holds, else an event.
     fn deletion(&mut self, entry: &Entry<'_>) -> Result<(), Error> {
         if self.changes.live(entry)? {
-            self.changes.tombstone(entry, None)
+            self.changes.tombstone(entry)
         } else if self.changes.heard_of(entry)? {
             self.changes
                 .known(entry, Change::Deleted, ChangeOutcome::Unchanged)
