@@ -28,7 +28,8 @@ pub enum Command {
     #[command(after_help = crate::exit::Exit::help_table())]
     Baseline(BaselineArgs),
     /// Follow the source's Change Lists from the sync point: apply created / updated /
-    /// deleted in event-time order and advance the sync point.
+    /// deleted in event-time order and advance the sync point. A source that publishes no
+    /// changes (a plain Sitemap, a Resource List alone) is followed by reading its list again.
     #[command(after_help = crate::exit::Exit::help_table())]
     Incremental(IncrementalArgs),
     /// Prove the mirror matches the source (lastmod, length, digests) and its own bytes
@@ -61,6 +62,11 @@ pub enum Command {
     Diff(DiffArgs),
     /// Per source and collection: sync point and age, the last run of each command, what the
     /// mirror holds, the last audit and how long since every object was re-hashed, and hints.
+    /// A check for monitoring: exit 1 when a hint needs a person (the last run of a command
+    /// did not succeed, the last audit found differences, a sync point not set for 7 days,
+    /// objects not all re-hashed for 90 days); `--json` gives each hint a stable `code`
+    /// (run-partial, run-failed, sync-point-stale, audit-differences, fixity-never,
+    /// fixity-stale) and says whether it `needs_person`.
     #[command(after_help = reading_help())]
     Status(StatusArgs),
     /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
@@ -257,6 +263,8 @@ pub struct RepairArgs {
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -294,6 +302,22 @@ pub struct OutputArgs {
     /// A machine-readable summary on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// When another run holds the mirror's lock, wait for it up to DURATION (30s, 5m, 1h)
+    /// instead of exiting 6 at once: for cron lines that may overlap (restic's option).
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
+    pub retry_lock: Option<std::time::Duration>,
+}
+
+/// A duration as people write it (`30s`, `5m`, `1h30m`, ISO 8601 `PT5M`).
+fn parse_wait(v: &str) -> Result<std::time::Duration, String> {
+    let d: jiff::SignedDuration = v
+        .parse()
+        .map_err(|_| format!("{v:?} is not a duration: write it as 30s, 5m or 1h"))?;
+    std::time::Duration::try_from(d).map_err(|_| format!("{v:?}: a duration is not negative"))
 }
 
 #[derive(Debug, Args)]
@@ -430,6 +454,8 @@ pub struct BaselineArgs {
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -461,14 +487,19 @@ pub struct IncrementalArgs {
     #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
     /// When the change history has a gap (the Change Lists no longer reach back to the sync
-    /// point): stop (exit 4, nothing applied), or rebaseline: re-read the current Resource
-    /// List, fetch what differs and take its sync point, recorded as a run that crossed a gap.
+    /// point) or a collection has no sync point (its first baseline did not finish): stop
+    /// (exit 4, or 2 without a sync point; nothing applied), or rebaseline: re-read the
+    /// current Resource List, fetch what differs and take its sync point; the incremental run
+    /// is recorded as a success with a warning, the baseline as one that crossed a gap. (A
+    /// source that publishes no Change Lists is always followed by its list.)
     #[arg(long, value_enum, default_value_t = OnGap::Stop, value_name = "WHAT")]
     pub on_gap: OnGap,
     #[command(flatten)]
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -511,6 +542,8 @@ pub struct AuditArgs {
     pub source_args: SourceArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]

@@ -66,6 +66,39 @@ pub enum Error {
     /// as an audit that finds corruption.
     #[error("{0}")]
     Damaged(String),
+    /// `incremental` cannot follow a collection by its changes: its list must be read (a
+    /// baseline), which `incremental` itself does when it may (`commands::incremental`).
+    #[error("{collection}: {why}")]
+    NeedsBaseline {
+        collection: String,
+        why: NeedsBaseline,
+    },
+}
+
+/// Why a collection needs its list read rather than its changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeedsBaseline {
+    /// No baseline of it finished (the first one stopped part way, or never ran): exit 2
+    /// unless `--on-gap rebaseline` crosses it.
+    NoSyncPoint,
+    /// The source publishes no changes for it (a Resource List alone, a 2012 Sitemap without
+    /// change sets): it is followed by reading its list again, as a plain Sitemap is.
+    NoChanges,
+}
+
+impl std::fmt::Display for NeedsBaseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NeedsBaseline::NoSyncPoint => {
+                "no sync point: no baseline of it has finished; run rsmirror baseline, give \
+                 --from DATETIME, or run incremental --on-gap rebaseline"
+            }
+            NeedsBaseline::NoChanges => {
+                "no Change List found: the source advertises none (no changelist in its \
+                 Capability List, no rs:ln rel=\"up\" to one, no 2012 change set link)"
+            }
+        })
+    }
 }
 
 impl Error {
@@ -78,6 +111,14 @@ impl Error {
             Error::Lock(LockError::Io { .. }) => Exit::Store,
             Error::SafetyLimit(_) => Exit::SafetyLimit,
             Error::Damaged(_) => Exit::Differences,
+            Error::NeedsBaseline {
+                why: NeedsBaseline::NoSyncPoint,
+                ..
+            } => Exit::Usage,
+            Error::NeedsBaseline {
+                why: NeedsBaseline::NoChanges,
+                ..
+            } => Exit::Source,
         }
     }
 }

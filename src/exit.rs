@@ -36,7 +36,7 @@ pub const TABLE: &[(Exit, i32, &str)] = &[
     (
         Exit::Differences,
         1,
-        "audit found differences or corruption; cat: the stored bytes are damaged",
+        "audit: differences or corruption; cat: damaged bytes; status: a hint needs a person",
     ),
     (
         Exit::Usage,

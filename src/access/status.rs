@@ -5,6 +5,7 @@
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
 use crate::audit::finding::Class;
 use crate::error::Error;
+use crate::exit::Exit;
 use crate::report::human_bytes;
 use crate::store::history::Snapshot;
 use crate::store::mirror_summary::{self, AuditRecord, CollectionRecord};
@@ -44,7 +45,26 @@ struct Status {
     running: Option<RunBrief>,
     last_audit: Option<AuditBrief>,
     fixity: Fixity,
-    hints: Vec<String>,
+    hints: Vec<Hint>,
+}
+
+/// Something about the mirror a person may need to act on: a stable `code` for monitoring,
+/// the prose, and whether it needs a person (then `status` exits 1).
+#[derive(Serialize)]
+struct Hint {
+    code: &'static str,
+    hint: String,
+    needs_person: bool,
+}
+
+impl Hint {
+    fn new(code: &'static str, hint: String) -> Hint {
+        Hint {
+            code,
+            hint,
+            needs_person: true,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -122,7 +142,10 @@ impl From<mirror_summary::RunBrief> for RunBrief {
     }
 }
 
-pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
+/// `status`: the mirror described; exit 1 when a hint needs a person (a last run that did
+/// not succeed, an audit that found differences, a sync point or fixity gone stale), for a
+/// monitoring system to act on.
+pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Exit, Error> {
     let reader = Reader::open(mirror)?;
     let catalog = reader.catalog();
     // One read transaction: every figure below comes from the same snapshot.
@@ -163,7 +186,12 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     } else {
         out.line(&text(&st))?;
     }
-    Ok(out.flush()?)
+    out.flush()?;
+    Ok(if st.hints.iter().any(|h| h.needs_person) {
+        Exit::Differences
+    } else {
+        Exit::Ok
+    })
 }
 
 /// A collection as `status` shows it, with what it holds.
@@ -394,7 +422,7 @@ fn rehashed_since(
     None
 }
 
-fn hints(st: &Status) -> Vec<String> {
+fn hints(st: &Status) -> Vec<Hint> {
     let mut out = Vec::new();
     let whole = ("the whole mirror".to_string(), &st.whole_mirror_runs);
     let runs = st
@@ -407,12 +435,19 @@ fn hints(st: &Status) -> Vec<String> {
             let ok = run.outcome.as_deref() == Some("ok") && run.exit_code == Some(0);
             let audit_differences = run.command == "audit" && run.exit_code == Some(1);
             if run.ended_at.is_some() && !ok && !audit_differences {
-                out.push(format!(
-                    "the last {} of {of} ended {} (exit {}): rsmirror log --run {}",
-                    run.command,
-                    run.outcome.as_deref().unwrap_or("?"),
-                    run.exit_code.map(|c| c.to_string()).unwrap_or("-".into()),
-                    run.run
+                let code = match run.exit_code {
+                    Some(3) => "run-partial",
+                    _ => "run-failed",
+                };
+                out.push(Hint::new(
+                    code,
+                    format!(
+                        "the last {} of {of} ended {} (exit {}): rsmirror log --run {}",
+                        run.command,
+                        run.outcome.as_deref().unwrap_or("?"),
+                        run.exit_code.map(|c| c.to_string()).unwrap_or("-".into()),
+                        run.run
+                    ),
                 ));
             }
         }
@@ -421,33 +456,48 @@ fn hints(st: &Status) -> Vec<String> {
         for c in &s.collections {
             if let Some(p) = &c.sync_point {
                 if p.age_seconds.unwrap_or(0) > STALE_SYNC_POINT_DAYS * 86_400 {
-                    out.push(format!(
+                    out.push(Hint::new("sync-point-stale", format!(
                         "the sync point of {} was last set {} ago (run {}): is the incremental cron job running?",
                         c.name,
                         human_age(p.age_seconds.unwrap_or(0)),
                         p.run
-                    ));
+                    )));
                 }
             }
         }
     }
     if let Some(a) = &st.last_audit {
         if a.run.exit_code == Some(1) {
-            out.push(format!(
-                "the last audit (run {}) found differences: rsmirror log --run {}",
-                a.run.run, a.run.run
+            out.push(Hint::new(
+                "audit-differences",
+                format!(
+                    "the last audit (run {}) found differences: rsmirror log --run {}",
+                    a.run.run, a.run.run
+                ),
             ));
         }
     }
     if st.resources_present + st.resources_deleted > 0 {
         match &st.fixity.current_objects_rehashed_since {
-            None => out.push(
-                "the objects have never all been re-hashed: rsmirror audit --offline (or --sample N/M nightly)"
+            // Advice on a young mirror; on one older than the fixity interval, as stale as
+            // one whose last re-hash is that old.
+            None => out.push(Hint {
+                code: "fixity-never",
+                hint: "the objects have never all been re-hashed: rsmirror audit --offline (or --sample N/M nightly)"
                     .into(),
-            ),
-            Some(t) if age_of(t).unwrap_or(0) > STALE_FIXITY_DAYS * 86_400 => out.push(format!(
-                "the objects were last all re-hashed {} ago: rsmirror audit --offline",
-                human_age(age_of(t).unwrap_or(0))
+                needs_person: st
+                    .sources
+                    .iter()
+                    .filter_map(|s| age_of(&s.added_at))
+                    .max()
+                    .is_some_and(|age| age > STALE_FIXITY_DAYS * 86_400),
+            }),
+            Some(t) if age_of(t).unwrap_or(0) > STALE_FIXITY_DAYS * 86_400 => out.push(Hint::new(
+                "fixity-stale",
+                format!(
+                    "the objects were last all re-hashed {} ago: rsmirror audit --offline",
+                    human_age(age_of(t).unwrap_or(0))
+                ),
             )),
             Some(_) => {}
         }
@@ -595,7 +645,7 @@ fn text(st: &Status) -> String {
     if !st.hints.is_empty() {
         l.push(String::new());
         for h in &st.hints {
-            l.push(format!("hint: {h}"));
+            l.push(format!("hint: {}", h.hint));
         }
     }
     l.join("\n")

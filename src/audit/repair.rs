@@ -464,6 +464,7 @@ fn from_source(
     let expected = Expected {
         length: Some(length),
         digests: vec![Digest::new(Algorithm::Sha256, sha256)],
+        media_type: None,
     };
     match fetch_new_object(http, &url, &scope, staging, &expected) {
         Ok(staged) => Ok(staged.file),

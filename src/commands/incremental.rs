@@ -7,7 +7,7 @@
 use crate::engine::context::{partial, OpenMirror, Outcome};
 use crate::engine::discover::{self, Collection, SourceKind};
 use crate::engine::documents::Documents;
-use crate::error::{Error, SourceError};
+use crate::error::{Error, NeedsBaseline, SourceError};
 use crate::exit::Exit;
 use crate::formats;
 use crate::progress::Progress;
@@ -211,25 +211,54 @@ fn run_source(
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    let gap = matches!(&result, Err(Error::Source(SourceError::Gap { .. })));
-    let outcome = m.finish(run_id, summary, result);
+    let Some(why) = result.as_ref().err().and_then(|e| handed_over(e, s.on_gap)) else {
+        return m.finish(run_id, summary, result);
+    };
+    // What the changes cannot do, the list does: this run ends as what it is (a success that
+    // found nothing to apply by changes, with a warning that says why), and a baseline run
+    // reads the current list, deleting nothing.
+    let e = result.expect_err("handed over at an error");
+    let warning = format!("{e}: {why}");
+    let gap = (
+        source.clone(),
+        crate::model::ProblemClass::Gap,
+        warning.clone(),
+    );
+    crate::store::run_records::record_problems(&m.catalog, run_id, &[gap])?;
+    summary.warnings.push(warning.clone());
+    m.finish(run_id, summary, Ok(()))?;
     // The lock goes with the mirror: the baseline takes it again, as a run of its own.
     drop(m);
-    match outcome {
-        Err(e) if gap && s.on_gap == OnGap::Rebaseline => {
-            let crossing = format!("incremental run {run_id} stopped at a {e}");
-            progress.println(&format!(
-                "rsmirror: {e}\nrsmirror: --on-gap rebaseline: taking the current Resource List"
-            ));
-            let source = settings::SourceSettings {
-                source,
-                ..s.source.clone()
-            };
-            let b = rebaseline(s, source, Some(crossing));
-            let arguments = format!("{arguments} [--on-gap rebaseline after run {run_id}]");
-            crate::commands::baseline::run(&b, &arguments, progress)
-        }
-        outcome => outcome,
+    if s.output.verbose > 0 {
+        progress.println(&format!("incremental: {warning}"));
+    }
+    let source = settings::SourceSettings {
+        source,
+        ..s.source.clone()
+    };
+    let crossing = format!("incremental run {run_id}: {e}");
+    let b = rebaseline(s, source, Some(crossing));
+    let arguments = format!("{arguments} [{why} after run {run_id}]");
+    crate::commands::baseline::run(&b, &arguments, progress)
+}
+
+/// Whether an incremental run that stopped at `e` hands its source to a baseline, and why: a
+/// gap in the change history or a collection without a sync point (a first baseline that
+/// did not finish) with `--on-gap rebaseline`; a source that publishes no changes always (it
+/// is followed by its list, as a plain Sitemap is).
+fn handed_over(e: &Error, on_gap: OnGap) -> Option<&'static str> {
+    let rebaseline = on_gap == OnGap::Rebaseline;
+    match e {
+        Error::Source(SourceError::Gap { .. }) if rebaseline => Some("--on-gap rebaseline"),
+        Error::NeedsBaseline {
+            why: NeedsBaseline::NoSyncPoint,
+            ..
+        } if rebaseline => Some("--on-gap rebaseline"),
+        Error::NeedsBaseline {
+            why: NeedsBaseline::NoChanges,
+            ..
+        } => Some("no changes published: its list read again"),
+        _ => None,
     }
 }
 

@@ -28,7 +28,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Cat(a) => reading(|| cat(&a)),
         Command::Log(a) => reading(|| log(&a)),
         Command::Diff(a) => reading(|| diff(&a)),
-        Command::Status(a) => reading(|| status(&a)),
+        Command::Status(a) => status(&a).unwrap_or_else(|e| fail(&e)),
         Command::Export(a) => export(&a),
         Command::Repair(a) => repair(&a, arguments),
         Command::Completions(a) => completions(&a),
@@ -84,7 +84,7 @@ fn baseline(a: &crate::cli::BaselineArgs, arguments: &str) -> Exit {
         Err(e) => return fail_as("baseline", a.output.json, &e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    let result = baseline::run(&s, arguments, &progress)
+    let result = waiting_for_the_lock(&a.lock, || baseline::run(&s, arguments, &progress))
         .map_err(|e| engine::context::full_disk_said(e, &s.mirror));
     summarise("baseline", result, &s.output)
 }
@@ -95,7 +95,7 @@ fn incremental(a: &crate::cli::IncrementalArgs, arguments: &str) -> Exit {
         Err(e) => return fail_as("incremental", a.output.json, &e.into()),
     };
     let progress = Progress::new(s.output.quiet);
-    let result = incremental::run(&s, arguments, &progress)
+    let result = waiting_for_the_lock(&a.lock, || incremental::run(&s, arguments, &progress))
         .map_err(|e| engine::context::full_disk_said(e, &s.mirror));
     summarise("incremental", result, &s.output)
 }
@@ -105,9 +105,34 @@ fn audit(a: &crate::cli::AuditArgs, arguments: &str) -> Exit {
         Ok(s) => s,
         Err(e) => return fail(&e.into()),
     };
-    match audit::run(&s, arguments) {
+    match waiting_for_the_lock(&a.lock, || audit::run(&s, arguments)) {
         Ok(exit) => exit,
         Err(e) => fail(&e),
+    }
+}
+
+/// `--retry-lock DURATION`: a run that finds the mirror's lock held tries again (after 1 s,
+/// then twice as long each time, at most 30 s apart) until DURATION has passed; the lock is the
+/// first thing a writing run takes, so nothing was done before it was refused.
+fn waiting_for_the_lock<T>(
+    lock: &crate::cli::LockArgs,
+    mut run: impl FnMut() -> Result<T, crate::error::Error>,
+) -> Result<T, crate::error::Error> {
+    use crate::store::lock::LockError;
+    use std::time::{Duration, Instant};
+    let Some(wait) = lock.retry_lock else {
+        return run();
+    };
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_secs(1);
+    loop {
+        match run() {
+            Err(crate::error::Error::Lock(LockError::Held { .. })) if Instant::now() < deadline => {
+                std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+                pause = (pause * 2).min(Duration::from_secs(30));
+            }
+            result => return result,
+        }
     }
 }
 
@@ -233,7 +258,7 @@ fn diff(a: &crate::cli::DiffArgs) -> Result<(), crate::error::Error> {
     access::diff::run(&a.mirror.mirror, &o)
 }
 
-fn status(a: &crate::cli::StatusArgs) -> Result<(), crate::error::Error> {
+fn status(a: &crate::cli::StatusArgs) -> Result<Exit, crate::error::Error> {
     access::status::run(&a.mirror.mirror, &access::status::Options { json: a.json })
 }
 
@@ -313,7 +338,8 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
         quiet: a.output.quiet,
         source: settings,
     };
-    match audit::repair::run(&o, arguments).map_err(|e| engine::context::full_disk_said(e, mirror))
+    match waiting_for_the_lock(&a.lock, || audit::repair::run(&o, arguments))
+        .map_err(|e| engine::context::full_disk_said(e, mirror))
     {
         Ok((summary, exit)) => {
             if a.output.json {

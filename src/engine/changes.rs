@@ -13,6 +13,7 @@
 //! deleted): `applied` with the version it made, else `unchanged`, `unknown-delete`,
 //! `failed`, `refused` or `pending`.
 
+use crate::engine::agreement::Agreement;
 use crate::engine::apply::{self, Fetched, Job, JobResult, Then, Writer};
 use crate::engine::context::{stop_for_fault, stop_for_space};
 use crate::engine::decide::{decide, Basis, Held};
@@ -113,6 +114,10 @@ pub(crate) struct Changes<'x, 'w> {
     summary: &'x mut Summary,
     progress: &'x Progress,
     ends: Ends,
+    /// Whether pending changes are believable ([`Agreement`]), and what they would hold of
+    /// the sync point if they are not (as [`Ends`] has it of failures).
+    agreement: Agreement,
+    pending_ends: Ends,
     /// Changes left to fetch, for the message of a full disk.
     left: usize,
 }
@@ -137,6 +142,8 @@ impl<'x, 'w> Changes<'x, 'w> {
             summary,
             progress,
             ends: Ends::default(),
+            agreement: Agreement::default(),
+            pending_ends: Ends::default(),
             left: 0,
         }
     }
@@ -154,9 +161,18 @@ impl<'x, 'w> Changes<'x, 'w> {
         self.progress
     }
 
-    /// What the applied changes leave for the sync point.
-    pub(crate) fn ends(self) -> Ends {
-        self.ends
+    /// What the applied changes leave for the sync point; pending changes that were more than
+    /// the changes that agreed with their documents are failures first ([`Agreement`]).
+    pub(crate) fn ends(self) -> Result<Ends, Error> {
+        let mut ends = self.ends;
+        let failed =
+            self.agreement
+                .settle(self.writer, self.summary, self.progress, self.collection)?;
+        if failed > 0 {
+            ends.failed_min = earliest(ends.failed_min, self.pending_ends.failed_min);
+            ends.failed_docs.extend(self.pending_ends.failed_docs);
+        }
+        Ok(ends)
     }
 
     /// Apply `items` as `plan` disposes of them (indexes into `items`, in order): tombstones
@@ -281,6 +297,7 @@ impl<'x, 'w> Changes<'x, 'w> {
             }
             // Changes are fetched whole: no validators are sent.
             JobResult::NotModified(_) => {
+                self.agreement.agreed(1);
                 self.summary.unchanged += 1;
                 Ok(())
             }
@@ -331,6 +348,7 @@ impl<'x, 'w> Changes<'x, 'w> {
             lastmod: item.lastmod(),
         };
         let decision = decide(held, sha256, basis);
+        self.agreement.agreed(1);
         decision.count(self.summary);
         let Some(change) = decision.change() else {
             let event = self.event(item, stated, ChangeOutcome::Unchanged);
@@ -368,7 +386,11 @@ impl<'x, 'w> Changes<'x, 'w> {
                 reason
             }
             ProblemClass::Pending => {
+                self.agreement.pending(self.writer, self.summary)?;
                 self.summary.pending += 1;
+                let ends = &mut self.pending_ends;
+                ends.failed_min = earliest(ends.failed_min, item.failed_time());
+                ends.failed_docs.insert(item.document().to_string());
                 format!(
                     "{reason} (it changed again after {} was read; pending until a later \
                      change is applied)",
@@ -377,10 +399,7 @@ impl<'x, 'w> Changes<'x, 'w> {
             }
             _ => {
                 self.summary.failed += 1;
-                self.ends.failed_min = match (self.ends.failed_min, item.failed_time()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
+                self.ends.failed_min = earliest(self.ends.failed_min, item.failed_time());
                 self.ends.failed_docs.insert(item.document().to_string());
                 reason
             }
@@ -405,6 +424,14 @@ impl<'x, 'w> Changes<'x, 'w> {
             reason,
         });
         Ok(())
+    }
+}
+
+/// The earlier of two times, either of which may be unknown.
+fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -547,7 +574,7 @@ mod tests {
         let failed = change("f", None, "2026-01-20T00:00:00Z");
         run.failed(&failed, ProblemClass::Failed, "HTTP 500".into())
             .unwrap();
-        let ends = run.ends();
+        let ends = run.ends().unwrap();
         assert_eq!(ends.applied_max, t("2026-02-05T00:00:00Z"));
         assert_eq!(ends.failed_min, t("2026-01-20T00:00:00Z"));
         assert!(ends.failed_docs.contains("http://x/changelist.xml"));

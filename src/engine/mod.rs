@@ -9,10 +9,12 @@
 //! - [`snapshot`], [`listing`] and [`plan`]: the state a list declares, streamed through a
 //!   scratch copy and merged with the catalog in URI order.
 //! - [`changes`]: the changes since the sync point, applied.
+//! - [`agreement`]: when resources that contradict their list are pending, and when failed.
 //! - [`apply`]: the transfer of what is fetched into verified objects.
 //! - [`decide`]: the one place a state that arrived becomes a version.
 //! - [`expected`] and [`sync_point`]: what a format's walk lists for audit; sync point rules.
 
+pub(crate) mod agreement;
 pub mod apply;
 pub(crate) mod changes;
 pub mod context;

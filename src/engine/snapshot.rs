@@ -11,6 +11,7 @@
 //! that fail are collected and retried by the next run; deletions come only from a complete
 //! list.
 
+use crate::engine::agreement::Agreement;
 use crate::engine::apply::{self, Job, JobResult, Then, Writer};
 use crate::engine::decide::{decide, Basis, Held};
 use crate::engine::listing::{Counts, InFlight, Listing, Todo};
@@ -207,8 +208,11 @@ pub(crate) fn take(
             summary: &mut *summary,
             progress,
             failed: 0,
+            agreement: Agreement::default(),
             left: (counts.wanted, counts.wanted_bytes),
         };
+        // Known unchanged from the list: they agree with it.
+        results.agreement.agreed(counts.listed - counts.wanted);
         progress.start("baseline", counts.wanted);
         match packages.as_ref() {
             Some(packages) => {
@@ -217,8 +221,9 @@ pub(crate) fn take(
             }
             None => fetch_all(http, s.jobs, objects, &mut results)?,
         }
-        results.failed
+        (results.failed, results.agreement)
     };
+    let failed = failed.0 + failed.1.settle(writer, summary, progress, &p.collection)?;
     drop(packages);
     writer.flush(|_| Ok(()))?;
     crate::store::kill::point("baseline.versions-committed");
@@ -323,6 +328,8 @@ struct Results<'x, 'w> {
     progress: &'x Progress,
     /// Resources that failed here (a refusal or a pending change is not a failure).
     failed: u64,
+    /// Whether pending resources are believable ([`Agreement`]).
+    agreement: Agreement,
     /// What is left to fetch (resources, declared bytes), for the message of a full disk.
     left: (u64, u64),
 }
@@ -346,11 +353,13 @@ impl Results<'_, '_> {
             }
             JobResult::Fetched(i, f) => {
                 let t = self.take(i)?;
+                self.agreement.agreed(1);
                 self.fetched(t, &f)
             }
             // A 304 to the stored validators: the server says the version is current.
             JobResult::NotModified(i) => {
                 self.take(i)?;
+                self.agreement.agreed(1);
                 self.progress.item(0);
                 self.summary.unchanged += 1;
                 Ok(())
@@ -432,6 +441,7 @@ impl Results<'_, '_> {
             self.summary.refused += 1;
             (ProblemClass::Refused, reason)
         } else if pending {
+            self.agreement.pending(self.writer, self.summary)?;
             self.summary.pending += 1;
             let why = format!(
                 "{reason} (it changed or went after the Resource List was written; pending \
@@ -673,6 +683,7 @@ fn job_of(t: Todo) -> Job {
         expected: Expected {
             length: l.declared.length,
             digests: l.declared.digests,
+            media_type: l.media_type.map(|t| t.into_owned()),
         },
         scope: l.scope,
         validators: t.validators.filter(|_| t.action == Action::Revalidate),

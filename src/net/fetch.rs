@@ -53,6 +53,43 @@ impl Drop for ReadBuffer {
 pub struct Expected {
     pub length: Option<u64>,
     pub digests: Vec<Digest>,
+    /// The media type the list declares (`rs:md/@type`).
+    pub media_type: Option<String>,
+}
+
+/// The essence of a media type (`type/subtype`, lower case, no parameters).
+fn essence(media_type: &str) -> String {
+    let t = media_type.split(';').next().unwrap_or("");
+    t.trim().to_ascii_lowercase()
+}
+
+/// A page served as HTML where the list declares a media type that is not HTML: what a login
+/// page, an error page served with 200, or a catch-all of another site gives. It is never
+/// the resource, and never a change of it (a listed type that differs otherwise, such as
+/// `application/octet-stream` served for a PDF, is a server's labelling and is kept).
+pub(crate) fn check_media_type(
+    url: &str,
+    expected: &Expected,
+    served: Option<&str>,
+) -> Result<(), FetchError> {
+    const HTML: [&str; 2] = ["text/html", "application/xhtml+xml"];
+    // Types that say only "bytes" (RFC 2046 §4.5.1) contradict nothing.
+    const ANY: [&str; 4] = ["", "application/octet-stream", "binary/octet-stream", "*/*"];
+    let (Some(declared), Some(served)) = (expected.media_type.as_deref(), served) else {
+        return Ok(());
+    };
+    let (declared, served) = (essence(declared), essence(served));
+    if HTML.contains(&served.as_str())
+        && !HTML.contains(&declared.as_str())
+        && !ANY.contains(&declared.as_str())
+    {
+        return Err(FetchError::NotAsListed {
+            url: url.to_string(),
+            served,
+            declared,
+        });
+    }
+    Ok(())
 }
 
 /// A verified file in `staging/`, not yet in the object store: its path
@@ -270,6 +307,32 @@ mod tests {
     use std::io::Write;
     use std::time::{Duration, Instant};
 
+    #[test]
+    fn only_an_html_page_for_a_declared_other_type_contradicts_the_list() {
+        let declared = |t: &str| Expected {
+            media_type: Some(t.to_string()),
+            ..Expected::default()
+        };
+        let contradicts =
+            |d: &str, served: &str| check_media_type("u", &declared(d), Some(served)).is_err();
+        assert!(contradicts("application/pdf", "text/html; charset=utf-8"));
+        assert!(contradicts("image/png", "Application/XHTML+xml"));
+        // An HTML resource, a type that says only "bytes", a server's other labelling.
+        assert!(!contradicts("text/html; charset=utf-8", "text/html"));
+        assert!(!contradicts("application/octet-stream", "text/html"));
+        assert!(!contradicts("application/pdf", "application/octet-stream"));
+        assert!(check_media_type("u", &Expected::default(), Some("text/html")).is_ok());
+        assert!(check_media_type("u", &declared("application/pdf"), None).is_ok());
+        let message = check_media_type(
+            "http://a/p.pdf",
+            &declared("application/pdf"),
+            Some("text/html"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.starts_with("http://a/p.pdf: served an HTML page (text/html) where the list declares application/pdf"), "{message}");
+    }
+
     // md5 / sha-256 of "alpha\n" (ResourceSync §14's example).
     const MD5: &str = "9f9f90dbe3e5ee1218c86b8839db1995";
     const SHA256: &str = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
@@ -315,6 +378,7 @@ mod tests {
         let expected = Expected {
             length: Some(6),
             digests: parse_hash_attr(&format!("md5:{MD5} sha-256:{SHA256}")),
+            media_type: None,
         };
         let (r, staging) = fetch("alpha\n", expected);
         let staged = r.unwrap();
@@ -338,6 +402,7 @@ mod tests {
         let expected = Expected {
             length: None,
             digests: parse_hash_attr("sha-1:d046cd9b7ffb7661e449683313d41f6fc33e3130"),
+            media_type: None,
         };
         let (r, _staging) = fetch("alpha\n", expected);
         let staged = r.unwrap();
@@ -354,6 +419,7 @@ mod tests {
             digests: parse_hash_attr(
                 "sha-256:0000000000000000000000000000000000000000000000000000000000000000",
             ),
+            media_type: None,
         };
         let (r, staging) = fetch("alpha\n", expected);
         match r {
@@ -380,6 +446,7 @@ mod tests {
         let good = Expected {
             length: Some(6),
             digests: parse_hash_attr(&format!("md5:{MD5}")),
+            media_type: None,
         };
         let staged = fetch_new_object(&http(), &url, &scope, &staging, &good).unwrap();
         assert_eq!(staged.computed.sha256_hex, SHA256);
@@ -394,6 +461,7 @@ mod tests {
         let bad = Expected {
             length: Some(6),
             digests: parse_hash_attr(&format!("md5:{}", "0".repeat(32))),
+            media_type: None,
         };
         let r = fetch_new_object(&http(), &url, &scope, &staging, &bad);
         assert!(matches!(r, Err(FetchError::DigestMismatch { .. })), "{r:?}");
@@ -409,6 +477,7 @@ mod tests {
                 Expected {
                     length: Some(declared),
                     digests: vec![],
+                    media_type: None,
                 },
             );
             match r {
@@ -460,6 +529,7 @@ mod tests {
         let expected = Expected {
             length: Some(10),
             digests: vec![],
+            media_type: None,
         };
         let r = fetch_to_staging(&http(), &url, &scope, staging.path(), &expected);
         match r {
@@ -527,6 +597,7 @@ mod tests {
         let expected = Expected {
             length: Some(6),
             digests: parse_hash_attr(&format!("sha-256:{SHA256}")),
+            media_type: None,
         };
         let staged = fetch_to_staging(&http(), &url, &scope, staging.path(), &expected).unwrap();
         assert_eq!(staged.computed.sha256_hex, SHA256);

@@ -45,6 +45,15 @@ pub enum FetchError {
         expected: String,
         actual: String,
     },
+    #[error(
+        "{url}: served an HTML page ({served}) where the list declares {declared}: an error or \
+         login page, not the resource"
+    )]
+    NotAsListed {
+        url: String,
+        served: String,
+        declared: String,
+    },
     #[error("{url}: body larger than the {max}-byte limit")]
     TooLarge { url: String, max: u64 },
     #[error("{url}: not found in mapped folder {path}")]

@@ -27,8 +27,8 @@
 use crate::net::agent::{is_redirect, is_retryable_status, parse_retry_after, Hops, Retries};
 use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
 use crate::net::fetch::{
-    check_announced, check_received, hasher_for, past_max_time, staging_error, truncated, verify,
-    worker_folder,
+    check_announced, check_media_type, check_received, hasher_for, past_max_time, staging_error,
+    truncated, verify, worker_folder,
 };
 use crate::net::{Expected, FetchError, Http, Scope, Staged, Validators};
 use crate::rs::digest::Hasher;
@@ -513,7 +513,11 @@ impl Sink {
     /// The final response's head is complete (its framing checked): check its length.
     fn head_complete(&mut self) -> bool {
         if self.keeps_body() {
-            if let Err(e) = check_announced(&self.url, &self.expected, self.head.content_length) {
+            if let Err(e) = check_announced(&self.url, &self.expected, self.head.content_length)
+                .and_then(|()| {
+                    check_media_type(&self.url, &self.expected, self.head.content_type.as_deref())
+                })
+            {
                 return self.stop(e);
             }
             if let Some(cl) = self.head.content_length {

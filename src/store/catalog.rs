@@ -697,6 +697,40 @@ pub mod write {
         )?;
         Ok(())
     }
+
+    /// The last ids of a run's problems and change events: the rows that come after are
+    /// [`pending_failed`]'s to rewrite.
+    pub(crate) fn marks(conn: &Connection, run_id: i64) -> Result<(i64, i64), StoreError> {
+        let last = |table: &str| -> Result<i64, StoreError> {
+            Ok(conn.query_row(
+                &format!("SELECT coalesce(max(id), 0) FROM {table} WHERE run_id = ?1"),
+                [run_id],
+                |r| r.get(0),
+            )?)
+        };
+        Ok((last("run_problems")?, last("change_events")?))
+    }
+
+    /// The `pending` problems and change events of run `run_id` recorded after `marks` become
+    /// `failed`, their reasons followed by `note`.
+    pub(crate) fn pending_failed(
+        tx: &Transaction<'_>,
+        run_id: i64,
+        (problem, event): (i64, i64),
+        note: &str,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "UPDATE run_problems SET class = 'failed', reason = reason || ?3
+             WHERE run_id = ?1 AND id > ?2 AND class = 'pending'",
+            params![run_id, problem, note],
+        )?;
+        tx.execute(
+            "UPDATE change_events SET outcome = 'failed'
+             WHERE run_id = ?1 AND id > ?2 AND outcome = 'pending'",
+            params![run_id, event],
+        )?;
+        Ok(())
+    }
 }
 
 /// Whether a file can be made in `folder` (made and removed at once).

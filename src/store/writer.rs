@@ -140,4 +140,22 @@ impl<'a> Writer<'a> {
         self.last_flush = Instant::now();
         Ok(())
     }
+
+    /// Commit what is pending, and say how far the run's problems and change events have
+    /// come: [`Writer::pending_failed`] rewrites what follows.
+    pub(crate) fn mark(&mut self) -> Result<Mark, StoreError> {
+        self.flush(|_| Ok(()))?;
+        Ok(Mark(write::marks(self.catalog.conn(), self.run_id)?))
+    }
+
+    /// Commit what is pending, and make every `pending` problem and change event recorded
+    /// since `mark` a failure, `note` added to each reason.
+    pub(crate) fn pending_failed(&mut self, mark: Mark, note: &str) -> Result<(), StoreError> {
+        let run_id = self.run_id;
+        self.flush(|tx| write::pending_failed(tx, run_id, mark.0, note))
+    }
 }
+
+/// Where a run's problems and change events stood ([`Writer::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark((i64, i64));

@@ -175,6 +175,7 @@ fn digests_of(bytes: &[u8]) -> Expected {
     Expected {
         length: Some(bytes.len() as u64),
         digests: parse_hash_attr(&format!("sha-256:{}", sha256_hex(bytes))),
+        media_type: None,
     }
 }
 

@@ -10,6 +10,7 @@ mod cli;
 mod corpus;
 mod corruption;
 mod crash;
+mod cron;
 mod dump;
 mod dump_reader;
 mod export;

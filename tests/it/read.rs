@@ -382,12 +382,24 @@ fn cat_of_a_damaged_object_fails_and_leaves_no_file() {
         .collect();
     assert!(classes.contains(&"corrupt"), "{classes:?}");
     assert!(classes.contains(&"missing-object"), "{classes:?}");
-    let status = h.ok(&["status"]);
+    // A check for monitoring (issue 44): exit 1, the hint's code in --json.
+    let out = h.read(&["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let status = stdout_of(&out);
     assert!(
         status.contains(&format!(
             "hint: the last audit (run {audit}) found differences"
         )),
         "{status}"
+    );
+    let st: Value = serde_json::from_slice(&h.read(&["status", "--json"]).stdout).unwrap();
+    assert!(
+        st["hints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["code"] == "audit-differences" && h["needs_person"] == true),
+        "{st}"
     );
 }
 
@@ -544,10 +556,13 @@ fn status_says_what_the_mirror_holds_and_what_needs_a_person() {
     assert!(st["fixity"]["current_objects_rehashed_since"].is_null());
     let hints = st["hints"].as_array().unwrap();
     assert_eq!(hints.len(), 1, "{hints:?}");
-    assert!(hints[0]
+    assert!(hints[0]["hint"]
         .as_str()
         .unwrap()
         .contains("never all been re-hashed"));
+    // Advice on a young mirror, not a check that fails (issue 44: status exits 0).
+    assert_eq!(hints[0]["code"], "fixity-never");
+    assert_eq!(hints[0]["needs_person"], false);
 
     // Two nightly slices of an offline audit cover every current object; all versions are
     // not covered until an --all-versions audit.
@@ -581,17 +596,34 @@ fn status_says_what_the_mirror_holds_and_what_needs_a_person() {
         .set_rule("/changelist.xml", crate::server::Rule::Status(404));
     let out = incremental(h.dir.path()).arg("--tries=1").output().unwrap();
     assert_ne!(out.status.code(), Some(0));
-    let st: Value = serde_json::from_str(&h.ok(&["status", "--json"])).unwrap();
-    let hints: Vec<&str> = st["hints"]
+    // Issue 44: status is a check a monitoring system can use: exit 1, a stable code.
+    let out = h.read(&["status", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hints: Vec<(&str, &str, bool)> = st["hints"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| h.as_str().unwrap())
+        .map(|h| {
+            let text = h["hint"].as_str().unwrap();
+            (
+                h["code"].as_str().unwrap(),
+                text,
+                h["needs_person"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert!(
-        hints.iter().any(|h| h.contains("the last incremental of")),
+        hints
+            .iter()
+            .any(|(code, text, person)| *code == "run-failed"
+                && text.contains("the last incremental of")
+                && *person),
         "{hints:?}"
     );
+    let out = h.read(&["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_of(&out).contains("hint: the last incremental of"));
 }
 
 #[test]

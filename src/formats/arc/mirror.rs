@@ -32,7 +32,7 @@ use crate::engine::expected::{Item, Walked};
 use crate::engine::listing::Listing;
 use crate::engine::plan::{self, Comparison, Declared, Listed};
 use crate::engine::snapshot::{self, Hooks, Planned, Run, Snapshot, SyncPointRule};
-use crate::error::{Error, SourceError};
+use crate::error::{Error, NeedsBaseline, SourceError};
 use crate::formats::arc::read::delta;
 use crate::formats::arc::read::{self as arc, Page, ReadOptions, Sitemap};
 use crate::formats::arc::records::{self as arc_records, write_arc, PageRecord, SitemapRecord};
@@ -405,11 +405,9 @@ fn since_of(
         return Ok(t);
     }
     let at = catalog.sync_point(collection)?.and_then(|sp| sp.at);
-    at.ok_or_else(|| {
-        UsageError(format!(
-            "no sync point for {collection}: run rsmirror baseline first, or give --from DATETIME"
-        ))
-        .into()
+    at.ok_or_else(|| Error::NeedsBaseline {
+        collection: collection.to_string(),
+        why: NeedsBaseline::NoSyncPoint,
     })
 }
 
@@ -802,7 +800,7 @@ pub(crate) fn incremental(
         ctx.progress,
     );
     run.apply((http, ctx.objects, s.jobs), &deltas, plan)?;
-    let ends = run.ends();
+    let ends = run.ends()?;
     let (at, basis) = delta_sync_point(&ends, since, feed_max, now);
     ctx.summary.sync_point = Some(at.to_string());
     ctx.summary.anchored = true;
@@ -1296,6 +1294,7 @@ fn job(index: usize, page: &Page, scope: &Arc<Scope>) -> Job {
         expected: Expected {
             length: None,
             digests: page.digest.iter().cloned().collect(),
+            media_type: None,
         },
         scope: scope.clone(),
         validators: None,

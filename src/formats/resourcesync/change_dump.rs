@@ -85,6 +85,7 @@ fn packages(
                     expected: Expected {
                         length: e.md.length,
                         digests: e.md.hash,
+                        media_type: None,
                     },
                 });
             }
@@ -196,7 +197,7 @@ pub(crate) fn apply(
             break;
         }
     }
-    let (sync_point, processed) = run.finish(collection);
+    let (sync_point, processed) = run.finish(collection)?;
     ctx.summary.sync_point = sync_point.at.map(|t| t.to_string());
     ctx.summary.anchored = true;
     let (source_id, run_id) = (ctx.source_id, ctx.run_id);
@@ -431,9 +432,13 @@ impl DumpRun<'_, '_> {
     /// The new sync point: the latest `until` processed or change applied, never past the
     /// earliest failed change or refused package, never backwards; and the packages processed
     /// whole.
-    fn finish(self, collection: &str) -> (SyncPoint, Vec<(String, Option<Timestamp>, Timestamp)>) {
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        self,
+        collection: &str,
+    ) -> Result<(SyncPoint, Vec<(String, Option<Timestamp>, Timestamp)>), Error> {
         let since = self.since;
-        let ends = self.changes.ends();
+        let ends = self.changes.ends()?;
         let mut at = since
             .max(self.until_max.unwrap_or(since))
             .max(ends.applied_max.unwrap_or(since));
@@ -456,7 +461,7 @@ impl DumpRun<'_, '_> {
             anchored: true,
             basis,
         };
-        (sp, self.processed)
+        Ok((sp, self.processed))
     }
 }
 

@@ -431,6 +431,7 @@ fn collect_packages(
                 expected: Expected {
                     length: e.md.length,
                     digests: e.md.hash,
+                    media_type: None,
                 },
             });
         }

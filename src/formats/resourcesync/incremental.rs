@@ -16,7 +16,7 @@ use crate::engine::discover::Collection;
 use crate::engine::documents::{Documents, OpenedDocument};
 use crate::engine::snapshot;
 use crate::engine::sync_point;
-use crate::error::{Error, SourceError};
+use crate::error::{Error, NeedsBaseline};
 use crate::formats::resourcesync::change_dump;
 use crate::formats::resourcesync::changes::{
     self as rs_changes, Changes as RsChanges, Collector, Event,
@@ -168,30 +168,29 @@ fn collect_all(
     let mut dumps = Vec::new();
     for collection in rs {
         let since = match s.from {
-            Some(t) => t,
-            None => catalog
-                .sync_point(&collection.id)?
-                .and_then(|sp| sp.at)
-                .ok_or_else(|| {
-                    Error::Usage(settings::UsageError(format!(
-                        "no sync point for {}: run rsmirror baseline first, or give --from DATETIME",
-                        collection.id
-                    )))
-                })?,
+            Some(t) => Some(t),
+            None => catalog.sync_point(&collection.id)?.and_then(|sp| sp.at),
         };
+        // Whether the source publishes changes comes first: one that does not is followed by
+        // its list, sync point or not.
         let id = collection.id.clone();
+        let no_sync_point = || Error::NeedsBaseline {
+            collection: id.clone(),
+            why: NeedsBaseline::NoSyncPoint,
+        };
         let describes = collection.describes.clone();
         if collection.url_of(&Capability::ChangeList).is_none() {
             if let Some(dump) = collection.url_of(&Capability::ChangeDump) {
                 dumps.push(DumpPending {
-                    collection: id,
+                    collection: id.clone(),
                     url: dump.clone(),
-                    since,
+                    since: since.ok_or_else(no_sync_point)?,
                 });
                 continue;
             }
         }
         let (url, opened, archive) = change_list_of(docs, collection)?;
+        let since = since.ok_or_else(no_sync_point)?;
         let mut collector = Collector::new(docs, Some(catalog), &id, since);
         collector.conditional = s.from.is_none();
         let changes = collector.collect(&url, opened, archive.as_ref())?;
@@ -212,13 +211,11 @@ fn collect_all(
 fn change_list_of(
     docs: &Documents<'_>,
     collection: Collection,
-) -> Result<(Url, Option<OpenedDocument>, Option<Url>), SourceError> {
+) -> Result<(Url, Option<OpenedDocument>, Option<Url>), Error> {
     let Some((url, archive)) = rs_changes::location(docs, &collection)? else {
-        return Err(SourceError::Unusable {
-            url: collection.id.clone(),
-            message: "no Change List found: the source advertises none (no changelist in its \
-                      Capability List, no rs:ln rel=\"up\" to one, no 2012 change set link)"
-                .into(),
+        return Err(Error::NeedsBaseline {
+            collection: collection.id.clone(),
+            why: NeedsBaseline::NoChanges,
         });
     };
     let opened = collection
@@ -360,7 +357,7 @@ fn apply_collection(
         progress,
     );
     run.apply((http, objects, s.jobs), events, plan)?;
-    let ends = run.ends();
+    let ends = run.ends()?;
     commit_changes(writer, (source_id, run_id), &p, ends, summary)
 }
 
@@ -429,6 +426,7 @@ fn job_of(index: usize, e: &Event) -> Job {
         expected: Expected {
             length: e.declared.length,
             digests: e.declared.digests.clone(),
+            media_type: e.media_type.as_deref().map(str::to_string),
         },
         scope: e.scope.clone(),
         validators: None,

@@ -1,0 +1,389 @@
+//! Issue 44: what a cron job is told is true. A source that does not serve what it lists is a
+//! failure, never "pending" (which is for resources a later change explains, ResourceSync 1.1
+//! §10.1, on a source that otherwise agrees with its list).
+
+use crate::server::TestServer;
+use crate::support::*;
+
+const T0: &str = "2026-03-01T00:00:00Z";
+const LOGIN: &[u8] = b"<!DOCTYPE html><html><body><form>Please log in</form></body></html>\n";
+
+fn json_run(cmd: &mut assert_cmd::Command) -> (Option<i32>, serde_json::Value, String) {
+    let out = cmd.arg("--json").output().unwrap();
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), value, stderr_of(&out))
+}
+
+fn counts(s: &serde_json::Value) -> (u64, u64, u64) {
+    let n = |k: &str| s[k].as_u64().unwrap_or(u64::MAX);
+    (n("created"), n("pending"), n("failed"))
+}
+
+/// A Resource List of `names` as they are now; then the server has other bytes for each
+/// (`serve`: Some(bytes)), or none at all (None: every one answers 404).
+fn listed_then(t: &Tree, names: &[&str], serve: Option<&[u8]>) {
+    for n in names {
+        t.put(n, format!("{n} as listed\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, names);
+    t.change_list("changelist.xml", T0, None, &[]);
+    for n in names {
+        match serve {
+            Some(bytes) => t.put(n, bytes),
+            None => t.remove(n),
+        }
+    }
+}
+
+/// Every problem of the last run is a failure that says why it is not pending; `status` names
+/// the run as failed, and no sync point was recorded.
+fn assert_failed_not_pending(dir: &std::path::Path, n: usize) {
+    let problems = last_run_problems(dir);
+    assert_eq!(problems.len(), n, "{problems:?}");
+    for (uri, class, reason) in &problems {
+        assert_eq!(class, "failed", "{uri}: {reason}");
+        assert!(reason.contains("not pending"), "{uri}: {reason}");
+    }
+    assert_eq!(
+        sync_point(dir),
+        None,
+        "no sync point from a source that disagrees"
+    );
+    let out = on_mirror(dir, &["status"]);
+    let status = stdout_of(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a hint that needs a person: {status}"
+    );
+    assert!(
+        status.contains("hint: the last baseline") && status.contains("(exit 3)"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_source_whose_every_resource_is_gone_fails_instead_of_pending() {
+    let t = Tree::new();
+    let names = ["r1", "r2", "r3", "r4", "r5"];
+    listed_then(&t, &names, None);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(counts(&s), (0, 0, 5), "{s}");
+    assert!(s["sync_point"].is_null(), "{s}");
+    assert!(
+        err.contains("5 of 5 resources contradict the list") && err.contains("not pending"),
+        "{err}"
+    );
+    assert_failed_not_pending(dir.path(), 5);
+}
+
+#[test]
+fn a_login_page_for_every_resource_fails_instead_of_pending() {
+    let t = Tree::new();
+    let names = ["a.html", "b.html", "c.html", "d.html"];
+    listed_then(&t, &names, Some(LOGIN));
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(counts(&s), (0, 0, 4), "{s}");
+    assert_failed_not_pending(dir.path(), 4);
+    assert!(current(dir.path()).is_empty());
+
+    // Once the source serves what it lists again, the next run completes and records it.
+    for n in names {
+        t.put(n, format!("{n} as listed\n").as_bytes());
+    }
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!((code, counts(&s)), (Some(0), (4, 0, 0)), "{err}");
+    assert_eq!(sync_point(dir.path()).unwrap().0.as_deref(), Some(T0));
+}
+
+/// A few resources that changed after the list was written stay pending: the run exits 0 and
+/// records its sync point (as many pending as agreeing is still a source that agrees).
+#[test]
+fn a_minority_of_changed_resources_stays_pending() {
+    let t = Tree::new();
+    let names = ["r1", "r2", "r3", "r4", "r5", "r6"];
+    for n in names {
+        t.put(n, format!("{n} as listed\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &names);
+    t.change_list("changelist.xml", T0, None, &[]);
+    t.put("r1", b"r1 changed\n");
+    t.remove("r2");
+    t.put("r3", b"r3 changed\n");
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!((code, counts(&s)), (Some(0), (3, 3, 0)), "{err}");
+    assert_eq!(sync_point(dir.path()).unwrap().0.as_deref(), Some(T0));
+    assert!(!err.contains("not pending"), "{err}");
+}
+
+/// A page served as HTML where the list declares another media type is a failure at once
+/// (never stored, never pending), even without a digest or a length to contradict.
+#[test]
+fn an_html_page_where_the_list_declares_another_type_is_not_stored() {
+    let t = Tree::new();
+    t.put("paper.html", LOGIN);
+    t.put("notes.txt", b"notes\n");
+    t.put("page.html", b"<html><body>a real page</body></html>\n");
+    std::fs::write(
+        t.path().join("resourcelist.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+             xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+             <rs:md capability=\"resourcelist\" at=\"{T0}\"/>\n\
+             <url><loc>{ORIGIN}/res/paper.html</loc><rs:md type=\"application/pdf\"/></url>\n\
+             <url><loc>{ORIGIN}/res/notes.txt</loc><rs:md type=\"text/plain\"/></url>\n\
+             <url><loc>{ORIGIN}/res/page.html</loc><rs:md type=\"text/html; charset=utf-8\"/></url>\n\
+             </urlset>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()));
+    assert_eq!((code, counts(&s)), (Some(3), (2, 0, 1)), "{err}");
+    let paper = format!("{}/res/paper.html", srv.base());
+    assert!(
+        err.contains(&format!(
+            "failed: {paper}: served an HTML page (text/html) where the list declares \
+             application/pdf"
+        )),
+        "{err}"
+    );
+    assert!(!current(dir.path()).contains_key(&paper));
+    assert_eq!(srv.count("/res/paper.html"), 1, "not retried");
+}
+
+/// The same rule for `incremental`: changes whose every fetch brings other bytes than their
+/// Change List declares fail and hold the sync point.
+#[test]
+fn an_incremental_whose_every_change_brings_other_bytes_fails() {
+    let t = Tree::new();
+    let names = ["r1", "r2", "r3"];
+    for n in names {
+        t.put(n, format!("{n} as listed\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &names);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!(code, Some(0), "{err}");
+
+    for n in names {
+        t.put(n, format!("{n} updated\n").as_bytes());
+    }
+    let changes: Vec<_> = names
+        .iter()
+        .map(|n| (*n, "updated", "2026-03-01T01:00:00Z"))
+        .collect();
+    t.change_list("changelist.xml", T0, None, &changes);
+    for n in names {
+        t.put(n, LOGIN);
+    }
+    let (code, s, err) = json_run(&mut incremental(dir.path()));
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(
+        (s["updated"].as_u64(), counts(&s).1, counts(&s).2),
+        (Some(0), 0, 3),
+        "{s}"
+    );
+    assert!(
+        err.contains("3 of 3 resources contradict the list"),
+        "{err}"
+    );
+    assert_eq!(
+        sync_point(dir.path()).unwrap().0.as_deref(),
+        Some(T0),
+        "the sync point stays before the changes that failed"
+    );
+    for (uri, class, reason) in last_run_problems(dir.path()) {
+        assert_eq!(class, "failed", "{uri}: {reason}");
+    }
+}
+
+/// A Resource List `resourcelist.xml` of `names` as they are now, with no link to a
+/// Capability List: a source that publishes no changes.
+fn list_alone(t: &Tree, at: &str, names: &[&str]) {
+    t.resource_list(at, names);
+    let path = t.path().join("resourcelist.xml");
+    let list = std::fs::read_to_string(&path).unwrap();
+    let up = format!("<rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n");
+    assert!(list.contains(&up));
+    std::fs::write(&path, list.replace(&up, "")).unwrap();
+}
+
+/// Issue 44, 2: a first baseline that stopped part way (the server went down) leaves no sync
+/// point; the README's cron line runs the baseline again and the mirror recovers by itself.
+#[test]
+fn a_partial_first_baseline_recovers_under_the_cron_line() {
+    let t = Tree::new();
+    let names = ["r1", "r2", "r3", "r4"];
+    for n in names {
+        t.put(n, format!("{n}\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &names);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    srv.set_rule("/res/r3", crate::server::Rule::Status(503));
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .args(["--tries", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert_eq!(sync_point(dir.path()), None);
+    srv.clear_rule("/res/r3");
+
+    // Without the option, the message names the way out.
+    let out = incremental(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("no sync point")
+            && stderr_of(&out).contains("--on-gap rebaseline"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    let out = incremental(dir.path())
+        .args(["--on-gap", "rebaseline", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(stderr_of(&out), "", "quiet under -q");
+    assert_eq!(current(dir.path()).len(), 4);
+    assert_eq!(sync_point(dir.path()).unwrap().0.as_deref(), Some(T0));
+    // Followed by its changes from now on.
+    let (status, _) = ok_on_mirror(dir.path(), &["status"]);
+    assert!(!status.contains("hint: the last incremental"), "{status}");
+    let out = incremental(dir.path()).arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_consistent(dir.path());
+}
+
+/// Issue 44, 2: a source that publishes a Resource List and no changes is followed by reading
+/// its list again, with or without `--on-gap rebaseline`, quietly.
+#[test]
+fn a_source_without_change_lists_is_followed_by_its_list() {
+    let t = Tree::new();
+    for n in ["r1", "r2"] {
+        t.put(n, format!("{n} v1\n").as_bytes());
+    }
+    list_alone(&t, T0, &["r1", "r2"]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = json_run(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()));
+    assert_eq!(code, Some(0), "{err}");
+
+    t.put("r2", b"r2 v2\n");
+    t.put("r3", b"r3 v1\n");
+    list_alone(&t, "2026-03-02T00:00:00Z", &["r1", "r2", "r3"]);
+    let (code, s, err) = json_run(incremental(dir.path()).arg("-q"));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err, "", "quiet under -q");
+    assert_eq!(
+        (s["created"].as_u64(), s["updated"].as_u64()),
+        (Some(1), Some(1)),
+        "{s}"
+    );
+    assert_eq!(
+        sync_point(dir.path()).unwrap().0.as_deref(),
+        Some("2026-03-02T00:00:00Z")
+    );
+
+    t.put("r1", b"r1 v2\n");
+    list_alone(&t, "2026-03-03T00:00:00Z", &["r1", "r2", "r3"]);
+    let (code, s, err) = json_run(incremental(dir.path()).args(["--on-gap", "rebaseline", "-q"]));
+    assert_eq!((code, s["updated"].as_u64()), (Some(0), Some(1)), "{err}");
+    assert_eq!(err, "");
+    let (status, _) = ok_on_mirror(dir.path(), &["status"]);
+    assert!(!status.contains("hint: the last"), "{status}");
+    assert_consistent(dir.path());
+}
+
+/// Issue 44, 6: `--retry-lock DURATION` waits for a run that holds the lock instead of exiting
+/// 6 at once; without it, or when the wait runs out, exit 6.
+#[test]
+fn retry_lock_waits_for_the_run_that_holds_the_lock() {
+    let t = Tree::new();
+    t.put("r1", b"r1\n");
+    list_alone(&t, T0, &["r1"]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = json_run(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()));
+    assert_eq!(code, Some(0), "{err}");
+
+    // The lock held by this process for `d`, or until told to let go.
+    let hold = |d: std::time::Duration| {
+        let lock = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(".lock"))
+            .unwrap();
+        lock.try_lock().unwrap();
+        let (let_go, told) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let _ = told.recv_timeout(d);
+            drop(lock);
+        });
+        (let_go, thread)
+    };
+    let (let_go, thread) = hold(std::time::Duration::from_secs(60));
+    let out = incremental(dir.path()).arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr_of(&out));
+    let out = incremental(dir.path())
+        .args(["-q", "--retry-lock", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "the wait ran out: {}",
+        stderr_of(&out)
+    );
+    let_go.send(()).unwrap();
+    thread.join().unwrap();
+
+    let (_let_go, thread) = hold(std::time::Duration::from_millis(1500));
+    let started = std::time::Instant::now();
+    for command in [
+        &["incremental", "-q"][..],
+        &["audit", "--offline", "-q"][..],
+    ] {
+        let out = rsmirror()
+            .args(command)
+            .args(["--retry-lock", "2m", "--mirror"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{command:?}: {}",
+            stderr_of(&out)
+        );
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1500));
+    thread.join().unwrap();
+    let out = incremental(dir.path())
+        .args(["--retry-lock", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("is not a duration"),
+        "{}",
+        stderr_of(&out)
+    );
+}
