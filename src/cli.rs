@@ -377,6 +377,10 @@ pub struct SourceArgs {
     /// seconds, however fast it goes (no bound by default: --min-rate and --max-size bound it).
     #[arg(long, value_name = "SECS")]
     pub max_time: Option<f64>,
+    /// Stop fetching resources once the run has taken DURATION (30m, 2h): what landed is
+    /// committed, the sync point is not moved past what is left, exit 3; the next run goes on.
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
+    pub max_duration: Option<std::time::Duration>,
     /// Free space to leave on the mirror's file system: a run refuses to start, or stops
     /// cleanly (exit 5, what landed kept), when less is free. Default: 1% of the file
     /// system, at most 1G. K, M, G suffixes as above; 0 to fill the disk.
@@ -595,6 +599,7 @@ impl SourceArgs {
             max_size: self.max_size,
             min_rate: self.min_rate,
             max_time: self.max_time,
+            max_duration: self.max_duration,
             min_free: self.min_free,
             ca_file: self.ca_file.clone(),
         };

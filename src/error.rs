@@ -66,6 +66,10 @@ pub enum Error {
     /// as an audit that finds corruption.
     #[error("{0}")]
     Damaged(String),
+    /// A run stopped fetching before it was done (the source kept failing, `--max-duration`):
+    /// what landed is kept, exit 3.
+    #[error("stopped: {0}")]
+    Stopped(String),
     /// `incremental` cannot follow a collection by its changes: its list must be read (a
     /// baseline), which `incremental` itself does when it may (`commands::incremental`).
     #[error("{collection}: {why}")]
@@ -111,6 +115,7 @@ impl Error {
             Error::Lock(LockError::Io { .. }) => Exit::Store,
             Error::SafetyLimit(_) => Exit::SafetyLimit,
             Error::Damaged(_) => Exit::Differences,
+            Error::Stopped(_) => Exit::Partial,
             Error::NeedsBaseline {
                 why: NeedsBaseline::NoSyncPoint,
                 ..

@@ -60,6 +60,7 @@ pub struct SourceOptions {
     pub max_time: Option<f64>,
     pub min_free: Option<u64>,
     pub ca_file: Option<PathBuf>,
+    pub max_duration: Option<Duration>,
 }
 
 impl SourceSettings {
@@ -163,6 +164,7 @@ impl SourceSettings {
                         Some(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
                     }
                 },
+                max_duration: a.max_duration,
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

@@ -93,14 +93,87 @@ pub enum JobResult {
     Unwritable(crate::store::StoreError),
     /// Every URL failed; `refused` when the reason was the scope; `other_bytes` when every URL
     /// served bytes that contradict the declared length or digests, `gone` when every URL
-    /// answered 404 or 410 (what a change made after the list was read gives).
+    /// answered 404 or 410 (what a change made after the list was read gives), `unreachable`
+    /// when no URL was served at all (`FetchError::is_unreachable`).
     Failed {
         index: usize,
         reason: String,
         refused: bool,
         other_bytes: bool,
         gone: bool,
+        unreachable: bool,
     },
+    /// The run stops fetching ([`Breaker`]): the source keeps failing, or `--max-duration` has
+    /// passed. The caller commits what landed and ends the run with this message.
+    Stop(String),
+}
+
+/// Resources in a row that, after their retries, the source did not serve (a 5xx or 429, no
+/// answer in time, a broken connection) before a run stops asking: a source down or refusing
+/// us would otherwise cost every resource its retries and backoffs (hours for a large one).
+pub const FAILURES_IN_A_ROW: u32 = 20;
+
+/// When a transfer stops early: [`FAILURES_IN_A_ROW`] unreachable resources in a row, with no
+/// other result in between, or the run's `--max-duration` passed.
+struct Breaker {
+    in_a_row: u32,
+    deadline: Option<Instant>,
+    max_duration: Option<Duration>,
+}
+
+impl Breaker {
+    fn new(http: &Http) -> Breaker {
+        Breaker {
+            in_a_row: 0,
+            deadline: http.deadline(),
+            max_duration: http.config().max_duration,
+        }
+    }
+
+    /// The message to stop with after `r`, if the run must stop.
+    fn after(&mut self, r: &JobResult) -> Option<String> {
+        match r {
+            JobResult::Failed {
+                unreachable: true, ..
+            } => self.in_a_row += 1,
+            _ => self.in_a_row = 0,
+        }
+        if self.in_a_row >= FAILURES_IN_A_ROW {
+            return Some(format!(
+                "the source did not serve {FAILURES_IN_A_ROW} resources in a row (server errors, \
+                 no answer in time or broken connections, after --tries each): the run stops \
+                 asking; what landed is kept, and the next run goes on"
+            ));
+        }
+        self.timed_out()
+    }
+
+    /// The message to stop with once `--max-duration` has passed.
+    fn timed_out(&self) -> Option<String> {
+        let (deadline, d) = (self.deadline?, self.max_duration?);
+        (Instant::now() >= deadline).then(|| {
+            format!(
+                "--max-duration {} reached: the run stops fetching; what landed is kept, and \
+                 the next run goes on",
+                humanised(d)
+            )
+        })
+    }
+
+    /// How long until the deadline (at most `cap`).
+    fn wait(&self, cap: Duration) -> Duration {
+        self.deadline.map_or(cap, |d| {
+            d.saturating_duration_since(Instant::now()).min(cap)
+        })
+    }
+}
+
+/// A duration as `--max-duration` takes it.
+fn humanised(d: Duration) -> String {
+    match jiff::SignedDuration::try_from(d) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => format!("{} s", d.as_secs()),
+    }
 }
 
 /// Results a worker hands to the writer at once, and the longest it keeps one back: each
@@ -197,10 +270,27 @@ pub(crate) fn transfer<E>(
         }
         drop(res_tx);
         let mut outcome = Ok(());
-        'results: for batch in res_rx.iter() {
+        let mut breaker = Breaker::new(http);
+        'results: loop {
+            let batch = match res_rx.recv_timeout(breaker.wait(Duration::from_secs(1))) {
+                Ok(batch) => batch,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => match breaker.timed_out() {
+                    Some(message) => {
+                        outcome = on_result(JobResult::Stop(message));
+                        break 'results;
+                    }
+                    None => continue,
+                },
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            };
             for r in batch {
+                let stop = breaker.after(&r);
                 if let Err(e) = on_result(r) {
                     outcome = Err(e);
+                    break 'results;
+                }
+                if let Some(message) = stop {
+                    outcome = on_result(JobResult::Stop(message));
                     break 'results;
                 }
             }
@@ -304,6 +394,7 @@ struct Attempts {
     all_refused: bool,
     all_other_bytes: bool,
     all_gone: bool,
+    all_unreachable: bool,
 }
 
 impl Attempts {
@@ -315,6 +406,7 @@ impl Attempts {
             all_refused: true,
             all_other_bytes: true,
             all_gone: true,
+            all_unreachable: true,
         }
     }
 
@@ -382,6 +474,7 @@ impl Attempts {
                         self.all_refused = false;
                         self.all_other_bytes = false;
                         self.all_gone = false;
+                        self.all_unreachable = false;
                         self.reasons
                             .push(format!("{url}: cannot store object: {e}"));
                     }
@@ -391,6 +484,7 @@ impl Attempts {
                 self.all_refused &= e.is_refusal();
                 self.all_other_bytes &= e.is_mismatch();
                 self.all_gone &= e.is_gone();
+                self.all_unreachable &= e.is_unreachable();
                 self.reasons.push(e.to_string());
             }
         }
@@ -408,6 +502,7 @@ impl Attempts {
             refused: self.all_refused && some,
             other_bytes: self.all_other_bytes && some,
             gone: self.all_gone && some,
+            unreachable: self.all_unreachable && some,
         }
     }
 }

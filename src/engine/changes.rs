@@ -15,7 +15,7 @@
 
 use crate::engine::agreement::Agreement;
 use crate::engine::apply::{self, Fetched, Job, JobResult, Then, Writer};
-use crate::engine::context::{stop_for_fault, stop_for_space};
+use crate::engine::context::{stop_early, stop_for_fault, stop_for_space};
 use crate::engine::decide::{decide, Basis, Held};
 use crate::error::Error;
 use crate::model::{Change, ChangeOutcome, ProblemClass};
@@ -307,6 +307,7 @@ impl<'x, 'w> Changes<'x, 'w> {
                 let needed = format!(", with {} resources left to fetch", self.left);
                 Err(stop_for_space(self.writer, self.staging, message, needed))
             }
+            JobResult::Stop(message) => Err(stop_early(self.writer, message)),
             JobResult::Failed {
                 index,
                 reason,

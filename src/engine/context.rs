@@ -171,6 +171,15 @@ pub(crate) fn stop_for_fault(
     e.into()
 }
 
+/// A run that stops fetching early ([`crate::engine::apply::JobResult::Stop`]): what landed
+/// is committed first, the sync point is left where it was, exit 3.
+pub(crate) fn stop_early(writer: &mut crate::engine::apply::Writer<'_>, message: String) -> Error {
+    match writer.flush(|_| Ok(())) {
+        Ok(()) => Error::Stopped(message),
+        Err(e) => e.into(),
+    }
+}
+
 /// A run's error, with a full disk met by the catalog told as the same one message a full
 /// disk met by an object gives: SQLITE_FULL, or a "disk I/O error" (what SQLite says when its
 /// journal cannot grow) while the mirror's file system has no room left.

@@ -370,9 +370,13 @@ impl Results<'_, '_> {
                 refused,
                 other_bytes,
                 gone,
+                ..
             } => {
                 let t = self.take(index)?;
                 self.failed(&t, reason, refused, other_bytes || gone)
+            }
+            JobResult::Stop(message) => {
+                Err(crate::engine::context::stop_early(self.writer, message))
             }
         }
     }

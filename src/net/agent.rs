@@ -51,6 +51,9 @@ pub struct HttpConfig {
     /// `--ca-file`: trust the certificate authorities in this PEM file instead of the default
     /// ones (a source behind a private CA).
     pub ca_file: Option<PathBuf>,
+    /// `--max-duration`: the longest a run fetches resources, from the making of its [`Http`];
+    /// then it stops cleanly (what landed is kept, exit 3).
+    pub max_duration: Option<Duration>,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -100,6 +103,7 @@ impl Default for HttpConfig {
             max_time: None,
             min_free: None,
             ca_file: None,
+            max_duration: None,
         }
     }
 }
@@ -218,6 +222,8 @@ pub struct Http {
     pacing: HostPacing,
     /// The `User-Agent` sent (the configured one, or [`default_user_agent`]).
     user_agent: String,
+    /// When the run that made it started: `--max-duration` counts from here.
+    started: std::time::Instant,
 }
 
 impl std::fmt::Debug for Http {
@@ -247,7 +253,13 @@ impl Http {
             maps,
             pacing: HostPacing::new(Duration::ZERO),
             user_agent,
+            started: std::time::Instant::now(),
         }
+    }
+
+    /// When the run must stop fetching (`--max-duration`), if ever.
+    pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
+        self.cfg.max_duration.map(|d| self.started + d)
     }
 
     /// Wait at least `delay` between the starts of two requests to the same host (`--delay`),
@@ -881,6 +893,7 @@ pub(crate) mod test_server {
             max_time: None,
             min_free: None,
             ca_file: None,
+            max_duration: None,
         }
     }
 

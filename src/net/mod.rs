@@ -83,6 +83,16 @@ impl FetchError {
         matches!(self, FetchError::Staging(e) if is_no_space(e))
     }
 
+    /// True when the server did not serve it: an error status of its own (5xx) or a "too many
+    /// requests" (429), no answer in time, a broken connection. Not the resource's fault.
+    pub(crate) fn is_unreachable(&self) -> bool {
+        match self {
+            FetchError::Status { status, .. } => *status >= 500 || *status == 429,
+            FetchError::Timeout { .. } | FetchError::Transport { .. } => true,
+            _ => false,
+        }
+    }
+
     /// True for a 404 or 410: the resource is not (or no longer) there.
     pub(crate) fn is_gone(&self) -> bool {
         matches!(

@@ -387,3 +387,88 @@ fn retry_lock_waits_for_the_run_that_holds_the_lock() {
         stderr_of(&out)
     );
 }
+
+/// Issue 44, 5: a source that answers 503 to everything does not cost every resource its
+/// retries: after 20 in a row the run stops (exit 3, nothing lost, no sync point), and a run
+/// once the source is back completes.
+#[test]
+fn a_source_that_keeps_failing_stops_the_run_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    generate_source(source.path(), 60, 100);
+    let srv = TestServer::start(source.path());
+    for i in 0..60 {
+        srv.set_rule(&format!("/res/{i:06}"), crate::server::Rule::Status(503));
+    }
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["--tries", "2", "--jobs", "2", "--json"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("stopped: the source did not serve 20 resources in a row"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["exit_code"], 3, "{doc}");
+    let asked = srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .count();
+    assert!(
+        asked < 60,
+        "stopped asking: {asked} requests for 60 resources, 2 tries each"
+    );
+    assert_eq!(sync_point(dir.path()), None);
+    let out = on_mirror(dir.path(), &["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout_of(&out).contains("ended partial (exit 3)"),
+        "{}",
+        stdout_of(&out)
+    );
+
+    for i in 0..60 {
+        srv.clear_rule(&format!("/res/{i:06}"));
+    }
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 60);
+}
+
+/// Issue 44, 5: `--max-duration` bounds a whole run: it stops fetching when the time is up,
+/// keeps what landed (exit 3, no sync point), and the next run goes on from there.
+#[test]
+fn max_duration_stops_a_run_cleanly_and_the_next_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    generate_source(source.path(), 40, 100);
+    let srv = TestServer::start(source.path());
+    srv.set_delay(std::time::Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["--jobs", "1", "--max-duration", "1s"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("stopped: --max-duration 1s reached"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    let landed = current(dir.path()).len();
+    assert!((1..40).contains(&landed), "{landed} of 40 landed");
+    assert_eq!(sync_point(dir.path()), None);
+    assert_consistent(dir.path());
+
+    srv.set_delay(std::time::Duration::ZERO);
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["--max-duration", "1h"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 40);
+    assert!(sync_point(dir.path()).is_some());
+}

@@ -276,6 +276,7 @@ impl DumpSnapshot {
                     refused: false,
                     other_bytes: false,
                     gone: false,
+                    unreachable: false,
                 })
                 .collect()
         };
@@ -307,6 +308,7 @@ impl DumpSnapshot {
                     refused: false,
                     other_bytes: false,
                     gone: false,
+                    unreachable: false,
                 }),
                 Err(StageError::Entry(e)) => results.push(JobResult::Failed {
                     index: i,
@@ -320,6 +322,7 @@ impl DumpSnapshot {
                     ),
                     reason: e.to_string(),
                     refused: false,
+                    unreachable: false,
                 }),
                 Err(StageError::Package(e)) => {
                     for (_, sb) in staged {
@@ -350,6 +353,7 @@ impl DumpSnapshot {
                         refused: false,
                         other_bytes: false,
                         gone: false,
+                        unreachable: false,
                     }
                 }
             });
