@@ -30,6 +30,9 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let a = reader.point(Some(&o.from))?;
     let b = reader.point(o.to.as_ref())?;
+    if let Some(note) = reader.in_progress_note(o.to.as_ref()) {
+        eprintln!("rsmirror: {note}");
+    }
     let (low, high) = if a.bound() <= b.bound() {
         (a.bound(), b.bound())
     } else {

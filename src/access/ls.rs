@@ -30,6 +30,9 @@ struct Entry<'a> {
 pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let point = reader.point(o.at.as_ref())?;
+    if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
+        eprintln!("rsmirror: {note}");
+    }
     let collections = match &o.collection {
         None => None,
         Some(c) => Some(collection_ids(&reader, c)?),

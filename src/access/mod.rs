@@ -87,9 +87,43 @@ impl Reader {
 
     /// Where `WHEN` points: a run that exists, or a time (before the first run: the empty
     /// mirror, run 0).
+    /// The newest run, when it has not ended (running now, or its process died).
+    pub(crate) fn in_progress(&self) -> Option<i64> {
+        self.runs
+            .values()
+            .next_back()
+            .filter(|r| !r.ended)
+            .map(|r| r.id)
+    }
+
+    /// The newest run that has ended (0 before any).
+    pub(crate) fn last_ended(&self) -> i64 {
+        self.runs
+            .values()
+            .rev()
+            .find(|r| r.ended)
+            .map_or(0, |r| r.id)
+    }
+
+    /// What a reader shown the mirror "now" should say while a run is under way.
+    pub(crate) fn in_progress_note(&self, when: Option<&When>) -> Option<String> {
+        let running = self.in_progress().filter(|_| when.is_none())?;
+        Some(format!(
+            "note: run {running} has not ended (running, or its process died): shown is the              mirror as run {} left it; --at run:{running} shows what it has committed so far",
+            self.last_ended()
+        ))
+    }
+
     pub(crate) fn point(&self, when: Option<&When>) -> Result<Point, UsageError> {
         match when {
-            None => Ok(Point::NOW),
+            // A run under way has committed part of what it brings: until it ends, "now" is the
+            // mirror as the last run that ended left it.
+            None => Ok(match self.in_progress() {
+                Some(_) => Point {
+                    run: Some(self.last_ended()),
+                },
+                None => Point::NOW,
+            }),
             // Before the first run: the empty mirror.
             Some(When::Run(0)) => Ok(Point { run: Some(0) }),
             Some(When::Run(n)) => {

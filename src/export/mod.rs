@@ -1,13 +1,16 @@
 //! `rsmirror export FORMAT DEST`: the mirror, at a point of its history, written in a form a
 //! preservation system or a plain web server takes. Reads the catalog and objects only (no
-//! network, no lock) and checks every object's bytes against the catalog as it places them
+//! network, no lock on the mirror; DEST's own lock keeps a second export out) and checks every
+//! object's bytes against the catalog as it places them
 //! (a link of an object the last clean full audit vouches for, unchanged since, by its length
 //! and time: `tree::Placer`): a damaged object stops the export (exit 1) naming the URI.
 //!
 //! DEST is empty, missing, or an earlier export of the same format (its `.rsmirror-export/`
 //! says so); anything else is refused. While an export runs, `DEST/.rsmirror-export/INCOMPLETE`
 //! says so; it goes only once everything is written. Re-running into the same DEST brings it
-//! to the new state, touching only what changed.
+//! to the new state, touching only what changed, and removes whatever else the tree holds. Without
+//! `--at`, the state is the one the last run that ended left (a run under way is not shown half
+//! done).
 
 pub mod bagit;
 pub mod gzip;
@@ -155,7 +158,9 @@ pub(crate) fn micros(t: &str) -> String {
 pub struct Record {
     pub format: String,
     pub rsmirror_version: String,
-    pub mirror: String,
+    /// The mirror exported (not in a ResourceSync export, which is published).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<String>,
     pub run: i64,
     pub collection: Option<String>,
     pub strip: Option<String>,
@@ -165,27 +170,37 @@ pub struct Record {
 }
 
 pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
+    use crate::net::is_no_space;
+    use crate::store::lock::LockError;
     export(mirror, o).map_err(|e| match e {
         // A full destination: one message naming DEST, not the file that happened not to fit.
-        Error::Store(StoreError::Io { what, path, source }) if crate::net::is_no_space(&source) => {
-            let flag = own_files(&o.dest, o.format).2;
-            let state = if flag.exists() {
-                format!(
-                    "the export is marked incomplete ({})",
-                    flag.strip_prefix(&o.dest).unwrap_or(&flag).display()
-                )
-            } else {
-                "nothing of the export is in place yet".into()
-            };
-            StoreError::DestFull {
-                dest: o.dest.display().to_string(),
-                message: format!("{what} {path}: {source}"),
-                state,
-            }
-            .into()
+        Error::Store(StoreError::Io { what, path, source }) if is_no_space(&source) => {
+            dest_full(o, format!("{what} {path}: {source}"))
+        }
+        Error::Lock(LockError::Io { path, source }) if is_no_space(&source) => {
+            dest_full(o, format!("locking {path}: {source}"))
         }
         e => e,
     })
+}
+
+/// DEST's file system is full: one message naming DEST and what of the export is there.
+fn dest_full(o: &Options, message: String) -> Error {
+    let flag = own_files(&o.dest, o.format).2;
+    let state = if flag.exists() {
+        format!(
+            "the export is marked incomplete ({})",
+            flag.strip_prefix(&o.dest).unwrap_or(&flag).display()
+        )
+    } else {
+        "nothing of the export is in place yet".into()
+    };
+    StoreError::DestFull {
+        dest: o.dest.display().to_string(),
+        message,
+        state,
+    }
+    .into()
 }
 
 fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
@@ -195,6 +210,9 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     // whatever a run beside it commits meanwhile.
     let _snapshot = Snapshot::begin(reader.catalog())?;
     let point = reader.point(o.at.as_ref())?;
+    if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
+        eprintln!("rsmirror: {note}");
+    }
     // Now is the newest run: the record names a point that stays the same.
     let run = point
         .run
@@ -207,6 +225,8 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         Some(c) => Some(crate::access::collection_ids(&reader, c)?),
     };
     let earlier = check_dest(&o.dest, o.format)?;
+    // One export into a DEST at a time: two would interleave their files and maps.
+    let _lock = lock_dest(&o.dest, o.format)?;
     let (own, mut record, incomplete) = begin_dest(mirror, o, run)?;
     // A link copies no bytes: an object the last clean full audit re-hashed, unchanged since,
     // is taken on its word (`tree::Placer`). That audit covers the states current at it; a
@@ -305,7 +325,11 @@ fn begin_dest(
     let record = Record {
         format: o.format.name().into(),
         rsmirror_version: env!("CARGO_PKG_VERSION").into(),
-        mirror: mirror.display().to_string(),
+        // A ResourceSync export is published as it is: no path of this machine in it.
+        mirror: match o.format {
+            Format::Resourcesync => None,
+            _ => Some(mirror.display().to_string()),
+        },
         run,
         collection: o.collection.clone(),
         strip: o.strip.clone(),
@@ -359,6 +383,24 @@ fn write_format(
     Ok(())
 }
 
+/// The lock of DEST (`export.lock` in the export's own folder), held while an export writes:
+/// a second export into the same DEST exits 6, as a second run on a mirror does.
+fn lock_dest(dest: &Path, format: Format) -> Result<crate::store::lock::MirrorLock, Error> {
+    let (own, _, _) = own_files(dest, format);
+    std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
+    Ok(crate::store::lock::MirrorLock::acquire_file(
+        &own.join(lock_name(format)),
+    )?)
+}
+
+/// The name of DEST's lock file in the export's own folder.
+fn lock_name(format: Format) -> &'static str {
+    match format {
+        Format::Ocfl => "rsmirror-export.lock",
+        _ => "export.lock",
+    }
+}
+
 /// Where an export keeps its own files: (the folder, the record, the INCOMPLETE flag).
 /// `.rsmirror-export/` in DEST; in an OCFL storage root, where a folder that is not an object
 /// is not allowed (E072), files beside `0=ocfl_1.1` instead.
@@ -409,11 +451,13 @@ fn only_a_started_record(dest: &Path) -> bool {
             .unwrap_or_default()
     };
     let top = names(dest);
-    let ocfl_started = top.iter().all(|n| n == "rsmirror-export.json.tmp");
+    let ocfl_started = top
+        .iter()
+        .all(|n| n == "rsmirror-export.json.tmp" || n == lock_name(Format::Ocfl));
     let own_started = top == [paths::OWN]
         && names(&dest.join(paths::OWN))
             .iter()
-            .all(|n| n == "export.json.tmp");
+            .all(|n| n == "export.json.tmp" || n == lock_name(Format::Tree));
     ocfl_started || own_started
 }
 

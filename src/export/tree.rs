@@ -263,6 +263,8 @@ pub(crate) fn export(
     );
     let mut old = OldMap::open(own, earlier)?;
     let pool = Pool::new(walk, root, link, !earlier);
+    // The paths placed, as keys: walk 4 removes whatever else is under `root`.
+    let mut placed: Vec<u64> = Vec::new();
     std::thread::scope(|sc| -> Result<(), Error> {
         let mut pool = pool.start(sc);
         let mut namer = paths::Namer::default();
@@ -290,6 +292,7 @@ pub(crate) fn export(
                 }
                 summary.written += 1;
             }
+            placed.push(paths::key(&path));
             summary.files += 1;
             summary.bytes += length;
             for note in &notes {
@@ -315,7 +318,52 @@ pub(crate) fn export(
                 .map_err(|e| StoreError::io("writing", &new_map, e))
         })?;
     std::fs::rename(&new_map, &map_path).map_err(|e| StoreError::io("writing", &map_path, e))?;
+
+    // Walk 4: DEST holds exactly the exported state. What an export stopped midway placed that
+    // no map names (a later one at another point would keep it), a temporary, a file put there
+    // by hand: a bag with one file more than its manifest is invalid.
+    placed.sort_unstable();
+    let keep_top: Vec<&str> = walk.reserved.iter().copied().chain([paths::OWN]).collect();
+    summary.removed += sweep_strays(root, &mut String::new(), &placed, &keep_top)?;
     Ok(clashes)
+}
+
+/// Remove every file under `dir` (at `rel` below the export's root) whose path is not among
+/// `placed` (sorted keys), and the folders that leaves empty; `keep_top`: names at the top
+/// that are not the tree's. How many files went.
+fn sweep_strays(
+    dir: &Path,
+    rel: &mut String,
+    placed: &[u64],
+    keep_top: &[&str],
+) -> Result<u64, Error> {
+    let mut removed = 0;
+    let entries = std::fs::read_dir(dir).map_err(|e| StoreError::io("reading", dir, e))?;
+    for e in entries {
+        let e = e.map_err(|e| StoreError::io("reading", dir, e))?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if rel.is_empty() && keep_top.contains(&name.as_ref()) {
+            continue;
+        }
+        let path = e.path();
+        let len = rel.len();
+        rel.push_str(&name);
+        let kind = e
+            .file_type()
+            .map_err(|e| StoreError::io("reading", &path, e))?;
+        if kind.is_dir() {
+            rel.push('/');
+            removed += sweep_strays(&path, rel, placed, keep_top)?;
+            // Gone when nothing is left in it.
+            let _ = std::fs::remove_dir(&path);
+        } else if placed.binary_search(&paths::key(rel)).is_err() {
+            std::fs::remove_file(&path).map_err(|e| StoreError::io("removing", &path, e))?;
+            removed += 1;
+        }
+        rel.truncate(len);
+    }
+    Ok(removed)
 }
 
 /// Remove an earlier export's file, and the folders it leaves empty; 1 when a file went.

@@ -35,6 +35,8 @@ pub struct RunInfo {
     pub id: i64,
     pub command: String,
     pub started_at: String,
+    /// The run has ended (it is not running, or its process died unnoticed yet).
+    pub ended: bool,
 }
 
 /// The columns of a version every reader shows.
@@ -144,7 +146,7 @@ pub(crate) fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
     let at = |e| StoreError::sqlite(Path::new(catalog.conn().path().unwrap_or("")), e);
     let mut stmt = catalog
         .conn()
-        .prepare("SELECT id, command, started_at FROM runs ORDER BY id")
+        .prepare("SELECT id, command, started_at, ended_at IS NOT NULL FROM runs ORDER BY id")
         .map_err(at)?;
     let rows = stmt
         .query_map([], |r| {
@@ -152,6 +154,7 @@ pub(crate) fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
                 id: r.get(0)?,
                 command: r.get(1)?,
                 started_at: r.get(2)?,
+                ended: r.get(3)?,
             })
         })
         .map_err(at)?;

@@ -36,7 +36,12 @@ fn read_only_hint(e: &std::io::Error) -> &'static str {
 
 impl MirrorLock {
     pub(crate) fn acquire(mirror: &Path) -> Result<MirrorLock, LockError> {
-        let path = mirror.join(".lock");
+        Self::acquire_file(&mirror.join(".lock"))
+    }
+
+    /// The lock in the file at `path` (an export's DEST has its own).
+    pub(crate) fn acquire_file(path: &Path) -> Result<MirrorLock, LockError> {
+        let path = path.to_path_buf();
         let io = |source| LockError::Io {
             path: path.display().to_string(),
             source,

@@ -1234,3 +1234,163 @@ fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
     );
     assert_eq!(traced(second.path(), &base, &dest), current(first.path()));
 }
+
+/// Issue 44, 4: one export into a DEST at a time (a second exits 6 and changes nothing); a
+/// re-export leaves exactly the exported state, whatever an export stopped midway (or a hand)
+/// left in DEST; a ResourceSync export publishes no path of this machine.
+#[test]
+fn an_export_is_whole_locked_and_leaves_nothing_else_in_dest() {
+    let src = Source::new();
+    let (mirror, resources) = src.mirrored_twice();
+    let dir = tempfile::tempdir().unwrap();
+    let bag = dir.path().join("bag");
+    run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
+    validate_bag(&bag);
+    let before = files(&bag);
+
+    // A second export while one holds DEST's lock.
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(bag.join(".rsmirror-export/export.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    let out = rsmirror()
+        .args(["export", "bagit"])
+        .arg(&bag)
+        .arg("--mirror")
+        .arg(mirror.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("holds the lock"),
+        "{}",
+        stderr_of(&out)
+    );
+    drop(lock);
+    assert_eq!(files(&bag), before, "the refused export changed nothing");
+
+    // What an export of another point, stopped midway, placed (no map names it), and a file
+    // put there by hand: the next export removes both, and the bag is valid.
+    let plain = map(&bag)
+        .into_iter()
+        .find(|(url, _)| url.ends_with("/res/plain.txt"))
+        .map(|(_, (path, _))| path)
+        .unwrap();
+    let placed_by_a_stopped_export = bag
+        .join("data")
+        .join(&plain)
+        .with_file_name("deleted-since.txt");
+    std::fs::write(&placed_by_a_stopped_export, b"as run 1 had it\n").unwrap();
+    let by_hand = bag.join("data/notes/readme.txt");
+    std::fs::create_dir_all(by_hand.parent().unwrap()).unwrap();
+    std::fs::write(&by_hand, b"mine").unwrap();
+    std::fs::write(bag.join(".rsmirror-export/INCOMPLETE"), b"").unwrap();
+    let err = run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
+    assert!(
+        !by_hand.exists() && !bag.join("data/notes").exists(),
+        "{err}"
+    );
+    assert!(!placed_by_a_stopped_export.exists(), "{err}");
+    assert_eq!(files(&bag), before, "{err}");
+    validate_bag(&bag);
+    let data_files = files(&bag.join("data")).len();
+    assert_eq!(data_files, resources.len());
+
+    // A ResourceSync export is published as it is: no path of this machine in it.
+    let published = dir.path().join("published");
+    run_ok(
+        &[
+            "export",
+            "resourcesync",
+            published.to_str().unwrap(),
+            "--base-url",
+            "https://mirror.example.org/",
+        ],
+        mirror.path(),
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(published.join(".rsmirror-export/export.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(record.get("mirror").is_none(), "{record}");
+    let machine_path = mirror.path().to_string_lossy().into_owned();
+    for (name, bytes) in files(&published) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&machine_path),
+            "{name} names {machine_path}"
+        );
+    }
+    // Other formats keep the mirror's path in their record, for the people who made it.
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(bag.join(".rsmirror-export/export.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["mirror"], machine_path.as_str());
+}
+
+/// Issue 44, 4: while a run is under way, `export` (and `ls`) without `--at` show the mirror as
+/// the last run that ended left it, and say that a run is in progress.
+#[test]
+fn an_export_beside_a_running_baseline_shows_the_last_run_that_ended() {
+    use std::time::{Duration, Instant};
+    let source = tempfile::tempdir().unwrap();
+    generate_source(source.path(), 5, 64);
+    let srv = TestServer::start(source.path());
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), mirror.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    // The same first five and 55 more, slowly.
+    generate_source(source.path(), 60, 64);
+    srv.set_delay(Duration::from_millis(60));
+    let running = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args([
+            "baseline",
+            &srv.url("/resourcelist.xml"),
+            "-j",
+            "1",
+            "--mirror",
+        ])
+        .arg(mirror.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while current(mirror.path()).len() <= 5 {
+        assert!(Instant::now() < deadline, "the baseline committed nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("tree");
+    let out = rsmirror()
+        .args(["export", "tree"])
+        .arg(&dest)
+        .args(["--json", "--mirror"])
+        .arg(mirror.path())
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("run 2 has not ended"), "{err}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (summary["run"].as_i64(), summary["files"].as_u64()),
+        (Some(1), Some(5)),
+        "{summary}"
+    );
+    assert_eq!((files(&dest).len(), map(&dest).len()), (5, 5));
+    let out = on_mirror(mirror.path(), &["ls"]);
+    assert_eq!(stdout_of(&out).lines().count(), 5);
+    assert!(stderr_of(&out).contains("run 2 has not ended"));
+
+    srv.set_delay(Duration::ZERO);
+    let out = running.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = run_ok(&["export", "tree", dest.to_str().unwrap()], mirror.path());
+    assert!(!err.contains("has not ended"), "{err}");
+    assert!(err.contains("as run 2 left it"), "{err}");
+    assert_eq!(map(&dest).len(), 60);
+}
