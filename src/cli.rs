@@ -82,6 +82,11 @@ pub enum Command {
     /// damaged files and stray files go to quarantine/, never deleted.
     #[command(after_help = crate::exit::Exit::help_table())]
     Repair(RepairArgs),
+    /// The sources the mirror follows (`source list`), and stopping to follow one (`source
+    /// remove URL`: its versions stay, readable and exported as before; `incremental` no longer
+    /// runs it, `status` no longer hints about it; `baseline URL` follows it again).
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Source(SourceCommandArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, or for one of its commands.
@@ -265,6 +270,35 @@ pub struct RepairArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SourceCommandArgs {
+    #[command(subcommand)]
+    pub action: SourceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SourceAction {
+    /// Every source the mirror knows: followed or not, its kind, collections, sync points,
+    /// resources and last runs (no lock; reads the catalog only).
+    List {
+        #[command(flatten)]
+        mirror: MirrorArgs,
+        /// One JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop following the source at URL (as `source list` names it). Nothing is deleted: its
+    /// versions and objects stay, `ls`, `cat`, `export` and `audit --offline` see them.
+    Remove {
+        /// The source's URL, as `source list` shows it.
+        url: String,
+        #[command(flatten)]
+        mirror: MirrorArgs,
+        #[command(flatten)]
+        lock: LockArgs,
+    },
 }
 
 #[derive(Debug, Args)]

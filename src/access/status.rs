@@ -68,10 +68,12 @@ impl Hint {
 }
 
 #[derive(Serialize)]
-struct Source {
+pub(crate) struct Source {
     url: String,
     kind: String,
     added_at: String,
+    /// No longer followed since then (`rsmirror source remove`): no hints about it.
+    removed_at: Option<String>,
     collections: Vec<Collection>,
     /// The last run of each command for this source.
     last_runs: BTreeMap<String, RunBrief>,
@@ -241,13 +243,14 @@ fn sources(
             .insert(run.command.clone(), run.into());
     }
     let mut out = Vec::new();
-    for (id, url, kind, added_at) in mirror_summary::sources(catalog)? {
+    for r in mirror_summary::sources(catalog)? {
         out.push(Source {
-            url,
-            kind,
-            added_at,
-            collections: by_source.remove(&Some(id)).unwrap_or_default(),
-            last_runs: last.remove(&Some(id)).unwrap_or_default(),
+            url: r.url,
+            kind: r.kind,
+            added_at: r.added_at,
+            removed_at: r.removed_at,
+            collections: by_source.remove(&Some(r.id)).unwrap_or_default(),
+            last_runs: last.remove(&Some(r.id)).unwrap_or_default(),
         });
     }
     // Collections of no known source (none in a mirror made by rsmirror; kept visible).
@@ -257,6 +260,7 @@ fn sources(
             url: "(no source)".into(),
             kind: String::new(),
             added_at: String::new(),
+            removed_at: None,
             collections: orphans,
             last_runs: BTreeMap::new(),
         });
@@ -425,9 +429,9 @@ fn rehashed_since(
 fn hints(st: &Status) -> Vec<Hint> {
     let mut out = Vec::new();
     let whole = ("the whole mirror".to_string(), &st.whole_mirror_runs);
-    let runs = st
-        .sources
-        .iter()
+    // A source no longer followed needs no one.
+    let followed = || st.sources.iter().filter(|s| s.removed_at.is_none());
+    let runs = followed()
         .map(|s| (s.url.clone(), &s.last_runs))
         .chain(std::iter::once(whole));
     for (of, last_runs) in runs {
@@ -452,7 +456,7 @@ fn hints(st: &Status) -> Vec<Hint> {
             }
         }
     }
-    for s in &st.sources {
+    for s in followed() {
         for c in &s.collections {
             if let Some(p) = &c.sync_point {
                 if p.age_seconds.unwrap_or(0) > STALE_SYNC_POINT_DAYS * 86_400 {
@@ -503,6 +507,76 @@ fn hints(st: &Status) -> Vec<Hint> {
         }
     }
     out
+}
+
+/// One source as `status` and `source list` show it.
+fn source_text(s: &Source, l: &mut Vec<String>) {
+    if s.kind.is_empty() {
+        l.push(format!("source {}", s.url));
+    } else {
+        l.push(format!(
+            "source {} ({}, added {})",
+            s.url,
+            s.kind,
+            shown_time(&s.added_at)
+        ));
+    }
+    if let Some(removed) = &s.removed_at {
+        l.push(format!(
+            "  not followed since {} (rsmirror source remove, or a first baseline that found \
+             nothing); its versions stay; rsmirror baseline {} follows it again",
+            shown_time(removed),
+            s.url
+        ));
+    }
+    for c in &s.collections {
+        l.push(format!("  collection {}", c.name));
+        match &c.sync_point {
+            Some(p) => l.push(format!(
+                "    sync point  {} ({}), set by run {} {} ago",
+                p.at.as_deref().unwrap_or("none"),
+                p.basis,
+                p.run,
+                human_age(p.age_seconds.unwrap_or(0))
+            )),
+            None => l.push("    sync point  none yet".into()),
+        }
+        l.push(format!(
+            "    resources   {} present, {} deleted; {} versions",
+            count(c.resources_present),
+            count(c.resources_deleted),
+            count(c.versions)
+        ));
+    }
+    for (command, r) in &s.last_runs {
+        l.push(format!("  last {command:<12} {}", run_text(r)));
+    }
+}
+
+/// `rsmirror source list`: every source the mirror knows, followed or not.
+pub(crate) fn list_sources(mirror: &Path, json: bool) -> Result<(), Error> {
+    let reader = Reader::open(mirror)?;
+    let snapshot = Snapshot::begin(reader.catalog())?;
+    let versions = mirror_summary::object_totals(reader.catalog())?.2;
+    let (sources, _) = sources(&reader, versions)?;
+    snapshot.end()?;
+    let mut out = Out::stdout();
+    if json {
+        let doc = serde_json::json!({ "sources": sources });
+        out.line(&serde_json::to_string_pretty(&doc).expect("serialisable"))?;
+    } else if sources.is_empty() {
+        out.line("no sources: rsmirror baseline SOURCE adds one")?;
+    } else {
+        let mut l = Vec::new();
+        for (i, s) in sources.iter().enumerate() {
+            if i > 0 {
+                l.push(String::new());
+            }
+            source_text(s, &mut l);
+        }
+        out.line(&l.join("\n"))?;
+    }
+    Ok(out.flush()?)
 }
 
 fn run_text(r: &RunBrief) -> String {
@@ -570,38 +644,7 @@ fn text(st: &Status) -> String {
     }
     for s in &st.sources {
         l.push(String::new());
-        if s.kind.is_empty() {
-            l.push(format!("source {}", s.url));
-        } else {
-            l.push(format!(
-                "source {} ({}, added {})",
-                s.url,
-                s.kind,
-                shown_time(&s.added_at)
-            ));
-        }
-        for c in &s.collections {
-            l.push(format!("  collection {}", c.name));
-            match &c.sync_point {
-                Some(p) => l.push(format!(
-                    "    sync point  {} ({}), set by run {} {} ago",
-                    p.at.as_deref().unwrap_or("none"),
-                    p.basis,
-                    p.run,
-                    human_age(p.age_seconds.unwrap_or(0))
-                )),
-                None => l.push("    sync point  none yet".into()),
-            }
-            l.push(format!(
-                "    resources   {} present, {} deleted; {} versions",
-                count(c.resources_present),
-                count(c.resources_deleted),
-                count(c.versions)
-            ));
-        }
-        for (command, r) in &s.last_runs {
-            l.push(format!("  last {command:<12} {}", run_text(r)));
-        }
+        source_text(s, &mut l);
     }
     if !st.whole_mirror_runs.is_empty() {
         l.push(String::new());

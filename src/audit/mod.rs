@@ -73,7 +73,8 @@ pub(crate) fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
         (Some(first), false) => catalog
             .followed_sources()?
             .into_iter()
-            .map(|(url, _)| url)
+            .filter(|(_, _, synced)| *synced)
+            .map(|(url, _, _)| url)
             .filter(|url| {
                 url != first && discover::source_url(url).is_ok_and(|u| u.as_str() != first)
             })

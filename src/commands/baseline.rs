@@ -69,7 +69,10 @@ pub(crate) fn run(
     refuse_a_folder_of_other_files(s)?;
     std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
     let mut m = OpenMirror::open(&s.mirror)?;
+    // A source baselined again is followed again, even after `rsmirror source remove`.
+    let known = m.catalog.source_state(&source_url)?.is_some();
     let source_id = m.catalog.source_id(&source_url)?;
+    m.catalog.follow_again(source_id)?;
     s.source.record_maps(&m.catalog, source_id)?;
     let run_id = m
         .catalog
@@ -109,7 +112,17 @@ pub(crate) fn run(
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    m.finish(run_id, summary, result)
+    let unreadable = matches!(result, Err(Error::Source(_)));
+    let outcome = m.finish(run_id, summary, result);
+    // A new source whose first baseline could not read it (a mistyped URL, a host that is not
+    // there: exit 4) and found nothing is not followed: it would fail every night beside the
+    // others. Its run stays recorded; `baseline` of it again follows it. (A first baseline that
+    // read the source and then failed in part stays followed: `incremental --on-gap
+    // rebaseline` finishes it.)
+    if unreadable && !known && m.catalog.found_nothing(source_id)? {
+        m.catalog.remove_source(&source_url)?;
+    }
+    outcome
 }
 
 /// A mirror folder is new (absent or empty) or a mirror (it has `catalog.sqlite`): a folder of

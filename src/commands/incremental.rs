@@ -33,7 +33,11 @@ pub(crate) fn run(
         s.source_given || s.dry_run || s.from.is_some(),
         Catalog::open_read_only(&s.mirror),
     ) {
-        (false, Ok(Some(catalog))) => catalog.followed_sources()?,
+        (false, Ok(Some(catalog))) => catalog
+            .followed_sources()?
+            .into_iter()
+            .map(|(url, followable, _)| (url, followable))
+            .collect(),
         _ => Vec::new(),
     };
     if followed.len() <= 1 && followed.iter().all(|(_, followable)| *followable) {
@@ -262,10 +266,31 @@ fn handed_over(e: &Error, on_gap: OnGap) -> Option<&'static str> {
     }
 }
 
-/// The SOURCE given, else the one the mirror remembers.
+/// The SOURCE given, else the one the mirror remembers. A SOURCE given is a source the mirror
+/// follows, or a document one of them published (a Change List given directly: that source is
+/// followed, not a second one registered); another is refused, unless `--from` or `--on-gap
+/// rebaseline` says to start following it here.
 fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Error> {
     if s.source_given {
-        return Ok(s.source.source.clone());
+        let given = &s.source.source;
+        let url = discover::source_url(given)?.to_string();
+        return match catalog.source_state(&url)? {
+            Some(None) => Ok(given.clone()),
+            Some(Some(removed)) => Err(settings::UsageError(format!(
+                "the mirror no longer follows {url} (removed {removed}): rsmirror baseline \
+                 {url} follows it again"
+            ))
+            .into()),
+            None => match catalog.source_of_document(&url)? {
+                Some(owner) => Ok(owner),
+                None if s.from.is_some() || s.on_gap == OnGap::Rebaseline => Ok(given.clone()),
+                None => Err(settings::UsageError(format!(
+                    "the mirror does not follow {url}: rsmirror baseline {url} first (rsmirror \
+                     source list says which sources it follows)"
+                ))
+                .into()),
+            },
+        };
     }
     catalog.remembered_source()?.ok_or_else(|| {
         Error::Usage(settings::UsageError(format!(

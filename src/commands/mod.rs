@@ -7,6 +7,7 @@ pub mod baseline;
 pub mod feed;
 pub mod incremental;
 pub mod inspect;
+pub mod source_remove;
 
 use crate::audit;
 use crate::cli::{Cli, Command};
@@ -31,6 +32,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Status(a) => status(&a).unwrap_or_else(|e| fail(&e)),
         Command::Export(a) => export(&a),
         Command::Repair(a) => repair(&a, arguments),
+        Command::Source(a) => source(&a, arguments),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     }
@@ -298,6 +300,25 @@ fn export(a: &crate::cli::ExportArgs) -> Exit {
             Exit::Ok
         }
         Err(e) => fail(&e),
+    }
+}
+
+fn source(a: &crate::cli::SourceCommandArgs, arguments: &str) -> Exit {
+    use crate::cli::SourceAction;
+    match &a.action {
+        SourceAction::List { mirror, json } => {
+            reading(|| access::status::list_sources(&mirror.mirror, *json))
+        }
+        SourceAction::Remove { url, mirror, lock } => {
+            match waiting_for_the_lock(lock, || source_remove::run(&mirror.mirror, url, arguments))
+            {
+                Ok(message) => {
+                    println!("{message}");
+                    Exit::Ok
+                }
+                Err(e) => fail(&e),
+            }
+        }
     }
 }
 

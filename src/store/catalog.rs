@@ -16,11 +16,12 @@ use std::path::Path;
 
 /// The schema, applied to a new catalog.
 pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads. Version 3: SCP pages are resources with
-/// their JSON in the object store (`scp_versions` holds what only SCP knows); version 2 kept
-/// them in tables of their own; version 1 also had two fan-out folder levels of objects. Older
-/// versions are upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 3;
+/// `PRAGMA user_version` this build writes and reads. Version 4: a source can stop being
+/// followed (`sources.removed_at`). Version 3: SCP pages are resources with their JSON in the
+/// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
+/// their own; version 1 also had two fan-out folder levels of objects. Older versions are
+/// upgraded in place by [`Catalog::open`] (`store::migrate`).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -131,7 +132,7 @@ impl Catalog {
             0 => conn
                 .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
                 .map_err(|e| StoreError::sqlite(&path, e))?,
-            1 | 2 => crate::store::migrate::upgrade(mirror, &path, &mut conn, version)?,
+            1..=3 => crate::store::migrate::upgrade(mirror, &path, &mut conn, version)?,
             SCHEMA_VERSION => {}
             v => return Err(StoreError::schema(&path, v)),
         }
@@ -244,6 +245,65 @@ impl Catalog {
             .query_row("SELECT id FROM sources WHERE url = ?1", [url], |r| r.get(0))?)
     }
 
+    /// A source the mirror knows: `Some(None)` followed, `Some(Some(time))` no longer followed
+    /// since then, `None` unknown.
+    pub(crate) fn source_state(&self, url: &str) -> Result<Option<Option<String>>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT removed_at FROM sources WHERE url = ?1",
+                [url],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// The followed source that published the document at `url` (a list, a Change List, a
+    /// Capability List it read), if one did.
+    pub(crate) fn source_of_document(&self, url: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT s.url FROM documents d JOIN sources s ON s.id = d.source_id
+                 WHERE d.url = ?1 AND s.removed_at IS NULL ORDER BY s.id LIMIT 1",
+                [url],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Follow the source again (a baseline of a source removed before).
+    pub(crate) fn follow_again(&self, source_id: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sources SET removed_at = NULL WHERE id = ?1",
+            [source_id],
+        )?;
+        Ok(())
+    }
+
+    /// Stop following the source at `url` (its versions stay); false when the mirror follows
+    /// no such source.
+    pub(crate) fn remove_source(&self, url: &str) -> Result<bool, StoreError> {
+        Ok(self.conn.execute(
+            "UPDATE sources SET removed_at = ?2 WHERE url = ?1 AND removed_at IS NULL",
+            params![url, now()],
+        )? > 0)
+    }
+
+    /// The source found nothing in any of its runs: no sync point, and no run of it created,
+    /// updated or ended without a record of what it did (a process that died).
+    pub(crate) fn found_nothing(&self, source_id: i64) -> Result<bool, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT NOT EXISTS (SELECT 1 FROM sync_points WHERE source_id = ?1)
+                AND NOT EXISTS (SELECT 1 FROM runs WHERE source_id = ?1 AND (
+                    counts_json IS NULL
+                    OR coalesce(json_extract(counts_json, '$.created'), 0) > 0
+                    OR coalesce(json_extract(counts_json, '$.updated'), 0) > 0))",
+            [source_id],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Record which protocol a source speaks (`resourcesync`, `scp`, `arc`), so later runs
     /// go straight to it without rediscovering (and without unconditional requests).
     pub(crate) fn set_source_kind(&self, source_id: i64, kind: &str) -> Result<(), StoreError> {
@@ -303,22 +363,28 @@ impl Catalog {
         Ok(self
             .conn
             .query_row(
-                "SELECT url FROM sources ORDER BY id DESC LIMIT 1",
+                "SELECT url FROM sources WHERE removed_at IS NULL ORDER BY id DESC LIMIT 1",
                 [],
                 |r| r.get(0),
             )
             .optional()?)
     }
 
-    /// The sources the mirror follows (those with a sync point), oldest first, each with
-    /// whether it has Change Lists to follow (false: a plain Sitemap, whose sync point says so).
-    pub(crate) fn followed_sources(&self) -> Result<Vec<(String, bool)>, StoreError> {
+    /// The sources the mirror follows (not removed), oldest first, each with whether it has
+    /// Change Lists to follow (false: a plain Sitemap, whose sync point says so) and whether it
+    /// has a sync point (one without, a first baseline that did not finish, is followed by
+    /// `incremental` as if it had Change Lists; `audit` has nothing to compare it by).
+    pub(crate) fn followed_sources(&self) -> Result<Vec<(String, bool, bool)>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT s.url, max(p.basis NOT LIKE 'plain Sitemap%')
-             FROM sources s JOIN sync_points p ON p.source_id = s.id
+            "SELECT s.url, coalesce(max(p.basis NOT LIKE 'plain Sitemap%'), 1),
+                    count(p.source_id) > 0
+             FROM sources s LEFT JOIN sync_points p ON p.source_id = s.id
+             WHERE s.removed_at IS NULL
              GROUP BY s.id ORDER BY s.id",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)))?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get::<_, bool>(2)?))
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

@@ -42,6 +42,7 @@ pub const KILL_POINTS: &[&str] = &[
     "upgrade.after-sync",
     "upgrade.before-commit",
     "upgrade.after-commit",
+    "upgrade.3-to-4-before-commit",
 ];
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.

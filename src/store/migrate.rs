@@ -14,6 +14,8 @@
 //!   Every JSON is checked against the SHA-256 recorded at ingest before anything is written
 //!   (a mismatch stops the upgrade and changes nothing), written to the object store, made
 //!   durable, and read back and hashed again before the transaction that drops the old rows.
+//! - 3 → 4: `sources.removed_at` (a source no longer followed), NULL for every source: each
+//!   stays followed. One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -43,7 +45,27 @@ pub(crate) fn upgrade(
     if from < 3 {
         two_to_three(mirror, path, conn)?;
     }
+    if from < 4 {
+        three_to_four(conn).map_err(sql)?;
+    }
     Ok(())
+}
+
+/// A column more: `sources.removed_at` (unless it is there: a catalog whose version number
+/// was set back by hand), and the version, in one transaction.
+fn three_to_four(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let has: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sources') WHERE name = 'removed_at')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        tx.execute_batch("ALTER TABLE sources ADD COLUMN removed_at TEXT;")?;
+    }
+    kill_point("upgrade.3-to-4-before-commit");
+    tx.execute_batch("PRAGMA user_version = 4;")?;
+    tx.commit()
 }
 
 /// Same tables; the objects move from two fan-out levels to one. The new version is recorded

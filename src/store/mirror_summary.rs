@@ -164,12 +164,32 @@ pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<CollectionRecord>, St
 }
 
 /// A source as recorded: (id, url, kind, added_at), oldest first.
-pub(crate) fn sources(catalog: &Catalog) -> Result<Vec<(i64, String, String, String)>, StoreError> {
+pub(crate) fn sources(catalog: &Catalog) -> Result<Vec<SourceRecord>, StoreError> {
     let mut stmt = catalog
         .conn()
-        .prepare("SELECT id, url, kind, added_at FROM sources ORDER BY id")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        .prepare("SELECT id, url, kind, added_at, removed_at FROM sources ORDER BY id")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(SourceRecord {
+            id: r.get(0)?,
+            url: r.get(1)?,
+            kind: r.get(2)?,
+            added_at: r.get(3)?,
+            removed_at: r.get(4)?,
+        })
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A source as the mirror records it.
+#[derive(Debug, Clone)]
+pub struct SourceRecord {
+    pub id: i64,
+    pub url: String,
+    pub kind: String,
+    pub added_at: String,
+    /// Not followed since then (`rsmirror source remove`, or a first baseline that found
+    /// nothing).
+    pub removed_at: Option<String>,
 }
 
 /// A run in brief.

@@ -472,3 +472,85 @@ fn max_duration_stops_a_run_cleanly_and_the_next_goes_on() {
     assert_eq!(current(dir.path()).len(), 40);
     assert!(sync_point(dir.path()).is_some());
 }
+
+/// Issue 44, 8: sources do not pile up. A first baseline that found nothing (a mistyped URL)
+/// leaves its source unfollowed (no nightly failure, no hint); `incremental` given a Change
+/// List of a followed source follows that source, not a second one; an unknown SOURCE is
+/// refused without being registered; `source remove` stops following one, `baseline` follows
+/// it again.
+#[test]
+fn sources_do_not_pile_up_and_can_be_removed() {
+    let t = Tree::new();
+    t.put("r1", b"r1\n");
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path();
+    let good = srv.url("/capabilitylist.xml");
+    let (code, _, err) = json_run(&mut baseline(&good, m));
+    assert_eq!(code, Some(0), "{err}");
+    let sources = || -> Vec<(String, bool)> {
+        let (list, _) = ok_on_mirror(m, &["source", "list", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&list).unwrap();
+        doc["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["url"].as_str().unwrap().to_string(),
+                    s["removed_at"].is_null(),
+                )
+            })
+            .collect()
+    };
+
+    let typo = srv.url("/capabilitylst.xml");
+    let (code, _, err) = json_run(&mut baseline(&typo, m));
+    assert_eq!(code, Some(4), "{err}");
+    assert_eq!(sources(), [(good.clone(), true), (typo.clone(), false)]);
+    let out = on_mirror(m, &["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+    assert!(stdout_of(&out).contains("not followed since"));
+    let out = incremental(m).arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    // The Change List of the followed source, given as SOURCE: no second source.
+    let out = incremental(m)
+        .arg(srv.url("/changelist.xml"))
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // A source the mirror does not follow: refused, not registered.
+    let other = srv.url("/elsewhere/resourcelist.xml");
+    let out = incremental(m).arg(&other).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("does not follow"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(sources().len(), 2);
+
+    // Removed: incremental has no source left to follow; a baseline follows it again.
+    let (said, _) = ok_on_mirror(m, &["source", "remove", &good]);
+    assert!(said.contains("no longer following"), "{said}");
+    let out = incremental(m).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let out = incremental(m).arg(&good).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("no longer follows"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(current(m).len(), 1, "its versions stay");
+    let (code, _, err) = json_run(&mut baseline(&good, m));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(sources()[0], (good.clone(), true));
+    let out = incremental(m).arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}

@@ -179,7 +179,7 @@ pub(crate) fn assert_upgraded(
     before: &OldStates,
     rs_before: &BTreeMap<String, String>,
 ) {
-    assert_eq!(user_version(mirror), 3);
+    assert_eq!(user_version(mirror), 4);
     assert!(!has_table(mirror, "scp_pages"));
     assert!(!has_table(mirror, "scp_page_versions"));
     assert_eq!(&new_states(mirror), before);
@@ -382,4 +382,88 @@ fn count_files(dir: &Path) -> usize {
         }
     }
     n
+}
+
+/// Issue 44, 8: the checked-in mirror made at schema version 3 (`tests/fixtures/v3-mirror`: the
+/// sample source, and a second source registered by a first baseline that found nothing) is
+/// upgraded in place by its first writer; the failed source is then removed from what the
+/// mirror follows, which ends the hint about it, and every state stays.
+#[test]
+fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v3-mirror"))
+        .arg(&m)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(user_version(&m), 3);
+    let listed_before = rusqlite::Connection::open(m.join("catalog.sqlite"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM versions", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+
+    // A reader says what to do; the first writer (an offline audit) upgrades.
+    let out = on_mirror(&m, &["status"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
+    let out = on_mirror(&m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(user_version(&m), 4);
+    integrity_ok(&m);
+
+    let nope = "http://sample.example.org/rs/nope.xml";
+    let out = on_mirror(&m, &["status"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the failed source needs a person"
+    );
+    assert!(stdout_of(&out).contains(&format!("hint: the last baseline of {nope}")));
+
+    let (removed, _) = ok_on_mirror(&m, &["source", "remove", nope]);
+    assert!(
+        removed.contains(&format!("no longer following {nope}")),
+        "{removed}"
+    );
+    let out = on_mirror(&m, &["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+    assert!(!stdout_of(&out).contains("hint: the last baseline"));
+    let (list, _) = ok_on_mirror(&m, &["source", "list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let states: Vec<(&str, bool)> = doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["url"].as_str().unwrap(), s["removed_at"].is_null()))
+        .collect();
+    assert_eq!(
+        states,
+        [("http://sample.example.org/", true), (nope, false)]
+    );
+    // Removing it again changes nothing; a source the mirror does not know is refused.
+    let (again, _) = ok_on_mirror(&m, &["source", "remove", nope]);
+    assert!(again.contains("not followed already"), "{again}");
+    let out = on_mirror(&m, &["source", "remove", "http://elsewhere.example.org/"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("knows no source"),
+        "{}",
+        stderr_of(&out)
+    );
+    // Every state stays; the removal is in the record.
+    let (ls, _) = ok_on_mirror(&m, &["ls"]);
+    assert_eq!(ls.lines().count() as i64, listed_before);
+    let (log, _) = ok_on_mirror(&m, &["log"]);
+    assert!(log.contains("source remove"), "{log}");
+}
+
+fn integrity_ok(m: &Path) {
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let r: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(r, "ok");
 }
