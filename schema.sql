@@ -98,8 +98,9 @@ CREATE TABLE sync_points (
     at            TEXT,                        -- NULL for an unanchored baseline
     anchored      INTEGER NOT NULL,            -- 0: plain Sitemap, no `at`; see `basis`
     basis         TEXT NOT NULL,               -- what `at` came from
-    run_id        INTEGER NOT NULL REFERENCES runs(id),
-    updated_at    TEXT NOT NULL
+    run_id        INTEGER NOT NULL REFERENCES runs(id), -- the run that set `at` (a later run that
+                                               -- found it the same keeps it)
+    updated_at    TEXT NOT NULL                -- when a run last recorded it (set or confirmed)
 );
 
 -- Resources a run could not mirror, and why (failed, refused, gone at the source).

@@ -94,8 +94,9 @@ struct SyncPoint {
     at: Option<String>,
     anchored: bool,
     basis: String,
+    /// The run that set its time (a later run that found it the same does not change it).
     run: i64,
-    /// When the mirror last set it (the run's commit time).
+    /// When a run last recorded it, setting or confirming it (the run's commit time).
     updated_at: String,
     /// Seconds since `updated_at`.
     age_seconds: Option<i64>,
@@ -533,7 +534,7 @@ fn source_text(s: &Source, l: &mut Vec<String>) {
         l.push(format!("  collection {}", c.name));
         match &c.sync_point {
             Some(p) => l.push(format!(
-                "    sync point  {} ({}), set by run {} {} ago",
+                "    sync point  {} ({}), set by run {}, confirmed {} ago",
                 p.at.as_deref().unwrap_or("none"),
                 p.basis,
                 p.run,

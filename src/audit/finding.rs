@@ -391,7 +391,10 @@ pub struct Header {
 /// What the audit did, known after the last finding.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
+    /// Findings per class (a resource with three differing fields is three `changed`).
     pub counts: Counts,
+    /// Resources (or objects) per class, each counted once: what the summary line says.
+    pub by_resource: Counts,
     /// Resources in the mirror (current, not deleted) within the sample.
     pub resources: u64,
     /// Entries the source lists within the sample.
@@ -461,11 +464,38 @@ impl Totals {
         }
     }
 
-    /// The human summary (stderr).
-    pub(crate) fn line(&self) -> String {
+    /// The human summary (stderr): resources per class, each counted once (and the findings,
+    /// when a resource had several); at the levels that hash nothing, `=` says what was
+    /// checked, not "verified"; an audit that could not compare says so.
+    pub(crate) fn line(&self, level: crate::settings::AuditLevel) -> String {
+        use crate::settings::AuditLevel;
+        let found = match (&self.error, self.by_resource.0.is_empty()) {
+            (Some(_), true) => {
+                "nothing compared with the source (it could not be read: below)".to_string()
+            }
+            _ => {
+                let mut found = self.by_resource.line();
+                let checked = match level {
+                    AuditLevel::Presence => Some("present (not hashed: --level presence)"),
+                    AuditLevel::Size => Some("of their recorded length (not hashed: --level size)"),
+                    _ => None,
+                };
+                if let Some(checked) = checked {
+                    found = found.replace(" verified", &format!(" {checked}"));
+                }
+                let (findings, classes): (u64, u64) = (
+                    self.counts.0.values().sum(),
+                    self.by_resource.0.values().sum(),
+                );
+                if findings != classes {
+                    found.push_str(&format!(" ({findings} findings)"));
+                }
+                found
+            }
+        };
         format!(
             "audit: {}; {} resources, {} listed at the source; {} objects checked in {:.2} s, {} hashed ({:.1} MB/s); {:.2} s in all, exit {}",
-            self.counts.line(),
+            found,
             self.resources,
             self.listed,
             self.objects_checked,

@@ -193,7 +193,7 @@ fn conclude(
 /// lock, the catalog read-only: `true`) and says that it was not recorded. Against the source
 /// it stays refused: that audit is a run of the mirror's.
 fn open_mirror(s: &settings::Audit) -> Result<(Option<MirrorLock>, Catalog, bool), Error> {
-    if !s.mirror.join("catalog.sqlite").is_file() {
+    if !Catalog::present(&s.mirror)? {
         return Err(StoreError::Missing {
             path: s.mirror.display().to_string(),
         }
@@ -260,7 +260,7 @@ fn stdout_sink(s: &settings::Audit) -> Sink {
 fn tell(s: &settings::Audit, totals: &Totals, exit: Exit, result: &Result<Verdict, Error>) {
     let tty = io::stderr().is_terminal();
     if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
-        eprintln!("{}", totals.line());
+        eprintln!("{}", totals.line(s.level));
     }
     if s.output.verbose > 0 {
         for (collection, v) in &totals.verification {
@@ -630,6 +630,8 @@ fn report(
     let mut emitter = Emitter {
         sinks,
         counts: Counts::default(),
+        by_resource: Counts::default(),
+        last: None,
         log: log.as_ref(),
     };
     let mut source_findings = BTreeMap::new();
@@ -676,6 +678,7 @@ fn report(
         emitter.emit(f)?;
     }
     totals.counts = std::mem::take(&mut emitter.counts);
+    totals.by_resource = std::mem::take(&mut emitter.by_resource);
     drop(emitter);
     if let Some(log) = log {
         log.commit()?;
@@ -1601,6 +1604,10 @@ where
 struct Emitter<'a, 'c> {
     sinks: &'a mut [Sink],
     counts: Counts,
+    /// Resources per class, each counted once however many of its fields differ (the summary
+    /// line's figures), and the last (URI, class) counted: a resource's findings come together.
+    by_resource: Counts,
+    last: Option<(String, Class)>,
     /// Where findings are recorded, with the run they belong to (none: not recorded).
     log: Option<&'a FindingLog<'c>>,
 }
@@ -1625,6 +1632,8 @@ impl Emitter<'_, '_> {
     fn count_unwritten(&mut self, class: Class) {
         debug_assert!(class.is_ok() && !self.writes_ok());
         self.counts.add(class);
+        self.by_resource.add(class);
+        self.last = None;
         for sink in self.sinks.iter_mut() {
             sink.skipped();
         }
@@ -1632,6 +1641,19 @@ impl Emitter<'_, '_> {
 
     fn emit(&mut self, f: Finding) -> Result<(), StoreError> {
         self.counts.add(f.class);
+        match &f.uri {
+            Some(uri) => {
+                let again = self
+                    .last
+                    .as_ref()
+                    .is_some_and(|(u, c)| u == uri && *c == f.class);
+                if !again {
+                    self.by_resource.add(f.class);
+                    self.last = Some((uri.clone(), f.class));
+                }
+            }
+            None => self.by_resource.add(f.class),
+        }
         for sink in self.sinks.iter_mut() {
             sink.finding(&f);
         }

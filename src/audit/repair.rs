@@ -101,6 +101,9 @@ impl Summary {
 type Problem = (String, ProblemClass, String);
 
 pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
+    if let Some(other) = &o.from_mirror {
+        check_other_mirror(&o.mirror, other)?;
+    }
     let open = OpenMirror::open(&o.mirror)?;
     let (damage, strays) = if o.from_audit {
         from_audit(&open)?
@@ -115,7 +118,12 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
     };
     if o.dry_run {
         show_plan(&open, &damage, &strays)?;
-        return Ok((summary, Exit::Ok));
+        // Damage found is damage found, dry run or not (as audit says it: exit 1).
+        let exit = match damage.is_empty() && strays.is_empty() {
+            true => Exit::Ok,
+            false => Exit::Differences,
+        };
+        return Ok((summary, exit));
     }
     // Under the free-space margin the run does not start (as baseline's does not).
     let min_free = o.source.http.min_free;
@@ -160,6 +168,33 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         &counts.to_string(),
     )?;
     Ok((summary, exit))
+}
+
+/// `--from-mirror DIR` names another mirror: a folder with a catalog and objects, not this
+/// mirror itself (which has no good copy of its own damage).
+fn check_other_mirror(mirror: &Path, other: &Path) -> Result<(), Error> {
+    let usage = |m: String| Error::Usage(crate::error::UsageError(m));
+    if !other.join("objects").is_dir() {
+        return Err(usage(format!(
+            "--from-mirror {}: not a mirror (no objects/ folder there{})",
+            other.display(),
+            match other.exists() {
+                true => "",
+                false => "; the folder does not exist",
+            }
+        )));
+    }
+    let same = match (std::fs::canonicalize(mirror), std::fs::canonicalize(other)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Err(usage(format!(
+            "--from-mirror {}: that is the mirror being repaired; name another copy of it",
+            other.display()
+        )));
+    }
+    Ok(())
 }
 
 /// `--dry-run`: what would be repaired and quarantined, one line each.

@@ -129,7 +129,7 @@ pub(crate) fn run(
 /// other files given by mistake (`--mirror ~/Documents`) is not turned into one unless the user
 /// says so with `--init-here`.
 fn refuse_a_folder_of_other_files(s: &settings::Baseline) -> Result<(), Error> {
-    if s.init_here || s.mirror.join("catalog.sqlite").exists() {
+    if s.init_here || Catalog::present(&s.mirror)? {
         return Ok(());
     }
     // What a first run that died before its catalog existed leaves is the mirror's own.

@@ -192,7 +192,7 @@ fn run_source(
         return Ok(Outcome { summary, exit });
     }
 
-    if !s.mirror.join("catalog.sqlite").exists() {
+    if !Catalog::present(&s.mirror)? {
         return Err(no_mirror());
     }
     let mut m = OpenMirror::open(&s.mirror)?;

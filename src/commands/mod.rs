@@ -19,6 +19,9 @@ use crate::{access, settings};
 /// Run the command `cli` names; `arguments`: the command line as the run record keeps it
 /// ([`recorded_arguments`]).
 pub fn run(cli: Cli, arguments: &str) -> Exit {
+    if only_reads(&cli.command) {
+        end_quietly_on_a_closed_pipe();
+    }
     match cli.command {
         Command::Baseline(a) => baseline(&a, arguments),
         Command::Incremental(a) => incremental(&a, arguments),
@@ -35,6 +38,39 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Source(a) => source(&a, arguments),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
+    }
+}
+
+/// A command that writes nothing but its output: the reading commands, and the dry runs.
+fn only_reads(command: &Command) -> bool {
+    use crate::cli::SourceAction;
+    match command {
+        Command::Baseline(a) => a.dry_run,
+        Command::Incremental(a) => a.dry_run,
+        Command::Repair(a) => a.dry_run,
+        Command::Audit(_) | Command::Export(_) => false,
+        Command::Source(a) => matches!(a.action, SourceAction::List { .. }),
+        Command::Inspect(_)
+        | Command::Feed(_)
+        | Command::Ls(_)
+        | Command::Cat(_)
+        | Command::Log(_)
+        | Command::Diff(_)
+        | Command::Status(_)
+        | Command::Completions(_)
+        | Command::Man(_) => true,
+    }
+}
+
+/// A reader whose output goes to a pipe that closed (`rsmirror inspect URL | head`) ends there,
+/// quietly, as `cat` and `grep` do: SIGPIPE's default action, which Rust programs start without
+/// (they would fail, or panic, at the next write instead). Only for commands that write
+/// nothing else: a run that records must never die half-way for its output's sake.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action; no handler is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// Remove the source at `url` from what the mirror follows; what to tell the user.
 pub(crate) fn run(mirror: &Path, url: &str, arguments: &str) -> Result<String, Error> {
-    if !mirror.join("catalog.sqlite").is_file() {
+    if !crate::store::Catalog::present(mirror)? {
         return Err(StoreError::Missing {
             path: mirror.display().to_string(),
         }

@@ -175,7 +175,10 @@ fn not_a_sitemap(e: &SourceError) -> bool {
     use crate::rs::sitemap::ReadErrorKind as K;
     match e {
         SourceError::Json { .. } => true,
-        SourceError::Read(r) => matches!(r.kind, K::NotASitemap { .. } | K::Doctype | K::Xml(_)),
+        SourceError::Read(r) => matches!(
+            r.kind,
+            K::NotASitemap { .. } | K::Doctype | K::Html | K::Xml(_)
+        ),
         _ => false,
     }
 }

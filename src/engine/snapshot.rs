@@ -487,16 +487,31 @@ pub(crate) fn print_plan(
         for f in &p.snapshot.failed_parts {
             println!("! {f}");
         }
-        let what = if s.delete && p.snapshot.complete() {
-            "would be deleted"
-        } else {
-            "gone from the source"
+        let may_delete = s.delete && p.snapshot.complete();
+        // The guard the real run would meet: the plan says so, and the dry run ends as that
+        // run would (exit 7), not as if the deletions would happen.
+        let c = p.counts;
+        let refused = match may_delete && c.gone > 0 && !s.force_delete {
+            true => deletion_guard(&p.snapshot, c.listed, c.gone, c.live, s.max_delete),
+            false => None,
+        };
+        let what = match (&refused, may_delete) {
+            (Some(_), _) => "would be deleted, but the deletion guard refuses",
+            (None, true) => "would be deleted",
+            (None, false) => "gone from the source",
         };
         p.listing.each_gone(|g| {
             summary.gone += 1;
             println!("- {g} ({what})");
             Ok::<(), StoreError>(())
         })?;
+        if let Some(why) = refused {
+            return Err(Error::SafetyLimit(format!(
+                "{}: {why}; the run would delete nothing and stop here (--max-delete N or \
+                 --force-delete to go ahead)",
+                p.collection
+            )));
+        }
     }
     Ok(())
 }

@@ -84,6 +84,12 @@ pub enum ReadErrorKind {
     Xml(String),
     #[error("DOCTYPE or entity declaration refused (XML entity expansion and external entities are not allowed)")]
     Doctype,
+    /// A web page where a Sitemap was expected: a site's home page, a login or error page.
+    #[error(
+        "this is an HTML page, not a Sitemap: give the URL of the Resource List, Capability List \
+         or Source Description (a site root works when it publishes /.well-known/resourcesync)"
+    )]
+    Html,
     #[error(
         "root element {found} is not a Sitemap <urlset> or <sitemapindex> in namespace {}",
         crate::rs::document::SITEMAP_NS
@@ -193,6 +199,9 @@ impl<R: BufRead> SitemapReader<R> {
                 (ResolveResult::Bound(n), "urlset") if n.0 == SITEMAP_NS => Root::Urlset,
                 (ResolveResult::Bound(n), "sitemapindex") if n.0 == SITEMAP_NS => {
                     Root::SitemapIndex
+                }
+                (_, l) if l.eq_ignore_ascii_case("html") => {
+                    return Err(self.st.err(ReadErrorKind::Html));
                 }
                 (ResolveResult::Bound(n), l) => {
                     let found = format!("{{{}}}{l}", n.0);
@@ -1050,7 +1059,16 @@ fn next_event<'b, R: BufRead>(
     match ev {
         // XML 1.0 §2.8; ResourceSync documents never need a DTD, and a DTD is where entity
         // expansion attacks live: refuse it outright.
-        Ok(Event::DocType(_)) => Err(st.err(ReadErrorKind::Doctype)),
+        Ok(Event::DocType(d)) => Err(st.err(
+            match d[..]
+                .trim_start()
+                .get(..4)
+                .is_some_and(|t| t.eq_ignore_ascii_case("html"))
+            {
+                true => ReadErrorKind::Html,
+                false => ReadErrorKind::Doctype,
+            },
+        )),
         Ok(ev) => Ok(ev),
         Err(e) => Err(st.xml_error(e)),
     }

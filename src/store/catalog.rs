@@ -171,7 +171,7 @@ impl Catalog {
     /// mirror has no catalog yet.
     pub fn open_read_only(mirror: &Path) -> Result<Option<Catalog>, StoreError> {
         let path = mirror.join("catalog.sqlite");
-        if !path.exists() {
+        if !Self::present(mirror)? {
             return Ok(None);
         }
         // Without SQLite's own locking of the connection, as `Connection::open` opens one (a
@@ -203,6 +203,17 @@ impl Catalog {
             return Err(StoreError::schema(&path, version));
         }
         Ok(Some(Catalog { conn }))
+    }
+
+    /// Whether the mirror has a catalog: false when there is none, an error naming it when
+    /// it cannot be told (a folder that cannot be read is not "no mirror").
+    pub(crate) fn present(mirror: &Path) -> Result<bool, StoreError> {
+        let path = mirror.join("catalog.sqlite");
+        match std::fs::metadata(&path) {
+            Ok(m) => Ok(m.is_file()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io("reading", &path, e)),
+        }
     }
 
     /// The catalog's folder cannot be written (a read-only file system or no permission).
@@ -686,6 +697,8 @@ pub mod write {
         Ok(())
     }
 
+    /// Record the sync point of a collection: `run_id` is kept as the run that set its time
+    /// when the time is the same (a run that found nothing new confirms it, `updated_at`).
     pub(crate) fn sync_point(
         tx: &Transaction<'_>,
         source_id: i64,
@@ -696,7 +709,8 @@ pub mod write {
             "INSERT INTO sync_points (collection, source_id, at, anchored, basis, run_id, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT(collection) DO UPDATE SET source_id = excluded.source_id, at = excluded.at,
-                anchored = excluded.anchored, basis = excluded.basis, run_id = excluded.run_id,
+                anchored = excluded.anchored, basis = excluded.basis,
+                run_id = CASE WHEN at IS excluded.at THEN run_id ELSE excluded.run_id END,
                 updated_at = excluded.updated_at",
             params![
                 sp.collection,

@@ -140,6 +140,27 @@ fn untouched_mirror_audits_clean_online_and_offline() {
         "{}",
         stderr_of(&out)
     );
+    // Issue 44: what a level that hashes nothing checked is not called "verified", and a
+    // source that cannot be read is not "nothing found".
+    let out = audit(fx.path())
+        .args(["--offline", "--level", "presence", "-v"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr_of(&out).contains("audit: 4 present (not hashed: --level presence);"),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = audit(fx.path())
+        .arg("http://127.0.0.1:9/resourcelist.xml")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr_of(&out).contains("audit: nothing compared with the source (it could not be read"),
+        "{}",
+        stderr_of(&out)
+    );
 }
 
 /// One corruption, alone on a fresh mirror: exit 1 and exactly `want` (class, subject).
@@ -598,6 +619,13 @@ fn source_drift_added_changed_and_removed() {
         .collect();
     assert_eq!(marks, "***-+");
     assert!(stdout_of(&out).contains("run rsmirror incremental"));
+    // Issue 44: the summary counts resources, each once, and says how many findings there
+    // are when a resource has several (b: md5 and sha-256).
+    assert!(
+        stderr_of(&out).contains("audit: 1 in-sync, 1 missing, 2 changed, 1 extra (6 findings);"),
+        "{}",
+        stderr_of(&out)
+    );
     // An audit writes no content.
     assert_eq!(version_count(mirror.path()), 4);
     assert_consistent(mirror.path());

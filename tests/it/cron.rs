@@ -554,3 +554,94 @@ fn sources_do_not_pile_up_and_can_be_removed() {
     let out = incremental(m).arg("-q").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
+
+/// Issue 44, 9, the smaller lies: `status` names the run that set the sync point (not a later
+/// one that found it the same); an HTML page given as SOURCE is called that; a reader whose
+/// output pipe closes ends quietly; a mirror folder that cannot be read is not "no mirror".
+#[test]
+fn the_smaller_lies_are_told_straight() {
+    let t = Tree::new();
+    t.put("r1", b"r1\n");
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    std::fs::write(
+        t.path().join("index.html"),
+        "<!DOCTYPE html>\n<html><body>Our repository</body></html>\n",
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path();
+    let (code, _, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), m));
+    assert_eq!(code, Some(0), "{err}");
+    let set_by = || {
+        let (out, _) = ok_on_mirror(m, &["status", "--json"]);
+        let st: serde_json::Value = serde_json::from_str(&out).unwrap();
+        st["sources"][0]["collections"][0]["sync_point"]["run"]
+            .as_i64()
+            .unwrap()
+    };
+    // Run 2 finds nothing new: the sync point is still the one run 1 set.
+    let out = incremental(m).arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(set_by(), 1);
+    let (text, _) = ok_on_mirror(m, &["status"]);
+    assert!(text.contains("set by run 1, confirmed"), "{text}");
+    // Run 3 applies a change: it sets the sync point.
+    t.put("r1", b"r1, v2\n");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[("r1", "updated", "2026-03-01T02:00:00Z")],
+    );
+    let out = incremental(m).arg("-q").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(set_by(), 3);
+
+    // An HTML page as SOURCE.
+    let page = srv.url("/index.html");
+    for cmd in [
+        &["inspect", &page][..],
+        &["baseline", &page, "--mirror", m.to_str().unwrap()],
+    ] {
+        let out = rsmirror().args(cmd).output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{cmd:?}");
+        assert!(
+            stderr_of(&out).contains("this is an HTML page, not a Sitemap"),
+            "{}",
+            stderr_of(&out)
+        );
+    }
+
+    // A plan far longer than a pipe holds, read by `head -1`: no panic, no error.
+    let big = tempfile::tempdir().unwrap();
+    generate_source(big.path(), 5000, 8);
+    let big_srv = TestServer::start(big.path());
+    let empty = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("rsmirror");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' baseline '{}' -n --mirror '{}' | head -1",
+            bin.display(),
+            big_srv.url("/resourcelist.xml"),
+            empty.path().join("m").display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(stdout_of(&out).lines().count(), 1);
+    assert_eq!(stderr_of(&out), "", "quiet on a closed pipe");
+
+    // A mirror path that cannot be read (a file where a folder must be): not "no mirror".
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let out = on_mirror(&file.join("mirror"), &["ls"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        !err.contains("no mirror at") && err.contains("Not a directory"),
+        "{err}"
+    );
+}

@@ -59,6 +59,40 @@ fn a_mass_delete_is_refused_by_default_and_named() {
     assert_eq!(tombstoned(dir.path()).len(), 60);
 }
 
+/// Issue 44, 9: `baseline --delete -n` says what the real run would meet: the plan names the
+/// resources the guard keeps, and the dry run exits 7 as the run would; within the guard (or
+/// with --max-delete) it exits 0. Nothing is written either way.
+#[test]
+fn a_dry_run_says_the_deletion_guard_would_refuse() {
+    let (srv, dir, _keep) = shrinking(200, 140);
+    let before = version_count(dir.path());
+    let out = delete(&srv, dir.path(), &["-n"]);
+    let (plan, err) = (stdout_of(&out), stderr_of(&out));
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("60 of 200 resources are gone") && err.contains("would delete nothing"),
+        "{err}"
+    );
+    assert_eq!(
+        plan.lines()
+            .filter(|l| l.ends_with("(would be deleted, but the deletion guard refuses)"))
+            .count(),
+        60,
+        "{plan}"
+    );
+    let out = delete(&srv, dir.path(), &["-n", "--max-delete", "100"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        stdout_of(&out)
+            .lines()
+            .filter(|l| l.ends_with("(would be deleted)"))
+            .count(),
+        60
+    );
+    assert_eq!(version_count(dir.path()), before);
+    assert!(tombstoned(dir.path()).is_empty());
+}
+
 #[test]
 fn a_few_deletes_pass_the_default_guard_and_force_overrides_it() {
     let (srv, dir, _keep) = shrinking(200, 190);

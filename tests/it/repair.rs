@@ -62,9 +62,10 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
     std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
     std::fs::write(&stray, b"nobody's\n").unwrap();
 
-    // A dry run names everything and changes nothing.
+    // A dry run names everything and changes nothing; what it found is damage: exit 1
+    // (issue 44).
     let out = on_mirror(&mirror, &["repair", "--dry-run"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let plan = stdout_of(&out);
     assert_eq!(plan.lines().count(), 5, "{plan}");
     assert!(plan.contains("missing-object"), "{plan}");
@@ -130,6 +131,26 @@ fn damaged_objects_come_back_from_the_source_or_a_copy_and_strays_go_to_quaranti
     assert!(shown.contains("repaired"), "{shown}");
     assert!(shown.contains("unrepaired"), "{shown}");
     assert!(shown.contains("quarantined"), "{shown}");
+
+    // A --from-mirror that is not a mirror, or is this mirror: refused before anything is
+    // read (issue 44), not one error per object.
+    for (from, says) in [
+        (mirror.join("no-such-folder"), "not a mirror"),
+        (mirror.clone(), "the mirror being repaired"),
+    ] {
+        let out = on_mirror(
+            &mirror,
+            &[
+                "repair",
+                "--offline",
+                "--from-mirror",
+                from.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+        assert!(stderr_of(&out).contains(says), "{}", stderr_of(&out));
+        assert_eq!(stderr_of(&out).lines().count(), 1, "{}", stderr_of(&out));
+    }
 
     // From the backup: r3; r4's copy is damaged too and is refused.
     let out = on_mirror(
