@@ -64,6 +64,15 @@ pub(crate) fn run(
             let arguments = format!("{arguments} [a plain Sitemap source: its list read again]");
             crate::commands::baseline::run(&b, &arguments, progress)
         };
+        // Another run holds the lock before any source ran: the whole run waits for it
+        // (`--retry-lock`) or ends with exit 6, as a run of one source does.
+        let held = matches!(
+            one,
+            Err(Error::Lock(crate::store::lock::LockError::Held { .. }))
+        );
+        if held && combined.is_none() {
+            return one;
+        }
         let one = one.unwrap_or_else(|e| {
             progress.println(&format!("rsmirror: {url}: {e}"));
             let mut summary = Summary {

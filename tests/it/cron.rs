@@ -355,6 +355,17 @@ fn retry_lock_waits_for_the_run_that_holds_the_lock() {
     let_go.send(()).unwrap();
     thread.join().unwrap();
 
+    // A second source in the mirror: `incremental` without SOURCE runs both, and waits for
+    // the lock all the same.
+    let second = tempfile::tempdir().unwrap();
+    generate_source(second.path(), 3, 16);
+    let second_srv = TestServer::start(second.path());
+    let (code, _, err) = json_run(&mut baseline(
+        &second_srv.url("/resourcelist.xml"),
+        dir.path(),
+    ));
+    assert_eq!(code, Some(0), "{err}");
+
     let (_let_go, thread) = hold(std::time::Duration::from_millis(1500));
     let started = std::time::Instant::now();
     for command in [
