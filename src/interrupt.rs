@@ -42,6 +42,13 @@ pub(crate) fn finished(run_id: i64) {
 /// starts (they inherit the blocked mask).
 #[cfg(unix)]
 pub fn watch() {
+    // A file-size limit (`ulimit -f`, a container's) would end the process with SIGXFSZ at the
+    // write that passes it, nothing recorded; ignored, that write fails with EFBIG instead, and
+    // fails only the resource it was for (`net::fetch::staging_error`).
+    // SAFETY: setting a signal's disposition to "ignore"; no handler is involved.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // SAFETY: plain libc calls on a local, zeroed signal set.
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();

@@ -293,6 +293,17 @@ pub(crate) fn remove_empty_worker_folders(staging: &Path) {
 }
 
 pub(crate) fn staging_error(path: &Path, e: io::Error) -> FetchError {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::EFBIG) {
+        return FetchError::Staging(io::Error::new(
+            e.kind(),
+            format!(
+                "{}: larger than this process may write a file (its file-size limit, ulimit \
+                 -f): this resource fails, the others go on",
+                path.display()
+            ),
+        ));
+    }
     FetchError::Staging(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 

@@ -534,3 +534,118 @@ fn a_same_day_change_under_a_date_only_lastmod_is_found_by_a_conditional_get() {
     }
     assert_eq!(version_count(dir.path()), 4);
 }
+
+/// Issue 42, 2: under a file-size limit (`ulimit -f`, a container's) a body without a declared
+/// length that grows past it fails its resource (EFBIG, one message naming the limit); the
+/// process is not killed by SIGXFSZ, the other resources land, and the run is recorded (exit 3).
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_fails_one_resource_not_the_run() {
+    let t = Tree::new();
+    t.put("small1", b"small one\n");
+    t.put("big", &vec![b'x'; 4 << 20]);
+    t.put("small2", b"small two\n");
+    let urls: String = ["small1", "big", "small2"]
+        .iter()
+        .map(|n| format!("<url><loc>{ORIGIN}/res/{n}</loc></url>\n"))
+        .collect();
+    std::fs::write(
+        t.path().join("resourcelist.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+             xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+             <rs:md capability=\"resourcelist\" at=\"{T0}\"/>\n{urls}</urlset>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("rsmirror");
+    // 2,048 blocks of 512 bytes (POSIX sh): 1 MiB, past the small ones and the catalog, short
+    // of the big one.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 2048 && exec '{}' baseline '{}' --mirror '{}' --json",
+            bin.display(),
+            srv.url("/resourcelist.xml"),
+            dir.path().display()
+        ))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "not killed by a signal: {:?} {err}",
+        out.status
+    );
+    assert!(
+        err.contains("/res/big") && err.contains("file-size limit, ulimit -f"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["created"].as_u64(), s["failed"].as_u64()),
+        (Some(2), Some(1)),
+        "{s}"
+    );
+    assert_consistent(dir.path());
+    assert!(
+        std::fs::read_dir(dir.path().join("staging"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "staging left over"
+    );
+}
+
+/// Issue 42, 3: a Resource List whose `at` is in the future, with lastmods: the sync point is
+/// the newest lastmod it lists (no resource changed later than the list was really written),
+/// not the reading time, so a resource made between the list's writing and the reading, dated
+/// so in the Change List, is fetched by the next incremental.
+#[test]
+fn a_future_at_gives_the_newest_lastmod_as_sync_point() {
+    let t = Tree::new();
+    t.put("r1", b"r1\n");
+    t.put("r2", b"r2\n");
+    t.capability_list("changelist.xml");
+    write_doc(
+        &t,
+        "resourcelist.xml",
+        &format!(
+            "<rs:ln rel=\"up\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n\
+             <rs:md capability=\"resourcelist\" at=\"2099-01-01T00:00:00Z\"/>"
+        ),
+        &format!(
+            "<url><loc>{ORIGIN}/res/r1</loc><lastmod>2026-03-01T01:00:00Z</lastmod></url>\n\
+             <url><loc>{ORIGIN}/res/r2</loc><lastmod>2026-03-01T02:00:00Z</lastmod></url>\n"
+        ),
+    );
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = json_of(
+        &mut baseline(&srv.url("/capabilitylist.xml"), dir.path()),
+        0,
+    );
+    assert_eq!(s["sync_point"], "2026-03-01T02:00:00Z", "{s}");
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("2099-01-01T00:00:00Z")
+            && warnings.contains("the newest lastmod it lists"),
+        "{warnings}"
+    );
+    // r3 was made after the list was written (03:00), before it was read.
+    t.put("r3", b"r3\n");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[("r3", "created", "2026-03-01T03:00:00Z")],
+    );
+    let (s, _) = json_of(&mut incremental(dir.path()), 0);
+    assert_eq!(s["created"], 1, "{s}");
+    assert_eq!(current(dir.path()).len(), 3);
+}

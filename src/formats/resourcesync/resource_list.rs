@@ -111,9 +111,29 @@ pub(crate) fn walk(
         } else {
             format!("{}: the newest lastmod", top_url)
         };
-        let (at, warning) = sync_point::bounded(at, read_at, &what);
-        out.at = Some(at);
-        out.warnings.extend(warning);
+        // An `at` in the future cannot be trusted. The newest lastmod the list gives can: no
+        // resource it lists changed later than the list was really written, so a resource made
+        // between that writing and this reading is dated after it, and the Change Lists from
+        // it bring that resource (the reading time as the sync point would skip it).
+        let newest = w
+            .newest_lastmod
+            .filter(|t| out.anchored && !sync_point::is_future(*t, read_at));
+        match newest {
+            Some(newest) if sync_point::is_future(at, read_at) => {
+                out.warnings.push(format!(
+                    "{what} is {at}, later than the time it was read ({}): the sync point is \
+                     the newest lastmod it lists, {newest}, not moved into the future",
+                    read_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+                ));
+                out.at = Some(newest);
+                out.basis = "newest lastmod of the Resource List (its at is in the future)".into();
+            }
+            _ => {
+                let (at, warning) = sync_point::bounded(at, read_at, &what);
+                out.at = Some(at);
+                out.warnings.extend(warning);
+            }
+        }
     }
     Ok(out)
 }
