@@ -1047,11 +1047,30 @@ fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
         );
     }
 
-    let s = run_json(&mut incremental(by_incremental.path()), 0);
+    let out = incremental(by_incremental.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["deleted"], 1, "{s}");
     assert_eq!(
         live(by_incremental.path()),
         ["blog /blog/1", "blog /blog/2"]
+    );
+    // Issue 42, 5: the deletion is named on stderr and recorded, as every source's are.
+    let blog3 = format!("{base}/blog/3");
+    assert!(
+        stderr_of(&out).contains(&format!("deleted: {blog3}")),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(
+        last_run_problems(by_incremental.path())
+            .iter()
+            .any(|(uri, class, _)| *uri == blog3 && class == "deleted"),
+        "{:?}",
+        last_run_problems(by_incremental.path())
     );
     // The reading commands see SCP pages as resources like any other (issue 20).
     let read = |args: &[&str]| {
@@ -1115,14 +1134,21 @@ fn a_page_gone_from_a_newer_snapshot_is_deleted_by_the_next_run() {
         0,
     );
     assert_eq!(s["gone"], 1, "{s}");
-    let s = run_json(
-        baseline(&site.srv.url("/sitemap.xml"), by_baseline.path()).arg("--delete"),
-        0,
-    );
+    let out = baseline(&site.srv.url("/sitemap.xml"), by_baseline.path())
+        .args(["--delete", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (s["gone"].as_u64(), s["deleted"].as_u64()),
         (Some(1), Some(1)),
         "{s}"
+    );
+    assert!(
+        stderr_of(&out).contains(&format!("deleted: {base}/blog/3")),
+        "{}",
+        stderr_of(&out)
     );
     assert_eq!(live(by_baseline.path()), ["blog /blog/1", "blog /blog/2"]);
 

@@ -523,24 +523,51 @@ fn record(
     for note in notes {
         warn(ctx, url, &note)?;
     }
-    if !a.gone.is_empty() && a.deleted == 0 {
-        let reason = match gone {
-            GonePolicy::Tombstone { max: Some(max) } => format!(
-                "no longer in the snapshot {url}; not deleted: {} pages are gone, more than --max-delete {max}",
-                a.gone.len()
+    if !a.gone.is_empty() {
+        // Named on stderr (under cron too) and recorded, as every source's are.
+        let (class, what, reason) = match (a.deleted > 0, gone) {
+            (true, _) => (
+                ProblemClass::Deleted,
+                "deleted",
+                format!("no longer in the snapshot {url}: tombstoned"),
             ),
-            _ => format!(
-                "no longer in the snapshot {url}; rsmirror incremental, or a baseline with --delete, tombstones it"
+            (false, GonePolicy::Tombstone { max: Some(max) }) => (
+                ProblemClass::Gone,
+                "gone",
+                format!(
+                    "no longer in the snapshot {url}; not deleted: {} pages are gone, more than --max-delete {max}",
+                    a.gone.len()
+                ),
+            ),
+            (false, _) => (
+                ProblemClass::Gone,
+                "gone",
+                format!(
+                    "no longer in the snapshot {url}; rsmirror incremental, or a baseline with --delete, tombstones it"
+                ),
             ),
         };
+        const SHOWN: usize = 100;
+        for page in a.gone.iter().take(SHOWN) {
+            ctx.progress.println(&format!("{what}: {page}"));
+        }
+        if a.gone.len() > SHOWN {
+            ctx.progress.println(&format!(
+                "{what}: ... and {} more (all of them in the run's problems: rsmirror log --run {})",
+                a.gone.len() - SHOWN,
+                ctx.run_id
+            ));
+        }
         let tx = ctx.catalog.transaction()?;
         for page in &a.gone {
-            write::problem(&tx, ctx.run_id, page, ProblemClass::Gone, &reason)?;
-            ctx.summary.problems.push(Problem {
-                uri: page.clone(),
-                class: crate::model::ProblemClass::Gone,
-                reason: reason.clone(),
-            });
+            write::problem(&tx, ctx.run_id, page, class, &reason)?;
+            if class == ProblemClass::Gone {
+                ctx.summary.problems.push(Problem {
+                    uri: page.clone(),
+                    class,
+                    reason: reason.clone(),
+                });
+            }
         }
         tx.commit().map_err(StoreError::from)?;
     }
