@@ -1521,3 +1521,62 @@ fn an_scp_source_beside_a_resourcesync_source_is_audited_and_followed() {
     assert!(sources[1]["last_runs"]["audit"].is_null(), "{st}");
     assert_eq!(st["whole_mirror_runs"]["audit"]["outcome"], "ok");
 }
+
+/// Issue 42, 4: a collection dated in the future (`generated="2099-..."`) is taken with a
+/// warning, and the section's position is never moved past the time the sitemap was read: a
+/// delta the site publishes after it is applied, not skipped as if already covered.
+#[test]
+fn a_collection_dated_in_the_future_does_not_hide_later_ones() {
+    let mut site = Site::new();
+    let base = site.base();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    site.collection(
+        "s1.scp",
+        Z::Plain,
+        "blog",
+        None,
+        "2099-01-01T00:00:00Z",
+        std::slice::from_ref(&b1),
+        Sum::Reference,
+    );
+    site.sitemap();
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_json(&mut baseline(&site.srv.url("/sitemap.xml"), dir.path()), 0);
+    assert_eq!(counts(&s), [1, 0, 0, 0, 0], "{s}");
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("generated 2099-01-01T00:00:00Z")
+            && warnings.contains("later than the time the sitemap was read"),
+        "{warnings}"
+    );
+    assert!(
+        !s["sync_point"].to_string().contains("2099"),
+        "the position stays at the reading: {s}"
+    );
+
+    // The site publishes a delta (dated now, as a site with a good clock does).
+    let now = jiff::Timestamp::now();
+    let leak = |t: jiff::Timestamp| -> &'static str {
+        Box::leak(
+            t.strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string()
+                .into_boxed_str(),
+        )
+    };
+    let since = leak(now - jiff::SignedDuration::from_hours(1));
+    let generated = leak(now + jiff::SignedDuration::from_mins(5));
+    let b1v2 = site.page("/blog/1", "2026-01-01T00:00:00Z", "one, changed");
+    site.collection(
+        "d2.scp",
+        Z::Plain,
+        "blog",
+        Some(since),
+        generated,
+        std::slice::from_ref(&b1v2),
+        Sum::Reference,
+    );
+    site.sitemap();
+    let s = run_json(&mut incremental(dir.path()), 0);
+    assert_eq!(counts(&s)[1], 1, "the delta is applied: {s}");
+    assert_eq!(current_pages(dir.path(), &base)["blog /blog/1"], b1v2);
+}

@@ -161,6 +161,13 @@ pub(crate) fn gone_from_snapshot(
     modified.is_some() && !seen && brought_by.is_none_or(|b| b <= listed)
 }
 
+/// The position a collection listed as generated at `generated` moves its section to: that
+/// time, but never past now (a collection dated in the future would make every later one look
+/// applied already: ResourceSync and ARC times are held the same way, `engine::sync_point`).
+pub(crate) fn position(generated: Timestamp) -> Timestamp {
+    crate::engine::sync_point::bounded(generated, Timestamp::now(), "").0
+}
+
 /// What to do with live pages absent from a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GonePolicy {
@@ -477,7 +484,7 @@ fn move_section(
     is_snapshot: bool,
     n: &Counts,
 ) -> Result<(), StoreError> {
-    let listed_generated = a.entry.generated;
+    let listed_generated = position(a.entry.generated);
     let gone_pending = is_snapshot && !n.gone.is_empty() && n.deleted == 0;
     let section = &mut *a.section;
     if gone_pending {

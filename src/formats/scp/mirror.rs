@@ -369,12 +369,13 @@ fn take(
         Ok(CollectionResponse::NotModified) => {
             let previous = previous.expect("a 304 needs validators, which come from a record");
             // The file is the one applied before: only the position moves.
+            let generated = scp_apply::position(entry.generated);
             if entry.kind == EntryKind::Snapshot {
                 section.snapshot_id = Some(previous.id);
                 section.snapshot_generated = Some(
                     section
                         .snapshot_generated
-                        .map_or(entry.generated, |g| g.max(entry.generated)),
+                        .map_or(generated, |g| g.max(generated)),
                 );
                 ctx.summary.unchanged += previous.page_count;
                 ctx.summary.listed += previous.page_count;
@@ -382,7 +383,7 @@ fn take(
             section.applied_through = Some(
                 section
                     .applied_through
-                    .map_or(entry.generated, |t| t.max(entry.generated)),
+                    .map_or(generated, |t| t.max(generated)),
             );
             scp_catalog::set_section(ctx.catalog.conn(), ctx.source_id, ctx.run_id, section)?;
             run.landed += 1;
@@ -611,6 +612,27 @@ fn warn(ctx: &mut RunContext<'_, '_>, url: &str, note: &str) -> Result<(), Error
 fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {
     for w in &fetched.sitemap.warnings {
         ctx.summary.warnings.push(format!("{}: {w}", fetched.url));
+    }
+    // Dates a section's position comes from: one in the future never moves it past now
+    // ([`scp_apply::position`]); one before the web is surely a mistake of the site.
+    let now = jiff::Timestamp::now();
+    let oldest: jiff::Timestamp = "1995-01-01T00:00:00Z".parse().expect("a valid time");
+    for c in &fetched.sitemap.collections {
+        let what = format!(
+            "{}: line {}: the collection {} is dated generated {}",
+            fetched.url, c.line, c.url, c.generated
+        );
+        if crate::engine::sync_point::is_future(c.generated, now) {
+            ctx.summary.warnings.push(format!(
+                "{what}, later than the time the sitemap was read: the section's position is not \
+                 moved past {}, so later collections are not skipped",
+                now.strftime("%Y-%m-%dT%H:%M:%SZ")
+            ));
+        } else if c.generated < oldest {
+            ctx.summary.warnings.push(format!(
+                "{what}, implausibly old: is the site's clock wrong?"
+            ));
+        }
     }
 }
 
