@@ -649,3 +649,51 @@ fn a_future_at_gives_the_newest_lastmod_as_sync_point() {
     assert_eq!(s["created"], 1, "{s}");
     assert_eq!(current(dir.path()).len(), 3);
 }
+
+/// Issue 42, 9: a 2012-draft Sitemap entry with `<expires>` says its resource is gone
+/// (ResourceSync 1.1 §13): it is not fetched (a 404 would fail the run), and the mirror's copy
+/// is gone from the source, tombstoned by `--delete`.
+#[test]
+fn an_expired_2012_entry_is_a_deletion_not_a_resource_to_fetch() {
+    let t = Tree::new();
+    t.put("a", b"a\n");
+    t.put("b", b"b\n");
+    let list = |b_entry: &str| {
+        write_doc(
+            &t,
+            "resourcelist.xml",
+            "<xhtml:meta xmlns:xhtml=\"http://www.w3.org/1999/xhtml\" name=\"DCTERMS.modified\" \
+             content=\"2026-03-01T00:00:00Z\"/>",
+            &format!(
+                "<url><loc>{ORIGIN}/res/a</loc><lastmod>2026-02-01T00:00:00Z</lastmod></url>\n\
+                 <url><loc>{ORIGIN}/res/b</loc>{b_entry}</url>\n"
+            ),
+        )
+    };
+    list("<lastmod>2026-02-01T00:00:00Z</lastmod>");
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = json_of(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()), 0);
+    assert_eq!(s["created"], 2, "{s}");
+
+    // b expires and is gone from the server.
+    t.remove("b");
+    list("<expires>2026-02-15T00:00:00Z</expires>");
+    srv.clear_requests();
+    let (s, err) = json_of(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()), 0);
+    assert_eq!(
+        (s["gone"].as_u64(), s["failed"].as_u64()),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    assert!(err.contains("gone: ") && err.contains("/res/b"), "{err}");
+    assert_eq!(srv.count("/res/b"), 0, "an expired entry is not fetched");
+    let (s, _) = json_of(
+        baseline(&srv.url("/resourcelist.xml"), dir.path())
+            .arg("--delete")
+            .arg("--force-delete"),
+        0,
+    );
+    assert_eq!(s["deleted"], 1, "{s}");
+    assert_eq!(current(dir.path()).len(), 1);
+}

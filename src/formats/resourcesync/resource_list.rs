@@ -203,6 +203,7 @@ impl Walker<'_, '_, '_> {
             return self.parts(&doc_url, &scope, parts, depth);
         }
         self.lists_read += 1;
+        let mut gone_entries = 0u64;
         while let Some(e) = doc.next_entry()? {
             count += 1;
             self.out.entries += 1;
@@ -228,6 +229,14 @@ impl Walker<'_, '_, '_> {
                 }))?;
                 continue;
             }
+            // An entry that says its resource is gone (a 2012-draft `<expires>`, ResourceSync
+            // 1.1 §13; a `change="deleted"`) lists no state: not fetched, and the mirror's copy,
+            // if any, is gone from the source (tombstoned by `--delete`).
+            if e.md.change == Some(crate::model::Change::Deleted) {
+                self.out.entries -= 1;
+                gone_entries += 1;
+                continue;
+            }
             if let Some(t) = e.lastmod {
                 self.newest_lastmod = self.newest_lastmod.max(Some(t));
             }
@@ -246,6 +255,12 @@ impl Walker<'_, '_, '_> {
             };
             (self.visit)(Item::Listed(listed))?;
             self.warnings(doc);
+        }
+        if gone_entries > 0 {
+            self.warnings.push(format!(
+                "{doc_url}: {gone_entries} entries say their resource is gone (<expires>, or \
+                 change=\"deleted\"): not fetched, and gone from the source for the mirror"
+            ));
         }
         self.warnings(doc);
         self.out.documents.push(doc.record(count));
