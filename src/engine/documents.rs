@@ -166,11 +166,7 @@ impl Documents<'_> {
                 let head = input
                     .fill_buf()
                     .map_err(|e| self.http.read_error(&body.final_url, e))?;
-                let first = head
-                    .iter()
-                    .copied()
-                    .find(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF);
-                if first == Some(b'{') {
+                if first_byte(head) == Some(b'{') {
                     return Err(SourceError::Json {
                         url: body.final_url.clone(),
                         received: Some(Box::new(Body {
@@ -228,7 +224,53 @@ impl Documents<'_> {
 /// Files people give where a document belongs, told by their first bytes, with what to give
 /// instead (a ZIP package is read through the Resource Dump that lists it; a zstd file is an
 /// SCP collection, read through the site's sitemap.xml).
+/// The first byte of a document that is not whitespace or a byte-order mark, looked for in
+/// what has arrived (`head`), inflated first when it is gzip'd (the ARC format asks publishers
+/// to offer `arc-sitemap.json.gz`; a Sitemap may be `.xml.gz`).
+fn first_byte(head: &[u8]) -> Option<u8> {
+    let first = |bytes: &[u8]| {
+        bytes
+            .iter()
+            .copied()
+            .find(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF)
+    };
+    if !head.starts_with(&[0x1f, 0x8b]) {
+        return first(head);
+    }
+    // A prefix of the stream inflates to a prefix of the document: enough to look at.
+    let mut inflated = [0u8; 4096];
+    let mut decoder = flate2::read::GzDecoder::new(head);
+    let mut n = 0;
+    while n < inflated.len() {
+        match std::io::Read::read(&mut decoder, &mut inflated[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    first(&inflated[..n])
+}
+
 fn not_a_document(head: &[u8]) -> Option<&'static str> {
+    // YAML where a Sitemap or an ARC sitemap (JSON) was expected.
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    // An ARC sitemap's own keys, as YAML writes them (`version: 1`).
+    const ARC_KEYS: [&[u8]; 5] = [
+        b"arc_sitemap_version:",
+        b"site:",
+        b"generated_at:",
+        b"pages:",
+        b"crawl_rate:",
+    ];
+    let yaml_key = text
+        .split(|b| *b == b'\n')
+        .next()
+        .is_some_and(|line| ARC_KEYS.iter().any(|k| line.trim_ascii().starts_with(k)));
+    if text.starts_with(b"---") || text.starts_with(b"%YAML") || yaml_key {
+        return Some(
+            "a YAML document, not a Sitemap (XML) or an ARC sitemap (JSON): give the sitemap \
+             itself, or the site root that names it",
+        );
+    }
     if head.starts_with(b"PK\x03\x04") {
         return Some(
             "a ZIP file (a Resource Dump or Change Dump package?), not a Sitemap document: give \

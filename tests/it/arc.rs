@@ -1199,3 +1199,48 @@ fn a_full_disk_commits_the_pages_that_landed() {
     assert_eq!(fetched, 40 - landed, "only what had not landed");
     assert_consistent(&mirror);
 }
+
+/// Issue 42, 7: an ARC sitemap offered gzip'd (`arc-sitemap.json.gz`, as the ARC format asks
+/// publishers to) is read as JSON, not refused as malformed XML; a YAML one is called that.
+#[test]
+fn a_gzipped_arc_sitemap_is_read_and_a_yaml_one_is_named() {
+    use std::io::Write as _;
+    let s = ArcSite::new();
+    s.put("a.html", "<html>a</html>\n");
+    s.put("b.html", "<html>b</html>\n");
+    s.sitemap(
+        &at(-1, "00:00:00"),
+        vec![
+            page("a.html", &at(-1, "00:00:00"), "<html>a</html>\n"),
+            page("b.html", &at(-1, "00:00:00"), "<html>b</html>\n"),
+        ],
+    );
+    let json = std::fs::read(s.path().join("arc-sitemap.json")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&json).unwrap();
+    std::fs::write(s.path().join("arc-sitemap.json.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(
+        s.path().join("arc-sitemap.yaml"),
+        "arc_sitemap_version: '2.1'\nsite: https://example.org/\npages: []\n",
+    )
+    .unwrap();
+    let srv = TestServer::start(s.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/arc-sitemap.json.gz"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(json_of(&out)["created"], 2);
+
+    let other = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/arc-sitemap.yaml"), other.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("a YAML document, not a Sitemap (XML) or an ARC sitemap (JSON)"),
+        "{}",
+        stderr_of(&out)
+    );
+}
