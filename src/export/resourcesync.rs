@@ -7,8 +7,10 @@
 //! - `resourcesync/resourcelist.xml`: every resource with `lastmod` (the source's), `md5` and
 //!   `sha-256`, `length` and `type`, `at` the exported point (the start of its run); past
 //!   50,000 entries an index of `resourcelist-NNNN.xml` parts;
-//! - `resourcesync/changelist.xml`: the changes the mirror applied after `--changes-since WHEN`
-//!   (default: after its first run) up to the exported point, each dated when it arrived.
+//! - `resourcesync/changelist.xml`: an open Change List (no `until`: the next export rewrites
+//!   it) of the changes the mirror applied after `--changes-since WHEN` (default: after its
+//!   first run) up to the exported point, each dated when it arrived, with the source's
+//!   `lastmod`.
 //!
 //! Re-exporting after more syncs brings the files to the new state and writes the documents
 //! anew: a destination that took the earlier Resource List follows the new Change List.
@@ -292,8 +294,11 @@ pub(crate) fn export(
         t => t.to_string(),
     };
     let from = crate::export::micros(&from);
+    // An open list (no `until`): the next export rewrites it at the same URL with what came
+    // since, which only an open list may do (ResourceSync 1.1 §12.1: a closed list never
+    // changes).
     let mut changes = format!(
-        "{HEAD}<urlset {NS}>\n<rs:ln rel=\"up\" href=\"{capability_list}\"/>\n<rs:md capability=\"changelist\" from=\"{from}\" until=\"{at}\"/>\n"
+        "{HEAD}<urlset {NS}>\n<rs:ln rel=\"up\" href=\"{capability_list}\"/>\n<rs:md capability=\"changelist\" from=\"{from}\"/>\n"
     );
     let mut namer = paths::Namer::default();
     each_version(walk.reader, walk.point, &walk.filter, |uri, v| {
@@ -305,8 +310,14 @@ pub(crate) fn export(
         };
         let url = url_of(base, &clashes.place(uri, n).0);
         let md = if v.deleted() { String::new() } else { md_of(v) };
+        // The source's lastmod besides the datetime of the change (optional in 1.1; a
+        // Destination such as resync dates its copies by it and audits against it).
+        let lastmod = match (&v.lastmod, v.deleted()) {
+            (Some(l), false) => format!("<lastmod>{}</lastmod>", xml_escape(l)),
+            _ => String::new(),
+        };
         changes.push_str(&format!(
-            "<url><loc>{}</loc><rs:md change=\"{}\" datetime=\"{}\"{md}/></url>\n",
+            "<url><loc>{}</loc>{lastmod}<rs:md change=\"{}\" datetime=\"{}\"{md}/></url>\n",
             xml_escape(&url),
             v.change,
             crate::export::micros(walk.reader.arrived(v.run))
