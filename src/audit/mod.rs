@@ -767,6 +767,11 @@ fn refetch_and_mark(
         match outcome {
             refetch::Outcome::Same => {
                 counts.refetched_bytes += 1;
+                // A lastmod that alone differed is a touch: the bytes are the mirror's.
+                if states.marks(slot) & mark::DIFFERS != 0 {
+                    states.clear(slot, mark::DIFFERS);
+                    c.findings.remove(&uri_of(&job));
+                }
                 states.set(slot, mark::SAME);
             }
             refetch::Outcome::Differs(source_sha256) => {
@@ -891,6 +896,19 @@ struct Verifying {
 impl Verifying {
     fn count(&mut self) -> &mut Verification {
         self.counts.entry(self.collection.to_string()).or_default()
+    }
+
+    /// A listed resource whose lastmod alone differs (no digest to compare): fetched again
+    /// by `--refetch`, which calls it `=` when the bytes are the mirror's.
+    fn touched(&mut self, slot: usize, l: &Listed) {
+        if self.refetch.is_some() {
+            self.candidates.push(refetch::Candidate {
+                slot,
+                uri: l.uri.clone(),
+                scope: l.scope.clone(),
+                collection: self.collection.clone(),
+            });
+        }
     }
 
     /// A listed resource present in the mirror, compared.
@@ -1394,6 +1412,12 @@ fn compare_item(
                         Comparison::NoEvidence => states.set(i, mark::NO_EVIDENCE),
                         Comparison::Differs(diffs) => {
                             states.set(i, mark::DIFFERS);
+                            // Only the lastmod differs, and no digest says anything: a touch
+                            // (same bytes, new date) or a change. `--refetch` tells them
+                            // apart by the bytes.
+                            if diffs.iter().all(|d| d.field == "lastmod") {
+                                verifying.touched(i, &l);
+                            }
                             let uri = l.uri.to_string();
                             let f = diffs
                                 .into_iter()

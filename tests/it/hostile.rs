@@ -697,3 +697,65 @@ fn an_expired_2012_entry_is_a_deletion_not_a_resource_to_fetch() {
     assert_eq!(s["deleted"], 1, "{s}");
     assert_eq!(current(dir.path()).len(), 1);
 }
+
+/// Issue 42, 10: a touch (same bytes, newer lastmod) on a source that declares no digests:
+/// `audit` says `*` lastmod, `audit --refetch=all,bytes` fetches it again and, the bytes being the
+/// mirror's, says `=`; a different body stays `*`. The README's cron line (`incremental`
+/// re-reads a plain Sitemap) then records the touch, and a plain audit is clean.
+#[test]
+fn a_touch_without_digests_is_settled_by_refetch_and_by_the_cron_line() {
+    let t = Tree::new();
+    t.put("a", b"a\n");
+    let sitemap = |lastmod: &str| {
+        std::fs::write(
+            t.path().join("sitemap.xml"),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+                 <url><loc>{ORIGIN}/res/a</loc><lastmod>{lastmod}</lastmod></url>\n</urlset>\n"
+            ),
+        )
+        .unwrap()
+    };
+    sitemap("2026-01-01T00:00:00Z");
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    json_of(&mut baseline(&srv.url("/sitemap.xml"), dir.path()), 0);
+    let audit = |args: &[&str]| {
+        rsmirror()
+            .arg("audit")
+            .args(args)
+            .arg("--mirror")
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    sitemap("2026-01-05T00:00:00Z");
+    assert_eq!(
+        audit(&[]).status.code(),
+        Some(1),
+        "a lastmod alone differs: *"
+    );
+    // Bytes, not the server's 304 to the stored validators (a claim, kept apart).
+    let out = audit(&["--refetch=all,bytes", "-v"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+    assert!(stdout_of(&out).starts_with("= "), "{}", stdout_of(&out));
+    // Other bytes under the new date: still `*`, the bytes named.
+    t.put("a", b"a, changed\n");
+    let out = audit(&["--refetch=all,bytes"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout_of(&out).contains("changed sha-256"),
+        "{}",
+        stdout_of(&out)
+    );
+    t.put("a", b"a\n");
+    // The cron line records the touch; the audit is then clean without a refetch.
+    let out = incremental(dir.path())
+        .args(["--on-gap", "rebaseline", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = audit(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+}
