@@ -50,10 +50,13 @@ struct Version {
     document: Option<String>,
     etag: Option<String>,
     last_modified: Option<String>,
+    /// An ARC page's `ai_indexable` (recorded, not enforced); absent for other sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ai_indexable: Option<bool>,
 }
 
 impl Version {
-    fn of(reader: &Reader, v: VersionDetail) -> Version {
+    fn of(reader: &Reader, v: VersionDetail, ai_indexable: Option<bool>) -> Version {
         Version {
             version: v.version,
             run: v.run,
@@ -78,6 +81,7 @@ impl Version {
             document: v.document,
             etag: v.etag,
             last_modified: v.last_modified,
+            ai_indexable,
         }
     }
 }
@@ -85,10 +89,14 @@ impl Version {
 fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
     let (resource_id, uri) = reader.resource(url)?;
     let collection = history::collection_of(reader.catalog(), resource_id)?;
+    let ai = crate::store::arc_records::AiIndexable::new(reader.catalog())?;
     let all: Vec<Version> = run_records::version_details(reader.catalog(), resource_id, &uri)?
         .into_iter()
-        .map(|v| Version::of(reader, v))
-        .collect();
+        .map(|v| {
+            let flag = ai.of(reader.catalog(), v.version)?;
+            Ok(Version::of(reader, v, flag))
+        })
+        .collect::<Result<_, crate::store::StoreError>>()?;
     let mut out = Out::stdout();
     if json {
         let doc = serde_json::json!({

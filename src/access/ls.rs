@@ -25,6 +25,9 @@ struct Entry<'a> {
     arrived: &'a str,
     #[serde(flatten)]
     version: &'a VersionRow,
+    /// An ARC page's `ai_indexable` (recorded, not enforced); absent for other sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ai_indexable: Option<bool>,
 }
 
 pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
@@ -46,6 +49,7 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     let mut first = true;
     // Each run's time as shown, formatted once (a million lines name a handful of runs).
     let mut shown: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    let ai = crate::store::arc_records::AiIndexable::new(reader.catalog())?;
     each_state(&reader, point, &filter, |uri, collection, v| {
         let arrived = reader.arrived(v.run);
         let more = if o.json {
@@ -55,6 +59,7 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
                 deleted: v.deleted(),
                 arrived,
                 version: v,
+                ai_indexable: ai.of(reader.catalog(), v.version)?,
             })?
         } else if o.long {
             let shown = shown.entry(v.run).or_insert_with(|| shown_time(arrived));

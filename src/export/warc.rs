@@ -57,6 +57,8 @@ struct Out<'a> {
     buf: Vec<u8>,
     gz: Member,
     files: Vec<String>,
+    /// ARC pages' `ai_indexable`, said in their records.
+    ai: crate::store::arc_records::AiIndexable,
 }
 
 /// One record as one gzip member into `w` (the file at `path`, or a worker's buffer): `head`,
@@ -412,10 +414,15 @@ impl Out<'_> {
         }
         let sha = v.sha256.clone().unwrap_or_default();
         let length = v.length.unwrap_or(0).max(0) as u64;
+        // An ARC page's `ai_indexable` (recorded, not enforced), in a field of our own.
+        let ai = match self.ai.of(self.reader.catalog(), v.version)? {
+            Some(flag) => format!("rsmirror-ARC-ai-indexable: {flag}\r\n"),
+            None => String::new(),
+        };
         let head = format!(
             "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
              WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\nContent-Type: {}\r\n\
-             WARC-Block-Digest: sha256:{sha}\r\nWARC-Payload-Digest: sha256:{sha}\r\n\
+             {ai}WARC-Block-Digest: sha256:{sha}\r\nWARC-Payload-Digest: sha256:{sha}\r\n\
              Content-Length: {length}\r\n\r\n",
             self.warcinfo,
             v.media_type
@@ -482,6 +489,7 @@ pub(crate) fn export(
         buf: vec![0; 256 * 1024],
         gz: Member::new(6),
         files: Vec::new(),
+        ai: crate::store::arc_records::AiIndexable::new(walk.reader.catalog())?,
     };
     std::thread::scope(|sc| -> Result<(), Error> {
         let mut pool = Pool::start(sc, walk.mirror);

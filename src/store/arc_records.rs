@@ -43,6 +43,41 @@ pub struct PageRecord {
     pub robots_directive: Option<String>,
 }
 
+/// What an ARC page's `ai_indexable` said of each version, for the readers and exports that
+/// show it: one lookup per version, made only when the mirror holds ARC versions at all.
+#[derive(Debug, Clone, Copy)]
+pub struct AiIndexable {
+    any: bool,
+}
+
+impl AiIndexable {
+    pub(crate) fn new(catalog: &crate::store::Catalog) -> Result<AiIndexable, StoreError> {
+        let any: bool =
+            catalog
+                .conn()
+                .query_row("SELECT EXISTS (SELECT 1 FROM arc_versions)", [], |r| {
+                    r.get(0)
+                })?;
+        Ok(AiIndexable { any })
+    }
+
+    /// `ai_indexable` of the page version `version_id`; None for a version no ARC page made.
+    pub(crate) fn of(
+        &self,
+        catalog: &crate::store::Catalog,
+        version_id: i64,
+    ) -> Result<Option<bool>, StoreError> {
+        if !self.any {
+            return Ok(None);
+        }
+        Ok(catalog
+            .conn()
+            .prepare_cached("SELECT ai_indexable FROM arc_versions WHERE version_id = ?1")?
+            .query_row([version_id], |r| r.get(0))
+            .optional()?)
+    }
+}
+
 /// The sitemap an ARC source was baselined from: the one recorded for `source_id`, else the
 /// one whose URL is `url` (the source may have been given differently at baseline).
 pub(crate) fn sitemap_of(

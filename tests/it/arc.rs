@@ -1244,3 +1244,63 @@ fn a_gzipped_arc_sitemap_is_read_and_a_yaml_one_is_named() {
         stderr_of(&out)
     );
 }
+
+/// Issue 42, 8: an ARC page's `ai_indexable` is recorded and shown: in `ls --json` and
+/// `log --json` (absent for other sources), and in the page's WARC record. rsmirror mirrors
+/// the page whatever it says (a signal for AI indexers, not for an archive).
+#[test]
+fn ai_indexable_is_shown_by_the_readers_and_the_warc_export() {
+    let s = ArcSite::new();
+    s.put("a.html", "<html>a</html>\n");
+    s.put("b.html", "<html>b</html>\n");
+    let mut b = page("b.html", &at(-1, "00:00:00"), "<html>b</html>\n");
+    b["ai_indexable"] = json!(false);
+    s.sitemap(
+        &at(-1, "00:00:00"),
+        vec![page("a.html", &at(-1, "00:00:00"), "<html>a</html>\n"), b],
+    );
+    let srv = TestServer::start(s.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/arc-sitemap.json"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(json_of(&out)["created"], 2, "both mirrored");
+
+    let (ls, _) = ok_on_mirror(dir.path(), &["ls", "--json"]);
+    let flags: Vec<(String, Value)> = ls
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["uri"].as_str().unwrap().to_string(),
+                v["ai_indexable"].clone(),
+            )
+        })
+        .collect();
+    let b_uri = srv.url("/pages/b.html");
+    assert_eq!(
+        flags,
+        [
+            (srv.url("/pages/a.html"), json!(true)),
+            (b_uri.clone(), json!(false))
+        ]
+    );
+    let (log, _) = ok_on_mirror(dir.path(), &["log", &b_uri, "--json"]);
+    let log: Value = serde_json::from_str(&log).unwrap();
+    assert_eq!(log["versions"][0]["ai_indexable"], false, "{log}");
+
+    let dest = dir.path().join("warc-out");
+    ok_on_mirror(dir.path(), &["export", "warc", dest.to_str().unwrap()]);
+    let mut text = String::new();
+    for e in std::fs::read_dir(&dest).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "gz") {
+            let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(e.path()).unwrap());
+            std::io::Read::read_to_string(&mut d, &mut text).unwrap();
+        }
+    }
+    assert!(text.contains("rsmirror-ARC-ai-indexable: false"), "{text}");
+    assert!(text.contains("rsmirror-ARC-ai-indexable: true"), "{text}");
+    crate::export::warcio_check(&dest);
+}

@@ -757,7 +757,7 @@ for name in sorted(glob.glob(sys.argv[1] + "/*.warc.gz")):
     )
 }
 
-fn warcio_check(dest: &Path) {
+pub(crate) fn warcio_check(dest: &Path) {
     let Some(warcio) = validator("warcio") else {
         return;
     };
