@@ -583,6 +583,17 @@ fn a_rejected_collection_commits_nothing() {
     for table in ["resources", "versions", "scp_versions", "scp_collections"] {
         assert_eq!(count(alone.path(), table), 0, "{table}");
     }
+    // Issue 42, 6: SCP 0.1 lets a client that cannot parse the collections fall back to the
+    // site's HTML pages; a mirror does not: it mirrors what the site publishes as SCP, and a
+    // collection it cannot read fails, to be taken again (no page is fetched as HTML).
+    assert!(
+        site.srv
+            .requests()
+            .iter()
+            .all(|r| !r.path.starts_with("/blog/")),
+        "{:?}",
+        site.srv.requests()
+    );
     // Nor any page object: the ones written while reading were taken back.
     let objects: Vec<_> = walkdir(&alone.path().join("objects"));
     assert!(objects.is_empty(), "{objects:?}");
@@ -1579,4 +1590,102 @@ fn a_collection_dated_in_the_future_does_not_hide_later_ones() {
     let s = run_json(&mut incremental(dir.path()), 0);
     assert_eq!(counts(&s)[1], 1, "the delta is applied: {s}");
     assert_eq!(current_pages(dir.path(), &base)["blog /blog/1"], b1v2);
+}
+
+/// Issue 42, 6: a page whose `url` is on another host than the site is refused as an
+/// out-of-scope Sitemap entry is (named, recorded, never mirrored; exit 3), and the reader's
+/// warnings (an unknown block type) are in the run's problems, not only shown with -v.
+#[test]
+fn a_page_elsewhere_is_refused_and_warnings_are_recorded() {
+    let mut site = Site::new();
+    let base = site.base();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    let elsewhere = site
+        .page("/blog/2", "2025-12-01T00:00:00Z", "two")
+        .replace(&base, "http://elsewhere.example.net");
+    let odd = site
+        .page("/blog/3", "2025-12-01T00:00:00Z", "three")
+        .replace(
+            r#"{"type":"text","text":"three"}"#,
+            r#"{"type":"structured","data":{"a":1}}"#,
+        );
+    site.collection(
+        "s1.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T1,
+        &[b1, elsewhere, odd],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&site.srv.url("/sitemap.xml"), dir.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("refused: http://elsewhere.example.net/blog/2"),
+        "{err}"
+    );
+    let pages = current_pages(dir.path(), &base);
+    assert!(pages.keys().all(|k| !k.contains("elsewhere")), "{pages:?}");
+    assert_eq!(pages.len(), 2, "{pages:?}");
+    let problems = last_run_problems(dir.path());
+    assert!(
+        problems
+            .iter()
+            .any(|(_, class, reason)| class == "warning" && reason.contains("unknown block type")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|(uri, class, _)| class == "refused" && uri.contains("elsewhere")),
+        "{problems:?}"
+    );
+}
+
+/// Issue 42, 6: `inspect` of an SCP sitemap lists its sections and every collection it names
+/// (a snapshot or a delta, its section, generated, since, pages), fetching none of them.
+#[test]
+fn inspect_lists_the_sections_and_collections() {
+    let mut site = Site::new();
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    site.collection(
+        "s1.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T1,
+        std::slice::from_ref(&b1),
+        Sum::Reference,
+    );
+    site.collection(
+        "d2.scp",
+        Z::Plain,
+        "blog",
+        Some(T1),
+        T2,
+        std::slice::from_ref(&b1),
+        Sum::Reference,
+    );
+    site.sitemap();
+    let out = rsmirror()
+        .args(["inspect", &site.srv.url("/sitemap.xml")])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{}{text}", stderr_of(&out));
+    assert!(
+        text.contains("scp sitemap (sections: blog, docs)"),
+        "{text}"
+    );
+    assert!(text.contains("scp snapshot of section blog"), "{text}");
+    assert!(text.contains("scp delta of section blog"), "{text}");
+    assert!(text.contains(&format!("from={T1}")), "{text}");
+    assert!(!text.contains("plain sitemap"), "{text}");
+    assert_eq!(site.srv.count("/s1.scp") + site.srv.count("/d2.scp"), 0);
 }

@@ -193,6 +193,9 @@ pub struct Applying<'a> {
     pub staging: &'a Path,
     /// Record each page change as a change event (incremental runs, for the feed).
     pub events: bool,
+    /// Where page URLs may point (the sitemap's host, `--allow-host`): a page elsewhere is
+    /// refused, as a Sitemap entry outside its scope is.
+    pub scope: &'a crate::net::Scope,
 }
 
 /// What applying a collection did.
@@ -214,6 +217,10 @@ pub struct Applied {
     pub deleted: u64,
     /// More gone than `GonePolicy::Tombstone.max`: nothing was deleted.
     pub delete_refused: bool,
+    /// Pages outside the scope: (URL, why) of the first hundred, never mirrored.
+    pub refused: Vec<(String, String)>,
+    /// How many there were.
+    pub refused_count: u64,
 }
 
 /// Why a collection was not applied.
@@ -324,6 +331,8 @@ fn apply_inner(
                 gone: n.gone,
                 deleted: n.deleted,
                 delete_refused: n.delete_refused,
+                refused: std::mem::take(&mut n.refused),
+                refused_count: n.refused_count,
             })
         })();
         if result.is_err() {
@@ -514,6 +523,18 @@ struct PageWriter<'x, 'a, 's> {
 impl PageWriter<'_, '_, '_> {
     /// One page of the collection, by SCP's rule.
     fn page(&mut self, page: Page, n: &mut Counts) -> Result<(), ApplyError> {
+        if let Err(why) = self.a.scope.check(&page.url) {
+            // Bounded like the reader's warnings: a collection of a million pages elsewhere
+            // names the first ones and counts the rest.
+            if n.refused.len() < REFUSED_NAMED {
+                n.refused.push((
+                    page.url.to_string(),
+                    format!("{why} (line {} of {})", page.line, self.a.entry.url),
+                ));
+            }
+            n.refused_count += 1;
+            return Ok(());
+        }
         let sha = Sha256::digest(page.json.as_bytes());
         let sha_short: Short = sha[..16].try_into().expect("16 bytes");
         let url = page.url.as_str();
@@ -673,9 +694,13 @@ impl PageWriter<'_, '_, '_> {
     }
 }
 
+/// Pages outside the scope named one by one (the rest are counted).
+const REFUSED_NAMED: usize = 100;
+
 /// What [`Applied`] counts, while the collection is read.
 #[derive(Default)]
 struct Counts {
+    refused_count: u64,
     created: u64,
     updated: u64,
     unchanged: u64,
@@ -684,6 +709,7 @@ struct Counts {
     gone: Vec<String>,
     deleted: u64,
     delete_refused: bool,
+    refused: Vec<(String, String)>,
 }
 
 #[cfg(test)]

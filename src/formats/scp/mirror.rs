@@ -426,6 +426,7 @@ fn take(
             objects: ctx.objects,
             staging: ctx.staging,
             events: run.events,
+            scope,
         },
         ctx.progress,
     );
@@ -480,8 +481,34 @@ fn record(
     summary.unchanged += a.unchanged + a.older_kept;
     summary.deleted += a.deleted;
     summary.gone += a.gone.len() as u64;
+    summary.refused += a.refused_count;
     for w in &sum.warnings {
         summary.warnings.push(format!("{url}: {w}"));
+    }
+    // Pages outside the scope: named on stderr and recorded, never mirrored (as a Sitemap
+    // entry outside its scope); and the reader's warnings (an unknown block type: SCP 0.1
+    // "MUST log a warning") recorded in the run's problems, not only shown with -v.
+    {
+        let tx = ctx.catalog.transaction()?;
+        for (page, why) in &a.refused {
+            ctx.progress.println(&format!("refused: {page}: {why}"));
+            write::problem(&tx, ctx.run_id, page, ProblemClass::Refused, why)?;
+            ctx.summary.problems.push(Problem {
+                uri: page.clone(),
+                class: ProblemClass::Refused,
+                reason: why.clone(),
+            });
+        }
+        if a.refused_count > a.refused.len() as u64 {
+            let more = a.refused_count - a.refused.len() as u64;
+            ctx.progress.println(&format!(
+                "refused: ... and {more} more pages of {url} outside the site's scope"
+            ));
+        }
+        for w in &sum.warnings {
+            write::problem(&tx, ctx.run_id, url, ProblemClass::Warning, &w.to_string())?;
+        }
+        tx.commit().map_err(StoreError::from)?;
     }
     let mut notes = Vec::new();
     if let Some(size) = entry.size_bytes {

@@ -23,6 +23,15 @@ use crate::store::{Catalog, StoreError};
 pub struct Scp;
 
 impl Format for Scp {
+    fn inspect(
+        &self,
+        docs: &Documents<'_>,
+        collection: Collection,
+    ) -> Option<Result<Vec<crate::report::DocumentReport>, SourceError>> {
+        let url = url_of(&collection);
+        Some(fetch::sitemap_to_take(docs, &url, collection.prefetched).map(|f| inspect_sitemap(&f)))
+    }
+
     fn kind(&self) -> SourceKind {
         SourceKind::Scp
     }
@@ -117,4 +126,51 @@ impl Format for Scp {
     ) -> Result<Option<OwnAudit>, StoreError> {
         audit::audit(s, catalog, source_id).map(Some)
     }
+}
+
+/// `inspect` of an SCP sitemap: the sitemap (its sections), then each collection it lists, a
+/// snapshot or a delta, with its section, `generated` (as `at`), `since` (as `from`) and the
+/// pages it advertises. No collection is fetched.
+fn inspect_sitemap(f: &fetch::FetchedSitemap) -> Vec<crate::report::DocumentReport> {
+    use crate::report::DocumentReport;
+    use read::sitemap::EntryKind;
+    let sm = &f.sitemap;
+    let sections: Vec<String> = sm.sections.iter().map(|s| s.name.clone()).collect();
+    let mut out = vec![DocumentReport {
+        url: f.url.to_string(),
+        kind: format!("scp sitemap (sections: {})", sections.join(", ")),
+        syntax: "scp",
+        at: None,
+        completed: None,
+        from: None,
+        until: None,
+        entries: sm.collections.len() as u64,
+        digests: Vec::new(),
+        up: None,
+        warnings: sm.warnings.iter().map(|w| w.to_string()).collect(),
+    }];
+    for c in &sm.collections {
+        let kind = match c.kind {
+            EntryKind::Snapshot => "snapshot",
+            EntryKind::Delta { .. } => "delta",
+        };
+        out.push(DocumentReport {
+            url: c.url.to_string(),
+            kind: format!("scp {kind} of section {}", c.section),
+            syntax: "scp",
+            at: Some(c.generated.to_string()),
+            completed: None,
+            from: c.since().map(|t| t.to_string()),
+            until: None,
+            entries: c.pages.unwrap_or(0),
+            digests: c
+                .checksum
+                .iter()
+                .map(|x| x.split(':').next().unwrap_or("").to_string())
+                .collect(),
+            up: Some(f.url.to_string()),
+            warnings: Vec::new(),
+        });
+    }
+    out
 }
