@@ -85,8 +85,6 @@ impl Reader {
         &self.catalog
     }
 
-    /// Where `WHEN` points: a run that exists, or a time (before the first run: the empty
-    /// mirror, run 0).
     /// The newest run, when it has not ended (running now, or its process died).
     pub(crate) fn in_progress(&self) -> Option<i64> {
         self.runs
@@ -109,11 +107,14 @@ impl Reader {
     pub(crate) fn in_progress_note(&self, when: Option<&When>) -> Option<String> {
         let running = self.in_progress().filter(|_| when.is_none())?;
         Some(format!(
-            "note: run {running} has not ended (running, or its process died): shown is the              mirror as run {} left it; --at run:{running} shows what it has committed so far",
+            "note: run {running} has not ended (running, or its process died): shown is the \
+             mirror as run {} left it; --at run:{running} shows what it has committed so far",
             self.last_ended()
         ))
     }
 
+    /// Where `WHEN` points: a run that exists, or a time (before the first run: the empty
+    /// mirror, run 0); no `WHEN`: now, or while a run is under way the last run that ended.
     pub(crate) fn point(&self, when: Option<&When>) -> Result<Point, UsageError> {
         match when {
             // A run under way has committed part of what it brings: until it ends, "now" is the

@@ -462,7 +462,7 @@ fn hints(st: &Status) -> Vec<Hint> {
             if let Some(p) = &c.sync_point {
                 if p.age_seconds.unwrap_or(0) > STALE_SYNC_POINT_DAYS * 86_400 {
                     out.push(Hint::new("sync-point-stale", format!(
-                        "the sync point of {} was last set {} ago (run {}): is the incremental cron job running?",
+                        "the sync point of {} was last confirmed {} ago (set by run {}): is the incremental cron job running?",
                         c.name,
                         human_age(p.age_seconds.unwrap_or(0)),
                         p.run

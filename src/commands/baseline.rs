@@ -70,7 +70,6 @@ pub(crate) fn run(
     std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
     let mut m = OpenMirror::open(&s.mirror)?;
     // A source baselined again is followed again, even after `rsmirror source remove`.
-    let known = m.catalog.source_state(&source_url)?.is_some();
     let source_id = m.catalog.source_id(&source_url)?;
     m.catalog.follow_again(source_id)?;
     s.source.record_maps(&m.catalog, source_id)?;
@@ -114,12 +113,12 @@ pub(crate) fn run(
     summary.seconds = started.elapsed().as_secs_f64();
     let unreadable = matches!(result, Err(Error::Source(_)));
     let outcome = m.finish(run_id, summary, result);
-    // A new source whose first baseline could not read it (a mistyped URL, a host that is not
-    // there: exit 4) and found nothing is not followed: it would fail every night beside the
-    // others. Its run stays recorded; `baseline` of it again follows it. (A first baseline that
-    // read the source and then failed in part stays followed: `incremental --on-gap
-    // rebaseline` finishes it.)
-    if unreadable && !known && m.catalog.found_nothing(source_id)? {
+    // A source that this baseline could not read (a mistyped URL, a host that is not there:
+    // exit 4) and that never found anything (no sync point, no run of it created or updated a
+    // resource) is not followed: it would fail every night beside the others. Its runs stay
+    // recorded; `baseline` of it again follows it. (A first baseline that read the source and
+    // then failed in part stays followed: `incremental --on-gap rebaseline` finishes it.)
+    if unreadable && m.catalog.found_nothing(source_id)? {
         m.catalog.remove_source(&source_url)?;
     }
     outcome

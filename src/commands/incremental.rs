@@ -232,13 +232,24 @@ fn run_source(
     // reads the current list, deleting nothing.
     let e = result.expect_err("handed over at an error");
     let warning = format!("{e}: {why}");
-    let gap = (
-        source.clone(),
-        crate::model::ProblemClass::Gap,
-        warning.clone(),
+    // A gap crossed (or a sync point missing) is recorded as such; a source that publishes no
+    // changes is simply followed by its list, every run, as a plain Sitemap is.
+    let gap = !matches!(
+        e,
+        Error::NeedsBaseline {
+            why: NeedsBaseline::NoChanges,
+            ..
+        }
     );
-    crate::store::run_records::record_problems(&m.catalog, run_id, &[gap])?;
-    summary.warnings.push(warning.clone());
+    if gap {
+        let row = (
+            source.clone(),
+            crate::model::ProblemClass::Gap,
+            warning.clone(),
+        );
+        crate::store::run_records::record_problems(&m.catalog, run_id, &[row])?;
+        summary.warnings.push(warning.clone());
+    }
     m.finish(run_id, summary, Ok(()))?;
     // The lock goes with the mirror: the baseline takes it again, as a run of its own.
     drop(m);
@@ -249,8 +260,8 @@ fn run_source(
         source,
         ..s.source.clone()
     };
-    let crossing = format!("incremental run {run_id}: {e}");
-    let b = rebaseline(s, source, Some(crossing));
+    let crossing = gap.then(|| format!("incremental run {run_id}: {e}"));
+    let b = rebaseline(s, source, crossing);
     let arguments = format!("{arguments} [{why} after run {run_id}]");
     crate::commands::baseline::run(&b, &arguments, progress)
 }

@@ -210,6 +210,8 @@ impl<'x, 'w> Changes<'x, 'w> {
             ChangeOutcome::UnknownDelete => self.summary.unknown_deletes += 1,
             _ => self.summary.unchanged += 1,
         }
+        // Known already: the source agrees with the mirror about it.
+        self.agreement.agreed(1);
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let event = self.event(item, change, outcome);
         Ok(self.writer.event(event)?)
@@ -218,6 +220,8 @@ impl<'x, 'w> Changes<'x, 'w> {
     /// A deletion applied: the tombstone ([`Item::tombstone`]) and its event.
     pub(crate) fn tombstone(&mut self, item: &impl Item) -> Result<(), Error> {
         self.summary.deleted += 1;
+        // A deletion applied as the document says: no sign the source disagrees with itself.
+        self.agreement.agreed(1);
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let version = item.tombstone(self.collection);
         self.applied.insert(version.uri.clone(), None);

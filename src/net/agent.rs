@@ -108,6 +108,12 @@ impl Default for HttpConfig {
     }
 }
 
+/// When this process made its first agent: what `--max-duration` counts from.
+fn first_agent_made() -> std::time::Instant {
+    static MADE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *MADE.get_or_init(std::time::Instant::now)
+}
+
 /// `--max-size`'s default, 64 GiB: above the largest single files real repositories accept
 /// (Zenodo takes 50 GB per record, Dryad 300 GB per dataset in files of at most 10 GB,
 /// institutional repositories far less), far below what fills an archive's disk unseen.
@@ -222,8 +228,6 @@ pub struct Http {
     pacing: HostPacing,
     /// The `User-Agent` sent (the configured one, or [`default_user_agent`]).
     user_agent: String,
-    /// When the run that made it started: `--max-duration` counts from here.
-    started: std::time::Instant,
 }
 
 impl std::fmt::Debug for Http {
@@ -236,6 +240,7 @@ impl std::fmt::Debug for Http {
 
 impl Http {
     pub fn new(cfg: HttpConfig) -> Http {
+        first_agent_made();
         let user_agent = if cfg.user_agent.trim().is_empty() {
             default_user_agent()
         } else {
@@ -253,13 +258,14 @@ impl Http {
             maps,
             pacing: HostPacing::new(Duration::ZERO),
             user_agent,
-            started: std::time::Instant::now(),
         }
     }
 
-    /// When the run must stop fetching (`--max-duration`), if ever.
+    /// When the run must stop fetching (`--max-duration`), if ever: counted from the first
+    /// agent this process made, so that a command of several sources (or one that hands a
+    /// source to a baseline) is bounded as a whole.
     pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
-        self.cfg.max_duration.map(|d| self.started + d)
+        self.cfg.max_duration.map(|d| first_agent_made() + d)
     }
 
     /// Wait at least `delay` between the starts of two requests to the same host (`--delay`),

@@ -88,7 +88,10 @@ impl FetchError {
     pub(crate) fn is_unreachable(&self) -> bool {
         match self {
             FetchError::Status { status, .. } => *status >= 500 || *status == 429,
-            FetchError::Timeout { .. } | FetchError::Transport { .. } => true,
+            FetchError::Timeout { .. } => true,
+            // A transfer cut at --max-time was being served: the resource is big, not the
+            // source down.
+            FetchError::Transport { message, .. } => !message.contains("--max-time"),
             _ => false,
         }
     }

@@ -302,6 +302,15 @@ fn a_source_without_change_lists_is_followed_by_its_list() {
         sync_point(dir.path()).unwrap().0.as_deref(),
         Some("2026-03-02T00:00:00Z")
     );
+    // Followed by its list: no gap said or recorded, night after night.
+    assert!(!s["warnings"].to_string().contains("gap"), "{s}");
+    assert!(
+        last_run_problems(dir.path())
+            .iter()
+            .all(|(_, class, _)| class != "gap"),
+        "{:?}",
+        last_run_problems(dir.path())
+    );
 
     t.put("r1", b"r1 v2\n");
     list_alone(&t, "2026-03-03T00:00:00Z", &["r1", "r2", "r3"]);
@@ -654,5 +663,49 @@ fn the_smaller_lies_are_told_straight() {
     assert!(
         !err.contains("no mirror at") && err.contains("Not a directory"),
         "{err}"
+    );
+}
+
+/// Issue 44, 1: deletions a Change List applies, and changes already known, agree with it: one
+/// change overtaken by a later one beside them stays pending (exit 0), as ResourceSync 1.1 §10.1
+/// allows, not a failure of the run.
+#[test]
+fn deletions_and_known_changes_count_as_agreeing() {
+    let t = Tree::new();
+    for n in ["r1", "r2", "r3"] {
+        t.put(n, format!("{n} v1\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1", "r2", "r3"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!(code, Some(0), "{err}");
+    t.put("r3", b"r3 v2\n");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[
+            ("r1", "deleted", "2026-03-01T01:00:00Z"),
+            ("r2", "deleted", "2026-03-01T01:00:00Z"),
+            ("r3", "updated", "2026-03-01T02:00:00Z"),
+        ],
+    );
+    t.remove("r1");
+    t.remove("r2");
+    // r3 changed again after the Change List was written.
+    t.put("r3", b"r3 v3, later\n");
+    let (code, s, err) = json_run(&mut incremental(dir.path()));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        (
+            s["deleted"].as_u64(),
+            s["pending"].as_u64(),
+            s["failed"].as_u64()
+        ),
+        (Some(2), Some(1), Some(0)),
+        "{s}"
     );
 }

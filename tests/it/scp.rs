@@ -1577,19 +1577,24 @@ fn a_collection_dated_in_the_future_does_not_hide_later_ones() {
     let since = leak(now - jiff::SignedDuration::from_hours(1));
     let generated = leak(now + jiff::SignedDuration::from_mins(5));
     let b1v2 = site.page("/blog/1", "2026-01-01T00:00:00Z", "one, changed");
+    let b9 = site.page("/blog/9", "2026-01-01T00:00:00Z", "nine, new");
     site.collection(
         "d2.scp",
         Z::Plain,
         "blog",
         Some(since),
         generated,
-        std::slice::from_ref(&b1v2),
+        &[b1v2.clone(), b9],
         Sum::Reference,
     );
     site.sitemap();
     let s = run_json(&mut incremental(dir.path()), 0);
     assert_eq!(counts(&s)[1], 1, "the delta is applied: {s}");
     assert_eq!(current_pages(dir.path(), &base)["blog /blog/1"], b1v2);
+    // The future-dated snapshot is not applied again: the page the delta brought stays.
+    let s = run_json(&mut incremental(dir.path()), 0);
+    assert_eq!(s["deleted"], 0, "{s}");
+    assert!(current_pages(dir.path(), &base).contains_key("blog /blog/9"));
 }
 
 /// Issue 42, 6: a page whose `url` is on another host than the site is refused as an

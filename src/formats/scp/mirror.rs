@@ -131,10 +131,21 @@ pub(crate) fn incremental(
         let mut pages = None;
         // A newer snapshot first: it covers every delta listed up to it.
         match fetched.sitemap.latest_snapshot(&name) {
+            // Newer than the section's position; but a snapshot dated in the future, which
+            // moved the position only to its reading time, is not applied again once it was.
             Some(snap)
                 if section
                     .snapshot_generated
-                    .is_none_or(|g| snap.generated > g) =>
+                    .is_none_or(|g| snap.generated > g)
+                    && !(crate::engine::sync_point::is_future(
+                        snap.generated,
+                        jiff::Timestamp::now(),
+                    ) && scp_catalog::collection_applied(
+                        ctx.catalog.conn(),
+                        ctx.source_id,
+                        snap.url.as_str(),
+                        snap.generated,
+                    )?) =>
             {
                 let gone = GonePolicy::Tombstone { max: None };
                 if !take(ctx, &scope, &mut pages, &mut section, snap, gone, &mut run)? {
