@@ -902,13 +902,17 @@ impl Verifying {
     /// by `--refetch`, which calls it `=` when the bytes are the mirror's.
     fn touched(&mut self, slot: usize, l: &Listed) {
         if self.refetch.is_some() {
-            self.candidates.push(refetch::Candidate {
-                slot,
-                uri: l.uri.clone(),
-                scope: l.scope.clone(),
-                collection: self.collection.clone(),
-            });
+            self.refetch_later(slot, l);
         }
+    }
+
+    fn refetch_later(&mut self, slot: usize, l: &Listed) {
+        self.candidates.push(refetch::Candidate {
+            slot,
+            uri: l.uri.clone(),
+            scope: l.scope.clone(),
+            collection: self.collection.clone(),
+        });
     }
 
     /// A listed resource present in the mirror, compared.
@@ -919,12 +923,7 @@ impl Verifying {
             None => false,
         };
         if wanted {
-            self.candidates.push(refetch::Candidate {
-                slot,
-                uri: l.uri.clone(),
-                scope: l.scope.clone(),
-                collection: self.collection.clone(),
-            });
+            self.refetch_later(slot, l);
         } else if by_digest {
             self.count().declared_digest += 1;
         } else {

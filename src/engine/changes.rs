@@ -433,7 +433,7 @@ impl<'x, 'w> Changes<'x, 'w> {
 }
 
 /// The earlier of two times, either of which may be unknown.
-fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+pub(crate) fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

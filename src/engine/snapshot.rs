@@ -555,16 +555,14 @@ fn deletion_guard(
 /// Name the URLs that go (or would go) on stderr, under cron too: one line each, the first
 /// hundred, then how many more and where they are recorded.
 fn name_gone(listing: &Listing, gone: u64, what: &str, progress: &Progress) -> Result<(), Error> {
-    const SHOWN: usize = 100;
-    for uri in listing.first_gone(SHOWN)? {
-        progress.println(&format!("{what}: {uri}"));
-    }
-    if gone > SHOWN as u64 {
-        progress.println(&format!(
-            "{what}: ... and {} more (all of them in the run's problems: run_problems)",
-            gone - SHOWN as u64
-        ));
-    }
+    let first = listing.first_gone(crate::report::NAMED)?;
+    crate::report::name_first(
+        progress,
+        what,
+        first.iter().map(String::as_str),
+        gone,
+        "run_problems",
+    );
     Ok(())
 }
 

@@ -445,10 +445,7 @@ impl DumpRun<'_, '_> {
         let mut basis =
             "until of the last Change Dump package processed, or the latest change applied"
                 .to_string();
-        let stopped = match (self.stopped_at, ends.failed_min) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let stopped = crate::engine::changes::earliest(self.stopped_at, ends.failed_min);
         if let Some(f) = stopped {
             if f < at {
                 at = f.max(since);

@@ -586,17 +586,13 @@ fn record(
                 ),
             ),
         };
-        const SHOWN: usize = 100;
-        for page in a.gone.iter().take(SHOWN) {
-            ctx.progress.println(&format!("{what}: {page}"));
-        }
-        if a.gone.len() > SHOWN {
-            ctx.progress.println(&format!(
-                "{what}: ... and {} more (all of them in the run's problems: rsmirror log --run {})",
-                a.gone.len() - SHOWN,
-                ctx.run_id
-            ));
-        }
+        crate::report::name_first(
+            ctx.progress,
+            what,
+            a.gone.iter().map(String::as_str),
+            a.gone.len() as u64,
+            &format!("rsmirror log --run {}", ctx.run_id),
+        );
         let tx = ctx.catalog.transaction()?;
         for page in &a.gone {
             write::problem(&tx, ctx.run_id, page, class, &reason)?;
