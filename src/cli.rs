@@ -87,6 +87,13 @@ pub enum Command {
     /// runs it, `status` no longer hints about it; `baseline URL` follows it again).
     #[command(after_help = crate::exit::Exit::help_table())]
     Source(SourceCommandArgs),
+    /// The catalog's own health and the way back from damage: `catalog check` (SQLite's
+    /// header, the seal the last run left, `PRAGMA integrity_check`, every copy proven by its
+    /// SHA-256; exit 5 when damaged) and `catalog restore [COPY]` (the newest good copy from
+    /// catalog-copies/ in place of a damaged catalog, kept aside, then a baseline of each
+    /// source finds again what happened after the copy).
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Catalog(CatalogCommandArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, or for one of its commands.
@@ -302,6 +309,42 @@ pub enum SourceAction {
 }
 
 #[derive(Debug, Args)]
+pub struct CatalogCommandArgs {
+    #[command(subcommand)]
+    pub action: CatalogAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogAction {
+    /// Check the catalog alone (what audit's catalog part does): SQLite's file header, the
+    /// seal the last run left (the same file, no commits lost), `PRAGMA integrity_check` in
+    /// full, and each copy in catalog-copies/ against its SHA-256. Exit 0 when sound, 5 when
+    /// damaged. Takes the lock; writes nothing.
+    Check {
+        #[command(flatten)]
+        mirror: MirrorArgs,
+        #[command(flatten)]
+        lock: LockArgs,
+    },
+    /// Put back the newest copy of the catalog that proves good (its SHA-256, then `PRAGMA
+    /// integrity_check`), or COPY (a copy from catalog-copies/, or a catalog.sqlite from a
+    /// backup of one's own); the damaged catalog is moved into damaged-catalog-TIME/, never
+    /// deleted. Then a baseline of each source the copy follows finds again what happened
+    /// after it: objects newer than the copy are kept and re-attached by digest.
+    Restore {
+        /// A copy (catalog-copies/*.sqlite.zst) or an SQLite catalog file.
+        copy: Option<PathBuf>,
+        #[command(flatten)]
+        mirror: MirrorArgs,
+        /// Put the copy back only: no baseline (say which to run).
+        #[arg(long)]
+        offline: bool,
+        #[command(flatten)]
+        lock: LockArgs,
+    },
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
@@ -338,12 +381,18 @@ pub struct OutputArgs {
     pub json: bool,
 }
 
+/// What every command that writes the mirror takes.
 #[derive(Debug, Args)]
 pub struct LockArgs {
     /// When another run holds the mirror's lock, wait for it up to DURATION (30s, 5m, 1h)
     /// instead of exiting 6 at once: for cron lines that may overlap (restic's option).
     #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
     pub retry_lock: Option<std::time::Duration>,
+    /// Copies of the catalog kept in catalog-copies/ (a zstd-compressed snapshot made after
+    /// every command that wrote, with its SHA-256; `rsmirror catalog restore` takes the newest
+    /// good one); 0 makes none.
+    #[arg(long, value_name = "N", default_value_t = crate::store::copies::DEFAULT_KEPT)]
+    pub catalog_copies: usize,
 }
 
 /// A duration as people write it (`30s`, `5m`, `1h30m`, ISO 8601 `PT5M`).

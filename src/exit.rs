@@ -56,7 +56,7 @@ pub const TABLE: &[(Exit, i32, &str)] = &[
     (
         Exit::Store,
         5,
-        "store error: catalog, objects, disk full, under --min-free",
+        "store error: catalog (damaged: rsmirror catalog check), objects, disk full, under --min-free",
     ),
     (Exit::Locked, 6, "another run holds the mirror's lock"),
     (
@@ -72,6 +72,16 @@ pub const TABLE: &[(Exit, i32, &str)] = &[
 ];
 
 impl Exit {
+    /// The exit a child process's code means (a code outside the table: a store error, the
+    /// most cautious reading).
+    pub fn from_code(code: i32) -> Exit {
+        TABLE
+            .iter()
+            .find(|(_, c, _)| *c == code)
+            .map(|(e, _, _)| *e)
+            .unwrap_or(Exit::Store)
+    }
+
     pub fn code(self) -> i32 {
         TABLE
             .iter()

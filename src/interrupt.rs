@@ -75,7 +75,7 @@ pub fn watch() {
         match current {
             Some((db, run_id)) => {
                 let recorded = crate::store::run_records::mark_interrupted(&db, run_id);
-                eprintln!(
+                say!(
                     "rsmirror: interrupted ({name}): run {run_id} stopped{}; what it committed \
                      stays, the rest is gone with it: a re-run is safe",
                     if recorded {
@@ -86,8 +86,8 @@ pub fn watch() {
                 );
             }
             None => match LEAVES.lock().unwrap_or_else(|e| e.into_inner()).clone() {
-                Some(what) => eprintln!("rsmirror: interrupted ({name}): {what}"),
-                None => eprintln!("rsmirror: interrupted ({name}); nothing was written"),
+                Some(what) => say!("rsmirror: interrupted ({name}): {what}"),
+                None => say!("rsmirror: interrupted ({name}); nothing was written"),
             },
         }
         std::process::exit(130);

@@ -12,6 +12,23 @@
 //! alone; `export` writes it out for preservation systems. `cli` is what the user typed,
 //! `settings` the checked form, `exit` the one exit-code table.
 
+/// A line on stderr that never stops the process: a closed or full stderr (a logger that
+/// died, `2>&1 | true`) loses the line, not the run (`eprintln!` would panic).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
+/// [`say!`] for stdout: `println!` that a closed stdout does not turn into a panic.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 pub(crate) mod access;
 pub(crate) mod audit;
 pub mod cli;

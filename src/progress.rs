@@ -48,7 +48,7 @@ impl Progress {
     pub(crate) fn println(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
-            None => eprintln!("{line}"),
+            None => say!("{line}"),
         }
     }
 

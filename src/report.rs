@@ -198,3 +198,8 @@ pub struct DocumentReport {
     pub up: Option<String>,
     pub warnings: Vec<String>,
 }
+
+/// A line on stderr, as [`say!`] writes it, for code outside a macro's reach.
+pub(crate) fn say(line: &str) {
+    say!("{line}");
+}

@@ -83,7 +83,7 @@ fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<V
     }
     let point = reader.point(o.at.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        eprintln!("rsmirror: {note}");
+        say!("rsmirror: {note}");
     }
     match state_at(reader, resource_id, point)? {
         None => Err(UsageError(format!(

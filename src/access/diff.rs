@@ -31,7 +31,7 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let a = reader.point(Some(&o.from))?;
     let b = reader.point(o.to.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.to.as_ref()) {
-        eprintln!("rsmirror: {note}");
+        say!("rsmirror: {note}");
     }
     let (low, high) = if a.bound() <= b.bound() {
         (a.bound(), b.bound())

@@ -34,7 +34,7 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let point = reader.point(o.at.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        eprintln!("rsmirror: {note}");
+        say!("rsmirror: {note}");
     }
     let collections = match &o.collection {
         None => None,

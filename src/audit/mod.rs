@@ -170,7 +170,7 @@ fn conclude(
             recorded_exit.code(),
             &counts_json(totals, s),
         )?,
-        None if s.output.verbose > 0 || exit != Exit::Ok => eprintln!(
+        None if s.output.verbose > 0 || exit != Exit::Ok => say!(
             "audit: {} is read-only: this audit is not recorded in its catalog",
             s.mirror.display()
         ),
@@ -260,23 +260,23 @@ fn stdout_sink(s: &settings::Audit) -> Sink {
 fn tell(s: &settings::Audit, totals: &Totals, exit: Exit, result: &Result<Verdict, Error>) {
     let tty = io::stderr().is_terminal();
     if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
-        eprintln!("{}", totals.line(s.level));
+        say!("{}", totals.line(s.level));
     }
     if s.output.verbose > 0 {
         for (collection, v) in &totals.verification {
-            eprintln!("verified: {collection}: {}", v.line());
+            say!("verified: {collection}: {}", v.line());
         }
         for w in &totals.warnings {
-            eprintln!("warning: {w}");
+            say!("warning: {w}");
         }
     }
     if s.output.verbose > 1 {
         for (phase, secs) in &totals.phases {
-            eprintln!("time: {phase}: {secs:.3} s");
+            say!("time: {phase}: {secs:.3} s");
         }
     }
     if let Ok(Verdict::SourceIncomplete) = result {
-        eprintln!(
+        say!(
             "rsmirror: source error: {} part(s) of the source's list could not be read (the `!` source findings); what they list was not compared",
             totals.counts.get(Class::Source)
         );
@@ -357,9 +357,7 @@ fn check(
     // URIs' keys: the source's list is walked once, into a spill, and read again by each pass.
     let (passes, resources) = passes(catalog, s.sample)?;
     if passes > 1 && s.output.verbose > 0 && !s.offline {
-        eprintln!(
-            "audit: {resources} resources in {passes} passes (one slice of the URIs' keys each)"
-        );
+        say!("audit: {resources} resources in {passes} passes (one slice of the URIs' keys each)");
     }
     let from_states = !s.level.hashes() && !s.all_versions && passes == 1;
     // The states are loaded only for what reads them: the comparison with the source, and

@@ -4,6 +4,7 @@
 //! collection to its format and reports.
 
 pub mod baseline;
+pub(crate) mod catalog;
 pub mod feed;
 pub mod incremental;
 pub mod inspect;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Export(a) => export(&a),
         Command::Repair(a) => repair(&a, arguments),
         Command::Source(a) => source(&a, arguments),
+        Command::Catalog(a) => catalog_command(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     }
@@ -50,6 +52,7 @@ fn only_reads(command: &Command) -> bool {
         Command::Repair(a) => a.dry_run,
         Command::Audit(_) | Command::Export(_) => false,
         Command::Source(a) => matches!(a.action, SourceAction::List { .. }),
+        Command::Catalog(a) => matches!(a.action, crate::cli::CatalogAction::Check { .. }),
         Command::Inspect(_)
         | Command::Feed(_)
         | Command::Ls(_)
@@ -95,7 +98,7 @@ pub fn recorded_arguments(args: impl Iterator<Item = String>) -> String {
 }
 
 fn fail(e: &crate::error::Error) -> Exit {
-    eprintln!("rsmirror: {e}");
+    say!("rsmirror: {e}");
     e.exit()
 }
 
@@ -108,7 +111,7 @@ fn fail_as(command: &str, json: bool, e: &crate::error::Error) -> Exit {
             "error": e.to_string(),
             "exit_code": e.exit().code(),
         });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&doc).expect("serialisable")
         );
@@ -158,6 +161,7 @@ fn waiting_for_the_lock<T>(
 ) -> Result<T, crate::error::Error> {
     use crate::store::lock::LockError;
     use std::time::{Duration, Instant};
+    crate::store::copies::keep(lock.catalog_copies);
     let Some(wait) = lock.retry_lock else {
         return run();
     };
@@ -184,7 +188,7 @@ fn summarise(
     match result {
         Ok(o) => {
             if output.json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(&o.summary).expect("serialisable")
                 );
@@ -192,11 +196,11 @@ fn summarise(
             // Quiet under cron: on success the summary is shown on a terminal or with -v.
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
             if !output.quiet && (o.exit != Exit::Ok || tty || output.verbose > 0) {
-                eprintln!("{}", o.summary.line());
+                say!("{}", o.summary.line());
             }
             if output.verbose > 0 {
                 for w in &o.summary.warnings {
-                    eprintln!("warning: {w}");
+                    say!("warning: {w}");
                 }
             }
             o.exit
@@ -213,18 +217,21 @@ fn inspect(a: &crate::cli::InspectArgs) -> Exit {
     match inspect::run(&s) {
         Ok(i) => {
             if a.json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(&i).expect("serialisable")
                 );
             } else {
-                print!("{}", i.text());
+                {
+                    use std::io::Write as _;
+                    let _ = write!(std::io::stdout().lock(), "{}", i.text());
+                }
             }
             if i.errors.is_empty() {
                 Exit::Ok
             } else {
                 for e in &i.errors {
-                    eprintln!("rsmirror: source error: {e}");
+                    say!("rsmirror: source error: {e}");
                 }
                 Exit::Source
             }
@@ -325,13 +332,13 @@ fn export(a: &crate::cli::ExportArgs) -> Exit {
     match crate::export::run(&a.mirror.mirror, &o) {
         Ok(s) => {
             if a.json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(&s).expect("serialisable")
                 );
             }
             if !a.quiet {
-                eprintln!("{}", s.line());
+                say!("{}", s.line());
             }
             Exit::Ok
         }
@@ -349,13 +356,37 @@ fn source(a: &crate::cli::SourceCommandArgs, arguments: &str) -> Exit {
             match waiting_for_the_lock(lock, || source_remove::run(&mirror.mirror, url, arguments))
             {
                 Ok(message) => {
-                    println!("{message}");
+                    out!("{message}");
                     Exit::Ok
                 }
                 Err(e) => fail(&e),
             }
         }
     }
+}
+
+fn catalog_command(a: &crate::cli::CatalogCommandArgs) -> Exit {
+    use crate::cli::CatalogAction;
+    let result = match &a.action {
+        CatalogAction::Check { mirror, lock } => waiting_for_the_lock(lock, || {
+            catalog::check(&mirror.mirror, &mut |line| out!("{line}"))
+        }),
+        CatalogAction::Restore {
+            copy,
+            mirror,
+            offline,
+            lock,
+        } => {
+            let r = catalog::Restore {
+                copy: copy.clone(),
+                offline: *offline,
+            };
+            waiting_for_the_lock(lock, || {
+                catalog::restore(&mirror.mirror, &r, &mut |line| say!("{line}"))
+            })
+        }
+    };
+    result.unwrap_or_else(|e| fail(&e))
 }
 
 fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
@@ -400,16 +431,16 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
     {
         Ok((summary, exit)) => {
             if a.output.json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(&summary).expect("serialisable")
                 );
             }
             for u in &summary.unrepaired {
-                eprintln!("not repaired: {u}");
+                say!("not repaired: {u}");
             }
             if !a.output.quiet {
-                eprintln!("{}", summary.line());
+                say!("{}", summary.line());
             }
             exit
         }

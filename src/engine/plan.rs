@@ -210,7 +210,7 @@ pub(crate) fn print_mark(
     match action {
         Action::Create => {
             summary.created += 1;
-            println!("+ {uri}");
+            out!("+ {uri}");
         }
         Action::Update(diffs) => {
             summary.updated += 1;
@@ -218,22 +218,22 @@ pub(crate) fn print_mark(
                 .iter()
                 .map(|d| format!("{}: {} -> {}", d.field, d.actual, d.expected))
                 .collect();
-            println!("* {uri} ({})", why.join(", "));
+            out!("* {uri} ({})", why.join(", "));
         }
         Action::Check => {
             summary.updated += 1;
-            println!("? {uri} (nothing to compare: will fetch and compare bytes)");
+            out!("? {uri} (nothing to compare: will fetch and compare bytes)");
         }
         Action::Revalidate => {
             summary.updated += 1;
-            println!(
+            out!(
                 "? {uri} (no digest and a date-only lastmod: will ask the server whether it changed)"
             );
         }
         Action::Keep => {
             summary.unchanged += 1;
             if verbose {
-                println!("= {uri}");
+                out!("= {uri}");
             }
         }
     }

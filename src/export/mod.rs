@@ -211,7 +211,7 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     let _snapshot = Snapshot::begin(reader.catalog())?;
     let point = reader.point(o.at.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        eprintln!("rsmirror: {note}");
+        say!("rsmirror: {note}");
     }
     // Now is the newest run: the record names a point that stays the same.
     let run = point

@@ -29,6 +29,15 @@ const OBJECT_INDEX: &str = "CREATE INDEX IF NOT EXISTS versions_by_object ON ver
 
 pub struct Catalog {
     conn: Connection,
+    /// A catalog open for writing: sealed when dropped (`store::seal`), with a copy made.
+    sealing: Option<Sealing>,
+}
+
+/// What a catalog open for writing seals when it is dropped.
+struct Sealing {
+    mirror: std::path::PathBuf,
+    /// The run the last `begin_run` recorded.
+    run: std::cell::Cell<Option<i64>>,
 }
 
 /// The current state of one resource, as the plan and audit compare it.
@@ -121,8 +130,22 @@ impl Catalog {
     pub fn open(mirror: &Path) -> Result<Catalog, StoreError> {
         let path = mirror.join("catalog.sqlite");
         let mut conn = Connection::open(&path).map_err(|e| StoreError::sqlite(&path, e))?;
+        // Until the check has passed, closing must not checkpoint a damaged log into the file.
+        let no_checkpoint = |conn: &Connection, on: bool| {
+            conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                on,
+            )
+            .map_err(|e| StoreError::sqlite(&path, e))
+        };
+        no_checkpoint(&conn, true)?;
+        conn.execute_batch("PRAGMA busy_timeout=5000;")
+            .map_err(|e| StoreError::sqlite(&path, e))?;
+        crate::store::seal::check(mirror, &conn, crate::store::seal::Who::Writer)?;
+        no_checkpoint(&conn, false)?;
+        crate::store::seal::open(mirror, &conn)?;
         conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;",
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
         )
         .map_err(|e| StoreError::sqlite(&path, e))?;
         let version: i64 = conn
@@ -139,7 +162,21 @@ impl Catalog {
         // A run that loaded an empty catalog without the index and died before building it.
         conn.execute_batch(OBJECT_INDEX)
             .map_err(|e| StoreError::sqlite(&path, e))?;
-        Ok(Catalog { conn })
+        Ok(Catalog {
+            conn,
+            sealing: Some(Sealing {
+                mirror: mirror.to_path_buf(),
+                run: std::cell::Cell::new(None),
+            }),
+        })
+    }
+
+    /// After a commit that matters (a batch of versions, a run begun or ended): the seal says
+    /// how far the catalog has come, so that commits a damaged log would lose are noticed.
+    pub(crate) fn committed(&self) {
+        if let Some(s) = &self.sealing {
+            crate::store::seal::progress(&s.mirror, &self.conn, s.run.get());
+        }
     }
 
     /// Drop the index `versions_by_object` while the catalog has no versions, so that a first
@@ -199,10 +236,20 @@ impl Catalog {
             }
             Err(e) => return Err(StoreError::sqlite(&path, e)),
         };
+        if version == 0 {
+            // The first run of a new mirror has made the file, not yet its tables.
+            return Err(StoreError::Creating {
+                path: path.display().to_string(),
+            });
+        }
         if version != SCHEMA_VERSION {
             return Err(StoreError::schema(&path, version));
         }
-        Ok(Some(Catalog { conn }))
+        crate::store::seal::check(mirror, &conn, crate::store::seal::Who::Reader)?;
+        Ok(Some(Catalog {
+            conn,
+            sealing: None,
+        }))
     }
 
     /// Whether the mirror has a catalog: false when there is none, an error naming it when
@@ -418,6 +465,10 @@ impl Catalog {
             params![command, source_id, arguments, now()],
         )?;
         let run_id = self.conn.last_insert_rowid();
+        if let Some(s) = &self.sealing {
+            s.run.set(Some(run_id));
+        }
+        self.committed();
         // So that Ctrl-C records it as interrupted.
         crate::interrupt::running(self.conn.path(), run_id);
         Ok(run_id)
@@ -434,6 +485,7 @@ impl Catalog {
             "UPDATE runs SET ended_at = ?2, outcome = ?3, exit_code = ?4, counts_json = ?5 WHERE id = ?1",
             params![run_id, now(), outcome, exit_code, counts_json],
         )?;
+        self.committed();
         crate::interrupt::finished(run_id);
         Ok(())
     }
@@ -810,6 +862,32 @@ pub mod write {
             params![run_id, event],
         )?;
         Ok(())
+    }
+}
+
+/// A catalog open for writing is sealed when it goes: its log checkpointed into the file, a
+/// copy made (`--catalog-copies`) and the seal written (`store::seal`). Should that fail, the
+/// seal stays open (the next writer reads the whole catalog) and stderr says why.
+impl Drop for Catalog {
+    fn drop(&mut self) {
+        let Some(s) = self.sealing.take() else {
+            return;
+        };
+        let conn = match Connection::open_in_memory() {
+            Ok(spare) => std::mem::replace(&mut self.conn, spare),
+            Err(_) => return,
+        };
+        let kept = crate::store::copies::kept();
+        if let Err(e) = crate::store::seal::seal(&s.mirror, conn, s.run.get(), kept) {
+            crate::report::say(&format!(
+                "rsmirror: warning: the catalog was not sealed{}: {e}; the next run reads it whole",
+                if kept > 0 {
+                    " and no copy of it was made"
+                } else {
+                    ""
+                }
+            ));
+        }
     }
 }
 

@@ -83,7 +83,7 @@ fn armed(name: &'static str) {
         return;
     };
     if want == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *nth {
-        eprintln!("rsmirror: killed at {name} (pass {nth}) by RSMIRROR_KILL_AT");
+        say!("rsmirror: killed at {name} (pass {nth}) by RSMIRROR_KILL_AT");
         std::process::abort();
     }
 }

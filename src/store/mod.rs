@@ -6,6 +6,7 @@ pub(crate) mod audit_records;
 pub mod catalog;
 pub(crate) mod change_history;
 mod columns;
+pub mod copies;
 pub(crate) mod fixity_claims;
 pub(crate) mod history;
 pub mod kill;
@@ -19,6 +20,7 @@ pub mod rows;
 pub(crate) mod run_records;
 pub mod scp_catalog;
 pub(crate) mod scp_pages;
+pub(crate) mod seal;
 pub(crate) mod state_shares;
 pub mod writer;
 
@@ -32,9 +34,9 @@ use std::path::Path;
 /// The catalog or the object store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("catalog: {0}")]
+    #[error("catalog: {0}{hint}", hint = damage_hint(.0))]
     Sqlite(#[from] rusqlite::Error),
-    #[error("catalog {path}: {source}")]
+    #[error("catalog {path}: {source}{hint}", hint = damage_hint(source))]
     SqliteAt {
         path: String,
         #[source]
@@ -54,6 +56,13 @@ pub enum StoreError {
     Migration(String),
     #[error("no mirror at {path}: run rsmirror baseline first")]
     Missing { path: String },
+    /// The catalog failed the check made before it is trusted (`store::seal`): nothing was
+    /// written.
+    #[error("the catalog {path} is damaged: {what}; nothing was written.{RECOVERY}")]
+    Damaged { path: String, what: String },
+    /// A reader found the catalog of a mirror whose first run has not yet made its tables.
+    #[error("the mirror's catalog {path} is being made by its first run: try again when that run has ended")]
+    Creating { path: String },
     #[error(
         "the file system of the mirror {path} is full ({message}); the run stopped at the first \
          resource that did not fit{needed}: free space there and run it again (a re-run is safe: \
@@ -91,6 +100,21 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What to do about a damaged catalog, said after every error that finds one.
+pub(crate) const RECOVERY: &str = " `rsmirror catalog check` names the damage; `rsmirror \
+     catalog restore` puts back the newest good copy (catalog-copies/, made after every run that \
+     wrote) and finds again what happened after it (see \"When the catalog is damaged\" in the \
+     README)";
+
+/// [`RECOVERY`] after an SQLite error that says the file is damaged (SQLITE_CORRUPT,
+/// SQLITE_NOTADB).
+fn damage_hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => RECOVERY,
+        _ => "",
+    }
 }
 
 /// What a catalog error says of the disk under it.

@@ -6,6 +6,7 @@ mod audit;
 mod baseline;
 mod bounds_http;
 mod busy;
+mod catalog;
 mod cli;
 mod corpus;
 mod corruption;

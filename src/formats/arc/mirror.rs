@@ -709,29 +709,29 @@ pub(crate) fn plan_changes(
                     summary.updated += 1;
                     let was = here.lastmod.map(|t| t.to_string()).unwrap_or_default();
                     let now = d.page.lastmod.map(|t| t.to_string()).unwrap_or_default();
-                    println!("* {uri} (lastmod: {was} -> {now})");
+                    out!("* {uri} (lastmod: {was} -> {now})");
                 }
                 None => {
                     summary.created += 1;
-                    println!("+ {uri}");
+                    out!("+ {uri}");
                 }
             },
             Some(Disposal::Tombstone) => {
                 summary.gone += 1;
-                println!("- {uri} (would be deleted)");
+                out!("- {uri} (would be deleted)");
             }
             Some(Disposal::Event(_, ChangeOutcome::UnknownDelete)) => summary.unknown_deletes += 1,
             None | Some(Disposal::Event(..)) => {
                 summary.unchanged += 1;
                 if verbose {
-                    println!("= {uri}");
+                    out!("= {uri}");
                 }
             }
         }
     }
     for (uri, reason) in &c.refused {
         summary.refused += 1;
-        println!("! {uri} refused: {reason}");
+        out!("! {uri} refused: {reason}");
     }
     Ok(())
 }

@@ -143,7 +143,7 @@ pub(crate) fn plan(
             (Some(f), None) => format!(" from {f}"),
             _ => String::new(),
         };
-        println!(
+        out!(
             "? {} (a Change Dump package{range}: its changes are read when it is fetched)",
             r.url
         );

@@ -239,7 +239,7 @@ fn coalesce(events: &[Event]) -> Vec<usize> {
 fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summary: &mut Summary) {
     for p in pending {
         for t in &p.changes.trail {
-            eprintln!("{t}");
+            say!("{t}");
         }
         for &i in &p.apply {
             let e = &p.changes.events[i];
@@ -251,25 +251,25 @@ fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summa
             match e.change {
                 Change::Deleted if known => {
                     summary.deleted += 1;
-                    println!("- {} (deleted at {when})", e.uri);
+                    out!("- {} (deleted at {when})", e.uri);
                 }
                 Change::Deleted => {
                     summary.unknown_deletes += 1;
-                    println!("- {} (deleted at {when}; not in the mirror)", e.uri);
+                    out!("- {} (deleted at {when}; not in the mirror)", e.uri);
                 }
                 Change::Created | Change::Updated if known => {
                     summary.updated += 1;
-                    println!("* {} ({} at {when})", e.uri, e.change);
+                    out!("* {} ({} at {when})", e.uri, e.change);
                 }
                 _ => {
                     summary.created += 1;
-                    println!("+ {} ({} at {when})", e.uri, e.change);
+                    out!("+ {} ({} at {when})", e.uri, e.change);
                 }
             }
         }
         for r in &p.changes.refused {
             summary.refused += 1;
-            println!("! {} refused: {}", r.uri, r.reason);
+            out!("! {} refused: {}", r.uri, r.reason);
         }
     }
 }

@@ -843,7 +843,7 @@ fn plan_collection(
         }
         Err(why) => {
             summary.failed += 1;
-            println!("! {} {why}", entry.url);
+            out!("! {} {why}", entry.url);
             return false;
         }
     };
@@ -854,7 +854,7 @@ fn plan_collection(
             _ => summary.unchanged += 1,
         }
         if mark != '=' || verbose {
-            println!("{mark} {line}");
+            out!("{mark} {line}");
         }
     }
     let Some(what) = gone else {
@@ -875,7 +875,7 @@ fn plan_collection(
     gone_pages.sort();
     for url in gone_pages {
         summary.gone += 1;
-        println!("- {url} ({what})");
+        out!("- {url} ({what})");
         if what == "would be deleted" {
             if let Some((p, _)) = pages.get_mut(&url) {
                 p.modified = None;

@@ -1,0 +1,405 @@
+//! `rsmirror catalog check` and `rsmirror catalog restore`: the catalog's own health, alone, and
+//! the way back from damage. Both hold the mirror's lock (no run writes meanwhile); neither
+//! deletes anything: a damaged catalog is moved aside into `damaged-catalog-<time>/`.
+//!
+//! - `check`: SQLite's header, the seal (`store::seal`: is this the file the last run left, did
+//!   it lose commits), `PRAGMA integrity_check` in full, and every copy in `catalog-copies/`
+//!   proven by its SHA-256. Exit 0 when the catalog is sound, 5 when it is not.
+//! - `restore [COPY]`: the newest copy that proves good (or COPY: a copy, or an SQLite catalog
+//!   from a backup of one's own), unpacked and checked before it takes the damaged one's place;
+//!   then what happened after the copy is found again: a baseline of each source the copy
+//!   follows (`--offline`: not), which re-attaches the objects already present by digest and
+//!   fetches what they do not hold. Objects newer than the copy are kept, never deleted.
+
+use crate::error::{Error, UsageError};
+use crate::exit::Exit;
+use crate::store::copies::{self, Copy};
+use crate::store::lock::MirrorLock;
+use crate::store::{seal, StoreError};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+/// One line of what `check` found.
+struct Line {
+    ok: bool,
+    what: String,
+}
+
+/// `rsmirror catalog check`: what it finds, a line each (`ok`/`DAMAGED`), and the exit code.
+pub(crate) fn check(mirror: &Path, out: &mut dyn FnMut(&str)) -> Result<Exit, Error> {
+    present(mirror)?;
+    let _lock = MirrorLock::acquire(mirror)?;
+    let lines = findings(mirror);
+    let sound = lines
+        .iter()
+        .filter(|l| !l.what.starts_with("copy "))
+        .all(|l| l.ok);
+    for l in &lines {
+        out(&format!(
+            "{} {}",
+            if l.ok { "ok     " } else { "DAMAGED" },
+            l.what
+        ));
+    }
+    if sound {
+        out("the catalog is sound");
+        Ok(Exit::Ok)
+    } else {
+        out(&format!(
+            "the catalog is damaged.{}",
+            crate::store::RECOVERY
+        ));
+        Ok(Exit::Store)
+    }
+}
+
+fn present(mirror: &Path) -> Result<(), Error> {
+    if !crate::store::Catalog::present(mirror)? {
+        return Err(StoreError::Missing {
+            path: mirror.display().to_string(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// A connection that never checkpoints a log into the file when it closes (a damaged log is
+/// left as it was found).
+fn open_untouched(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+fn findings(mirror: &Path) -> Vec<Line> {
+    let path = mirror.join("catalog.sqlite");
+    let mut lines = Vec::new();
+    let header = seal::header(&path);
+    lines.push(Line {
+        ok: header.is_ok(),
+        what: match &header {
+            Ok(()) => "SQLite's file header".into(),
+            Err(e) => format!("SQLite's file header: {e}"),
+        },
+    });
+    let conn = match open_untouched(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            lines.push(Line {
+                ok: false,
+                what: format!("cannot be opened: {e}"),
+            });
+            return lines;
+        }
+    };
+    // The seal, judged as a writer would (the lock is held), past a header already named.
+    if header.is_ok() {
+        lines.push(seal_line(mirror, &conn));
+    }
+    let problems = seal::sqlite_check(&conn, "integrity_check");
+    lines.push(Line {
+        ok: problems.is_empty(),
+        what: match problems.len() {
+            0 => "PRAGMA integrity_check".into(),
+            n => format!(
+                "PRAGMA integrity_check: {n} problem(s): {}",
+                problems
+                    .iter()
+                    .take(5)
+                    .map(|s| s.trim().replace('\n', " "))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        },
+    });
+    drop(conn);
+    for c in copies::list(mirror) {
+        let name = c.record.file.clone();
+        let proof = copies::sha256_of(&c.path)
+            .map_err(|e| format!("cannot be read: {e}"))
+            .and_then(|sha| match sha == c.record.zst_sha256 {
+                true => Ok(()),
+                false => Err(format!(
+                    "SHA-256 {sha}, its record says {}",
+                    c.record.zst_sha256
+                )),
+            });
+        lines.push(Line {
+            ok: proof.is_ok(),
+            what: match proof {
+                Ok(()) => format!(
+                    "copy {name}: after run {}, made {}, {} bytes",
+                    c.record.run.unwrap_or(0),
+                    c.record.made,
+                    c.record.bytes
+                ),
+                Err(e) => format!("copy {name}: {e}"),
+            },
+        });
+    }
+    if copies::list(mirror).is_empty() {
+        lines.push(Line {
+            ok: true,
+            what: "copy: none in catalog-copies/".into(),
+        });
+    }
+    lines
+}
+
+/// The seal judged as a writer judges it before its first write.
+fn seal_line(mirror: &Path, conn: &Connection) -> Line {
+    match seal::check(mirror, conn, seal::Who::Writer) {
+        Ok(()) => Line {
+            ok: true,
+            what: match seal::read(mirror) {
+                Some(s) if s.state == "sealed" => format!(
+                    "the seal: as the last run left it ({}), or sound where it changed",
+                    s.run
+                        .map(|r| format!("run {r}"))
+                        .unwrap_or_else(|| s.at.clone())
+                ),
+                Some(_) => "the seal: the last writer did not end; nothing lost".into(),
+                None => "the seal: none (a mirror of an older rsmirror)".into(),
+            },
+        },
+        Err(StoreError::Damaged { what, .. }) => Line {
+            ok: false,
+            what: format!("the seal: {what}"),
+        },
+        Err(e) => Line {
+            ok: false,
+            what: format!("the seal: {e}"),
+        },
+    }
+}
+
+/// What `restore` puts back.
+pub(crate) struct Restore {
+    pub copy: Option<PathBuf>,
+    pub offline: bool,
+}
+
+/// `rsmirror catalog restore`: the newest good copy (or the one given) in place of the
+/// catalog, then a baseline of each source (unless offline). What to say comes through `say`.
+pub(crate) fn restore(
+    mirror: &Path,
+    r: &Restore,
+    say: &mut dyn FnMut(&str),
+) -> Result<Exit, Error> {
+    // A catalog that is gone altogether is restored too, from a copy.
+    if r.copy.is_none() && copies::list(mirror).is_empty() {
+        present(mirror)?;
+    }
+    let lock = MirrorLock::acquire(mirror)?;
+    let unpacked = mirror.join("catalog.sqlite.restoring");
+    let _ = std::fs::remove_file(&unpacked);
+    let (from, sha) = match &r.copy {
+        Some(given) => (given.clone(), take_given(given, &unpacked)?),
+        None => newest_good(mirror, &unpacked, say)?,
+    };
+    let aside = move_aside(mirror)?;
+    let path = mirror.join("catalog.sqlite");
+    std::fs::rename(&unpacked, &path).map_err(|e| StoreError::io("restoring", &path, e))?;
+    std::fs::File::open(mirror)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io("syncing", mirror, e))?;
+    seal::accept(mirror, Some(sha))?;
+    say(&format!(
+        "restored the catalog from {}; the damaged one is kept in {}",
+        from.display(),
+        aside.display()
+    ));
+    let (newer, sources) = after_the_copy(mirror)?;
+    drop(lock);
+    if newer > 0 {
+        say(&format!(
+            "{newer} object(s) in objects/ are newer than the copy: kept; a baseline of each \
+             source re-attaches those it still lists (audit then names the rest as strays)"
+        ));
+    }
+    if r.offline {
+        if !sources.is_empty() {
+            say(&format!(
+                "--offline: run rsmirror baseline of each source to find again what happened \
+                 after the copy: {}",
+                sources.join(", ")
+            ));
+        }
+        return Ok(Exit::Ok);
+    }
+    let mut worst = Exit::Ok;
+    for source in &sources {
+        say(&format!("rsmirror baseline {source}"));
+        let exit = baseline_of(mirror, source)?;
+        if exit.code() > worst.code() {
+            worst = exit;
+        }
+    }
+    Ok(worst)
+}
+
+/// A copy or catalog named on the command line, unpacked (a copy) or copied, and checked.
+fn take_given(given: &Path, unpacked: &Path) -> Result<String, Error> {
+    let usage = |why: String| -> Error { UsageError(format!("{}: {why}", given.display())).into() };
+    let json = {
+        let mut j = given.as_os_str().to_owned();
+        j.push(".json");
+        PathBuf::from(j)
+    };
+    if json.is_file() {
+        let record = std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| usage(format!("its record {} cannot be read", json.display())))?;
+        let copy = Copy {
+            path: given.to_path_buf(),
+            record,
+        };
+        copies::unpack(&copy, unpacked).map_err(|e| usage(format!("not a good copy: {e}")))?;
+    } else {
+        std::fs::copy(given, unpacked).map_err(|e| usage(format!("cannot be read: {e}")))?;
+    }
+    sound(unpacked).map_err(|e| {
+        let _ = std::fs::remove_file(unpacked);
+        usage(format!("not a sound catalog: {e}"))
+    })?;
+    copies::sha256_of(unpacked).map_err(|e| StoreError::io("reading", unpacked, e).into())
+}
+
+/// The newest copy that unpacks to what its record says and passes `integrity_check`.
+fn newest_good(
+    mirror: &Path,
+    unpacked: &Path,
+    say: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, String), Error> {
+    let all = copies::list(mirror);
+    for c in &all {
+        let proof = copies::unpack(c, unpacked).and_then(|()| sound(unpacked));
+        match proof {
+            Ok(()) => return Ok((c.path.clone(), c.record.sha256.clone())),
+            Err(e) => {
+                let _ = std::fs::remove_file(unpacked);
+                say(&format!("copy {} is not good: {e}", c.record.file));
+            }
+        }
+    }
+    Err(StoreError::Damaged {
+        path: mirror.join("catalog.sqlite").display().to_string(),
+        what: match all.len() {
+            0 => "there is no copy in catalog-copies/ to restore".into(),
+            n => format!("none of the {n} copies in catalog-copies/ is good"),
+        },
+    }
+    .into())
+}
+
+/// A catalog file that SQLite finds whole, of a schema this rsmirror reads or upgrades.
+fn sound(path: &Path) -> Result<(), String> {
+    seal::header(path)?;
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| e.to_string())?;
+    let problems = seal::sqlite_check(&conn, "integrity_check");
+    let version = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+    drop(conn);
+    // What opening it made beside it (an empty log and its shared memory).
+    for end in ["-wal", "-shm"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(end);
+        let _ = std::fs::remove_file(PathBuf::from(side));
+    }
+    if !problems.is_empty() {
+        return Err(format!("PRAGMA integrity_check: {}", problems.join("; ")));
+    }
+    let version = version.map_err(|e| e.to_string())?;
+    if !(1..=crate::store::catalog::SCHEMA_VERSION).contains(&version) {
+        return Err(format!(
+            "schema version {version}, not one this rsmirror reads"
+        ));
+    }
+    Ok(())
+}
+
+/// Move the catalog, its log, its shared memory and its seal into `damaged-catalog-<time>/`.
+fn move_aside(mirror: &Path) -> Result<PathBuf, Error> {
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let mut aside = mirror.join(format!("damaged-catalog-{stamp}"));
+    let mut n = 1;
+    while aside.exists() {
+        n += 1;
+        aside = mirror.join(format!("damaged-catalog-{stamp}-{n}"));
+    }
+    std::fs::create_dir(&aside).map_err(|e| StoreError::io("creating", &aside, e))?;
+    for name in [
+        "catalog.sqlite",
+        "catalog.sqlite-wal",
+        "catalog.sqlite-shm",
+        seal::FILE,
+    ] {
+        let from = mirror.join(name);
+        if from.exists() {
+            std::fs::rename(&from, aside.join(name))
+                .map_err(|e| StoreError::io("moving aside", &from, e))?;
+        }
+    }
+    Ok(aside)
+}
+
+/// After a restore: how many objects the restored catalog does not name, and the sources it
+/// follows.
+fn after_the_copy(mirror: &Path) -> Result<(u64, Vec<String>), Error> {
+    let catalog =
+        crate::store::Catalog::open_read_only(mirror)?.ok_or_else(|| StoreError::Missing {
+            path: mirror.display().to_string(),
+        })?;
+    let sources: Vec<String> = match catalog.followed_sources() {
+        Ok(s) => s.into_iter().map(|(url, _, _)| url).collect(),
+        // A copy of an older schema (the baseline upgrades it): the source it remembers.
+        Err(_) => catalog
+            .remembered_source()
+            .ok()
+            .flatten()
+            .into_iter()
+            .collect(),
+    };
+    let mut stmt = catalog
+        .conn()
+        .prepare("SELECT EXISTS (SELECT 1 FROM versions WHERE sha256_hex = ?1)")
+        .map_err(StoreError::from)?;
+    let mut newer = 0u64;
+    let store = crate::store::ObjectStore::at(mirror);
+    store
+        .visit_sorted(|v| {
+            if v.placed && crate::store::objects::is_sha256_hex(v.name) {
+                let named: bool = stmt
+                    .query_row([v.name], |r| r.get(0))
+                    .map_err(std::io::Error::other)?;
+                if !named {
+                    newer += 1;
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| StoreError::io("reading", &mirror.join("objects"), e))?;
+    Ok((newer, sources))
+}
+
+/// `rsmirror baseline SOURCE --mirror MIRROR`, this same program, its output passed through
+/// (the rules `--map` the catalog remembers apply as to any baseline).
+fn baseline_of(mirror: &Path, source: &str) -> Result<Exit, Error> {
+    let exe =
+        std::env::current_exe().map_err(|e| StoreError::io("finding", Path::new("rsmirror"), e))?;
+    let status = std::process::Command::new(exe)
+        .arg("baseline")
+        .arg(source)
+        .arg("--mirror")
+        .arg(mirror)
+        .status()
+        .map_err(|e| StoreError::io("running a baseline of", Path::new(source), e))?;
+    Ok(Exit::from_code(status.code().unwrap_or(1)))
+}

@@ -1,0 +1,434 @@
+//! Issue 43: the catalog is the mirror. Damage is noticed before anything is written (a header
+//! byte, garbage in random pages, a write-ahead log cut or overwritten after a run died): every
+//! writing command and an idle `incremental` exit 5 with one message that names the damage and
+//! the recovery, and nothing is written; `catalog restore` brings back a mirror that audits
+//! clean; a closed stderr never panics a run and SIGTERM always stops it.
+
+use crate::server::TestServer;
+use crate::support::*;
+use std::path::Path;
+
+/// A good mirror of a generated source (`n` resources), its server and the list's URL.
+struct Good {
+    _tree: tempfile::TempDir,
+    srv: TestServer,
+    list: String,
+    dir: tempfile::TempDir,
+}
+
+impl Good {
+    fn new(n: usize) -> Good {
+        let tree = tempfile::tempdir().unwrap();
+        generate_source(tree.path(), n, 32);
+        let srv = TestServer::start(tree.path());
+        let list = srv.url("/resourcelist.xml");
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        let out = baseline(&list, &m).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        Good {
+            _tree: tree,
+            srv,
+            list,
+            dir,
+        }
+    }
+
+    fn mirror(&self) -> std::path::PathBuf {
+        self.dir.path().join("m")
+    }
+
+    /// A copy of the good mirror to damage.
+    fn copy(&self) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        copy_tree(&self.mirror(), &m);
+        (dir, m)
+    }
+
+    /// The commands that write (and the idle incremental), as they would be typed.
+    fn writers(&self) -> Vec<Vec<String>> {
+        let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        vec![
+            s(&["incremental"]),
+            s(&["baseline", &self.list]),
+            s(&["audit"]),
+            s(&["audit", "--offline"]),
+            s(&["repair", "--offline"]),
+            s(&["source", "remove", &self.list]),
+        ]
+    }
+}
+
+/// What a command must leave as it found: the catalog's bytes, its log's, the seal, the
+/// objects and the copies.
+fn snapshot(m: &Path) -> Vec<String> {
+    let hash = |p: &Path| match p.exists() {
+        true => sha256_file(p),
+        false => "absent".into(),
+    };
+    let wal = m.join("catalog.sqlite-wal");
+    vec![
+        hash(&m.join("catalog.sqlite")),
+        match std::fs::metadata(&wal).map(|w| w.len()).unwrap_or(0) {
+            0 => "no log".into(),
+            _ => hash(&wal),
+        },
+        std::fs::read_to_string(m.join("catalog.seal")).unwrap_or_default(),
+        walk_files(&m.join("objects")).len().to_string(),
+        walk_files(&m.join("catalog-copies")).len().to_string(),
+    ]
+}
+
+/// Every command in `commands` exits 5 on the mirror, saying the catalog is damaged and how to
+/// recover, and writes nothing; `says` must be in each message. The number that held.
+fn all_refused(m: &Path, commands: &[Vec<String>], says: &str) -> usize {
+    let mut held = 0;
+    for c in commands {
+        let before = snapshot(m);
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        let out = on_mirror(m, &args);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(5), "{c:?}: {err}");
+        assert!(
+            err.contains("is damaged") && err.contains("catalog restore") && err.contains(says),
+            "{c:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{c:?}: one message: {err}");
+        assert_eq!(snapshot(m), before, "{c:?} wrote something");
+        held += 1;
+    }
+    held
+}
+
+#[test]
+fn one_header_byte_stops_every_command_and_nothing_is_written() {
+    let good = Good::new(40);
+    let (_d, m) = good.copy();
+    // The issue's case: one byte at offset 67 (incremental vacuum, without auto-vacuum).
+    let db = m.join("catalog.sqlite");
+    let mut bytes = std::fs::read(&db).unwrap();
+    bytes[67] = 1;
+    std::fs::write(&db, bytes).unwrap();
+    let mut commands = good.writers();
+    commands.push(vec!["ls".into()]);
+    commands.push(vec!["status".into()]);
+    let held = all_refused(&m, &commands, "header byte 64: incremental vacuum");
+    // `catalog check` names it too, and exits 5.
+    let out = on_mirror(&m, &["catalog", "check"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(
+        stdout_of(&out).contains("DAMAGED SQLite's file header"),
+        "{}",
+        stdout_of(&out)
+    );
+    record_tally(&format!(
+        "catalog faults: header byte 67: {held}/{} commands exit 5 naming it, nothing written",
+        commands.len()
+    ));
+}
+
+#[test]
+fn garbage_in_random_pages_stops_every_writer_seed_by_seed() {
+    let good = Good::new(300);
+    let writers = good.writers();
+    let seeds = 32u64;
+    let mut refused = 0;
+    for seed in 1..=seeds {
+        let (_d, m) = good.copy();
+        let db = m.join("catalog.sqlite");
+        let mut bytes = std::fs::read(&db).unwrap();
+        let page = 4096;
+        let pages = bytes.len() / page;
+        let mut rng = Rng(seed * 7919);
+        let at = rng.pick(pages) * page;
+        for b in &mut bytes[at..at + page] {
+            *b = rng.next() as u8;
+        }
+        std::fs::write(&db, bytes).unwrap();
+        // The idle incremental, one other writer in turn, and `catalog check`.
+        let other = writers[1 + (seed as usize) % (writers.len() - 1)].clone();
+        refused += all_refused(&m, &[writers[0].clone(), other], "");
+        let out = on_mirror(&m, &["catalog", "check"]);
+        assert_eq!(
+            out.status.code(),
+            Some(5),
+            "seed {seed}: {}",
+            stdout_of(&out)
+        );
+    }
+    record_tally(&format!(
+        "catalog faults: a page of garbage, {seeds} seeds: {refused}/{} writer runs exit 5 with \
+         nothing written; catalog check exits 5 on every seed",
+        seeds * 2
+    ));
+}
+
+/// Run a baseline of `list` killed at the second commit of versions (a debug build's kill
+/// point), leaving its write-ahead log; the log's frames.
+fn killed_with_a_log(list: &str, m: &Path) -> u64 {
+    let out = rsmirror()
+        .env("RSMIRROR_KILL_AT", "writer.committed:2")
+        .args(["baseline", list, "-j", "2", "--mirror"])
+        .arg(m)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "the run was to be killed");
+    let wal = std::fs::metadata(m.join("catalog.sqlite-wal"))
+        .unwrap()
+        .len();
+    assert!(wal > 32 + 4120 * 4, "a log with frames: {wal} bytes");
+    (wal - 32) / (24 + 4096)
+}
+
+#[test]
+fn a_cut_or_overwritten_log_after_a_killed_run_stops_every_writer() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED: kill points need a debug build");
+        return;
+    }
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 2000, 16);
+    let srv = TestServer::start(tree.path());
+    let list = srv.url("/resourcelist.xml");
+    let writers = |m: &Path| -> Vec<Vec<String>> {
+        let _ = m;
+        vec![
+            vec!["incremental".into()],
+            vec!["baseline".into(), list.clone()],
+            vec!["audit".into(), "--offline".into()],
+            vec!["repair".into(), "--offline".into()],
+        ]
+    };
+    let mut held = 0;
+    for damage in ["cut", "garbage"] {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        let frames = killed_with_a_log(&list, &m);
+        let wal = m.join("catalog.sqlite-wal");
+        let at = 32 + (frames / 3) * (24 + 4096);
+        match damage {
+            "cut" => {
+                let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+                f.set_len(at).unwrap();
+            }
+            _ => {
+                let mut bytes = std::fs::read(&wal).unwrap();
+                let mut rng = Rng(99);
+                for b in &mut bytes[at as usize..at as usize + 4120] {
+                    *b = rng.next() as u8;
+                }
+                std::fs::write(&wal, bytes).unwrap();
+            }
+        }
+        held += all_refused(&m, &writers(&m), "lost commits");
+    }
+    record_tally(&format!(
+        "catalog faults: the log of a killed run cut, or a frame overwritten: {held}/8 writer \
+         runs exit 5 naming the lost commits, nothing written"
+    ));
+}
+
+#[test]
+fn restore_brings_back_a_mirror_that_audits_clean() {
+    let good = Good::new(60);
+    let (_d, m) = good.copy();
+    // A second run after the first (a copy each); then garbage in the catalog.
+    ok_on_mirror(&m, &["baseline", &good.list]);
+    let db = m.join("catalog.sqlite");
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in &mut bytes[4096 * 2..4096 * 3] {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, bytes).unwrap();
+    assert_eq!(on_mirror(&m, &["incremental"]).status.code(), Some(5));
+
+    let (_, err) = ok_on_mirror(&m, &["catalog", "restore"]);
+    assert!(err.contains("restored the catalog from"), "{err}");
+    // The damaged catalog is kept aside, not deleted.
+    let aside: Vec<_> = std::fs::read_dir(&m)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("damaged-catalog-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert!(aside[0].path().join("catalog.sqlite").is_file());
+    ok_on_mirror(&m, &["catalog", "check"]);
+    let (out, _) = ok_on_mirror(&m, &["audit"]);
+    assert!(!out.contains("stray"), "{out}");
+    assert_eq!(current(&m).len(), 60);
+    // A writer goes on from it.
+    ok_on_mirror(&m, &["incremental"]);
+    let _ = &good.srv;
+}
+
+#[test]
+fn restore_takes_the_newest_good_copy_and_finds_again_what_came_after_it() {
+    let tree = Tree::new();
+    tree.put("a", b"a1");
+    tree.resource_list("2026-01-01T00:00:00Z", &["a"]);
+    let srv = TestServer::start(tree.path());
+    let list = srv.url("/resourcelist.xml");
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    ok_on_mirror(&m, &["baseline", &list]);
+    // The source grows; a second run brings b (and makes the newest copy).
+    tree.put("b", b"b1");
+    tree.resource_list("2026-01-02T00:00:00Z", &["a", "b"]);
+    ok_on_mirror(&m, &["baseline", &list]);
+    // The newest copy is damaged too: restore says so and takes the one before.
+    let copies = rsmirror::store::copies::list(&m);
+    assert_eq!(copies.len(), 2);
+    std::fs::write(&copies[0].path, b"not zstd").unwrap();
+    std::fs::write(m.join("catalog.sqlite"), b"garbage where a catalog was").unwrap();
+
+    let (_, err) = ok_on_mirror(&m, &["catalog", "restore"]);
+    assert!(
+        err.contains(&format!("copy {} is not good", copies[0].record.file)),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 object(s) in objects/ are newer than the copy"),
+        "{err}"
+    );
+    // The baseline after it found b again: both present, nothing stray.
+    let now = current(&m);
+    assert_eq!(now.len(), 2, "{now:?}");
+    let (out, _) = ok_on_mirror(&m, &["audit", "--offline"]);
+    assert!(!out.contains("stray"), "{out}");
+}
+
+#[test]
+fn restore_offline_puts_the_copy_back_and_names_the_baselines_to_run() {
+    let good = Good::new(10);
+    let (_d, m) = good.copy();
+    std::fs::remove_file(m.join("catalog.sqlite")).unwrap();
+    let (_, err) = ok_on_mirror(&m, &["catalog", "restore", "--offline"]);
+    assert!(
+        err.contains("run rsmirror baseline of each source"),
+        "{err}"
+    );
+    assert!(err.contains(&good.list), "{err}");
+    assert_eq!(current(&m).len(), 10);
+    ok_on_mirror(&m, &["audit", "--offline"]);
+}
+
+#[test]
+fn copies_are_kept_as_asked_and_prove_by_their_sha256() {
+    let good = Good::new(5);
+    let (_d, m) = good.copy();
+    for _ in 0..4 {
+        ok_on_mirror(&m, &["audit", "--offline", "--catalog-copies", "2"]);
+    }
+    let copies = rsmirror::store::copies::list(&m);
+    assert_eq!(copies.len(), 2);
+    for c in &copies {
+        assert_eq!(sha256_file(&c.path), c.record.zst_sha256);
+        let db = zstd::decode_all(std::fs::File::open(&c.path).unwrap()).unwrap();
+        assert_eq!(
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&db)),
+            c.record.sha256
+        );
+    }
+    // The newest copy is the catalog as the run left it.
+    assert_eq!(
+        copies[0].record.sha256,
+        sha256_file(&m.join("catalog.sqlite"))
+    );
+    ok_on_mirror(&m, &["audit", "--offline", "--catalog-copies", "0"]);
+    assert_eq!(rsmirror::store::copies::list(&m).len(), 2, "0 makes none");
+}
+
+#[test]
+fn a_sound_edit_of_the_catalog_is_checked_in_full_and_accepted() {
+    let good = Good::new(5);
+    let (_d, m) = good.copy();
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    conn.execute("UPDATE runs SET arguments = 'edited' WHERE id = 1", [])
+        .unwrap();
+    drop(conn);
+    ok_on_mirror(&m, &["incremental"]);
+    ok_on_mirror(&m, &["catalog", "check"]);
+}
+
+/// SIGTERM with stderr a closed pipe stops the run (exit 130, the run row closed); without a
+/// signal, a closed stderr does not end the run at its first `failed:` line.
+#[cfg(unix)]
+#[test]
+fn a_closed_stderr_neither_panics_a_run_nor_swallows_sigterm() {
+    use std::time::{Duration, Instant};
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 300, 64);
+    let srv = TestServer::start(tree.path());
+    let list = srv.url("/resourcelist.xml");
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+
+    srv.set_delay(Duration::from_millis(20));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["baseline", &list, "-v", "-j", "2", "--mirror"])
+        .arg(&m)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take()); // the logger died
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .count()
+        < 20
+    {
+        assert!(Instant::now() < deadline, "run never got going");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let (outcome, ended): (String, Option<String>) = conn
+        .query_row(
+            "SELECT outcome, ended_at FROM runs ORDER BY id DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(outcome, "interrupted");
+    assert!(ended.is_some());
+    drop(conn);
+
+    // No signal: resources fail (their lines go to a closed stderr) and the run ends as it
+    // should (3), not with a panic (101), its row closed.
+    srv.set_delay(Duration::ZERO);
+    srv.set_rule("/res/000007", crate::server::Rule::Status(500));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["baseline", &list, "--mirror"])
+        .arg(&m)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let (outcome, code): (String, i64) = conn
+        .query_row(
+            "SELECT outcome, exit_code FROM runs ORDER BY id DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((outcome.as_str(), code), ("partial", 3));
+}
