@@ -83,7 +83,7 @@ CREATE TABLE versions (
     sha1_hex             TEXT,                 -- computed only when the source declared sha-1
     sha256_hex           TEXT,                 -- computed; names the object
     media_type           TEXT,
-    arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone
+    arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone | held
     fetched_from         TEXT,                 -- final URL after redirects (or dump package)
     etag                 TEXT,
     last_modified        TEXT                  -- (when a version was recorded: its run's time)

@@ -284,6 +284,7 @@ def cmd_index(a):
     objects = os.path.join(mirror, "objects", "sha256")
     os.makedirs(site)
     os.makedirs(dst)
+    only = a.catalog_only
     index_url = f"{base}/idx/resourcelist-index.xml"
     at = w3c(AT_A)
     now = w3c(dt.datetime.now(dt.timezone.utc))
@@ -293,6 +294,8 @@ def cmd_index(a):
     con.execute("PRAGMA journal_mode=WAL")
     with open(a.schema) as f:
         con.executescript(f.read())
+    if only:  # built once at the end, in one sorted pass, as rsmirror's first load does
+        con.execute("DROP INDEX IF EXISTS versions_by_object")
     con.execute("INSERT INTO sources (id, url, added_at) VALUES (1, ?, ?)", (index_url, now))
     con.execute("INSERT INTO collections (id, name) VALUES (1, ?)", (index_url,))
     con.execute("INSERT INTO runs (id, command, source_id, arguments, started_at, ended_at, outcome, exit_code, counts_json)"
@@ -323,6 +326,8 @@ def cmd_index(a):
             etag = f'"{int(lm.timestamp()):x}-{len(data):x}"'  # what nginx would have sent
             versions.append((i + 1, i + 1, w3c(lm), len(data), len(data), hash_attr, md5, sha, "text/plain", loc,
                              etag, email.utils.format_datetime(lm, usegmt=True)))
+            if only:
+                continue
             # The object (content-addressed, read-only) and resync's copy of it (a hard link).
             d = os.path.join(objects, sha[:2])
             if d not in made_dirs:
@@ -343,7 +348,8 @@ def cmd_index(a):
             t = lm.timestamp()
             os.utime(rfile, (t, t))
         body.append("</urlset>\n")
-        write_text(os.path.join(site, f"resourcelist-{p:04d}.xml"), "".join(body))
+        if not only:
+            write_text(os.path.join(site, f"resourcelist-{p:04d}.xml"), "".join(body))
         idx += f'<sitemap><loc>{list_url}</loc><rs:md at="{at}"/></sitemap>\n'
         con.executemany("INSERT INTO resources (id, uri, collection_id, first_run_id, current_version_id)"
                         " VALUES (?, ?, ?, 1, ?)", resources)
@@ -356,6 +362,9 @@ def cmd_index(a):
                     (list_url, at, at, len(resources), now))
         con.commit()
     write_text(os.path.join(site, "resourcelist-index.xml"), idx + "</sitemapindex>\n")
+    if only:
+        con.execute("CREATE INDEX IF NOT EXISTS versions_by_object ON versions(sha256_hex)")
+        con.commit()
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
     size = sum(os.path.getsize(os.path.join(site, f)) for f in os.listdir(site))
@@ -381,6 +390,9 @@ def main():
     i.add_argument("--schema", required=True, help="the crate's schema.sql")
     i.add_argument("--with-files", action="store_true",
                    help="also serve the resources (to check the built catalog against a real baseline)")
+    i.add_argument("--catalog-only", action="store_true",
+                   help="the catalog alone: no objects, no resync folder, no lists but the index "
+                        "(benches/catalog_cost.sh: the cost of checking and copying a catalog)")
     a = p.parse_args()
     {"source": cmd_source, "index": cmd_index}[a.cmd](a)
 

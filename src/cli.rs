@@ -342,6 +342,19 @@ pub enum CatalogAction {
         #[command(flatten)]
         lock: LockArgs,
     },
+    /// The last resort when no copy is good: a new catalog from the current lists of the
+    /// sources (named, else those the damaged catalog still names, with the --map rules it
+    /// remembers) and the objects already present: a resource whose listed SHA-256 names an
+    /// object in objects/ is taken from it, re-hashed, not fetched. The history before the
+    /// rebuild is lost (and said); the damaged catalog is moved into damaged-catalog-TIME/.
+    Rebuild {
+        /// The sources to read (default: those the damaged catalog names).
+        sources: Vec<String>,
+        #[command(flatten)]
+        mirror: MirrorArgs,
+        #[command(flatten)]
+        lock: LockArgs,
+    },
 }
 
 #[derive(Debug, Args)]

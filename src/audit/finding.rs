@@ -136,9 +136,9 @@ impl Class {
                 "rsmirror repair quarantines it and gets the bytes back from the source (or --from-mirror a backup), proven by its SHA-256"
             }
             Class::StrayObject => {
-                "no version references it: left by hand or by an old run; rsmirror repair moves it to quarantine/"
+                "no version references it: a baseline re-attaches it by digest while its source lists it; rsmirror repair moves it to quarantine/"
             }
-            Class::Catalog => "the catalog is damaged or inconsistent: restore catalog.sqlite from a backup",
+            Class::Catalog => "the catalog is damaged or inconsistent: rsmirror catalog restore puts back the newest good copy (see rsmirror catalog check)",
             Class::Source => {
                 "part of the source's list could not be read: nothing under it was compared; re-run the audit"
             }
@@ -808,7 +808,7 @@ mod tests {
             .actual("row 3 missing from index \"x\", page 4");
         assert_eq!(
             f.csv(),
-            "!,catalog,,,integrity_check,ok,\"row 3 missing from index \"\"x\"\", page 4\",the catalog is damaged or inconsistent: restore catalog.sqlite from a backup"
+            "!,catalog,,,integrity_check,ok,\"row 3 missing from index \"\"x\"\", page 4\",the catalog is damaged or inconsistent: rsmirror catalog restore puts back the newest good copy (see rsmirror catalog check)"
         );
     }
 

@@ -748,6 +748,7 @@ fn strays_merged(
     mut current: impl FnMut(&mut Visited<'_>) -> bool,
 ) -> Result<Vec<Finding>, StoreError> {
     let catalog = open_for_scan(mirror)?;
+    let stopped = crate::store::run_records::last_stopped_fetch(&catalog)?;
     fixity_claims::with_referenced_objects(&catalog, |refs| {
         let mut sql_error: Option<StoreError> = None;
         // The next referenced digest, in one reused buffer.
@@ -781,7 +782,7 @@ fn strays_merged(
                 }
             }
             if in_sample(&uri_key(v.name), sample) {
-                out.push(stray(mirror, &v));
+                out.push(stray(mirror, &v, stopped));
             }
             Ok(())
         };
@@ -797,8 +798,9 @@ fn strays_merged(
     })?
 }
 
-/// The finding of a stray file met in `objects/`.
-fn stray(mirror: &Path, v: &Visited<'_>) -> Finding {
+/// The finding of a stray file met in `objects/`; `stopped`: the last run that fetched, when
+/// it stopped before its end (an object it placed after its start is said to be its).
+fn stray(mirror: &Path, v: &Visited<'_>, stopped: Option<(i64, jiff::Timestamp)>) -> Finding {
     let path = v.path();
     let rel = path.strip_prefix(mirror).unwrap_or(&path);
     let rel = rel
@@ -808,7 +810,17 @@ fn stray(mirror: &Path, v: &Visited<'_>) -> Finding {
         .join("/");
     let f = Finding::new(Class::StrayObject).object(rel);
     if v.placed {
-        f
+        let placed = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| jiff::Timestamp::try_from(t).ok());
+        match (stopped, placed) {
+            (Some((run, started)), Some(placed)) if placed >= started => f.actual(format!(
+                "placed by run {run}, which stopped before it named it: the next baseline or \
+                 incremental re-attaches it by its digest while the source lists it"
+            )),
+            _ => f,
+        }
     } else {
         f.actual("not where an object belongs (objects/sha256/ab/<sha256>)")
     }

@@ -131,6 +131,16 @@ fn refuse_a_folder_of_other_files(s: &settings::Baseline) -> Result<(), Error> {
     if s.init_here || Catalog::present(&s.mirror)? {
         return Ok(());
     }
+    // A mirror whose catalog is gone: a new one would start its history over.
+    if !crate::store::copies::list(&s.mirror).is_empty() {
+        return Err(settings::UsageError(format!(
+            "--mirror {}: a mirror without its catalog (catalog.sqlite is missing, \
+             catalog-copies/ holds copies of it): rsmirror catalog restore puts back the newest \
+             good copy; --init-here starts a new catalog (and a new history) there",
+            s.mirror.display()
+        ))
+        .into());
+    }
     // What a first run that died before its catalog existed leaves is the mirror's own.
     const OWN: [&str; 3] = [".lock", "staging", "objects"];
     let other = std::fs::read_dir(&s.mirror).ok().and_then(|entries| {

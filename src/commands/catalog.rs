@@ -10,6 +10,11 @@
 //!   then what happened after the copy is found again: a baseline of each source the copy
 //!   follows (`--offline`: not), which re-attaches the objects already present by digest and
 //!   fetches what they do not hold. Objects newer than the copy are kept, never deleted.
+//! - `rebuild [SOURCE...]`: the last resort when no copy is good: a new catalog made by a
+//!   baseline of each source (named, or read from what is left of the damaged catalog), which
+//!   takes every resource whose listed SHA-256 names an object already present from the store
+//!   (re-hashed), not from the source. The history before the rebuild is lost (said); the
+//!   objects of older versions stay in `objects/` (audit names them as strays).
 
 use crate::error::{Error, UsageError};
 use crate::exit::Exit;
@@ -389,16 +394,91 @@ fn after_the_copy(mirror: &Path) -> Result<(u64, Vec<String>), Error> {
     Ok((newer, sources))
 }
 
+/// `rsmirror catalog rebuild`: a new catalog from the sources' current lists and the objects
+/// present. `sources` empty: those the damaged catalog still names.
+pub(crate) fn rebuild(
+    mirror: &Path,
+    sources: &[String],
+    say: &mut dyn FnMut(&str),
+) -> Result<Exit, Error> {
+    let lock = MirrorLock::acquire(mirror)?;
+    let path = mirror.join("catalog.sqlite");
+    let (salvaged, maps) = match path.exists() {
+        true => seal::salvage(&path),
+        false => (Vec::new(), Vec::new()),
+    };
+    let sources: Vec<String> = match sources.is_empty() {
+        true => salvaged,
+        false => sources.to_vec(),
+    };
+    if sources.is_empty() {
+        return Err(UsageError(
+            "no source can be read from the damaged catalog: name them, rsmirror catalog \
+             rebuild SOURCE..."
+                .into(),
+        )
+        .into());
+    }
+    let aside = match path.exists() {
+        true => Some(move_aside(mirror)?),
+        false => None,
+    };
+    drop(lock);
+    say(&format!(
+        "rebuilding the catalog from the current lists of {}: the history before this rebuild is \
+         lost (runs, earlier versions, sync points){}",
+        sources.join(", "),
+        match &aside {
+            Some(a) => format!("; the damaged catalog is kept in {}", a.display()),
+            None => String::new(),
+        }
+    ));
+    let map_args: Vec<String> = maps
+        .iter()
+        .map(|(prefix, dir)| format!("{prefix}={}", dir.display()))
+        .collect();
+    let mut worst = Exit::Ok;
+    for source in &sources {
+        say(&format!("rsmirror baseline {source}"));
+        let exit = run_baseline(mirror, source, &map_args)?;
+        if exit.code() > worst.code() {
+            worst = exit;
+        }
+    }
+    if let Some(catalog) = crate::store::Catalog::open_read_only(mirror)? {
+        let (held, fetched) = crate::store::mirror_summary::arrivals(&catalog)?;
+        say(&format!(
+            "rebuilt: {held} resource(s) taken from the objects already present, {fetched} \
+             fetched; objects of earlier versions stay in objects/ (audit names them as strays)"
+        ));
+    }
+    Ok(worst)
+}
+
 /// `rsmirror baseline SOURCE --mirror MIRROR`, this same program, its output passed through
 /// (the rules `--map` the catalog remembers apply as to any baseline).
 fn baseline_of(mirror: &Path, source: &str) -> Result<Exit, Error> {
+    run_baseline(mirror, source, &[])
+}
+
+/// [`baseline_of`] with `--map` rules (PREFIX=DIR).
+fn run_baseline(mirror: &Path, source: &str, maps: &[String]) -> Result<Exit, Error> {
     let exe =
         std::env::current_exe().map_err(|e| StoreError::io("finding", Path::new("rsmirror"), e))?;
-    let status = std::process::Command::new(exe)
+    let mut command = std::process::Command::new(exe);
+    command
         .arg("baseline")
         .arg(source)
         .arg("--mirror")
-        .arg(mirror)
+        .arg(mirror);
+    if !maps.is_empty() || !crate::store::Catalog::present(mirror)? {
+        // A rebuild: the mirror's folder holds its objects and copies, and no catalog yet.
+        command.arg("--init-here");
+    }
+    for m in maps {
+        command.arg("--map").arg(m);
+    }
+    let status = command
         .status()
         .map_err(|e| StoreError::io("running a baseline of", Path::new(source), e))?;
     Ok(Exit::from_code(status.code().unwrap_or(1)))

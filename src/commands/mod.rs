@@ -385,6 +385,13 @@ fn catalog_command(a: &crate::cli::CatalogCommandArgs) -> Exit {
                 catalog::restore(&mirror.mirror, &r, &mut |line| say!("{line}"))
             })
         }
+        CatalogAction::Rebuild {
+            sources,
+            mirror,
+            lock,
+        } => waiting_for_the_lock(lock, || {
+            catalog::rebuild(&mirror.mirror, sources, &mut |line| say!("{line}"))
+        }),
     };
     result.unwrap_or_else(|e| fail(&e))
 }

@@ -72,7 +72,7 @@ impl Fetched {
                 .map(str::to_string)
                 .or_else(|| self.media_type.clone()),
             arrived_via: self.via,
-            fetched_from: Some(self.final_url.to_string()),
+            fetched_from: (self.via != crate::model::Via::Held).then(|| self.final_url.to_string()),
             etag: self.etag.clone(),
             last_modified: self.last_modified.clone(),
         }
@@ -243,6 +243,12 @@ pub(crate) fn transfer<E>(
                             drawn_all = true;
                             break;
                         };
+                        if let Some(r) = held(&job, objects) {
+                            if !out.push(r) {
+                                return;
+                            }
+                            continue;
+                        }
                         if let Some(r) = Attempts::new(job).start_next(&mut transfers) {
                             if !out.push(r) {
                                 return;
@@ -300,6 +306,57 @@ pub(crate) fn transfer<E>(
         drop(res_rx);
         outcome
     })
+}
+
+/// A resource whose declared SHA-256 names an object the store already holds: taken from the
+/// store, not fetched, once the object is read again and found to be what the list declares
+/// (its length and every usable digest). So a mirror whose catalog was restored from a copy, or
+/// rebuilt, re-attaches the objects it holds without asking the source for them again, and
+/// bytes the mirror holds under another URL are not fetched twice. A conditional GET's job (the
+/// server decides) and an object that is not as declared go to the source.
+fn held(job: &Job, objects: &ObjectStore) -> Option<JobResult> {
+    use crate::rs::digest::Algorithm;
+    if job.validators.is_some() {
+        return None;
+    }
+    let sha256 = job
+        .expected
+        .digests
+        .iter()
+        .find(|d| d.algorithm == Algorithm::Sha256)?
+        .hex
+        .as_ref()?;
+    let path = objects.path_for(sha256);
+    let mut file = std::fs::File::open(&path).ok()?;
+    let with_sha1 = job
+        .expected
+        .digests
+        .iter()
+        .any(|d| d.algorithm == Algorithm::Sha1);
+    let mut hasher = crate::rs::digest::Hasher::new(with_sha1);
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let length = hasher.length();
+    let url = job.urls.first()?;
+    let computed =
+        crate::net::fetch::verify(url.to_string(), &job.expected, length, hasher).ok()?;
+    Some(JobResult::Fetched(
+        job.index,
+        Box::new(Fetched {
+            computed,
+            final_url: url.clone(),
+            etag: None,
+            last_modified: None,
+            media_type: None,
+            via: crate::model::Via::Held,
+        }),
+    ))
 }
 
 /// How often a fetching thread checks the free space left: after this long, or this many

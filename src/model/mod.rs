@@ -99,7 +99,10 @@ mod tests {
                 "pending",
             ],
         );
-        round_trips(Via::ALL, &["http", "dump", "scp", "arc", "tombstone"]);
+        round_trips(
+            Via::ALL,
+            &["http", "dump", "scp", "arc", "tombstone", "held"],
+        );
         round_trips(
             ProblemClass::ALL,
             &[

@@ -16,6 +16,10 @@ pub enum Via {
     Arc,
     /// No bytes: a deletion.
     Tombstone,
+    /// Not fetched: the list's SHA-256 named an object the store already held, re-hashed and
+    /// found to be what the list declares (a mirror after `catalog restore` or `rebuild`, or
+    /// the same bytes under another URL).
+    Held,
 }
 
 catalog_text!(Via, "arrival way", {
@@ -24,4 +28,5 @@ catalog_text!(Via, "arrival way", {
     Scp => "scp",
     Arc => "arc",
     Tombstone => "tombstone",
+    Held => "held",
 });

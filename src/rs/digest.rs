@@ -393,6 +393,11 @@ impl Hasher {
         self.length += bytes.len() as u64;
     }
 
+    /// The bytes hashed so far.
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
     pub fn finish(self) -> Computed {
         use sha2::Digest as _;
         Computed {

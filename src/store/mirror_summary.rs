@@ -19,6 +19,18 @@ pub(crate) fn schema_version(catalog: &Catalog) -> Result<i64, StoreError> {
 /// The objects the catalog references (each stored once), their bytes, and the versions. Two
 /// passes, neither a random read per version: the versions' lengths summed, and the objects
 /// more than one version names counted from the index by object (their bytes counted once).
+/// Current states by how their bytes came: (taken from objects already held, anything else
+/// with bytes).
+pub(crate) fn arrivals(catalog: &Catalog) -> Result<(u64, u64), StoreError> {
+    Ok(catalog.conn().query_row(
+        "SELECT count(*) FILTER (WHERE v.arrived_via = 'held'),
+                count(*) FILTER (WHERE v.arrived_via NOT IN ('held', 'tombstone'))
+         FROM resources r JOIN versions v ON v.id = r.current_version_id",
+        [],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+    )?)
+}
+
 pub(crate) fn object_totals(catalog: &Catalog) -> Result<(u64, u64, u64), StoreError> {
     let conn = catalog.conn();
     let (versions, with_object, bytes): (i64, i64, i64) = conn.query_row(

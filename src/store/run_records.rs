@@ -247,6 +247,29 @@ pub(crate) fn version_details(
 
 /// Mark run `run_id` of the catalog at `db` interrupted (exit 130), waiting a little for a
 /// writer that holds the catalog. False when it could not be recorded (or had ended).
+/// The last run that fetched (`baseline`, `incremental`) when it did not end well (stopped by
+/// a full disk, a signal, a death, failures): its id and start. Objects it placed after that
+/// start and never named are its, not strays left by hand.
+pub(crate) fn last_stopped_fetch(
+    catalog: &Catalog,
+) -> Result<Option<(i64, jiff::Timestamp)>, StoreError> {
+    let row: Option<(i64, String, Option<String>)> = catalog
+        .conn()
+        .query_row(
+            "SELECT id, started_at, outcome FROM runs WHERE command IN ('baseline', 'incremental')
+             ORDER BY id DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    Ok(
+        row.and_then(|(id, started, outcome)| match outcome.as_deref() {
+            Some("ok") => None,
+            _ => started.parse().ok().map(|t| (id, t)),
+        }),
+    )
+}
+
 pub(crate) fn mark_interrupted(db: &Path, run_id: i64) -> bool {
     let Ok(conn) = rusqlite::Connection::open(db) else {
         return false;

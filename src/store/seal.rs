@@ -44,6 +44,11 @@ pub(crate) struct Seal {
     pub modified: Option<(i64, u32)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The SHA-256 of the catalog's schema (every `sql` of `sqlite_schema`, in order) as the
+    /// writer left it (`sealed` only): damage that SQLite's own checks find sound (a table's
+    /// definition changed by a stray write) is still a different schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     /// The highest version and run ids committed: a later open finds at least these.
     pub versions: i64,
     pub runs: i64,
@@ -104,6 +109,22 @@ fn stat(path: &Path) -> Option<(u64, (i64, u32))> {
 /// The write-ahead log holds frames (more than its 32-byte header).
 fn wal_has_frames(mirror: &Path) -> bool {
     std::fs::metadata(wal_path(mirror)).is_ok_and(|m| m.len() > 32)
+}
+
+/// The SHA-256 of the schema: every `sql` of `sqlite_schema`, in order, a line each.
+fn schema_hash(conn: &Connection) -> Result<String, rusqlite::Error> {
+    use sha2::Digest as _;
+    let mut stmt = conn
+        .prepare("SELECT type, name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name")?;
+    let mut rows = stmt.query([])?;
+    let mut h = sha2::Sha256::new();
+    while let Some(r) = rows.next()? {
+        for i in 0..3 {
+            h.update(r.get_ref(i)?.as_str().unwrap_or("").as_bytes());
+            h.update(b"\n");
+        }
+    }
+    Ok(hex::encode(h.finalize()))
 }
 
 /// The highest version and run ids in the catalog (0 for an empty or new one).
@@ -280,6 +301,17 @@ pub(crate) fn check(mirror: &Path, conn: &Connection, who: Who) -> Result<(), St
                 "integrity_check",
                 "it is not the file the last run left",
             )?;
+            if let Some(sealed) = &s.schema {
+                let now = schema_hash(conn).map_err(|e| damaged(mirror, e.to_string()))?;
+                if &now != sealed {
+                    return Err(damaged(
+                        mirror,
+                        "its schema (the definitions in sqlite_schema) is not the one the last run \
+                         left, although SQLite finds the file sound"
+                            .into(),
+                    ));
+                }
+            }
             lost(mirror, conn, s)
         }
         Some(s) => match who {
@@ -360,6 +392,7 @@ pub(crate) fn seal(
 ) -> Result<Sealed, StoreError> {
     let path = catalog_path(mirror);
     let (versions, runs) = rows(&conn)?;
+    let schema = schema_hash(&conn).ok();
     let (busy, log, done): (i64, i64, i64) =
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -392,6 +425,7 @@ pub(crate) fn seal(
         bytes: Some(bytes),
         modified: Some(modified),
         sha256,
+        schema,
         versions,
         runs,
         run,
@@ -408,6 +442,7 @@ pub(crate) fn accept(mirror: &Path, sha256: Option<String>) -> Result<(), StoreE
     let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| StoreError::sqlite(&path, e))?;
     let (versions, runs) = rows(&conn)?;
+    let schema = schema_hash(&conn).ok();
     drop(conn);
     let Some((bytes, modified)) = stat(&path) else {
         return Ok(());
@@ -417,6 +452,7 @@ pub(crate) fn accept(mirror: &Path, sha256: Option<String>) -> Result<(), StoreE
         bytes: Some(bytes),
         modified: Some(modified),
         sha256,
+        schema,
         versions,
         runs,
         run: None,
@@ -424,6 +460,39 @@ pub(crate) fn accept(mirror: &Path, sha256: Option<String>) -> Result<(), StoreE
         by: by(),
     };
     write(mirror, &seal, true).map_err(|e| StoreError::io("writing", &mirror.join(FILE), e))
+}
+
+/// What can still be read from a damaged catalog file, as far as it can be: the sources it
+/// follows and the `--map` rules they remember (for `catalog rebuild`). Empty where it cannot.
+pub(crate) fn salvage(path: &Path) -> (Vec<String>, Vec<(String, PathBuf)>) {
+    let Ok(conn) = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return (Vec::new(), Vec::new());
+    };
+    let strings = |sql: &str| -> Vec<String> {
+        conn.prepare(sql)
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))
+                    .map(|rows| rows.filter_map(Result::ok).collect())
+            })
+            .unwrap_or_default()
+    };
+    // Without `removed_at` (an older schema), every source.
+    let mut sources = strings("SELECT url FROM sources WHERE removed_at IS NULL ORDER BY id");
+    if sources.is_empty() {
+        sources = strings("SELECT url FROM sources ORDER BY id");
+    }
+    let mut maps: Vec<(String, PathBuf)> = Vec::new();
+    for json in strings("SELECT maps_json FROM sources WHERE maps_json IS NOT NULL ORDER BY id") {
+        for rule in serde_json::from_str::<Vec<(String, PathBuf)>>(&json).unwrap_or_default() {
+            if !maps.contains(&rule) {
+                maps.push(rule);
+            }
+        }
+    }
+    (sources, maps)
 }
 
 #[cfg(test)]

@@ -1196,7 +1196,13 @@ fn a_full_disk_commits_the_pages_that_landed() {
         .iter()
         .filter(|r| r.path.starts_with("/pages/"))
         .count();
-    assert_eq!(fetched, 40 - landed, "only what had not landed");
+    // Pages whose objects the stopped run had placed (a batch not yet committed) are taken from
+    // the store, re-hashed against the sitemap's digest, not fetched again (issue 43): at most
+    // what had not landed is fetched.
+    assert!(
+        fetched <= 40 - landed,
+        "only what had not landed: {fetched}"
+    );
     assert_consistent(&mirror);
 }
 

@@ -408,7 +408,8 @@ fn a_closed_stderr_neither_panics_a_run_nor_swallows_sigterm() {
     drop(conn);
 
     // No signal: resources fail (their lines go to a closed stderr) and the run ends as it
-    // should (3), not with a panic (101), its row closed.
+    // should (3), not with a panic (101), its row closed. A new mirror: all 300 to fetch.
+    let m = dir.path().join("m2");
     srv.set_delay(Duration::ZERO);
     srv.set_rule("/res/000007", crate::server::Rule::Status(500));
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
@@ -431,4 +432,104 @@ fn a_closed_stderr_neither_panics_a_run_nor_swallows_sigterm() {
         )
         .unwrap();
     assert_eq!((outcome.as_str(), code), ("partial", 3));
+}
+
+/// Objects a run placed before it stopped (here: killed after placing one, before naming it)
+/// are said to be that run's, not "left by hand", and the next baseline re-attaches them by
+/// digest without fetching them again.
+#[test]
+fn objects_a_stopped_run_placed_are_its_and_are_re_attached() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED: kill points need a debug build");
+        return;
+    }
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 20, 32);
+    let srv = TestServer::start(tree.path());
+    let list = srv.url("/resourcelist.xml");
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let out = rsmirror()
+        .env("RSMIRROR_KILL_AT", "object.placed:3")
+        .args(["baseline", &list, "-j", "1", "--mirror"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let placed = walk_files(&m.join("objects")).len();
+    assert!(placed >= 1, "the killed run placed objects");
+    let out = on_mirror(&m, &["audit", "--offline"]);
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("placed by run 1, which stopped before it named it")
+            && !text.contains("by hand"),
+        "{text}"
+    );
+    srv.clear_requests();
+    ok_on_mirror(&m, &["baseline", &list]);
+    let fetched = srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .count();
+    assert!(
+        fetched <= 20 - placed,
+        "{fetched} fetched, {placed} were held"
+    );
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let held: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM versions WHERE arrived_via = 'held'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(held >= placed as i64 - 2, "{held} held of {placed} placed");
+    drop(conn);
+    let (text, _) = ok_on_mirror(&m, &["audit", "--offline"]);
+    assert!(!text.contains("stray"), "{text}");
+}
+
+/// No copy is good: `catalog rebuild` makes a new catalog from the source's current list and
+/// the objects already present, fetching none of the bytes it holds, and says the history
+/// before it is lost.
+#[test]
+fn rebuild_without_a_good_copy_fetches_nothing_already_held() {
+    let good = Good::new(50);
+    let (_d, m) = good.copy();
+    std::fs::remove_dir_all(m.join("catalog-copies")).unwrap();
+    std::fs::write(m.join("catalog.sqlite"), vec![0x5a; 64 * 1024]).unwrap();
+    assert_eq!(
+        on_mirror(&m, &["catalog", "restore"]).status.code(),
+        Some(5)
+    );
+    // Nothing can be read from it: the sources must be named.
+    let out = on_mirror(&m, &["catalog", "rebuild"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("rsmirror catalog rebuild SOURCE"));
+
+    good.srv.clear_requests();
+    let (_, err) = ok_on_mirror(&m, &["catalog", "rebuild", &good.list]);
+    assert!(
+        err.contains("the history before this rebuild is lost"),
+        "{err}"
+    );
+    assert!(
+        err.contains("50 resource(s) taken from the objects already present, 0 fetched"),
+        "{err}"
+    );
+    let fetched = good
+        .srv
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/res/"))
+        .count();
+    assert_eq!(fetched, 0, "bytes already held were fetched again");
+    let (ls, _) = ok_on_mirror(&m, &["ls"]);
+    let listed: Vec<String> = (0..50)
+        .map(|i| good.srv.url(&format!("/res/{i:06}")))
+        .collect();
+    assert_eq!(ls.lines().collect::<Vec<_>>(), listed);
+    let (out, _) = ok_on_mirror(&m, &["audit"]);
+    assert!(!out.contains("stray"), "{out}");
 }
