@@ -145,7 +145,7 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         };
         problems.push(repair.object(d, &mut summary)?);
     }
-    quarantine_strays(o, &strays, &quarantine, run_id, &mut problems)?;
+    summary.strays = quarantine_strays(o, &strays, &quarantine, run_id, &mut problems)?;
     open.objects
         .sync()
         .map_err(|e| StoreError::io("syncing", open.objects.root(), e))?;
@@ -328,17 +328,24 @@ impl Repair<'_> {
     }
 }
 
-/// Move the stray files to quarantine, a problem row each.
+/// Move the stray files (and folders where no folder belongs, with what they hold) to
+/// quarantine, a problem row each; how many moved.
 fn quarantine_strays(
     o: &Options,
     strays: &[String],
     quarantine: &Path,
     run_id: i64,
     problems: &mut Vec<Problem>,
-) -> Result<(), Error> {
+) -> Result<u64, Error> {
+    let mut moved = 0;
     for s in strays {
         let path = o.mirror.join(s);
-        if path.is_file() {
+        let what = match (path.is_file(), path.is_dir()) {
+            (true, _) => "a file no version names",
+            (_, true) => "a folder where none belongs",
+            _ => continue,
+        };
+        {
             let d = Damage {
                 sha256: String::new(),
                 class: Class::StrayObject,
@@ -349,11 +356,12 @@ fn quarantine_strays(
             problems.push((
                 s.clone(),
                 ProblemClass::Quarantined,
-                format!("{s}: a file no version names; moved to quarantine/run-{run_id}/"),
+                format!("{s}: {what}; moved to quarantine/run-{run_id}/"),
             ));
+            moved += 1;
         }
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// The local check: every object every version names, hashed (SHA-256) and measured.

@@ -200,9 +200,14 @@ pub(crate) fn transfer<E>(
 ) -> Result<(), E> {
     let (threads, per_thread) = shares(workers);
     let min_free = http.config().min_free;
+    // The writer's commits and the catalog's copy keep the same margin.
+    crate::store::space::set_min_free(min_free);
     if let Err(message) = room_left(staging, min_free) {
         return on_result(JobResult::NoSpace(message));
     }
+    // What the requests in flight have yet to write, as their lists declare it: counted with
+    // the margin, so that what was started fits above it.
+    let reserved = std::sync::atomic::AtomicU64::new(0);
     let jobs = std::sync::Mutex::new(jobs.into_iter().fuse());
     let stop = std::sync::atomic::AtomicBool::new(false);
     // Room for results while the writer waits on a syncfs and a commit, so the threads keep
@@ -211,7 +216,7 @@ pub(crate) fn transfer<E>(
     std::thread::scope(|s| {
         for _ in 0..threads {
             let res_tx = res_tx.clone();
-            let (jobs, stop) = (&jobs, &stop);
+            let (jobs, stop, reserved) = (&jobs, &stop, &reserved);
             s.spawn(move || {
                 let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
                 // A panicking thread cannot leave the iterator half-advanced in a way that
@@ -225,6 +230,8 @@ pub(crate) fn transfer<E>(
                 let mut transfers = Transfers::new(http, staging, per_thread);
                 let mut drawn_all = false;
                 let (mut checked, mut since) = (Instant::now(), 0);
+                // Free bytes above the margin at the last measure.
+                let mut last_free = measured_free(staging, min_free);
                 while !stopped() {
                     // The disk margin, checked once a second or every few results while jobs
                     // are drawn.
@@ -232,7 +239,11 @@ pub(crate) fn transfer<E>(
                         && (checked.elapsed() >= FREE_SPACE_CHECK || since >= FREE_SPACE_RESULTS)
                     {
                         (checked, since) = (Instant::now(), 0);
-                        if let Err(message) = room_left(staging, min_free) {
+                        let promised = reserved.load(std::sync::atomic::Ordering::Relaxed);
+                        last_free = measured_free(staging, min_free);
+                        if let Err(message) =
+                            crate::store::space::room_left(staging, min_free, promised)
+                        {
                             out.push(JobResult::NoSpace(message));
                             out.flush();
                             return;
@@ -249,7 +260,28 @@ pub(crate) fn transfer<E>(
                             }
                             continue;
                         }
+                        let promise = job.expected.length.unwrap_or(0);
+                        let before =
+                            reserved.fetch_add(promise, std::sync::atomic::Ordering::Relaxed);
+                        // Near the margin, every start is measured: what was started fits.
+                        if promise > 0 && near_margin(last_free, before + promise) {
+                            match crate::store::space::room_left(
+                                staging,
+                                min_free,
+                                before + promise,
+                            ) {
+                                Ok(()) => last_free = measured_free(staging, min_free),
+                                Err(message) => {
+                                    reserved
+                                        .fetch_sub(promise, std::sync::atomic::Ordering::Relaxed);
+                                    out.push(JobResult::NoSpace(message));
+                                    out.flush();
+                                    return;
+                                }
+                            }
+                        }
                         if let Some(r) = Attempts::new(job).start_next(&mut transfers) {
+                            reserved.fetch_sub(promise, std::sync::atomic::Ordering::Relaxed);
                             if !out.push(r) {
                                 return;
                             }
@@ -260,10 +292,17 @@ pub(crate) fn transfer<E>(
                     }
                     for (attempts, outcome) in transfers.wait() {
                         since += 1;
+                        let promise = attempts.job.expected.length.unwrap_or(0);
                         let r = match attempts.outcome(outcome, objects) {
                             Ok(r) => Some(r),
                             Err(attempts) => attempts.start_next(&mut transfers),
                         };
+                        if r.is_some() {
+                            // Written now (or dropped): no longer promised, and counted as
+                            // gone from the free space until the next measure.
+                            reserved.fetch_sub(promise, std::sync::atomic::Ordering::Relaxed);
+                            last_free = last_free.saturating_sub(promise);
+                        }
                         if let Some(r) = r {
                             if !out.push(r) {
                                 return;
@@ -364,29 +403,23 @@ fn held(job: &Job, objects: &ObjectStore) -> Option<JobResult> {
 const FREE_SPACE_CHECK: Duration = Duration::from_secs(1);
 const FREE_SPACE_RESULTS: usize = 16;
 
+/// Free bytes above the `--min-free` margin on `staging`'s file system (`u64::MAX` when it
+/// cannot be told).
+fn measured_free(staging: &Path, min_free: Option<u64>) -> u64 {
+    crate::store::space::free_and_margin(staging, min_free)
+        .map_or(u64::MAX, |(free, margin)| free.saturating_sub(margin))
+}
+
+/// Within 64 MiB of the margin once `promised` bytes are written: each transfer's start is then
+/// measured (far from it, once a second or every few results is enough).
+fn near_margin(free_above: u64, promised: u64) -> bool {
+    free_above < promised.saturating_add(64 << 20)
+}
+
 /// `Err` with the message for the run's end when the free space on `staging`'s file system is
-/// under `min_free` (by default 1% of the file system, at most 1 GiB).
+/// under `min_free` (by default 1% of the file system, at most 1 GiB), or its inodes are gone.
 pub(crate) fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), String> {
-    let Ok(path) = std::ffi::CString::new(staging.as_os_str().as_encoded_bytes()) else {
-        return Ok(());
-    };
-    // SAFETY: a zeroed statvfs is a valid buffer; `path` is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return Ok(());
-    }
-    let unit = st.f_frsize as u64;
-    let free = (st.f_bavail as u64).saturating_mul(unit);
-    let size = (st.f_blocks as u64).saturating_mul(unit);
-    let margin = min_free.unwrap_or((size / 100).min(1 << 30));
-    if margin > 0 && free < margin {
-        return Err(format!(
-            "{} free, under the --min-free margin of {}",
-            crate::report::human_bytes(free),
-            crate::report::human_bytes(margin)
-        ));
-    }
-    Ok(())
+    crate::store::space::room_left(staging, min_free, 0)
 }
 
 /// Threads, and requests in flight per thread, for `workers` requests in flight: no more

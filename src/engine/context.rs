@@ -91,6 +91,10 @@ impl OpenMirror {
         // fails with it, recorded as such (its versions stand; the next open builds the index).
         let result = match (result, self.catalog.build_object_index()) {
             (Ok(()), Err(e)) => Err(e.into()),
+            (result, Ok(Some(left))) => {
+                summary.warnings.push(left);
+                result
+            }
             (result, _) => result,
         };
 
@@ -141,7 +145,7 @@ pub(crate) fn mirror_of(staging: &Path) -> String {
 pub(crate) fn no_space(staging: &Path, message: String, needed: String) -> Error {
     StoreError::NoSpace {
         path: mirror_of(staging),
-        message,
+        message: crate::store::space::full_said(staging, message),
         needed,
     }
     .into()

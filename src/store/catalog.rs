@@ -198,10 +198,36 @@ impl Catalog {
         Ok(empty)
     }
 
-    /// Build the index `versions_by_object` (as `schema.sql` defines it) when it is missing.
-    pub(crate) fn build_object_index(&self) -> Result<(), StoreError> {
+    /// Build the index `versions_by_object` (as `schema.sql` defines it) when it is missing and
+    /// the file system has room for it above the `--min-free` margin (about 100 bytes a version,
+    /// in the log and then in the file); `Some` says why it was left for the next run.
+    pub(crate) fn build_object_index(&self) -> Result<Option<String>, StoreError> {
+        let missing: bool = self.conn.query_row(
+            "SELECT NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'versions_by_object')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !missing {
+            return Ok(None);
+        }
+        let versions: i64 =
+            self.conn
+                .query_row("SELECT coalesce(max(id), 0) FROM versions", [], |r| {
+                    r.get(0)
+                })?;
+        if let Some(folder) = self.conn.path().and_then(|p| Path::new(p).parent()) {
+            let need = (versions.max(0) as u64).saturating_mul(200);
+            if let Err(why) =
+                crate::store::space::room_left(folder, crate::store::space::min_free(), need)
+            {
+                return Ok(Some(format!(
+                    "the index of versions by object was not built ({why}); the next run that \
+                     writes builds it (queries are right without it, only slower)"
+                )));
+            }
+        }
         self.conn.execute_batch(OBJECT_INDEX)?;
-        Ok(())
+        Ok(None)
     }
 
     /// Open an existing catalog read-only, creating nothing (dry runs); `None` when the
@@ -1041,5 +1067,19 @@ mod tests {
         one_version(&mut c);
         assert!(!c.defer_object_index().unwrap());
         assert!(object_index(&c).is_some());
+    }
+
+    /// Issue 43: a reader beside the first run of a new mirror (the file made, its tables not
+    /// yet) is told the mirror is being made, not "schema version 0".
+    #[test]
+    fn a_reader_beside_a_first_run_is_told_the_mirror_is_being_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("catalog.sqlite")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL;").unwrap();
+        let err = Catalog::open_read_only(dir.path()).err().unwrap();
+        assert!(
+            err.to_string().contains("being made by its first run"),
+            "{err}"
+        );
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod run_records;
 pub mod scp_catalog;
 pub(crate) mod scp_pages;
 pub(crate) mod seal;
+pub(crate) mod space;
 pub(crate) mod state_shares;
 pub mod writer;
 

@@ -378,6 +378,8 @@ pub(crate) fn progress(mirror: &Path, conn: &Connection, run: Option<i64>) {
 pub(crate) struct Sealed {
     /// The copy made, if any.
     pub copy: Option<PathBuf>,
+    /// Why no copy was made when one was asked for.
+    pub skipped: Option<String>,
 }
 
 /// The writer ends: the log checkpointed into the file, the connection closed, a copy made
@@ -410,7 +412,13 @@ pub(crate) fn seal(
     }
     conn.close()
         .map_err(|(_, e)| StoreError::sqlite(&path, e))?;
-    let sha256 = if copies > 0 {
+    // A copy takes at most the catalog's length: not under the --min-free margin.
+    let length = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let room = crate::store::space::room_left(mirror, crate::store::space::min_free(), length);
+    if let (true, Err(why)) = (copies > 0, &room) {
+        sealed.skipped = Some(format!("no copy of the catalog was made: {why}"));
+    }
+    let sha256 = if copies > 0 && room.is_ok() {
         let (copy, sha) = crate::store::copies::make(mirror, run, copies)?;
         sealed.copy = Some(copy);
         Some(sha)

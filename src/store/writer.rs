@@ -98,6 +98,18 @@ impl<'a> Writer<'a> {
 
     fn maybe_flush(&mut self) -> Result<(), StoreError> {
         if self.versions.len() >= BATCH || self.last_flush.elapsed() >= BATCH_AGE {
+            // A commit grows the write-ahead log: not under the --min-free margin (the run
+            // stops; what the batch placed is re-attached by the next run).
+            let root = self.objects.root();
+            if let Err(message) =
+                crate::store::space::room_left(root, crate::store::space::min_free(), 0)
+            {
+                return Err(StoreError::NoSpace {
+                    path: root.parent().unwrap_or(root).display().to_string(),
+                    message,
+                    needed: String::new(),
+                });
+            }
             self.flush(|_| Ok(()))
         } else {
             Ok(())

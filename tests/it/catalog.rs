@@ -533,3 +533,79 @@ fn rebuild_without_a_good_copy_fetches_nothing_already_held() {
     let (out, _) = ok_on_mirror(&m, &["audit"]);
     assert!(!out.contains("stray"), "{out}");
 }
+
+/// The free space of the file system after the run, and its size.
+fn free_on(path: &Path) -> u64 {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a zeroed statvfs is a valid buffer; `c` is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+    st.f_bavail as u64 * st.f_frsize as u64
+}
+
+/// `--min-free` is kept whatever writes: the transfers in flight are counted (what is started
+/// fits above it), the writer does not commit under it, and the catalog's copy is not made
+/// under it (said); the run stops with exit 5.
+#[test]
+fn the_min_free_margin_is_kept_by_transfers_commits_and_copies() {
+    let Some(disk) = Tmpfs::mount("48m") else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 60, 1 << 20);
+    let srv = TestServer::start(tree.path());
+    let m = disk.0.path().join("m");
+    let out = baseline(&srv.url("/resourcelist.xml"), &m)
+        .args(["--min-free", "16M", "-j", "4"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("--min-free margin of 16.0 MiB"), "{err}");
+    let free = free_on(disk.0.path());
+    // A final commit and the run's row may take a little (the log of one small transaction).
+    assert!(
+        free + (1 << 20) >= 16 << 20,
+        "{free} bytes free, under the margin: {err}"
+    );
+    assert!((1..60).contains(&current(&m).len()));
+    assert_consistent(&m);
+}
+
+/// A file system out of inodes (not bytes) is named as such.
+#[test]
+fn running_out_of_inodes_is_named() {
+    let Some(disk) = Tmpfs::mount_with("size=64m,nr_inodes=80") else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), 200, 16);
+    let srv = TestServer::start(tree.path());
+    let m = disk.0.path().join("m");
+    let out = baseline(&srv.url("/resourcelist.xml"), &m)
+        .args(["--min-free", "0"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("no inode left"), "{err}");
+}
+
+/// repair moves a folder where none belongs (`objects/sha256/zz/`) to quarantine, as it counts it.
+#[test]
+fn repair_quarantines_a_stray_folder_it_counts() {
+    let good = Good::new(5);
+    let (_d, m) = good.copy();
+    let zz = m.join("objects/sha256/zz");
+    std::fs::create_dir_all(&zz).unwrap();
+    std::fs::write(zz.join("note"), b"left here").unwrap();
+    let (_, err) = ok_on_mirror(&m, &["repair", "--offline"]);
+    assert!(err.contains("1 stray file quarantined"), "{err}");
+    assert!(!zz.exists(), "the folder is still there");
+    let moved: Vec<_> = walk_files(&m.join("quarantine"))
+        .into_iter()
+        .filter(|p| p.ends_with("zz/note"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{:?}", walk_files(&m.join("quarantine")));
+    ok_on_mirror(&m, &["audit", "--offline"]);
+}
