@@ -127,6 +127,11 @@ fn compress(mirror: &Path, db: &Path, run: Option<i64>) -> Result<(PathBuf, Stri
         };
         let mut enc =
             zstd::stream::write::Encoder::new(hashing, LEVEL).map_err(io("writing", &tmp))?;
+        // Compression on every core, beside this thread's reading and hashing.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        if cores > 1 {
+            enc.multithread(cores).map_err(io("writing", &tmp))?;
+        }
         let mut db_hash = Sha256::new();
         let mut db_bytes = 0u64;
         let mut buf = vec![0u8; 1 << 20];
