@@ -32,10 +32,11 @@ pub struct Outcome {
 
 /// A mirror opened for a run that writes: the lock is held for as long as this lives.
 pub struct OpenMirror {
-    _lock: MirrorLock,
     pub catalog: Catalog,
     pub objects: ObjectStore,
     pub staging: PathBuf,
+    /// Last, so dropped last: the catalog is sealed (and copied) before another run may start.
+    _lock: MirrorLock,
 }
 
 impl OpenMirror {
@@ -50,10 +51,10 @@ impl OpenMirror {
         let staging = mirror.join("staging");
         clean_staging(&staging)?;
         Ok(OpenMirror {
-            _lock: lock,
             catalog,
             objects,
             staging,
+            _lock: lock,
         })
     }
 
@@ -98,6 +99,11 @@ impl OpenMirror {
             (result, _) => result,
         };
 
+        // The log proven whole before the end is recorded: a log changed under the run is
+        // damage (exit 5), and nothing more is written to it.
+        if let Err(e) = self.catalog.prove_log() {
+            return Err(e.into());
+        }
         let exit = match &result {
             Ok(()) if partial(&summary) => Exit::Partial,
             Ok(()) => Exit::Ok,

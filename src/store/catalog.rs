@@ -38,6 +38,12 @@ struct Sealing {
     mirror: std::path::PathBuf,
     /// The run the last `begin_run` recorded.
     run: std::cell::Cell<Option<i64>>,
+    /// The write-ahead log as far as it is proven (`store::wal`).
+    proven: std::cell::RefCell<crate::store::wal::Proven>,
+    /// The log did not hold: nothing more is written, not even a checkpoint.
+    damaged: std::cell::Cell<bool>,
+    /// The connection's total changes at the last proof.
+    changes: std::cell::Cell<u64>,
 }
 
 /// The current state of one resource, as the plan and audit compare it.
@@ -144,8 +150,11 @@ impl Catalog {
         crate::store::seal::check(mirror, &conn, crate::store::seal::Who::Writer)?;
         no_checkpoint(&conn, false)?;
         crate::store::seal::open(mirror, &conn)?;
+        // The writer checkpoints a log it has proven (`committed`, `store::wal`); SQLite's own
+        // checkpoint stays as a safety net for a log that grows past it between two proofs.
         conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; \
+             PRAGMA wal_autocheckpoint=4096;",
         )
         .map_err(|e| StoreError::sqlite(&path, e))?;
         let version: i64 = conn
@@ -167,16 +176,80 @@ impl Catalog {
             sealing: Some(Sealing {
                 mirror: mirror.to_path_buf(),
                 run: std::cell::Cell::new(None),
+                proven: Default::default(),
+                damaged: std::cell::Cell::new(false),
+                changes: std::cell::Cell::new(0),
             }),
         })
     }
 
-    /// After a commit that matters (a batch of versions, a run begun or ended): the seal says
-    /// how far the catalog has come, so that commits a damaged log would lose are noticed.
-    pub(crate) fn committed(&self) {
-        if let Some(s) = &self.sealing {
-            crate::store::seal::progress(&s.mirror, &self.conn, s.run.get());
+    /// After a commit that matters (a batch of versions, a run begun or ended): what it added
+    /// to the write-ahead log is proven (`store::wal`: a log cut, punched or overwritten while
+    /// the run writes stops it here, exit 5, nothing more written), the seal says how far the
+    /// catalog has come (commits a damaged log would lose are noticed by the next run), and a
+    /// log past [`crate::store::wal::CHECKPOINT_AT`] is proven whole and checkpointed.
+    pub(crate) fn committed(&self) -> Result<(), StoreError> {
+        let Some(s) = &self.sealing else {
+            return Ok(());
+        };
+        let db = s.mirror.join("catalog.sqlite");
+        let wal = crate::store::wal::path_of(&db);
+        let mut proven = s.proven.borrow_mut();
+        let damaged = |why: String| {
+            s.damaged.set(true);
+            StoreError::Damaged {
+                path: db.display().to_string(),
+                what: format!("its write-ahead log was changed while this run wrote: {why}"),
+            }
+        };
+        let advanced = proven.prove(&wal, false).map_err(damaged)?;
+        // Rows changed since the last proof were written as frames: the proof must have come
+        // further (a log cut before it, and written again past the cut, leaves a hole there).
+        let changes = self.conn.total_changes();
+        if changes != s.changes.replace(changes) && !advanced {
+            return Err(damaged(format!(
+                "the frames of its last commit do not follow those proven before (at byte {})",
+                proven.proven_upto()
+            )));
         }
+        crate::store::seal::progress(&s.mirror, &self.conn, s.run.get());
+        let long = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        if long > crate::store::wal::CHECKPOINT_AT {
+            proven.prove(&wal, true).map_err(damaged)?;
+            let busy: i64 = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+            if busy == 0 {
+                proven.reset();
+                s.changes.set(self.conn.total_changes());
+            }
+        }
+        Ok(())
+    }
+
+    /// Before the run's end is recorded: the write-ahead log proven whole.
+    pub(crate) fn prove_log(&self) -> Result<(), StoreError> {
+        let Some(s) = &self.sealing else {
+            return Ok(());
+        };
+        if s.damaged.get() {
+            return Err(StoreError::Damaged {
+                path: s.mirror.join("catalog.sqlite").display().to_string(),
+                what: "its write-ahead log was changed while this run wrote".into(),
+            });
+        }
+        let db = s.mirror.join("catalog.sqlite");
+        let result = s
+            .proven
+            .borrow_mut()
+            .prove(&crate::store::wal::path_of(&db), true);
+        result.map(|_| ()).map_err(|why| {
+            s.damaged.set(true);
+            StoreError::Damaged {
+                path: db.display().to_string(),
+                what: format!("its write-ahead log was changed while this run wrote: {why}"),
+            }
+        })
     }
 
     /// Drop the index `versions_by_object` while the catalog has no versions, so that a first
@@ -494,7 +567,7 @@ impl Catalog {
         if let Some(s) = &self.sealing {
             s.run.set(Some(run_id));
         }
-        self.committed();
+        self.committed()?;
         // So that Ctrl-C records it as interrupted.
         crate::interrupt::running(self.conn.path(), run_id);
         Ok(run_id)
@@ -511,7 +584,7 @@ impl Catalog {
             "UPDATE runs SET ended_at = ?2, outcome = ?3, exit_code = ?4, counts_json = ?5 WHERE id = ?1",
             params![run_id, now(), outcome, exit_code, counts_json],
         )?;
-        self.committed();
+        self.committed()?;
         crate::interrupt::finished(run_id);
         Ok(())
     }
@@ -899,6 +972,27 @@ impl Drop for Catalog {
         let Some(s) = self.sealing.take() else {
             return;
         };
+        let db = s.mirror.join("catalog.sqlite");
+        let proof = match s.damaged.get() {
+            true => Err("changed while this run wrote".to_string()),
+            false => s
+                .proven
+                .borrow_mut()
+                .prove(&crate::store::wal::path_of(&db), true),
+        };
+        if let Err(why) = proof {
+            // Nothing of a damaged log goes into the file: no checkpoint, now or at the close.
+            let _ = self.conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            );
+            crate::report::say(&format!(
+                "rsmirror: the catalog's write-ahead log does not hold ({why}): it was not \
+                 checkpointed, no copy was made, and the next run checks the catalog whole; \
+                 rsmirror catalog check names the damage"
+            ));
+            return;
+        }
         let conn = match Connection::open_in_memory() {
             Ok(spare) => std::mem::replace(&mut self.conn, spare),
             Err(_) => return,

@@ -23,6 +23,7 @@ pub(crate) mod scp_pages;
 pub(crate) mod seal;
 pub(crate) mod space;
 pub(crate) mod state_shares;
+pub(crate) mod wal;
 pub mod writer;
 
 pub use catalog::Catalog;

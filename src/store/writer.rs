@@ -146,7 +146,7 @@ impl<'a> Writer<'a> {
         }
         extra(&tx)?;
         tx.commit()?;
-        self.catalog.committed();
+        self.catalog.committed()?;
         if any_version {
             crate::store::kill::point("writer.committed");
         }
