@@ -254,7 +254,7 @@ pub(crate) fn transfer<E>(
                             drawn_all = true;
                             break;
                         };
-                        if let Some(r) = held(&job, objects) {
+                        if let Some(r) = held(&job, objects, transfers.is_idle()) {
                             if !out.push(r) {
                                 return;
                             }
@@ -352,10 +352,17 @@ pub(crate) fn transfer<E>(
 /// (its length and every usable digest). So a mirror whose catalog was restored from a copy, or
 /// rebuilt, re-attaches the objects it holds without asking the source for them again, and
 /// bytes the mirror holds under another URL are not fetched twice. A conditional GET's job (the
-/// server decides) and an object that is not as declared go to the source.
-fn held(job: &Job, objects: &ObjectStore) -> Option<JobResult> {
+/// server decides), an object that is not as declared, and one over 16 MiB (or of no declared
+/// length) while the thread has transfers in flight go to the source.
+fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
     use crate::rs::digest::Algorithm;
     if job.validators.is_some() {
+        return None;
+    }
+    // Re-reading a large object holds up this thread's transfers in flight (their rate would
+    // look like a trickle): only while none is.
+    const LARGE: u64 = 16 << 20;
+    if !idle && job.expected.length.is_none_or(|n| n > LARGE) {
         return None;
     }
     let sha256 = job

@@ -233,9 +233,10 @@ pub fn list(mirror: &Path) -> Vec<Copy> {
             })
         })
         .collect();
-    copies.sort_by(|a, b| {
-        (b.record.made.as_str(), b.record.run).cmp(&(a.record.made.as_str(), a.record.run))
-    });
+    // By time (parsed: RFC 3339 texts with fractions of different lengths do not sort as
+    // text), then run.
+    let when = |c: &Copy| c.record.made.parse::<jiff::Timestamp>().ok();
+    copies.sort_by_key(|c| std::cmp::Reverse((when(c), c.record.run)));
     copies
 }
 
