@@ -21,14 +21,9 @@ use crate::exit::Exit;
 use crate::store::copies::{self, Copy};
 use crate::store::lock::MirrorLock;
 use crate::store::{seal, StoreError};
-use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
-/// One line of what `check` found.
-struct Line {
-    ok: bool,
-    what: String,
-}
+use crate::store::health::Line;
 
 /// `rsmirror catalog check`: what it finds, a line each (`ok`/`DAMAGED`), and the exit code.
 pub(crate) fn check(mirror: &Path, out: &mut dyn FnMut(&str)) -> Result<Exit, Error> {
@@ -68,60 +63,8 @@ fn present(mirror: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// A connection that never checkpoints a log into the file when it closes (a damaged log is
-/// left as it was found).
-fn open_untouched(path: &Path) -> Result<Connection, rusqlite::Error> {
-    let conn = Connection::open(path)?;
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-        true,
-    )?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    Ok(conn)
-}
-
 fn findings(mirror: &Path) -> Vec<Line> {
-    let path = mirror.join("catalog.sqlite");
-    let mut lines = Vec::new();
-    let header = seal::header(&path);
-    lines.push(Line {
-        ok: header.is_ok(),
-        what: match &header {
-            Ok(()) => "SQLite's file header".into(),
-            Err(e) => format!("SQLite's file header: {e}"),
-        },
-    });
-    let conn = match open_untouched(&path) {
-        Ok(c) => c,
-        Err(e) => {
-            lines.push(Line {
-                ok: false,
-                what: format!("cannot be opened: {e}"),
-            });
-            return lines;
-        }
-    };
-    // The seal, judged as a writer would (the lock is held), past a header already named.
-    if header.is_ok() {
-        lines.push(seal_line(mirror, &conn));
-    }
-    let problems = seal::sqlite_check(&conn, "integrity_check");
-    lines.push(Line {
-        ok: problems.is_empty(),
-        what: match problems.len() {
-            0 => "PRAGMA integrity_check".into(),
-            n => format!(
-                "PRAGMA integrity_check: {n} problem(s): {}",
-                problems
-                    .iter()
-                    .take(5)
-                    .map(|s| s.trim().replace('\n', " "))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        },
-    });
-    drop(conn);
+    let mut lines = crate::store::health::findings(mirror);
     for c in copies::list(mirror) {
         let name = c.record.file.clone();
         let proof = copies::sha256_of(&c.path)
@@ -153,33 +96,6 @@ fn findings(mirror: &Path) -> Vec<Line> {
         });
     }
     lines
-}
-
-/// The seal judged as a writer judges it before its first write.
-fn seal_line(mirror: &Path, conn: &Connection) -> Line {
-    match seal::check(mirror, conn, seal::Who::Writer) {
-        Ok(()) => Line {
-            ok: true,
-            what: match seal::read(mirror) {
-                Some(s) if s.state == "sealed" => format!(
-                    "the seal: as the last run left it ({}), or sound where it changed",
-                    s.run
-                        .map(|r| format!("run {r}"))
-                        .unwrap_or_else(|| s.at.clone())
-                ),
-                Some(_) => "the seal: the last writer did not end; nothing lost".into(),
-                None => "the seal: none (a mirror of an older rsmirror)".into(),
-            },
-        },
-        Err(StoreError::Damaged { what, .. }) => Line {
-            ok: false,
-            what: format!("the seal: {what}"),
-        },
-        Err(e) => Line {
-            ok: false,
-            what: format!("the seal: {e}"),
-        },
-    }
 }
 
 /// What `restore` puts back.
@@ -268,7 +184,7 @@ fn take_given(given: &Path, unpacked: &Path) -> Result<String, Error> {
     } else {
         std::fs::copy(given, unpacked).map_err(|e| usage(format!("cannot be read: {e}")))?;
     }
-    sound(unpacked).map_err(|e| {
+    crate::store::health::sound(unpacked).map_err(|e| {
         let _ = std::fs::remove_file(unpacked);
         usage(format!("not a sound catalog: {e}"))
     })?;
@@ -283,7 +199,8 @@ fn newest_good(
 ) -> Result<(PathBuf, String), Error> {
     let all = copies::list(mirror);
     for c in &all {
-        let proof = copies::unpack(c, unpacked).and_then(|()| sound(unpacked));
+        let proof =
+            copies::unpack(c, unpacked).and_then(|()| crate::store::health::sound(unpacked));
         match proof {
             Ok(()) => return Ok((c.path.clone(), c.record.sha256.clone())),
             Err(e) => {
@@ -300,32 +217,6 @@ fn newest_good(
         },
     }
     .into())
-}
-
-/// A catalog file that SQLite finds whole, of a schema this rsmirror reads or upgrades.
-fn sound(path: &Path) -> Result<(), String> {
-    seal::header(path)?;
-    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| e.to_string())?;
-    let problems = seal::sqlite_check(&conn, "integrity_check");
-    let version = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
-    drop(conn);
-    // What opening it made beside it (an empty log and its shared memory).
-    for end in ["-wal", "-shm"] {
-        let mut side = path.as_os_str().to_owned();
-        side.push(end);
-        let _ = std::fs::remove_file(PathBuf::from(side));
-    }
-    if !problems.is_empty() {
-        return Err(format!("PRAGMA integrity_check: {}", problems.join("; ")));
-    }
-    let version = version.map_err(|e| e.to_string())?;
-    if !(1..=crate::store::catalog::SCHEMA_VERSION).contains(&version) {
-        return Err(format!(
-            "schema version {version}, not one this rsmirror reads"
-        ));
-    }
-    Ok(())
 }
 
 /// Move the catalog, its log, its shared memory and its seal into `damaged-catalog-<time>/`.
@@ -372,25 +263,7 @@ fn after_the_copy(mirror: &Path) -> Result<(u64, Vec<String>), Error> {
             .into_iter()
             .collect(),
     };
-    let mut stmt = catalog
-        .conn()
-        .prepare("SELECT EXISTS (SELECT 1 FROM versions WHERE sha256_hex = ?1)")
-        .map_err(StoreError::from)?;
-    let mut newer = 0u64;
-    let store = crate::store::ObjectStore::at(mirror);
-    store
-        .visit_sorted(|v| {
-            if v.placed && crate::store::objects::is_sha256_hex(v.name) {
-                let named: bool = stmt
-                    .query_row([v.name], |r| r.get(0))
-                    .map_err(std::io::Error::other)?;
-                if !named {
-                    newer += 1;
-                }
-            }
-            Ok(())
-        })
-        .map_err(|e| StoreError::io("reading", &mirror.join("objects"), e))?;
+    let newer = crate::store::health::objects_not_named(mirror, &catalog)?;
     Ok((newer, sources))
 }
 

@@ -230,8 +230,7 @@ pub(crate) fn transfer<E>(
                 let mut transfers = Transfers::new(http, staging, per_thread);
                 let mut drawn_all = false;
                 let (mut checked, mut since) = (Instant::now(), 0);
-                // Free bytes above the margin at the last measure.
-                let mut last_free = measured_free(staging, min_free);
+                let mut room = Room::new(staging, min_free, reserved);
                 while !stopped() {
                     // The disk margin, checked once a second or every few results while jobs
                     // are drawn.
@@ -239,11 +238,7 @@ pub(crate) fn transfer<E>(
                         && (checked.elapsed() >= FREE_SPACE_CHECK || since >= FREE_SPACE_RESULTS)
                     {
                         (checked, since) = (Instant::now(), 0);
-                        let promised = reserved.load(std::sync::atomic::Ordering::Relaxed);
-                        last_free = measured_free(staging, min_free);
-                        if let Err(message) =
-                            crate::store::space::room_left(staging, min_free, promised)
-                        {
+                        if let Err(message) = room.measure() {
                             out.push(JobResult::NoSpace(message));
                             out.flush();
                             return;
@@ -261,27 +256,13 @@ pub(crate) fn transfer<E>(
                             continue;
                         }
                         let promise = job.expected.length.unwrap_or(0);
-                        let before =
-                            reserved.fetch_add(promise, std::sync::atomic::Ordering::Relaxed);
-                        // Near the margin, every start is measured: what was started fits.
-                        if promise > 0 && near_margin(last_free, before + promise) {
-                            match crate::store::space::room_left(
-                                staging,
-                                min_free,
-                                before + promise,
-                            ) {
-                                Ok(()) => last_free = measured_free(staging, min_free),
-                                Err(message) => {
-                                    reserved
-                                        .fetch_sub(promise, std::sync::atomic::Ordering::Relaxed);
-                                    out.push(JobResult::NoSpace(message));
-                                    out.flush();
-                                    return;
-                                }
-                            }
+                        if let Err(message) = room.promise(promise) {
+                            out.push(JobResult::NoSpace(message));
+                            out.flush();
+                            return;
                         }
                         if let Some(r) = Attempts::new(job).start_next(&mut transfers) {
-                            reserved.fetch_sub(promise, std::sync::atomic::Ordering::Relaxed);
+                            room.done(promise);
                             if !out.push(r) {
                                 return;
                             }
@@ -298,10 +279,7 @@ pub(crate) fn transfer<E>(
                             Err(attempts) => attempts.start_next(&mut transfers),
                         };
                         if r.is_some() {
-                            // Written now (or dropped): no longer promised, and counted as
-                            // gone from the free space until the next measure.
-                            reserved.fetch_sub(promise, std::sync::atomic::Ordering::Relaxed);
-                            last_free = last_free.saturating_sub(promise);
+                            room.done(promise);
                         }
                         if let Some(r) = r {
                             if !out.push(r) {
@@ -410,17 +388,70 @@ fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
 const FREE_SPACE_CHECK: Duration = Duration::from_secs(1);
 const FREE_SPACE_RESULTS: usize = 16;
 
-/// Free bytes above the `--min-free` margin on `staging`'s file system (`u64::MAX` when it
-/// cannot be told).
-fn measured_free(staging: &Path, min_free: Option<u64>) -> u64 {
-    crate::store::space::free_and_margin(staging, min_free)
-        .map_or(u64::MAX, |(free, margin)| free.saturating_sub(margin))
+/// A fetching thread's view of the `--min-free` margin: what the transfers in flight (of every
+/// thread) have yet to write, as their lists declare it, counts against it, so that what is
+/// started fits above it.
+struct Room<'a> {
+    staging: &'a Path,
+    min_free: Option<u64>,
+    /// Bytes promised to transfers in flight, shared by the threads.
+    reserved: &'a std::sync::atomic::AtomicU64,
+    /// Free bytes above the margin at the last measure, less what this thread wrote since.
+    free_above: u64,
 }
 
-/// Within 64 MiB of the margin once `promised` bytes are written: each transfer's start is then
-/// measured (far from it, once a second or every few results is enough).
-fn near_margin(free_above: u64, promised: u64) -> bool {
-    free_above < promised.saturating_add(64 << 20)
+impl<'a> Room<'a> {
+    fn new(
+        staging: &'a Path,
+        min_free: Option<u64>,
+        reserved: &'a std::sync::atomic::AtomicU64,
+    ) -> Room<'a> {
+        let mut room = Room {
+            staging,
+            min_free,
+            reserved,
+            free_above: u64::MAX,
+        };
+        room.free_above = room.free_above_margin();
+        room
+    }
+
+    fn free_above_margin(&self) -> u64 {
+        crate::store::space::free_and_margin(self.staging, self.min_free)
+            .map_or(u64::MAX, |(free, margin)| free.saturating_sub(margin))
+    }
+
+    /// Measure again (once a second or every few results): `Err` under the margin.
+    fn measure(&mut self) -> Result<(), String> {
+        self.free_above = self.free_above_margin();
+        let promised = self.reserved.load(std::sync::atomic::Ordering::Relaxed);
+        crate::store::space::room_left(self.staging, self.min_free, promised)
+    }
+
+    /// Promise `bytes` to a transfer about to start. Within 64 MiB of the margin every start is
+    /// measured; `Err` (nothing promised) when it would not fit above it.
+    fn promise(&mut self, bytes: u64) -> Result<(), String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let promised = self.reserved.fetch_add(bytes, Relaxed) + bytes;
+        if bytes > 0 && self.free_above < promised.saturating_add(64 << 20) {
+            if let Err(message) =
+                crate::store::space::room_left(self.staging, self.min_free, promised)
+            {
+                self.reserved.fetch_sub(bytes, Relaxed);
+                return Err(message);
+            }
+            self.free_above = self.free_above_margin();
+        }
+        Ok(())
+    }
+
+    /// A transfer ended (its bytes written, or dropped): no longer promised, and counted as gone
+    /// from the free space until the next measure.
+    fn done(&mut self, bytes: u64) {
+        self.reserved
+            .fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
+        self.free_above = self.free_above.saturating_sub(bytes);
+    }
 }
 
 /// `Err` with the message for the run's end when the free space on `staging`'s file system is
