@@ -106,6 +106,12 @@ impl std::fmt::Display for NeedsBaseline {
 }
 
 impl Error {
+    /// An error that says the catalog may be damaged (SQLite's "malformed", "not a database",
+    /// or the check before a write).
+    pub(crate) fn is_damage(&self) -> bool {
+        matches!(self, Error::Store(e) if e.is_damage())
+    }
+
     pub(crate) fn exit(&self) -> Exit {
         match self {
             Error::Usage(_) => Exit::Usage,

@@ -180,9 +180,17 @@ fn take_given(given: &Path, unpacked: &Path) -> Result<String, Error> {
             path: given.to_path_buf(),
             record,
         };
-        copies::unpack(&copy, unpacked).map_err(|e| usage(format!("not a good copy: {e}")))?;
+        copies::unpack(&copy, unpacked).map_err(|e| {
+            let _ = std::fs::remove_file(unpacked);
+            usage(format!("not a good copy: {e}"))
+        })?;
     } else {
-        std::fs::copy(given, unpacked).map_err(|e| usage(format!("cannot be read: {e}")))?;
+        std::fs::copy(given, unpacked)
+            .and_then(|_| std::fs::File::open(unpacked)?.sync_all())
+            .map_err(|e| {
+                let _ = std::fs::remove_file(unpacked);
+                usage(format!("cannot be read: {e}"))
+            })?;
     }
     crate::store::health::sound(unpacked).map_err(|e| {
         let _ = std::fs::remove_file(unpacked);
@@ -276,13 +284,25 @@ pub(crate) fn rebuild(
 ) -> Result<Exit, Error> {
     let lock = MirrorLock::acquire(mirror)?;
     let path = mirror.join("catalog.sqlite");
-    let (salvaged, maps) = match path.exists() {
+    let salvaged = match path.exists() {
         true => seal::salvage(&path),
-        false => (Vec::new(), Vec::new()),
+        false => Vec::new(),
     };
-    let sources: Vec<String> = match sources.is_empty() {
+    // Each source with the rules the damaged catalog remembers for it (none for a source
+    // named here that it does not know).
+    let sources: Vec<(String, Vec<(String, PathBuf)>)> = match sources.is_empty() {
         true => salvaged,
-        false => sources.to_vec(),
+        false => sources
+            .iter()
+            .map(|url| {
+                let maps = salvaged
+                    .iter()
+                    .find(|(u, _)| u == url)
+                    .map(|(_, m)| m.clone())
+                    .unwrap_or_default();
+                (url.clone(), maps)
+            })
+            .collect(),
     };
     if sources.is_empty() {
         return Err(UsageError(
@@ -300,18 +320,22 @@ pub(crate) fn rebuild(
     say(&format!(
         "rebuilding the catalog from the current lists of {}: the history before this rebuild is \
          lost (runs, earlier versions, sync points){}",
-        sources.join(", "),
+        sources
+            .iter()
+            .map(|(u, _)| u.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         match &aside {
             Some(a) => format!("; the damaged catalog is kept in {}", a.display()),
             None => String::new(),
         }
     ));
-    let map_args: Vec<String> = maps
-        .iter()
-        .map(|(prefix, dir)| format!("{prefix}={}", dir.display()))
-        .collect();
     let mut worst = Exit::Ok;
-    for source in &sources {
+    for (source, maps) in &sources {
+        let map_args: Vec<String> = maps
+            .iter()
+            .map(|(prefix, dir)| format!("{prefix}={}", dir.display()))
+            .collect();
         say(&format!("rsmirror baseline {source}"));
         let exit = run_baseline(mirror, source, &map_args)?;
         if exit.code() > worst.code() {
@@ -354,5 +378,16 @@ fn run_baseline(mirror: &Path, source: &str, maps: &[String]) -> Result<Exit, Er
     let status = command
         .status()
         .map_err(|e| StoreError::io("running a baseline of", Path::new(source), e))?;
-    Ok(Exit::from_code(status.code().unwrap_or(1)))
+    Ok(match status.code() {
+        Some(code) => Exit::from_code(code),
+        // Killed by a signal: SIGINT and SIGTERM are an interruption, anything else (the OOM
+        // killer's SIGKILL) a run that did not end.
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            match status.signal() {
+                Some(libc::SIGINT | libc::SIGTERM) => Exit::Interrupted,
+                _ => Exit::Store,
+            }
+        }
+    })
 }

@@ -350,6 +350,9 @@ fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
         .find(|d| d.algorithm == Algorithm::Sha256)?
         .hex
         .as_ref()?;
+    // What the source's scope refuses is refused here too, as a transfer would refuse it.
+    let url = job.urls.first()?;
+    job.scope.check(url).ok()?;
     let path = objects.path_for(sha256);
     let mut file = std::fs::File::open(&path).ok()?;
     let with_sha1 = job
@@ -367,7 +370,6 @@ fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
         hasher.update(&buf[..n]);
     }
     let length = hasher.length();
-    let url = job.urls.first()?;
     let computed =
         crate::net::fetch::verify(url.to_string(), &job.expected, length, hasher).ok()?;
     Some(JobResult::Fetched(

@@ -88,6 +88,12 @@ impl OpenMirror {
         mut summary: Summary,
         result: Result<(), Error>,
     ) -> Result<Outcome, Error> {
+        // The log proven whole before anything more is written (the index, the run's end): a
+        // log changed under the run is damage (exit 5), and nothing more goes into it.
+        self.catalog.prove_log()?;
+        if result.as_ref().err().is_some_and(|e| e.is_damage()) {
+            self.catalog.suspect();
+        }
         // Whatever the outcome: a first load may have deferred it. Should that fail, the run
         // fails with it, recorded as such (its versions stand; the next open builds the index).
         let result = match (result, self.catalog.build_object_index()) {
@@ -99,11 +105,6 @@ impl OpenMirror {
             (result, _) => result,
         };
 
-        // The log proven whole before the end is recorded: a log changed under the run is
-        // damage (exit 5), and nothing more is written to it.
-        if let Err(e) = self.catalog.prove_log() {
-            return Err(e.into());
-        }
         let exit = match &result {
             Ok(()) if partial(&summary) => Exit::Partial,
             Ok(()) => Exit::Ok,

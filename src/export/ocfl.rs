@@ -152,6 +152,12 @@ fn object(
         .into());
     }
     if history.len() == held {
+        // Nothing to add; an export stopped between an inventory and its sidecar left them out
+        // of step: the sidecars follow their inventories.
+        let head = inventory["head"].as_str().unwrap_or("v1").to_string();
+        for dir in [obj.clone(), obj.join(&head)] {
+            sidecar_in_step(&dir)?;
+        }
         summary.kept += 1;
         summary.files += 1;
         return Ok(());
@@ -205,6 +211,20 @@ fn object(
     summary.vouched += placer.vouched;
     summary.written += 1;
     summary.files += 1;
+    Ok(())
+}
+
+/// `inventory.json.sha256` in `dir` names the SHA-256 of the `inventory.json` beside it.
+fn sidecar_in_step(dir: &Path) -> Result<(), StoreError> {
+    let inventory = dir.join("inventory.json");
+    let Ok(bytes) = std::fs::read(&inventory) else {
+        return Ok(());
+    };
+    let sidecar = format!("{} inventory.json\n", hex::encode(Sha256::digest(&bytes)));
+    let path = dir.join("inventory.json.sha256");
+    if std::fs::read(&path).ok().as_deref() != Some(sidecar.as_bytes()) {
+        write(&path, sidecar.as_bytes())?;
+    }
     Ok(())
 }
 

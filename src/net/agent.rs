@@ -241,6 +241,9 @@ impl std::fmt::Debug for Http {
 impl Http {
     pub fn new(cfg: HttpConfig) -> Http {
         first_agent_made();
+        // The writer's commits, the catalog's copy and the index build keep the same margin
+        // as the transfers (`store::space`).
+        crate::store::space::set_min_free(cfg.min_free);
         let user_agent = if cfg.user_agent.trim().is_empty() {
             default_user_agent()
         } else {

@@ -44,6 +44,12 @@ struct Sealing {
     damaged: std::cell::Cell<bool>,
     /// The connection's total changes at the last proof.
     changes: std::cell::Cell<u64>,
+    /// Set by SQLite's commit hook, cleared by its rollback hook and by each proof.
+    wrote: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// A run begun and not (yet) ended: the catalog is not sealed as whole if it never ends.
+    open_run: std::cell::Cell<bool>,
+    /// The run met what may be damage (an SQLite error saying so): not sealed, no copy.
+    suspect: std::cell::Cell<bool>,
 }
 
 /// The current state of one resource, as the plan and audit compare it.
@@ -150,12 +156,24 @@ impl Catalog {
         crate::store::seal::check(mirror, &conn, crate::store::seal::Who::Writer)?;
         no_checkpoint(&conn, false)?;
         crate::store::seal::open(mirror, &conn)?;
-        // The writer checkpoints a log it has proven (`committed`, `store::wal`); SQLite's own
-        // checkpoint stays as a safety net for a log that grows past it between two proofs.
+        // Only the writer checkpoints, a log it has proven (`committed`, `store::wal`): never
+        // SQLite on its own, inside a commit, with frames nobody proved.
         conn.execute_batch(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; \
-             PRAGMA wal_autocheckpoint=4096;",
+             PRAGMA wal_autocheckpoint=0;",
         )
+        .map_err(|e| StoreError::sqlite(&path, e))?;
+        // Whether a commit wrote since the last proof (a rolled-back transaction did not).
+        let wrote = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (on_commit, on_rollback) = (wrote.clone(), wrote.clone());
+        conn.commit_hook(Some(move || {
+            on_commit.store(true, std::sync::atomic::Ordering::Relaxed);
+            false
+        }))
+        .map_err(|e| StoreError::sqlite(&path, e))?;
+        conn.rollback_hook(Some(move || {
+            on_rollback.store(false, std::sync::atomic::Ordering::Relaxed);
+        }))
         .map_err(|e| StoreError::sqlite(&path, e))?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -179,6 +197,9 @@ impl Catalog {
                 proven: Default::default(),
                 damaged: std::cell::Cell::new(false),
                 changes: std::cell::Cell::new(0),
+                wrote,
+                open_run: std::cell::Cell::new(false),
+                suspect: std::cell::Cell::new(false),
             }),
         })
     }
@@ -203,10 +224,11 @@ impl Catalog {
             }
         };
         let advanced = proven.prove(&wal, false).map_err(damaged)?;
-        // Rows changed since the last proof were written as frames: the proof must have come
-        // further (a log cut before it, and written again past the cut, leaves a hole there).
+        // A commit that changed rows since the last proof wrote frames: the proof must have
+        // come further (a log cut before it, and written again past the cut, leaves a hole).
         let changes = self.conn.total_changes();
-        if changes != s.changes.replace(changes) && !advanced {
+        let wrote = s.wrote.swap(false, std::sync::atomic::Ordering::Relaxed);
+        if changes != s.changes.replace(changes) && wrote && !advanced {
             return Err(damaged(format!(
                 "the frames of its last commit do not follow those proven before (at byte {})",
                 proven.proven_upto()
@@ -225,6 +247,14 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+
+    /// The run met an error that may be damage (SQLite says the file is corrupt): the catalog
+    /// is not sealed as whole and no copy of it is made (a copy would push out a good one).
+    pub(crate) fn suspect(&self) {
+        if let Some(s) = &self.sealing {
+            s.suspect.set(true);
+        }
     }
 
     /// Before the run's end is recorded: the write-ahead log proven whole.
@@ -566,6 +596,7 @@ impl Catalog {
         let run_id = self.conn.last_insert_rowid();
         if let Some(s) = &self.sealing {
             s.run.set(Some(run_id));
+            s.open_run.set(true);
         }
         self.committed()?;
         // So that Ctrl-C records it as interrupted.
@@ -585,6 +616,9 @@ impl Catalog {
             params![run_id, now(), outcome, exit_code, counts_json],
         )?;
         self.committed()?;
+        if let Some(s) = &self.sealing {
+            s.open_run.set(false);
+        }
         crate::interrupt::finished(run_id);
         Ok(())
     }
@@ -973,6 +1007,11 @@ impl Drop for Catalog {
             return;
         };
         let db = s.mirror.join("catalog.sqlite");
+        if s.open_run.get() || s.suspect.get() {
+            // A run that did not end, or one that met damage: the seal stays open, so that the
+            // next writer reads the catalog whole; no copy.
+            return;
+        }
         let proof = match s.damaged.get() {
             true => Err("changed while this run wrote".to_string()),
             false => s

@@ -162,14 +162,19 @@ fn compress(mirror: &Path, db: &Path, run: Option<i64>) -> Result<(PathBuf, Stri
             schema_version: crate::store::catalog::SCHEMA_VERSION,
             by: format!("rsmirror {}", env!("CARGO_PKG_VERSION")),
         };
+        // The record first (written whole, synced), then the copy under its name: a copy in
+        // the folder always has its record; a record without its copy is an orphan `prune`
+        // removes.
         let path = dir.join(&name);
-        std::fs::rename(&tmp, &path).map_err(io("writing", &path))?;
         let json = dir.join(format!("{name}.json"));
-        let mut f = std::fs::File::create(&json).map_err(io("writing", &json))?;
+        let json_tmp = dir.join(format!(".{name}.json.tmp"));
+        let mut f = std::fs::File::create(&json_tmp).map_err(io("writing", &json_tmp))?;
         f.write_all(&serde_json::to_vec_pretty(&record).expect("a record serialises"))
             .and_then(|()| f.write_all(b"\n"))
             .and_then(|()| f.sync_all())
-            .map_err(io("writing", &json))?;
+            .map_err(io("writing", &json_tmp))?;
+        std::fs::rename(&json_tmp, &json).map_err(io("writing", &json))?;
+        std::fs::rename(&tmp, &path).map_err(io("writing", &path))?;
         std::fs::File::open(&dir)
             .and_then(|d| d.sync_all())
             .map_err(io("syncing", &dir))?;
@@ -177,6 +182,7 @@ fn compress(mirror: &Path, db: &Path, run: Option<i64>) -> Result<(PathBuf, Stri
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(dir.join(format!(".{name}.json.tmp")));
     }
     result
 }
@@ -204,7 +210,10 @@ pub(crate) fn make_by_vacuum(
     std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("creating", &dir, e))?;
     let tmp = dir.join(".vacuum.sqlite.tmp");
     let _ = std::fs::remove_file(&tmp);
-    conn.execute("VACUUM INTO ?1", [tmp.to_string_lossy()])?;
+    if let Err(e) = conn.execute("VACUUM INTO ?1", [tmp.to_string_lossy()]) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.into());
+    }
     let made = compress(mirror, &tmp, run);
     let _ = std::fs::remove_file(&tmp);
     prune(mirror, keep);
@@ -240,13 +249,30 @@ pub fn list(mirror: &Path) -> Vec<Copy> {
     copies
 }
 
-/// Remove the oldest copies past `keep`.
+/// Remove the oldest copies past `keep`, and what no copy owns: temporary files of a copy that
+/// did not finish (the writer holds the lock: no other is being made) and records whose copy is
+/// gone.
 fn prune(mirror: &Path, keep: usize) {
-    for old in list(mirror).into_iter().skip(keep) {
+    let all = list(mirror);
+    for old in all.iter().skip(keep) {
         let _ = std::fs::remove_file(&old.path);
         let mut json = old.path.clone().into_os_string();
         json.push(".json");
         let _ = std::fs::remove_file(json);
+    }
+    let kept: Vec<String> = all
+        .iter()
+        .take(keep)
+        .flat_map(|c| [c.record.file.clone(), format!("{}.json", c.record.file)])
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(folder(mirror)) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ours = name.starts_with("catalog-r") || name.starts_with('.');
+            if ours && !kept.contains(&name) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
 }
 

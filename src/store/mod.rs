@@ -131,6 +131,18 @@ pub enum DiskSign {
 }
 
 impl StoreError {
+    /// An error that says the catalog may be damaged (SQLite's "malformed" or "not a
+    /// database", or the check before a write).
+    pub(crate) fn is_damage(&self) -> bool {
+        match self {
+            StoreError::Damaged { .. } => true,
+            StoreError::Sqlite(e) | StoreError::SqliteAt { source: e, .. } => {
+                !damage_hint(e).is_empty()
+            }
+            _ => false,
+        }
+    }
+
     /// For an error of the catalog: what it says of the disk, and SQLite's words.
     pub(crate) fn disk_sign(&self) -> Option<(DiskSign, String)> {
         let sqlite = match self {

@@ -275,10 +275,23 @@ pub(crate) fn check(mirror: &Path, conn: &Connection, who: Who) -> Result<(), St
     let Some((bytes, modified)) = stat(&path) else {
         return Ok(());
     };
-    if bytes == 0 {
-        return Ok(());
-    }
     let seal = read(mirror);
+    if bytes == 0 {
+        // A new catalog is empty; one the seal says held rows is not.
+        return match &seal {
+            Some(s) if s.versions > 0 || s.runs > 0 || s.bytes.is_some_and(|b| b > 0) => {
+                Err(damaged(
+                    mirror,
+                    format!(
+                        "it is empty (0 bytes); the last writer left runs up to #{} and \
+                         versions up to #{}",
+                        s.runs, s.versions
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        };
+    }
     match &seal {
         Some(s) if s.state == "sealed" => {
             let logged = wal_has_frames(mirror);
@@ -471,36 +484,38 @@ pub(crate) fn accept(mirror: &Path, sha256: Option<String>) -> Result<(), StoreE
 }
 
 /// What can still be read from a damaged catalog file, as far as it can be: the sources it
-/// follows and the `--map` rules they remember (for `catalog rebuild`). Empty where it cannot.
-pub(crate) fn salvage(path: &Path) -> (Vec<String>, Vec<(String, PathBuf)>) {
+/// follows, each with the `--map` rules it remembers (for `catalog rebuild`). Empty where it
+/// cannot.
+pub(crate) fn salvage(path: &Path) -> Vec<(String, Vec<(String, PathBuf)>)> {
     let Ok(conn) = Connection::open_with_flags(
         path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     ) else {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     };
-    let strings = |sql: &str| -> Vec<String> {
+    let rows = |sql: &str| -> Vec<(String, Option<String>)> {
         conn.prepare(sql)
             .and_then(|mut stmt| {
-                stmt.query_map([], |r| r.get::<_, String>(0))
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))
                     .map(|rows| rows.filter_map(Result::ok).collect())
             })
             .unwrap_or_default()
     };
     // Without `removed_at` (an older schema), every source.
-    let mut sources = strings("SELECT url FROM sources WHERE removed_at IS NULL ORDER BY id");
+    let mut sources =
+        rows("SELECT url, maps_json FROM sources WHERE removed_at IS NULL ORDER BY id");
     if sources.is_empty() {
-        sources = strings("SELECT url FROM sources ORDER BY id");
+        sources = rows("SELECT url, maps_json FROM sources ORDER BY id");
     }
-    let mut maps: Vec<(String, PathBuf)> = Vec::new();
-    for json in strings("SELECT maps_json FROM sources WHERE maps_json IS NOT NULL ORDER BY id") {
-        for rule in serde_json::from_str::<Vec<(String, PathBuf)>>(&json).unwrap_or_default() {
-            if !maps.contains(&rule) {
-                maps.push(rule);
-            }
-        }
-    }
-    (sources, maps)
+    sources
+        .into_iter()
+        .map(|(url, maps)| {
+            let maps = maps
+                .and_then(|j| serde_json::from_str::<Vec<(String, PathBuf)>>(&j).ok())
+                .unwrap_or_default();
+            (url, maps)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! checkpoint copies whatever the log holds into the catalog: a log cut, punched with a hole or
 //! overwritten while a run writes would put zeros or garbage into the catalog, and the run
 //! would end as if nothing happened. So the writer checkpoints itself (SQLite's automatic
-//! checkpoint is off for it): after each commit the new frames are checked against the chain of
+//! checkpoint is off for it, `wal_autocheckpoint=0`): after each commit the new frames are checked against the chain of
 //! checksums SQLite writes (<https://www.sqlite.org/fileformat2.html#walformat>), with the last
 //! frame checked before (a log cut below it is seen even when later frames fill the file out
 //! again); before every checkpoint, every frame.
@@ -126,7 +126,7 @@ impl Proven {
         }
         let mut f = match std::fs::File::open(wal) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.upto == 0 => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && proven_before == 0 => {
                 return Ok(false)
             }
             Err(e) => return Err(format!("cannot be read: {e}")),

@@ -253,6 +253,8 @@ pub(crate) fn apply(
     if result.is_err() {
         *pages = SectionPages::load(catalog, pages.source_id, &pages.section.clone())?;
     }
+    // A collection's transaction is the bulk of an SCP run's writes: its log proven now.
+    catalog.committed()?;
     result
 }
 

@@ -520,6 +520,7 @@ fn record(
             write::problem(&tx, ctx.run_id, url, ProblemClass::Warning, &w.to_string())?;
         }
         tx.commit().map_err(StoreError::from)?;
+        ctx.catalog.committed()?;
     }
     let mut notes = Vec::new();
     if let Some(size) = entry.size_bytes {
