@@ -89,9 +89,10 @@ pub enum Command {
     Source(SourceCommandArgs),
     /// The catalog's own health and the way back from damage: `catalog check` (SQLite's
     /// header, the seal the last run left, `PRAGMA integrity_check`, every copy proven by its
-    /// SHA-256; exit 5 when damaged) and `catalog restore [COPY]` (the newest good copy from
+    /// SHA-256; exit 5 when damaged), `catalog restore [COPY]` (the newest good copy from
     /// catalog-copies/ in place of a damaged catalog, kept aside, then a baseline of each
-    /// source finds again what happened after the copy).
+    /// source finds again what happened after the copy) and `catalog rebuild [SOURCE...]` (when
+    /// no copy is good: a new catalog from the sources' lists and the objects present).
     #[command(after_help = crate::exit::Exit::help_table())]
     Catalog(CatalogCommandArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
