@@ -21,11 +21,15 @@ macro_rules! say {
     }};
 }
 
-/// [`say!`] for stdout: `println!` that a closed stdout does not turn into a panic.
+/// [`say!`] for stdout: `println!` that a closed stdout does not turn into a panic. A stdout
+/// that refuses the output otherwise (a full disk, an I/O error) is remembered and the command
+/// ends with exit 5 (`report::output_failed`): what it was asked to print was not printed.
 macro_rules! out {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($t)*) {
+            $crate::report::output_failed(&e);
+        }
     }};
 }
 

@@ -203,3 +203,23 @@ pub struct DocumentReport {
 pub(crate) fn say(line: &str) {
     say!("{line}");
 }
+
+/// Why stdout refused what a command printed (not a closed pipe: the reader went away, as
+/// `| head` does), when it did.
+static OUTPUT_LOST: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Stdout refused a write: remembered, unless the pipe was only closed by its reader.
+pub(crate) fn output_failed(e: &std::io::Error) {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        let mut lost = OUTPUT_LOST.lock().unwrap_or_else(|p| p.into_inner());
+        lost.get_or_insert_with(|| e.to_string());
+    }
+}
+
+/// Why the output was lost, if it was.
+pub(crate) fn output_lost() -> Option<String> {
+    OUTPUT_LOST
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}

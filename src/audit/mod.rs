@@ -153,6 +153,13 @@ fn conclude(
     for sink in &mut sinks {
         sink.end(totals);
     }
+    // Stdout's sinks (the report file's is judged below): output they could not write.
+    let on_stdout = sinks.len() - usize::from(has_file);
+    for sink in &sinks[..on_stdout] {
+        if let Some(e) = sink.error() {
+            crate::report::output_failed(e);
+        }
+    }
     let report_broken = has_file
         .then(|| sinks.last().and_then(|k| k.error()).map(|e| e.to_string()))
         .flatten();

@@ -23,7 +23,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
     if only_reads(&cli.command) {
         end_quietly_on_a_closed_pipe();
     }
-    match cli.command {
+    let exit = match cli.command {
         Command::Baseline(a) => baseline(&a, arguments),
         Command::Incremental(a) => incremental(&a, arguments),
         Command::Audit(a) => audit(&a, arguments),
@@ -40,6 +40,15 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Catalog(a) => catalog_command(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
+    };
+    // What the command was asked to print did not reach stdout (a full disk under a
+    // redirection): not a success, whatever else it did.
+    match crate::report::output_lost() {
+        Some(why) if exit.code() < Exit::Store.code() => {
+            say!("rsmirror: its output could not be written to stdout ({why})");
+            Exit::Store
+        }
+        _ => exit,
     }
 }
 

@@ -691,3 +691,39 @@ fn a_log_cut_while_a_run_writes_stops_that_run() {
     assert!(!text.contains("stray"), "{text}");
     assert_eq!(current(&m).len(), 3000);
 }
+
+/// What a command was asked to print and stdout refused (a full disk under a redirection) is
+/// not a success: exit 5, said on stderr; a stdout whose reader went away (a closed pipe) is
+/// not held against a writing run.
+#[test]
+fn output_stdout_refused_is_not_a_success() {
+    let good = Good::new(5);
+    let (_d, m) = good.copy();
+    for args in [
+        vec!["incremental", "--json"],
+        vec!["audit", "--offline", "--json"],
+        vec!["catalog", "check"],
+    ] {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+            .args(&args)
+            .arg("--mirror")
+            .arg(&m)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {err}");
+        assert!(
+            err.contains("could not be written to stdout"),
+            "{args:?}: {err}"
+        );
+    }
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["incremental", "--json", "--mirror"])
+        .arg(&m)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader went away
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
