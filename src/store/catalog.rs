@@ -33,6 +33,17 @@ pub struct Catalog {
     sealing: Option<Sealing>,
 }
 
+impl Sealing {
+    /// The log did not hold: marked, so that nothing more is written, and the error that says so.
+    fn log_changed(&self, why: String) -> StoreError {
+        self.damaged.set(true);
+        StoreError::Damaged {
+            path: self.mirror.join("catalog.sqlite").display().to_string(),
+            what: format!("its write-ahead log was changed while this run wrote: {why}"),
+        }
+    }
+}
+
 /// What a catalog open for writing seals when it is dropped.
 struct Sealing {
     mirror: std::path::PathBuf,
@@ -213,16 +224,9 @@ impl Catalog {
         let Some(s) = &self.sealing else {
             return Ok(());
         };
-        let db = s.mirror.join("catalog.sqlite");
-        let wal = crate::store::wal::path_of(&db);
+        let wal = crate::store::wal::path_of(&s.mirror.join("catalog.sqlite"));
         let mut proven = s.proven.borrow_mut();
-        let damaged = |why: String| {
-            s.damaged.set(true);
-            StoreError::Damaged {
-                path: db.display().to_string(),
-                what: format!("its write-ahead log was changed while this run wrote: {why}"),
-            }
-        };
+        let damaged = |why: String| s.log_changed(why);
         let advanced = proven.prove(&wal, false).map_err(damaged)?;
         // A commit that changed rows since the last proof wrote frames: the proof must have
         // come further (a log cut before it, and written again past the cut, leaves a hole).
@@ -263,23 +267,11 @@ impl Catalog {
             return Ok(());
         };
         if s.damaged.get() {
-            return Err(StoreError::Damaged {
-                path: s.mirror.join("catalog.sqlite").display().to_string(),
-                what: "its write-ahead log was changed while this run wrote".into(),
-            });
+            return Err(s.log_changed("as found at an earlier commit".into()));
         }
-        let db = s.mirror.join("catalog.sqlite");
-        let result = s
-            .proven
-            .borrow_mut()
-            .prove(&crate::store::wal::path_of(&db), true);
-        result.map(|_| ()).map_err(|why| {
-            s.damaged.set(true);
-            StoreError::Damaged {
-                path: db.display().to_string(),
-                what: format!("its write-ahead log was changed while this run wrote: {why}"),
-            }
-        })
+        let wal = crate::store::wal::path_of(&s.mirror.join("catalog.sqlite"));
+        let result = s.proven.borrow_mut().prove(&wal, true);
+        result.map(|_| ()).map_err(|why| s.log_changed(why))
     }
 
     /// Drop the index `versions_by_object` while the catalog has no versions, so that a first
@@ -1003,49 +995,49 @@ pub mod write {
 /// seal stays open (the next writer reads the whole catalog) and stderr says why.
 impl Drop for Catalog {
     fn drop(&mut self) {
-        let Some(s) = self.sealing.take() else {
+        let Some(s) = &self.sealing else {
             return;
         };
-        let db = s.mirror.join("catalog.sqlite");
         if s.open_run.get() || s.suspect.get() {
             // A run that did not end, or one that met damage: the seal stays open, so that the
             // next writer reads the catalog whole; no copy.
+            self.sealing = None;
             return;
         }
-        let proof = match s.damaged.get() {
-            true => Err("changed while this run wrote".to_string()),
-            false => s
-                .proven
-                .borrow_mut()
-                .prove(&crate::store::wal::path_of(&db), true),
-        };
-        if let Err(why) = proof {
+        if let Err(e) = self.prove_log() {
             // Nothing of a damaged log goes into the file: no checkpoint, now or at the close.
             let _ = self.conn.set_db_config(
                 rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
                 true,
             );
+            self.sealing = None;
             crate::report::say(&format!(
-                "rsmirror: the catalog's write-ahead log does not hold ({why}): it was not \
-                 checkpointed, no copy was made, and the next run checks the catalog whole; \
-                 rsmirror catalog check names the damage"
+                "rsmirror: {e} (the log was not checkpointed and no copy was made)"
             ));
             return;
         }
+        let Some(s) = self.sealing.take() else {
+            return;
+        };
         let conn = match Connection::open_in_memory() {
             Ok(spare) => std::mem::replace(&mut self.conn, spare),
             Err(_) => return,
         };
         let kept = crate::store::copies::kept();
-        if let Err(e) = crate::store::seal::seal(&s.mirror, conn, s.run.get(), kept) {
-            crate::report::say(&format!(
+        match crate::store::seal::seal(&s.mirror, conn, s.run.get(), kept) {
+            Ok(sealed) => {
+                if let Some(why) = sealed.skipped {
+                    crate::report::say(&format!("rsmirror: warning: {why}"));
+                }
+            }
+            Err(e) => crate::report::say(&format!(
                 "rsmirror: warning: the catalog was not sealed{}: {e}; the next run reads it whole",
                 if kept > 0 {
                     " and no copy of it was made"
                 } else {
                     ""
                 }
-            ));
+            )),
         }
     }
 }

@@ -70,10 +70,6 @@ fn catalog_path(mirror: &Path) -> PathBuf {
     mirror.join("catalog.sqlite")
 }
 
-fn wal_path(mirror: &Path) -> PathBuf {
-    mirror.join("catalog.sqlite-wal")
-}
-
 /// The seal as written, `None` when there is none or it cannot be read as one (a seal cut by
 /// a power loss: the check then reads the whole catalog, as for a mirror without one).
 pub(crate) fn read(mirror: &Path) -> Option<Seal> {
@@ -108,7 +104,7 @@ fn stat(path: &Path) -> Option<(u64, (i64, u32))> {
 
 /// The write-ahead log holds frames (more than its 32-byte header).
 fn wal_has_frames(mirror: &Path) -> bool {
-    std::fs::metadata(wal_path(mirror)).is_ok_and(|m| m.len() > 32)
+    std::fs::metadata(crate::store::wal::path_of(&catalog_path(mirror))).is_ok_and(|m| m.len() > 32)
 }
 
 /// The SHA-256 of the schema: every `sql` of `sqlite_schema`, in order, a line each.
@@ -357,31 +353,28 @@ fn by() -> String {
 /// A writer is about to write: the seal says so (durably) before anything changes, with how
 /// far the catalog has come.
 pub(crate) fn open(mirror: &Path, conn: &Connection) -> Result<(), StoreError> {
+    let seal = opened(conn, None)?;
+    write(mirror, &seal, true).map_err(|e| StoreError::io("writing", &mirror.join(FILE), e))
+}
+
+/// An `open` seal: how far the catalog has come, and the run writing it.
+fn opened(conn: &Connection, run: Option<i64>) -> Result<Seal, rusqlite::Error> {
     let (versions, runs) = rows(conn)?;
-    let seal = Seal {
+    Ok(Seal {
         state: "open".into(),
         versions,
         runs,
+        run,
         at: now(),
         by: by(),
         ..Seal::default()
-    };
-    write(mirror, &seal, true).map_err(|e| StoreError::io("writing", &mirror.join(FILE), e))
+    })
 }
 
 /// After a commit: how far the catalog has come (not synced: a seal that a power loss leaves
 /// behind the catalog only asks for less).
 pub(crate) fn progress(mirror: &Path, conn: &Connection, run: Option<i64>) {
-    if let Ok((versions, runs)) = rows(conn) {
-        let seal = Seal {
-            state: "open".into(),
-            versions,
-            runs,
-            run,
-            at: now(),
-            by: by(),
-            ..Seal::default()
-        };
+    if let Ok(seal) = opened(conn, run) {
         let _ = write(mirror, &seal, false);
     }
 }
@@ -438,8 +431,20 @@ pub(crate) fn seal(
     } else {
         None
     };
-    let Some((bytes, modified)) = stat(&path) else {
-        return Ok(sealed);
+    write_sealed(mirror, sha256, schema, (versions, runs), run)?;
+    Ok(sealed)
+}
+
+/// Write a `sealed` seal for the catalog file as it is now (closed, its log empty).
+fn write_sealed(
+    mirror: &Path,
+    sha256: Option<String>,
+    schema: Option<String>,
+    (versions, runs): (i64, i64),
+    run: Option<i64>,
+) -> Result<(), StoreError> {
+    let Some((bytes, modified)) = stat(&catalog_path(mirror)) else {
+        return Ok(());
     };
     let seal = Seal {
         state: "sealed".into(),
@@ -453,34 +458,18 @@ pub(crate) fn seal(
         at: now(),
         by: by(),
     };
-    write(mirror, &seal, true).map_err(|e| StoreError::io("writing", &mirror.join(FILE), e))?;
-    Ok(sealed)
+    write(mirror, &seal, true).map_err(|e| StoreError::io("writing", &mirror.join(FILE), e))
 }
 
-/// `catalog check --accept`, `catalog restore`: the file as it is now is the sealed one.
+/// `catalog restore`: the file put in place (whose SHA-256 is `sha256`) is the sealed one.
 pub(crate) fn accept(mirror: &Path, sha256: Option<String>) -> Result<(), StoreError> {
     let path = catalog_path(mirror);
     let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| StoreError::sqlite(&path, e))?;
-    let (versions, runs) = rows(&conn)?;
+    let counts = rows(&conn)?;
     let schema = schema_hash(&conn).ok();
     drop(conn);
-    let Some((bytes, modified)) = stat(&path) else {
-        return Ok(());
-    };
-    let seal = Seal {
-        state: "sealed".into(),
-        bytes: Some(bytes),
-        modified: Some(modified),
-        sha256,
-        schema,
-        versions,
-        runs,
-        run: None,
-        at: now(),
-        by: by(),
-    };
-    write(mirror, &seal, true).map_err(|e| StoreError::io("writing", &mirror.join(FILE), e))
+    write_sealed(mirror, sha256, schema, counts, None)
 }
 
 /// What can still be read from a damaged catalog file, as far as it can be: the sources it

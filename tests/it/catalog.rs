@@ -8,6 +8,16 @@ use crate::server::TestServer;
 use crate::support::*;
 use std::path::Path;
 
+/// A generated source of `n` resources of `size` bytes, served: (its folder, the server, the
+/// Resource List's URL).
+fn served(n: usize, size: usize) -> (tempfile::TempDir, TestServer, String) {
+    let tree = tempfile::tempdir().unwrap();
+    generate_source(tree.path(), n, size);
+    let srv = TestServer::start(tree.path());
+    let list = srv.url("/resourcelist.xml");
+    (tree, srv, list)
+}
+
 /// A good mirror of a generated source (`n` resources), its server and the list's URL.
 struct Good {
     _tree: tempfile::TempDir,
@@ -18,10 +28,7 @@ struct Good {
 
 impl Good {
     fn new(n: usize) -> Good {
-        let tree = tempfile::tempdir().unwrap();
-        generate_source(tree.path(), n, 32);
-        let srv = TestServer::start(tree.path());
-        let list = srv.url("/resourcelist.xml");
+        let (tree, srv, list) = served(n, 32);
         let dir = tempfile::tempdir().unwrap();
         let m = dir.path().join("m");
         let out = baseline(&list, &m).output().unwrap();
@@ -186,10 +193,7 @@ fn a_cut_or_overwritten_log_after_a_killed_run_stops_every_writer() {
         eprintln!("SKIPPED: kill points need a debug build");
         return;
     }
-    let tree = tempfile::tempdir().unwrap();
-    generate_source(tree.path(), 2000, 16);
-    let srv = TestServer::start(tree.path());
-    let list = srv.url("/resourcelist.xml");
+    let (_tree, _srv, list) = served(2000, 16);
     let writers: Vec<Vec<String>> = [
         vec!["incremental"],
         vec!["baseline", list.as_str()],
@@ -387,10 +391,7 @@ fn an_emptied_catalog_is_damage_not_a_new_mirror() {
 #[test]
 fn a_closed_stderr_neither_panics_a_run_nor_swallows_sigterm() {
     use std::time::{Duration, Instant};
-    let tree = tempfile::tempdir().unwrap();
-    generate_source(tree.path(), 300, 64);
-    let srv = TestServer::start(tree.path());
-    let list = srv.url("/resourcelist.xml");
+    let (_tree, srv, list) = served(300, 64);
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
 
@@ -469,10 +470,7 @@ fn objects_a_stopped_run_placed_are_its_and_are_re_attached() {
         eprintln!("SKIPPED: kill points need a debug build");
         return;
     }
-    let tree = tempfile::tempdir().unwrap();
-    generate_source(tree.path(), 20, 32);
-    let srv = TestServer::start(tree.path());
-    let list = srv.url("/resourcelist.xml");
+    let (_tree, srv, list) = served(20, 32);
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
     let out = rsmirror()
@@ -577,9 +575,7 @@ fn the_min_free_margin_is_kept_by_transfers_commits_and_copies() {
     let Some(disk) = Tmpfs::mount("48m") else {
         return;
     };
-    let tree = tempfile::tempdir().unwrap();
-    generate_source(tree.path(), 60, 1 << 20);
-    let srv = TestServer::start(tree.path());
+    let (_tree, srv, _list) = served(60, 1 << 20);
     let m = disk.0.path().join("m");
     let out = baseline(&srv.url("/resourcelist.xml"), &m)
         .args(["--min-free", "16M", "-j", "4"])
@@ -604,9 +600,7 @@ fn running_out_of_inodes_is_named() {
     let Some(disk) = Tmpfs::mount_with("size=64m,nr_inodes=80") else {
         return;
     };
-    let tree = tempfile::tempdir().unwrap();
-    generate_source(tree.path(), 200, 16);
-    let srv = TestServer::start(tree.path());
+    let (_tree, srv, _list) = served(200, 16);
     let m = disk.0.path().join("m");
     let out = baseline(&srv.url("/resourcelist.xml"), &m)
         .args(["--min-free", "0"])
@@ -643,10 +637,7 @@ fn repair_quarantines_a_stray_folder_it_counts() {
 #[test]
 fn a_log_cut_while_a_run_writes_stops_that_run() {
     use std::time::{Duration, Instant};
-    let tree = tempfile::tempdir().unwrap();
-    generate_source(tree.path(), 3000, 16);
-    let srv = TestServer::start(tree.path());
-    let list = srv.url("/resourcelist.xml");
+    let (tree, srv, list) = served(3000, 16);
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
     // A first, quick baseline (a copy to restore), then the source changes and a slow one.
