@@ -508,8 +508,7 @@ impl Comparing<'_> {
         let (walked, own) = own_audits(self.catalog, s, self.source, self.also)?;
         let compared = match (self.source, walked.split_first()) {
             (Some(_), Some((first, rest))) => {
-                let mut comparer =
-                    Comparer::new(states, s.sample, SourceComparison::new(s.refetch));
+                let mut comparer = Comparer::new(states, s.sample, SourceComparison::new(s));
                 let walk = walk_source(s, first, rest, &mut |ord, e| {
                     comparer.take(ord, e);
                     Ok(())
@@ -548,7 +547,7 @@ impl Comparing<'_> {
                 fixity: None,
             });
         };
-        let mut comparison = SourceComparison::new(s.refetch);
+        let mut comparison = SourceComparison::new(s);
         for p in 1..=self.passes {
             let slice = pass_slice(s.sample, p, self.passes);
             let states = self.load(slice, &mut phases)?;
@@ -722,13 +721,13 @@ fn refetch_and_mark(
     let Some(mode) = s.refetch else {
         return Ok(());
     };
-    let candidates = std::mem::take(&mut c.verifying.candidates);
-    if candidates.is_empty() {
+    let Some(candidates) = c.verifying.candidates.take()? else {
         return Ok(());
-    }
-    let mut jobs = Vec::with_capacity(candidates.len());
+    };
+    // Each job made as it goes out: the candidates stay on disk until then.
     let mut buf = HexBuf::default();
-    for candidate in candidates {
+    let jobs = candidates.map(|candidate| {
+        let candidate = candidate?;
         let mirror_sha256 = states
             .view(candidate.slot, &mut buf)
             .sha256_hex
@@ -744,17 +743,17 @@ fn refetch_and_mark(
                 }
             }
         };
-        jobs.push(refetch::Job {
+        Ok::<_, StoreError>(refetch::Job {
             candidate,
             mirror_sha256,
             validators,
-        });
-    }
+        })
+    });
     let staging = s.mirror.join("staging");
     std::fs::create_dir_all(&staging).map_err(|e| StoreError::io("creating", &staging, e))?;
     let http = s.source.http();
     let uri_of = |job: &refetch::Job| job.candidate.uri.to_string();
-    for (job, outcome) in refetch::run(&http, &staging, jobs) {
+    refetch::run(&http, &staging, jobs, |job, outcome| {
         let slot = job.candidate.slot;
         let counts = c
             .verifying
@@ -803,8 +802,7 @@ fn refetch_and_mark(
                 c.findings.entry(uri_of(&job)).or_default().push(f);
             }
         }
-    }
-    Ok(())
+    })
 }
 
 /// Several sources in one mirror: the resources of collections this audit did not compare
@@ -838,6 +836,8 @@ fn is_read_only(e: &io::Error) -> bool {
 }
 
 /// What the source comparison gave.
+// One value per audit: boxing the comparison would only move it.
+#[allow(clippy::large_enum_variant)]
 enum Compared {
     Offline,
     Source(SourceComparison),
@@ -869,9 +869,10 @@ struct SourceComparison {
 }
 
 impl SourceComparison {
-    fn new(refetch: Option<settings::Refetch>) -> SourceComparison {
+    fn new(s: &settings::Audit) -> SourceComparison {
         let mut c = SourceComparison::default();
-        c.verifying.refetch = refetch;
+        c.verifying.refetch = s.refetch;
+        c.verifying.candidates = refetch::Candidates::new(s.mirror.join("staging"));
         c
     }
 
@@ -894,7 +895,8 @@ impl SourceComparison {
 struct Verifying {
     refetch: Option<settings::Refetch>,
     collection: std::sync::Arc<str>,
-    candidates: Vec<refetch::Candidate>,
+    /// On disk in `staging/` until the comparison is done.
+    candidates: refetch::Candidates,
     counts: BTreeMap<String, Verification>,
 }
 

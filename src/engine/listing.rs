@@ -10,8 +10,9 @@
 //!
 //! [`Listing::plan`] then reads the entries in URI order next to the catalog's current states
 //! in URI order ([`Catalog::each_current_state_by_uri`]), one of each in memory at a time:
-//! each entry gets its [`Action`] (the same `plan::action` as ever, and a stat of the object of
-//! a resource kept as it is), and what is not kept goes to a `todo` table; each live resource of
+//! each entry gets its [`Action`] (the same `plan::action` as ever; a resource kept as it is
+//! whose object `store::presence` found missing, not a file or cut short is fetched again), and
+//! what is not kept goes to a `todo` table; each live resource of
 //! the collection the list does not name goes to a `gone` table. A mirror with no current state
 //! at all (before its first baseline) skips the merge: every entry is created. The transfer then
 //! draws its jobs from `todo` a page at a time ([`Listing::todo`]), in list order; only the jobs
@@ -23,6 +24,7 @@ use crate::net::{Scope, Validators};
 use crate::rs::digest::{declared_hash, parse_hash_attr};
 use crate::store::catalog::CurrentState;
 use crate::store::listing::{Entry, NewListed, NewTodo, RawListed, RawTodo, Scratch, TodoRows};
+use crate::store::presence::{self, LengthSlice, Looked};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use std::collections::HashMap;
 use std::path::Path;
@@ -166,13 +168,23 @@ impl Listing {
             };
             return Ok(self.counts);
         }
+        // Which kept objects are missing, not files, or (in this run's slice) cut short:
+        // known before the merge, which then looks nothing up on a healthy mirror.
+        let looked = match catalog {
+            Some(catalog) => {
+                let slice = LengthSlice::for_run(catalog)?;
+                self.scratch
+                    .record_doubts(|doubt| presence::look(catalog, objects, slice, doubt))?
+            }
+            None => Looked::default(),
+        };
         let mut counts = Counts::default();
         self.scratch.merge(|m| {
             let mut next = m.next_entry()?;
             let mut planner = Planner {
                 counts: &mut counts,
                 catalog,
-                objects,
+                doubts: looked.doubts > 0,
             };
             if let Some(catalog) = catalog {
                 catalog.each_current_state_by_uri(|uri, state| {
@@ -268,7 +280,8 @@ impl Listing {
 struct Planner<'p> {
     counts: &'p mut Counts,
     catalog: Option<&'p Catalog>,
-    objects: &'p ObjectStore,
+    /// Some object is in doubt (`store::presence`): each kept one is looked up.
+    doubts: bool,
 }
 
 impl Planner<'_> {
@@ -289,9 +302,17 @@ impl Planner<'_> {
                 &declared(e.lastmod.as_deref(), length, e.digests.as_deref()),
                 Some(c),
             ) {
-                Action::Keep => {
-                    object_damage(self.objects, c).map_or(Action::Keep, |d| Action::Update(vec![d]))
-                }
+                Action::Keep => match (self.doubts, c.sha256_hex.as_deref()) {
+                    (true, Some(sha)) => match m.doubt(sha)? {
+                        Some(actual) => Action::Update(vec![Difference {
+                            field: "object".into(),
+                            expected: ObjectStore::relative_path(sha),
+                            actual,
+                        }]),
+                        None => Action::Keep,
+                    },
+                    _ => Action::Keep,
+                },
                 a => a,
             },
         };
@@ -399,23 +420,6 @@ fn declared(lastmod: Option<&str>, length: Option<u64>, digests: Option<&str>) -
         length,
         digests: digests.map(parse_hash_attr).unwrap_or_default(),
     }
-}
-
-/// A current version whose object is missing or has the wrong length.
-pub(crate) fn object_damage(objects: &ObjectStore, c: &CurrentState) -> Option<Difference> {
-    let sha = c.sha256_hex.as_deref()?;
-    let path = objects.path_for(sha);
-    let actual = match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() && Some(m.len()) == c.length_bytes => return None,
-        Ok(m) if m.is_file() => format!("{} bytes", m.len()),
-        Ok(_) => "not a file".to_string(),
-        Err(e) => e.to_string(),
-    };
-    Some(Difference {
-        field: "object".into(),
-        expected: ObjectStore::relative_path(sha),
-        actual,
-    })
 }
 
 const FIELD: char = '\u{1f}';

@@ -34,6 +34,7 @@ const SCHEMA: &str = "
         last_modified TEXT
     );
     CREATE TABLE gone (uri TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TABLE doubts (sha256 TEXT PRIMARY KEY, actual TEXT NOT NULL) WITHOUT ROWID;
     BEGIN;
 ";
 
@@ -286,6 +287,29 @@ impl Scratch {
         Ok(())
     }
 
+    /// The objects in doubt (`store::presence`): `f` hands each one's name and what is there
+    /// instead to the function it is given. Before [`Scratch::merge`], which asks about them.
+    pub(crate) fn record_doubts<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn FnMut(&str, &str) -> Result<(), StoreError>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.end_loading()?;
+        let path = self.path.clone();
+        self.conn.execute_batch("BEGIN").map_err(sql(&path))?;
+        let out = {
+            let mut insert = self
+                .conn
+                .prepare("INSERT OR REPLACE INTO doubts (sha256, actual) VALUES (?1, ?2)")
+                .map_err(sql(&path))?;
+            f(&mut |sha, actual| {
+                insert.execute([sha, actual]).map_err(sql(&path))?;
+                Ok(())
+            })?
+        };
+        self.conn.execute_batch("COMMIT").map_err(sql(&path))?;
+        Ok(out)
+    }
+
     /// The plan by a merge: `f` draws the entries in URI order from the [`Merge`] and writes
     /// what to fetch and what is gone through it, in one transaction.
     pub(crate) fn merge<E: From<StoreError>>(
@@ -312,11 +336,16 @@ impl Scratch {
                 .conn
                 .prepare("INSERT INTO gone (uri) VALUES (?1)")
                 .map_err(sql(&path))?;
+            let doubt = self
+                .conn
+                .prepare("SELECT actual FROM doubts WHERE sha256 = ?1")
+                .map_err(sql(&path))?;
             let rows = listed.query([]).map_err(sql(&path))?;
             let mut m = Merge {
                 rows,
                 todo,
                 gone,
+                doubt,
                 path: &path,
             };
             f(&mut m)?;
@@ -473,6 +502,7 @@ pub struct Merge<'s> {
     rows: rusqlite::Rows<'s>,
     todo: rusqlite::Statement<'s>,
     gone: rusqlite::Statement<'s>,
+    doubt: rusqlite::Statement<'s>,
     path: &'s Path,
 }
 
@@ -501,6 +531,15 @@ impl Merge<'_> {
     pub(crate) fn gone(&mut self, uri: &str) -> Result<(), StoreError> {
         self.gone.execute([uri]).map_err(sql(self.path))?;
         Ok(())
+    }
+
+    /// What is wrong with object `sha256`, when [`Scratch::record_doubts`] recorded it.
+    pub(crate) fn doubt(&mut self, sha256: &str) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.doubt
+            .query_row([sha256], |r| r.get(0))
+            .optional()
+            .map_err(sql(self.path))
     }
 }
 

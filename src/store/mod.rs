@@ -17,6 +17,7 @@ pub mod migrate;
 pub(crate) mod mirror_summary;
 pub mod new_file;
 pub mod objects;
+pub(crate) mod presence;
 pub mod rows;
 pub(crate) mod run_records;
 pub mod scp_catalog;

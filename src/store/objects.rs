@@ -173,6 +173,9 @@ pub struct Visited<'a> {
     /// True when the entry sits where an object of that name belongs
     /// (`sha256/<2 hex>/<64 hex>`); anything else is never an object.
     pub placed: bool,
+    /// True when the folder's listing says the entry is a regular file (not a link, a
+    /// folder or anything else): known without reading its inode.
+    pub is_file: bool,
     /// Its metadata, when taken ahead ([`ObjectStore::visit_sorted_measured`]).
     measured: Option<io::Result<ObjectMeta>>,
 }
@@ -201,12 +204,20 @@ struct Listing {
     entries: Vec<Entry>,
 }
 
-/// (the name's first eight bytes, where it is in `names`, is a folder without following a
+/// (the name's first eight bytes, where it is in `names`, what it is without following a
 /// link).
-type Entry = (u64, std::ops::Range<usize>, bool);
+type Entry = (u64, std::ops::Range<usize>, Kind);
+
+/// What a folder's listing says an entry is (`d_type`), without following a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Folder,
+    File,
+    Other,
+}
 
 impl Listing {
-    fn push(&mut self, name: &str, is_dir: bool) {
+    fn push(&mut self, name: &str, kind: Kind) {
         let start = self.names.len();
         self.names.push_str(name);
         // Zero-padded: a name has no NUL, so the heads order as the names do (but for ties).
@@ -214,7 +225,7 @@ impl Listing {
         let n = name.len().min(8);
         head[..n].copy_from_slice(&name.as_bytes()[..n]);
         self.entries
-            .push((u64::from_be_bytes(head), start..self.names.len(), is_dir));
+            .push((u64::from_be_bytes(head), start..self.names.len(), kind));
     }
 
     /// How two entries order: by the name's head, then the whole name.
@@ -244,9 +255,15 @@ impl Listing {
 
     /// (name, is a folder), in name order once sorted.
     fn iter(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.kinds()
+            .map(|(name, kind)| (name, kind == Kind::Folder))
+    }
+
+    /// (name, what it is), in name order once sorted.
+    fn kinds(&self) -> impl Iterator<Item = (&str, Kind)> {
         self.entries
             .iter()
-            .map(|(_, r, is_dir)| (&self.names[r.clone()], *is_dir))
+            .map(|(_, r, kind)| (&self.names[r.clone()], *kind))
     }
 }
 
@@ -292,8 +309,13 @@ impl Folder {
         #[cfg(not(target_os = "linux"))]
         for entry in fs::read_dir(&self.path)? {
             let entry = entry?;
-            let is_dir = entry.file_type()?.is_dir();
-            out.push(&entry.file_name().to_string_lossy(), is_dir);
+            let t = entry.file_type()?;
+            let kind = match (t.is_dir(), t.is_file()) {
+                (true, _) => Kind::Folder,
+                (_, true) => Kind::File,
+                _ => Kind::Other,
+            };
+            out.push(&entry.file_name().to_string_lossy(), kind);
         }
         Ok(out)
     }
@@ -315,7 +337,7 @@ impl Folder {
 
 #[cfg(target_os = "linux")]
 mod at {
-    use super::{with_c_name, Listing, ObjectMeta};
+    use super::{with_c_name, Kind, Listing, ObjectMeta};
     use std::ffi::CStr;
     use std::io;
     use std::os::unix::ffi::OsStrExt;
@@ -387,7 +409,7 @@ mod at {
             Ok(st)
         }
 
-        /// Every entry but `.` and `..`, into `out`: (name, is a folder without following a
+        /// Every entry but `.` and `..`, into `out`: (name, what it is without following a
         /// link), as `fs::read_dir` and `DirEntry::file_type` give them.
         pub(crate) fn entries(&mut self, out: &mut Listing) -> io::Result<()> {
             loop {
@@ -408,18 +430,24 @@ mod at {
                 if bytes == b"." || bytes == b".." {
                     continue;
                 }
-                let is_dir = match kind {
-                    libc::DT_DIR => true,
+                let kind = match kind {
+                    libc::DT_DIR => Kind::Folder,
+                    libc::DT_REG => Kind::File,
+                    // A file system that does not fill in `d_type`: one stat, without
+                    // following a link.
                     libc::DT_UNKNOWN => {
-                        let st = self.stat(name, libc::AT_SYMLINK_NOFOLLOW)?;
-                        st.st_mode & libc::S_IFMT == libc::S_IFDIR
+                        match self.stat(name, libc::AT_SYMLINK_NOFOLLOW)?.st_mode & libc::S_IFMT {
+                            libc::S_IFDIR => Kind::Folder,
+                            libc::S_IFREG => Kind::File,
+                            _ => Kind::Other,
+                        }
                     }
-                    _ => false,
+                    _ => Kind::Other,
                 };
                 // `from_utf8` first: its ASCII path is much quicker than the lossy one's.
                 match std::str::from_utf8(bytes) {
-                    Ok(name) => out.push(name, is_dir),
-                    Err(_) => out.push(&String::from_utf8_lossy(bytes), is_dir),
+                    Ok(name) => out.push(name, kind),
+                    Err(_) => out.push(&String::from_utf8_lossy(bytes), kind),
                 }
             }
         }
@@ -560,7 +588,7 @@ impl ObjectStore {
         &self,
         f: impl FnMut(Visited<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.visit(false, f)
+        self.visit(None, f)
     }
 
     /// [`Self::visit_sorted`], the fan-out folders listed and every placed entry's metadata
@@ -571,26 +599,41 @@ impl ObjectStore {
         &self,
         f: impl FnMut(Visited<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.visit(true, f)
+        self.visit(Some(&|_| true), f)
     }
 
+    /// [`Self::visit_sorted_measured`], metadata taken only in the fan-out folders `measure`
+    /// names (`"00"` to `"ff"`); the others are only listed (ahead, on the same thread), which
+    /// reads no object's inode.
+    pub(crate) fn visit_sorted_measuring(
+        &self,
+        measure: &(dyn Fn(&str) -> bool + Sync),
+        f: impl FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.visit(Some(measure), f)
+    }
+
+    /// The walk; `measure`: `None` lists each fan-out folder when it is reached, `Some` lists
+    /// them ahead on another thread and takes the metadata of the placed entries of those it
+    /// names.
     fn visit(
         &self,
-        measure: bool,
+        measure: Option<&(dyn Fn(&str) -> bool + Sync)>,
         mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
         if !self.root.is_dir() {
             return Ok(());
         }
         let mut root = Folder::open(self.root.clone())?;
-        for (name, is_dir) in root.sorted()?.iter() {
-            if name == "sha256" && is_dir {
+        for (name, kind) in root.sorted()?.kinds() {
+            if name == "sha256" && kind == Kind::Folder {
                 continue;
             }
             f(Visited {
                 name,
                 folder: &root,
                 placed: false,
+                is_file: kind == Kind::File,
                 measured: None,
             })?;
         }
@@ -608,12 +651,12 @@ impl ObjectStore {
             let top = &top;
             // The fan-out folders, listed (and measured) in order: here, or ahead on a thread
             // (which stops at its next send once leaving early drops the receiver).
-            let ahead = measure.then(|| {
+            let ahead = measure.map(|measure| {
                 let (tx, rx) = crossbeam_channel::bounded(1);
                 let fans = &fans;
                 sc.spawn(move || {
                     for a in fans {
-                        if tx.send(Fan::read(top, a, true)).is_err() {
+                        if tx.send(Fan::read(top, a, measure(a))).is_err() {
                             return;
                         }
                     }
@@ -628,12 +671,13 @@ impl ObjectStore {
                     None => Fan::read(top, a, false),
                 }
             };
-            for (a, a_dir) in top_listing.iter() {
-                if !(a_dir && is_fan(a)) {
+            for (a, a_kind) in top_listing.kinds() {
+                if !(a_kind == Kind::Folder && is_fan(a)) {
                     f(Visited {
                         name: a,
                         folder: top,
                         placed: false,
+                        is_file: a_kind == Kind::File,
                         measured: None,
                     })?;
                     continue;
@@ -644,12 +688,13 @@ impl ObjectStore {
                     measured,
                 } = next_fan()?;
                 let mut measured = measured.into_iter();
-                for (name, _) in listing.iter() {
+                for (name, kind) in listing.kinds() {
                     let placed = placed_in(a, name);
                     f(Visited {
                         name,
                         folder: &folder,
                         placed,
+                        is_file: kind == Kind::File,
                         measured: if placed { measured.next() } else { None },
                     })?;
                 }
@@ -995,7 +1040,7 @@ mod tests {
         ];
         let mut listing = Listing::default();
         for (i, n) in names.iter().enumerate() {
-            listing.push(n, i % 2 == 0);
+            listing.push(n, if i % 2 == 0 { Kind::Folder } else { Kind::File });
         }
         listing.sort();
         let mut want: Vec<(&str, bool)> = names

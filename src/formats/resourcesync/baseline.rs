@@ -164,8 +164,8 @@ fn plan_all(
             listing.push(l)?;
         }
         // The source and the catalog agree on a resource kept, but its bytes must be there
-        // too: a missing or truncated object is fetched again (a cheap stat, no hashing;
-        // `audit` finds the rest).
+        // too: a missing object is fetched again, and a truncated one in this run's slice of
+        // the store (`store::presence`: no hashing; `audit` finds the rest).
         let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
         let mut p = Planned::new(collection.id, snapshot, listing, counts)
             .describes(collection.describes.clone());
