@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Scale benchmark (issue 24): rsmirror at 100,000, 1,000,000 and 10,000,000 resources.
+"""Scale benchmark (issues 24 and 48): rsmirror at 100,000, 1,000,000 and 10,000,000 resources.
 
 Commands called by benches/scale.sh (and benches/limits.sh):
 
-  scale_bench.py gen --out DIR --base URL --n N [--distinct]
+  scale_bench.py gen --out DIR --base URL --n N [--distinct] [--dump-packages P1,P2,...]
       Two states of one source in DIR: A (N resources) and B (A after a 1% change: 1% of the
       resources updated, 0.1% deleted, 0.1% created, a Change List from A's `at`).
       Resources are /r/<i // 1000>/<i>, 256 bytes each. Without --distinct every resource is
@@ -12,6 +12,14 @@ Commands called by benches/scale.sh (and benches/limits.sh):
       own bytes (a file each, for the comparison with `tar -x`). Updated resources always have
       their own new bytes (DIR/B/changed/...). Lists: a Resource List Index of 50,000-entry
       lists with md5, sha-256 and length on every entry.
+      --dump-packages: for each P, a Resource Dump of state A in ZIP packages of P resources
+      each (stored, not compressed): A/rs/resourcedump-P.xml lists A/rs/dump-P/part-NNNNN.zip
+      (with their lengths); each package holds manifest.xml first (a Resource Dump Manifest:
+      md5, sha-256, length and path="/resources/<i // 1000>/<i>" on every entry, ResourceSync
+      1.1 section 9), then the bitstreams at resources/<i // 1000>/<i>. Written as a stream,
+      one package at a time. The dumps are not in A's Capability List (the steps that read the
+      lists see the same source as without them): the dump steps name the dump document.
+      DIR/dumps lists the P values made (one a line; empty without the option).
 
   scale_bench.py nginx-conf --root DIR --work DIR --port P --out FILE
       The nginx configuration that serves DIR/current (a symlink to A or B).
@@ -23,12 +31,21 @@ Commands called by benches/scale.sh (and benches/limits.sh):
   scale_bench.py run --rsmirror BIN --src DIR --base URL --n N --work DIR --out FILE.json
       The steps on one source, once each, in order: baseline (a new mirror), the same baseline
       again with nothing changed, incremental after the switch to B (1% changed), audit
-      against the source (default level), audit --offline, audit --sample 1/10; with
-      --distinct sources also `tar -x` + `sync` of the same files into an empty folder (the
-      file-system limit). Each
+      against the source (default level), audit --offline, audit --refetch=all (every resource
+      fetched again and its bytes compared), audit --sample 1/10; with --distinct sources also
+      `tar -x` + `sync` of the same files into an empty folder (the file-system limit); then,
+      for each P in DIR/dumps, `baseline --via dump` of A's Resource Dump in packages of P into
+      a new mirror of its own (step "dump baseline (packages of P)"). Each
       step: wall, user and system time and peak RSS (GNU time), catalog size after it. Page
       cache dropped before every step; for the steps that fetch, and for tar, the source's
-      files (the tarball) are then read into it (the source is another machine in real life).
+      files (the tarball; for a dump step, that dump's document and packages) are then read
+      into it (the source is another machine in real life). The dumps' packages are left out
+      of the other steps' reading.
+
+  scale_bench.py report --commit C --load L --out FILE [--memory NOTE] RUN.json...
+      The markdown table of the runs, then the issue 48 acceptance: for each step at 1,000,000
+      (when the runs hold 100,000 too), its wall time over the one at 100,000 (PASS at most 11)
+      and its peak RSS at both (PASS under 150 MiB).
 
 Only the standard library.
 """
@@ -41,6 +58,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 RS_NS = "http://www.openarchives.org/rs/terms/"
@@ -126,6 +144,83 @@ def write_index(state_dir, base, name, capability, entries, attrs, up):
     return f"rs/{name}-index.xml"
 
 
+# The date of every entry in a dump package (ZIP keeps local times to 2 s; fixed for the same
+# bytes on every generation).
+ZIP_TIME = (2026, 6, 1, 0, 0, 0)
+
+
+def package_path(i):
+    return f"resources/{i // 1000}/{i}"
+
+
+def zip_info(name):
+    zi = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    zi.compress_type = zipfile.ZIP_STORED
+    zi.external_attr = 0o644 << 16
+    return zi
+
+
+def write_package(path, ids, base, manifest_head, data_of, md):
+    """One dump package at `path`: manifest.xml (streamed, so that a manifest of 200,000
+    entries is never one string), then the bitstream of every resource in `ids`."""
+    with zipfile.ZipFile(path, "w") as z:
+        # The manifest's size is not known before it is written: ZIP64 from the start.
+        with z.open(zip_info("manifest.xml"), "w", force_zip64=True) as m:
+            m.write(manifest_head.encode())
+            chunk = []
+            for i in ids:
+                chunk.append(f"<url><loc>{base}/{path_of(i)}</loc><lastmod>{lastmod(i)}</lastmod>"
+                             f'<rs:md {md(i)} path="/{package_path(i)}"/></url>\n')
+                if len(chunk) == 1000:
+                    m.write("".join(chunk).encode())
+                    chunk.clear()
+            chunk.append("</urlset>\n")
+            m.write("".join(chunk).encode())
+        for i in ids:
+            z.writestr(zip_info(package_path(i)), data_of(i))
+
+
+def write_dumps(state_dir, base, n, packages, data_of, md, cap_url):
+    """For each P in `packages`: a Resource Dump of resources 0..n in packages of P
+    (rs/resourcedump-P.xml, rs/dump-P/part-NNNNN.zip below `state_dir`), one package at a
+    time; nothing is added to the Capability List."""
+    attrs = f' at="{w3c(AT_A)}" completed="{w3c(AT_A)}"'
+    manifest_head = head("urlset", "resourcedump-manifest", attrs, up=cap_url)
+    for p in packages:
+        os.makedirs(os.path.join(state_dir, f"rs/dump-{p}"))
+        with open(os.path.join(state_dir, f"rs/resourcedump-{p}.xml"), "w", encoding="utf-8") as doc:
+            doc.write(head("urlset", "resourcedump", attrs, up=cap_url))
+            for part, start in enumerate(range(0, n, p), 1):
+                rel = f"rs/dump-{p}/part-{part:05d}.zip"
+                path = os.path.join(state_dir, rel)
+                write_package(path, range(start, min(n, start + p)), base, manifest_head, data_of, md)
+                doc.write(f'<url><loc>{base}/{rel}</loc>'
+                          f'<rs:md length="{os.path.getsize(path)}" type="application/zip"/></url>\n')
+            doc.write("</urlset>\n")
+
+
+def dump_md(distinct):
+    """A dump manifest entry's metadata: sha-256 and length."""
+    def md(i):
+        data = content(i) if distinct else SHARED
+        return f'hash="sha-256:{hashlib.sha256(data).hexdigest()}" length="{len(data)}"'
+    return md
+
+
+def dump_sizes(value):
+    """`--dump-packages P1,P2,...`: the package sizes, each once, in the order given."""
+    sizes = []
+    for word in (value or "").split(","):
+        if not word.strip():
+            continue
+        p = int(word)
+        if p <= 0:
+            raise ValueError(f"--dump-packages: {p} is not a package size")
+        if p not in sizes:
+            sizes.append(p)
+    return sizes
+
+
 def updated(i):
     return i % 100 == 7
 
@@ -136,6 +231,10 @@ def deleted(i):
 
 def cmd_gen(a):
     out, base, n = os.path.abspath(a.out), a.base.rstrip("/"), a.n
+    try:
+        dumps = dump_sizes(a.dump_packages)
+    except ValueError as e:
+        sys.exit(f"scale_bench.py gen: {e}")
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
@@ -167,6 +266,11 @@ def cmd_gen(a):
     attrs_a = f' at="{w3c(AT_A)}" completed="{w3c(AT_A)}"'
     rl_a = write_index(os.path.join(out, "A"), base, "resourcelist", "resourcelist",
                        (entry(i, lastmod(i), md(i)) for i in range(n)), attrs_a, cap_url)
+    # A's Resource Dumps (--dump-packages), outside its Capability List. Their manifests
+    # declare sha-256 and length only: with md5 too, a manifest of 200,000 entries is over the
+    # 50 MB a Sitemap may be (and rsmirror refuses it as such).
+    write_dumps(os.path.join(out, "A"), base, n, dumps,
+                lambda i: content(i) if a.distinct else SHARED, dump_md(a.distinct), cap_url)
     # B: updates (new bytes, a later lastmod), deletes gone, creates added.
     changed_dir = os.path.join(out, "B", "changed")
     upd_time = w3c(AT_A + dt.timedelta(hours=1))
@@ -219,6 +323,9 @@ def cmd_gen(a):
     if os.path.lexists(os.path.join(out, "current")):
         os.unlink(os.path.join(out, "current"))
     os.symlink("A", os.path.join(out, "current"))
+    with open(os.path.join(out, "dumps"), "w") as f:
+        f.write("".join(f"{p}\n" for p in dumps))
+    # Written last: a source without it is incomplete (scale.sh makes it again).
     with open(os.path.join(out, "expected"), "w") as f:
         f.write(f"A {n}\nB {n - len([i for i in range(0, n, 1) if deleted(i)]) + len(created)}\n")
 
@@ -277,7 +384,7 @@ def cmd_run(a):
     mirror = os.path.join(work, "mirror")
     results = []
 
-    def step(name, argv, switch_to=None, ok=(0,), warm=False, warm_file=None):
+    def step(name, argv, switch_to=None, ok=(0,), warm=False, warm_file=None, catalog_of=mirror):
         if switch_to:
             cur = os.path.join(src, "current")
             os.unlink(cur)
@@ -285,13 +392,15 @@ def cmd_run(a):
         drop_caches()
         if warm:
             # The source is another machine in real life: its files are read into the page
-            # cache first, so that the step pays for the mirror's side only.
-            subprocess.call(["sh", "-c", f"find -L {src}/current/ -type f -print0 | xargs -0 cat > /dev/null"])
+            # cache first, so that the step pays for the mirror's side only. The dumps'
+            # packages are not (they are not in the Capability List; a dump step reads its own).
+            subprocess.call(["sh", "-c", f"find -L {src}/current/ -type f -not -path '*/rs/dump-*' -print0 "
+                                         "| xargs -0 cat > /dev/null"])
         if warm_file:
             subprocess.call(["sh", "-c", f"cat {warm_file} > /dev/null"])
         log = os.path.join(work, "".join(c if c.isalnum() else "-" for c in name) + ".log")
         rc, wall, user, sys_, rss = timed(argv, log)
-        cat = os.path.join(mirror, "catalog.sqlite")
+        cat = os.path.join(catalog_of, "catalog.sqlite")
         size = os.path.getsize(cat) if os.path.exists(cat) else 0
         for extra in ("-wal",):
             if os.path.exists(cat + extra):
@@ -309,6 +418,9 @@ def cmd_run(a):
     step("audit", [rs, "audit", "--mirror", mirror, "--report", os.path.join(work, "audit.txt")])
     step("audit-offline", [rs, "audit", "--offline", "--mirror", mirror,
                            "--report", os.path.join(work, "audit-offline.txt")])
+    # Every resource fetched again and compared (`--refetch` takes its modes after `=` only).
+    step("audit --refetch all", [rs, "audit", "--refetch=all", "--mirror", mirror,
+                                 "--report", os.path.join(work, "audit-refetch.txt")], warm=True)
     # A tenth of the mirror a night: what --sample loads is that tenth's states.
     step("audit --sample 1/10", [rs, "audit", "--sample", "1/10", "--mirror", mirror,
                                  "--report", os.path.join(work, "audit-sample.txt")])
@@ -319,6 +431,18 @@ def cmd_run(a):
         dest = os.path.join(work, "untar")
         os.makedirs(dest)
         step("tar -x + sync", ["sh", "-c", f"tar -xf {tarball} -C {dest} && sync"], warm_file=tarball)
+    # Last, so that the steps above run as they did without dumps: a baseline of state A from
+    # each Resource Dump the source has (scale_bench.py gen --dump-packages), each into a new
+    # mirror; that dump's document and packages read into the page cache first.
+    dumps_file = os.path.join(src, "dumps")
+    dumps = [int(w) for w in open(dumps_file).read().split()] if os.path.exists(dumps_file) else []
+    for p in dumps:
+        dump_mirror = os.path.join(work, f"mirror-dump-{p}")
+        step(f"dump baseline (packages of {p})",
+             [rs, "baseline", f"{a.base.rstrip('/')}/rs/resourcedump-{p}.xml", "--via", "dump",
+              "--mirror", dump_mirror, "-q"],
+             switch_to="A", catalog_of=dump_mirror,
+             warm_file=f"{src}/A/rs/resourcedump-{p}.xml {src}/A/rs/dump-{p}/*.zip")
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)
 
@@ -359,11 +483,52 @@ def cmd_hold_memory(a):
           file=sys.stderr)
 
 
+# Issue 48: at 1,000,000 each step within 11 times its wall time at 100,000 and under 150 MiB
+# of peak RSS; a dump's baselines under 150 MiB at 1,000,000.
+SMALL, LARGE, MAX_RATIO, MAX_RSS_MIB = 100_000, 1_000_000, 11, 150
+
+
+def acceptance(by, steps):
+    """The issue 48 lines of the report: for each step run at LARGE, its wall time over the
+    one at SMALL and its peak RSS at both sizes, each marked PASS or FAIL (a step that did not
+    exit as expected fails both)."""
+    names = [s for s in dict.fromkeys(steps) if (LARGE, s) in by]
+    if not names:
+        return []
+    L = [f"Issue 48 acceptance, {LARGE:,} against {SMALL:,} resources: wall time at most "
+         f"{MAX_RATIO}× the one at {SMALL:,}, peak RSS under {MAX_RSS_MIB} MiB at both sizes "
+         f"(the acceptance asks only the RSS of the dump baselines; `tar -x + sync` and "
+         f"`audit --sample 1/10` are shown for reference).", "",
+         f"| step | wall s {SMALL:,} | wall s {LARGE:,} | ratio | ratio ≤ {MAX_RATIO} | "
+         f"peak RSS MiB {SMALL:,} | peak RSS MiB {LARGE:,} | RSS < {MAX_RSS_MIB} MiB |",
+         "|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        small, big = by.get((SMALL, name)), by[(LARGE, name)]
+        runs = [r for r in (small, big) if r]
+        exits = "" if all(r["ok"] for r in runs) else " (exit " + ", ".join(str(r["exit"]) for r in runs) + ")"
+
+        def verdict(good):
+            return ("PASS" if good and not exits else "FAIL") + exits
+
+        if small and small["wall_s"] > 0:
+            ratio = big["wall_s"] / small["wall_s"]
+            ratio_s, ratio_v = f"{ratio:.1f}", verdict(ratio <= MAX_RATIO)
+        else:
+            ratio_s, ratio_v = "–", "–"
+        rss = [r["rss_kib"] / 1024 for r in runs]
+        small_wall = f"{small['wall_s']:.2f}" if small else "–"
+        small_rss = f"{small['rss_kib'] / 1024:.0f}" if small else "–"
+        L.append(f"| {name} | {small_wall} | {big['wall_s']:.2f} | {ratio_s} | {ratio_v} | "
+                 f"{small_rss} | {big['rss_kib'] / 1024:.0f} | {verdict(max(rss) < MAX_RSS_MIB)} |")
+    L.append("")
+    return L
+
+
 def cmd_report(a):
     runs = [json.load(open(f)) for f in a.files]
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
-    L = [f"## Scale (issue 24): 100,000 to 10,000,000 resources, "
+    L = [f"## Scale (issues 24, 48): 100,000 to 10,000,000 resources, "
          f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, at {a.commit}", "",
          "`benches/scale.sh` (its own Python, `benches/scale_bench.py`): a Resource List Index of "
          "50,000-entry lists (md5, sha-256 and length on every entry), resources of 256 bytes, served by "
@@ -372,9 +537,13 @@ def cmd_report(a):
          "into it again for the steps that fetch: the source is another machine in real life): "
          "`baseline` into a new mirror, the same `baseline` again (nothing changed), `incremental` after "
          "the source changed 1% (1% updated, 0.1% deleted, 0.1% created; a Change List), `audit` (default "
-         "level, against the source), `audit --offline`, `audit --sample 1/10` (against the source, a tenth "
+         "level, against the source), `audit --offline`, `audit --refetch all` (`--refetch=all`: every "
+         "resource fetched again and its bytes compared), `audit --sample 1/10` (against the source, a tenth "
          "of the resources). `tar -x + sync`: the same files out of a tar "
-         "into an empty folder, then `sync` (the file-system limit for a baseline).",
+         "into an empty folder, then `sync` (the file-system limit for a baseline). `dump baseline "
+         "(packages of P)`: `baseline --via dump` of the first state from a Resource Dump in ZIP packages "
+         "of P resources (stored; each with its manifest), into a new mirror, the dump's packages read "
+         "into the page cache first.",
          "",
          f"Machine: {cpu}, {os.cpu_count()} cores, {int(mem) // 1024 // 1024} GiB; load average "
          f"(1, 5, 15 min) before / after: {a.load}; {a.memory or 'free page reporting as it was'}. "
@@ -389,6 +558,7 @@ def cmd_report(a):
             L.append(f"| {r['n']:,} | {r['step']} | {r['exit']} | {r['wall_s']:.2f} | {r['user_s']:.2f} | "
                      f"{r['sys_s']:.2f} | {r['rss_kib'] / 1024:.0f} | {r['catalog_bytes'] / 1e6:.0f} | {ratio} |")
     L.append("")
+    L += acceptance(by, [r["step"] for run in runs for r in run])
     with open(a.out, "w") as f:
         f.write("\n".join(L))
     print("\n".join(L))
@@ -402,6 +572,8 @@ def main():
     g.add_argument("--base", required=True)
     g.add_argument("--n", type=int, required=True)
     g.add_argument("--distinct", action="store_true")
+    g.add_argument("--dump-packages", default="", metavar="P1,P2,...",
+                   help="a Resource Dump of state A in packages of each P resources")
     c = sub.add_parser("nginx-conf")
     c.add_argument("--root", required=True)
     c.add_argument("--work", required=True)

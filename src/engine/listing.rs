@@ -94,6 +94,13 @@ impl Listing {
     /// Add an entry. A URI listed before keeps its place and takes this entry's metadata (a
     /// warning says so).
     pub(crate) fn push(&mut self, l: Listed) -> Result<(), StoreError> {
+        self.push_entry(l, None)
+    }
+
+    /// [`Listing::push`] of a package's entry (a Resource Dump): `entry`, its place in the
+    /// package's manifest, goes with it ([`Listing::each_packaged_todo`]); the package is the
+    /// entry's document.
+    pub(crate) fn push_entry(&mut self, l: Listed, entry: Option<u64>) -> Result<(), StoreError> {
         let doc = self.doc_id(&l);
         let duplicates = (!l.duplicates.is_empty()).then(|| {
             l.duplicates
@@ -111,6 +118,7 @@ impl Listing {
             duplicates,
             doc,
             line: l.line as i64,
+            entry: entry.map(|e| e as i64),
         })?;
         if !new {
             self.twice.push(format!(
@@ -253,9 +261,16 @@ impl Listing {
         self.scratch.first_gone(n)
     }
 
-    /// The positions of every entry to fetch, in list order (a Resource Dump's staging).
-    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
-        self.scratch.todo_ords()
+    /// Every entry to fetch that a package holds ([`Listing::push_entry`]), as (position,
+    /// package, place in its manifest), package by package in the order they were read, in
+    /// manifest order within each: a Resource Dump's staging, read as a stream.
+    pub(crate) fn each_packaged_todo<E: From<StoreError>>(
+        &self,
+        mut f: impl FnMut(usize, &str, u64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.scratch.each_packaged_todo(|ord, doc, entry| {
+            f(ord as usize, &self.docs[doc as usize].0, entry as u64)
+        })
     }
 
     /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
@@ -490,6 +505,50 @@ mod tests {
 
     /// A URI listed more than once counts once, with its later entry, at the place of its
     /// first; a warning names each later entry, in list order.
+    /// Issue 48: a Resource Dump's entries carry their package and place in its manifest; a
+    /// URI in two packages counts once, at its first place, with the later package's entry.
+    #[test]
+    fn packaged_entries_come_back_by_package_in_manifest_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut listing = Listing::create(dir.path()).unwrap();
+        let in_package = |uri: &str, package: &str| Listed {
+            document: package.into(),
+            ..entry(uri, 1)
+        };
+        let (one, two) = ("http://x.org/p1.zip", "http://x.org/p2.zip");
+        for (e, uri) in ["http://x/a", "http://x/b", "http://x/c"]
+            .iter()
+            .enumerate()
+        {
+            listing
+                .push_entry(in_package(uri, one), Some(e as u64))
+                .unwrap();
+        }
+        for (e, uri) in ["http://x/d", "http://x/b"].iter().enumerate() {
+            listing
+                .push_entry(in_package(uri, two), Some(e as u64))
+                .unwrap();
+        }
+        assert_eq!(listing.take_warnings().len(), 1, "b listed twice");
+        let objects = ObjectStore::at(dir.path());
+        let counts = listing.plan(None, "c", &objects).unwrap();
+        assert_eq!(counts.wanted, 4);
+        let mut got = Vec::new();
+        listing
+            .each_packaged_todo(|ord, package, e| {
+                got.push((ord, package.to_string(), e));
+                Ok::<(), StoreError>(())
+            })
+            .unwrap();
+        let want: Vec<(usize, String, u64)> = vec![
+            (0, one.into(), 0),
+            (2, one.into(), 2),
+            (3, two.into(), 0),
+            (1, two.into(), 1),
+        ];
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn the_later_entry_counts_at_the_first_place() {
         let dir = tempfile::tempdir().unwrap();
@@ -716,7 +775,6 @@ mod tests {
             ]
         );
         assert_eq!(in_flight.lock().unwrap().len(), 5);
-        assert_eq!(listing.todo_ords().unwrap(), [0, 2, 3, 4, 5]);
         assert_eq!(
             listing.todo_at(3).unwrap().listed.uri.as_str(),
             "http://x/B"

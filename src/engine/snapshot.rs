@@ -34,8 +34,6 @@ pub use crate::engine::expected::Refused;
 /// Everything read from one collection's list.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// A Resource Dump's entries; a list's go to a [`Listing`] as they are read.
-    pub listed: Vec<Listed>,
     pub refused: Vec<Refused>,
     /// Entries the source asks not to take (an ARC page behind a login, or `noarchive`):
     /// recorded, never fetched, neither missing nor gone.
@@ -65,11 +63,10 @@ impl Snapshot {
 /// Where the bytes of a snapshot are when they are not fetched one by one from their URLs:
 /// the packages of a Resource Dump, downloaded while the snapshot was read.
 pub trait Packages {
-    /// Stage the entries at `wanted` (their places in the listing) into the store, each
-    /// result to `on_result`.
+    /// Stage the listing's entries to fetch into the store, each result to `on_result`.
     fn stage(
         &self,
-        wanted: &[usize],
+        listing: &Listing,
         staging: &Path,
         objects: &ObjectStore,
         on_result: &mut dyn FnMut(JobResult) -> Result<(), Error>,
@@ -216,8 +213,7 @@ pub(crate) fn take(
         progress.start("baseline", counts.wanted);
         match packages.as_ref() {
             Some(packages) => {
-                let wanted = p.listing.todo_ords()?;
-                packages.stage(&wanted, staging, objects, &mut |r| results.on(r))?;
+                packages.stage(&p.listing, staging, objects, &mut |r| results.on(r))?
             }
             None => fetch_all(http, s.jobs, objects, &mut results)?,
         }

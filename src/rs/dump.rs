@@ -30,7 +30,6 @@ use crate::rs::manifest_path::{
 use crate::rs::sitemap::{self, ReadError, ReadOptions};
 use crate::store::new_file::NewFile;
 use jiff::Timestamp;
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
@@ -426,18 +425,115 @@ struct ZipEntry {
     is_dir: bool,
 }
 
-type Archive = ZipArchive<BufReader<File>>;
+type Archive = ZipArchive<PackageFile>;
 
-/// An opened, checked package: the archive and its parsed manifest.
+/// The package file, read by position through a buffer of its own. A clone shares the open
+/// file and has its own place and buffer; a clone of the archive over it shares the parsed
+/// central directory too: the manifest is read as a stream on one while bitstreams are staged
+/// from the other, and the directory of a package of 200,000 entries is held once.
+struct PackageFile {
+    file: std::sync::Arc<File>,
+    len: u64,
+    pos: u64,
+    buf: Box<[u8]>,
+    /// Where `buf[..filled]` is in the file.
+    buf_at: u64,
+    filled: usize,
+}
+
+impl PackageFile {
+    fn new(file: File, len: u64) -> PackageFile {
+        PackageFile {
+            file: std::sync::Arc::new(file),
+            len,
+            pos: 0,
+            buf: vec![0u8; ARCHIVE_BUFFER].into_boxed_slice(),
+            buf_at: 0,
+            filled: 0,
+        }
+    }
+
+    fn read_at(&self, out: &mut [u8], at: u64) -> io::Result<usize> {
+        #[cfg(unix)]
+        return std::os::unix::fs::FileExt::read_at(&*self.file, out, at);
+        #[cfg(windows)]
+        return std::os::windows::fs::FileExt::seek_read(&*self.file, out, at);
+    }
+}
+
+impl Clone for PackageFile {
+    fn clone(&self) -> PackageFile {
+        PackageFile {
+            file: self.file.clone(),
+            len: self.len,
+            pos: self.pos,
+            buf: vec![0u8; self.buf.len()].into_boxed_slice(),
+            buf_at: 0,
+            filled: 0,
+        }
+    }
+}
+
+impl Read for PackageFile {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let end = self.buf_at + self.filled as u64;
+        if !(self.buf_at..end).contains(&self.pos) {
+            if out.len() >= self.buf.len() {
+                // A large read goes straight to the file.
+                let n = self.read_at(out, self.pos)?;
+                self.pos += n as u64;
+                return Ok(n);
+            }
+            let mut buf = std::mem::take(&mut self.buf);
+            let filled = self.read_at(&mut buf, self.pos);
+            self.buf = buf;
+            self.filled = filled?;
+            self.buf_at = self.pos;
+        }
+        let from = (self.pos - self.buf_at) as usize;
+        let n = out.len().min(self.filled - from);
+        out[..n].copy_from_slice(&self.buf[from..from + n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for PackageFile {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let pos = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+        };
+        self.pos = pos
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        Ok(self.pos)
+    }
+}
+
+/// An opened, checked package: the archive and, unless opened to be streamed
+/// ([`Package::open_streamed`]), its parsed manifest.
 pub struct Package {
+    bits: Bitstreams,
+    /// The manifest's entry in the archive.
+    manifest_index: usize,
+    doc_url: Url,
+    read: ReadOptions,
+    /// Once the manifest was read.
+    header: Option<Header>,
+    items: Vec<ManifestItem>,
+    extras: Vec<String>,
+    warnings: Vec<Warning>,
+}
+
+/// The side of a package that stages bitstreams: the archive, its entries, and what staging
+/// has expanded so far. [`Package::stream`] hands it to each manifest entry.
+pub struct Bitstreams {
     label: String,
     package_bytes: u64,
     archive: Archive,
     zip_entries: Vec<ZipEntry>,
-    header: Header,
-    items: Vec<ManifestItem>,
-    extras: Vec<String>,
-    warnings: Vec<Warning>,
+    names: NameIndex,
     total_cap: u64,
     /// Bytes actually expanded so far, each entry counted once.
     expanded: u64,
@@ -451,11 +547,11 @@ pub struct Package {
 impl fmt::Debug for Package {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Package")
-            .field("package", &self.label)
-            .field("package_bytes", &self.package_bytes)
+            .field("package", &self.bits.label)
+            .field("package_bytes", &self.bits.package_bytes)
             .field("entries", &self.items.len())
             .field("extras", &self.extras.len())
-            .field("refused", &self.refused)
+            .field("refused", &self.bits.refused)
             .finish()
     }
 }
@@ -470,51 +566,137 @@ impl Package {
         limits: DumpLimits,
         read: ReadOptions,
     ) -> Result<Package, DumpError> {
+        let mut package = Package::open_streamed(path, package_url, limits, read)?;
+        let mut items = Vec::new();
+        let handed = package.stream(|_, item, _| {
+            items.push(item);
+            Ok::<(), std::convert::Infallible>(())
+        })?;
+        let Ok(()) = handed;
+        items.shrink_to_fit();
+        package.items = items;
+        Ok(package)
+    }
+
+    /// [`Package::open`] without reading the manifest: the archive is checked as a whole, and
+    /// the manifest is read entry by entry by [`Package::stream`] (as often as needed), never
+    /// held. `entries()` is empty.
+    pub fn open_streamed(
+        path: &Path,
+        package_url: &Url,
+        limits: DumpLimits,
+        read: ReadOptions,
+    ) -> Result<Package, DumpError> {
         let label = package_url.as_str().to_string();
-        let (mut archive, package_bytes) = open_archive(path, &label)?;
-        let zip_entries = check_entries(&archive, &label, limits)?;
+        let (archive, package_bytes) = open_archive(path, &label)?;
+        let (zip_entries, names) = check_entries(&archive, &label, limits)?;
         let total_cap = check_total(&zip_entries, limits, package_bytes, &label)?;
-        let by_name: HashMap<&str, usize> = zip_entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.name.as_str(), i))
-            .collect();
-        let Some(&manifest_index) = by_name.get(MANIFEST_NAME) else {
+        let Some(manifest_index) = names.find(&zip_entries, MANIFEST_NAME) else {
             return Err(DumpError::MissingManifest { package: label });
         };
         let mut doc_url = package_url.clone();
         doc_url.set_fragment(Some(MANIFEST_NAME));
-        let manifest = read_manifest(
-            &mut archive,
-            &zip_entries[manifest_index],
-            manifest_index,
-            &doc_url,
-            read,
-            &label,
-            &by_name,
-        )?;
-        let extras = unlisted_entries(&zip_entries, manifest_index, &manifest.items);
         let counted = vec![false; zip_entries.len()];
         Ok(Package {
-            label,
-            package_bytes,
-            archive,
-            zip_entries,
-            header: manifest.header,
-            items: manifest.items,
-            extras,
-            warnings: manifest.warnings,
-            total_cap,
-            expanded: 0,
-            counted,
-            refused: false,
-            buf: vec![0u8; READ_BUFFER],
+            bits: Bitstreams {
+                label,
+                package_bytes,
+                archive,
+                zip_entries,
+                names,
+                total_cap,
+                expanded: 0,
+                counted,
+                refused: false,
+                buf: vec![0u8; READ_BUFFER],
+            },
+            manifest_index,
+            doc_url,
+            read,
+            header: None,
+            items: Vec::new(),
+            extras: Vec::new(),
+            warnings: Vec::new(),
         })
     }
 
+    /// Read `manifest.xml` through the same bounded entry reader as any bitstream, checking
+    /// its capability and every path, and hand each `<url>` in order to `each`, with its place
+    /// in the manifest and the package's bitstreams (to stage from while the manifest is
+    /// read). Afterwards the header, the warnings and the extras are the manifest's. A package
+    /// the manifest refuses is the outer error (entries handed on before it must be dropped);
+    /// `each`'s error stops the reading and is the inner one.
+    pub fn stream<E>(
+        &mut self,
+        mut each: impl FnMut(usize, ManifestItem, &mut Bitstreams) -> Result<(), E>,
+    ) -> Result<Result<(), E>, DumpError> {
+        let bits = &mut self.bits;
+        let label = bits.label.clone();
+        let unreadable = |reason: String| DumpError::UnreadableManifest {
+            package: label.clone(),
+            reason,
+        };
+        let meta = bits.zip_entries[self.manifest_index].clone();
+        if let Some(what) = unsupported(&meta) {
+            return Err(unreadable(format!("{what} is not supported")));
+        }
+        // A second handle on the archive (its directory shared): the manifest streams from
+        // it while `each` stages from the first.
+        let mut manifest_archive = bits.archive.clone();
+        let mut reader = EntryReader::open(&mut manifest_archive, self.manifest_index, &meta)
+            .map_err(|message| DumpError::BrokenEntry {
+                package: label.clone(),
+                entry: MANIFEST_NAME.into(),
+                message,
+            })?;
+        let mut referenced = vec![false; bits.zip_entries.len()];
+        referenced[self.manifest_index] = true;
+        let parsed = parse_manifest(
+            &mut reader,
+            &self.doc_url,
+            self.read,
+            bits,
+            &mut referenced,
+            &mut each,
+        );
+        // Read to the end so that the size and CRC are checked even past `</urlset>`.
+        if matches!(parsed, Ok((_, _, Ok(())))) {
+            let _ = io::copy(&mut reader, &mut io::sink());
+        }
+        match reader.fault.take() {
+            None => {}
+            Some(Fault::Size(found)) => {
+                return Err(DumpError::SizeMismatch {
+                    package: label.clone(),
+                    entry: MANIFEST_NAME.into(),
+                    declared: meta.size,
+                    found,
+                })
+            }
+            Some(Fault::Crc { expected, actual }) => {
+                return Err(unreadable(format!(
+                    "CRC-32 mismatch: header {expected:08x}, data {actual:08x}"
+                )))
+            }
+            Some(Fault::Corrupt(message)) => {
+                return Err(unreadable(format!("corrupt data: {message}")))
+            }
+        }
+        let (header, warnings, handed) = parsed?;
+        self.header = Some(header);
+        self.warnings = warnings;
+        self.extras = unlisted_entries(&self.bits.zip_entries, &referenced);
+        Ok(handed)
+    }
+
     /// The manifest's header: capability, `at`/`completed` or `from`/`until`, links.
+    ///
+    /// Panics when the manifest has not been read: a package opened by
+    /// [`Package::open_streamed`] has a header once [`Package::stream`] read it.
     pub fn manifest_header(&self) -> &Header {
-        &self.header
+        self.header
+            .as_ref()
+            .expect("the manifest is read before its header is asked for")
     }
 
     /// The manifest's `<url>`s, in manifest order (a Change Dump's order of application;
@@ -536,7 +718,7 @@ impl Package {
 
     /// True once a package error was found while staging.
     pub fn is_refused(&self) -> bool {
-        self.refused
+        self.bits.refused
     }
 
     /// Stream the bitstream of manifest entry `index` into a new file under `staging`,
@@ -554,21 +736,57 @@ impl Package {
         index: usize,
         staging: &Path,
     ) -> Result<Option<StagedBitstream>, StageError> {
+        self.bits.stage(&self.items[index], staging)
+    }
+
+    /// Stage every manifest entry in order: one result per entry (`Ok(None)` for
+    /// deletions). On a package error every file staged so far is removed and the error
+    /// returned: nothing from a refused package survives in staging.
+    pub fn stage_all(&mut self, staging: &Path) -> Result<Vec<EntryResult>, DumpError> {
+        let mut out = Vec::with_capacity(self.items.len());
+        for i in 0..self.items.len() {
+            match self.stage(i, staging) {
+                Ok(s) => out.push(Ok(s)),
+                Err(StageError::Entry(e)) => out.push(Err(*e)),
+                Err(StageError::Package(e)) => {
+                    for staged in out.iter().flatten().flatten() {
+                        let _ = std::fs::remove_file(&staged.path);
+                    }
+                    return Err(*e);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Bitstreams {
+    /// True once a package error was found while staging.
+    pub fn is_refused(&self) -> bool {
+        self.refused
+    }
+
+    /// [`Package::stage`] of a manifest entry handed on by [`Package::stream`].
+    pub fn stage(
+        &mut self,
+        item: &ManifestItem,
+        staging: &Path,
+    ) -> Result<Option<StagedBitstream>, StageError> {
         if self.refused {
             return Err(StageError::Package(Box::new(DumpError::Refused {
                 package: self.label.clone(),
             })));
         }
-        if self.items[index].is_deleted() {
+        if item.is_deleted() {
             return Ok(None);
         }
-        let (name, zip_index) = self.locate(index)?;
-        let (part, computed) = self.copy_out(index, zip_index, &name, staging)?;
-        self.check_manifest(index, &name, &computed)?;
+        let (name, zip_index) = self.locate(item)?;
+        let (part, computed) = self.copy_out(item, zip_index, &name, staging)?;
+        self.check_manifest(item, &name, &computed)?;
         let path = part.describe();
         let path = part
             .keep()
-            .map_err(|source| self.entry_error(index, EntryErrorKind::Staging { path, source }))?;
+            .map_err(|source| self.entry_error(item, EntryErrorKind::Staging { path, source }))?;
         Ok(Some(StagedBitstream {
             path,
             computed,
@@ -576,40 +794,39 @@ impl Package {
         }))
     }
 
-    /// The bitstream of manifest entry `index`: its path in the package and the index of its
-    /// zip entry, when it has a path, the package holds it and it can be read.
-    fn locate(&self, index: usize) -> Result<(String, usize), StageError> {
-        let item = &self.items[index];
+    /// The bitstream of a manifest entry: its path in the package and the index of its zip
+    /// entry, when it has a path, the package holds it and it can be read.
+    fn locate(&self, item: &ManifestItem) -> Result<(String, usize), StageError> {
         let Some(name) = item.entry_name.clone() else {
-            return Err(self.entry_error(index, EntryErrorKind::NoPath));
+            return Err(self.entry_error(item, EntryErrorKind::NoPath));
         };
         let Some(zip_index) = item.zip_index else {
-            return Err(self.entry_error(index, EntryErrorKind::Missing { entry: name }));
+            return Err(self.entry_error(item, EntryErrorKind::Missing { entry: name }));
         };
         if let Some(what) = unsupported(&self.zip_entries[zip_index]) {
-            return Err(self.entry_error(index, EntryErrorKind::Unsupported { entry: name, what }));
+            return Err(self.entry_error(item, EntryErrorKind::Unsupported { entry: name, what }));
         }
         Ok((name, zip_index))
     }
 
-    /// Copy zip entry `zip_index` (the bitstream of manifest entry `index`, named `name`) into
+    /// Copy zip entry `zip_index` (the bitstream of manifest entry `item`, named `name`) into
     /// a new file under `staging`, hashing while writing. The zip entry's own checks (its
     /// declared size, its CRC-32) and the package's cap on expanded bytes apply on the way; on
     /// an error the new file is dropped, which removes it.
     fn copy_out(
         &mut self,
-        index: usize,
+        item: &ManifestItem,
         zip_index: usize,
         name: &str,
         staging: &Path,
     ) -> Result<(NewFile, Computed), StageError> {
-        let with_sha1 = self.items[index]
+        let with_sha1 = item
             .hash
             .iter()
             .any(|d| d.algorithm == Algorithm::Sha1 && d.is_usable());
         let mut part = NewFile::create_named(staging).map_err(|source| {
             let path = staging.to_path_buf();
-            self.entry_error(index, EntryErrorKind::Staging { path, source })
+            self.entry_error(item, EntryErrorKind::Staging { path, source })
         })?;
         let meta = &self.zip_entries[zip_index];
         let mut reader = match EntryReader::open(&mut self.archive, zip_index, meta) {
@@ -633,11 +850,11 @@ impl Package {
         let produced = reader.produced;
         drop(reader);
         if let Some(fault) = fault {
-            return Err(self.fault_error(index, zip_index, name, fault));
+            return Err(self.fault_error(item, zip_index, name, fault));
         }
         if let CopyEnd::WriteFailed(source) = end {
             let path = part.describe();
-            return Err(self.entry_error(index, EntryErrorKind::Staging { path, source }));
+            return Err(self.entry_error(item, EntryErrorKind::Staging { path, source }));
         }
         self.count_expanded(zip_index, produced)?;
         Ok((part, hasher.finish()))
@@ -648,7 +865,7 @@ impl Package {
     /// fails the entry.
     fn fault_error(
         &mut self,
-        index: usize,
+        item: &ManifestItem,
         zip_index: usize,
         name: &str,
         fault: Fault,
@@ -665,7 +882,7 @@ impl Package {
                 }))
             }
             Fault::Crc { expected, actual } => self.entry_error(
-                index,
+                item,
                 EntryErrorKind::Crc {
                     entry,
                     expected,
@@ -673,7 +890,7 @@ impl Package {
                 },
             ),
             Fault::Corrupt(message) => {
-                self.entry_error(index, EntryErrorKind::Corrupt { entry, message })
+                self.entry_error(item, EntryErrorKind::Corrupt { entry, message })
             }
         }
     }
@@ -699,19 +916,18 @@ impl Package {
         Ok(())
     }
 
-    /// What was staged for manifest entry `index` against what the manifest says of it: its
+    /// What was staged for manifest entry `item` against what the manifest says of it: its
     /// `length` and every usable digest.
     fn check_manifest(
         &self,
-        index: usize,
+        item: &ManifestItem,
         name: &str,
         computed: &Computed,
     ) -> Result<(), StageError> {
-        let item = &self.items[index];
         if let Some(expected) = item.length {
             if expected != computed.length {
                 return Err(self.entry_error(
-                    index,
+                    item,
                     EntryErrorKind::LengthMismatch {
                         entry: name.to_string(),
                         expected,
@@ -722,7 +938,7 @@ impl Package {
         }
         if let Some(m) = mismatches(&item.hash, computed).into_iter().next() {
             return Err(self.entry_error(
-                index,
+                item,
                 EntryErrorKind::DigestMismatch {
                     entry: name.to_string(),
                     algorithm: m.algorithm.to_string(),
@@ -734,35 +950,14 @@ impl Package {
         Ok(())
     }
 
-    /// An error of manifest entry `index` alone: the rest of the package stays usable.
-    fn entry_error(&self, index: usize, kind: EntryErrorKind) -> StageError {
-        let item = &self.items[index];
+    /// An error of manifest entry `item` alone: the rest of the package stays usable.
+    fn entry_error(&self, item: &ManifestItem, kind: EntryErrorKind) -> StageError {
         StageError::Entry(Box::new(EntryError {
             package: self.label.clone(),
             line: item.line,
             loc: item.loc.to_string(),
             kind,
         }))
-    }
-
-    /// Stage every manifest entry in order: one result per entry (`Ok(None)` for
-    /// deletions). On a package error every file staged so far is removed and the error
-    /// returned: nothing from a refused package survives in staging.
-    pub fn stage_all(&mut self, staging: &Path) -> Result<Vec<EntryResult>, DumpError> {
-        let mut out = Vec::with_capacity(self.items.len());
-        for i in 0..self.items.len() {
-            match self.stage(i, staging) {
-                Ok(s) => out.push(Ok(s)),
-                Err(StageError::Entry(e)) => out.push(Err(*e)),
-                Err(StageError::Package(e)) => {
-                    for staged in out.iter().flatten().flatten() {
-                        let _ = std::fs::remove_file(&staged.path);
-                    }
-                    return Err(*e);
-                }
-            }
-        }
-        Ok(out)
     }
 }
 
@@ -800,13 +995,11 @@ fn open_archive(path: &Path, label: &str) -> Result<(Archive, u64), DumpError> {
             detected: format.describe(&head),
         });
     }
-    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-    let archive = ZipArchive::new(BufReader::with_capacity(ARCHIVE_BUFFER, file)).map_err(|e| {
-        DumpError::NotZip {
+    let archive =
+        ZipArchive::new(PackageFile::new(file, package_bytes)).map_err(|e| DumpError::NotZip {
             package: label.to_string(),
             message: e.to_string(),
-        }
-    })?;
+        })?;
     if archive.has_duplicate_names() {
         // The reader keeps one entry per name; find which name came twice.
         let entry = duplicated_name(path, archive.central_directory_start())
@@ -845,20 +1038,12 @@ fn check_total(
     Ok(total_cap)
 }
 
-/// The files in the package that neither are the manifest nor hold a bitstream it lists.
-fn unlisted_entries(
-    zip_entries: &[ZipEntry],
-    manifest_index: usize,
-    items: &[ManifestItem],
-) -> Vec<String> {
-    let mut referenced = vec![false; zip_entries.len()];
-    referenced[manifest_index] = true;
-    for i in items.iter().filter_map(|m| m.zip_index) {
-        referenced[i] = true;
-    }
+/// The files in the package that are not `referenced` (the manifest, and the bitstreams it
+/// lists).
+fn unlisted_entries(zip_entries: &[ZipEntry], referenced: &[bool]) -> Vec<String> {
     zip_entries
         .iter()
-        .zip(&referenced)
+        .zip(referenced)
         .filter(|(e, used)| !e.is_dir && !**used)
         .map(|(e, _)| e.name.clone())
         .collect()
@@ -870,9 +1055,8 @@ fn check_entries(
     archive: &Archive,
     label: &str,
     limits: DumpLimits,
-) -> Result<Vec<ZipEntry>, DumpError> {
+) -> Result<(Vec<ZipEntry>, NameIndex), DumpError> {
     let mut out = Vec::with_capacity(archive.len());
-    let mut seen: HashMap<String, usize> = HashMap::with_capacity(archive.len());
     for i in 0..archive.len() {
         let e = archive.by_index_data(i).map_err(|e| DumpError::NotZip {
             package: label.to_string(),
@@ -918,13 +1102,6 @@ fn check_entries(
                 cap,
             });
         }
-        // Distinct raw names that decode to one name (CP437 vs UTF-8) are duplicates too.
-        if seen.insert(name.clone(), i).is_some() {
-            return Err(DumpError::DuplicateEntry {
-                package: label.to_string(),
-                entry: name,
-            });
-        }
         out.push(ZipEntry {
             name,
             size,
@@ -934,73 +1111,80 @@ fn check_entries(
             is_dir,
         });
     }
-    Ok(out)
-}
-
-struct Manifest {
-    header: Header,
-    items: Vec<ManifestItem>,
-    warnings: Vec<Warning>,
-}
-
-/// Read `manifest.xml` through the same bounded entry reader as any bitstream, then check
-/// its capability and every path.
-fn read_manifest(
-    archive: &mut Archive,
-    meta: &ZipEntry,
-    zip_index: usize,
-    doc_url: &Url,
-    read: ReadOptions,
-    label: &str,
-    by_name: &HashMap<&str, usize>,
-) -> Result<Manifest, DumpError> {
-    let unreadable = |reason: String| DumpError::UnreadableManifest {
-        package: label.to_string(),
-        reason,
-    };
-    if let Some(what) = unsupported(meta) {
-        return Err(unreadable(format!("{what} is not supported")));
-    }
-    let mut reader =
-        EntryReader::open(archive, zip_index, meta).map_err(|message| DumpError::BrokenEntry {
+    // Distinct raw names that decode to one name (CP437 vs UTF-8) are duplicates too.
+    let names = NameIndex::new(&out);
+    if let Some(name) = names.duplicate(&out) {
+        return Err(DumpError::DuplicateEntry {
             package: label.to_string(),
-            entry: MANIFEST_NAME.into(),
-            message,
-        })?;
-    let parsed = parse_manifest(&mut reader, doc_url, read, label, by_name);
-    // Read to the end so that the size and CRC are checked even past `</urlset>`.
-    if parsed.is_ok() {
-        let _ = io::copy(&mut reader, &mut io::sink());
+            entry: name.to_string(),
+        });
     }
-    match reader.fault.take() {
-        None => {}
-        Some(Fault::Size(found)) => {
-            return Err(DumpError::SizeMismatch {
-                package: label.to_string(),
-                entry: MANIFEST_NAME.into(),
-                declared: meta.size,
-                found,
-            })
-        }
-        Some(Fault::Crc { expected, actual }) => {
-            return Err(unreadable(format!(
-                "CRC-32 mismatch: header {expected:08x}, data {actual:08x}"
-            )))
-        }
-        Some(Fault::Corrupt(message)) => {
-            return Err(unreadable(format!("corrupt data: {message}")))
-        }
-    }
-    parsed
+    Ok((out, names))
 }
 
-fn parse_manifest(
+/// The entries of a package by decoded name, in 16 bytes an entry (a map of the names would
+/// hold a second copy of each; the ZIP reader's own lookup by name scans every entry when the
+/// raw name differs, which a manifest naming entries that are not there would pay each time).
+struct NameIndex {
+    hasher: std::hash::RandomState,
+    /// (the name's hash, the entry's index), sorted.
+    by_hash: Vec<(u64, u32)>,
+}
+
+impl NameIndex {
+    fn new(entries: &[ZipEntry]) -> NameIndex {
+        use std::hash::BuildHasher;
+        let hasher = std::hash::RandomState::new();
+        let mut by_hash: Vec<(u64, u32)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (hasher.hash_one(e.name.as_str()), i as u32))
+            .collect();
+        by_hash.sort_unstable();
+        NameIndex { hasher, by_hash }
+    }
+
+    /// The index of the entry named `name`.
+    fn find(&self, entries: &[ZipEntry], name: &str) -> Option<usize> {
+        use std::hash::BuildHasher;
+        let h = self.hasher.hash_one(name);
+        let from = self.by_hash.partition_point(|&(k, _)| k < h);
+        self.by_hash[from..]
+            .iter()
+            .take_while(|&&(k, _)| k == h)
+            .map(|&(_, i)| i as usize)
+            .find(|&i| entries[i].name == name)
+    }
+
+    /// A name two entries share, if any.
+    fn duplicate<'e>(&self, entries: &'e [ZipEntry]) -> Option<&'e str> {
+        for run in self.by_hash.chunk_by(|a, b| a.0 == b.0) {
+            for (k, &(_, a)) in run.iter().enumerate() {
+                for &(_, b) in &run[k + 1..] {
+                    if entries[a as usize].name == entries[b as usize].name {
+                        return Some(&entries[a as usize].name);
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The manifest's header, its warnings, and what `each` said (its first error stops the
+/// reading): each `<url>` parsed, checked and handed on, with the bitstreams, as it is read.
+/// `referenced` marks the zip entries the manifest names.
+#[allow(clippy::type_complexity)]
+fn parse_manifest<E>(
     input: impl Read,
     doc_url: &Url,
     read: ReadOptions,
-    label: &str,
-    by_name: &HashMap<&str, usize>,
-) -> Result<Manifest, DumpError> {
+    bits: &mut Bitstreams,
+    referenced: &mut [bool],
+    each: &mut impl FnMut(usize, ManifestItem, &mut Bitstreams) -> Result<(), E>,
+) -> Result<(Header, Vec<Warning>, Result<(), E>), DumpError> {
+    let label = bits.label.clone();
+    let label = label.as_str();
     let read_error = |source: ReadError| DumpError::Manifest {
         package: label.to_string(),
         source: Box::new(source),
@@ -1022,7 +1206,7 @@ fn parse_manifest(
             })
         }
     }
-    let mut items = Vec::new();
+    let mut index = 0;
     while let Some(entry) = reader.next_entry().map_err(read_error)? {
         let md = entry.md;
         let entry_name = match &md.path {
@@ -1041,13 +1225,16 @@ fn parse_manifest(
         };
         let deleted = md.change == Some(Change::Deleted);
         let zip_index = match &entry_name {
-            Some(n) if !deleted => by_name.get(n.as_str()).copied(),
+            Some(n) if !deleted => bits.names.find(&bits.zip_entries, n),
             _ => None,
         };
+        if let Some(i) = zip_index {
+            referenced[i] = true;
+        }
         let mut hash = md.hash;
         // Room for four digests otherwise: a package of 100,000 entries keeps them all.
         hash.shrink_to_fit();
-        items.push(ManifestItem {
+        let item = ManifestItem {
             line: entry.line,
             loc: entry.loc,
             lastmod: entry.lastmod,
@@ -1060,15 +1247,14 @@ fn parse_manifest(
             path: md.path,
             entry_name,
             zip_index,
-        });
+        };
+        if let Err(e) = each(index, item, bits) {
+            return Ok((header, reader.take_warnings(), Err(e)));
+        }
+        index += 1;
     }
-    items.shrink_to_fit();
     let warnings = reader.take_warnings();
-    Ok(Manifest {
-        header,
-        items,
-        warnings,
-    })
+    Ok((header, warnings, Ok(())))
 }
 
 /// The name that occurs twice in the central directory starting at `dir_start`, read with
@@ -1125,8 +1311,8 @@ impl fmt::Display for Fault {
 }
 
 enum Decoder<'a> {
-    Stored(ZipFile<'a, BufReader<File>>),
-    Deflated(Box<flate2::read::DeflateDecoder<ZipFile<'a, BufReader<File>>>>),
+    Stored(ZipFile<'a, PackageFile>),
+    Deflated(Box<flate2::read::DeflateDecoder<ZipFile<'a, PackageFile>>>),
 }
 
 /// How [`copy_hashing`] ended.
@@ -1364,7 +1550,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bytes = zip_bytes(&[("a", &[7u8; 5000])]);
         let path = write_package(dir.path(), &bytes);
-        let mut archive = ZipArchive::new(BufReader::new(File::open(&path).unwrap())).unwrap();
+        let file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        let mut archive = ZipArchive::new(PackageFile::new(file, len)).unwrap();
         let meta = ZipEntry {
             name: "a".into(),
             size: 100,
@@ -1385,6 +1573,51 @@ mod tests {
         let mut r = EntryReader::open(&mut archive, 0, &meta).unwrap();
         assert!(io::copy(&mut r, &mut io::sink()).is_err());
         assert_eq!(r.fault, Some(Fault::Size(SizeFound::Shorter(5000))));
+    }
+
+    /// The positional reader reads what a plain file reads, whatever the sizes of the reads
+    /// and the seeks between them, and a clone keeps its own place.
+    #[test]
+    fn a_package_file_reads_as_the_file_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let path = dir.path().join("f");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut f = PackageFile::new(File::open(&path).unwrap(), bytes.len() as u64);
+        let mut at = 0usize;
+        for (step, size) in [1usize, 3, 16_384, 40_000, 7, 100, 65_536]
+            .iter()
+            .enumerate()
+        {
+            if step % 2 == 1 {
+                at = (at * 31 + 977) % bytes.len();
+                assert_eq!(f.seek(SeekFrom::Start(at as u64)).unwrap(), at as u64);
+            }
+            let mut out = vec![0u8; *size];
+            let mut got = 0;
+            while got < out.len() {
+                let n = f.read(&mut out[got..]).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            let want = &bytes[at..(at + size).min(bytes.len())];
+            assert_eq!(&out[..got], want, "read of {size} at {at}");
+            at += got;
+        }
+        let mut g = f.clone();
+        assert_eq!(g.stream_position().unwrap(), at as u64);
+        g.seek(SeekFrom::End(-10)).unwrap();
+        let mut tail = Vec::new();
+        g.read_to_end(&mut tail).unwrap();
+        assert_eq!(tail, &bytes[bytes.len() - 10..]);
+        assert!(f.seek(SeekFrom::Current(-(at as i64) - 1)).is_err());
+        assert_eq!(
+            f.stream_position().unwrap(),
+            at as u64,
+            "a refused seek moves nothing"
+        );
     }
 
     #[test]

@@ -22,7 +22,8 @@ const SCHEMA: &str = "
         media_type TEXT,
         duplicates TEXT,
         doc        INTEGER NOT NULL,
-        line       INTEGER NOT NULL
+        line       INTEGER NOT NULL,
+        entry      INTEGER
     );
     CREATE TABLE todo (
         ord           INTEGER PRIMARY KEY,
@@ -69,6 +70,8 @@ pub struct NewListed<'a> {
     /// The listing document's number (the engine keeps their names).
     pub doc: i64,
     pub line: i64,
+    /// A package's entry: its place in the package's manifest (a Resource Dump).
+    pub entry: Option<i64>,
 }
 
 /// A listed entry as read back, borrowed from its row.
@@ -205,14 +208,15 @@ impl Scratch {
             l.media_type,
             l.duplicates,
             l.doc,
-            l.line
+            l.line,
+            l.entry
         ];
         let path = &self.path;
         let inserted = self
             .conn
             .prepare_cached(
-                "INSERT INTO listed (uri, lastmod, length, digests, media_type, duplicates, doc, line, ord)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (uri) DO NOTHING",
+                "INSERT INTO listed (uri, lastmod, length, digests, media_type, duplicates, doc, line, entry, ord)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (uri) DO NOTHING",
             )
             .and_then(|mut st| {
                 let ord: &dyn rusqlite::ToSql = &self.next_ord;
@@ -226,7 +230,7 @@ impl Scratch {
         self.conn
             .prepare_cached(
                 "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
-                     duplicates = ?6, doc = ?7, line = ?8
+                     duplicates = ?6, doc = ?7, line = ?8, entry = ?9
                  WHERE uri = ?1",
             )
             .and_then(|mut st| st.execute(values))
@@ -431,18 +435,31 @@ impl Scratch {
         rows.collect::<Result<_, _>>().map_err(sql(&self.path))
     }
 
-    /// The positions of every entry to fetch, in list order.
-    pub(crate) fn todo_ords(&self) -> Result<Vec<usize>, StoreError> {
+    /// Every entry to fetch that a package holds, as (position, document, place in the
+    /// package's manifest): by document, in the order the documents were first met, and in
+    /// manifest order within each. Read as a stream.
+    pub(crate) fn each_packaged_todo<E: From<StoreError>>(
+        &self,
+        mut f: impl FnMut(i64, i64, i64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let path = &self.path;
         let mut st = self
             .conn
-            .prepare("SELECT ord FROM todo ORDER BY ord")
-            .map_err(sql(&self.path))?;
-        let rows = st
-            .query_map([], |r| r.get::<_, i64>(0))
-            .map_err(sql(&self.path))?;
-        rows.map(|r| r.map(|n| n as usize))
-            .collect::<Result<_, _>>()
-            .map_err(sql(&self.path))
+            .prepare(
+                "SELECT t.ord, l.doc, l.entry FROM todo t JOIN listed l ON l.ord = t.ord
+                 WHERE l.entry IS NOT NULL ORDER BY l.doc, l.entry",
+            )
+            .map_err(sql(path))?;
+        let mut rows = st.query([]).map_err(sql(path))?;
+        while let Some(r) = rows.next().map_err(sql(path))? {
+            let (ord, doc, entry) = (r.get(0), r.get(1), r.get(2));
+            f(
+                ord.map_err(sql(path))?,
+                doc.map_err(sql(path))?,
+                entry.map_err(sql(path))?,
+            )?;
+        }
+        Ok(())
     }
 
     /// One entry to fetch, by position, made into `T` by `make`.

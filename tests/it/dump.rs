@@ -323,6 +323,10 @@ fn hostile_packages_are_refused_and_nothing_from_them_lands() {
         assert_eq!(std::fs::read(canary.join("keep")).unwrap(), b"canary");
         assert!(!outer.path().join("evil").exists());
         assert_consistent(&mirror);
+        // Not even in the store: what a package refused half-way had staged (r4, before its
+        // lying r5) is taken out again (issue 48: staged objects go to the store at once).
+        let stored = walkdir(&mirror.join("objects"));
+        assert_eq!(stored.len(), 3, "{what}: {stored:?}");
         // A refused package means an incomplete snapshot: no sync point, no deletes.
         assert_eq!(sync_point(&mirror), None, "{what}");
     }
@@ -574,5 +578,101 @@ fn a_resource_in_two_packages_is_taken_from_the_later_one() {
         )
         .unwrap();
     assert_eq!(from, format!("{}/p2.zip", srv.base()));
+    assert_consistent(dir.path());
+}
+
+/// The files under `dir`, recursively.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// Issue 48: a manifest far larger than any buffer the reader keeps (25,000 entries, about
+/// 4 MB: it is read as a stream, into the listing on disk, and again while staging) mirrors
+/// completely, each resource from its own entry, and a URI listed again in a second package
+/// is taken from there.
+#[test]
+fn a_dump_whose_manifest_is_larger_than_any_buffer_mirrors_completely() {
+    const N: usize = 25_000;
+    let t = Tree::new();
+    let srv = TestServer::start(t.path());
+    let origin = srv.base();
+    let mut manifest = format!(
+        "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"resourcedump-manifest\" at=\"{AT}\"/>\n"
+    );
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+    let body = |i: usize| format!("resource {i}\n").into_bytes();
+    for i in 0..N {
+        let bytes = body(i);
+        manifest.push_str(&format!(
+            "<url><loc>{origin}/res/{i}</loc><lastmod>{AT}</lastmod><rs:md path=\"/res/{i}\" length=\"{}\" hash=\"{}\"/></url>\n",
+            bytes.len(),
+            hashes(&bytes)
+        ));
+    }
+    manifest.push_str("</urlset>\n");
+    assert!(manifest.len() > 3_000_000, "{}", manifest.len());
+    w.start_file(
+        "manifest.xml",
+        opts.compression_method(CompressionMethod::Deflated),
+    )
+    .unwrap();
+    w.write_all(manifest.as_bytes()).unwrap();
+    for i in 0..N {
+        w.start_file(format!("res/{i}"), opts).unwrap();
+        w.write_all(&body(i)).unwrap();
+    }
+    let p1 = w.finish().unwrap().into_inner();
+    // A second package lists resource 7 again, with other bytes: the later entry counts.
+    let later = b"resource 7, as the second package has it\n";
+    t.put("r7", later);
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    w.start_file("manifest.xml", opts).unwrap();
+    w.write_all(
+        format!(
+            "<?xml version=\"1.0\"?>\n<urlset {NS}>\n<rs:md capability=\"resourcedump-manifest\" at=\"{AT}\"/>\n\
+             <url><loc>{origin}/res/7</loc><rs:md path=\"/r7\" length=\"{}\" hash=\"{}\"/></url>\n</urlset>\n",
+            later.len(),
+            hashes(later)
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    w.start_file("r7", opts).unwrap();
+    w.write_all(later).unwrap();
+    let p2 = w.finish().unwrap().into_inner();
+    t.resource_list(AT, &[]);
+    publish_dump(&t, &[("p1.zip", &p1), ("p2.zip", &p2)]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcedump.xml"), dir.path())
+        .args(["--via", "dump", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["created"], N, "{s}");
+    let now = current(dir.path());
+    assert_eq!(now.len(), N);
+    for i in [0, 1, 4_096, 12_345, N - 1] {
+        let want = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body(i)));
+        assert_eq!(now[&format!("{origin}/res/{i}")], want, "resource {i}");
+    }
+    assert_eq!(
+        now[&format!("{origin}/res/7")],
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(later))
+    );
+    assert!(s["warnings"].to_string().contains("listed twice"), "{s}");
     assert_consistent(dir.path());
 }

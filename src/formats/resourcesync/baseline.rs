@@ -121,25 +121,37 @@ fn plan_all(
                     inputs.staging,
                     location,
                     inputs.options,
+                    &mut listing,
                 )?;
                 (std::mem::take(&mut d.snapshot), Some(d))
             }
             (Via::Auto, Some(location)) => {
                 let dump_url = location.url().to_string();
-                let read =
-                    DumpSnapshot::read(docs, inputs.http, inputs.staging, location, inputs.options);
+                let read = DumpSnapshot::read(
+                    docs,
+                    inputs.http,
+                    inputs.staging,
+                    location,
+                    inputs.options,
+                    &mut listing,
+                );
                 // `auto` prefers the dump, but not a dump it cannot use in full (a package in
                 // a format it does not read, a package that fails its checks): the Resource
                 // List, when the source offers one, lists everything, a request per resource.
+                // The mirror's own faults (a full disk under the listing) are not the dump's.
                 let unusable = match &read {
                     Ok(d) if d.snapshot.complete() => None,
                     Ok(d) => Some(d.snapshot.failed_parts.join("; ")),
-                    Err(e) => Some(e.to_string()),
+                    Err(Error::Source(e)) => Some(e.to_string()),
+                    Err(_) => return Err(read.err().expect("an error")),
                 };
                 let has_list = collection.opened.is_some()
                     || collection.url_of(&Capability::ResourceList).is_some();
                 match unusable {
                     Some(why) if has_list => {
+                        // What the dump listed goes: the list is read afresh.
+                        drop(read);
+                        listing = Listing::create(inputs.staging)?;
                         let mut snapshot = resource_list(docs, &mut collection, &mut listing)?;
                         snapshot.warnings.push(format!(
                             "{dump_url}: the Resource Dump cannot be used ({why}); the resources \
@@ -157,12 +169,6 @@ fn plan_all(
                 (resource_list(docs, &mut collection, &mut listing)?, None)
             }
         };
-        let mut snapshot = snapshot;
-        // A dump's entries were read into memory with its packages (deduplicated there): in
-        // order, so that an entry's place in the listing is its index in the dump.
-        for l in std::mem::take(&mut snapshot.listed) {
-            listing.push(l)?;
-        }
         // The source and the catalog agree on a resource kept, but its bytes must be there
         // too: a missing object is fetched again, and a truncated one in this run's slice of
         // the store (`store::presence`: no hashing; `audit` finds the rest).

@@ -2,23 +2,30 @@
 //! draft's `xhtml:link rel="http://www.openarchives.org/rs/dump"`).
 //!
 //! Every package is downloaded to `staging/` (verified against the dump entry's length and
-//! digests when given) and opened by the hostile-package reader (`rs::dump`); the manifests
-//! become the snapshot the shared plan compares with the mirror, exactly as a Resource List
-//! would. When the bytes are needed they are staged from the packages, package by package: a
-//! package refused half-way (a header that lies, say) contributes nothing, and each bitstream
-//! lands under its `<loc>` exactly as if it had been fetched by HTTP.
+//! digests when given) and opened by the hostile-package reader (`rs::dump`); each manifest is
+//! read as a stream into the run's [`Listing`] (on disk, with each entry's place in its
+//! manifest), which the shared plan compares with the mirror exactly as a Resource List's. When
+//! the bytes are needed they are staged from the packages, package by package, each manifest
+//! read again as a stream beside its bitstreams: a package refused half-way (a header that lies,
+//! say) contributes nothing, and each bitstream lands under its `<loc>` exactly as if it had
+//! been fetched by HTTP. Memory is flat in the size of a dump: a package's directory (the ZIP's
+//! central directory) and a compact record per staged entry of the package in hand (about 100
+//! bytes) are all that grows with it.
 
 use crate::engine::apply::{Fetched, JobResult};
 use crate::engine::documents::{Documents, OpenedDocument};
+use crate::engine::listing::Listing;
 use crate::engine::plan::{Declared, Listed};
-use crate::error::SourceError;
-use crate::formats::resourcesync::snapshot::{self, Refused, Snapshot};
+use crate::error::{Error, SourceError};
+use crate::formats::resourcesync::snapshot::{Refused, Snapshot};
 use crate::net::one::fetch_to_staging;
 use crate::net::{Expected, Http, Scope};
+use crate::rs::digest::Computed;
 use crate::rs::document::{media_type, Capability, Root};
-use crate::rs::dump::{DumpLimits, EntryErrorKind, Package, StageError};
+use crate::rs::dump::{DumpError, DumpLimits, EntryErrorKind, Package, StageError};
 use crate::rs::sitemap::ReadOptions;
-use crate::store::ObjectStore;
+use crate::store::{ObjectStore, StoreError};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use url::Url;
@@ -28,18 +35,20 @@ pub const ALPHA_DUMP_REL: &str = "http://www.openarchives.org/rs/dump";
 /// How deep Resource Dump Indexes may nest.
 const MAX_DEPTH: usize = 3;
 
-/// A snapshot read from dump manifests, with the packages that hold its bytes.
+/// A snapshot read from dump manifests (its entries in the [`Listing`] it was read into), with
+/// the packages that hold its bytes.
 pub struct DumpSnapshot {
     pub snapshot: Snapshot,
+    /// Every package, in the dump's order.
     packages: Vec<Opened>,
-    /// For each listed resource: (package, manifest entry).
-    origin: Vec<(usize, usize)>,
+    /// A package's place in `packages`, by URL (the listing's document of its entries).
+    by_url: HashMap<String, usize>,
     options: ReadOptions,
 }
 
-/// A downloaded package. Its manifest and ZIP directory are read once to build the snapshot,
-/// then let go, and read again when its bitstreams are staged: only one package's entries are
-/// in memory at a time (100 packages of 1,000 entries held open cost 70 MB).
+/// A downloaded package. Its manifest and ZIP directory are read to list its entries, then
+/// let go, and read again when its bitstreams are staged: only one package's directory is in
+/// memory at a time while staging.
 struct Opened {
     url: Url,
     /// Empty when the package could not be used (recorded in `failed_parts`).
@@ -70,16 +79,73 @@ impl DumpLocation {
     }
 }
 
+/// What staging one wanted entry gave, compactly: a package of 200,000 entries is held whole
+/// until it is known not to be refused.
+enum Staged {
+    /// Stored in the object store: its position in the listing, and what it hashed to.
+    Stored(usize, Hashed),
+    Failed(JobResult),
+}
+
+/// [`Computed`] in bytes instead of hex strings (about a third of the memory).
+struct Hashed {
+    length: u64,
+    md5: [u8; 16],
+    sha256: [u8; 32],
+    sha1: Option<[u8; 20]>,
+}
+
+impl Hashed {
+    fn of(c: &Computed) -> Option<Hashed> {
+        let mut h = Hashed {
+            length: c.length,
+            md5: [0; 16],
+            sha256: [0; 32],
+            sha1: None,
+        };
+        hex::decode_to_slice(&c.md5_hex, &mut h.md5).ok()?;
+        hex::decode_to_slice(&c.sha256_hex, &mut h.sha256).ok()?;
+        if let Some(sha1) = &c.sha1_hex {
+            let mut b = [0; 20];
+            hex::decode_to_slice(sha1, &mut b).ok()?;
+            h.sha1 = Some(b);
+        }
+        Some(h)
+    }
+
+    fn computed(&self) -> Computed {
+        Computed {
+            length: self.length,
+            md5_hex: hex::encode(self.md5),
+            sha256_hex: hex::encode(self.sha256),
+            sha1_hex: self.sha1.map(hex::encode),
+        }
+    }
+}
+
+fn failed(index: usize, reason: String) -> JobResult {
+    JobResult::Failed {
+        index,
+        reason,
+        refused: false,
+        other_bytes: false,
+        gone: false,
+        unreachable: false,
+    }
+}
+
 impl DumpSnapshot {
-    /// Download every package and read every manifest. A dump document that cannot be read is
-    /// fatal; a package that cannot be fetched or opened is a failed part (no deletes).
+    /// Download every package and read every manifest into `listing`. A dump document that
+    /// cannot be read is fatal; a package that cannot be fetched or opened is a failed part (no
+    /// deletes); an error of the listing itself (a full disk) stops the reading.
     pub(crate) fn read(
         docs: &Documents<'_>,
         http: &Http,
         staging: &Path,
         location: DumpLocation,
         options: ReadOptions,
-    ) -> Result<DumpSnapshot, SourceError> {
+        listing: &mut Listing,
+    ) -> Result<DumpSnapshot, Error> {
         let mut snapshot = Snapshot::default();
         let mut refs = Vec::new();
         let (scope_doc, header_at) = match location {
@@ -105,40 +171,51 @@ impl DumpSnapshot {
                 (u, at)
             }
         };
+        // A package named twice is read once: its entries would all be listed twice.
+        let mut named = std::collections::HashSet::new();
+        refs.retain(|r| {
+            let first = named.insert(r.url.to_string());
+            if !first {
+                snapshot.warnings.push(format!(
+                    "{}: the dump names this package more than once; read once",
+                    r.url
+                ));
+            }
+            first
+        });
+        drop(named);
         let scope = Arc::new(docs.scope_for(&scope_doc));
         let mut dump = DumpSnapshot {
             snapshot,
             packages: Vec::new(),
-            origin: Vec::new(),
+            by_url: HashMap::new(),
             options,
         };
         let mut manifest_at = None;
-        // Packages are downloaded, verified and opened a few at a time, one per core (hashing
-        // and reading a manifest are CPU work), and read in the dump's order: at most that
-        // many packages' manifests are in memory at once.
+        // Packages are downloaded and verified a few at a time, one per core (hashing is CPU
+        // work); each is then opened and its manifest read into the listing here, one at a
+        // time in the dump's order: the directory of a package of 200,000 entries (about 70 MB
+        // between the ZIP reader and ours) is held once.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut refs = refs.into_iter().peekable();
         while refs.peek().is_some() {
             let batch: Vec<PackageRef> = refs.by_ref().take(workers).collect();
-            let opened: Vec<Result<(PathBuf, Package), String>> = std::thread::scope(|s| {
+            let fetched: Vec<Result<PathBuf, String>> = std::thread::scope(|s| {
                 let readers: Vec<_> = batch
                     .iter()
-                    .map(|r| s.spawn(|| open_package(http, r, &scope, staging, options)))
+                    .map(|r| s.spawn(|| fetch_package(http, r, &scope, staging)))
                     .collect();
                 readers
                     .into_iter()
-                    .map(|h| h.join().expect("a package reader panicked"))
+                    .map(|h| h.join().expect("a package download panicked"))
                     .collect()
             });
-            for (r, opened) in batch.into_iter().zip(opened) {
-                dump.add_package(r.url, opened, &scope, &mut manifest_at);
+            for (r, fetched) in batch.into_iter().zip(fetched) {
+                let opened = fetched.and_then(|file| open_package(file, &r.url, options));
+                dump.add_package(r.url, opened, &scope, &mut manifest_at, listing)?;
             }
         }
-        // A URI in several manifests counts once, with its later entry (and that entry's
-        // bitstream), at the place of its first.
-        let (swaps, gone) = snapshot::twice_listed(&dump.snapshot.listed);
-        snapshot::keep_the_later(&mut dump.snapshot.listed, &swaps, &gone);
-        snapshot::keep_the_later(&mut dump.origin, &swaps, &gone);
+        dump.snapshot.warnings.extend(listing.take_warnings());
         dump.snapshot.at = header_at.or(manifest_at);
         dump.snapshot.anchored = dump.snapshot.at.is_some();
         dump.snapshot.basis = if header_at.is_some() {
@@ -151,28 +228,65 @@ impl DumpSnapshot {
         Ok(dump)
     }
 
-    /// Add a package's manifest entries to the snapshot (or its failure to the failed parts).
+    /// Read a package's manifest into `listing` (or record its failure in the failed parts:
+    /// nothing from a package refused half-way through its manifest stays listed).
     fn add_package(
         &mut self,
         url: Url,
         opened: Result<(PathBuf, Package), String>,
         scope: &Arc<Scope>,
         manifest_at: &mut Option<jiff::Timestamp>,
-    ) {
+        listing: &mut Listing,
+    ) -> Result<(), StoreError> {
         let p = self.packages.len();
-        let (file, pkg) = match opened {
+        self.by_url.insert(url.to_string(), p);
+        let (file, mut pkg) = match opened {
             Ok(x) => x,
             Err(reason) => {
-                self.snapshot
-                    .failed_parts
-                    .push(format!("package {url}: {reason}"));
-                self.packages.push(Opened {
-                    url,
-                    file: PathBuf::new(),
-                });
-                return;
+                self.unusable(url, reason);
+                return Ok(());
             }
         };
+        let document: Arc<str> = url.as_str().into();
+        let refused_before = self.snapshot.refused.len();
+        let refused = &mut self.snapshot.refused;
+        let streamed = pkg.stream(|e, item, _| {
+            if item.is_deleted() {
+                return Ok(());
+            }
+            if let Err(reason) = scope.check(&item.loc) {
+                refused.push(Refused {
+                    uri: item.loc.to_string(),
+                    reason: format!("{reason} (manifest of {url}, line {})", item.line),
+                });
+                return Ok(());
+            }
+            let listed = Listed {
+                uri: item.loc,
+                declared: Declared {
+                    lastmod: item.lastmod,
+                    length: item.length,
+                    digests: item.hash,
+                },
+                media_type: item.media_type.as_deref().map(media_type),
+                duplicates: Vec::new(),
+                document: document.clone(),
+                line: item.line,
+                scope: scope.clone(),
+            };
+            listing.push_entry(listed, Some(e as u64))
+        });
+        match streamed {
+            Ok(Ok(())) => {}
+            Ok(Err(store)) => return Err(store),
+            Err(refusal) => {
+                listing.drop_document(url.as_str())?;
+                self.snapshot.refused.truncate(refused_before);
+                let _ = std::fs::remove_file(&file);
+                self.unusable(url, refusal.to_string());
+                return Ok(());
+            }
+        }
         *manifest_at = manifest_at.or(pkg.manifest_header().md.at);
         for w in pkg.warnings() {
             self.snapshot
@@ -184,108 +298,133 @@ impl DumpSnapshot {
                 "{url}: entry {extra:?} is not in the manifest; ignored"
             ));
         }
-        let document: Arc<str> = url.as_str().into();
-        self.snapshot.listed.reserve_exact(pkg.entries().len());
-        self.origin.reserve_exact(pkg.entries().len());
-        for (e, item) in pkg.entries().iter().enumerate() {
-            if item.is_deleted() {
-                continue;
-            }
-            if let Err(reason) = scope.check(&item.loc) {
-                self.snapshot.refused.push(Refused {
-                    uri: item.loc.to_string(),
-                    reason: format!("{reason} (manifest of {url}, line {})", item.line),
-                });
-                continue;
-            }
-            self.snapshot.listed.push(Listed {
-                uri: item.loc.clone(),
-                declared: Declared {
-                    lastmod: item.lastmod,
-                    length: item.length,
-                    digests: item.hash.clone(),
-                },
-                media_type: item.media_type.as_deref().map(media_type),
-                duplicates: Vec::new(),
-                document: document.clone(),
-                line: item.line,
-                scope: scope.clone(),
-            });
-            self.origin.push((p, e));
-        }
         self.packages.push(Opened { url, file });
+        Ok(())
     }
 
-    /// Stage the bitstreams of the listed resources `wanted`, package by package, move them
+    /// A package that cannot be used: a failed part.
+    fn unusable(&mut self, url: Url, reason: String) {
+        self.snapshot
+            .failed_parts
+            .push(format!("package {url}: {reason}"));
+        self.packages.push(Opened {
+            url,
+            file: PathBuf::new(),
+        });
+    }
+
+    /// Stage the listing's entries to fetch from the packages, package by package, move them
     /// into the object store and report each as a [`JobResult`]. Nothing from a package that is
-    /// refused while staging is reported as fetched.
+    /// refused while staging is reported as fetched (or left in the store).
     ///
-    /// Packages are staged a core's worth at a time, in parallel (inflating, hashing and
-    /// writing are CPU work), and their results handed to `on_result` (on the calling thread)
-    /// in the dump's order, so the catalog records them in the same order on every run. An
-    /// error from `on_result` stops the staging.
-    pub(crate) fn stage<E>(
+    /// One package is staged on a thread of its own (inflating, hashing and writing) while the
+    /// results of the one before are handed to `on_result` here, in the dump's order, so that
+    /// the catalog records them in the same order on every run. An error from `on_result`
+    /// stops the staging.
+    pub(crate) fn stage<E: From<StoreError>>(
         &self,
-        wanted: &[usize],
+        listing: &Listing,
         staging: &Path,
         objects: &ObjectStore,
         mut on_result: impl FnMut(JobResult) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut by_package: Vec<Vec<usize>> = vec![Vec::new(); self.packages.len()];
-        for &i in wanted {
-            by_package[self.origin[i].0].push(i);
-        }
-        let work: Vec<(usize, Vec<usize>)> = by_package
-            .into_iter()
-            .enumerate()
-            .filter(|(_, listed)| !listed.is_empty())
-            .collect();
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for round in work.chunks(workers) {
-            let results: Vec<Vec<JobResult>> = std::thread::scope(|s| {
-                let stagers: Vec<_> = round
-                    .iter()
-                    .map(|(p, listed)| s.spawn(|| self.stage_package(*p, listed, staging, objects)))
-                    .collect();
-                stagers
-                    .into_iter()
-                    .map(|h| h.join().expect("a package stager panicked"))
-                    .collect()
+        std::thread::scope(|s| {
+            // Rendezvous: the stager holds one package's results until they are taken.
+            let (to_stager, work) = crossbeam_channel::bounded::<(usize, Vec<(usize, u64)>)>(0);
+            let (staged, results) = crossbeam_channel::bounded::<(usize, Vec<Staged>)>(0);
+            s.spawn(move || {
+                for (p, wanted) in work {
+                    let r = self.stage_package(p, &wanted, staging, objects);
+                    if staged.send((p, r)).is_err() {
+                        return;
+                    }
+                }
             });
-            for r in results.into_iter().flatten() {
-                on_result(r)?;
+            let mut hand_on = |(p, staged): (usize, Vec<Staged>)| -> Result<(), E> {
+                let url = &self.packages[p].url;
+                for r in staged {
+                    on_result(match r {
+                        Staged::Stored(i, h) => JobResult::Fetched(
+                            i,
+                            Box::new(Fetched {
+                                computed: h.computed(),
+                                final_url: url.clone(),
+                                etag: None,
+                                last_modified: None,
+                                media_type: None,
+                                via: crate::model::Via::Dump,
+                            }),
+                        ),
+                        Staged::Failed(r) => r,
+                    })?;
+                }
+                Ok(())
+            };
+            // The wanted entries of one package at a time, handed to the stager; the results
+            // of the package before taken back and handed on meanwhile.
+            let mut group: Option<(usize, Vec<(usize, u64)>)> = None;
+            let mut sent = false;
+            let mut send = |g: (usize, Vec<(usize, u64)>), sent: &mut bool| -> Result<(), E> {
+                if *sent {
+                    if let Ok(r) = results.recv() {
+                        hand_on(r)?;
+                    }
+                }
+                to_stager
+                    .send(g)
+                    .expect("the stager takes work until it is dropped");
+                *sent = true;
+                Ok(())
+            };
+            listing.each_packaged_todo(|ord, document, entry| {
+                let p = self.by_url.get(document).copied().unwrap_or(usize::MAX);
+                if group.as_ref().is_some_and(|(q, _)| *q != p) {
+                    send(group.take().expect("a group"), &mut sent)?;
+                }
+                group
+                    .get_or_insert_with(|| (p, Vec::new()))
+                    .1
+                    .push((ord, entry));
+                Ok::<(), E>(())
+            })?;
+            if let Some(g) = group.take() {
+                send(g, &mut sent)?;
             }
-        }
-        Ok(())
+            drop(to_stager);
+            if sent {
+                if let Ok(r) = results.recv() {
+                    hand_on(r)?;
+                }
+            }
+            Ok(())
+        })
     }
 
-    /// Stage the resources `listed` from package `p` and store them; one result each.
+    /// Stage the `wanted` entries (position in the listing, place in the manifest, in manifest
+    /// order) of package `p` and store them; one result each. A package refused on the way
+    /// contributes nothing: every object it put in the store that was not there before is
+    /// taken out again, and every entry fails.
     fn stage_package(
         &self,
         p: usize,
-        listed: &[usize],
+        wanted: &[(usize, u64)],
         staging: &Path,
         objects: &ObjectStore,
-    ) -> Vec<JobResult> {
+    ) -> Vec<Staged> {
         let failed_all = |reason: String| {
-            listed
+            wanted
                 .iter()
-                .map(|&i| JobResult::Failed {
-                    index: i,
-                    reason: reason.clone(),
-                    refused: false,
-                    other_bytes: false,
-                    gone: false,
-                    unreachable: false,
-                })
+                .map(|&(i, _)| Staged::Failed(failed(i, reason.clone())))
                 .collect()
         };
-        let opened = &self.packages[p];
+        let Some(opened) = self.packages.get(p) else {
+            return failed_all("not in any package of the dump".into());
+        };
         let reopened = if opened.file.as_os_str().is_empty() {
             Err("could not be used".to_string())
         } else {
             // The same file as read before (our own download in staging).
-            Package::open(
+            Package::open_streamed(
                 &opened.file,
                 &opened.url,
                 DumpLimits::default(),
@@ -297,20 +436,47 @@ impl DumpSnapshot {
             Ok(p) => p,
             Err(why) => return failed_all(format!("package {}: {why}", opened.url)),
         };
-        let mut staged = Vec::new();
-        let mut results = Vec::with_capacity(listed.len());
-        for &i in listed {
-            match package.stage(self.origin[i].1, staging) {
-                Ok(Some(sb)) => staged.push((i, sb)),
-                Ok(None) => results.push(JobResult::Failed {
-                    index: i,
-                    reason: "a deletion has no bitstream".to_string(),
-                    refused: false,
-                    other_bytes: false,
-                    gone: false,
-                    unreachable: false,
-                }),
-                Err(StageError::Entry(e)) => results.push(JobResult::Failed {
+        let mut out = Vec::with_capacity(wanted.len());
+        // Objects this package put in the store that were not there before.
+        let mut fresh: Vec<String> = Vec::new();
+        let mut next = wanted.iter().peekable();
+        let streamed = package.stream(|e, item, bits| {
+            let Some(&&(i, want)) = next.peek() else {
+                return Err(Stop::Done);
+            };
+            if want != e as u64 {
+                return Ok(());
+            }
+            next.next();
+            match bits.stage(&item, staging) {
+                Ok(Some(sb)) => {
+                    let sha = &sb.computed.sha256_hex;
+                    let known = objects.path_for(sha).exists();
+                    match (objects.ingest(&sb.path, sha), Hashed::of(&sb.computed)) {
+                        (Ok(_), Some(h)) => {
+                            if !known {
+                                fresh.push(sha.clone());
+                            }
+                            out.push(Staged::Stored(i, h));
+                        }
+                        (Ok(_), None) => out.push(Staged::Failed(failed(
+                            i,
+                            format!("a digest that is not hex: {:?}", sb.computed),
+                        ))),
+                        (Err(e), _) => {
+                            let _ = std::fs::remove_file(&sb.path);
+                            out.push(Staged::Failed(failed(
+                                i,
+                                format!("cannot store object: {e}"),
+                            )));
+                        }
+                    }
+                }
+                Ok(None) => out.push(Staged::Failed(failed(
+                    i,
+                    "a deletion has no bitstream".to_string(),
+                ))),
+                Err(StageError::Entry(e)) => out.push(Staged::Failed(JobResult::Failed {
                     index: i,
                     // A dump made while the source changed: the manifest written before the
                     // bitstream was copied (a CRC error or corrupt data is damage instead).
@@ -323,43 +489,38 @@ impl DumpSnapshot {
                     reason: e.to_string(),
                     refused: false,
                     unreachable: false,
-                }),
-                Err(StageError::Package(e)) => {
-                    for (_, sb) in staged {
-                        let _ = std::fs::remove_file(&sb.path);
-                    }
-                    return failed_all(format!("package refused, nothing from it is kept: {e}"));
-                }
+                })),
+                Err(StageError::Package(e)) => return Err(Stop::Refused(*e)),
             }
+            Ok(())
+        });
+        let refusal = match streamed {
+            Ok(Ok(()) | Err(Stop::Done)) => None,
+            Ok(Err(Stop::Refused(e))) | Err(e) => Some(e),
+        };
+        if let Some(e) = refusal {
+            for sha in &fresh {
+                let _ = std::fs::remove_file(objects.path_for(sha));
+            }
+            return failed_all(format!("package refused, nothing from it is kept: {e}"));
         }
-        for (i, sb) in staged {
-            results.push(match objects.ingest(&sb.path, &sb.computed.sha256_hex) {
-                Ok(_) => JobResult::Fetched(
-                    i,
-                    Box::new(Fetched {
-                        computed: sb.computed,
-                        final_url: opened.url.clone(),
-                        etag: None,
-                        last_modified: None,
-                        media_type: None,
-                        via: crate::model::Via::Dump,
-                    }),
-                ),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&sb.path);
-                    JobResult::Failed {
-                        index: i,
-                        reason: format!("cannot store object: {e}"),
-                        refused: false,
-                        other_bytes: false,
-                        gone: false,
-                        unreachable: false,
-                    }
-                }
-            });
+        // Entries the manifest no longer names (the file is our own download: never).
+        for &(i, entry) in next {
+            out.push(Staged::Failed(failed(
+                i,
+                format!("package {}: no entry {entry} in its manifest", opened.url),
+            )));
         }
-        results
+        out
     }
+}
+
+/// Why staging stopped reading a package's manifest.
+enum Stop {
+    /// Every wanted entry is staged.
+    Done,
+    /// The package is refused.
+    Refused(DumpError),
 }
 
 impl Drop for DumpSnapshot {
@@ -373,21 +534,29 @@ impl Drop for DumpSnapshot {
     }
 }
 
-/// Download a package to `staging` (verified against the dump's length and digests) and open
-/// it with the hostile-package reader; a failed download or package is removed.
-fn open_package(
+/// Download a package to `staging`, verified against the dump's length and digests.
+fn fetch_package(
     http: &Http,
     r: &PackageRef,
     scope: &Scope,
     staging: &Path,
-    options: ReadOptions,
-) -> Result<(PathBuf, Package), String> {
+) -> Result<PathBuf, String> {
     let staged =
         fetch_to_staging(http, &r.url, scope, staging, &r.expected).map_err(|e| e.to_string())?;
-    match Package::open(&staged.file, &r.url, DumpLimits::default(), options) {
-        Ok(pkg) => Ok((staged.file, pkg)),
+    Ok(staged.file)
+}
+
+/// Open a downloaded package with the hostile-package reader (its manifest is read later, as
+/// a stream); a package that cannot be opened is removed.
+fn open_package(
+    file: PathBuf,
+    url: &Url,
+    options: ReadOptions,
+) -> Result<(PathBuf, Package), String> {
+    match Package::open_streamed(&file, url, DumpLimits::default(), options) {
+        Ok(pkg) => Ok((file, pkg)),
         Err(e) => {
-            let _ = std::fs::remove_file(&staged.file);
+            let _ = std::fs::remove_file(&file);
             Err(e.to_string())
         }
     }
@@ -462,11 +631,11 @@ fn collect_packages(
 impl crate::engine::snapshot::Packages for DumpSnapshot {
     fn stage(
         &self,
-        wanted: &[usize],
+        listing: &Listing,
         staging: &Path,
         objects: &ObjectStore,
-        on_result: &mut dyn FnMut(JobResult) -> Result<(), crate::error::Error>,
-    ) -> Result<(), crate::error::Error> {
-        DumpSnapshot::stage(self, wanted, staging, objects, on_result)
+        on_result: &mut dyn FnMut(JobResult) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        DumpSnapshot::stage(self, listing, staging, objects, on_result)
     }
 }

@@ -10,7 +10,6 @@
 
 use crate::engine::documents::{Documents, OpenedDocument};
 use crate::engine::listing::Listing;
-use crate::engine::plan::Listed;
 use crate::error::{Error, SourceError};
 use crate::formats::resourcesync::resource_list::{self, Item};
 use crate::store::StoreError;
@@ -53,7 +52,6 @@ pub(crate) fn read(
     let mut warnings = walked.warnings;
     warnings.extend(listing.take_warnings());
     Ok(Snapshot {
-        listed: Vec::new(),
         refused,
         skipped: Vec::new(),
         documents: walked.documents,
@@ -69,45 +67,4 @@ pub(crate) fn read(
         warnings,
         part_of: walked.part_of,
     })
-}
-
-/// Apply [`twice_listed`]'s answer to `v` (the listed entries, or a vector parallel to them).
-pub(crate) fn keep_the_later<T>(v: &mut Vec<T>, swaps: &[(usize, usize)], gone: &[bool]) {
-    if swaps.is_empty() {
-        return;
-    }
-    for &(first, last) in swaps {
-        v.swap(first, last);
-    }
-    let mut at = 0;
-    v.retain(|_| {
-        at += 1;
-        !gone[at - 1]
-    });
-}
-
-/// For URIs listed more than once: the swaps that put each one's last entry at the place of
-/// its first, and the positions to drop afterwards (every entry but the first of each URI —
-/// whose place the last one then holds). Found by sorting positions rather than with a map of
-/// URIs, which would hold a second copy of every URI while the list is read.
-pub(crate) fn twice_listed(listed: &[Listed]) -> (Vec<(usize, usize)>, Vec<bool>) {
-    let mut order: Vec<usize> = (0..listed.len()).collect();
-    order.sort_unstable_by(|&a, &b| {
-        listed[a]
-            .uri
-            .as_str()
-            .cmp(listed[b].uri.as_str())
-            .then(a.cmp(&b))
-    });
-    let mut gone = vec![false; listed.len()];
-    let mut swaps = Vec::new();
-    for group in order.chunk_by(|&a, &b| listed[a].uri == listed[b].uri) {
-        if let [first, .., last] = *group {
-            for &j in &group[1..] {
-                gone[j] = true;
-            }
-            swaps.push((first, last));
-        }
-    }
-    (swaps, gone)
 }
