@@ -414,10 +414,11 @@ pub enum StageError {
     Package(Box<DumpError>),
 }
 
-/// What the central directory says about one entry.
-#[derive(Debug, Clone)]
+/// What the central directory says about one entry (its name aside), read from the ZIP
+/// reader's directory when needed ([`entry_of`]): a copy of every entry beside the reader's
+/// own was 16 MB for a package of 200,000.
+#[derive(Debug, Clone, Copy)]
 struct ZipEntry {
-    name: String,
     size: u64,
     crc32: u32,
     method: CompressionMethod,
@@ -532,7 +533,6 @@ pub struct Bitstreams {
     label: String,
     package_bytes: u64,
     archive: Archive,
-    zip_entries: Vec<ZipEntry>,
     names: NameIndex,
     total_cap: u64,
     /// Bytes actually expanded so far, each entry counted once.
@@ -589,20 +589,19 @@ impl Package {
     ) -> Result<Package, DumpError> {
         let label = package_url.as_str().to_string();
         let (archive, package_bytes) = open_archive(path, &label)?;
-        let (zip_entries, names) = check_entries(&archive, &label, limits)?;
-        let total_cap = check_total(&zip_entries, limits, package_bytes, &label)?;
-        let Some(manifest_index) = names.find(&zip_entries, MANIFEST_NAME) else {
+        let (names, declared) = check_entries(&archive, &label, limits)?;
+        let total_cap = check_total(declared, limits, package_bytes, &label)?;
+        let Some(manifest_index) = names.find(&archive, MANIFEST_NAME) else {
             return Err(DumpError::MissingManifest { package: label });
         };
         let mut doc_url = package_url.clone();
         doc_url.set_fragment(Some(MANIFEST_NAME));
-        let counted = vec![false; zip_entries.len()];
+        let counted = vec![false; archive.len()];
         Ok(Package {
             bits: Bitstreams {
                 label,
                 package_bytes,
                 archive,
-                zip_entries,
                 names,
                 total_cap,
                 expanded: 0,
@@ -636,7 +635,7 @@ impl Package {
             package: label.clone(),
             reason,
         };
-        let meta = bits.zip_entries[self.manifest_index].clone();
+        let meta = entry_of(&bits.archive, self.manifest_index);
         if let Some(what) = unsupported(&meta) {
             return Err(unreadable(format!("{what} is not supported")));
         }
@@ -649,7 +648,7 @@ impl Package {
                 entry: MANIFEST_NAME.into(),
                 message,
             })?;
-        let mut referenced = vec![false; bits.zip_entries.len()];
+        let mut referenced = vec![false; bits.archive.len()];
         referenced[self.manifest_index] = true;
         let parsed = parse_manifest(
             &mut reader,
@@ -685,7 +684,7 @@ impl Package {
         let (header, warnings, handed) = parsed?;
         self.header = Some(header);
         self.warnings = warnings;
-        self.extras = unlisted_entries(&self.bits.zip_entries, &referenced);
+        self.extras = unlisted_entries(&self.bits.archive, &referenced);
         Ok(handed)
     }
 
@@ -794,6 +793,65 @@ impl Bitstreams {
         }))
     }
 
+    /// Read the bitstream of a manifest entry through without keeping it, for what
+    /// [`Bitstreams::stage`] would find wrong with the package itself (an entry that cannot be
+    /// opened, a header that lies about its size, more expanded than the package may hold):
+    /// a package can then be refused before anything from it lands. What concerns the entry
+    /// alone (no path, missing, a CRC or digest mismatch) is left for staging to report. An
+    /// entry read through once is not read again.
+    pub fn verify(&mut self, item: &ManifestItem) -> Result<(), DumpError> {
+        if self.refused {
+            return Err(DumpError::Refused {
+                package: self.label.clone(),
+            });
+        }
+        if item.is_deleted() {
+            return Ok(());
+        }
+        let Ok((name, zip_index)) = self.locate(item) else {
+            return Ok(());
+        };
+        if self.counted[zip_index] {
+            return Ok(());
+        }
+        let meta = entry_of(&self.archive, zip_index);
+        let buf = &mut self.buf;
+        let mut reader = match EntryReader::open(&mut self.archive, zip_index, &meta) {
+            Ok(r) => r,
+            Err(message) => {
+                self.refused = true;
+                return Err(DumpError::BrokenEntry {
+                    package: self.label.clone(),
+                    entry: name,
+                    message,
+                });
+            }
+        };
+        loop {
+            match reader.read(buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let (fault, produced) = (reader.fault.take(), reader.produced);
+        drop(reader);
+        if let Some(Fault::Size(found)) = fault {
+            self.refused = true;
+            return Err(DumpError::SizeMismatch {
+                package: self.label.clone(),
+                entry: name,
+                declared: meta.size,
+                found,
+            });
+        }
+        match self.count_expanded(zip_index, produced) {
+            Err(StageError::Package(e)) => Err(*e),
+            _ => Ok(()),
+        }
+    }
+
     /// The bitstream of a manifest entry: its path in the package and the index of its zip
     /// entry, when it has a path, the package holds it and it can be read.
     fn locate(&self, item: &ManifestItem) -> Result<(String, usize), StageError> {
@@ -803,7 +861,7 @@ impl Bitstreams {
         let Some(zip_index) = item.zip_index else {
             return Err(self.entry_error(item, EntryErrorKind::Missing { entry: name }));
         };
-        if let Some(what) = unsupported(&self.zip_entries[zip_index]) {
+        if let Some(what) = unsupported(&entry_of(&self.archive, zip_index)) {
             return Err(self.entry_error(item, EntryErrorKind::Unsupported { entry: name, what }));
         }
         Ok((name, zip_index))
@@ -828,7 +886,7 @@ impl Bitstreams {
             let path = staging.to_path_buf();
             self.entry_error(item, EntryErrorKind::Staging { path, source })
         })?;
-        let meta = &self.zip_entries[zip_index];
+        let meta = &entry_of(&self.archive, zip_index);
         let mut reader = match EntryReader::open(&mut self.archive, zip_index, meta) {
             Ok(r) => r,
             Err(message) => {
@@ -877,7 +935,7 @@ impl Bitstreams {
                 StageError::Package(Box::new(DumpError::SizeMismatch {
                     package: self.label.clone(),
                     entry,
-                    declared: self.zip_entries[zip_index].size,
+                    declared: entry_of(&self.archive, zip_index).size,
                     found,
                 }))
             }
@@ -1018,14 +1076,11 @@ fn open_archive(path: &Path, label: &str) -> Result<(Archive, u64), DumpError> {
 /// The cap on the bytes a package of `package_bytes` may expand to, when the sizes its entries
 /// declare stay under it; else the package is refused before anything is decompressed.
 fn check_total(
-    zip_entries: &[ZipEntry],
+    total: u64,
     limits: DumpLimits,
     package_bytes: u64,
     label: &str,
 ) -> Result<u64, DumpError> {
-    let total: u64 = zip_entries
-        .iter()
-        .fold(0u64, |sum, e| sum.saturating_add(e.size));
     let total_cap = limits.total_cap(package_bytes);
     if total > total_cap {
         return Err(DumpError::PackageTooLarge {
@@ -1040,13 +1095,37 @@ fn check_total(
 
 /// The files in the package that are not `referenced` (the manifest, and the bitstreams it
 /// lists).
-fn unlisted_entries(zip_entries: &[ZipEntry], referenced: &[bool]) -> Vec<String> {
-    zip_entries
+fn unlisted_entries(archive: &Archive, referenced: &[bool]) -> Vec<String> {
+    referenced
         .iter()
-        .zip(referenced)
-        .filter(|(e, used)| !e.is_dir && !**used)
-        .map(|(e, _)| e.name.clone())
+        .enumerate()
+        .filter(|&(i, used)| !*used && !entry_of(archive, i).is_dir)
+        .map(|(i, _)| name_of(archive, i))
         .collect()
+}
+
+/// What the directory says about entry `i` (checked by [`check_entries`] when the package
+/// was opened).
+fn entry_of(archive: &Archive, i: usize) -> ZipEntry {
+    let e = archive
+        .by_index_data(i)
+        .expect("an entry the package was opened with");
+    ZipEntry {
+        size: e.size(),
+        crc32: e.crc32(),
+        method: e.compression(),
+        encrypted: e.encrypted(),
+        is_dir: e.is_dir(),
+    }
+}
+
+/// Entry `i`'s name, decoded as [`check_entries`] decoded it.
+fn name_of(archive: &Archive, i: usize) -> String {
+    archive
+        .by_index_data(i)
+        .ok()
+        .and_then(|e| e.name().ok().map(|n| n.into_owned()))
+        .unwrap_or_default()
 }
 
 /// The archive-wide checks on every entry of the central directory: names, symbolic links,
@@ -1055,8 +1134,9 @@ fn check_entries(
     archive: &Archive,
     label: &str,
     limits: DumpLimits,
-) -> Result<(Vec<ZipEntry>, NameIndex), DumpError> {
-    let mut out = Vec::with_capacity(archive.len());
+) -> Result<(NameIndex, u64), DumpError> {
+    let mut names = NameIndex::with_capacity(archive.len());
+    let mut declared = 0u64;
     for i in 0..archive.len() {
         let e = archive.by_index_data(i).map_err(|e| DumpError::NotZip {
             package: label.to_string(),
@@ -1102,24 +1182,18 @@ fn check_entries(
                 cap,
             });
         }
-        out.push(ZipEntry {
-            name,
-            size,
-            crc32: e.crc32(),
-            method: e.compression(),
-            encrypted: e.encrypted(),
-            is_dir,
-        });
+        names.push(&name, i);
+        declared = declared.saturating_add(size);
     }
     // Distinct raw names that decode to one name (CP437 vs UTF-8) are duplicates too.
-    let names = NameIndex::new(&out);
-    if let Some(name) = names.duplicate(&out) {
+    names.sort();
+    if let Some(name) = names.duplicate(archive) {
         return Err(DumpError::DuplicateEntry {
             package: label.to_string(),
-            entry: name.to_string(),
+            entry: name,
         });
     }
-    Ok((out, names))
+    Ok((names, declared))
 }
 
 /// The entries of a package by decoded name, in 16 bytes an entry (a map of the names would
@@ -1132,20 +1206,26 @@ struct NameIndex {
 }
 
 impl NameIndex {
-    fn new(entries: &[ZipEntry]) -> NameIndex {
+    fn with_capacity(n: usize) -> NameIndex {
+        NameIndex {
+            hasher: std::hash::RandomState::new(),
+            by_hash: Vec::with_capacity(n),
+        }
+    }
+
+    /// Entry `i` is named `name` (decoded); [`NameIndex::sort`] when all are in.
+    fn push(&mut self, name: &str, i: usize) {
         use std::hash::BuildHasher;
-        let hasher = std::hash::RandomState::new();
-        let mut by_hash: Vec<(u64, u32)> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (hasher.hash_one(e.name.as_str()), i as u32))
-            .collect();
-        by_hash.sort_unstable();
-        NameIndex { hasher, by_hash }
+        let index = u32::try_from(i).expect("a ZIP archive has fewer than 2^32 entries");
+        self.by_hash.push((self.hasher.hash_one(name), index));
+    }
+
+    fn sort(&mut self) {
+        self.by_hash.sort_unstable();
     }
 
     /// The index of the entry named `name`.
-    fn find(&self, entries: &[ZipEntry], name: &str) -> Option<usize> {
+    fn find(&self, archive: &Archive, name: &str) -> Option<usize> {
         use std::hash::BuildHasher;
         let h = self.hasher.hash_one(name);
         let from = self.by_hash.partition_point(|&(k, _)| k < h);
@@ -1153,16 +1233,21 @@ impl NameIndex {
             .iter()
             .take_while(|&&(k, _)| k == h)
             .map(|&(_, i)| i as usize)
-            .find(|&i| entries[i].name == name)
+            .find(|&i| {
+                archive
+                    .by_index_data(i)
+                    .is_ok_and(|e| e.name().is_ok_and(|n| n == name))
+            })
     }
 
     /// A name two entries share, if any.
-    fn duplicate<'e>(&self, entries: &'e [ZipEntry]) -> Option<&'e str> {
+    fn duplicate(&self, archive: &Archive) -> Option<String> {
         for run in self.by_hash.chunk_by(|a, b| a.0 == b.0) {
             for (k, &(_, a)) in run.iter().enumerate() {
                 for &(_, b) in &run[k + 1..] {
-                    if entries[a as usize].name == entries[b as usize].name {
-                        return Some(&entries[a as usize].name);
+                    let name = name_of(archive, a as usize);
+                    if name == name_of(archive, b as usize) {
+                        return Some(name);
                     }
                 }
             }
@@ -1225,7 +1310,7 @@ fn parse_manifest<E>(
         };
         let deleted = md.change == Some(Change::Deleted);
         let zip_index = match &entry_name {
-            Some(n) if !deleted => bits.names.find(&bits.zip_entries, n),
+            Some(n) if !deleted => bits.names.find(&bits.archive, n),
             _ => None,
         };
         if let Some(i) = zip_index {
@@ -1554,7 +1639,6 @@ mod tests {
         let len = file.metadata().unwrap().len();
         let mut archive = ZipArchive::new(PackageFile::new(file, len)).unwrap();
         let meta = ZipEntry {
-            name: "a".into(),
             size: 100,
             crc32: 0,
             method: CompressionMethod::Deflated,

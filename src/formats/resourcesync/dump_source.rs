@@ -8,9 +8,9 @@
 //! the bytes are needed they are staged from the packages, package by package, each manifest
 //! read again as a stream beside its bitstreams: a package refused half-way (a header that lies,
 //! say) contributes nothing, and each bitstream lands under its `<loc>` exactly as if it had
-//! been fetched by HTTP. Memory is flat in the size of a dump: a package's directory (the ZIP's
-//! central directory) and a compact record per staged entry of the package in hand (about 100
-//! bytes) are all that grows with it.
+//! been fetched by HTTP. Memory is flat in the size of a dump: only a package's directory (the
+//! ZIP reader's, about 250 bytes an entry, with 16 bytes an entry of our own) and the places
+//! of its wanted entries (16 bytes each) grow with the size of one package.
 
 use crate::engine::apply::{Fetched, JobResult};
 use crate::engine::documents::{Documents, OpenedDocument};
@@ -20,9 +20,8 @@ use crate::error::{Error, SourceError};
 use crate::formats::resourcesync::snapshot::{Refused, Snapshot};
 use crate::net::one::fetch_to_staging;
 use crate::net::{Expected, Http, Scope};
-use crate::rs::digest::Computed;
 use crate::rs::document::{media_type, Capability, Root};
-use crate::rs::dump::{DumpError, DumpLimits, EntryErrorKind, Package, StageError};
+use crate::rs::dump::{Bitstreams, DumpError, DumpLimits, EntryErrorKind, Package, StageError};
 use crate::rs::sitemap::ReadOptions;
 use crate::store::{ObjectStore, StoreError};
 use std::collections::HashMap;
@@ -75,50 +74,6 @@ impl DumpLocation {
         match self {
             DumpLocation::Document(u) | DumpLocation::AlphaPackage(u) => u,
             DumpLocation::Opened(d) => &d.url,
-        }
-    }
-}
-
-/// What staging one wanted entry gave, compactly: a package of 200,000 entries is held whole
-/// until it is known not to be refused.
-enum Staged {
-    /// Stored in the object store: its position in the listing, and what it hashed to.
-    Stored(usize, Hashed),
-    Failed(JobResult),
-}
-
-/// [`Computed`] in bytes instead of hex strings (about a third of the memory).
-struct Hashed {
-    length: u64,
-    md5: [u8; 16],
-    sha256: [u8; 32],
-    sha1: Option<[u8; 20]>,
-}
-
-impl Hashed {
-    fn of(c: &Computed) -> Option<Hashed> {
-        let mut h = Hashed {
-            length: c.length,
-            md5: [0; 16],
-            sha256: [0; 32],
-            sha1: None,
-        };
-        hex::decode_to_slice(&c.md5_hex, &mut h.md5).ok()?;
-        hex::decode_to_slice(&c.sha256_hex, &mut h.sha256).ok()?;
-        if let Some(sha1) = &c.sha1_hex {
-            let mut b = [0; 20];
-            hex::decode_to_slice(sha1, &mut b).ok()?;
-            h.sha1 = Some(b);
-        }
-        Some(h)
-    }
-
-    fn computed(&self) -> Computed {
-        Computed {
-            length: self.length,
-            md5_hex: hex::encode(self.md5),
-            sha256_hex: hex::encode(self.sha256),
-            sha1_hex: self.sha1.map(hex::encode),
         }
     }
 }
@@ -314,13 +269,14 @@ impl DumpSnapshot {
     }
 
     /// Stage the listing's entries to fetch from the packages, package by package, move them
-    /// into the object store and report each as a [`JobResult`]. Nothing from a package that is
-    /// refused while staging is reported as fetched (or left in the store).
+    /// into the object store and report each as a [`JobResult`], in the dump's order (so that
+    /// the catalog records them in the same order on every run). Nothing from a package that is
+    /// refused is reported as fetched (or put in the store): each package is read through
+    /// before anything is staged from it.
     ///
-    /// One package is staged on a thread of its own (inflating, hashing and writing) while the
-    /// results of the one before are handed to `on_result` here, in the dump's order, so that
-    /// the catalog records them in the same order on every run. An error from `on_result`
-    /// stops the staging.
+    /// The packages are staged on a thread of their own (reading, inflating, hashing and
+    /// writing), their results handed to `on_result` here a thousand at a time as they come.
+    /// An error from `on_result` stops the staging.
     pub(crate) fn stage<E: From<StoreError>>(
         &self,
         listing: &Listing,
@@ -328,58 +284,46 @@ impl DumpSnapshot {
         objects: &ObjectStore,
         mut on_result: impl FnMut(JobResult) -> Result<(), E>,
     ) -> Result<(), E> {
+        type Work = (usize, Vec<(usize, u64)>);
         std::thread::scope(|s| {
-            // Rendezvous: the stager holds one package's results until they are taken.
-            let (to_stager, work) = crossbeam_channel::bounded::<(usize, Vec<(usize, u64)>)>(0);
-            let (staged, results) = crossbeam_channel::bounded::<(usize, Vec<Staged>)>(0);
+            let (to_stager, work) = crossbeam_channel::bounded::<Work>(1);
+            let (staged, results) = crossbeam_channel::bounded::<Vec<JobResult>>(4);
             s.spawn(move || {
                 for (p, wanted) in work {
-                    let r = self.stage_package(p, &wanted, staging, objects);
-                    if staged.send((p, r)).is_err() {
+                    let mut send = |chunk| staged.send(chunk).is_ok();
+                    if !self.stage_package(p, &wanted, staging, objects, &mut send) {
                         return;
                     }
                 }
             });
-            let mut hand_on = |(p, staged): (usize, Vec<Staged>)| -> Result<(), E> {
-                let url = &self.packages[p].url;
-                for r in staged {
-                    on_result(match r {
-                        Staged::Stored(i, h) => JobResult::Fetched(
-                            i,
-                            Box::new(Fetched {
-                                computed: h.computed(),
-                                final_url: url.clone(),
-                                etag: None,
-                                last_modified: None,
-                                media_type: None,
-                                via: crate::model::Via::Dump,
-                            }),
-                        ),
-                        Staged::Failed(r) => r,
-                    })?;
+            let mut hand_on = |chunk: Vec<JobResult>| -> Result<(), E> {
+                for r in chunk {
+                    on_result(r)?;
                 }
                 Ok(())
             };
-            // The wanted entries of one package at a time, handed to the stager; the results
-            // of the package before taken back and handed on meanwhile.
-            let mut group: Option<(usize, Vec<(usize, u64)>)> = None;
-            let mut sent = false;
-            let mut send = |g: (usize, Vec<(usize, u64)>), sent: &mut bool| -> Result<(), E> {
-                if *sent {
-                    if let Ok(r) = results.recv() {
-                        hand_on(r)?;
+            // A package's wanted entries go to the stager when they are all read; results
+            // are taken back while waiting for it to take them.
+            let mut give = |g: Work| -> Result<(), E> {
+                let mut g = Some(g);
+                while let Some(w) = g.take() {
+                    crossbeam_channel::select! {
+                        send(to_stager, w) -> sent => sent.expect("the stager takes work until it is dropped"),
+                        recv(results) -> chunk => {
+                            g = Some(w);
+                            if let Ok(chunk) = chunk {
+                                hand_on(chunk)?;
+                            }
+                        }
                     }
                 }
-                to_stager
-                    .send(g)
-                    .expect("the stager takes work until it is dropped");
-                *sent = true;
                 Ok(())
             };
+            let mut group: Option<Work> = None;
             listing.each_packaged_todo(|ord, document, entry| {
                 let p = self.by_url.get(document).copied().unwrap_or(usize::MAX);
                 if group.as_ref().is_some_and(|(q, _)| *q != p) {
-                    send(group.take().expect("a group"), &mut sent)?;
+                    give(group.take().expect("a group"))?;
                 }
                 group
                     .get_or_insert_with(|| (p, Vec::new()))
@@ -388,37 +332,37 @@ impl DumpSnapshot {
                 Ok::<(), E>(())
             })?;
             if let Some(g) = group.take() {
-                send(g, &mut sent)?;
+                give(g)?;
             }
             drop(to_stager);
-            if sent {
-                if let Ok(r) = results.recv() {
-                    hand_on(r)?;
-                }
+            for chunk in results {
+                hand_on(chunk)?;
             }
             Ok(())
         })
     }
 
     /// Stage the `wanted` entries (position in the listing, place in the manifest, in manifest
-    /// order) of package `p` and store them; one result each. A package refused on the way
-    /// contributes nothing: every object it put in the store that was not there before is
-    /// taken out again, and every entry fails.
+    /// order) of package `p` into the store, each result to `send` in chunks (false: nobody
+    /// takes them any more; then this says false too). The package is read through first
+    /// ([`Bitstreams::verify`]): a package refused on the way contributes nothing, every
+    /// entry fails with why.
     fn stage_package(
         &self,
         p: usize,
         wanted: &[(usize, u64)],
         staging: &Path,
         objects: &ObjectStore,
-    ) -> Vec<Staged> {
-        let failed_all = |reason: String| {
+        send: &mut dyn FnMut(Vec<JobResult>) -> bool,
+    ) -> bool {
+        const CHUNK: usize = 1024;
+        let mut fail_all = |reason: String| {
             wanted
-                .iter()
-                .map(|&(i, _)| Staged::Failed(failed(i, reason.clone())))
-                .collect()
+                .chunks(CHUNK)
+                .all(|c| send(c.iter().map(|&(i, _)| failed(i, reason.clone())).collect()))
         };
         let Some(opened) = self.packages.get(p) else {
-            return failed_all("not in any package of the dump".into());
+            return fail_all("not in any package of the dump".into());
         };
         let reopened = if opened.file.as_os_str().is_empty() {
             Err("could not be used".to_string())
@@ -434,13 +378,29 @@ impl DumpSnapshot {
         };
         let mut package = match reopened {
             Ok(p) => p,
-            Err(why) => return failed_all(format!("package {}: {why}", opened.url)),
+            Err(why) => return fail_all(format!("package {}: {why}", opened.url)),
         };
-        let mut out = Vec::with_capacity(wanted.len());
-        // Objects this package put in the store that were not there before.
-        let mut fresh: Vec<String> = Vec::new();
+        let refused = |e: DumpError| format!("package refused, nothing from it is kept: {e}");
+        // First through: the package as a whole.
         let mut next = wanted.iter().peekable();
-        let streamed = package.stream(|e, item, bits| {
+        let verified = package.stream(|e, item, bits| {
+            let Some(&&(_, want)) = next.peek() else {
+                return Err(Stop::Done);
+            };
+            if want == e as u64 {
+                next.next();
+                bits.verify(&item).map_err(Stop::Refused)?;
+            }
+            Ok(())
+        });
+        match verified {
+            Ok(Ok(()) | Err(Stop::Done | Stop::Gone)) => {}
+            Ok(Err(Stop::Refused(e))) | Err(e) => return fail_all(refused(e)),
+        }
+        // Then staged, the results sent as they come.
+        let mut chunk = Vec::with_capacity(CHUNK);
+        let mut next = wanted.iter().peekable();
+        let staged = package.stream(|e, item, bits| {
             let Some(&&(i, want)) = next.peek() else {
                 return Err(Stop::Done);
             };
@@ -448,79 +408,91 @@ impl DumpSnapshot {
                 return Ok(());
             }
             next.next();
-            match bits.stage(&item, staging) {
-                Ok(Some(sb)) => {
-                    let sha = &sb.computed.sha256_hex;
-                    let known = objects.path_for(sha).exists();
-                    match (objects.ingest(&sb.path, sha), Hashed::of(&sb.computed)) {
-                        (Ok(_), Some(h)) => {
-                            if !known {
-                                fresh.push(sha.clone());
-                            }
-                            out.push(Staged::Stored(i, h));
-                        }
-                        (Ok(_), None) => out.push(Staged::Failed(failed(
-                            i,
-                            format!("a digest that is not hex: {:?}", sb.computed),
-                        ))),
-                        (Err(e), _) => {
-                            let _ = std::fs::remove_file(&sb.path);
-                            out.push(Staged::Failed(failed(
-                                i,
-                                format!("cannot store object: {e}"),
-                            )));
-                        }
-                    }
-                }
-                Ok(None) => out.push(Staged::Failed(failed(
-                    i,
-                    "a deletion has no bitstream".to_string(),
-                ))),
-                Err(StageError::Entry(e)) => out.push(Staged::Failed(JobResult::Failed {
-                    index: i,
-                    // A dump made while the source changed: the manifest written before the
-                    // bitstream was copied (a CRC error or corrupt data is damage instead).
-                    gone: false,
-                    other_bytes: matches!(
-                        e.kind,
-                        EntryErrorKind::LengthMismatch { .. }
-                            | EntryErrorKind::DigestMismatch { .. }
-                    ),
-                    reason: e.to_string(),
-                    refused: false,
-                    unreachable: false,
-                })),
-                Err(StageError::Package(e)) => return Err(Stop::Refused(*e)),
+            chunk.push(self.stage_one(i, &item, bits, staging, objects, &opened.url));
+            if chunk.len() == CHUNK
+                && !send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))
+            {
+                return Err(Stop::Gone);
             }
             Ok(())
         });
-        let refusal = match streamed {
+        let stopped = match staged {
             Ok(Ok(()) | Err(Stop::Done)) => None,
-            Ok(Err(Stop::Refused(e))) | Err(e) => Some(e),
+            Ok(Err(Stop::Gone)) => return false,
+            // Read through above without fault: only a file changed under the run (our own
+            // download) gets here. What was staged before stays, each entry verified.
+            Ok(Err(Stop::Refused(e))) | Err(e) => Some(refused(e)),
         };
-        if let Some(e) = refusal {
-            for sha in &fresh {
-                let _ = std::fs::remove_file(objects.path_for(sha));
-            }
-            return failed_all(format!("package refused, nothing from it is kept: {e}"));
-        }
         // Entries the manifest no longer names (the file is our own download: never).
         for &(i, entry) in next {
-            out.push(Staged::Failed(failed(
+            chunk.push(failed(
                 i,
-                format!("package {}: no entry {entry} in its manifest", opened.url),
-            )));
+                stopped.clone().unwrap_or_else(|| {
+                    format!("package {}: no entry {entry} in its manifest", opened.url)
+                }),
+            ));
         }
-        out
+        chunk.is_empty() || send(chunk)
+    }
+
+    /// Stage one manifest entry of a package read through and store it.
+    fn stage_one(
+        &self,
+        i: usize,
+        item: &crate::rs::dump::ManifestItem,
+        bits: &mut Bitstreams,
+        staging: &Path,
+        objects: &ObjectStore,
+        url: &Url,
+    ) -> JobResult {
+        match bits.stage(item, staging) {
+            Ok(Some(sb)) => match objects.ingest(&sb.path, &sb.computed.sha256_hex) {
+                Ok(_) => JobResult::Fetched(
+                    i,
+                    Box::new(Fetched {
+                        computed: sb.computed,
+                        final_url: url.clone(),
+                        etag: None,
+                        last_modified: None,
+                        media_type: None,
+                        via: crate::model::Via::Dump,
+                    }),
+                ),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&sb.path);
+                    failed(i, format!("cannot store object: {e}"))
+                }
+            },
+            Ok(None) => failed(i, "a deletion has no bitstream".to_string()),
+            Err(StageError::Entry(e)) => JobResult::Failed {
+                index: i,
+                // A dump made while the source changed: the manifest written before the
+                // bitstream was copied (a CRC error or corrupt data is damage instead).
+                gone: false,
+                other_bytes: matches!(
+                    e.kind,
+                    EntryErrorKind::LengthMismatch { .. } | EntryErrorKind::DigestMismatch { .. }
+                ),
+                reason: e.to_string(),
+                refused: false,
+                unreachable: false,
+            },
+            Err(StageError::Package(e)) => failed(
+                i,
+                format!("package refused, nothing more from it is kept: {e}"),
+            ),
+        }
     }
 }
 
-/// Why staging stopped reading a package's manifest.
+/// Why reading a package's manifest stopped before its end.
 enum Stop {
-    /// Every wanted entry is staged.
+    /// Every wanted entry is done.
     Done,
     /// The package is refused.
     Refused(DumpError),
+    /// Nobody takes the results any more.
+    Gone,
 }
 
 impl Drop for DumpSnapshot {
