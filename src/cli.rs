@@ -24,7 +24,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// First full copy: discover the source, read its Resource List, fetch and verify every
-    /// resource, record the sync point. Re-running fetches only what changed.
+    /// resource, record the sync point. Re-running fetches only what changed, and what the
+    /// mirror lost: an object missing from objects/ (every re-run), one cut short (a slice of the
+    /// object folders per re-run, all of them within about versions / 100,000 re-runs).
     #[command(after_help = crate::exit::Exit::help_table())]
     Baseline(BaselineArgs),
     /// Follow the source's Change Lists from the sync point: apply created / updated /

@@ -72,6 +72,10 @@ pub mod mark {
     /// In a collection this audit does not compare (another source of the mirror): never
     /// called extra by it.
     pub const ELSEWHERE: u8 = 64;
+    /// `--refetch`: the server answered 304 to the stored validators, claimed unchanged (two
+    /// verdict bits the comparison never sets together: a mark, not a finding held in memory,
+    /// for what `--refetch=all` says of nearly every resource of a server that honours them).
+    pub const CLAIMED: u8 = UNVERIFIABLE | NO_EVIDENCE;
     /// The verdict bits, cleared when a URI is listed again (the later entry counts).
     pub const VERDICT: u8 = SAME | UNVERIFIABLE | DIFFERS | NO_EVIDENCE;
 }

@@ -791,10 +791,7 @@ fn refetch_and_mark(
             }
             refetch::Outcome::NotModified => {
                 counts.claimed_unchanged += 1;
-                let f = unverifiable(
-                    "the server answered 304 to the stored validators: claimed unchanged, not compared (--refetch=bytes compares)".into(),
-                );
-                c.findings.entry(uri_of(&job)).or_default().push(f);
+                states.set(slot, mark::CLAIMED);
             }
             refetch::Outcome::Failed(why) => {
                 counts.unverified += 1;
@@ -1526,6 +1523,11 @@ fn verdict(marks: u8, deleted: bool, mode: Mode) -> Option<(Class, Option<&'stat
         Mode::Source { complete } => {
             if marks & mark::SAME != 0 {
                 (!local_bad).then_some((Class::InSync, None))
+            } else if marks & mark::CLAIMED == mark::CLAIMED {
+                Some((
+                    Class::Unverifiable,
+                    Some("the server answered 304 to the stored validators: claimed unchanged, not compared (--refetch=bytes compares)"),
+                ))
             } else if marks & mark::UNVERIFIABLE != 0 {
                 Some((
                     Class::Unverifiable,

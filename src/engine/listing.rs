@@ -273,7 +273,7 @@ impl Listing {
         })
     }
 
-    /// One entry to fetch, by position (one [`Listing::todo_ords`] gave).
+    /// One entry to fetch, by position (one [`Listing::each_packaged_todo`] gave).
     pub(crate) fn todo_at(&self, ord: usize) -> Result<Todo, StoreError> {
         self.scratch.todo_at(ord, |r| todo_of(r, &self.docs))
     }
@@ -503,8 +503,6 @@ mod tests {
         }
     }
 
-    /// A URI listed more than once counts once, with its later entry, at the place of its
-    /// first; a warning names each later entry, in list order.
     /// Issue 48: a Resource Dump's entries carry their package and place in its manifest; a
     /// URI in two packages counts once, at its first place, with the later package's entry.
     #[test]
@@ -549,6 +547,8 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// A URI listed more than once counts once, with its later entry, at the place of its
+    /// first; a warning names each later entry, in list order.
     #[test]
     fn the_later_entry_counts_at_the_first_place() {
         let dir = tempfile::tempdir().unwrap();

@@ -149,8 +149,8 @@ impl DumpSnapshot {
         let mut manifest_at = None;
         // Packages are downloaded and verified a few at a time, one per core (hashing is CPU
         // work); each is then opened and its manifest read into the listing here, one at a
-        // time in the dump's order: the directory of a package of 200,000 entries (about 70 MB
-        // between the ZIP reader and ours) is held once.
+        // time in the dump's order: the directory of a package of 200,000 entries (about 50 MB
+        // in the ZIP reader) is held once.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut refs = refs.into_iter().peekable();
         while refs.peek().is_some() {
