@@ -59,4 +59,5 @@ pub use audit::finding;
 pub use commands::{recorded_arguments, run};
 pub use engine::documents::Documents;
 pub use interrupt::watch;
+pub use net::in_step::raise_open_files_limit;
 pub use report::human_bytes;

@@ -128,75 +128,6 @@ const CURLOPT_PREREQDATA: curl_sys::CURLoption = 10_000 + 313;
 const CURLINFO_SCHEME: curl_sys::CURLINFO = 0x10_0000 + 49;
 const CURL_PREREQFUNC_ABORT: libc::c_int = 1;
 
-/// A socket libcurl opened on this thread, and its (local, remote) ports once connected.
-type Socket = (libc::c_int, Option<(libc::c_int, libc::c_int)>);
-
-thread_local! {
-    /// The sockets libcurl holds open on this thread: added when it makes one
-    /// (`CURLOPT_SOCKOPTFUNCTION`), removed when it closes one (`CURLOPT_CLOSESOCKETFUNCTION`),
-    /// so a lookup costs no system call once a socket's ports are known.
-    static SOCKETS: std::cell::RefCell<Vec<Socket>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The socket of this thread's whose local and remote ports are these.
-fn socket_with_ports(local: libc::c_int, remote: libc::c_int) -> Option<libc::c_int> {
-    let port = |fd: libc::c_int, peer: bool| {
-        // SAFETY: a zeroed sockaddr_storage is a valid buffer of the length passed.
-        let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        let p = &mut addr as *mut libc::sockaddr_storage as *mut libc::sockaddr;
-        // SAFETY: `p` points to `len` writable bytes.
-        let rc = unsafe {
-            if peer {
-                libc::getpeername(fd, p, &mut len)
-            } else {
-                libc::getsockname(fd, p, &mut len)
-            }
-        };
-        if rc != 0 {
-            return None;
-        }
-        match addr.ss_family as libc::c_int {
-            // SAFETY: the family says which structure the bytes are.
-            libc::AF_INET => {
-                Some(
-                    u16::from_be(unsafe { (*(p as *const libc::sockaddr_in)).sin_port })
-                        as libc::c_int,
-                )
-            }
-            // SAFETY: as above.
-            libc::AF_INET6 => {
-                Some(
-                    u16::from_be(unsafe { (*(p as *const libc::sockaddr_in6)).sin6_port })
-                        as libc::c_int,
-                )
-            }
-            _ => None,
-        }
-    };
-    SOCKETS.with_borrow_mut(|sockets| {
-        for (fd, ports) in sockets.iter_mut().filter(|(_, p)| p.is_none()) {
-            *ports = port(*fd, false).zip(port(*fd, true));
-        }
-        sockets
-            .iter()
-            .find(|(_, ports)| *ports == Some((local, remote)))
-            .map(|(fd, _)| *fd)
-    })
-}
-
-/// Whether `fd` has bytes (or an end of stream) waiting to be read.
-fn has_bytes_waiting(fd: libc::c_int) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents != 0
-}
-
 /// Refuse a kept-alive plain-http connection that has bytes waiting before the request goes
 /// out. libcurl checks an idle connection only when it has been idle for a second, so a stray
 /// response that arrived since the last one (a broken or hostile server, a response smuggled
@@ -225,15 +156,14 @@ fn check_reused_connections<H>(easy: &mut Easy2<H>) -> Result<(), curl::Error> {
             && unsafe { std::ffi::CStr::from_ptr(scheme) }
                 .to_bytes()
                 .eq_ignore_ascii_case(b"http");
-        if connects != 0 || !plain {
+        if !plain {
             return 0;
         }
-        // libcurl does not say which socket a reused connection is (CURLINFO_ACTIVESOCKET
-        // is only set once the transfer is done): it is the one of this thread's sockets
-        // with these ports.
-        match socket_with_ports(local_port, primary_port) {
-            Some(fd) if has_bytes_waiting(fd) => CURL_PREREQFUNC_ABORT,
-            _ => 0,
+        let ports = (local_port, primary_port);
+        if crate::net::sockets::before_request(handle as usize, ports, connects == 0) {
+            0
+        } else {
+            CURL_PREREQFUNC_ABORT
         }
     }
     extern "C" fn sockopt(
@@ -241,18 +171,14 @@ fn check_reused_connections<H>(easy: &mut Easy2<H>) -> Result<(), curl::Error> {
         fd: curl_sys::curl_socket_t,
         _purpose: curl_sys::curlsocktype,
     ) -> libc::c_int {
-        let _ = SOCKETS.try_with(|s| {
-            let mut s = s.borrow_mut();
-            s.retain(|(known, _)| *known != fd);
-            s.push((fd, None));
-        });
+        crate::net::sockets::opened(fd);
         0
     }
     extern "C" fn closesocket(
         _clientp: *mut libc::c_void,
         fd: curl_sys::curl_socket_t,
     ) -> libc::c_int {
-        let _ = SOCKETS.try_with(|s| s.borrow_mut().retain(|(known, _)| *known != fd));
+        crate::net::sockets::closed(fd);
         // SAFETY: libcurl hands over a socket it opened and will not use again.
         unsafe { libc::close(fd) }
     }

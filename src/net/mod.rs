@@ -8,8 +8,10 @@ pub mod agent;
 pub(crate) mod document;
 pub(crate) mod easy;
 pub mod fetch;
+pub mod in_step;
 pub(crate) mod one;
 pub mod scope;
+pub(crate) mod sockets;
 pub mod transfer;
 
 pub use agent::{Body, Credentials, DocumentResponse, Http, HttpConfig, Validators};

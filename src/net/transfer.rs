@@ -30,7 +30,10 @@ use crate::net::fetch::{
     check_announced, check_media_type, check_received, hasher_for, past_max_time, staging_error,
     truncated, verify, worker_folder,
 };
+use crate::net::in_step::{self, InStep, Verdict};
+use crate::net::sockets::{self, Ports};
 use crate::net::{Expected, FetchError, Http, Scope, Staged, Validators};
+use crate::rs::digest::Algorithm;
 use crate::rs::digest::Hasher;
 use crate::store::new_file::NewFile;
 use curl::easy::{Easy2, Handler, WriteError};
@@ -113,6 +116,12 @@ pub struct Transfers<'h, T> {
     ended: Vec<(T, Outcome)>,
     /// Easy handles kept for the next GETs (a handle costs an allocation and a setup).
     spare: Vec<Easy2<Sink>>,
+    /// Responses read on reused connections, held until their connection is seen in step
+    /// (`net::in_step`).
+    held: InStep<(Get<'h, T>, Staged<NewFile>)>,
+    /// Hosts (`host:port`) whose connections had bytes nobody asked for: a new connection for
+    /// every request to them for the rest of the run.
+    no_reuse: std::collections::HashSet<String>,
 }
 
 /// One GET and where it stands: the hop being fetched, the retries spent.
@@ -150,17 +159,23 @@ impl<'h, T> Transfers<'h, T> {
             paused: Vec::new(),
             ended: Vec::new(),
             spare: Vec::new(),
+            held: InStep::new(),
+            no_reuse: Default::default(),
         }
     }
 
     /// Whether another GET can start.
     pub fn has_room(&self) -> bool {
         self.in_flight() + self.paused.len() + self.ended.len() < self.capacity
+            && self.held.len() < self.capacity * in_step::HELD_PER_SLOT
     }
 
-    /// Whether nothing is in flight, paused or waiting to be collected.
+    /// Whether nothing is in flight, paused, held or waiting to be collected.
     pub fn is_idle(&self) -> bool {
-        self.in_flight() == 0 && self.paused.is_empty() && self.ended.is_empty()
+        self.in_flight() == 0
+            && self.paused.is_empty()
+            && self.ended.is_empty()
+            && self.held.is_empty()
     }
 
     fn in_flight(&self) -> usize {
@@ -181,19 +196,23 @@ impl<'h, T> Transfers<'h, T> {
         self.launch(get);
     }
 
-    /// Wait until at least one GET has ended (or nothing is left in flight), and return those
-    /// that have.
+    /// Wait until at least one GET has ended (or nothing is left in flight, or one ended into
+    /// the responses held until their connection is seen in step, leaving room for another),
+    /// and return those that have.
     pub fn wait(&mut self) -> Vec<(T, Outcome)> {
         loop {
             self.launch_due();
+            self.sort_out_held();
             if !self.ended.is_empty() {
                 return std::mem::take(&mut self.ended);
             }
             if self.in_flight() == 0 {
-                let Some(next) = self.paused.iter().map(|(at, _)| *at).min() else {
+                let next = self.paused.iter().map(|(at, _)| *at);
+                let Some(next) = next.chain(self.held.next_due(Instant::now())).min() else {
                     return Vec::new();
                 };
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                let wait = next.saturating_duration_since(Instant::now());
+                std::thread::sleep(wait.min(MAX_WAIT));
                 continue;
             }
             if let Err(e) = self.multi.perform() {
@@ -206,10 +225,15 @@ impl<'h, T> Transfers<'h, T> {
                     finished.push((token, result));
                 }
             });
+            let freed = !finished.is_empty();
             for (token, result) in finished {
                 self.finish(token, result);
             }
             self.check_head_deadlines();
+            if freed && self.ended.is_empty() && self.has_room() {
+                // Ended into the held responses: room for the caller's next GETs meanwhile.
+                return Vec::new();
+            }
             if !self.ended.is_empty() || self.in_flight() == 0 {
                 continue;
             }
@@ -223,12 +247,38 @@ impl<'h, T> Transfers<'h, T> {
                     .iter()
                     .flatten()
                     .filter(|r| !r.handle.get_ref().head.complete)
-                    .map(|r| r.head_deadline),
+                    .map(|r| r.head_deadline)
+                    .chain(self.held.next_due(now)),
             ) {
                 wait = wait.min(at.saturating_duration_since(now));
             }
             if let Err(e) = self.multi.wait(&mut [], wait) {
                 self.fail_all_running(&format!("libcurl: {e}"));
+            }
+        }
+    }
+
+    /// Hand over the held responses whose connection was seen in step; fetch again, on new
+    /// connections, those whose connection was not.
+    fn sort_out_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        if self.in_flight() == 0 {
+            // Nothing outstanding on any connection (a transfer given up mid-way leaves its
+            // connection marked).
+            sockets::none_busy();
+        }
+        for ((get, staged), verdict) in self.held.sort_out(Instant::now()) {
+            match verdict {
+                Verdict::InStep => self.end(get, Ok(staged)),
+                Verdict::Suspect | Verdict::OutOfStep => {
+                    if verdict == Verdict::OutOfStep {
+                        self.no_reuse.insert(host_key(&get.hops.current));
+                    }
+                    drop(staged);
+                    self.again_on_a_new_connection(get);
+                }
             }
         }
     }
@@ -328,8 +378,12 @@ impl<'h, T> Transfers<'h, T> {
             pending,
             ..Sink::new(url, folder, &get.request, cfg.max_size)
         };
-        let (validators, fresh) = (&get.request.validators, get.fresh);
+        let no_reuse = self.no_reuse.contains(&host_key(url));
+        let (validators, fresh) = (&get.request.validators, get.fresh || no_reuse);
         configure_get(easy, cfg, self.http.user_agent(), url, validators, fresh)?;
+        if no_reuse {
+            easy.forbid_reuse(true)?;
+        }
         // Reads of up to this much a system call for a body that may be large (libcurl's
         // default is 16 KiB: eight times the `recvfrom` and `poll` calls of a large body; a
         // small one is left with the default, which libcurl need not allocate again).
@@ -355,6 +409,7 @@ impl<'h, T> Transfers<'h, T> {
             return;
         };
         let Running { get, handle, .. } = running;
+        let (raw, kept_alive) = (handle.raw() as usize, kept_alive(handle.raw()));
         let mut easy = match self.multi.remove2(handle) {
             Ok(easy) => easy,
             Err(e) => {
@@ -370,11 +425,55 @@ impl<'h, T> Transfers<'h, T> {
             }
             e
         });
+        let connection = Connection::of(&easy, raw, &get, kept_alive);
         let mut sink = std::mem::take(easy.get_mut());
         let step = sink.conclude(&get, status, result, self.http.config());
         easy.get_mut().pending = sink.pending;
         self.spare.push(easy);
-        self.after(get, step);
+        match connection {
+            Some(c) => self.after_reused(get, step, c),
+            None => self.after(get, step),
+        }
+    }
+
+    /// Carry on after an attempt on a reused plain-http connection (`net::in_step`): a
+    /// response no digest proves is held until its connection is seen in step; one that
+    /// contradicts what the list declares is asked for again on a new connection (the
+    /// connection may be out of step) before it counts as the source's.
+    fn after_reused(&mut self, get: Get<'h, T>, step: Step, c: Connection) {
+        match step {
+            Step::Stale if sockets::refused_for_surplus(c.ports) => {
+                self.no_reuse.insert(host_key(&get.hops.current));
+                self.after(get, Step::Stale);
+            }
+            Step::Done(Err(e)) if e.is_mismatch() && !get.fresh => {
+                if let Some(serial) = sockets::serial_of(c.ports) {
+                    sockets::found_surplus(serial);
+                }
+                self.again_on_a_new_connection(get);
+            }
+            Step::Done(Ok(staged)) if !proven(&get.request.expected) => {
+                match sockets::serial_of(c.ports).filter(|_| c.kept_alive) {
+                    Some(serial) => (self.held).hold(serial, c.settle, (get, staged)),
+                    // Closed as soon as it was read (the server's `Connection: close`, or
+                    // bytes past the end of the response, which libcurl drops): it cannot be
+                    // seen in step.
+                    None => {
+                        drop(staged);
+                        self.again_on_a_new_connection(get);
+                    }
+                }
+            }
+            step => self.after(get, step),
+        }
+    }
+
+    /// Ask for `get` again from its first URL, on a new connection (its turn under `--delay`
+    /// taken again; no retry spent: the source answered).
+    fn again_on_a_new_connection(&mut self, mut get: Get<'h, T>) {
+        get.hops = Hops::new(&get.request.url);
+        get.fresh = true;
+        self.launch(get);
     }
 
     /// Fail the GETs whose response head has not come within `--timeout`.
@@ -448,6 +547,66 @@ impl<'h, T> Transfers<'h, T> {
         };
         self.ended.push((get.token, outcome));
     }
+}
+
+/// The reused plain-http connection an attempt was read on.
+struct Connection {
+    ports: Ports,
+    settle: Duration,
+    /// Back in libcurl's pool after the response, not closed.
+    kept_alive: bool,
+}
+
+impl Connection {
+    /// The connection of `easy`'s attempt, now done, when it was a reused plain-http one;
+    /// it is marked as having no request outstanding either way.
+    fn of<T>(
+        easy: &Easy2<Sink>,
+        raw: usize,
+        get: &Get<'_, T>,
+        kept_alive: bool,
+    ) -> Option<Connection> {
+        let local = easy.local_port().ok().filter(|p| *p != 0)?;
+        let remote = easy.primary_port().ok().filter(|p| *p != 0)?;
+        let ports = (local as libc::c_int, remote as libc::c_int);
+        sockets::after_response(raw, ports);
+        let reused = easy.num_connects().ok()? == 0;
+        if !reused || get.hops.current.scheme() != "http" {
+            return None;
+        }
+        let ttfb = easy
+            .starttransfer_time()
+            .ok()?
+            .saturating_sub(easy.pretransfer_time().ok()?);
+        Some(Connection {
+            ports,
+            settle: in_step::settle(ttfb),
+            kept_alive,
+        })
+    }
+}
+
+/// Whether the connection of a transfer just done went back to libcurl's pool
+/// (`CURLINFO_ACTIVESOCKET`, asked while the handle is still in the multi handle: libcurl
+/// 7.x answers only then).
+fn kept_alive(handle: *mut curl_sys::CURL) -> bool {
+    const CURLINFO_ACTIVESOCKET: curl_sys::CURLINFO = 0x50_0000 + 44;
+    let mut socket: curl_sys::curl_socket_t = curl_sys::CURL_SOCKET_BAD;
+    // SAFETY: a valid easy handle; the info is one socket value.
+    let rc = unsafe { curl_sys::curl_easy_getinfo(handle, CURLINFO_ACTIVESOCKET, &mut socket) };
+    rc == curl_sys::CURLE_OK && socket != curl_sys::CURL_SOCKET_BAD
+}
+
+/// Whether a declared digest proves a body that passed verification.
+fn proven(expected: &Expected) -> bool {
+    (expected.digests.iter())
+        .any(|d| d.hex.is_some() && !matches!(d.algorithm, Algorithm::Other(_)))
+}
+
+/// `host:port` of `url`, as the no-reuse set keys hosts.
+fn host_key(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("");
+    format!("{host}:{}", url.port_or_known_default().unwrap_or(0))
 }
 
 /// What to do after one attempt.
