@@ -21,6 +21,35 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parse the command line. `--version` also names what a bug report needs: the libcurl
+    /// the build runs on (and its TLS library), the SQLite, the platform; `-V` the version
+    /// alone.
+    pub fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Cli::command().long_version(build_details()).get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// The long version: this rsmirror, then one line each for libcurl, SQLite and the platform.
+pub fn build_details() -> &'static str {
+    static DETAILS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DETAILS.get_or_init(|| {
+        let curl = curl::Version::get();
+        let tls = curl.ssl_version().unwrap_or("no TLS library");
+        let http2 = if curl.feature_http2() { "yes" } else { "no" };
+        format!(
+            "{}\nlibcurl {} ({tls}; HTTP/2: {http2})\nSQLite {}\nplatform {}-{}",
+            env!("CARGO_PKG_VERSION"),
+            curl.version(),
+            crate::store::sqlite_version(),
+            std::env::consts::ARCH,
+            std::env::consts::OS,
+        )
+    })
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// First full copy: discover the source, read its Resource List, fetch and verify every

@@ -1,6 +1,11 @@
 //! The mirror on disk: the SQLite catalog, the content-addressed object store, the staging
 //! folder and the lock. Nothing here knows about HTTP or ResourceSync syntax.
 
+/// The SQLite library the catalog is written with (`sqlite3_libversion`).
+pub fn sqlite_version() -> &'static str {
+    rusqlite::version()
+}
+
 pub mod arc_records;
 pub(crate) mod audit_records;
 pub mod catalog;

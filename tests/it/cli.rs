@@ -35,3 +35,30 @@ fn usage_errors_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr_of(&out));
     }
 }
+
+/// `--version` names what a bug report needs (libcurl and its TLS library, SQLite, the
+/// platform); `-V` is the version alone, one line.
+#[test]
+fn version_names_the_libraries_the_build_runs_on() {
+    let long = rsmirror().arg("--version").output().unwrap();
+    assert!(long.status.success());
+    let text = String::from_utf8(long.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("rsmirror {}", env!("CARGO_PKG_VERSION")));
+    let curl = lines
+        .iter()
+        .find(|l| l.starts_with("libcurl "))
+        .expect(&text);
+    assert!(curl.contains("HTTP/2:"), "{text}");
+    assert!(
+        !curl.contains("no TLS library") && curl.contains('/'),
+        "the TLS library is named with its version: {text}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("SQLite 3.")), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("platform ")), "{text}");
+    let short = rsmirror().arg("-V").output().unwrap();
+    assert_eq!(
+        String::from_utf8(short.stdout).unwrap(),
+        format!("rsmirror {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
