@@ -8,6 +8,7 @@ pub(crate) mod catalog;
 pub mod feed;
 pub mod incremental;
 pub mod inspect;
+mod man;
 pub mod source_remove;
 
 use crate::audit;
@@ -478,11 +479,7 @@ fn man(a: &crate::cli::ManArgs) -> Exit {
     let cmd = match &a.command {
         None => root,
         Some(name) => match root.find_subcommand(name) {
-            // A one-shot process: the name lives as long as it anyway.
-            Some(sub) => {
-                let title: &'static str = Box::leak(format!("rsmirror-{name}").into_boxed_str());
-                sub.clone().name(title)
-            }
+            Some(sub) => sub.clone(),
             None => {
                 let names: Vec<String> = root
                     .get_subcommands()
@@ -498,8 +495,7 @@ fn man(a: &crate::cli::ManArgs) -> Exit {
             }
         },
     };
-    let mut out = std::io::stdout().lock();
-    match clap_mangen::Man::new(cmd).render(&mut out) {
+    match man::render(cmd, a.command.as_deref()) {
         Ok(()) => Exit::Ok,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
         Err(e) => fail(

@@ -705,6 +705,38 @@ fn completions_and_the_man_page_come_from_the_same_definitions() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains(".TH rsmirror-cat"), "{}", &s[..200.min(s.len())]);
     assert!(s.contains("WHEN"));
+    // The command's synopsis as it is typed; the sections a manual page has and --help not.
+    assert!(s.contains("\\fBrsmirror cat\\fR"), "{s}");
+    for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH FILES"] {
+        assert!(s.contains(section), "{section}: {s}");
+    }
+    assert!(
+        s.contains("RSMIRROR_DIR") && s.contains("catalog.sqlite"),
+        "{s}"
+    );
+    for code in [0, 1, 2, 3, 4, 5, 6, 7, 130] {
+        assert!(s.contains(&format!("\\fB{code}\\fR")), "exit {code}: {s}");
+    }
+    // Every command has its page (an option of its own named like clap's may not break it).
+    let help = String::from_utf8(rsmirror().arg("--help").output().unwrap().stdout).unwrap();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for c in commands {
+        let out = rsmirror().args(["man", c]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "man {c}: {}", stderr_of(&out));
+        assert!(
+            String::from_utf8(out.stdout).unwrap().contains(".SH FILES"),
+            "man {c}"
+        );
+    }
     let out = rsmirror().args(["man", "nosuch"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
