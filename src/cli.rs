@@ -416,7 +416,7 @@ pub struct MirrorArgs {
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     /// No progress bar and no summary; errors still go to stderr.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
     /// Say more: the summary even on success under cron, warnings, unchanged resources.
     #[arg(short, long, action = clap::ArgAction::Count)]

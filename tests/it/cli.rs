@@ -62,3 +62,17 @@ fn version_names_the_libraries_the_build_runs_on() {
         format!("rsmirror {}\n", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// `-q` and `-v` say opposite things: together they are a usage error naming both.
+#[test]
+fn quiet_and_verbose_together_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rsmirror()
+        .args(["audit", "--offline", "-q", "-v", "--mirror"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--quiet") && err.contains("--verbose"), "{err}");
+}
