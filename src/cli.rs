@@ -136,8 +136,9 @@ pub enum Command {
 pub(crate) fn reading_help() -> String {
     format!(
         "WHEN is a point in the mirror's history: run:N (the mirror as run N left it; run:0 is \
-         before the first run), an RFC 3339 time (2026-03-01T12:00:00Z) or a date (2026-03-01: \
-         its midnight, UTC). One clock everywhere: a state's time is the start of the run that \
+         before the first run, run:-1 the last run), an RFC 3339 time (2026-03-01T12:00:00Z), a \
+         date (2026-03-01: its midnight, UTC) or a time ago (now, yesterday, 2 days ago, 3 \
+         hours ago). One clock everywhere: a state's time is the start of the run that \
          brought it into the mirror (its arrival, not the source's lastmod); a time T means the \
          mirror as the runs started by T left it. Times shown are rounded up to the millisecond, \
          so --at a time shown for a state includes that state.\n\n\
@@ -154,7 +155,7 @@ pub struct LsArgs {
     pub prefix: Option<String>,
     #[command(flatten)]
     pub mirror: MirrorArgs,
-    /// The mirror at WHEN instead of now (run:N, an RFC 3339 time, a date).
+    /// The mirror at WHEN instead of now (run:N, run:-1, an RFC 3339 time, a date, 2 days ago).
     #[arg(long, value_name = "WHEN")]
     pub at: Option<String>,
     /// Long: length, lastmod, SHA-256 (12 hex), the time the state arrived, URI.
@@ -207,7 +208,7 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// From this point (run:N, an RFC 3339 time, a date).
+    /// From this point (run:N, run:-1, an RFC 3339 time, a date, 2 days ago).
     #[arg(value_name = "WHEN1")]
     pub from: String,
     /// To this point; default: now.
@@ -239,7 +240,7 @@ pub struct ExportArgs {
     pub dest: PathBuf,
     #[command(flatten)]
     pub mirror: MirrorArgs,
-    /// The mirror at WHEN instead of now (run:N, an RFC 3339 time, a date).
+    /// The mirror at WHEN instead of now (run:N, run:-1, an RFC 3339 time, a date, 2 days ago).
     #[arg(long, value_name = "WHEN")]
     pub at: Option<String>,
     /// Only the resources of this collection (as `rsmirror status` names it).

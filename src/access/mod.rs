@@ -27,24 +27,31 @@ use std::path::{Path, PathBuf};
 /// A point in the mirror's history, as the user wrote it (`WHEN`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum When {
-    /// The mirror as run N left it.
+    /// The mirror as run N left it; a negative N counts from the newest run (`run:-1`: the
+    /// last run).
     Run(i64),
     /// The mirror as the runs started at or before this time left it.
     Time(Timestamp),
 }
 
 impl When {
-    /// `run:N` (`run:0`: before the first run), an RFC 3339 time (`2026-03-01T12:00:00Z`, any offset), or a date
-    /// (`2026-03-01`: its midnight, UTC).
+    /// `run:N` (`run:0`: before the first run; `run:-1`: the last run, `run:-2` the one
+    /// before), an RFC 3339 time (`2026-03-01T12:00:00Z`, any offset), a date (`2026-03-01`:
+    /// its midnight, UTC), or a time relative to now as git writes them (`now`, `yesterday`,
+    /// `2 days ago`, `3 hours ago`, `1 week ago`).
     pub(crate) fn parse(s: &str) -> Result<When, UsageError> {
         let t = s.trim();
         if let Some(n) = t.strip_prefix("run:") {
             return match n.parse::<i64>() {
-                Ok(n) if n >= 0 => Ok(When::Run(n)),
+                Ok(n) => Ok(When::Run(n)),
                 _ => Err(UsageError(format!(
-                    "WHEN {s:?}: after run: comes a run id (a whole number, as `rsmirror log` lists them)"
+                    "WHEN {s:?}: after run: comes a run id (a whole number, as `rsmirror log` \
+                     lists them; run:-1 is the last run)"
                 ))),
             };
+        }
+        if let Some(ago) = relative(t) {
+            return Ok(When::Time(ago?));
         }
         if let Ok(ts) = t.parse::<Timestamp>() {
             return Ok(When::Time(ts));
@@ -58,9 +65,41 @@ impl When {
         }
         Err(UsageError(format!(
             "WHEN {s:?} is not a time: give an RFC 3339 time (2026-03-01T12:00:00Z), a date \
-             (2026-03-01, its midnight UTC) or a run id (run:42)"
+             (2026-03-01, its midnight UTC), a time ago (yesterday, 2 days ago) or a run id \
+             (run:42; run:-1 the last run)"
         )))
     }
+}
+
+/// `now`, `yesterday` (24 hours ago) or `N UNIT(s) ago` (second, minute, hour, day, week), as
+/// git reads them; None when `t` is none of these.
+fn relative(t: &str) -> Option<Result<Timestamp, UsageError>> {
+    let now = Timestamp::now();
+    let lower = t.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let (n, unit) = match words.as_slice() {
+        ["now"] => return Some(Ok(now)),
+        ["yesterday"] => (1, "day"),
+        [n, unit, "ago"] => (n.parse::<i64>().ok()?, *unit),
+        _ => return None,
+    };
+    let seconds = match unit.trim_end_matches('s') {
+        "second" | "sec" => 1,
+        "minute" | "min" => 60,
+        "hour" => 3_600,
+        "day" => 86_400,
+        "week" => 7 * 86_400,
+        _ => {
+            return Some(Err(UsageError(format!(
+                "WHEN {t:?}: the unit is one of seconds, minutes, hours, days, weeks"
+            ))))
+        }
+    };
+    let back = n
+        .checked_mul(seconds)
+        .filter(|s| *s >= 0)
+        .and_then(|s| now.checked_sub(jiff::SignedDuration::from_secs(s)).ok());
+    Some(back.ok_or_else(|| UsageError(format!("WHEN {t:?}: too far back"))))
 }
 
 /// A mirror opened for reading.
@@ -127,6 +166,16 @@ impl Reader {
             }),
             // Before the first run: the empty mirror.
             Some(When::Run(0)) => Ok(Point { run: Some(0) }),
+            Some(When::Run(n)) if *n < 0 => {
+                let back = n.unsigned_abs() as usize;
+                match self.runs.keys().rev().nth(back - 1) {
+                    Some(id) => Ok(Point { run: Some(*id) }),
+                    None => Err(UsageError(format!(
+                        "WHEN run:{n}: the mirror has {} run(s) (rsmirror log lists them)",
+                        self.runs.len()
+                    ))),
+                }
+            }
             Some(When::Run(n)) => {
                 if self.runs.contains_key(n) {
                     Ok(Point { run: Some(*n) })
@@ -559,16 +608,36 @@ mod tests {
             When::parse("2026-03-01").unwrap(),
             When::Time("2026-03-01T00:00:00Z".parse().unwrap())
         );
+        assert_eq!(When::parse("run:-1").unwrap(), When::Run(-1));
         for bad in [
             "run:x",
-            "run:-1",
-            "yesterday",
             "2026-13-01",
             "2026-03-01T12:00:00",
+            "2 fortnights ago",
+            "99999999999999 weeks ago",
         ] {
             let e = When::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn when_reads_times_ago_as_git_does() {
+        let at = |s: &str| match When::parse(s).unwrap() {
+            When::Time(t) => t,
+            other => panic!("{s}: {other:?}"),
+        };
+        let close = |t: Timestamp, secs_ago: i64| {
+            let want = Timestamp::now() - jiff::SignedDuration::from_secs(secs_ago);
+            (t - want).get_seconds().abs() < 60
+        };
+        assert!(close(at("now"), 0));
+        assert!(close(at("yesterday"), 86_400));
+        assert!(close(at("2 days ago"), 2 * 86_400));
+        assert!(close(at("1 day ago"), 86_400));
+        assert!(close(at("3 Hours ago"), 3 * 3_600));
+        assert!(close(at("10 minutes ago"), 600));
+        assert!(close(at("1 week ago"), 7 * 86_400));
     }
 
     #[test]

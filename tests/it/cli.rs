@@ -74,5 +74,8 @@ fn quiet_and_verbose_together_are_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--quiet") && err.contains("--verbose"), "{err}");
+    assert!(
+        err.contains("--quiet") && err.contains("--verbose"),
+        "{err}"
+    );
 }

@@ -177,6 +177,17 @@ fn ls_lists_the_resources_present_at_each_point() {
         );
     }
     assert!(lines(&["ls", "--at", "run:0"]).is_empty());
+    // Counted from the newest run; and times ago, as git writes them.
+    assert_eq!(lines(&["ls", "--at", "run:-1"]), present(&h, 3));
+    assert_eq!(lines(&["ls", "--at", "run:-3"]), present(&h, 1));
+    assert_eq!(lines(&["ls", "--at", "now"]), present(&h, 3));
+    assert!(lines(&["ls", "--at", "1 week ago"]).is_empty());
+    let out = rsmirror()
+        .args(["ls", "--at", "run:-4", "--mirror"])
+        .arg(h.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     assert!(lines(&["ls", "--at", "2001-01-01"]).is_empty());
     // A prefix: only r1 (not r10..., there are none), and the collection filter.
     assert_eq!(lines(&["ls", &h.url("r1")]), vec![h.url("r1")]);
@@ -284,7 +295,7 @@ fn cat_gives_the_bytes_of_every_state_and_says_why_when_there_are_none() {
     assert!(e.contains("is not in the mirror"), "{e}");
     assert!(e.contains(&r1), "{e}");
     // A bad WHEN.
-    for bad in ["yesterday", "run:x", "run:99", "2026-02-30"] {
+    for bad in ["last tuesday", "run:x", "run:99", "2026-02-30"] {
         let out = h.read(&["cat", &r1, "--at", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}");
         assert!(stderr_of(&out).contains(bad), "{bad}: {}", stderr_of(&out));
