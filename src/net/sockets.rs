@@ -226,11 +226,6 @@ pub(crate) fn serial_of(ports: Ports) -> Option<u64> {
         .flatten()
 }
 
-/// The connection `serial` is out of step: a response read on it proved wrong.
-pub(crate) fn found_surplus(serial: u64) {
-    let _ = REGISTRY.try_with(|r| r.borrow_mut().surplus.push(serial));
-}
-
 /// The connections found out of step since the last call.
 pub(crate) fn take_surplus() -> Vec<u64> {
     REGISTRY

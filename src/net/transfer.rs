@@ -446,11 +446,11 @@ impl<'h, T> Transfers<'h, T> {
                 self.no_reuse.insert(host_key(&get.hops.current));
                 self.after(get, Step::Stale);
             }
+            // Not taken as the connection's fault by itself (a resource that changed since
+            // its list was written gives the same): were the connection out of step, the
+            // response left unread behind this one says so.
             Step::Done(Err(e)) if e.is_mismatch() && !get.fresh => {
-                if let Some(serial) = sockets::serial_of(c.ports) {
-                    sockets::found_surplus(serial);
-                }
-                self.again_on_a_new_connection(get);
+                self.again_on_a_new_connection(get)
             }
             Step::Done(Ok(staged)) if !proven(&get.request.expected) => {
                 match sockets::serial_of(c.ports).filter(|_| c.kept_alive) {
