@@ -27,9 +27,39 @@ impl Cli {
     /// alone.
     pub fn parse_args() -> Cli {
         use clap::{CommandFactory, FromArgMatches};
-        let matches = Cli::command().long_version(build_details()).get_matches();
+        let args = options_after_the_command(std::env::args_os().collect());
+        let matches = (Cli::command().long_version(build_details())).get_matches_from(args);
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
+}
+
+/// The options every command that takes them reads the same way (`--mirror DIR`, `-q`, `-v`),
+/// given before the command as restic's `-r` and git's `-C` are (`rsmirror --mirror M ls`,
+/// `rsmirror -v baseline URL`): moved to just after it, where clap reads them. A command that
+/// does not take one says so as it would after it.
+pub fn options_after_the_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut moved = Vec::new();
+    let i = 1;
+    while let Some(arg) = args.get(i).and_then(|a| a.to_str()) {
+        let takes_value = arg == "--mirror";
+        let flag = arg.starts_with("--mirror=")
+            || ["-q", "--quiet", "--verbose"].contains(&arg)
+            || (arg.len() > 1 && arg.starts_with('-') && arg[1..].bytes().all(|b| b == b'v'));
+        if !(takes_value || flag) {
+            break;
+        }
+        let n = if takes_value { 2 } else { 1 }.min(args.len() - i);
+        moved.extend(args.drain(i..i + n));
+    }
+    // Past the command's name: `help` and the commands of `source` and `catalog` read their
+    // own words first, so the options go last for those.
+    let at = match args.get(i).and_then(|a| a.to_str()) {
+        None => return args.into_iter().chain(moved).collect(),
+        Some("source" | "catalog") => args.len(),
+        Some(_) => i + 1,
+    };
+    args.splice(at..at, moved);
+    args
 }
 
 /// The long version: this rsmirror, then one line each for libcurl, SQLite and the platform.

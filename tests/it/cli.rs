@@ -79,3 +79,64 @@ fn quiet_and_verbose_together_are_refused() {
         "{err}"
     );
 }
+
+/// `--mirror`, `-q` and `-v` may come before the command, as restic's `-r` and git's `-C` do.
+#[test]
+fn options_before_the_command_are_read_as_after_it() {
+    use rsmirror::cli::options_after_the_command as hoist;
+    let v = |s: &str| -> Vec<std::ffi::OsString> { s.split(' ').map(Into::into).collect() };
+    assert_eq!(
+        hoist(v("rsmirror --mirror M ls")),
+        v("rsmirror ls --mirror M")
+    );
+    assert_eq!(
+        hoist(v("rsmirror -vv --mirror=M baseline URL -j 2")),
+        v("rsmirror baseline -vv --mirror=M URL -j 2")
+    );
+    assert_eq!(
+        hoist(v("rsmirror -q source list")),
+        v("rsmirror source list -q")
+    );
+    assert_eq!(hoist(v("rsmirror ls -l")), v("rsmirror ls -l"));
+    assert_eq!(hoist(v("rsmirror --version")), v("rsmirror --version"));
+
+    // End to end: the same listing either way, and an option a command lacks named as such.
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let made = rsmirror()
+        .args(["-q", "--mirror"])
+        .arg(&m)
+        .args(["baseline", "http://sample.example.org/", "--map"])
+        .arg(format!("http://sample.example.org/={}", sample.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        made.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let before = rsmirror()
+        .arg("--mirror")
+        .arg(&m)
+        .arg("ls")
+        .output()
+        .unwrap();
+    let after = rsmirror()
+        .arg("ls")
+        .arg("--mirror")
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(before.status.code(), Some(0));
+    assert!(!before.stdout.is_empty());
+    assert_eq!(before.stdout, after.stdout);
+    let lacks = rsmirror()
+        .args(["-q", "ls", "--mirror"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(lacks.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&lacks.stderr).contains("'-q'"));
+}
