@@ -14,7 +14,10 @@ pub use crate::settings::{AuditLevel, FeedFormat, OnGap, ReportFormat, Via};
     long_about = "rsmirror keeps a local, verified, versioned mirror of a ResourceSync source in \
                   an SQLite catalog plus a content-addressed object store \
                   (MIRROR/objects/sha256/ab/<sha256>).",
-    after_help = crate::exit::Exit::help_table()
+    after_help = format!(
+        "--mirror DIR, -q and -v may also come before the command (rsmirror --mirror M ls).\n\n{}",
+        crate::exit::Exit::help_table()
+    )
 )]
 pub struct Cli {
     #[command(subcommand)]
