@@ -97,21 +97,12 @@ fn sections() -> String {
     for (_, code, meaning) in TABLE {
         s.push_str(&format!(".TP\n\\fB{code}\\fR\n{}\n", escape(meaning)));
     }
-    s.push_str(".SH ENVIRONMENT\n");
-    for (name, what) in ENVIRONMENT {
-        s.push_str(&format!(
-            ".TP\n\\fB{}\\fR\n{}\n",
-            escape(name),
-            escape(what)
-        ));
-    }
-    s.push_str(".SH FILES\n");
-    for (path, what) in FILES {
-        s.push_str(&format!(
-            ".TP\n\\fI{}\\fR\n{}\n",
-            escape(path),
-            escape(what)
-        ));
+    for (section, font, items) in [("ENVIRONMENT", 'B', ENVIRONMENT), ("FILES", 'I', FILES)] {
+        s.push_str(&format!(".SH {section}\n"));
+        for (term, what) in items {
+            let (term, what) = (escape(term), escape(what));
+            s.push_str(&format!(".TP\n\\f{font}{term}\\fR\n{what}\n"));
+        }
     }
     s
 }

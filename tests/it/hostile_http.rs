@@ -162,6 +162,18 @@ pub(crate) fn ok(body: &[u8]) -> Vec<u8> {
     r
 }
 
+/// A Resource List of these `<url>` entries.
+fn resource_list(entries: &str) -> Vec<u8> {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>
+{entries}</urlset>
+"#
+    )
+    .into_bytes()
+}
+
 /// The body each path's resource really has.
 fn body_of(path: &str) -> Vec<u8> {
     format!("the bytes of {path}\n").into_bytes()
@@ -348,6 +360,15 @@ fn a_stray_response_read_as_the_next_one_is_caught_and_fetched_again() {
         acts
     });
     let http = Http::new(config());
+    // 1 for a resource fetched with its own bytes; anything else fails the test.
+    let own_bytes = |path: &str, outcome: Outcome| match outcome {
+        Outcome::Fetched(staged) => {
+            let bytes = read_new_file(staged.file);
+            assert_eq!(bytes, body_of(&format!("/{path}")), "{path}: wrong bytes");
+            1
+        }
+        Outcome::Failed(e) => panic!("{path}: {e}"),
+    };
     let mut tally = 0;
     let cases = [(5, false), (5, true), (300, false), (300, true)];
     for (ms, digests) in cases {
@@ -371,29 +392,13 @@ fn a_stray_response_read_as_the_next_one_is_caught_and_fetched_again() {
             // does when its queue is full; a response held back waits in `transfers`.
             while !transfers.is_idle() && !transfers.has_room() {
                 for (t, o) in transfers.wait() {
-                    let p = &paths[t];
-                    match o {
-                        Outcome::Fetched(staged) => {
-                            let bytes = read_new_file(staged.file);
-                            assert_eq!(bytes, body_of(&format!("/{p}")), "{p}: wrong bytes");
-                            fetched += 1;
-                        }
-                        Outcome::Failed(e) => panic!("{p}: {e}"),
-                    }
+                    fetched += own_bytes(&paths[t], o);
                 }
             }
         }
         while !transfers.is_idle() {
             for (t, o) in transfers.wait() {
-                let p = &paths[t];
-                match o {
-                    Outcome::Fetched(staged) => {
-                        let bytes = read_new_file(staged.file);
-                        assert_eq!(bytes, body_of(&format!("/{p}")), "{p}: wrong bytes");
-                        fetched += 1;
-                    }
-                    Outcome::Failed(e) => panic!("{p}: {e}"),
-                }
+                fetched += own_bytes(&paths[t], o);
             }
         }
         assert_eq!(
@@ -442,14 +447,7 @@ fn a_baseline_against_a_desynchronising_server_stores_every_resource_with_its_ow
         entries.push_str(&format!("<url><loc>{url}</loc></url>\n"));
         expected.insert(url.to_string(), sha256_hex(&body_of(&format!("/r{n}"))));
     }
-    *list.lock().unwrap() = format!(
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
-<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>
-{entries}</urlset>
-"#
-    )
-    .into_bytes();
+    *list.lock().unwrap() = resource_list(&entries);
     let dir = tempfile::tempdir().unwrap();
     let out = baseline(raw.url("list.xml").as_str(), dir.path())
         .args(["-j", "2"])
@@ -873,14 +871,7 @@ fn a_baseline_against_a_hostile_server_keeps_only_true_bytes() {
             bad.push(url.to_string());
         }
     }
-    *list.lock().unwrap() = format!(
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
-<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>
-{entries}</urlset>
-"#
-    )
-    .into_bytes();
+    *list.lock().unwrap() = resource_list(&entries);
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let out = baseline(raw.url("list.xml").as_str(), dir.path())
