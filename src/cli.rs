@@ -54,8 +54,8 @@ pub fn options_after_the_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::
         let n = if takes_value { 2 } else { 1 }.min(args.len() - i);
         moved.extend(args.drain(i..i + n));
     }
-    // Past the command's name: `help` and the commands of `source` and `catalog` read their
-    // own words first, so the options go last for those.
+    // Just past the command's name; `source` and `catalog` read their own command first, so
+    // the options go last for those.
     let at = match args.get(i).and_then(|a| a.to_str()) {
         None => return args.into_iter().chain(moved).collect(),
         Some("source" | "catalog") => args.len(),

@@ -8,7 +8,7 @@ pub mod agent;
 pub(crate) mod document;
 pub(crate) mod easy;
 pub mod fetch;
-pub mod in_step;
+pub(crate) mod in_step;
 pub(crate) mod one;
 pub mod scope;
 pub(crate) mod sockets;

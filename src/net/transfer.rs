@@ -558,20 +558,23 @@ struct Connection {
 }
 
 impl Connection {
-    /// The connection of `easy`'s attempt, now done, when it was a reused plain-http one;
-    /// it is marked as having no request outstanding either way.
+    /// The connection of `easy`'s attempt, now done, when it was a reused plain-http one; a
+    /// plain-http one is marked as having no request outstanding either way (only those are
+    /// marked before a request goes out, `net::sockets::before_request`).
     fn of<T>(
         easy: &Easy2<Sink>,
         raw: usize,
         get: &Get<'_, T>,
         kept_alive: bool,
     ) -> Option<Connection> {
+        if get.hops.current.scheme() != "http" {
+            return None;
+        }
         let local = easy.local_port().ok().filter(|p| *p != 0)?;
         let remote = easy.primary_port().ok().filter(|p| *p != 0)?;
         let ports = (local as libc::c_int, remote as libc::c_int);
         sockets::after_response(raw, ports);
-        let reused = easy.num_connects().ok()? == 0;
-        if !reused || get.hops.current.scheme() != "http" {
+        if easy.num_connects().ok()? != 0 {
             return None;
         }
         let ttfb = easy
