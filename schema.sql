@@ -1,9 +1,10 @@
--- rsmirror catalog, schema version 4 (PRAGMA user_version). Version 1 had objects in two
+-- rsmirror catalog, schema version 5 (PRAGMA user_version). Version 1 had objects in two
 -- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
 -- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
 -- 3 keeps them as resources and objects like every other format (`scp_versions` below), names
 -- each collection once (`collections`), and remembers `--map` with its source. Version 4 says
--- when a source stopped being followed (`sources.removed_at`).
+-- when a source stopped being followed (`sources.removed_at`). Version 5 remembers a source's
+-- own settings (`sources.settings_json`: its --include/--exclude rules).
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -14,8 +15,9 @@ CREATE TABLE sources (
     kind          TEXT NOT NULL DEFAULT 'resourcesync', -- resourcesync | scp | arc
     added_at      TEXT NOT NULL,
     maps_json     TEXT,                        -- the --map rules given with it: [[URL_PREFIX, DIR], ...]
-    removed_at    TEXT                         -- no longer followed since (`rsmirror source remove`, or a
+    removed_at    TEXT,                        -- no longer followed since (`rsmirror source remove`, or a
                                                -- first baseline that found nothing); its versions stay
+    settings_json TEXT                         -- its own settings: {"include": [GLOB...], "exclude": [GLOB...]}
 );
 
 -- One command invocation.
@@ -264,4 +266,4 @@ CREATE TABLE collection_identities (
     recorded_at   TEXT NOT NULL
 );
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

@@ -29,11 +29,100 @@ impl Cli {
     /// the build runs on (and its TLS library), the SQLite, the platform; `-V` the version
     /// alone.
     pub fn parse_args() -> Cli {
-        use clap::{CommandFactory, FromArgMatches};
+        use clap::FromArgMatches;
         let args = options_after_the_command(std::env::args_os().collect());
-        let matches = (Cli::command().long_version(build_details())).get_matches_from(args);
+        let matches = Cli::definitions()
+            .long_version(build_details())
+            .try_get_matches_from(args)
+            .unwrap_or_else(|e| exit_naming_the_variable(e));
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
+
+    /// The command line's definitions, with the environment variable of every option
+    /// ([`with_environment`]): what parsing, `--help`, the man pages and the completions use.
+    pub fn definitions() -> clap::Command {
+        use clap::CommandFactory;
+        with_environment(Cli::command())
+    }
+}
+
+/// Every option of every command may also come from the environment, as rclone's
+/// `RCLONE_MAX_SIZE` and restic's `RESTIC_*` do: `--max-size` from `RSMIRROR_MAX_SIZE`,
+/// `--dry-run` from `RSMIRROR_DRY_RUN` (a switch: `true`/`1`/`yes`/`on` set it, `false`/`0`/
+/// `no`/`off` leave it unset), `-v` from `RSMIRROR_VERBOSE=N` (as many `-v`), `--mirror` from
+/// `RSMIRROR_DIR`. The command line wins
+/// over the environment, the environment over the default. A repeatable option takes one
+/// value from the environment. Not mapped: the arguments without a name (a source, a URL),
+/// `--help`, `--version`, and what picks one item for one invocation (`cat --version ID`,
+/// `log --run ID`), which a variable left set would silently apply to every later command.
+pub fn with_environment(cmd: clap::Command) -> clap::Command {
+    let cmd = cmd.mut_args(|arg| {
+        let Some(long) = arg.get_long() else {
+            return arg;
+        };
+        let picks_one = matches!(long, "help" | "version" | "run");
+        if picks_one || arg.get_env().is_some() {
+            return arg;
+        }
+        let name = environment_name(long);
+        let arg = match arg.get_action() {
+            // As people write a switch in a variable; anything else is refused, not taken as no.
+            clap::ArgAction::SetTrue => arg.value_parser(switch(name.clone())),
+            _ => arg,
+        };
+        arg.env(name)
+    });
+    cmd.mut_subcommands(with_environment)
+}
+
+/// Exit with clap's message for `e`; a value clap refused that came from the environment, not
+/// the command line, is named with its variable (clap names only the option).
+fn exit_naming_the_variable(e: clap::Error) -> ! {
+    use clap::error::{ContextKind, ContextValue};
+    let value = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let from_environment = value(ContextKind::InvalidArg).and_then(|arg| {
+        // "--jobs <N>": the option's long name.
+        let long = arg
+            .strip_prefix("--")?
+            .split([' ', '='])
+            .next()?
+            .to_string();
+        let name = environment_name(&long);
+        let set = std::env::var(&name).ok()?;
+        let typed = std::env::args()
+            .any(|a| a == format!("--{long}") || a.starts_with(&format!("--{long}=")));
+        (!typed && value(ContextKind::InvalidValue).is_none_or(|v| v == set)).then_some((name, set))
+    });
+    match from_environment {
+        Some((name, set)) => {
+            let _ = e.print();
+            eprintln!("(the value came from the environment: {name}={set:?})");
+            std::process::exit(e.exit_code())
+        }
+        None => e.exit(),
+    }
+}
+
+/// A switch's value from the environment variable `name`: what people write for yes and no,
+/// empty as no (`RSMIRROR_DRY_RUN= rsmirror ...` unsets it); anything else is refused, not
+/// taken as no.
+fn switch(name: String) -> impl Fn(&str) -> Result<bool, String> + Clone + Send + Sync {
+    move |v| match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" | "t" => Ok(true),
+        "" | "0" | "false" | "no" | "off" | "n" | "f" => Ok(false),
+        _ => Err(format!(
+            "{name}={v:?}: a switch is true/false, yes/no, on/off or 1/0"
+        )),
+    }
+}
+
+/// The environment variable of the option `--LONG`: `RSMIRROR_` and its name in capitals,
+/// hyphens as underscores.
+pub fn environment_name(long: &str) -> String {
+    format!("RSMIRROR_{}", long.to_ascii_uppercase().replace('-', "_"))
 }
 
 /// The options every command that takes them reads the same way (`--mirror DIR`, `-q`, `-v`),
@@ -170,7 +259,8 @@ pub(crate) fn reading_help() -> String {
     format!(
         "WHEN is a point in the mirror's history: run:N (the mirror as run N left it; run:0 is \
          before the first run, run:-1 the last run), an RFC 3339 time (2026-03-01T12:00:00Z), a \
-         date (2026-03-01: its midnight, UTC) or a time ago (now, yesterday, 2 days ago, 3 \
+         local time (2026-03-01T12:00 or 2026-03-01 12:00: this machine's zone, said on \
+         stderr), a date (2026-03-01: its midnight, UTC) or a time ago (now, yesterday, 2 days ago, 3 \
          hours ago). One clock everywhere: a state's time is the start of the run that \
          brought it into the mirror (its arrival, not the source's lastmod); a time T means the \
          mirror as the runs started by T left it. Times shown are rounded up to the millisecond, \
@@ -492,6 +582,21 @@ pub struct SourceArgs {
     /// --map again (which replaces them) or --no-map.
     #[arg(long, value_name = "URL_PREFIX=DIR")]
     pub map: Vec<String>,
+    /// Mirror only the resources whose URL matches GLOB; repeatable (any one admits). GLOB
+    /// with `://` is matched against the whole URL, one starting with `/` against the path
+    /// (any host), any other against the end of the path (`*.pdf`, `thumbs/*.jpg`); `*` stays
+    /// within a path segment, `**` crosses them. Remembered with the source, as --map is;
+    /// what it leaves out is neither fetched, deleted nor audited.
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out the resources whose URL matches GLOB (as for --include); repeatable. Wins
+    /// over --include.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Use no --include/--exclude rules remembered with the source (baseline and incremental
+    /// also forget them).
+    #[arg(long, conflicts_with_all = ["include", "exclude"])]
+    pub no_filter: bool,
     /// Use no --map rules remembered with the mirror's sources (baseline and incremental also
     /// forget them).
     #[arg(long, conflicts_with = "map")]
@@ -750,6 +855,9 @@ impl SourceArgs {
             allow_host: self.allow_host.clone(),
             map: self.map.clone(),
             no_map: self.no_map,
+            include: self.include.clone(),
+            exclude: self.exclude.clone(),
+            no_filter: self.no_filter,
             assume_utc: self.assume_utc,
             timeout: self.timeout,
             tries: self.tries,
@@ -829,6 +937,7 @@ impl AuditArgs {
             report: self.report.clone().map(|p| (p, self.format)),
             jobs: self.jobs.unwrap_or_else(settings::Audit::default_jobs),
             output: self.output.settings(),
+            source_filters: Vec::new(),
         }
         .checked()
     }

@@ -66,6 +66,9 @@ pub struct Summary {
     /// they list was not mirrored, and is not among `failed`.
     pub failed_parts: u64,
     pub refused: u64,
+    /// Listed resources and changes that `--include`/`--exclude` leave out: not fetched, not
+    /// judged (`model::filter`).
+    pub excluded: u64,
     /// Listed before, not listed now.
     pub gone: u64,
     /// Tombstoned in this run.
@@ -85,7 +88,7 @@ impl Summary {
     /// The one summary line.
     pub(crate) fn line(&self) -> String {
         format!(
-            "{}{}: {} created, {} updated, {} unchanged{}, {} failed{}{}, {} refused, {} gone, {} deleted; {} in {:.2} s",
+            "{}{}: {} created, {} updated, {} unchanged{}, {} failed{}{}, {} refused{}, {} gone, {} deleted; {} in {:.2} s",
             self.command,
             if self.dry_run { " (dry run)" } else { "" },
             self.created,
@@ -104,6 +107,11 @@ impl Summary {
                 String::new()
             },
             self.refused,
+            if self.excluded > 0 {
+                format!(", {} excluded", self.excluded)
+            } else {
+                String::new()
+            },
             self.gone,
             self.deleted,
             human_bytes(self.bytes),
@@ -115,7 +123,7 @@ impl Summary {
         serde_json::json!({
             "listed": self.listed, "created": self.created, "updated": self.updated,
             "unchanged": self.unchanged, "repaired": self.repaired, "failed": self.failed,
-            "refused": self.refused, "failed_parts": self.failed_parts, "pending": self.pending,
+            "refused": self.refused, "excluded": self.excluded, "failed_parts": self.failed_parts, "pending": self.pending,
             "gone": self.gone, "deleted": self.deleted, "unknown_deletes": self.unknown_deletes,
             "bytes": self.bytes,
         })

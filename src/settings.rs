@@ -31,9 +31,15 @@ pub struct SourceSettings {
     pub http: HttpConfig,
     /// What to do with the `--map` rules remembered with the mirror's sources.
     pub maps: MapChoice,
+    /// `--include`/`--exclude`: the resources the mirror takes of this source (the rules given,
+    /// or once [`SourceSettings::with_remembered_filter`], those remembered with it).
+    pub filter: crate::model::Filter,
+    /// Whether those were given, forgotten (`--no-filter`), or left to the remembered ones.
+    pub filters: MapChoice,
 }
 
-/// `--map` given, `--no-map`, or neither (the remembered rules apply).
+/// Rules given, forgotten (`--no-map`, `--no-filter`), or neither (the remembered rules
+/// apply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapChoice {
     Given,
@@ -47,6 +53,9 @@ pub struct SourceOptions {
     pub allow_host: Vec<String>,
     pub map: Vec<String>,
     pub no_map: bool,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub no_filter: bool,
     pub assume_utc: bool,
     pub timeout: f64,
     pub tries: u32,
@@ -169,6 +178,18 @@ impl SourceSettings {
             maps: if !a.map.is_empty() {
                 MapChoice::Given
             } else if a.no_map {
+                MapChoice::Forget
+            } else {
+                MapChoice::Remembered
+            },
+            filter: crate::model::Filter::new(crate::model::Rules {
+                include: a.include.clone(),
+                exclude: a.exclude.clone(),
+            })
+            .map_err(UsageError)?,
+            filters: if !(a.include.is_empty() && a.exclude.is_empty()) {
+                MapChoice::Given
+            } else if a.no_filter {
                 MapChoice::Forget
             } else {
                 MapChoice::Remembered
@@ -335,6 +356,44 @@ impl SourceSettings {
         }
     }
 
+    /// These settings with the `--include`/`--exclude` rules remembered with the source at
+    /// `source_url` in the mirror's catalog, when the command line gave neither those nor
+    /// `--no-filter`.
+    pub(crate) fn with_remembered_filter(
+        &self,
+        mirror: &Path,
+        source_url: &str,
+    ) -> Result<SourceSettings, crate::error::Error> {
+        let mut s = self.clone();
+        if self.filters != MapChoice::Remembered {
+            return Ok(s);
+        }
+        let Some(rules) = crate::store::history::remembered_rules(mirror, source_url) else {
+            return Ok(s);
+        };
+        s.filter = crate::model::Filter::new(rules).map_err(|e| {
+            UsageError(format!(
+                "the mirror remembers a filter for {source_url} that is not one: {e}; give \
+                 --include/--exclude again, or --no-filter"
+            ))
+        })?;
+        Ok(s)
+    }
+
+    /// Remember (`--include`/`--exclude`) or forget (`--no-filter`) the filter with the source
+    /// of a writing run.
+    pub(crate) fn record_filter(
+        &self,
+        catalog: &crate::store::Catalog,
+        source_id: i64,
+    ) -> Result<(), crate::store::StoreError> {
+        match self.filters {
+            MapChoice::Given => catalog.remember_rules(source_id, Some(&self.filter.rules())),
+            MapChoice::Forget => catalog.remember_rules(source_id, None),
+            MapChoice::Remembered => Ok(()),
+        }
+    }
+
     /// How the readers read this source's documents.
     pub(crate) fn read_options(&self) -> crate::rs::sitemap::ReadOptions {
         crate::rs::sitemap::ReadOptions {
@@ -451,6 +510,10 @@ pub struct Audit {
     pub report: Option<(PathBuf, ReportFormat)>,
     pub jobs: usize,
     pub output: Output,
+    /// Each source compared (its URL, as the mirror names it) with the resources the mirror
+    /// takes of it (`--include`/`--exclude` given for the first, else those it remembers):
+    /// resolved by the audit once it has the catalog; empty before.
+    pub source_filters: Vec<(String, crate::model::Filter)>,
 }
 
 /// `audit --refetch[=all,bytes]`.

@@ -56,6 +56,9 @@ impl When {
         if let Ok(ts) = t.parse::<Timestamp>() {
             return Ok(When::Time(ts));
         }
+        if let Some(local) = local_time(t) {
+            return local.map(When::Time);
+        }
         if let Ok(date) = t.parse::<jiff::civil::Date>() {
             if t.len() == 10 {
                 if let Ok(z) = date.to_zoned(jiff::tz::TimeZone::UTC) {
@@ -64,11 +67,39 @@ impl When {
             }
         }
         Err(UsageError(format!(
-            "WHEN {s:?} is not a time: give an RFC 3339 time (2026-03-01T12:00:00Z), a date \
-             (2026-03-01, its midnight UTC), a time ago (yesterday, 2 days ago) or a run id \
-             (run:42; run:-1 the last run)"
+            "WHEN {s:?} is not a time: give an RFC 3339 time (2026-03-01T12:00:00Z), a local \
+             time (2026-03-01T12:00 or 2026-03-01 12:00), a date (2026-03-01, its midnight \
+             UTC), a time ago (yesterday, 2 days ago) or a run id (run:42; run:-1 the last run)"
         )))
     }
+}
+
+/// A date and time without a zone (`2026-03-01T12:00`, `2026-03-01 12:00:30`): this machine's
+/// local time (`TZ`, else the system's zone), said on stderr with the instant it is, as git
+/// reads one. None when `t` is not one; an error when the local clock skips it (a change to
+/// summer time) or reads it twice.
+fn local_time(t: &str) -> Option<Result<Timestamp, UsageError>> {
+    // A date alone is its midnight UTC (above); this needs a time of day.
+    if t.len() <= 10 {
+        return None;
+    }
+    let civil = t
+        .replacen(' ', "T", 1)
+        .parse::<jiff::civil::DateTime>()
+        .ok()?;
+    let tz = jiff::tz::TimeZone::system();
+    let zone = tz.iana_name().unwrap_or("the system's zone").to_string();
+    Some(match tz.to_ambiguous_zoned(civil).unambiguous() {
+        Ok(z) => {
+            let ts = z.timestamp();
+            say!("rsmirror: WHEN {t:?} read as local time ({zone}): {ts}");
+            Ok(ts)
+        }
+        Err(_) => Err(UsageError(format!(
+            "WHEN {t:?}: that local time ({zone}) is skipped or repeated by a clock change: \
+                 give it with its offset (2026-03-29T02:30:00+01:00) or in UTC (...Z)"
+        ))),
+    })
 }
 
 /// `now`, `yesterday` (24 hours ago) or `N UNIT(s) ago` (second, minute, hour, day, week), as

@@ -74,6 +74,9 @@ pub(crate) struct Source {
     added_at: String,
     /// No longer followed since then (`rsmirror source remove`): no hints about it.
     removed_at: Option<String>,
+    /// Its own settings, remembered with it (`--include`/`--exclude`).
+    #[serde(skip_serializing_if = "crate::model::Rules::is_empty")]
+    filter: crate::model::Rules,
     collections: Vec<Collection>,
     /// The last run of each command for this source.
     last_runs: BTreeMap<String, RunBrief>,
@@ -250,6 +253,7 @@ fn sources(
             kind: r.kind,
             added_at: r.added_at,
             removed_at: r.removed_at,
+            filter: r.rules,
             collections: by_source.remove(&Some(r.id)).unwrap_or_default(),
             last_runs: last.remove(&Some(r.id)).unwrap_or_default(),
         });
@@ -262,6 +266,7 @@ fn sources(
             kind: String::new(),
             added_at: String::new(),
             removed_at: None,
+            filter: Default::default(),
             collections: orphans,
             last_runs: BTreeMap::new(),
         });
@@ -529,6 +534,9 @@ fn source_text(s: &Source, l: &mut Vec<String>) {
             shown_time(removed),
             s.url
         ));
+    }
+    if !s.filter.is_empty() {
+        l.push(format!("  filter {}", s.filter.as_options()));
     }
     for c in &s.collections {
         l.push(format!("  collection {}", c.name));

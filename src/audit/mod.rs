@@ -81,6 +81,10 @@ pub(crate) fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
             .collect(),
         _ => Vec::new(),
     };
+    let s = &settings::Audit {
+        source_filters: source_filters(s, &catalog, source.as_deref(), &also)?,
+        ..s.clone()
+    };
     let report_file = report_file(s)?;
     // An audit of every source the mirror follows is the whole mirror's, recorded with none.
     let source_id = match &source {
@@ -315,7 +319,8 @@ fn check_and_report(
         .phases
         .push(("all checks (concurrent)", since(started)));
     let report_started = Instant::now();
-    let (compared, failed_parts) = report(catalog, run_id, checked, sinks, totals)?;
+    let (compared, failed_parts) =
+        report((catalog, &s.source_filters), run_id, checked, sinks, totals)?;
     totals.phases.push(("report", since(report_started)));
     match compared {
         Compared::Failed(e) => Err(e.into()),
@@ -613,7 +618,7 @@ impl Comparing<'_> {
 /// the source that could not be read and the catalog's. Returns the comparison (a failed one
 /// says why) and how many parts of the source could not be read.
 fn report(
-    catalog: &Catalog,
+    (catalog, filters): (&Catalog, &[(String, crate::model::Filter)]),
     run_id: Option<i64>,
     checked: Checked,
     sinks: &mut [Sink],
@@ -655,7 +660,14 @@ fn report(
         Compared::Failed(_) => Mode::Failed,
     };
     let Fixity { by_uri, other, .. } = fixity;
-    totals.resources = report_by_uri(catalog, &marks, mode, source_findings, by_uri, &mut emitter)?;
+    totals.resources = report_by_uri(
+        (catalog, filters),
+        &marks,
+        mode,
+        source_findings,
+        by_uri,
+        &mut emitter,
+    )?;
     for f in other {
         emitter.emit(f)?;
     }
@@ -974,6 +986,35 @@ impl InListOrder {
     }
 }
 
+/// Each source compared, with the resources the mirror takes of it: the filter given on the
+/// command line for the first (or `--no-filter`), else the rules remembered with each.
+fn source_filters(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    source: Option<&str>,
+    also: &[String],
+) -> Result<Vec<(String, crate::model::Filter)>, Error> {
+    let mut out = Vec::new();
+    for (i, src) in source
+        .into_iter()
+        .chain(also.iter().map(String::as_str))
+        .enumerate()
+    {
+        let url = discover::source_url(src)?.to_string();
+        let filter = match (i, s.source.filters) {
+            (0, settings::MapChoice::Given | settings::MapChoice::Forget) => {
+                s.source.filter.clone()
+            }
+            _ => {
+                let rules = catalog.source_rules(&url)?.unwrap_or_default();
+                crate::model::Filter::new(rules).map_err(UsageError)?
+            }
+        };
+        out.push((src.to_string(), filter));
+    }
+    Ok(out)
+}
+
 /// Discover the source (and the `also` ones) and walk every collection's expected state,
 /// handing each entry to `visit` in the order the source lists it.
 fn walk_source(
@@ -987,10 +1028,15 @@ fn walk_source(
         http: &http,
         options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
+        // Each source's own filter is applied to its entries below.
+        filter: &crate::model::Filter::default(),
     };
     let mut collections = Vec::new();
     for src in std::iter::once(source).chain(also.iter().map(String::as_str)) {
-        collections.extend(discover::discover(&docs, src, None)?.collections);
+        let filter = s.source_filters.iter().find(|(u, _)| u == src);
+        let filter = filter.map(|(_, f)| f.clone()).unwrap_or_default();
+        let found = discover::discover(&docs, src, None)?.collections;
+        collections.extend(found.into_iter().map(|c| (c, filter.clone())));
     }
     let mut walk = Walk {
         collections: Vec::new(),
@@ -1004,13 +1050,19 @@ fn walk_source(
         ord.set(at + 1);
         visit(at, e)
     };
-    for collection in collections {
+    for (collection, filter) in collections {
         walk.collections.push(collection.id.clone());
         visit(Entry::Collection(collection.id.as_str().into()))?;
         // Each format walks its own documents; the comparison is the same.
-        let expected =
-            formats::of(collection.kind)
-                .expected_state(&docs, collection, &mut |item| visit(Entry::Item(item)))?;
+        // What the filter leaves out is neither compared nor missing.
+        let mut item = |item: Item| match &item {
+            Item::Listed(l) if !filter.admits(l.uri.as_str()) => {
+                visit(Entry::Skipped(l.uri.to_string()))
+            }
+            Item::Refused(r) if !filter.admits(&r.uri) => visit(Entry::Skipped(r.uri.clone())),
+            _ => visit(Entry::Item(item)),
+        };
+        let expected = formats::of(collection.kind).expected_state(&docs, collection, &mut item)?;
         // What the format leaves out on purpose is neither missing nor extra.
         for uri in expected.skipped {
             visit(Entry::Skipped(uri))?;
@@ -1458,7 +1510,7 @@ fn compare_item(
 /// the URIs only the source or local fixity has findings for. Returns the number of resources
 /// in the mirror (not deleted) within the sample.
 fn report_by_uri(
-    catalog: &Catalog,
+    (catalog, filters): (&Catalog, &[(String, crate::model::Filter)]),
     marks: &Marks,
     mode: Mode,
     source: BTreeMap<String, Vec<Finding>>,
@@ -1500,7 +1552,14 @@ fn report_by_uri(
                 }
             }
             let Some(uri) = next else { break };
-            let slot = marks.of(rank, uri);
+            let slot = match mode {
+                // What the filter leaves out is not judged against the source (its bytes are,
+                // by local fixity): seen, and nothing more.
+                Mode::Source { .. } if filters.iter().any(|(_, f)| !f.admits(uri)) => marks
+                    .of(rank, uri)
+                    .map(|(_, deleted)| (mark::SEEN, deleted)),
+                _ => marks.of(rank, uri),
+            };
             rank += 1;
             if slot.is_some_and(|(_, deleted)| !deleted) {
                 resources += 1;

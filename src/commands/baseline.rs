@@ -23,8 +23,12 @@ pub(crate) fn run(
     progress: &Progress,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
+    let source_url = discover::source_url(&s.source.source)?.to_string();
     let s = &settings::Baseline {
-        source: s.source.with_remembered_maps(&s.mirror)?,
+        source: s
+            .source
+            .with_remembered_maps(&s.mirror)?
+            .with_remembered_filter(&s.mirror, &source_url)?,
         ..s.clone()
     };
     let http = s.source.http();
@@ -32,8 +36,8 @@ pub(crate) fn run(
         http: &http,
         options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
+        filter: &s.source.filter,
     };
-    let source_url = discover::source_url(&s.source.source)?.to_string();
     let mut summary = Summary {
         command: "baseline",
         source: source_url.clone(),
@@ -73,6 +77,7 @@ pub(crate) fn run(
     let source_id = m.catalog.source_id(&source_url)?;
     m.catalog.follow_again(source_id)?;
     s.source.record_maps(&m.catalog, source_id)?;
+    s.source.record_filter(&m.catalog, source_id)?;
     let run_id = m
         .catalog
         .begin_run("baseline", Some(source_id), arguments)?;

@@ -165,11 +165,13 @@ fn run_source(
     progress: &Progress,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
+    let s = &with_remembered_filter(s)?;
     let http = s.source.http();
     let docs = Documents {
         http: &http,
         options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
+        filter: &s.source.filter,
     };
     let mut summary = Summary {
         command: "incremental",
@@ -210,6 +212,7 @@ fn run_source(
     let source_url = discover::source_url(&source)?;
     let source_id = m.catalog.source_id(source_url.as_str())?;
     s.source.record_maps(&m.catalog, source_id)?;
+    s.source.record_filter(&m.catalog, source_id)?;
     let run_id = m
         .catalog
         .begin_run("incremental", Some(source_id), arguments)?;
@@ -290,6 +293,21 @@ fn handed_over(e: &Error, on_gap: OnGap) -> Option<&'static str> {
 /// follows, or a document one of them published (a Change List given directly: that source is
 /// followed, not a second one registered); another is refused, unless `--from` or `--on-gap
 /// rebaseline` says to start following it here.
+/// `s` with the `--include`/`--exclude` rules remembered with its source (as [`source_of`]
+/// finds it), unless the command line gave its own or `--no-filter`. A mirror or a source that
+/// cannot be found has none: the run says why when it opens the mirror.
+fn with_remembered_filter(s: &settings::Incremental) -> Result<settings::Incremental, Error> {
+    let catalog = Catalog::open_read_only(&s.mirror).ok().flatten();
+    let Some(source) = catalog.and_then(|c| source_of(s, &c).ok()) else {
+        return Ok(s.clone());
+    };
+    let url = discover::source_url(&source)?.to_string();
+    Ok(settings::Incremental {
+        source: s.source.with_remembered_filter(&s.mirror, &url)?,
+        ..s.clone()
+    })
+}
+
 fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Error> {
     if s.source_given {
         let given = &s.source.source;

@@ -69,6 +69,7 @@ pub(crate) fn run(s: &SourceSettings) -> Result<Inspection, Error> {
         http: &http,
         options: s.read_options(),
         allow_hosts: &s.allow_hosts,
+        filter: &s.filter,
     };
     let discovery = discover::discover(&docs, &s.source, None)?;
     let mut inspection = Inspection {

@@ -14,6 +14,14 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "The mirror folder, where --mirror is not given (default ./mirror).",
     ),
     (
+        "RSMIRROR_<OPTION>",
+        "Any other option of a command: its long name in capitals, hyphens as underscores \
+         (RSMIRROR_MAX_SIZE=10G for --max-size 10G, RSMIRROR_JOBS=4, RSMIRROR_VERBOSE=2 for \
+         -vv; a switch takes true/false, yes/no, on/off or 1/0). The command line wins over \
+         the environment, the environment over the default; a repeatable option takes one \
+         value from it. Not read from it: --help, --version, cat --version and log --run.",
+    ),
+    (
         "http_proxy, https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY, no_proxy, NO_PROXY",
         "The proxy for documents and resources alike, as curl reads them: http_proxy for \
          http URLs, https_proxy or HTTPS_PROXY for https ones, all_proxy or ALL_PROXY for \
@@ -129,6 +137,7 @@ mod tests {
             assert!(s.contains(&format!("\\fB{code}\\fR")), "{code}");
         }
         assert!(s.contains(".SH ENVIRONMENT") && s.contains("RSMIRROR_DIR"));
+        assert!(s.contains("RSMIRROR_<OPTION>"));
         assert!(s.contains(".SH FILES") && s.contains("catalog.sqlite"));
         assert_eq!(escape("--mirror"), "\\-\\-mirror");
         assert_eq!(escape(".x"), "\\&.x");

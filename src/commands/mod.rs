@@ -466,16 +466,14 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
 }
 
 fn completions(a: &crate::cli::CompletionsArgs) -> Exit {
-    use clap::CommandFactory;
-    let mut cmd = Cli::command();
+    let mut cmd = Cli::definitions();
     clap_complete::generate(a.shell, &mut cmd, "rsmirror", &mut std::io::stdout());
     Exit::Ok
 }
 
 /// The man page of rsmirror, or of one command (`rsmirror-ls(1)`), from the clap definitions.
 fn man(a: &crate::cli::ManArgs) -> Exit {
-    use clap::CommandFactory;
-    let root = Cli::command();
+    let root = Cli::definitions();
     let cmd = match &a.command {
         None => root,
         Some(name) => match root.find_subcommand(name) {

@@ -120,14 +120,17 @@ pub(crate) struct Changes<'x, 'w> {
     pending_ends: Ends,
     /// Changes left to fetch, for the message of a full disk.
     left: usize,
+    /// What the mirror takes (`--include`/`--exclude`): a change of a resource it leaves out
+    /// is not applied ([`Changes::left_out`]).
+    filter: &'x crate::model::Filter,
 }
 
 impl<'x, 'w> Changes<'x, 'w> {
     /// The changes of `collection`; `read`: the mirror's states of every URI they name, when
-    /// read before (`None`: asked one at a time).
+    /// read before (`None`: asked one at a time); `filter`: the resources the mirror takes.
     pub(crate) fn new(
         writer: &'x mut Writer<'w>,
-        collection: &'x str,
+        (collection, filter): (&'x str, &'x crate::model::Filter),
         read: Option<&'x HashMap<String, CurrentState>>,
         staging: &'x Path,
         summary: &'x mut Summary,
@@ -145,7 +148,20 @@ impl<'x, 'w> Changes<'x, 'w> {
             agreement: Agreement::default(),
             pending_ends: Ends::default(),
             left: 0,
+            filter,
         }
+    }
+
+    /// Whether `item` is of a resource the filter leaves out (`--include`/`--exclude`): then
+    /// it is counted as excluded and nothing else happens, no event, no version; it moves the
+    /// sync point as a change applied does (it needs nothing, now or later).
+    fn left_out(&mut self, item: &impl Item) -> bool {
+        if self.filter.admits(item.uri().as_str()) {
+            return false;
+        }
+        self.summary.excluded += 1;
+        self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
+        true
     }
 
     /// The writer, for what the format records itself.
@@ -185,6 +201,9 @@ impl<'x, 'w> Changes<'x, 'w> {
     ) -> Result<(), Error> {
         let mut fetch = Vec::new();
         for (i, d) in plan {
+            if self.left_out(&items[i]) {
+                continue;
+            }
             match d {
                 Disposal::Fetch(job) => fetch.push(job),
                 Disposal::Tombstone => self.tombstone(&items[i])?,
@@ -206,6 +225,9 @@ impl<'x, 'w> Changes<'x, 'w> {
         change: Change,
         outcome: ChangeOutcome,
     ) -> Result<(), Error> {
+        if self.left_out(item) {
+            return Ok(());
+        }
         match outcome {
             ChangeOutcome::UnknownDelete => self.summary.unknown_deletes += 1,
             _ => self.summary.unchanged += 1,
@@ -219,6 +241,9 @@ impl<'x, 'w> Changes<'x, 'w> {
 
     /// A deletion applied: the tombstone ([`Item::tombstone`]) and its event.
     pub(crate) fn tombstone(&mut self, item: &impl Item) -> Result<(), Error> {
+        if self.left_out(item) {
+            return Ok(());
+        }
         self.summary.deleted += 1;
         // A deletion applied as the document says: no sign the source disagrees with itself.
         self.agreement.agreed(1);
@@ -342,6 +367,9 @@ impl<'x, 'w> Changes<'x, 'w> {
         sha256: &str,
         version: impl FnOnce(&str, Change) -> Result<NewVersion, Error>,
     ) -> Result<bool, Error> {
+        if self.left_out(item) {
+            return Ok(false);
+        }
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let had = self.holds(item.uri().as_str())?.flatten();
         let held = had.as_ref().map(|h| Held {
@@ -541,7 +569,19 @@ mod tests {
         let mut summary = Summary::default();
         let progress = Progress::new(true);
         let staging = dir.path().join("staging");
-        let mut run = Changes::new(&mut writer, "c", None, &staging, &mut summary, &progress);
+        let filter = crate::model::Filter::new(crate::model::Rules {
+            include: vec![],
+            exclude: vec!["/left-out/*".into()],
+        })
+        .unwrap();
+        let mut run = Changes::new(
+            &mut writer,
+            ("c", &filter),
+            None,
+            &staging,
+            &mut summary,
+            &progress,
+        );
 
         // The same bytes under a later lastmod: a touch, recorded as updated.
         let touch = change("a", Some(Change::Updated), "2026-02-01T00:00:00Z");
@@ -579,6 +619,11 @@ mod tests {
         let failed = change("f", None, "2026-01-20T00:00:00Z");
         run.failed(&failed, ProblemClass::Failed, "HTTP 500".into())
             .unwrap();
+        // A change the filter leaves out: counted, nothing recorded, the sync point moves.
+        let out = change("left-out/x", None, "2026-02-05T00:00:00Z");
+        assert!(!run.arrived(&out, &sha(3), version(&out, sha(3))).unwrap());
+        run.tombstone(&out).unwrap();
+        assert!(!run.heard_of(&out).unwrap());
         let ends = run.ends().unwrap();
         assert_eq!(ends.applied_max, t("2026-02-05T00:00:00Z"));
         assert_eq!(ends.failed_min, t("2026-01-20T00:00:00Z"));
@@ -593,6 +638,7 @@ mod tests {
             "{summary:?}"
         );
         assert_eq!((summary.deleted, summary.unknown_deletes), (1, 1));
+        assert_eq!(summary.excluded, 2);
         assert_eq!((summary.pending, summary.failed), (1, 1));
         let problems: Vec<_> = summary.problems.iter().map(|p| p.class).collect();
         assert_eq!(problems, [ProblemClass::Pending, ProblemClass::Failed]);

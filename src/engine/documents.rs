@@ -114,6 +114,10 @@ pub struct Documents<'a> {
     pub http: &'a Http,
     pub options: ReadOptions,
     pub allow_hosts: &'a [String],
+    /// The resources the mirror takes of this source (`--include`/`--exclude`): what a list
+    /// names that it leaves out is not planned ([`crate::engine::listing::Listing`]), nor a
+    /// change applied ([`crate::engine::changes::Changes`]).
+    pub filter: &'a crate::model::Filter,
 }
 
 impl Documents<'_> {

@@ -40,6 +40,11 @@ pub struct Listing {
     doc_ids: HashMap<Arc<str>, i64>,
     twice: Warnings,
     counts: Counts,
+    /// What the mirror takes (`--include`/`--exclude`): an entry it leaves out is not pushed,
+    /// and a resource of the mirror it leaves out is not gone.
+    filter: crate::model::Filter,
+    /// Entries left out by the filter.
+    excluded: u64,
 }
 
 /// What the plan found.
@@ -53,8 +58,10 @@ pub struct Counts {
     pub wanted_bytes: u64,
     /// Live resources of the collection the list does not name.
     pub gone: u64,
-    /// Live resources of the collection in the mirror.
+    /// Live resources of the collection in the mirror (that the filter admits).
     pub live: u64,
+    /// Entries the filter left out (`--include`/`--exclude`).
+    pub excluded: u64,
 }
 
 /// A listed resource to fetch, with its action and what the mirror holds of it.
@@ -70,14 +77,17 @@ pub struct Todo {
 }
 
 impl Listing {
-    /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder).
-    pub(crate) fn create(dir: &Path) -> Result<Listing, StoreError> {
+    /// A new, empty listing in `dir` (the mirror's `staging/`, or a dry run's folder), of
+    /// what `filter` admits.
+    pub(crate) fn create(dir: &Path, filter: &crate::model::Filter) -> Result<Listing, StoreError> {
         Ok(Listing {
             scratch: Scratch::create(dir)?,
             docs: Vec::new(),
             doc_ids: HashMap::new(),
             twice: Warnings::default(),
             counts: Counts::default(),
+            filter: filter.clone(),
+            excluded: 0,
         })
     }
 
@@ -101,6 +111,10 @@ impl Listing {
     /// package's manifest, goes with it ([`Listing::each_packaged_todo`]); the package is the
     /// entry's document.
     pub(crate) fn push_entry(&mut self, l: Listed, entry: Option<u64>) -> Result<(), StoreError> {
+        if !self.filter.admits(l.uri.as_str()) {
+            self.excluded += 1;
+            return Ok(());
+        }
         let doc = self.doc_id(&l);
         let duplicates = (!l.duplicates.is_empty()).then(|| {
             l.duplicates
@@ -173,6 +187,7 @@ impl Listing {
                 wanted_bytes: bytes,
                 gone: 0,
                 live: 0,
+                excluded: self.excluded,
             };
             return Ok(self.counts);
         }
@@ -201,7 +216,9 @@ impl Listing {
                         planner.decide(m, e, None)?;
                         next = m.next_entry()?;
                     }
-                    let mine = !state.deleted && state.collection == collection;
+                    // A resource the filter leaves out is neither judged nor gone: it stays.
+                    let mine =
+                        !state.deleted && state.collection == collection && self.filter.admits(uri);
                     planner.counts.live += mine as u64;
                     match next.take_if(|e| e.uri.as_str() == uri) {
                         Some(e) => {
@@ -223,6 +240,7 @@ impl Listing {
             }
             Ok::<(), StoreError>(())
         })?;
+        counts.excluded = self.excluded;
         self.counts = counts;
         Ok(counts)
     }
@@ -508,7 +526,7 @@ mod tests {
     #[test]
     fn packaged_entries_come_back_by_package_in_manifest_order() {
         let dir = tempfile::tempdir().unwrap();
-        let mut listing = Listing::create(dir.path()).unwrap();
+        let mut listing = Listing::create(dir.path(), &Default::default()).unwrap();
         let in_package = |uri: &str, package: &str| Listed {
             document: package.into(),
             ..entry(uri, 1)
@@ -552,7 +570,7 @@ mod tests {
     #[test]
     fn the_later_entry_counts_at_the_first_place() {
         let dir = tempfile::tempdir().unwrap();
-        let mut listing = Listing::create(dir.path()).unwrap();
+        let mut listing = Listing::create(dir.path(), &Default::default()).unwrap();
         for (uri, line) in [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)] {
             listing
                 .push(entry(&format!("http://x.org/{uri}"), line))
@@ -598,7 +616,7 @@ mod tests {
             ("http://x.org/a", Some(10)),
         ];
         let plan_with = |catalog: Option<&Catalog>, dir: &Path| {
-            let mut listing = Listing::create(&dir.join("staging")).unwrap();
+            let mut listing = Listing::create(&dir.join("staging"), &Default::default()).unwrap();
             for (i, (uri, length)) in entries.iter().enumerate() {
                 let mut l = entry(uri, i as u64 + 1);
                 l.declared.length = *length;
@@ -640,7 +658,8 @@ mod tests {
         assert!(c.has_current_states().unwrap());
         assert_eq!(plan_with(Some(&c), dir.path()), fast);
         // Without the hostile length, the sum is exact.
-        let mut listing = Listing::create(&dir.path().join("staging")).unwrap();
+        let mut listing =
+            Listing::create(&dir.path().join("staging"), &Default::default()).unwrap();
         for (i, (uri, length)) in entries.iter().skip(1).enumerate() {
             let mut l = entry(uri, i as u64 + 1);
             l.declared.length = *length;
@@ -695,7 +714,8 @@ mod tests {
         std::fs::create_dir_all(a.parent().unwrap()).unwrap();
         std::fs::write(&a, b"abcd").unwrap();
 
-        let mut listing = Listing::create(&dir.path().join("staging")).unwrap();
+        let mut listing =
+            Listing::create(&dir.path().join("staging"), &Default::default()).unwrap();
         for (uri, lastmod) in [
             ("0", "2026-01-01T10:00:00Z"),
             ("a", "2026-01-01T10:00:00Z"),

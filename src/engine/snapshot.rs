@@ -180,7 +180,8 @@ pub(crate) fn take(
     } = run;
     let packages = p.packages.take();
     let counts = p.counts;
-    summary.listed += counts.listed;
+    summary.listed += counts.listed + counts.excluded;
+    summary.excluded += counts.excluded;
     summary.warnings.extend(p.snapshot.warnings.iter().cloned());
     report_snapshot_problems(writer, &p, s.output.verbose > 0, summary, progress)?;
     summary.unchanged += counts.listed - counts.wanted;
@@ -473,7 +474,8 @@ pub(crate) fn print_plan(
     summary: &mut Summary,
 ) -> Result<(), Error> {
     for p in planned {
-        summary.listed += p.counts.listed;
+        summary.listed += p.counts.listed + p.counts.excluded;
+        summary.excluded += p.counts.excluded;
         p.listing
             .each_planned(|uri, a| plan::print_mark(uri, a, s.output.verbose > 0, summary))?;
         for r in &p.snapshot.refused {

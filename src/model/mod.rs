@@ -6,10 +6,12 @@
 //! vocabulary in `finding::Class`.
 
 pub mod change;
+pub mod filter;
 pub mod problem;
 pub mod via;
 
 pub use change::{Change, ChangeOutcome};
+pub use filter::{Filter, Rules};
 pub use problem::ProblemClass;
 pub use via::Via;
 

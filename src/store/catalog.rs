@@ -16,12 +16,13 @@ use std::path::Path;
 
 /// The schema, applied to a new catalog.
 pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads. Version 4: a source can stop being
+/// `PRAGMA user_version` this build writes and reads. Version 5: a source remembers its own
+/// settings (`sources.settings_json`: `--include`/`--exclude`). Version 4: a source can stop being
 /// followed (`sources.removed_at`). Version 3: SCP pages are resources with their JSON in the
 /// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
 /// their own; version 1 also had two fan-out folder levels of objects. Older versions are
 /// upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -193,7 +194,9 @@ impl Catalog {
             0 => conn
                 .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
                 .map_err(|e| StoreError::sqlite(&path, e))?,
-            1..=3 => crate::store::migrate::upgrade(mirror, &path, &mut conn, version)?,
+            v if (1..SCHEMA_VERSION).contains(&v) => {
+                crate::store::migrate::upgrade(mirror, &path, &mut conn, version)?
+            }
             SCHEMA_VERSION => {}
             v => return Err(StoreError::schema(&path, v)),
         }
@@ -532,6 +535,44 @@ impl Catalog {
         let json = maps.and_then(|m| serde_json::to_string(m).ok());
         self.conn.execute(
             "UPDATE sources SET maps_json = ?2 WHERE id = ?1",
+            params![source_id, json],
+        )?;
+        Ok(())
+    }
+
+    /// The `--include`/`--exclude` rules remembered with the source at `url` (`None`: the
+    /// mirror does not know it; empty: it has none).
+    pub(crate) fn source_rules(
+        &self,
+        url: &str,
+    ) -> Result<Option<crate::model::Rules>, StoreError> {
+        let json: Option<Option<String>> = self
+            .conn
+            .query_row(
+                "SELECT settings_json FROM sources WHERE url = ?1",
+                [url],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(json.map(|j| {
+            // Written by `remember_rules` alone; anything else reads as no rules.
+            j.and_then(|j| serde_json::from_str(&j).ok())
+                .unwrap_or_default()
+        }))
+    }
+
+    /// Remember the `--include`/`--exclude` rules given with a source (`None`, or empty rules:
+    /// forget them).
+    pub(crate) fn remember_rules(
+        &self,
+        source_id: i64,
+        rules: Option<&crate::model::Rules>,
+    ) -> Result<(), StoreError> {
+        let json = rules
+            .filter(|r| !r.is_empty())
+            .and_then(|r| serde_json::to_string(r).ok());
+        self.conn.execute(
+            "UPDATE sources SET settings_json = ?2 WHERE id = ?1",
             params![source_id, json],
         )?;
         Ok(())

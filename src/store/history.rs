@@ -525,6 +525,16 @@ pub(crate) fn each_version_naming(
     Ok(())
 }
 
+/// The `--include`/`--exclude` rules remembered with the source at `source_url`
+/// (`Catalog::source_rules`); none when the mirror has no catalog, or one that cannot be opened
+/// for reading (the run that opens it says why; one of an older schema version has none).
+pub(crate) fn remembered_rules(mirror: &Path, source_url: &str) -> Option<crate::model::Rules> {
+    match Catalog::open_read_only(mirror) {
+        Ok(Some(catalog)) => catalog.source_rules(source_url).ok().flatten(),
+        _ => None,
+    }
+}
+
 /// The `--map` rules remembered with the mirror's sources (`Catalog::remembered_maps`); none
 /// when the mirror has no catalog, or one that cannot be opened for reading.
 pub fn remembered_maps(mirror: &Path) -> Result<Vec<(String, std::path::PathBuf)>, StoreError> {

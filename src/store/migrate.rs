@@ -16,6 +16,8 @@
 //!   durable, and read back and hashed again before the transaction that drops the old rows.
 //! - 3 → 4: `sources.removed_at` (a source no longer followed), NULL for every source: each
 //!   stays followed. One transaction.
+//! - 4 → 5: `sources.settings_json` (a source's own settings: its `--include`/`--exclude`
+//!   rules), NULL for every source: none has any. One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -46,25 +48,31 @@ pub(crate) fn upgrade(
         two_to_three(mirror, path, conn)?;
     }
     if from < 4 {
-        three_to_four(conn).map_err(sql)?;
+        column_more(conn, "removed_at", 4).map_err(sql)?;
+    }
+    if from < 5 {
+        column_more(conn, "settings_json", 5).map_err(sql)?;
     }
     Ok(())
 }
 
-/// A column more: `sources.removed_at` (unless it is there: a catalog whose version number
-/// was set back by hand), and the version, in one transaction.
-fn three_to_four(conn: &mut Connection) -> rusqlite::Result<()> {
+/// A column more on `sources`, NULL in every row (unless it is there: a catalog whose version
+/// number was set back by hand), and the version `to`, in one transaction.
+fn column_more(conn: &mut Connection, column: &str, to: i64) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     let has: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sources') WHERE name = 'removed_at')",
-        [],
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sources') WHERE name = ?1)",
+        [column],
         |r| r.get(0),
     )?;
     if !has {
-        tx.execute_batch("ALTER TABLE sources ADD COLUMN removed_at TEXT;")?;
+        tx.execute_batch(&format!("ALTER TABLE sources ADD COLUMN {column} TEXT;"))?;
     }
-    kill_point("upgrade.3-to-4-before-commit");
-    tx.execute_batch("PRAGMA user_version = 4;")?;
+    kill_point(match to {
+        4 => "upgrade.3-to-4-before-commit",
+        _ => "upgrade.4-to-5-before-commit",
+    });
+    tx.execute_batch(&format!("PRAGMA user_version = {to};"))?;
     tx.commit()
 }
 

@@ -177,9 +177,9 @@ pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<CollectionRecord>, St
 
 /// A source as recorded: (id, url, kind, added_at), oldest first.
 pub(crate) fn sources(catalog: &Catalog) -> Result<Vec<SourceRecord>, StoreError> {
-    let mut stmt = catalog
-        .conn()
-        .prepare("SELECT id, url, kind, added_at, removed_at FROM sources ORDER BY id")?;
+    let mut stmt = catalog.conn().prepare(
+        "SELECT id, url, kind, added_at, removed_at, settings_json FROM sources ORDER BY id",
+    )?;
     let rows = stmt.query_map([], |r| {
         Ok(SourceRecord {
             id: r.get(0)?,
@@ -187,6 +187,11 @@ pub(crate) fn sources(catalog: &Catalog) -> Result<Vec<SourceRecord>, StoreError
             kind: r.get(2)?,
             added_at: r.get(3)?,
             removed_at: r.get(4)?,
+            // Written by `Catalog::remember_rules` alone; anything else reads as no rules.
+            rules: r
+                .get::<_, Option<String>>(5)?
+                .and_then(|j| serde_json::from_str(&j).ok())
+                .unwrap_or_default(),
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -202,6 +207,8 @@ pub struct SourceRecord {
     /// Not followed since then (`rsmirror source remove`, or a first baseline that found
     /// nothing).
     pub removed_at: Option<String>,
+    /// Its `--include`/`--exclude` rules (empty: none).
+    pub rules: crate::model::Rules,
 }
 
 /// A run in brief.

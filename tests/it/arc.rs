@@ -142,6 +142,7 @@ fn arc_audit(sitemap: &str, mirror: &Path) -> Vec<(char, String, String)> {
         http: &http,
         options: Default::default(),
         allow_hosts: &[],
+        filter: &Default::default(),
     };
     let catalog = rsmirror::store::Catalog::open_read_only(mirror)
         .unwrap()

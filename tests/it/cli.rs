@@ -140,3 +140,172 @@ fn options_before_the_command_are_read_as_after_it() {
     assert_eq!(lacks.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&lacks.stderr).contains("'-q'"));
 }
+
+/// Every option of every command may come from `RSMIRROR_<OPTION>` (rclone's `RCLONE_*`), and
+/// `--help` says which; the command line wins over the environment, the environment over the
+/// default; a value refused is named with its variable.
+#[test]
+fn options_come_from_the_environment_and_the_command_line_wins() {
+    // Every option with a name has its variable, but those that pick one item for one run.
+    fn walk(cmd: &clap::Command, path: &str, seen: &mut usize) {
+        for arg in cmd.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            match long {
+                "help" | "version" | "run" => assert_eq!(env, None, "{path} --{long}"),
+                "mirror" => assert_eq!(env.as_deref(), Some("RSMIRROR_DIR")),
+                _ => {
+                    let want = format!("RSMIRROR_{}", long.to_uppercase().replace('-', "_"));
+                    assert_eq!(env, Some(want), "{path} --{long}");
+                    *seen += 1;
+                }
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), seen);
+        }
+    }
+    let mut seen = 0;
+    walk(&rsmirror::cli::Cli::definitions(), "rsmirror", &mut seen);
+    assert!(seen > 50, "{seen}");
+    let help = rsmirror().args(["baseline", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for name in [
+        "RSMIRROR_MAX_SIZE",
+        "RSMIRROR_DRY_RUN",
+        "RSMIRROR_JOBS",
+        "RSMIRROR_DIR",
+    ] {
+        assert!(help.contains(name), "{name} not in --help");
+    }
+
+    // A mirror made from the environment alone: the folder, the --map rule, quiet.
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let env = |c: &mut assert_cmd::Command| {
+        c.env("RSMIRROR_DIR", &m);
+    };
+    let mut c = rsmirror();
+    env(&mut c);
+    let made = c
+        .args(["baseline", "http://sample.example.org/"])
+        .env("RSMIRROR_MAP", &map)
+        .env("RSMIRROR_QUIET", "yes")
+        .env("RSMIRROR_DRY_RUN", "off")
+        .output()
+        .unwrap();
+    assert_eq!(
+        made.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert!(
+        made.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let ls = |at_env: Option<&str>, at_flag: Option<&str>| {
+        let mut c = rsmirror();
+        env(&mut c);
+        c.arg("ls");
+        if let Some(at) = at_env {
+            c.env("RSMIRROR_AT", at);
+        }
+        if let Some(at) = at_flag {
+            c.args(["--at", at]);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().lines().count()
+    };
+    let now = ls(None, None);
+    assert_eq!(now, 8);
+    // The environment over the default (now), the command line over the environment.
+    assert_eq!(ls(Some("run:0"), None), 0);
+    assert_eq!(ls(Some("run:0"), Some("run:1")), now);
+    // A switch from the environment: JSON.
+    let mut c = rsmirror();
+    env(&mut c);
+    let status = c.arg("status").env("RSMIRROR_JSON", "1").output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status as JSON");
+    assert!(doc.is_object());
+
+    // A value refused names its variable; a switch is yes or no, never a guess.
+    for (name, value) in [("RSMIRROR_JOBS", "many"), ("RSMIRROR_DRY_RUN", "maybe")] {
+        let mut c = rsmirror();
+        env(&mut c);
+        let out = c
+            .args(["baseline", "http://sample.example.org/"])
+            .env(name, value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{name}=\"{value}\"")), "{err}");
+    }
+}
+
+/// A WHEN without a zone is this machine's local time (`TZ`), as git reads one, and stderr
+/// says which instant it read; a local time a clock change skips is refused, not guessed.
+#[test]
+fn a_time_without_a_zone_is_local_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let made = rsmirror()
+        .args(["-q", "--mirror"])
+        .arg(&m)
+        .args(["baseline", "http://sample.example.org/", "--map"])
+        .arg(format!("http://sample.example.org/={}", sample.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        made.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let ls = |tz: &str, at: &str| {
+        let out = rsmirror()
+            .env("TZ", tz)
+            .args(["ls", "--at", at, "--mirror"])
+            .arg(&m)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap().lines().count(),
+            err,
+        )
+    };
+    // 09:00 in Tokyo is midnight UTC: before the mirror's run.
+    let (code, n, err) = ls("Asia/Tokyo", "2000-01-01 09:00");
+    assert_eq!((code, n), (Some(0), 0), "{err}");
+    assert!(
+        err.contains("read as local time (Asia/Tokyo): 2000-01-01T00:00:00Z"),
+        "{err}"
+    );
+    // A minute from now, as Tokyo's clock reads it: after the run, every resource.
+    let later = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(60))
+        .unwrap()
+        .to_zoned(jiff::tz::TimeZone::get("Asia/Tokyo").unwrap())
+        .datetime()
+        .strftime("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    let (code, n, err) = ls("Asia/Tokyo", &later);
+    assert_eq!((code, n), (Some(0), 8), "{later}: {err}");
+    // Berlin's clocks skip 02:00-03:00 on 2026-03-29.
+    let (code, _, err) = ls("Europe/Berlin", "2026-03-29T02:30");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("skipped or repeated"), "{err}");
+}

@@ -662,6 +662,7 @@ const NAMED: &[(&str, Kind, u64)] = &[
     ("upgrade.before-commit", Kind::Upgrade, 1),
     ("upgrade.after-commit", Kind::Upgrade, 1),
     ("upgrade.3-to-4-before-commit", Kind::Upgrade, 1),
+    ("upgrade.4-to-5-before-commit", Kind::Upgrade, 1),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]

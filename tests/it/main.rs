@@ -16,6 +16,7 @@ mod dump;
 mod dump_reader;
 mod export;
 mod feed;
+mod filter;
 mod fs_faults;
 mod fuzz;
 mod guard;

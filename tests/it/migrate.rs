@@ -179,7 +179,7 @@ pub(crate) fn assert_upgraded(
     before: &OldStates,
     rs_before: &BTreeMap<String, String>,
 ) {
-    assert_eq!(user_version(mirror), 4);
+    assert_eq!(user_version(mirror), 5);
     assert!(!has_table(mirror, "scp_pages"));
     assert!(!has_table(mirror, "scp_page_versions"));
     assert_eq!(&new_states(mirror), before);
@@ -319,7 +319,7 @@ fn an_upgrade_killed_at_any_point_finishes_when_run_again() {
             if died {
                 killed += 1;
                 let v = user_version(&m);
-                assert!((1..=3).contains(&v), "{v}");
+                assert!((1..=4).contains(&v), "{v}");
                 // Either side of the step, never half of it.
                 assert_eq!(has_table(&m, "scp_pages"), v < 3, "killed at point {at}");
                 let out = audit(&m).output().unwrap();
@@ -411,7 +411,7 @@ fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let out = on_mirror(&m, &["audit", "--offline", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert_eq!(user_version(&m), 4);
+    assert_eq!(user_version(&m), 5);
     integrity_ok(&m);
 
     let nope = "http://sample.example.org/rs/nope.xml";
@@ -458,6 +458,63 @@ fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
     assert_eq!(ls.lines().count() as i64, listed_before);
     let (log, _) = ok_on_mirror(&m, &["log"]);
     assert!(log.contains("source remove"), "{log}");
+}
+
+/// The checked-in mirror made at schema version 4 (`tests/fixtures/v4-mirror`: the sample
+/// source after a baseline and an incremental) is upgraded in place by its first writer
+/// (`sources.settings_json`, none for its source); every state stays, and the upgraded mirror
+/// remembers a filter given to its next baseline.
+#[test]
+fn a_version_4_mirror_is_upgraded_and_then_remembers_a_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v4-mirror"))
+        .arg(&m)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(user_version(&m), 4);
+    let before = current(&m);
+    assert_eq!(before.len(), 8);
+
+    // A reader says what to do; the first writer (an offline audit) upgrades.
+    let out = on_mirror(&m, &["status"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
+    let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
+    assert_eq!(user_version(&m), 5);
+    integrity_ok(&m);
+    assert_eq!(current(&m), before);
+    let (list, _) = ok_on_mirror(&m, &["source", "list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert!(doc["sources"][0].get("filter").is_none(), "{doc}");
+
+    // The sample again (its remembered --map folder is another machine's), with a filter:
+    // remembered, and nothing the mirror holds is lost to it.
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (_, _) = ok_on_mirror(
+        &m,
+        &[
+            "baseline",
+            "http://sample.example.org/",
+            "--map",
+            &map,
+            "--exclude",
+            "*.png",
+            "--delete",
+            "-q",
+        ],
+    );
+    assert_eq!(current(&m), before);
+    let (list, _) = ok_on_mirror(&m, &["source", "list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(
+        doc["sources"][0]["filter"],
+        serde_json::json!({ "exclude": ["*.png"] })
+    );
 }
 
 fn integrity_ok(m: &Path) {

@@ -1694,3 +1694,81 @@ fn inspect_lists_the_sections_and_collections() {
     assert!(!text.contains("plain sitemap"), "{text}");
     assert_eq!(site.srv.count("/s1.scp") + site.srv.count("/d2.scp"), 0);
 }
+
+/// `--include`/`--exclude` on SCP pages: a page left out is not applied, and a page the mirror
+/// holds that the filter leaves out is not gone from a newer snapshot (nor deleted).
+#[test]
+fn a_filter_leaves_pages_out_and_never_deletes_them() {
+    let mut site = Site::new();
+    let base = site.base();
+    let p = |n: &str| site.page(&format!("/blog/{n}"), "2025-12-01T00:00:00Z", n);
+    let (p1, p2, draft) = (p("1"), p("2"), p("draft-3"));
+    site.collection(
+        "s1.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T1,
+        &[p1.clone(), p2.clone(), draft.clone()],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let live = |dir: &Path| -> Vec<String> { current_pages(dir, &base).into_keys().collect() };
+
+    // Left out at once: two pages applied, one excluded.
+    let filtered = tempfile::tempdir().unwrap();
+    let mut cmd = baseline(&site.srv.url("/sitemap.xml"), filtered.path());
+    let s = run_json(cmd.args(["--exclude", "draft-*"]), 0);
+    assert_eq!(
+        (s["created"].as_u64(), s["excluded"].as_u64()),
+        (Some(2), Some(1)),
+        "{s}"
+    );
+    assert_eq!(live(filtered.path()), ["blog /blog/1", "blog /blog/2"]);
+
+    // Held, then left out: a newer snapshot without it does not make it gone.
+    let held = tempfile::tempdir().unwrap();
+    run_json(&mut baseline(&site.srv.url("/sitemap.xml"), held.path()), 0);
+    assert_eq!(live(held.path()).len(), 3);
+    site.collection(
+        "s2.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T2,
+        &[p1.clone(), p2.clone()],
+        Sum::Reference,
+    );
+    site.sitemap();
+    // A dry run plans it so.
+    let out = incremental(held.path())
+        .args(["--dry-run", "--exclude", "/blog/draft-*"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(!stdout_of(&out).contains("draft-3"), "{}", stdout_of(&out));
+    let s = run_json(
+        incremental(held.path()).args(["--exclude", "/blog/draft-*"]),
+        0,
+    );
+    assert_eq!(
+        (s["gone"].as_u64(), s["deleted"].as_u64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(live(held.path()).len(), 3, "the page left out stays");
+    // Without the filter (forgotten), the next newer snapshot finds it gone and deletes it.
+    site.collection(
+        "s3.scp",
+        Z::Plain,
+        "blog",
+        None,
+        T3,
+        &[p1, p2],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let s = run_json(incremental(held.path()).arg("--no-filter"), 0);
+    assert_eq!(s["deleted"], 1, "{s}");
+    assert_eq!(live(held.path()), ["blog /blog/1", "blog /blog/2"]);
+}

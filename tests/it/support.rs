@@ -10,7 +10,12 @@ use std::path::Path;
 /// The real binary, with a short timeout and quick retries so failures are fast.
 pub fn rsmirror() -> Command {
     let mut c = Command::cargo_bin("rsmirror").expect("binary built");
-    c.env_remove("RSMIRROR_DIR");
+    // Every option may come from an RSMIRROR_* variable: none of the caller's reaches a test.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("RSMIRROR_") {
+            c.env_remove(name);
+        }
+    }
     c.timeout(std::time::Duration::from_secs(120));
     c
 }

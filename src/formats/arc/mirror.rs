@@ -111,7 +111,7 @@ fn read_sitemap(
         ));
     }
     let unique = once_each(&fetched.url, pages, &mut snapshot.warnings);
-    let mut listing = Listing::create(dir)?;
+    let mut listing = Listing::create(dir, docs.filter)?;
     let document: std::sync::Arc<str> = collection.as_str().into();
     let mut taken = Vec::with_capacity(unique.len());
     for page in unique {
@@ -201,7 +201,8 @@ pub(crate) fn dry_run(
         Timestamp::now(),
     );
     let printed = read.and_then(|a| {
-        summary.listed += a.header.pages - a.planned.counts.listed.min(a.header.pages);
+        let c = &a.planned.counts;
+        summary.listed += a.header.pages - (c.listed + c.excluded).min(a.header.pages);
         summary
             .warnings
             .extend(a.planned.snapshot.warnings.iter().cloned());
@@ -240,7 +241,8 @@ pub(crate) fn baseline(
     let paced = paced_http(&s.source, crawl_delay, &mut warnings);
     ctx.summary.warnings.extend(warnings);
     // Pages skipped, refused or listed twice count as listed, as the sitemap lists them.
-    ctx.summary.listed += header.pages - planned.counts.listed.min(header.pages);
+    let c = &planned.counts;
+    ctx.summary.listed += header.pages - (c.listed + c.excluded).min(header.pages);
     let record = SitemapRecord {
         url: collection.clone(),
         site: header.site.to_string(),
@@ -702,6 +704,10 @@ pub(crate) fn plan_changes(
     let verbose = s.output.verbose > 0;
     for d in &c.deltas {
         let uri = d.page.url.as_str();
+        if !docs.filter.admits(uri) {
+            summary.excluded += 1;
+            continue;
+        }
         let current = states.get(uri);
         match disposal(d, current, c.since) {
             Some(Disposal::Fetch(())) => match current.filter(|c| !c.deleted) {
@@ -793,7 +799,7 @@ pub(crate) fn incremental(
     }
     let mut run = Changes::new(
         &mut writer,
-        &collection,
+        (&collection, ctx.docs.filter),
         Some(&states),
         ctx.staging,
         summary,

@@ -105,7 +105,7 @@ fn plan_all(
 ) -> Result<Vec<Planned>, Error> {
     let mut planned = Vec::new();
     for mut collection in collections {
-        let mut listing = Listing::create(inputs.staging)?;
+        let mut listing = Listing::create(inputs.staging, docs.filter)?;
         let (snapshot, dump) = match (inputs.via, dump_location(&mut collection)) {
             (Via::Dump, None) => {
                 return Err(SourceError::Unusable {
@@ -151,7 +151,7 @@ fn plan_all(
                     Some(why) if has_list => {
                         // What the dump listed goes: the list is read afresh.
                         drop(read);
-                        listing = Listing::create(inputs.staging)?;
+                        listing = Listing::create(inputs.staging, docs.filter)?;
                         let mut snapshot = resource_list(docs, &mut collection, &mut listing)?;
                         snapshot.warnings.push(format!(
                             "{dump_url}: the Resource Dump cannot be used ({why}); the resources \

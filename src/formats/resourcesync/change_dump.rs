@@ -167,7 +167,7 @@ pub(crate) fn apply(
     // whole for a dump of a few changes).
     let changes = Changes::new(
         &mut writer,
-        collection,
+        (collection, docs.filter),
         None,
         ctx.staging,
         &mut *ctx.summary,

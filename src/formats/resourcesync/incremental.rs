@@ -108,7 +108,7 @@ pub(crate) fn plan(
 ) -> Result<bool, Error> {
     let Collected { pending, dumps } = collect_all(docs, catalog, s, collections)?;
     let states = catalog.current_states_of(named(&pending))?;
-    print_plan(&pending, &states, summary);
+    print_plan(&pending, (&states, docs.filter), summary);
     for d in dumps {
         change_dump::plan(docs, catalog, &d.collection, &d.url, d.since, summary)?;
     }
@@ -236,13 +236,21 @@ fn coalesce(events: &[Event]) -> Vec<usize> {
         .collect()
 }
 
-fn print_plan(pending: &[Pending], states: &HashMap<String, CurrentState>, summary: &mut Summary) {
+fn print_plan(
+    pending: &[Pending],
+    (states, filter): (&HashMap<String, CurrentState>, &crate::model::Filter),
+    summary: &mut Summary,
+) {
     for p in pending {
         for t in &p.changes.trail {
             say!("{t}");
         }
         for &i in &p.apply {
             let e = &p.changes.events[i];
+            if !filter.admits(e.uri.as_str()) {
+                summary.excluded += 1;
+                continue;
+            }
             let when = e
                 .time
                 .map(|t| t.to_string())
@@ -350,7 +358,7 @@ fn apply_collection(
     let plan = disposals(&p, states, summary);
     let mut run = Changes::new(
         writer,
-        &p.collection,
+        (&p.collection, &s.source.filter),
         Some(states),
         staging,
         summary,

@@ -576,11 +576,13 @@ mod tests {
             http: &http,
             options: Default::default(),
             allow_hosts: &[],
+            filter: &Default::default(),
         };
         let url = Url::parse(top).unwrap();
         let open = || docs.fetch(&url, &docs.scope_for(&url)).unwrap();
         let scratch = tempfile::tempdir().unwrap();
-        let mut listing = crate::engine::listing::Listing::create(scratch.path()).unwrap();
+        let mut listing =
+            crate::engine::listing::Listing::create(scratch.path(), &Default::default()).unwrap();
         let snap = snapshot::read(&docs, open(), &mut listing).unwrap();
         let mut listed = Vec::new();
         let mut refused = Vec::new();

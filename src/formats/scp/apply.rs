@@ -196,6 +196,9 @@ pub struct Applying<'a> {
     /// Where page URLs may point (the sitemap's host, `--allow-host`): a page elsewhere is
     /// refused, as a Sitemap entry outside its scope is.
     pub scope: &'a crate::net::Scope,
+    /// The pages the mirror takes (`--include`/`--exclude`): one it leaves out is not applied,
+    /// and one of the mirror's it leaves out is never gone.
+    pub filter: &'a crate::model::Filter,
 }
 
 /// What applying a collection did.
@@ -221,6 +224,8 @@ pub struct Applied {
     pub refused: Vec<(String, String)>,
     /// How many there were.
     pub refused_count: u64,
+    /// Pages the filter left out.
+    pub excluded: u64,
 }
 
 /// Why a collection was not applied.
@@ -335,6 +340,7 @@ fn apply_inner(
                 delete_refused: n.delete_refused,
                 refused: std::mem::take(&mut n.refused),
                 refused_count: n.refused_count,
+                excluded: n.excluded,
             })
         })();
         if result.is_err() {
@@ -537,6 +543,10 @@ impl PageWriter<'_, '_, '_> {
             n.refused_count += 1;
             return Ok(());
         }
+        if !self.a.filter.admits(page.url.as_str()) {
+            n.excluded += 1;
+            return Ok(());
+        }
         let sha = Sha256::digest(page.json.as_bytes());
         let sha_short: Short = sha[..16].try_into().expect("16 bytes");
         let url = page.url.as_str();
@@ -641,14 +651,21 @@ impl PageWriter<'_, '_, '_> {
     /// collection listed after it; tombstoned or only reported, by the [`GonePolicy`].
     fn gone(&mut self, n: &mut Counts) -> Result<(), StoreError> {
         let listed_generated = self.a.entry.generated;
-        let mut gone: Vec<(Key, i64, bool)> = self
-            .pages
-            .map
-            .iter()
-            .filter(|(_, l)| gone_from_snapshot(l.modified, l.seen, l.brought_by, listed_generated))
-            .map(|(k, l)| (*k, l.resource_id, l.qualified))
-            .collect();
-        gone.sort_by_key(|(_, id, _)| *id);
+        let mut gone = Vec::new();
+        for (k, l) in &self.pages.map {
+            if gone_from_snapshot(l.modified, l.seen, l.brought_by, listed_generated) {
+                let uri = self.tx.resource_uri(l.resource_id)?;
+                // A page the filter leaves out is not judged: never gone.
+                if self
+                    .a
+                    .filter
+                    .admits(scp_catalog::page_url(&uri, &self.pages.section))
+                {
+                    gone.push((*k, l.resource_id, l.qualified, uri));
+                }
+            }
+        }
+        gone.sort_by_key(|(_, id, ..)| *id);
         let tombstone = match self.a.gone {
             GonePolicy::Report => false,
             GonePolicy::Tombstone { max: Some(max) } if gone.len() as u64 > max => {
@@ -657,11 +674,10 @@ impl PageWriter<'_, '_, '_> {
             }
             GonePolicy::Tombstone { .. } => true,
         };
-        for (k, resource_id, qualified) in &gone {
-            let uri = self.tx.resource_uri(*resource_id)?;
+        for (k, resource_id, qualified, uri) in gone {
             if tombstone {
                 let version_id = self.tx.insert_page_version(
-                    *resource_id,
+                    resource_id,
                     &NewPageVersion {
                         run_id: self.a.run_id,
                         collection_row: self.row,
@@ -677,13 +693,13 @@ impl PageWriter<'_, '_, '_> {
                 let url = scp_catalog::page_url(&uri, &self.pages.section).to_string();
                 self.event(
                     &url,
-                    *qualified,
+                    qualified,
                     Change::Deleted,
                     Some(listed_generated),
                     version_id,
                 )?;
                 n.deleted += 1;
-                if let Some(l) = self.pages.map.get_mut(k) {
+                if let Some(l) = self.pages.map.get_mut(&k) {
                     l.modified = None;
                     l.json = None;
                     l.brought_by = Some(listed_generated);
@@ -703,6 +719,7 @@ const REFUSED_NAMED: usize = 100;
 #[derive(Default)]
 struct Counts {
     refused_count: u64,
+    excluded: u64,
     created: u64,
     updated: u64,
     unchanged: u64,

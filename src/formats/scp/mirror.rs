@@ -438,6 +438,7 @@ fn take(
             staging: ctx.staging,
             events: run.events,
             scope,
+            filter: ctx.docs.filter,
         },
         ctx.progress,
     );
@@ -493,6 +494,7 @@ fn record(
     summary.deleted += a.deleted;
     summary.gone += a.gone.len() as u64;
     summary.refused += a.refused_count;
+    summary.excluded += a.excluded;
     for w in &sum.warnings {
         summary.warnings.push(format!("{url}: {w}"));
     }
@@ -724,7 +726,7 @@ pub(crate) fn dry_run(
             "gone from the source"
         };
         plan_collection(
-            docs.http,
+            docs,
             &scope,
             entry,
             &mut pages,
@@ -783,7 +785,7 @@ pub(crate) fn plan_changes(
                 .is_none_or(|g| snap.generated > g)
             {
                 if !plan_collection(
-                    docs.http,
+                    docs,
                     &scope,
                     snap,
                     &mut pages,
@@ -811,7 +813,7 @@ pub(crate) fn plan_changes(
             {
                 continue;
             }
-            if !plan_collection(docs.http, &scope, delta, &mut pages, None, verbose, summary) {
+            if !plan_collection(docs, &scope, delta, &mut pages, None, verbose, summary) {
                 // Later deltas wait for this one, as in a run.
                 break;
             }
@@ -826,7 +828,7 @@ pub(crate) fn plan_changes(
 /// the collection could not be read (named with `!`, counted as failed; nothing of it
 /// counts).
 fn plan_collection(
-    http: &crate::net::Http,
+    docs: &crate::engine::documents::Documents<'_>,
     scope: &Scope,
     entry: &CollectionEntry,
     pages: &mut Planned,
@@ -837,7 +839,7 @@ fn plan_collection(
     for (_, seen) in pages.values_mut() {
         *seen = false;
     }
-    let lines = match read_and_decide(http, scope, entry, pages) {
+    let lines = match read_and_decide(docs, scope, entry, pages) {
         Ok((lines, listed)) => {
             summary.listed += listed;
             lines
@@ -850,6 +852,11 @@ fn plan_collection(
     };
     for (mark, line) in lines {
         match mark {
+            // Left out by --include/--exclude: not applied, not printed.
+            'x' => {
+                summary.excluded += 1;
+                continue;
+            }
             '+' => summary.created += 1,
             '*' => summary.updated += 1,
             _ => summary.unchanged += 1,
@@ -863,13 +870,14 @@ fn plan_collection(
     };
     let mut gone_pages: Vec<String> = pages
         .iter()
-        .filter(|(_, (p, seen))| {
-            scp_apply::gone_from_snapshot(
-                p.modified,
-                *seen,
-                p.brought_by_generated,
-                entry.generated,
-            )
+        .filter(|(url, (p, seen))| {
+            docs.filter.admits(url)
+                && scp_apply::gone_from_snapshot(
+                    p.modified,
+                    *seen,
+                    p.brought_by_generated,
+                    entry.generated,
+                )
         })
         .map(|(url, _)| url.clone())
         .collect();
@@ -890,20 +898,24 @@ fn plan_collection(
 /// updated as applying it would); `Err`: why it could not be read (nothing of it counts then,
 /// and `pages` are as they were).
 fn read_and_decide(
-    http: &crate::net::Http,
+    docs: &crate::engine::documents::Documents<'_>,
     scope: &Scope,
     entry: &CollectionEntry,
     pages: &mut Planned,
 ) -> Result<(Vec<(char, String)>, u64), String> {
     use sha2::{Digest as _, Sha256};
     let reject = |e: crate::formats::scp::read::ScpError| format!("rejected: {e}");
-    let mut reader = scp_fetch::stream(http, &entry.url, scope, &Limits::default())?;
+    let mut reader = scp_fetch::stream(docs.http, &entry.url, scope, &Limits::default())?;
     let mut lines = std::collections::BTreeMap::new();
     let mut after: Vec<(String, scp_catalog::PageState)> = Vec::new();
     while let Some(page) = reader.next_page().map_err(reject)? {
         let digest = Sha256::digest(page.json.as_bytes());
         let json: scp_apply::Short = digest[..16].try_into().expect("16 bytes");
         let url = page.url.to_string();
+        if !docs.filter.admits(&url) {
+            lines.insert(url.clone(), ('x', url));
+            continue;
+        }
         let local = pages.get_mut(&url).map(|(p, seen)| {
             *seen = true;
             (
