@@ -55,7 +55,7 @@ impl Cli {
 /// value from the environment. Not mapped: the arguments without a name (a source, a URL),
 /// `--help`, `--version`, and what picks one item for one invocation (`cat --version ID`,
 /// `log --run ID`), which a variable left set would silently apply to every later command.
-pub fn with_environment(cmd: clap::Command) -> clap::Command {
+fn with_environment(cmd: clap::Command) -> clap::Command {
     let cmd = cmd.mut_args(|arg| {
         let Some(long) = arg.get_long() else {
             return arg;
@@ -121,7 +121,7 @@ fn switch(name: String) -> impl Fn(&str) -> Result<bool, String> + Clone + Send 
 
 /// The environment variable of the option `--LONG`: `RSMIRROR_` and its name in capitals,
 /// hyphens as underscores.
-pub fn environment_name(long: &str) -> String {
+fn environment_name(long: &str) -> String {
     format!("RSMIRROR_{}", long.to_ascii_uppercase().replace('-', "_"))
 }
 
@@ -574,7 +574,7 @@ fn parse_wait(v: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct SourceArgs {
-    /// Also accept resources on HOST (and its subdomains); repeatable.
+    /// Also accept resources on HOST (and its subdomains); repeatable. Kept with the source.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
     /// Read URLs under URL_PREFIX from the local folder DIR instead of the network; repeatable.
@@ -604,16 +604,17 @@ pub struct SourceArgs {
     /// Read datetimes without a zone (not W3C, but published by some sources) as UTC.
     #[arg(long)]
     pub assume_utc: bool,
-    /// Connect and read timeout, in seconds.
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub timeout: f64,
+    /// Connect and read timeout, in seconds (default 30). Kept with the source.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
     /// Attempts per request on connection errors, 429, 503 and other 5xx.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub tries: u32,
     /// Longest Retry-After honoured, in seconds.
     #[arg(long, default_value_t = 120.0, value_name = "SECS")]
     pub max_retry_after: f64,
-    /// Wait at least this long between requests to one host, in seconds (politeness).
+    /// Wait at least this long between requests to one host, in seconds (politeness). Kept
+    /// with the source.
     #[arg(long, value_name = "SECS")]
     pub delay: Option<f64>,
     /// The User-Agent header.
@@ -623,6 +624,7 @@ pub struct SourceArgs {
     /// source's own host (no redirect elsewhere gets it), never recorded. Keep secrets out of
     /// `ps` and the run record: `NAME: @FILE` reads the value from a file, `NAME: $VAR` from
     /// the environment. Without it, a `~/.netrc` (or `$NETRC`) entry for the host is used.
+    /// Kept with the source in its `@FILE` and `$VAR` forms only (read again by each run).
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// Largest document (list, index, Capability List...) read, in bytes once decompressed;
@@ -653,6 +655,12 @@ pub struct SourceArgs {
     /// system, at most 1G. K, M, G suffixes as above; 0 to fill the disk.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub min_free: Option<u64>,
+    /// Receive at most RATE bytes a second in all (rclone's --bwlimit), so that a run does not
+    /// saturate a link: each transfer in flight has an even share of it (RATE / --jobs), a
+    /// document the whole; libcurl holds each transfer's average under its share. K, M, G
+    /// suffixes as above (10M: 10 MiB a second); 0 for no limit.
+    #[arg(long, value_name = "RATE", value_parser = parse_bytes)]
+    pub bwlimit: Option<u64>,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
     /// source whose certificate a private CA signed (documents and resources alike). Proxies:
     /// curl's http_proxy, https_proxy, all_proxy and no_proxy variables, for both.
@@ -717,10 +725,10 @@ pub struct BaselineArgs {
     /// Print the plan and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Transfers in flight at once (plain-http sources: on a thread per core, several
-    /// connections each).
-    #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
-    pub jobs: usize,
+    /// Transfers in flight at once (default 8; plain-http sources: on a thread per core,
+    /// several connections each). Kept with the source.
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub source_args: SourceArgs,
     #[command(flatten)]
@@ -753,10 +761,10 @@ pub struct IncrementalArgs {
     /// Print the changes that would be applied and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Transfers in flight at once (plain-http sources: on a thread per core, several
-    /// connections each).
-    #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
-    pub jobs: usize,
+    /// Transfers in flight at once (default 8; plain-http sources: on a thread per core,
+    /// several connections each). Kept with the source.
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// When the change history has a gap (the Change Lists no longer reach back to the sync
     /// point) or a collection has no sync point (its first baseline did not finish): stop
     /// (exit 4, or 2 without a sync point; nothing applied), or rebaseline: re-read the
@@ -825,8 +833,10 @@ pub struct FeedArgs {
     /// its site. Needed when the mirror follows several (they are listed then).
     #[arg(long, value_name = "URL")]
     pub collection: Option<String>,
-    /// Only entries updated after this W3C datetime.
-    #[arg(long, value_name = "DATETIME")]
+    /// Only the entries of the runs after WHEN, by the mirror's clock as every WHEN (run:N,
+    /// run:-1, an RFC 3339 time, a local time, a date, 2 days ago): `--since run:41` gives
+    /// what runs 42 and later applied.
+    #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
     /// Write the feed to FILE (replaced whole) instead of stdout.
     #[arg(long, value_name = "FILE")]
@@ -860,6 +870,7 @@ impl SourceArgs {
             no_filter: self.no_filter,
             assume_utc: self.assume_utc,
             timeout: self.timeout,
+            jobs: None,
             tries: self.tries,
             max_retry_after: self.max_retry_after,
             delay: self.delay,
@@ -870,6 +881,7 @@ impl SourceArgs {
             min_rate: self.min_rate,
             max_time: self.max_time,
             max_duration: self.max_duration,
+            bwlimit: self.bwlimit,
             min_free: self.min_free,
             ca_file: self.ca_file.clone(),
         };
@@ -881,7 +893,10 @@ impl BaselineArgs {
     pub(crate) fn settings(&self) -> Result<settings::Baseline, UsageError> {
         settings::Baseline {
             mirror: self.mirror.mirror.clone(),
-            source: self.source_args.settings(&self.source)?,
+            source: self
+                .source_args
+                .settings(&self.source)?
+                .with_jobs(self.jobs),
             capability_list: self.capability_list.clone(),
             section: self.section.clone(),
             via: self.via,
@@ -890,7 +905,7 @@ impl BaselineArgs {
             force_delete: self.force_delete,
             init_here: self.init_here,
             dry_run: self.dry_run,
-            jobs: self.jobs,
+            jobs: self.jobs.unwrap_or(settings::DEFAULT_JOBS),
             output: self.output.settings(),
             crossing_gap: None,
         }
@@ -905,10 +920,11 @@ impl IncrementalArgs {
             from: settings::time_option("from", self.from.as_deref())?,
             source: self
                 .source_args
-                .settings(self.source.as_deref().unwrap_or(""))?,
+                .settings(self.source.as_deref().unwrap_or(""))?
+                .with_jobs(self.jobs),
             source_given: self.source.is_some(),
             dry_run: self.dry_run,
-            jobs: self.jobs,
+            jobs: self.jobs.unwrap_or(settings::DEFAULT_JOBS),
             on_gap: self.on_gap,
             output: self.output.settings(),
         }
@@ -948,7 +964,12 @@ impl FeedArgs {
         Ok(settings::Feed {
             mirror: self.mirror.mirror.clone(),
             collection: self.collection.clone(),
-            since: settings::time_option("since", self.since.as_deref())?,
+            since: self
+                .since
+                .as_deref()
+                .map(crate::access::When::parse)
+                .transpose()
+                .map_err(|e| UsageError(format!("--since: {}", e.0)))?,
             output: self.output.clone(),
             format: self.format,
         })

@@ -36,6 +36,16 @@ pub struct SourceSettings {
     pub filter: crate::model::Filter,
     /// Whether those were given, forgotten (`--no-filter`), or left to the remembered ones.
     pub filters: MapChoice,
+    /// The options given (command line or environment) that a source keeps (`model::Kept`):
+    /// what a writing run records ([`SourceSettings::record_kept`]); the filter aside.
+    pub given: crate::model::Kept,
+    /// Whether any `--header` was given (a value itself is never kept, but it still wins).
+    pub headers_given: bool,
+    /// `--jobs`, given or kept (`None`: the command's default).
+    pub jobs: Option<usize>,
+    /// What [`SourceSettings::with_kept`] took from the source's kept options (as options,
+    /// for `-v`); empty when nothing.
+    pub from_kept: String,
 }
 
 /// Rules given, forgotten (`--no-map`, `--no-filter`), or neither (the remembered rules
@@ -47,6 +57,12 @@ pub enum MapChoice {
     Remembered,
 }
 
+/// `--timeout` when neither given nor kept, in seconds.
+pub const DEFAULT_TIMEOUT: f64 = 30.0;
+
+/// `--jobs` of baseline and incremental when neither given nor kept.
+pub const DEFAULT_JOBS: usize = 8;
+
 /// The source options as given, before they are checked.
 #[derive(Debug, Clone, Default)]
 pub struct SourceOptions {
@@ -57,7 +73,10 @@ pub struct SourceOptions {
     pub exclude: Vec<String>,
     pub no_filter: bool,
     pub assume_utc: bool,
-    pub timeout: f64,
+    /// None: not given (kept, else 30 s).
+    pub timeout: Option<f64>,
+    /// `--jobs` of the commands that fetch (baseline, incremental); None: not given.
+    pub jobs: Option<usize>,
     pub tries: u32,
     pub max_retry_after: f64,
     pub delay: Option<f64>,
@@ -70,6 +89,8 @@ pub struct SourceOptions {
     pub min_free: Option<u64>,
     pub ca_file: Option<PathBuf>,
     pub max_duration: Option<Duration>,
+    /// `--bwlimit` in bytes a second (0: none).
+    pub bwlimit: Option<u64>,
 }
 
 impl SourceSettings {
@@ -145,7 +166,7 @@ impl SourceSettings {
             },
             max_document_bytes: a.max_document_size,
             http: HttpConfig {
-                timeout: secs("timeout", a.timeout)?,
+                timeout: secs("timeout", a.timeout.unwrap_or(DEFAULT_TIMEOUT))?,
                 tries: a.tries,
                 max_retry_after: secs("max-retry-after", a.max_retry_after)?,
                 backoff: Duration::from_millis(500),
@@ -174,6 +195,7 @@ impl SourceSettings {
                     }
                 },
                 max_duration: a.max_duration,
+                bwlimit: a.bwlimit.filter(|r| *r > 0),
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given
@@ -194,6 +216,24 @@ impl SourceSettings {
             } else {
                 MapChoice::Remembered
             },
+            given: crate::model::Kept {
+                filter: Default::default(),
+                delay: a.delay,
+                timeout: a.timeout,
+                jobs: a.jobs,
+                allow_host: a
+                    .allow_host
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+                header: (a.headers.iter())
+                    .filter(|h| crate::model::kept::keepable_header(h))
+                    .cloned()
+                    .collect(),
+            },
+            headers_given: !a.headers.is_empty(),
+            jobs: a.jobs,
+            from_kept: String::new(),
         })
     }
 }
@@ -356,42 +396,94 @@ impl SourceSettings {
         }
     }
 
-    /// These settings with the `--include`/`--exclude` rules remembered with the source at
-    /// `source_url` in the mirror's catalog, when the command line gave neither those nor
-    /// `--no-filter`.
-    pub(crate) fn with_remembered_filter(
+    /// These settings with what the source at `source_url` keeps in the mirror's catalog
+    /// (`model::Kept`) for each option neither the command line nor the environment gave:
+    /// its filter (unless `--no-filter`), `--delay`, `--timeout`, `--jobs`, `--allow-host`
+    /// and `--header` (its files and variables read now, for this source's host).
+    pub(crate) fn with_kept(
         &self,
         mirror: &Path,
         source_url: &str,
     ) -> Result<SourceSettings, crate::error::Error> {
-        let mut s = self.clone();
-        if self.filters != MapChoice::Remembered {
-            return Ok(s);
-        }
-        let Some(rules) = crate::store::history::remembered_rules(mirror, source_url) else {
-            return Ok(s);
+        let Some(kept) = crate::store::history::remembered_kept(mirror, source_url) else {
+            return Ok(self.clone());
         };
-        s.filter = crate::model::Filter::new(rules).map_err(|e| {
+        self.with(&kept, source_url)
+    }
+
+    /// These settings with `--jobs` given (`None`: not given) to a command that fetches.
+    pub(crate) fn with_jobs(mut self, jobs: Option<usize>) -> SourceSettings {
+        self.given.jobs = jobs;
+        self.jobs = jobs;
+        self
+    }
+
+    /// [`SourceSettings::with_kept`] of what the catalog says `source_url` keeps.
+    pub(crate) fn with(
+        &self,
+        kept: &crate::model::Kept,
+        source_url: &str,
+    ) -> Result<SourceSettings, crate::error::Error> {
+        let mut s = self.clone();
+        let bad = |what: String| {
             UsageError(format!(
-                "the mirror remembers a filter for {source_url} that is not one: {e}; give \
-                 --include/--exclude again, or --no-filter"
+                "the mirror keeps {what} with {source_url}: give the option again to replace it"
             ))
-        })?;
+        };
+        if self.filters == MapChoice::Remembered {
+            s.filter = crate::model::Filter::new(kept.filter.clone())
+                .map_err(|e| bad(format!("a filter that is not one ({e})")))?;
+        }
+        let g = &self.given;
+        let used = crate::model::Kept {
+            filter: Default::default(),
+            delay: kept.delay.filter(|_| g.delay.is_none()),
+            timeout: kept.timeout.filter(|_| g.timeout.is_none()),
+            jobs: kept.jobs.filter(|_| g.jobs.is_none()),
+            allow_host: match g.allow_host.is_empty() {
+                true => kept.allow_host.clone(),
+                false => Vec::new(),
+            },
+            header: match self.headers_given {
+                false => kept.header.clone(),
+                true => Vec::new(),
+            },
+        };
+        if let Some(d) = used.delay {
+            s.delay =
+                Some(Duration::try_from_secs_f64(d).map_err(|_| bad(format!("--delay {d}")))?);
+        }
+        if let Some(t) = used.timeout {
+            s.http.timeout =
+                Duration::try_from_secs_f64(t).map_err(|_| bad(format!("--timeout {t}")))?;
+        }
+        s.jobs = s.jobs.or(used.jobs);
+        if !used.allow_host.is_empty() {
+            s.allow_hosts = used.allow_host.clone();
+        }
+        if !used.header.is_empty() {
+            s.http.credentials = credentials(source_url, &used.header)
+                .map_err(|e| bad(format!("--header ({})", e.0)))?;
+        }
+        s.from_kept = used.options();
         Ok(s)
     }
 
-    /// Remember (`--include`/`--exclude`) or forget (`--no-filter`) the filter with the source
-    /// of a writing run.
-    pub(crate) fn record_filter(
+    /// Keep with the source of a writing run what it was given (each option given replaces
+    /// the one kept), its filter given or forgotten (`--no-filter`).
+    pub(crate) fn record_kept(
         &self,
         catalog: &crate::store::Catalog,
-        source_id: i64,
+        (source_id, source_url): (i64, &str),
     ) -> Result<(), crate::store::StoreError> {
-        match self.filters {
-            MapChoice::Given => catalog.remember_rules(source_id, Some(&self.filter.rules())),
-            MapChoice::Forget => catalog.remember_rules(source_id, None),
-            MapChoice::Remembered => Ok(()),
-        }
+        let before = catalog.source_kept(source_url)?.unwrap_or_default();
+        let mut now = before.updated_by(&self.given);
+        now.filter = match self.filters {
+            MapChoice::Given => self.filter.rules(),
+            MapChoice::Forget => Default::default(),
+            MapChoice::Remembered => before.filter,
+        };
+        catalog.remember_kept(source_id, &now)
     }
 
     /// How the readers read this source's documents.
@@ -590,7 +682,8 @@ impl Audit {
 pub struct Feed {
     pub mirror: PathBuf,
     pub collection: Option<String>,
-    pub since: Option<jiff::Timestamp>,
+    /// `--since WHEN`: the runs after that point.
+    pub since: Option<crate::access::When>,
     pub output: Option<PathBuf>,
     pub format: FeedFormat,
 }

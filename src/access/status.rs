@@ -74,9 +74,12 @@ pub(crate) struct Source {
     added_at: String,
     /// No longer followed since then (`rsmirror source remove`): no hints about it.
     removed_at: Option<String>,
-    /// Its own settings, remembered with it (`--include`/`--exclude`).
+    /// Its `--include`/`--exclude` rules, kept with it.
     #[serde(skip_serializing_if = "crate::model::Rules::is_empty")]
     filter: crate::model::Rules,
+    /// The other options it keeps (`--delay`, `--timeout`, `--jobs`, `--allow-host`, `--header`).
+    #[serde(skip_serializing_if = "crate::model::Kept::is_empty")]
+    settings: crate::model::Kept,
     collections: Vec<Collection>,
     /// The last run of each command for this source.
     last_runs: BTreeMap<String, RunBrief>,
@@ -253,7 +256,11 @@ fn sources(
             kind: r.kind,
             added_at: r.added_at,
             removed_at: r.removed_at,
-            filter: r.rules,
+            filter: r.kept.filter.clone(),
+            settings: crate::model::Kept {
+                filter: Default::default(),
+                ..r.kept
+            },
             collections: by_source.remove(&Some(r.id)).unwrap_or_default(),
             last_runs: last.remove(&Some(r.id)).unwrap_or_default(),
         });
@@ -267,6 +274,7 @@ fn sources(
             added_at: String::new(),
             removed_at: None,
             filter: Default::default(),
+            settings: Default::default(),
             collections: orphans,
             last_runs: BTreeMap::new(),
         });
@@ -537,6 +545,9 @@ fn source_text(s: &Source, l: &mut Vec<String>) {
     }
     if !s.filter.is_empty() {
         l.push(format!("  filter {}", s.filter.as_options()));
+    }
+    if !s.settings.is_empty() {
+        l.push(format!("  settings {}", s.settings.options()));
     }
     for c in &s.collections {
         l.push(format!("  collection {}", c.name));

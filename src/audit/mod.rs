@@ -81,6 +81,19 @@ pub(crate) fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
             .collect(),
         _ => Vec::new(),
     };
+    // The first source's own options (its filter, delay, timeout, hosts, headers), where the
+    // command line gave none.
+    let s = &match &source {
+        Some(src) => {
+            let url = discover::source_url(src)?.to_string();
+            let kept = catalog.source_kept(&url)?.unwrap_or_default();
+            settings::Audit {
+                source: s.source.with(&kept, &url)?,
+                ..s.clone()
+            }
+        }
+        None => s.clone(),
+    };
     let s = &settings::Audit {
         source_filters: source_filters(s, &catalog, source.as_deref(), &also)?,
         ..s.clone()
@@ -986,8 +999,8 @@ impl InListOrder {
     }
 }
 
-/// Each source compared, with the resources the mirror takes of it: the filter given on the
-/// command line for the first (or `--no-filter`), else the rules remembered with each.
+/// Each source compared, with the resources the mirror takes of it: the first's as its
+/// settings have it (given, `--no-filter`, or kept), the others' as they keep them.
 fn source_filters(
     s: &settings::Audit,
     catalog: &Catalog,
@@ -1001,12 +1014,10 @@ fn source_filters(
         .enumerate()
     {
         let url = discover::source_url(src)?.to_string();
-        let filter = match (i, s.source.filters) {
-            (0, settings::MapChoice::Given | settings::MapChoice::Forget) => {
-                s.source.filter.clone()
-            }
+        let filter = match i {
+            0 => s.source.filter.clone(),
             _ => {
-                let rules = catalog.source_rules(&url)?.unwrap_or_default();
+                let rules = catalog.source_kept(&url)?.unwrap_or_default().filter;
                 crate::model::Filter::new(rules).map_err(UsageError)?
             }
         };

@@ -24,11 +24,16 @@ pub(crate) fn run(
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
     let source_url = discover::source_url(&s.source.source)?.to_string();
+    let source = s
+        .source
+        .with_remembered_maps(&s.mirror)?
+        .with_kept(&s.mirror, &source_url)?;
+    if s.output.verbose > 0 && !source.from_kept.is_empty() {
+        progress.println(&format!("kept with {source_url}: {}", source.from_kept));
+    }
     let s = &settings::Baseline {
-        source: s
-            .source
-            .with_remembered_maps(&s.mirror)?
-            .with_remembered_filter(&s.mirror, &source_url)?,
+        jobs: source.jobs.unwrap_or(s.jobs),
+        source,
         ..s.clone()
     };
     let http = s.source.http();
@@ -77,7 +82,7 @@ pub(crate) fn run(
     let source_id = m.catalog.source_id(&source_url)?;
     m.catalog.follow_again(source_id)?;
     s.source.record_maps(&m.catalog, source_id)?;
-    s.source.record_filter(&m.catalog, source_id)?;
+    s.source.record_kept(&m.catalog, (source_id, &source_url))?;
     let run_id = m
         .catalog
         .begin_run("baseline", Some(source_id), arguments)?;

@@ -75,12 +75,22 @@ pub struct Feed {
 
 /// Write the feed `s` asks for.
 pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
-    let catalog = Catalog::open_read_only(&s.mirror)?.ok_or_else(|| StoreError::Missing {
-        path: s.mirror.display().to_string(),
-    })?;
-    let all = collections(&catalog)?;
+    if !Catalog::present(&s.mirror)? {
+        return Err(StoreError::Missing {
+            path: s.mirror.display().to_string(),
+        }
+        .into());
+    }
+    let reader = crate::access::Reader::open(&s.mirror)?;
+    // The runs after WHEN's point (the mirror's clock, as every WHEN reads it).
+    let after = match &s.since {
+        None => None,
+        Some(when) => Some(reader.point(Some(when))?.run.unwrap_or(i64::MAX)),
+    };
+    let catalog = reader.catalog();
+    let all = collections(catalog)?;
     let chosen = choose(&all, s.collection.as_deref())?;
-    let feed = build(&catalog, chosen, s.since)?;
+    let feed = build(catalog, chosen, after)?;
     let text = match s.format {
         FeedFormat::Atom => atom(&feed),
         FeedFormat::Json => json_feed(&feed),
@@ -163,11 +173,12 @@ fn normalise(s: &str) -> String {
     }
 }
 
-/// Build the feed of `c` from the catalog: entries updated after `since`, if given.
+/// Build the feed of `c` from the catalog: the entries of the runs after run `after`, if given
+/// (a change reported by an earlier run is not reported again).
 pub(crate) fn build(
     catalog: &Catalog,
     c: &FeedCollection,
-    since: Option<Timestamp>,
+    after: Option<i64>,
 ) -> Result<Feed, StoreError> {
     let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
     change_history::each_applied_change(catalog, &c.collection, |a: AppliedChange| {
@@ -183,21 +194,21 @@ pub(crate) fn build(
     })?;
     let mut reported: HashSet<(String, ChangeKind, Timestamp)> = HashSet::new();
     let mut entries = Vec::new();
-    for (_, mut changes) in runs {
+    for (run, mut changes) in runs {
         changes.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.uri.cmp(&b.uri)));
         changes.retain(|ch| reported.insert((ch.uri.clone(), ch.change, ch.time)));
         let (Some(first), Some(last)) = (changes.first(), changes.last()) else {
             continue;
         };
+        if after.is_some_and(|after| run <= after) {
+            continue;
+        }
         entries.push(Entry {
             id: entry_id(&c.collection, &changes),
             updated: last.time,
             published: first.time,
             changes,
         });
-    }
-    if let Some(t) = since {
-        entries.retain(|e| e.updated > t);
     }
     entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
     let updated = match entries.first() {
@@ -662,10 +673,11 @@ mod tests {
         assert_eq!(first.published.to_string(), "2026-03-01T01:00:00Z");
         assert!(first.id.starts_with("urn:uuid:"));
         assert_eq!(&first.id[23..24], "8", "version 8: {}", first.id);
-        // --since keeps whole entries.
-        let since = "2026-03-01T03:00:00Z".parse().unwrap();
-        let later = build(&c, &all[0], Some(since)).unwrap();
+        // --since keeps the entries of the runs after it, whole.
+        let later = build(&c, &all[0], Some(1)).unwrap();
         assert_eq!(later.entries, f.entries[..1]);
+        assert!(build(&c, &all[0], Some(3)).unwrap().entries.is_empty());
+        assert_eq!(build(&c, &all[0], Some(0)).unwrap().entries, f.entries);
     }
 
     #[test]

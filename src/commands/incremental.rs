@@ -212,7 +212,8 @@ fn run_source(
     let source_url = discover::source_url(&source)?;
     let source_id = m.catalog.source_id(source_url.as_str())?;
     s.source.record_maps(&m.catalog, source_id)?;
-    s.source.record_filter(&m.catalog, source_id)?;
+    s.source
+        .record_kept(&m.catalog, (source_id, source_url.as_str()))?;
     let run_id = m
         .catalog
         .begin_run("incremental", Some(source_id), arguments)?;
@@ -302,8 +303,13 @@ fn with_remembered_filter(s: &settings::Incremental) -> Result<settings::Increme
         return Ok(s.clone());
     };
     let url = discover::source_url(&source)?.to_string();
+    let source = s.source.with_kept(&s.mirror, &url)?;
+    if s.output.verbose > 0 && !source.from_kept.is_empty() {
+        say!("kept with {url}: {}", source.from_kept);
+    }
     Ok(settings::Incremental {
-        source: s.source.with_remembered_filter(&s.mirror, &url)?,
+        jobs: source.jobs.unwrap_or(s.jobs),
+        source,
         ..s.clone()
     })
 }

@@ -423,7 +423,8 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
                 true => crate::store::remembered_maps(mirror)?,
                 false => Vec::new(),
             };
-            s.with_maps(remembered)
+            // The source's own options (headers, timeout, delay, hosts) where none is given.
+            s.with_maps(remembered)?.with_kept(mirror, &source)
         }) {
         Ok(s) => s,
         Err(e) => return fail(&e),

@@ -228,6 +228,7 @@ pub(crate) fn transfer<E>(
                 };
                 let mut out = Handover::new(res_tx);
                 let mut transfers = Transfers::new(http, staging, per_thread);
+                transfers.share_bandwidth(threads * per_thread);
                 let mut drawn_all = false;
                 let (mut checked, mut since) = (Instant::now(), 0);
                 let mut room = Room::new(staging, min_free, reserved);

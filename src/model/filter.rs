@@ -27,12 +27,12 @@ pub struct Rules {
 }
 
 impl Rules {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.include.is_empty() && self.exclude.is_empty()
     }
 
     /// As a user would type them again: `--include 'A' --exclude 'B'`.
-    pub fn as_options(&self) -> String {
+    pub(crate) fn as_options(&self) -> String {
         let quoted = |name: &str, p: &String| format!("--{name} '{}'", p.replace('\'', "'\\''"));
         (self.include.iter().map(|p| quoted("include", p)))
             .chain(self.exclude.iter().map(|p| quoted("exclude", p)))
@@ -114,7 +114,7 @@ fn path_of(url: &str) -> &str {
 
 impl Filter {
     /// The filter of `rules`; a pattern that is not a glob is an error naming it.
-    pub fn new(rules: Rules) -> Result<Filter, String> {
+    pub(crate) fn new(rules: Rules) -> Result<Filter, String> {
         if rules.is_empty() {
             return Ok(Filter(None));
         }
@@ -126,7 +126,7 @@ impl Filter {
     }
 
     /// Whether the mirror takes the resource at `url`.
-    pub fn admits(&self, url: &str) -> bool {
+    pub(crate) fn admits(&self, url: &str) -> bool {
         let Some(c) = &self.0 else {
             return true;
         };
@@ -134,13 +134,8 @@ impl Filter {
             && !c.exclude.as_ref().is_some_and(|p| p.matches(url))
     }
 
-    /// Whether it admits everything (no pattern).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_none()
-    }
-
     /// The rules it was made of (empty for the default).
-    pub fn rules(&self) -> Rules {
+    pub(crate) fn rules(&self) -> Rules {
         self.0.as_ref().map(|c| c.rules.clone()).unwrap_or_default()
     }
 }
@@ -184,7 +179,7 @@ mod tests {
         assert!(filter(&[], &["*.PDF"]).admits("https://r.example.org/a.pdf"));
         // No rules: everything.
         assert!(Filter::default().admits("https://r.example.org/a.pdf"));
-        assert!(Filter::new(Rules::default()).unwrap().is_empty());
+        assert!(Filter::new(Rules::default()).unwrap().0.is_none());
     }
 
     #[test]

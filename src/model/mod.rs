@@ -7,11 +7,13 @@
 
 pub mod change;
 pub mod filter;
+pub mod kept;
 pub mod problem;
 pub mod via;
 
 pub use change::{Change, ChangeOutcome};
 pub use filter::{Filter, Rules};
+pub use kept::Kept;
 pub use problem::ProblemClass;
 pub use via::Via;
 

@@ -54,6 +54,9 @@ pub struct HttpConfig {
     /// `--max-duration`: the longest a run fetches resources, from the making of its [`Http`];
     /// then it stops cleanly (what landed is kept, exit 3).
     pub max_duration: Option<Duration>,
+    /// `--bwlimit`: the most bytes a second received in all (a document the whole of it, each
+    /// resource transfer in flight an even share); `None` for no limit.
+    pub bwlimit: Option<u64>,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -104,6 +107,7 @@ impl Default for HttpConfig {
             min_free: None,
             ca_file: None,
             max_duration: None,
+            bwlimit: None,
         }
     }
 }
@@ -903,6 +907,7 @@ pub(crate) mod test_server {
             min_free: None,
             ca_file: None,
             max_duration: None,
+            bwlimit: None,
         }
     }
 

@@ -116,6 +116,8 @@ pub struct Transfers<'h, T> {
     ended: Vec<(T, Outcome)>,
     /// Easy handles kept for the next GETs (a handle costs an allocation and a setup).
     spare: Vec<Easy2<Sink>>,
+    /// `--bwlimit`'s share of each GET, in bytes a second ([`Transfers::share_bandwidth`]).
+    each_rate: Option<u64>,
     /// Responses read on reused connections, held until their connection is seen in step
     /// (`net::in_step`).
     held: InStep<(Get<'h, T>, Staged<NewFile>)>,
@@ -161,7 +163,15 @@ impl<'h, T> Transfers<'h, T> {
             spare: Vec::new(),
             held: InStep::new(),
             no_reuse: Default::default(),
+            each_rate: http.config().bwlimit.map(|r| (r / capacity as u64).max(1)),
         }
+    }
+
+    /// `--bwlimit` shared evenly by `in_flight` GETs (those of every thread): each of this
+    /// multi handle's gets its share (libcurl keeps a transfer's average under it).
+    pub(crate) fn share_bandwidth(&mut self, in_flight: usize) {
+        let n = in_flight.max(1) as u64;
+        self.each_rate = self.http.config().bwlimit.map(|r| (r / n).max(1));
     }
 
     /// Whether another GET can start.
@@ -381,6 +391,9 @@ impl<'h, T> Transfers<'h, T> {
         let no_reuse = self.no_reuse.contains(&host_key(url));
         let (validators, fresh) = (&get.request.validators, get.fresh || no_reuse);
         configure_get(easy, cfg, self.http.user_agent(), url, validators, fresh)?;
+        if let Some(rate) = self.each_rate {
+            easy.max_recv_speed(rate)?;
+        }
         if no_reuse {
             easy.forbid_reuse(true)?;
         }

@@ -540,12 +540,9 @@ impl Catalog {
         Ok(())
     }
 
-    /// The `--include`/`--exclude` rules remembered with the source at `url` (`None`: the
-    /// mirror does not know it; empty: it has none).
-    pub(crate) fn source_rules(
-        &self,
-        url: &str,
-    ) -> Result<Option<crate::model::Rules>, StoreError> {
+    /// The options the source at `url` keeps (`model::Kept`; `None`: the mirror does not know
+    /// it; empty: it keeps none).
+    pub(crate) fn source_kept(&self, url: &str) -> Result<Option<crate::model::Kept>, StoreError> {
         let json: Option<Option<String>> = self
             .conn
             .query_row(
@@ -555,22 +552,21 @@ impl Catalog {
             )
             .optional()?;
         Ok(json.map(|j| {
-            // Written by `remember_rules` alone; anything else reads as no rules.
+            // Written by `remember_kept` alone; anything else reads as nothing kept.
             j.and_then(|j| serde_json::from_str(&j).ok())
                 .unwrap_or_default()
         }))
     }
 
-    /// Remember the `--include`/`--exclude` rules given with a source (`None`, or empty rules:
-    /// forget them).
-    pub(crate) fn remember_rules(
+    /// Keep `kept` with a source (empty: keep nothing).
+    pub(crate) fn remember_kept(
         &self,
         source_id: i64,
-        rules: Option<&crate::model::Rules>,
+        kept: &crate::model::Kept,
     ) -> Result<(), StoreError> {
-        let json = rules
-            .filter(|r| !r.is_empty())
-            .and_then(|r| serde_json::to_string(r).ok());
+        let json = (!kept.is_empty())
+            .then(|| serde_json::to_string(kept).ok())
+            .flatten();
         self.conn.execute(
             "UPDATE sources SET settings_json = ?2 WHERE id = ?1",
             params![source_id, json],

@@ -525,12 +525,12 @@ pub(crate) fn each_version_naming(
     Ok(())
 }
 
-/// The `--include`/`--exclude` rules remembered with the source at `source_url`
-/// (`Catalog::source_rules`); none when the mirror has no catalog, or one that cannot be opened
-/// for reading (the run that opens it says why; one of an older schema version has none).
-pub(crate) fn remembered_rules(mirror: &Path, source_url: &str) -> Option<crate::model::Rules> {
+/// The options the source at `source_url` keeps (`Catalog::source_kept`); none when the mirror
+/// has no catalog, or one that cannot be opened for reading (the run that opens it says why;
+/// one of an older schema version keeps none).
+pub(crate) fn remembered_kept(mirror: &Path, source_url: &str) -> Option<crate::model::Kept> {
     match Catalog::open_read_only(mirror) {
-        Ok(Some(catalog)) => catalog.source_rules(source_url).ok().flatten(),
+        Ok(Some(catalog)) => catalog.source_kept(source_url).ok().flatten(),
         _ => None,
     }
 }

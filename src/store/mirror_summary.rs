@@ -187,8 +187,8 @@ pub(crate) fn sources(catalog: &Catalog) -> Result<Vec<SourceRecord>, StoreError
             kind: r.get(2)?,
             added_at: r.get(3)?,
             removed_at: r.get(4)?,
-            // Written by `Catalog::remember_rules` alone; anything else reads as no rules.
-            rules: r
+            // Written by `Catalog::remember_kept` alone; anything else reads as nothing kept.
+            kept: r
                 .get::<_, Option<String>>(5)?
                 .and_then(|j| serde_json::from_str(&j).ok())
                 .unwrap_or_default(),
@@ -207,8 +207,8 @@ pub struct SourceRecord {
     /// Not followed since then (`rsmirror source remove`, or a first baseline that found
     /// nothing).
     pub removed_at: Option<String>,
-    /// Its `--include`/`--exclude` rules (empty: none).
-    pub rules: crate::model::Rules,
+    /// The options it keeps (empty: none).
+    pub kept: crate::model::Kept,
 }
 
 /// A run in brief.

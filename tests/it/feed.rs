@@ -175,15 +175,19 @@ fn the_atom_feed_of_a_baseline_and_two_incremental_runs() {
     ok(&mut incremental(a.path()));
     assert_eq!(ok(&mut feed(a.path())).stdout, atom);
 
-    // --since keeps the entries updated after it, whole.
-    let out = ok(feed(a.path()).args(["--since", "2026-03-01T03:00:00Z"]));
-    let later = feed_rs::parser::parse(&out.stdout[..]).unwrap();
-    assert_eq!(ids(&later), vec![second.id.clone()]);
-    let out = ok(feed(a.path()).args(["--since", "2026-03-05T00:00:00Z"]));
-    assert!(feed_rs::parser::parse(&out.stdout[..])
-        .unwrap()
-        .entries
-        .is_empty());
+    // --since WHEN keeps the entries of the runs after it, whole, by the mirror's clock as
+    // every WHEN: run 2 (the first incremental) brought the first entry, run 3 the second.
+    let since = |when: &str| {
+        let out = ok(feed(a.path()).args(["--since", when]));
+        ids(&feed_rs::parser::parse(&out.stdout[..]).unwrap())
+    };
+    assert_eq!(since("run:2"), vec![second.id.clone()]);
+    assert_eq!(since("run:1"), ids(&parsed));
+    assert!(since("run:3").is_empty());
+    assert!(since("run:-1").is_empty());
+    // The source's event times (2026-03) are not the mirror's clock: every run came later.
+    assert_eq!(since("2026-03-05T00:00:00Z"), ids(&parsed));
+    assert!(since("now").is_empty());
 
     // JSON Feed 1.1: the same entries.
     let out = ok(feed(a.path()).args(["--format", "json"]));
@@ -248,11 +252,11 @@ fn no_mirror_and_bad_arguments() {
     assert_eq!(out.status.code(), Some(5), "stderr: {}", stderr_of(&out));
     assert!(stderr_of(&out).contains("no mirror at"));
     let out = feed(dir.path())
-        .args(["--since", "yesterday"])
+        .args(["--since", "a fortnight ago"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_of(&out).contains("--since"));
+    assert!(stderr_of(&out).contains("--since"), "{}", stderr_of(&out));
     let out = feed(dir.path()).args(["--format", "rss"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

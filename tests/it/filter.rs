@@ -1,6 +1,8 @@
-//! `--include GLOB` / `--exclude GLOB` (rclone's filters, wget's `-A`/`-R`): what a filter
-//! leaves out is neither fetched nor judged, the rules are remembered with the source, and a
-//! resource the mirror holds is never deleted because a filter left it out.
+//! What a source keeps of its options. `--include GLOB` / `--exclude GLOB` (rclone's filters,
+//! wget's `-A`/`-R`): what a filter leaves out is neither fetched nor judged, the rules are
+//! remembered with the source, and a resource the mirror holds is never deleted because a filter
+//! left it out. `--delay`, `--timeout`, `--jobs`, `--allow-host` and `--header` (`@FILE` and
+//! `$VAR` forms) are kept too: flag > environment > kept > default.
 
 use crate::support::*;
 use std::path::Path;
@@ -176,4 +178,103 @@ fn a_pattern_that_is_not_a_glob_is_refused() {
         stderr_of(&out)
     );
     assert!(!m.join("catalog.sqlite").exists());
+}
+
+/// A source keeps its own options; a later run without them uses them (said with -v), one given
+/// (on the command line or in the environment) wins and replaces the kept one; a header's value
+/// is never kept, only its `$VAR` or `@FILE` form, read again by each run.
+#[test]
+fn a_source_keeps_its_options_and_the_command_line_wins() {
+    let srv = crate::server::TestServer::start(crate::server::testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let source = srv.url("/");
+    let out = baseline(&source, &m)
+        .env("RS_TOKEN", "one")
+        .args([
+            "--header",
+            "X-Token: $RS_TOKEN",
+            "--header",
+            "X-Plain: plain-secret",
+        ])
+        .args([
+            "--delay",
+            "0.01",
+            "--timeout",
+            "7",
+            "--jobs",
+            "3",
+            "--allow-host",
+            "Mirror.Example.ORG",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let kept = || json(&m, &["source", "list"], 0)["sources"][0]["settings"].clone();
+    assert_eq!(
+        kept(),
+        serde_json::json!({
+            "delay": 0.01, "timeout": 7.0, "jobs": 3,
+            "allow_host": ["mirror.example.org"], "header": ["X-Token: $RS_TOKEN"]
+        })
+    );
+    let text = rsmirror()
+        .args(["source", "list", "--mirror"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert!(
+        stdout_of(&text).contains(
+            "settings --delay 0.01 --timeout 7 --jobs 3 --allow-host mirror.example.org \
+             --header 'X-Token: $RS_TOKEN'"
+        ),
+        "{}",
+        stdout_of(&text)
+    );
+    assert!(!stdout_of(&text).contains("plain-secret"));
+
+    // A later run names none of them: the kept ones apply, the header read again.
+    srv.clear_requests();
+    let out = incremental(&m)
+        .env("RS_TOKEN", "two")
+        .arg("-v")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(&format!(
+            "kept with {source}: --delay 0.01 --timeout 7 --jobs 3 --allow-host \
+             mirror.example.org --header 'X-Token: $RS_TOKEN'"
+        )),
+        "{}",
+        stderr_of(&out)
+    );
+    let requests = srv.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(r.header("x-token"), Some("two"), "{r:?}");
+        assert_eq!(r.header("x-plain"), None, "{r:?}");
+    }
+
+    // Given on the command line or in the environment: it wins, and is kept from then on.
+    let out = incremental(&m)
+        .env("RS_TOKEN", "two")
+        .env("RSMIRROR_TIMEOUT", "9")
+        .args(["--jobs", "2", "-v"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let said = stderr_of(&out);
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("kept with"))
+        .unwrap_or_default();
+    assert!(
+        !line.contains("--timeout") && !line.contains("--jobs"),
+        "{said}"
+    );
+    assert!(line.contains("--delay 0.01"), "{said}");
+    assert_eq!(kept()["timeout"], 9.0);
+    assert_eq!(kept()["jobs"], 2);
+    assert_eq!(kept()["delay"], 0.01);
 }

@@ -817,3 +817,39 @@ fn map_is_remembered_with_the_source() {
     let out = audit().output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
+
+/// `--bwlimit RATE` (rclone's): a run receives at most RATE bytes a second in all, each of the
+/// transfers in flight its share. 768 KiB in three resources at 256 KiB a second take at least
+/// about three seconds (a lower bound: a slow machine only makes it slower); without the limit
+/// the same run is far quicker. A RATE that is not one is refused.
+#[test]
+fn bwlimit_bounds_the_rate_of_a_whole_run() {
+    let t = Tree::new();
+    let bytes: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    for n in ["r1", "r2", "r3"] {
+        t.put(n, &bytes);
+    }
+    t.resource_list("2026-01-01T00:00:00Z", &["r1", "r2", "r3"]);
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let started = std::time::Instant::now();
+        let out = baseline(&srv.url("/resourcelist.xml"), &dir.path().join(name))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        assert_eq!(current(&dir.path().join(name)).len(), 3);
+        started.elapsed()
+    };
+    let limited = run("limited", &["--bwlimit", "256K", "-j", "3"]);
+    assert!(limited.as_secs_f64() >= 2.4, "{limited:?}");
+    let free = run("free", &["-j", "3"]);
+    assert!(free < limited, "{free:?} vs {limited:?}");
+    let out = baseline(&srv.url("/resourcelist.xml"), &dir.path().join("bad"))
+        .args(["--bwlimit", "fast"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("--bwlimit"), "{}", stderr_of(&out));
+}
