@@ -548,6 +548,14 @@ pub struct OutputArgs {
     /// A machine-readable summary on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also append what the run says on stderr to FILE, a line each with its time, and the
+    /// run's command line and summary even under -q or a quiet success (rclone's --log-file).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// The lines of --log-file: text (TIME LEVEL MESSAGE) or json (one object a line: time,
+    /// level, msg; rclone's --use-json-log).
+    #[arg(long, value_enum, default_value_t = crate::logfile::LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: crate::logfile::LogFormat,
 }
 
 /// What every command that writes the mirror takes.

@@ -17,7 +17,9 @@
 macro_rules! say {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+        let line = format!($($t)*);
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        $crate::logfile::line("info", &line);
     }};
 }
 
@@ -43,6 +45,7 @@ pub mod exit;
 pub(crate) mod export;
 pub mod formats;
 pub(crate) mod interrupt;
+pub mod logfile;
 pub mod model;
 pub mod net;
 pub(crate) mod progress;

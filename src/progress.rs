@@ -47,7 +47,10 @@ impl Progress {
     /// Print a line above the bar (or on stderr when there is no bar).
     pub(crate) fn println(&self, line: &str) {
         match &self.bar {
-            Some(b) => b.println(line),
+            Some(b) => {
+                b.println(line);
+                crate::logfile::line("info", line);
+            }
             None => say!("{line}"),
         }
     }

@@ -24,6 +24,16 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
     if only_reads(&cli.command) {
         end_quietly_on_a_closed_pipe();
     }
+    let logging = output_of(&cli.command).is_some_and(|o| o.log_file.is_some());
+    if let Some(output) = output_of(&cli.command) {
+        if let Some(path) = &output.log_file {
+            if let Err(e) = crate::logfile::open(path, output.log_format) {
+                let e = settings::UsageError(format!("--log-file {}: {e}", path.display()));
+                return fail(&e.into());
+            }
+            crate::logfile::line("notice", arguments);
+        }
+    }
     let exit = match cli.command {
         Command::Baseline(a) => baseline(&a, arguments),
         Command::Incremental(a) => incremental(&a, arguments),
@@ -44,12 +54,27 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
     };
     // What the command was asked to print did not reach stdout (a full disk under a
     // redirection): not a success, whatever else it did.
-    match crate::report::output_lost() {
+    let exit = match crate::report::output_lost() {
         Some(why) if exit.code() < Exit::Store.code() => {
             say!("rsmirror: its output could not be written to stdout ({why})");
             Exit::Store
         }
         _ => exit,
+    };
+    if logging {
+        crate::logfile::line("notice", &format!("exit {}", exit.code()));
+    }
+    exit
+}
+
+/// The output options of a command that takes them (`-q`, `-v`, `--json`, `--log-file`).
+fn output_of(command: &Command) -> Option<&crate::cli::OutputArgs> {
+    match command {
+        Command::Baseline(a) => Some(&a.output),
+        Command::Incremental(a) => Some(&a.output),
+        Command::Audit(a) => Some(&a.output),
+        Command::Repair(a) => Some(&a.output),
+        _ => None,
     }
 }
 
@@ -108,7 +133,12 @@ pub fn recorded_arguments(args: impl Iterator<Item = String>) -> String {
 }
 
 fn fail(e: &crate::error::Error) -> Exit {
-    say!("rsmirror: {e}");
+    let line = format!("rsmirror: {e}");
+    {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+    crate::logfile::line("error", &line);
     e.exit()
 }
 
@@ -203,11 +233,14 @@ fn summarise(
                     serde_json::to_string_pretty(&o.summary).expect("serialisable")
                 );
             }
-            // Quiet under cron: on success the summary is shown on a terminal or with -v.
+            // Quiet under cron: on success the summary is shown on a terminal or with -v. The
+            // log file has it whatever.
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
             if !output.quiet && (o.exit != Exit::Ok || tty || output.verbose > 0) {
-                say!("{}", o.summary.line());
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr().lock(), "{}", o.summary.line());
             }
+            crate::logfile::line("notice", &o.summary.line());
             if output.verbose > 0 {
                 for w in &o.summary.warnings {
                     say!("warning: {w}");

@@ -709,3 +709,97 @@ fn deletions_and_known_changes_count_as_agreeing() {
         "{s}"
     );
 }
+
+/// `--log-file FILE` (rclone's): every run appends its command line, what it says on stderr,
+/// its summary (even under -q) and its exit code, a line each with the time; `--log-format
+/// json` one JSON object a line; a failure's message at level `error`; a FILE that cannot be
+/// opened is a usage error naming it.
+#[test]
+fn a_log_file_records_every_run_even_a_quiet_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, log) = (dir.path().join("m"), dir.path().join("rsmirror.log"));
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let out = rsmirror()
+        .args([
+            "baseline",
+            "http://sample.example.org/",
+            "--map",
+            &map,
+            "-q",
+            "--log-file",
+        ])
+        .arg(&log)
+        .arg("--mirror")
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        out.stderr.is_empty(),
+        "quiet on stderr: {}",
+        stderr_of(&out)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].contains(" notice ") && lines[0].contains("baseline http://sample.example.org/")
+    );
+    assert!(lines[1].contains("notice baseline: 8 created"), "{text}");
+    assert!(lines[2].ends_with("notice exit 0"), "{text}");
+    // Each line starts with its time.
+    for l in &lines {
+        let time = l.split(' ').next().unwrap();
+        assert!(time.parse::<jiff::Timestamp>().is_ok(), "{l}");
+    }
+
+    // JSON lines, appended; a failure at level error.
+    for mirror in [m.clone(), dir.path().join("none")] {
+        rsmirror()
+            .args(["incremental", "--log-format", "json", "--log-file"])
+            .arg(&log)
+            .arg("--mirror")
+            .arg(&mirror)
+            .output()
+            .unwrap();
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let json: Vec<serde_json::Value> = text
+        .lines()
+        .skip(3)
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for j in &json {
+        assert!(
+            j["time"]
+                .as_str()
+                .unwrap()
+                .parse::<jiff::Timestamp>()
+                .is_ok(),
+            "{j}"
+        );
+    }
+    let said = |level: &str, part: &str| {
+        json.iter()
+            .any(|j| j["level"] == level && j["msg"].as_str().unwrap().contains(part))
+    };
+    assert!(said("notice", "incremental: 0 created"), "{text}");
+    assert!(said("error", "no mirror at"), "{text}");
+    assert!(said("notice", "exit 5"), "{text}");
+
+    // A log file that cannot be opened: exit 2, named, nothing run.
+    let out = rsmirror()
+        .args(["incremental", "--log-file"])
+        .arg(dir.path())
+        .arg("--mirror")
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("--log-file"),
+        "{}",
+        stderr_of(&out)
+    );
+}
