@@ -78,7 +78,29 @@ fn with_environment(cmd: clap::Command) -> clap::Command {
 /// Exit with clap's message for `e`; a value clap refused that came from the environment, not
 /// the command line, is named with its variable (clap names only the option).
 fn exit_naming_the_variable(e: clap::Error) -> ! {
-    use clap::error::{ContextKind, ContextValue};
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // A wrapper that asked for --json gets its error as the document every --json error is
+    // (schemas/error.schema.json); --help and --version are no errors.
+    let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.iter().any(|a| a == "--json")
+        || std::env::var("RSMIRROR_JSON").is_ok_and(|v| switch(String::new())(&v) == Ok(true));
+    if json && !help {
+        let definitions = Cli::definitions();
+        let command = args
+            .iter()
+            .find(|a| definitions.find_subcommand(a.as_str()).is_some())
+            .map_or("rsmirror", String::as_str);
+        // clap's first paragraph, on one line ("... not provided: <SOURCE>").
+        let rendered = e.to_string();
+        let first = rendered.split("\n\n").next().unwrap_or_default();
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        let message = first.split_whitespace().collect::<Vec<_>>().join(" ");
+        let doc = crate::commands::error_document(command, &message, e.exit_code());
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), "{doc}");
+    }
     let value = |kind| match e.get(kind) {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,

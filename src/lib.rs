@@ -35,6 +35,19 @@ macro_rules! out {
     }};
 }
 
+/// A line of a dry run's plan: on stdout, unless stdout carries the run's JSON document
+/// (`--dry-run --json`, [`report::plan_on_stderr`]): then on stderr, so stdout stays one
+/// document.
+macro_rules! plan {
+    ($($t:tt)*) => {{
+        if $crate::report::plan_on_stderr() {
+            say!($($t)*)
+        } else {
+            out!($($t)*)
+        }
+    }};
+}
+
 pub(crate) mod access;
 pub(crate) mod audit;
 pub mod cli;

@@ -216,6 +216,34 @@ pub(crate) fn say(line: &str) {
 /// `| head` does), when it did.
 static OUTPUT_LOST: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
+/// The command's `--json` document is (being) written to stdout: an error after that is said
+/// inside it (audit's `summary.error`), not in a second document.
+static DOCUMENT_ON_STDOUT: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Say that stdout carries the command's document ([`DOCUMENT_ON_STDOUT`]).
+pub(crate) fn set_document_on_stdout() {
+    DOCUMENT_ON_STDOUT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether stdout carries the command's document already.
+pub(crate) fn document_on_stdout() -> bool {
+    DOCUMENT_ON_STDOUT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A dry run asked for `--json`: its plan goes to stderr (`plan!`), stdout is the document.
+static PLAN_ON_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Send a dry run's plan lines to stderr (its `--json` document is stdout's).
+pub(crate) fn set_plan_on_stderr() {
+    PLAN_ON_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether plan lines go to stderr ([`set_plan_on_stderr`]).
+pub(crate) fn plan_on_stderr() -> bool {
+    PLAN_ON_STDERR.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Stdout refused a write: remembered, unless the pipe was only closed by its reader.
 pub(crate) fn output_failed(e: &std::io::Error) {
     if e.kind() != std::io::ErrorKind::BrokenPipe {

@@ -265,6 +265,10 @@ fn report_file(s: &settings::Audit) -> Result<Option<Sink>, Error> {
 
 /// What goes to stdout: lines, or `--json`.
 fn stdout_sink(s: &settings::Audit) -> Sink {
+    if s.output.json {
+        // The report says a failure itself (`summary.error`).
+        crate::report::set_document_on_stdout();
+    }
     Sink::new(
         Box::new(BufWriter::new(io::stdout().lock())),
         if s.output.json {

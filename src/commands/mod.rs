@@ -24,6 +24,9 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
     if only_reads(&cli.command) {
         end_quietly_on_a_closed_pipe();
     }
+    if let Some(name) = json_of(&cli.command) {
+        let _ = JSON_ERRORS.set(name);
+    }
     let logging = output_of(&cli.command).is_some_and(|o| o.log_file.is_some());
     if let Some(output) = output_of(&cli.command) {
         if let Some(path) = &output.log_file {
@@ -65,6 +68,38 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         crate::logfile::line("notice", &format!("exit {}", exit.code()));
     }
     exit
+}
+
+/// The command's name when it was asked for `--json`: its errors are JSON documents too.
+static JSON_ERRORS: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// The error document `--json` gives (`schemas/error.schema.json`).
+pub(crate) fn error_document(command: &str, error: &str, exit_code: i32) -> String {
+    let doc = serde_json::json!({ "command": command, "error": error, "exit_code": exit_code });
+    serde_json::to_string_pretty(&doc).expect("serialisable")
+}
+
+/// The name of a command asked for `--json`.
+fn json_of(command: &Command) -> Option<&'static str> {
+    use crate::cli::SourceAction;
+    let (name, json) = match command {
+        Command::Baseline(a) => ("baseline", a.output.json),
+        Command::Incremental(a) => ("incremental", a.output.json),
+        Command::Audit(a) => ("audit", a.output.json),
+        Command::Repair(a) => ("repair", a.output.json),
+        Command::Inspect(a) => ("inspect", a.json),
+        Command::Ls(a) => ("ls", a.json),
+        Command::Log(a) => ("log", a.json),
+        Command::Diff(a) => ("diff", a.json),
+        Command::Status(a) => ("status", a.json),
+        Command::Export(a) => ("export", a.json),
+        Command::Source(a) => match &a.action {
+            SourceAction::List { json, .. } => ("source list", *json),
+            _ => ("source remove", false),
+        },
+        _ => ("", false),
+    };
+    json.then_some(name)
 }
 
 /// The output options of a command that takes them (`-q`, `-v`, `--json`, `--log-file`).
@@ -132,7 +167,19 @@ pub fn recorded_arguments(args: impl Iterator<Item = String>) -> String {
     out.join(" ")
 }
 
+/// A command that ended in an error: said on stderr (and in the log file); with `--json` the
+/// caller also gets one JSON document on stdout (`schemas/error.schema.json`: `command`,
+/// `error`, `exit_code`), as audit's report carries `error`.
 fn fail(e: &crate::error::Error) -> Exit {
+    if let Some(command) = JSON_ERRORS
+        .get()
+        .filter(|_| !crate::report::document_on_stdout())
+    {
+        out!(
+            "{}",
+            error_document(command, &e.to_string(), e.exit().code())
+        );
+    }
     let line = format!("rsmirror: {e}");
     {
         use std::io::Write as _;
@@ -142,43 +189,32 @@ fn fail(e: &crate::error::Error) -> Exit {
     e.exit()
 }
 
-/// A run that ended in an error: with `--json` the wrapper still gets one JSON document on
-/// stdout (`command`, `error`, `exit_code`), as audit's report carries `error`.
-fn fail_as(command: &str, json: bool, e: &crate::error::Error) -> Exit {
-    if json {
-        let doc = serde_json::json!({
-            "command": command,
-            "error": e.to_string(),
-            "exit_code": e.exit().code(),
-        });
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&doc).expect("serialisable")
-        );
-    }
-    fail(e)
-}
-
 fn baseline(a: &crate::cli::BaselineArgs, arguments: &str) -> Exit {
     let s = match a.settings() {
         Ok(s) => s,
-        Err(e) => return fail_as("baseline", a.output.json, &e.into()),
+        Err(e) => return fail(&e.into()),
     };
     let progress = Progress::new(s.output.quiet);
+    if s.dry_run && s.output.json {
+        crate::report::set_plan_on_stderr();
+    }
     let result = waiting_for_the_lock(&a.lock, || baseline::run(&s, arguments, &progress))
         .map_err(|e| engine::context::full_disk_said(e, &s.mirror));
-    summarise("baseline", result, &s.output)
+    summarise(result, &s.output)
 }
 
 fn incremental(a: &crate::cli::IncrementalArgs, arguments: &str) -> Exit {
     let s = match a.settings() {
         Ok(s) => s,
-        Err(e) => return fail_as("incremental", a.output.json, &e.into()),
+        Err(e) => return fail(&e.into()),
     };
     let progress = Progress::new(s.output.quiet);
+    if s.dry_run && s.output.json {
+        crate::report::set_plan_on_stderr();
+    }
     let result = waiting_for_the_lock(&a.lock, || incremental::run(&s, arguments, &progress))
         .map_err(|e| engine::context::full_disk_said(e, &s.mirror));
-    summarise("incremental", result, &s.output)
+    summarise(result, &s.output)
 }
 
 fn audit(a: &crate::cli::AuditArgs, arguments: &str) -> Exit {
@@ -221,7 +257,6 @@ fn waiting_for_the_lock<T>(
 /// Print a baseline / incremental outcome for people and for cron: JSON on stdout with
 /// --json; quiet under cron on success; the summary line otherwise.
 fn summarise(
-    command: &str,
     result: Result<engine::context::Outcome, crate::error::Error>,
     output: &settings::Output,
 ) -> Exit {
@@ -248,7 +283,7 @@ fn summarise(
             }
             o.exit
         }
-        Err(e) => fail_as(command, output.json, &e),
+        Err(e) => fail(&e),
     }
 }
 
@@ -380,7 +415,8 @@ fn export(a: &crate::cli::ExportArgs) -> Exit {
                     serde_json::to_string_pretty(&s).expect("serialisable")
                 );
             }
-            if !a.quiet {
+            // With --json the document is the summary.
+            if !a.quiet && !a.json {
                 say!("{}", s.line());
             }
             Exit::Ok

@@ -210,7 +210,7 @@ pub(crate) fn print_mark(
     match action {
         Action::Create => {
             summary.created += 1;
-            out!("+ {uri}");
+            plan!("+ {uri}");
         }
         Action::Update(diffs) => {
             summary.updated += 1;
@@ -218,22 +218,22 @@ pub(crate) fn print_mark(
                 .iter()
                 .map(|d| format!("{}: {} -> {}", d.field, d.actual, d.expected))
                 .collect();
-            out!("* {uri} ({})", why.join(", "));
+            plan!("* {uri} ({})", why.join(", "));
         }
         Action::Check => {
             summary.updated += 1;
-            out!("? {uri} (nothing to compare: will fetch and compare bytes)");
+            plan!("? {uri} (nothing to compare: will fetch and compare bytes)");
         }
         Action::Revalidate => {
             summary.updated += 1;
-            out!(
+            plan!(
                 "? {uri} (no digest and a date-only lastmod: will ask the server whether it changed)"
             );
         }
         Action::Keep => {
             summary.unchanged += 1;
             if verbose {
-                out!("= {uri}");
+                plan!("= {uri}");
             }
         }
     }

@@ -480,10 +480,10 @@ pub(crate) fn print_plan(
             .each_planned(|uri, a| plan::print_mark(uri, a, s.output.verbose > 0, summary))?;
         for r in &p.snapshot.refused {
             summary.refused += 1;
-            out!("! {} refused: {}", r.uri, r.reason);
+            plan!("! {} refused: {}", r.uri, r.reason);
         }
         for f in &p.snapshot.failed_parts {
-            out!("! {f}");
+            plan!("! {f}");
         }
         let may_delete = s.delete && p.snapshot.complete();
         // The guard the real run would meet: the plan says so, and the dry run ends as that
@@ -500,7 +500,7 @@ pub(crate) fn print_plan(
         };
         p.listing.each_gone(|g| {
             summary.gone += 1;
-            out!("- {g} ({what})");
+            plan!("- {g} ({what})");
             Ok::<(), StoreError>(())
         })?;
         if let Some(why) = refused {

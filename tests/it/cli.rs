@@ -309,3 +309,130 @@ fn a_time_without_a_zone_is_local_and_said() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("skipped or repeated"), "{err}");
 }
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("a valid schema")
+}
+
+fn valid(validator: &jsonschema::Validator, doc: &serde_json::Value) {
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
+}
+
+/// Every `--json` output has a documented shape, checked here: a run's summary
+/// (`schemas/run-summary.schema.json`) and, for every command, an error
+/// (`schemas/error.schema.json`), an argument refused by the parser included; `export --json`
+/// prints its document and nothing on stderr.
+#[test]
+fn json_documents_and_json_errors_have_their_schemas() {
+    let (summary, error) = (
+        schema("run-summary.schema.json"),
+        schema("error.schema.json"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let run = |args: &[&str]| {
+        let out = rsmirror()
+            .args(args)
+            .arg("--mirror")
+            .arg(&m)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (
+            out.status.code().unwrap(),
+            doc,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let source = "http://sample.example.org/";
+    for args in [
+        &["baseline", source, "--map", &map, "--dry-run", "--json"][..],
+        &[
+            "baseline",
+            source,
+            "--map",
+            &map,
+            "--exclude",
+            "*.png",
+            "--json",
+        ],
+        &["incremental", "--json"],
+    ] {
+        let (code, doc, _) = run(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        valid(&summary, &doc);
+        assert_eq!(doc["exit_code"], 0);
+    }
+    let (code, doc, err) = run(&[
+        "export",
+        "tree",
+        dir.path().join("t").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(doc.is_object() && err.is_empty(), "{doc} / {err}");
+
+    let none = dir.path().join("none");
+    let none = none.to_str().unwrap();
+    for (args, command, exit) in [
+        (&["ls", "--json", "--at", "nonsense"][..], "ls", 2),
+        (&["ls", "--json", "--bogus"], "ls", 2),
+        (&["baseline", "--json"], "baseline", 2),
+        (&["status", "--json", "--mirror", none], "status", 5),
+        (&["log", "--json", "--mirror", none], "log", 5),
+        (&["diff", "run:0", "--json", "--mirror", none], "diff", 5),
+        (
+            &["audit", "--json", "--offline", "--mirror", none],
+            "audit",
+            5,
+        ),
+        (
+            &["incremental", "--json", "--mirror", none],
+            "incremental",
+            5,
+        ),
+        (
+            &[
+                "export",
+                "tree",
+                "/nonexistent/x",
+                "--json",
+                "--mirror",
+                none,
+            ],
+            "export",
+            5,
+        ),
+        (
+            &["source", "list", "--json", "--mirror", none],
+            "source list",
+            5,
+        ),
+    ] {
+        let out = rsmirror().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(exit), "{args:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        valid(&error, &doc);
+        assert_eq!(
+            (doc["command"].as_str(), doc["exit_code"].as_i64()),
+            (Some(command), Some(i64::from(exit)))
+        );
+        // The same message on stderr, for a person.
+        let said = String::from_utf8_lossy(&out.stderr);
+        let first_words: String = doc["error"].as_str().unwrap().chars().take(20).collect();
+        assert!(said.contains(&first_words), "{said} / {doc}");
+    }
+}

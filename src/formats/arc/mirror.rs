@@ -715,29 +715,29 @@ pub(crate) fn plan_changes(
                     summary.updated += 1;
                     let was = here.lastmod.map(|t| t.to_string()).unwrap_or_default();
                     let now = d.page.lastmod.map(|t| t.to_string()).unwrap_or_default();
-                    out!("* {uri} (lastmod: {was} -> {now})");
+                    plan!("* {uri} (lastmod: {was} -> {now})");
                 }
                 None => {
                     summary.created += 1;
-                    out!("+ {uri}");
+                    plan!("+ {uri}");
                 }
             },
             Some(Disposal::Tombstone) => {
                 summary.gone += 1;
-                out!("- {uri} (would be deleted)");
+                plan!("- {uri} (would be deleted)");
             }
             Some(Disposal::Event(_, ChangeOutcome::UnknownDelete)) => summary.unknown_deletes += 1,
             None | Some(Disposal::Event(..)) => {
                 summary.unchanged += 1;
                 if verbose {
-                    out!("= {uri}");
+                    plan!("= {uri}");
                 }
             }
         }
     }
     for (uri, reason) in &c.refused {
         summary.refused += 1;
-        out!("! {uri} refused: {reason}");
+        plan!("! {uri} refused: {reason}");
     }
     Ok(())
 }

@@ -143,7 +143,7 @@ pub(crate) fn plan(
             (Some(f), None) => format!(" from {f}"),
             _ => String::new(),
         };
-        out!(
+        plan!(
             "? {} (a Change Dump package{range}: its changes are read when it is fetched)",
             r.url
         );

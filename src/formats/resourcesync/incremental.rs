@@ -259,25 +259,25 @@ fn print_plan(
             match e.change {
                 Change::Deleted if known => {
                     summary.deleted += 1;
-                    out!("- {} (deleted at {when})", e.uri);
+                    plan!("- {} (deleted at {when})", e.uri);
                 }
                 Change::Deleted => {
                     summary.unknown_deletes += 1;
-                    out!("- {} (deleted at {when}; not in the mirror)", e.uri);
+                    plan!("- {} (deleted at {when}; not in the mirror)", e.uri);
                 }
                 Change::Created | Change::Updated if known => {
                     summary.updated += 1;
-                    out!("* {} ({} at {when})", e.uri, e.change);
+                    plan!("* {} ({} at {when})", e.uri, e.change);
                 }
                 _ => {
                     summary.created += 1;
-                    out!("+ {} ({} at {when})", e.uri, e.change);
+                    plan!("+ {} ({} at {when})", e.uri, e.change);
                 }
             }
         }
         for r in &p.changes.refused {
             summary.refused += 1;
-            out!("! {} refused: {}", r.uri, r.reason);
+            plan!("! {} refused: {}", r.uri, r.reason);
         }
     }
 }

@@ -846,7 +846,7 @@ fn plan_collection(
         }
         Err(why) => {
             summary.failed += 1;
-            out!("! {} {why}", entry.url);
+            plan!("! {} {why}", entry.url);
             return false;
         }
     };
@@ -862,7 +862,7 @@ fn plan_collection(
             _ => summary.unchanged += 1,
         }
         if mark != '=' || verbose {
-            out!("{mark} {line}");
+            plan!("{mark} {line}");
         }
     }
     let Some(what) = gone else {
@@ -884,7 +884,7 @@ fn plan_collection(
     gone_pages.sort();
     for url in gone_pages {
         summary.gone += 1;
-        out!("- {url} ({what})");
+        plan!("- {url} ({what})");
         if what == "would be deleted" {
             if let Some((p, _)) = pages.get_mut(&url) {
                 p.modified = None;
