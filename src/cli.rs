@@ -685,10 +685,10 @@ pub struct SourceArgs {
     /// system, at most 1G. K, M, G suffixes as above; 0 to fill the disk.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub min_free: Option<u64>,
-    /// Receive at most RATE bytes a second in all (rclone's --bwlimit), so that a run does not
-    /// saturate a link: each transfer in flight has an even share of it (RATE / --jobs), a
-    /// document the whole; libcurl holds each transfer's average under its share. K, M, G
-    /// suffixes as above (10M: 10 MiB a second); 0 for no limit.
+    /// Receive at most RATE bytes a second in all, documents and resources (rclone's
+    /// --bwlimit), so that a run does not saturate a link: one budget every transfer draws
+    /// from, a burst of a tenth of a second at most. --min-rate is held under half of RATE /
+    /// --jobs. K, M, G suffixes as above (10M: 10 MiB a second); 0 for no limit.
     #[arg(long, value_name = "RATE", value_parser = parse_bytes)]
     pub bwlimit: Option<u64>,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a

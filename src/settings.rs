@@ -32,7 +32,7 @@ pub struct SourceSettings {
     /// What to do with the `--map` rules remembered with the mirror's sources.
     pub maps: MapChoice,
     /// `--include`/`--exclude`: the resources the mirror takes of this source (the rules given,
-    /// or once [`SourceSettings::with_remembered_filter`], those remembered with it).
+    /// or once [`SourceSettings::with_kept`], those the source keeps).
     pub filter: crate::model::Filter,
     /// Whether those were given, forgotten (`--no-filter`), or left to the remembered ones.
     pub filters: MapChoice,

@@ -165,7 +165,7 @@ fn run_source(
     progress: &Progress,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
-    let s = &with_remembered_filter(s)?;
+    let s = &with_kept(s)?;
     let http = s.source.http();
     let docs = Documents {
         http: &http,
@@ -290,14 +290,11 @@ fn handed_over(e: &Error, on_gap: OnGap) -> Option<&'static str> {
     }
 }
 
-/// The SOURCE given, else the one the mirror remembers. A SOURCE given is a source the mirror
-/// follows, or a document one of them published (a Change List given directly: that source is
-/// followed, not a second one registered); another is refused, unless `--from` or `--on-gap
-/// rebaseline` says to start following it here.
-/// `s` with the `--include`/`--exclude` rules remembered with its source (as [`source_of`]
-/// finds it), unless the command line gave its own or `--no-filter`. A mirror or a source that
-/// cannot be found has none: the run says why when it opens the mirror.
-fn with_remembered_filter(s: &settings::Incremental) -> Result<settings::Incremental, Error> {
+/// `s` with what its source (as [`source_of`] finds it) keeps for every option neither the
+/// command line nor the environment gave (`SourceSettings::with_kept`: the filter, delay,
+/// timeout, jobs, hosts, headers). A mirror or a source that cannot be found keeps nothing:
+/// the run says why when it opens the mirror.
+fn with_kept(s: &settings::Incremental) -> Result<settings::Incremental, Error> {
     let catalog = Catalog::open_read_only(&s.mirror).ok().flatten();
     let Some(source) = catalog.and_then(|c| source_of(s, &c).ok()) else {
         return Ok(s.clone());
@@ -314,6 +311,10 @@ fn with_remembered_filter(s: &settings::Incremental) -> Result<settings::Increme
     })
 }
 
+/// The SOURCE given, else the one the mirror remembers. A SOURCE given is a source the mirror
+/// follows, or a document one of them published (a Change List given directly: that source is
+/// followed, not a second one registered); another is refused, unless `--from` or `--on-gap
+/// rebaseline` says to start following it here.
 fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Error> {
     if s.source_given {
         let given = &s.source.source;

@@ -18,8 +18,9 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Any other option of a command: its long name in capitals, hyphens as underscores \
          (RSMIRROR_MAX_SIZE=10G for --max-size 10G, RSMIRROR_JOBS=4, RSMIRROR_VERBOSE=2 for \
          -vv; a switch takes true/false, yes/no, on/off or 1/0). The command line wins over \
-         the environment, the environment over the default; a repeatable option takes one \
-         value from it. Not read from it: --help, --version, cat --version and log --run.",
+         the environment, the environment over what the source keeps (--delay, --timeout, \
+         --jobs, --allow-host, --header, --include, --exclude, --map: rsmirror source list \
+         shows them), that over the default; a repeatable option takes one value from it. Not read from it: --help, --version, cat --version and log --run.",
     ),
     (
         "http_proxy, https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY, no_proxy, NO_PROXY",

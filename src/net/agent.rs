@@ -248,6 +248,9 @@ impl Http {
         // The writer's commits, the catalog's copy and the index build keep the same margin
         // as the transfers (`store::space`).
         crate::store::space::set_min_free(cfg.min_free);
+        if let Some(rate) = cfg.bwlimit {
+            crate::net::bwlimit::set(rate);
+        }
         let user_agent = if cfg.user_agent.trim().is_empty() {
             default_user_agent()
         } else {

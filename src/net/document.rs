@@ -299,6 +299,7 @@ impl Handler for Sink {
     }
 
     fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        crate::net::bwlimit::take(data.len());
         if !self.head_sent {
             // An error page, a redirect's note: read (a little) so the connection can be
             // reused, kept nowhere.

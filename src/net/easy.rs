@@ -68,11 +68,6 @@ pub(crate) fn configure_get<H>(
     easy.http_headers(headers)?;
     trust(easy, cfg)?;
     easy.connect_timeout(cfg.timeout)?;
-    // `--bwlimit`: a transfer alone has the whole of it (a resource transfer among others,
-    // its share: `Transfers`).
-    if let Some(rate) = cfg.bwlimit {
-        easy.max_recv_speed(rate)?;
-    }
     Ok(())
 }
 

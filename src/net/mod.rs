@@ -5,6 +5,7 @@
 //! catalog.
 
 pub mod agent;
+pub(crate) mod bwlimit;
 pub(crate) mod document;
 pub(crate) mod easy;
 pub mod fetch;

@@ -116,7 +116,8 @@ pub struct Transfers<'h, T> {
     ended: Vec<(T, Outcome)>,
     /// Easy handles kept for the next GETs (a handle costs an allocation and a setup).
     spare: Vec<Easy2<Sink>>,
-    /// `--bwlimit`'s share of each GET, in bytes a second ([`Transfers::share_bandwidth`]).
+    /// `--bwlimit`'s share of each GET in flight, in bytes a second
+    /// ([`Transfers::share_bandwidth`]): `--min-rate` is held under it.
     each_rate: Option<u64>,
     /// Responses read on reused connections, held until their connection is seen in step
     /// (`net::in_step`).
@@ -167,8 +168,9 @@ impl<'h, T> Transfers<'h, T> {
         }
     }
 
-    /// `--bwlimit` shared evenly by `in_flight` GETs (those of every thread): each of this
-    /// multi handle's gets its share (libcurl keeps a transfer's average under it).
+    /// `--bwlimit` shared by `in_flight` GETs (those of every thread; `net::bwlimit` holds the
+    /// whole run under it): a GET slower than `--min-rate` is a trickle only under half its
+    /// share, or a limit below `--min-rate` x `--jobs` would cut every transfer.
     pub(crate) fn share_bandwidth(&mut self, in_flight: usize) {
         let n = in_flight.max(1) as u64;
         self.each_rate = self.http.config().bwlimit.map(|r| (r / n).max(1));
@@ -391,9 +393,6 @@ impl<'h, T> Transfers<'h, T> {
         let no_reuse = self.no_reuse.contains(&host_key(url));
         let (validators, fresh) = (&get.request.validators, get.fresh || no_reuse);
         configure_get(easy, cfg, self.http.user_agent(), url, validators, fresh)?;
-        if let Some(rate) = self.each_rate {
-            easy.max_recv_speed(rate)?;
-        }
         if no_reuse {
             easy.forbid_reuse(true)?;
         }
@@ -405,7 +404,11 @@ impl<'h, T> Transfers<'h, T> {
         }
         // A trickle is cut: under `--min-rate` bytes a second over a `--timeout` window (the
         // head included; a silent server is the slowest trickle).
-        easy.low_speed_limit(cfg.min_rate.clamp(1, u32::MAX as u64) as u32)?;
+        let min_rate = match self.each_rate {
+            Some(share) => cfg.min_rate.min(share / 2),
+            None => cfg.min_rate,
+        };
+        easy.low_speed_limit(min_rate.clamp(1, u32::MAX as u64) as u32)?;
         easy.low_speed_time(cfg.timeout.max(Duration::from_secs(1)))?;
         if cfg.max_size > 0 {
             easy.max_filesize(cfg.max_size)?;
@@ -856,6 +859,7 @@ impl Handler for Sink {
     }
 
     fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        crate::net::bwlimit::take(data.len());
         if self.error.is_some() {
             return Ok(0);
         }
