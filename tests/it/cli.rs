@@ -253,17 +253,13 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     }
 }
 
-/// A WHEN without a zone is this machine's local time (`TZ`), as git reads one, and stderr
-/// says which instant it read; a local time a clock change skips is refused, not guessed.
-#[test]
-fn a_time_without_a_zone_is_local_and_said() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = dir.path().join("m");
+/// The sample source (`testdata/sample`, eight resources) mirrored into `m`.
+fn sample_mirror(m: &std::path::Path) {
     let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
     let made = rsmirror()
-        .args(["-q", "--mirror"])
-        .arg(&m)
-        .args(["baseline", "http://sample.example.org/", "--map"])
+        .args(["baseline", "http://sample.example.org/", "-q", "--mirror"])
+        .arg(m)
+        .arg("--map")
         .arg(format!("http://sample.example.org/={}", sample.display()))
         .output()
         .unwrap();
@@ -273,6 +269,15 @@ fn a_time_without_a_zone_is_local_and_said() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
+}
+
+/// A WHEN without a zone is this machine's local time (`TZ`), as git reads one, and stderr
+/// says which instant it read; a local time a clock change skips is refused, not guessed.
+#[test]
+fn a_time_without_a_zone_is_local_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    sample_mirror(&m);
     let ls = |tz: &str, at: &str| {
         let out = rsmirror()
             .env("TZ", tz)

@@ -47,6 +47,17 @@ fn ls(m: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `rsmirror source list` of the mirror `m`, as text.
+fn source_list(m: &Path) -> String {
+    let out = rsmirror()
+        .args(["source", "list", "--mirror"])
+        .arg(m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    stdout_of(&out)
+}
+
 fn filter_of(m: &Path) -> serde_json::Value {
     let list = json(m, &["source", "list"], 0);
     list["sources"][0]["filter"].clone()
@@ -72,16 +83,8 @@ fn a_filter_chooses_what_is_fetched_is_remembered_and_never_deletes() {
     assert_eq!(s["listed"], 8, "{s}");
     assert_eq!(ls(&m), ["data.json", "image.png", "page.html"]);
     assert_eq!(filter_of(&m), serde_json::json!({ "exclude": ["*.txt"] }));
-    let text = rsmirror()
-        .args(["source", "list", "--mirror"])
-        .arg(&m)
-        .output()
-        .unwrap();
-    assert!(
-        stdout_of(&text).contains("filter --exclude '*.txt'"),
-        "{}",
-        stdout_of(&text)
-    );
+    let text = source_list(&m);
+    assert!(text.contains("filter --exclude '*.txt'"), "{text}");
 
     // The Change List updates a.txt: left out by the remembered filter, not applied.
     let s = json(&m, &["incremental"], 0);
@@ -218,20 +221,15 @@ fn a_source_keeps_its_options_and_the_command_line_wins() {
             "allow_host": ["mirror.example.org"], "header": ["X-Token: $RS_TOKEN"]
         })
     );
-    let text = rsmirror()
-        .args(["source", "list", "--mirror"])
-        .arg(&m)
-        .output()
-        .unwrap();
+    let text = source_list(&m);
     assert!(
-        stdout_of(&text).contains(
+        text.contains(
             "settings --delay 0.01 --timeout 7 --jobs 3 --allow-host mirror.example.org \
              --header 'X-Token: $RS_TOKEN'"
         ),
-        "{}",
-        stdout_of(&text)
+        "{text}"
     );
-    assert!(!stdout_of(&text).contains("plain-secret"));
+    assert!(!text.contains("plain-secret"));
 
     // A later run names none of them: the kept ones apply, the header read again.
     srv.clear_requests();
