@@ -317,6 +317,8 @@ pub struct LsArgs {
     /// change, lastmod, length, sha256, md5, media_type).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 #[derive(Debug, Args)]
@@ -335,6 +337,8 @@ pub struct CatArgs {
     /// of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 #[derive(Debug, Args)]
@@ -349,6 +353,8 @@ pub struct LogArgs {
     /// JSON: `log URL` and `log --run ID` one document; the runs JSON Lines, one per run.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 #[derive(Debug, Args)]
@@ -364,6 +370,8 @@ pub struct DiffArgs {
     /// JSON Lines: one object per resource (mark, change, uri, before, after).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 #[derive(Debug, Args)]
@@ -373,6 +381,8 @@ pub struct StatusArgs {
     /// One JSON document.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 #[derive(Debug, Args)]
@@ -423,9 +433,8 @@ pub struct ExportArgs {
     /// The summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// No summary on stderr.
-    #[arg(short, long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 #[derive(Debug, Args)]
@@ -557,6 +566,27 @@ pub struct MirrorArgs {
         value_name = "DIR"
     )]
     pub mirror: PathBuf,
+}
+
+/// `-q` and `-v` of the reading commands (ls, cat, log, diff, status, feed, export): their
+/// output on stdout is the same either way; these say how much is said beside it on stderr.
+#[derive(Debug, Args)]
+pub struct ReadingOutput {
+    /// Nothing on stderr but errors: no notes (how a local WHEN was read, a run still under
+    /// way) and, for export, no summary.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more on stderr: which point of the mirror's history WHEN resolved to, and how much
+    /// was written (resources, lines, bytes).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl ReadingOutput {
+    /// Make [`note!`] and [`detail!`] say what these ask for.
+    pub(crate) fn apply(&self) {
+        crate::report::set_level(self.quiet, self.verbose);
+    }
 }
 
 #[derive(Debug, Args)]
@@ -874,6 +904,8 @@ pub struct FeedArgs {
     /// atom or json.
     #[arg(long, value_enum, default_value_t = FeedFormat::Atom)]
     pub format: FeedFormat,
+    #[command(flatten)]
+    pub say: ReadingOutput,
 }
 
 // What the user typed, filled into the library's options and checked there (`settings`).

@@ -35,6 +35,26 @@ macro_rules! out {
     }};
 }
 
+/// A note beside a command's output (how a WHEN was read, a run still under way): on stderr
+/// unless `-q` ([`report::notes`]).
+macro_rules! note {
+    ($($t:tt)*) => {{
+        if $crate::report::notes() {
+            say!($($t)*)
+        }
+    }};
+}
+
+/// A detail said only under `-v` ([`report::details`]): what WHEN resolved to, how many lines
+/// a reading command wrote.
+macro_rules! detail {
+    ($($t:tt)*) => {{
+        if $crate::report::details() {
+            say!($($t)*)
+        }
+    }};
+}
+
 /// A line of a dry run's plan: on stdout, unless stdout carries the run's JSON document
 /// (`--dry-run --json`, [`report::plan_on_stderr`]): then on stderr, so stdout stays one
 /// document.

@@ -231,6 +231,27 @@ pub(crate) fn document_on_stdout() -> bool {
     DOCUMENT_ON_STDOUT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// How much a reading command says on stderr beside its output (`-q`: -1, none: 0, `-v`: 1
+/// and up). Errors are said whatever it is.
+static LEVEL: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(0);
+
+/// Set what [`note!`] and [`detail!`] say: `quiet` (-q) silences notes, `verbose` (-v) adds
+/// details.
+pub(crate) fn set_level(quiet: bool, verbose: u8) {
+    let level = if quiet { -1 } else { verbose.min(9) as i8 };
+    LEVEL.store(level, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether notes are said (not `-q`).
+pub(crate) fn notes() -> bool {
+    LEVEL.load(std::sync::atomic::Ordering::Relaxed) >= 0
+}
+
+/// Whether details are said (`-v`).
+pub(crate) fn details() -> bool {
+    LEVEL.load(std::sync::atomic::Ordering::Relaxed) >= 1
+}
+
 /// A dry run asked for `--json`: its plan goes to stderr (`plan!`), stdout is the document.
 static PLAN_ON_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

@@ -20,6 +20,13 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let (resource_id, uri) = reader.resource(&o.url)?;
     let v = choose(&reader, resource_id, &uri, o)?;
+    detail!(
+        "rsmirror: {uri}: version {} from {}, {} bytes, SHA-256 {} (checked as it is written)",
+        v.version,
+        reader.describe_run(v.run),
+        v.length.map_or_else(|| "?".into(), |n| n.to_string()),
+        v.sha256.as_deref().unwrap_or("unknown")
+    );
     let (mut file, object) = open_object(mirror, &uri, &v)?;
     let mut buf = vec![0u8; crate::access::COPY_BUFFER];
     match &o.output {
@@ -83,7 +90,7 @@ fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<V
     }
     let point = reader.point(o.at.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        say!("rsmirror: {note}");
+        note!("rsmirror: {note}");
     }
     match state_at(reader, resource_id, point)? {
         None => Err(UsageError(format!(

@@ -31,8 +31,14 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     let a = reader.point(Some(&o.from))?;
     let b = reader.point(o.to.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.to.as_ref()) {
-        say!("rsmirror: {note}");
+        note!("rsmirror: {note}");
     }
+    detail!(
+        "rsmirror: from the mirror {} to the mirror {}",
+        reader.describe_point(a),
+        reader.describe_point(b)
+    );
+    let mut marks = [0u64; 3];
     let (low, high) = if a.bound() <= b.bound() {
         (a.bound(), b.bound())
     } else {
@@ -53,6 +59,11 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
             // The same bytes (a state re-recorded, metadata only), or absent at both ends.
             _ => return Ok(true),
         };
+        marks[match mark {
+            "+" => 0,
+            "-" => 1,
+            _ => 2,
+        }] += 1;
         let more = if o.json {
             out.json_line(&Line {
                 mark,
@@ -67,6 +78,8 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         Ok::<_, Error>(more)
     })?;
     out.flush()?;
+    let [created, deleted, updated] = marks;
+    detail!("rsmirror: {created} created (+), {deleted} deleted (-), {updated} updated (*)");
     Ok(())
 }
 

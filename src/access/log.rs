@@ -105,8 +105,10 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
             "versions": all,
         });
         out.line(&serde_json::to_string_pretty(&doc).expect("serialisable"))?;
+        detail!("rsmirror: {} version(s) of {uri}", all.len());
         return Ok(out.flush()?);
     }
+    detail!("rsmirror: {} version(s) of {uri}", all.len());
     for (i, v) in all.iter().enumerate() {
         if i > 0 && !out.line("")? {
             break;
@@ -252,6 +254,7 @@ fn runs(reader: &Reader, json: bool) -> Result<(), Error> {
             "RUN", "COMMAND", "STARTED", "DURATION", "OUTCOME", "EXIT"
         ))?;
     }
+    detail!("rsmirror: {} run(s), newest first", reader.runs.len());
     run_records::each_run_newest_first(reader.catalog(), |r| {
         let r = RunLine::of(r);
         let more = if json {

@@ -34,8 +34,13 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     let reader = Reader::open(mirror)?;
     let point = reader.point(o.at.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        say!("rsmirror: {note}");
+        note!("rsmirror: {note}");
     }
+    detail!(
+        "rsmirror: listing the mirror {}",
+        reader.describe_point(point)
+    );
+    let mut listed = 0u64;
     let collections = match &o.collection {
         None => None,
         Some(c) => Some(collection_ids(&reader, c)?),
@@ -74,9 +79,11 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
             out.flush()?;
             first = false;
         }
+        listed += 1;
         Ok(more)
     })?;
     out.flush()?;
+    detail!("rsmirror: {listed} resource(s) listed");
     Ok(())
 }
 

@@ -92,7 +92,7 @@ fn local_time(t: &str) -> Option<Result<Timestamp, UsageError>> {
     Some(match tz.to_ambiguous_zoned(civil).unambiguous() {
         Ok(z) => {
             let ts = z.timestamp();
-            say!("rsmirror: WHEN {t:?} read as local time ({zone}): {ts}");
+            note!("rsmirror: WHEN {t:?} read as local time ({zone}): {ts}");
             Ok(ts)
         }
         Err(_) => Err(UsageError(format!(

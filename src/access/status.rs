@@ -196,6 +196,13 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Exit, Error> {
         out.line(&text(&st))?;
     }
     out.flush()?;
+    let person = st.hints.iter().filter(|h| h.needs_person).count();
+    detail!(
+        "rsmirror: {} source(s), {} hint(s), {person} needing a person (exit {})",
+        st.sources.len(),
+        st.hints.len(),
+        if person > 0 { 1 } else { 0 }
+    );
     Ok(if st.hints.iter().any(|h| h.needs_person) {
         Exit::Differences
     } else {

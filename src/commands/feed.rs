@@ -85,12 +85,25 @@ pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
     // The runs after WHEN's point (the mirror's clock, as every WHEN reads it).
     let after = match &s.since {
         None => None,
-        Some(when) => Some(reader.point(Some(when))?.run.unwrap_or(i64::MAX)),
+        Some(when) => {
+            let point = reader.point(Some(when))?;
+            detail!(
+                "rsmirror: --since: the runs after the mirror {}",
+                reader.describe_point(point)
+            );
+            Some(point.run.unwrap_or(i64::MAX))
+        }
     };
     let catalog = reader.catalog();
     let all = collections(catalog)?;
     let chosen = choose(&all, s.collection.as_deref())?;
     let feed = build(catalog, chosen, after)?;
+    detail!(
+        "rsmirror: {} entr{} (one a run that changed {})",
+        feed.entries.len(),
+        if feed.entries.len() == 1 { "y" } else { "ies" },
+        chosen.identity
+    );
     let text = match s.format {
         FeedFormat::Atom => atom(&feed),
         FeedFormat::Json => json_feed(&feed),

@@ -27,8 +27,12 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
     if let Some(name) = json_of(&cli.command) {
         let _ = JSON_ERRORS.set(name);
     }
+    if let Some(say) = reading_output_of(&cli.command) {
+        say.apply();
+    }
     let logging = output_of(&cli.command).is_some_and(|o| o.log_file.is_some());
     if let Some(output) = output_of(&cli.command) {
+        crate::report::set_level(output.quiet, output.verbose);
         if let Some(path) = &output.log_file {
             if let Err(e) = crate::logfile::open(path, output.log_format) {
                 let e = settings::UsageError(format!("--log-file {}: {e}", path.display()));
@@ -109,6 +113,20 @@ fn output_of(command: &Command) -> Option<&crate::cli::OutputArgs> {
         Command::Incremental(a) => Some(&a.output),
         Command::Audit(a) => Some(&a.output),
         Command::Repair(a) => Some(&a.output),
+        _ => None,
+    }
+}
+
+/// The `-q`/`-v` of a reading command.
+fn reading_output_of(command: &Command) -> Option<&crate::cli::ReadingOutput> {
+    match command {
+        Command::Ls(a) => Some(&a.say),
+        Command::Cat(a) => Some(&a.say),
+        Command::Log(a) => Some(&a.say),
+        Command::Diff(a) => Some(&a.say),
+        Command::Status(a) => Some(&a.say),
+        Command::Feed(a) => Some(&a.say),
+        Command::Export(a) => Some(&a.say),
         _ => None,
     }
 }
@@ -416,7 +434,7 @@ fn export(a: &crate::cli::ExportArgs) -> Exit {
                 );
             }
             // With --json the document is the summary.
-            if !a.quiet && !a.json {
+            if !a.say.quiet && !a.json {
                 say!("{}", s.line());
             }
             Exit::Ok

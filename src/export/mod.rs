@@ -211,13 +211,17 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     let _snapshot = Snapshot::begin(reader.catalog())?;
     let point = reader.point(o.at.as_ref())?;
     if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        say!("rsmirror: {note}");
+        note!("rsmirror: {note}");
     }
     // Now is the newest run: the record names a point that stays the same.
     let run = point
         .run
         .unwrap_or_else(|| reader.runs.keys().next_back().copied().unwrap_or(0));
     let point = Point { run: Some(run) };
+    detail!(
+        "rsmirror: exporting the mirror {}",
+        reader.describe_point(point)
+    );
     // No run after it in this snapshot: its states are the current ones.
     let newest = history::newest_run(reader.catalog())? <= run;
     let collections = match &o.collection {

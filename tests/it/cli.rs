@@ -133,8 +133,7 @@ fn options_before_the_command_are_read_as_after_it() {
     assert!(!before.stdout.is_empty());
     assert_eq!(before.stdout, after.stdout);
     let lacks = rsmirror()
-        .args(["-q", "ls", "--mirror"])
-        .arg(&m)
+        .args(["-q", "inspect", "http://sample.example.org/"])
         .output()
         .unwrap();
     assert_eq!(lacks.status.code(), Some(2));
@@ -269,6 +268,109 @@ fn sample_mirror(m: &std::path::Path) {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
+}
+
+/// The reading commands take `-q` and `-v` as the writing ones do (before or after the
+/// command): their stdout is the same either way; `-q` leaves stderr empty on success (no note
+/// of how a local WHEN was read), `-v` says what WHEN resolved to and how much was written,
+/// and both together are refused.
+#[test]
+fn reading_commands_take_quiet_and_verbose() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    sample_mirror(&m);
+    let uri = "http://sample.example.org/res/a.txt";
+    let tree = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let local = "2099-01-01 12:00";
+    let commands: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["ls".into(), "--at".into(), local.into()],
+            "8 resource(s) listed",
+        ),
+        (vec!["cat".into(), uri.into()], "from run 1 (baseline"),
+        (vec!["log".into()], "1 run(s)"),
+        (vec!["log".into(), uri.into()], "1 version(s) of"),
+        (
+            vec!["diff".into(), "run:0".into(), local.into()],
+            "8 created (+)",
+        ),
+        (vec!["status".into()], "1 source(s)"),
+        (vec!["feed".into()], "0 entries"),
+        (
+            vec![
+                "export".into(),
+                "tree".into(),
+                tree("e"),
+                "--at".into(),
+                local.into(),
+            ],
+            "exporting the mirror as run 1",
+        ),
+    ];
+    let run = |args: &[String], extra: &[&str], before: bool| {
+        let mut c = rsmirror();
+        if before {
+            c.args(extra).args(args);
+        } else {
+            c.args(args).args(extra);
+        }
+        let out = c.arg("--mirror").arg(&m).env("TZ", "UTC").output().unwrap();
+        (
+            out.status.code(),
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, detail) in &commands {
+        let is_export = args[0] == "export";
+        let plain = run(args, &[], false);
+        assert_eq!(plain.0, Some(0), "{args:?}: {}", plain.2);
+        assert!(!plain.2.contains(detail), "{args:?}: {}", plain.2);
+        if args.iter().any(|a| a == local) {
+            assert!(
+                plain.2.contains("read as local time"),
+                "{args:?}: {}",
+                plain.2
+            );
+        }
+
+        let mut quiet_args = args.clone();
+        let mut verbose_args = args.clone();
+        if is_export {
+            quiet_args[2] = tree("q");
+            verbose_args[2] = tree("v");
+        }
+        let quiet = run(&quiet_args, &["-q"], false);
+        assert_eq!(quiet.0, Some(0), "{args:?}: {}", quiet.2);
+        assert_eq!(quiet.2, "", "{args:?} -q");
+        let verbose = run(&verbose_args, &["-v"], true);
+        assert_eq!(verbose.0, Some(0), "{args:?}: {}", verbose.2);
+        assert!(verbose.2.contains(detail), "{args:?} -v: {}", verbose.2);
+        // status says ages in seconds: its stdout is compared by its first line.
+        let status = args[0] == "status";
+        let first = |o: &[u8]| {
+            String::from_utf8_lossy(o)
+                .lines()
+                .next()
+                .map(str::to_string)
+        };
+        if status {
+            assert_eq!(first(&plain.1), first(&quiet.1));
+            assert_eq!(first(&plain.1), first(&verbose.1));
+        } else if !is_export {
+            assert!(!plain.1.is_empty(), "{args:?}");
+            assert_eq!(plain.1, quiet.1, "{args:?}: -q changed stdout");
+            assert_eq!(plain.1, verbose.1, "{args:?}: -v changed stdout");
+        }
+
+        let both = run(args, &["-q", "-v"], false);
+        assert_eq!(both.0, Some(2), "{args:?} -q -v: {}", both.2);
+        assert!(
+            both.2.contains("--quiet") && both.2.contains("--verbose"),
+            "{}",
+            both.2
+        );
+    }
 }
 
 /// A WHEN without a zone is this machine's local time (`TZ`), as git reads one, and stderr
