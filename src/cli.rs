@@ -600,6 +600,13 @@ pub struct OutputArgs {
     /// A machine-readable summary on stdout.
     #[arg(long)]
     pub json: bool,
+    /// stderr as JSON Lines for a program to follow the run (restic's `message_type` lines):
+    /// a `status` object (phase, done, total, bytes, percent_done, seconds_elapsed) at each
+    /// phase's start and end and at most once a second between, a `message` object (level,
+    /// message) for every line a person would read there, and the run's `summary` last.
+    /// stdout is unchanged (`--json` still puts the summary there).
+    #[arg(long, conflicts_with = "quiet")]
+    pub json_progress: bool,
     /// Also append what the run says on stderr to FILE, a line each with its time, and the
     /// run's command line and summary even under -q or a quiet success (rclone's --log-file).
     #[arg(long, value_name = "FILE")]

@@ -16,10 +16,8 @@
 /// died, `2>&1 | true`) loses the line, not the run (`eprintln!` would panic).
 macro_rules! say {
     ($($t:tt)*) => {{
-        use std::io::Write as _;
         let line = format!($($t)*);
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-        $crate::logfile::line("info", &line);
+        $crate::report::said("info", &line);
     }};
 }
 

@@ -1,20 +1,46 @@
-//! Progress: a bar on a terminal, nothing otherwise (cron) or with `-q`. The commands only
+//! Progress: a bar on a terminal, nothing otherwise (cron) or with `-q`, and `status` lines
+//! under `--json-progress` (JSON Lines on stderr, restic's `message_type`). The commands only
 //! call [`Progress`]; the drawing is decided here once.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::cell::{Cell, RefCell};
 use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
-    bytes: std::cell::Cell<u64>,
+    /// `--json-progress`: `status` lines instead of a bar.
+    json: Option<Status>,
+    bytes: Cell<u64>,
 }
 
+/// What the `status` lines say, and when the last one was said.
+struct Status {
+    phase: RefCell<String>,
+    total: Cell<u64>,
+    done: Cell<u64>,
+    started: Instant,
+    said: Cell<Instant>,
+}
+
+/// The least time between two `status` lines within a phase.
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+
 impl Progress {
-    /// A bar when stderr is a terminal and not `quiet`; otherwise nothing.
+    /// A bar when stderr is a terminal and not `quiet`; `status` lines under
+    /// `--json-progress` ([`crate::report::json_stderr`]); otherwise nothing.
     pub(crate) fn new(quiet: bool) -> Progress {
-        let show = !quiet && std::io::stderr().is_terminal();
+        let json = !quiet && crate::report::json_stderr();
+        let show = !quiet && !json && std::io::stderr().is_terminal();
         Progress {
-            bytes: std::cell::Cell::new(0),
+            bytes: Cell::new(0),
+            json: json.then(|| Status {
+                phase: RefCell::new(String::new()),
+                total: Cell::new(0),
+                done: Cell::new(0),
+                started: Instant::now(),
+                said: Cell::new(Instant::now()),
+            }),
             bar: show.then(|| {
                 let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
                 bar.set_style(
@@ -33,14 +59,26 @@ impl Progress {
             b.set_length(total);
             b.set_position(0);
         }
+        if let Some(s) = &self.json {
+            *s.phase.borrow_mut() = what.to_string();
+            s.total.set(total);
+            s.done.set(0);
+            self.status(s);
+        }
     }
 
     /// One item done, `bytes` transferred for it.
     pub(crate) fn item(&self, bytes: u64) {
+        self.bytes.set(self.bytes.get() + bytes);
         if let Some(b) = &self.bar {
-            self.bytes.set(self.bytes.get() + bytes);
             b.set_message(crate::report::human_bytes(self.bytes.get()));
             b.inc(1);
+        }
+        if let Some(s) = &self.json {
+            s.done.set(s.done.get() + 1);
+            if s.said.get().elapsed() >= STATUS_EVERY {
+                self.status(s);
+            }
         }
     }
 
@@ -59,5 +97,29 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+        if let Some(s) = self.json.as_ref().filter(|s| !s.phase.borrow().is_empty()) {
+            self.status(s);
+        }
+    }
+
+    /// A `status` line (`schemas/progress-line.schema.json`).
+    fn status(&self, s: &Status) {
+        let (done, total) = (s.done.get(), s.total.get());
+        let percent = if total == 0 {
+            0.0
+        } else {
+            (done.min(total) as f64 / total as f64 * 1000.0).round() / 1000.0
+        };
+        crate::report::json_on_stderr(serde_json::json!({
+            "message_type": "status",
+            "time": crate::report::now_shown(),
+            "phase": *s.phase.borrow(),
+            "done": done,
+            "total": total,
+            "percent_done": percent,
+            "bytes": self.bytes.get(),
+            "seconds_elapsed": (s.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        }));
+        s.said.set(Instant::now());
     }
 }

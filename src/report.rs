@@ -231,6 +231,52 @@ pub(crate) fn document_on_stdout() -> bool {
     DOCUMENT_ON_STDOUT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// `--json-progress`: stderr carries JSON Lines (restic's `message_type`): progress as
+/// `status` objects, every line a person would read as a `message`, the run's `summary`.
+static JSON_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make stderr JSON Lines ([`JSON_STDERR`]).
+pub(crate) fn set_json_stderr() {
+    JSON_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether stderr carries JSON Lines (`--json-progress`).
+pub(crate) fn json_stderr() -> bool {
+    JSON_STDERR.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A line said on stderr at `level` (info, notice, warning, error), and in the log file: as it
+/// is, or under `--json-progress` as a `message` object (`schemas/progress-line.schema.json`).
+/// A closed or full stderr loses the line, never the run.
+pub(crate) fn said(level: &str, line: &str) {
+    if json_stderr() {
+        json_on_stderr(serde_json::json!({
+            "message_type": "message",
+            "time": now_shown(),
+            "level": level,
+            "message": line,
+        }));
+    } else {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+    crate::logfile::line(level, line);
+}
+
+/// One JSON object as a line on stderr (`--json-progress`).
+pub(crate) fn json_on_stderr(doc: serde_json::Value) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{doc}");
+}
+
+/// Now, to the millisecond, as the JSON lines show it.
+pub(crate) fn now_shown() -> String {
+    let now = jiff::Timestamp::now();
+    now.round(jiff::Unit::Millisecond)
+        .unwrap_or(now)
+        .to_string()
+}
+
 /// How much a reading command says on stderr beside its output (`-q`: -1, none: 0, `-v`: 1
 /// and up). Errors are said whatever it is.
 static LEVEL: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(0);

@@ -287,7 +287,14 @@ fn stdout_sink(s: &settings::Audit) -> Sink {
 /// and why a source error is one.
 fn tell(s: &settings::Audit, totals: &Totals, exit: Exit, result: &Result<Verdict, Error>) {
     let tty = io::stderr().is_terminal();
-    if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
+    if crate::report::json_stderr() {
+        // The audit report's summary (`schemas/audit-report.schema.json`), as the last line.
+        crate::report::json_on_stderr(serde_json::json!({
+            "message_type": "summary",
+            "time": crate::report::now_shown(),
+            "summary": totals.to_json(),
+        }));
+    } else if !s.output.quiet && (exit != Exit::Ok || tty || s.output.verbose > 0) {
         say!("{}", totals.line(s.level));
     }
     if s.output.verbose > 0 {
@@ -295,7 +302,7 @@ fn tell(s: &settings::Audit, totals: &Totals, exit: Exit, result: &Result<Verdic
             say!("verified: {collection}: {}", v.line());
         }
         for w in &totals.warnings {
-            say!("warning: {w}");
+            crate::report::said("warning", &format!("warning: {w}"));
         }
     }
     if s.output.verbose > 1 {

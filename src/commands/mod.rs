@@ -33,6 +33,9 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
     let logging = output_of(&cli.command).is_some_and(|o| o.log_file.is_some());
     if let Some(output) = output_of(&cli.command) {
         crate::report::set_level(output.quiet, output.verbose);
+        if output.json_progress {
+            crate::report::set_json_stderr();
+        }
         if let Some(path) = &output.log_file {
             if let Err(e) = crate::logfile::open(path, output.log_format) {
                 let e = settings::UsageError(format!("--log-file {}: {e}", path.display()));
@@ -198,12 +201,7 @@ fn fail(e: &crate::error::Error) -> Exit {
             error_document(command, &e.to_string(), e.exit().code())
         );
     }
-    let line = format!("rsmirror: {e}");
-    {
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-    }
-    crate::logfile::line("error", &line);
+    crate::report::said("error", &format!("rsmirror: {e}"));
     e.exit()
 }
 
@@ -289,14 +287,22 @@ fn summarise(
             // Quiet under cron: on success the summary is shown on a terminal or with -v. The
             // log file has it whatever.
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            if !output.quiet && (o.exit != Exit::Ok || tty || output.verbose > 0) {
-                use std::io::Write as _;
-                let _ = writeln!(std::io::stderr().lock(), "{}", o.summary.line());
+            if crate::report::json_stderr() {
+                // The wrapper reading stderr gets the summary as its last line (restic's).
+                crate::report::json_on_stderr(serde_json::json!({
+                    "message_type": "summary",
+                    "time": crate::report::now_shown(),
+                    "summary": &o.summary,
+                }));
+                crate::logfile::line("notice", &o.summary.line());
+            } else if !output.quiet && (o.exit != Exit::Ok || tty || output.verbose > 0) {
+                crate::report::said("notice", &o.summary.line());
+            } else {
+                crate::logfile::line("notice", &o.summary.line());
             }
-            crate::logfile::line("notice", &o.summary.line());
             if output.verbose > 0 {
                 for w in &o.summary.warnings {
-                    say!("warning: {w}");
+                    crate::report::said("warning", &format!("warning: {w}"));
                 }
             }
             o.exit
@@ -544,8 +550,14 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
             for u in &summary.unrepaired {
                 say!("not repaired: {u}");
             }
-            if !a.output.quiet {
-                say!("{}", summary.line());
+            if crate::report::json_stderr() {
+                crate::report::json_on_stderr(serde_json::json!({
+                    "message_type": "summary",
+                    "time": crate::report::now_shown(),
+                    "summary": &summary,
+                }));
+            } else if !a.output.quiet {
+                crate::report::said("notice", &summary.line());
             }
             exit
         }

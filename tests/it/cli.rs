@@ -543,3 +543,119 @@ fn json_documents_and_json_errors_have_their_schemas() {
         assert!(said.contains(&first_words), "{said} / {doc}");
     }
 }
+
+/// `--json-progress` makes stderr JSON Lines a program can follow (restic's `message_type`):
+/// `status` lines for each phase (its start and its end at least), a `message` for every line
+/// a person would read there (a resource that failed, the error that ended a run), and the
+/// run's `summary` last; every line has the shape `schemas/progress-line.schema.json` gives,
+/// and stdout is unchanged (the `--json` document).
+#[test]
+fn json_progress_lines_have_their_schema() {
+    let (lines, summary) = (
+        schema("progress-line.schema.json"),
+        schema("run-summary.schema.json"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // The sample without one of its resources: that one fails, the rest land.
+    let sample = dir.path().join("sample");
+    copy_tree(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample"),
+        &sample,
+    );
+    std::fs::remove_file(sample.join("res/b.txt")).unwrap();
+    let m = dir.path().join("m");
+    let run = |args: &[&str]| {
+        let out = rsmirror()
+            .args(args)
+            .arg("--mirror")
+            .arg(&m)
+            .arg("--json-progress")
+            .output()
+            .unwrap();
+        let said: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{args:?}: {e}: {l}")))
+            .collect();
+        for l in &said {
+            valid(&lines, l);
+        }
+        (out.status.code(), out.stdout, said)
+    };
+    let kind = |said: &[serde_json::Value], t: &str| -> Vec<serde_json::Value> {
+        said.iter()
+            .filter(|l| l["message_type"] == t)
+            .cloned()
+            .collect()
+    };
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (code, stdout, said) = run(&[
+        "baseline",
+        "http://sample.example.org/",
+        "--map",
+        &map,
+        "--json",
+    ]);
+    assert_ne!(code, Some(0), "{said:#?}");
+    let doc: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    valid(&summary, &doc);
+    let statuses = kind(&said, "status");
+    assert!(statuses.len() >= 2, "{said:#?}");
+    let (first, last) = (&statuses[0], statuses.last().unwrap());
+    assert_eq!(
+        (first["phase"].as_str(), first["done"].as_u64()),
+        (Some("baseline"), Some(0))
+    );
+    assert_eq!(last["done"], last["total"], "{said:#?}");
+    assert_eq!(last["percent_done"], 1.0);
+    assert!(last["bytes"].as_u64().unwrap() > 0);
+    let messages = kind(&said, "message");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["message"].as_str().unwrap().contains("res/b.txt")),
+        "{said:#?}"
+    );
+    // The summary is the last line, and the same as stdout's document.
+    assert_eq!(said.last().unwrap()["message_type"], "summary");
+    let s = &said.last().unwrap()["summary"];
+    valid(&summary, s);
+    assert_eq!(
+        (s["created"].as_u64(), s["failed"].as_u64()),
+        (Some(7), Some(1))
+    );
+    assert_eq!(s["run_id"], doc["run_id"]);
+
+    // An audit: its phases and its report's summary.
+    let (code, _, said) = run(&["audit", "--offline"]);
+    assert_eq!(code, Some(0), "{said:#?}");
+    assert!(kind(&said, "status").iter().any(|s| s["phase"] == "fixity"));
+    assert_eq!(said.last().unwrap()["summary"]["counts"]["verified"], 7);
+
+    // The error that ends a run, as a message of level error.
+    let gone = dir.path().join("gone");
+    let out = rsmirror()
+        .args(["incremental", "--json-progress", "--mirror"])
+        .arg(&gone)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let said: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    valid(&lines, &said);
+    assert_eq!(
+        (said["message_type"].as_str(), said["level"].as_str()),
+        (Some("message"), Some("error"))
+    );
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
