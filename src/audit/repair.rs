@@ -201,7 +201,7 @@ fn check_other_mirror(mirror: &Path, other: &Path) -> Result<(), Error> {
 fn show_plan(open: &OpenMirror, damage: &[Damage], strays: &[String]) -> Result<(), Error> {
     for d in damage {
         let uris = audit_records::versions_naming(&open.catalog, &d.sha256)?;
-        out!(
+        plan!(
             "! {} {} ({})",
             d.class,
             ObjectStore::relative_path(&d.sha256),
@@ -212,7 +212,7 @@ fn show_plan(open: &OpenMirror, damage: &[Damage], strays: &[String]) -> Result<
         );
     }
     for s in strays {
-        out!("! stray-object {s}");
+        plan!("! stray-object {s}");
     }
     Ok(())
 }

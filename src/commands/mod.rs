@@ -527,6 +527,9 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    if a.dry_run && a.output.json {
+        crate::report::set_plan_on_stderr();
+    }
     let o = audit::repair::Options {
         mirror: mirror.clone(),
         from_mirror: a.from_mirror.clone(),
