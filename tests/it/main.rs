@@ -25,6 +25,7 @@ mod hostile_http;
 mod https;
 mod incremental;
 mod inspect;
+mod json_shapes;
 mod migrate;
 mod proxy;
 mod read;
