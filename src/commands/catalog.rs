@@ -288,19 +288,21 @@ pub(crate) fn rebuild(
         true => seal::salvage(&path),
         false => Vec::new(),
     };
-    // Each source with the rules the damaged catalog remembers for it (none for a source
-    // named here that it does not know).
-    let sources: Vec<(String, Vec<(String, PathBuf)>)> = match sources.is_empty() {
+    // Each source with the rules and options the damaged catalog remembers for it (none for
+    // a source named here that it does not know): the baselines keep them again.
+    let sources: Vec<seal::Salvaged> = match sources.is_empty() {
         true => salvaged,
         false => sources
             .iter()
             .map(|url| {
-                let maps = salvaged
+                salvaged
                     .iter()
-                    .find(|(u, _)| u == url)
-                    .map(|(_, m)| m.clone())
-                    .unwrap_or_default();
-                (url.clone(), maps)
+                    .find(|s| &s.url == url)
+                    .cloned()
+                    .unwrap_or_else(|| seal::Salvaged {
+                        url: url.clone(),
+                        ..Default::default()
+                    })
             })
             .collect(),
     };
@@ -322,7 +324,7 @@ pub(crate) fn rebuild(
          lost (runs, earlier versions, sync points){}",
         sources
             .iter()
-            .map(|(u, _)| u.as_str())
+            .map(|s| s.url.as_str())
             .collect::<Vec<_>>()
             .join(", "),
         match &aside {
@@ -331,13 +333,22 @@ pub(crate) fn rebuild(
         }
     ));
     let mut worst = Exit::Ok;
-    for (source, maps) in &sources {
-        let map_args: Vec<String> = maps
+    for s in &sources {
+        let mut args: Vec<String> = s
+            .maps
             .iter()
-            .map(|(prefix, dir)| format!("{prefix}={}", dir.display()))
+            .flat_map(|(prefix, dir)| ["--map".into(), format!("{prefix}={}", dir.display())])
             .collect();
-        say(&format!("rsmirror baseline {source}"));
-        let exit = run_baseline(mirror, source, &map_args)?;
+        args.extend(s.kept.arguments());
+        say(&format!(
+            "rsmirror baseline {}{}",
+            s.url,
+            match s.kept.is_empty() {
+                true => String::new(),
+                false => format!(" (with what it kept: {})", s.kept.arguments().join(" ")),
+            }
+        ));
+        let exit = run_baseline(mirror, &s.url, &args)?;
         if exit.code() > worst.code() {
             worst = exit;
         }
@@ -358,8 +369,8 @@ fn baseline_of(mirror: &Path, source: &str) -> Result<Exit, Error> {
     run_baseline(mirror, source, &[])
 }
 
-/// [`baseline_of`] with `--map` rules (PREFIX=DIR).
-fn run_baseline(mirror: &Path, source: &str, maps: &[String]) -> Result<Exit, Error> {
+/// [`baseline_of`] with more arguments (`--map PREFIX=DIR`, the options a source keeps).
+fn run_baseline(mirror: &Path, source: &str, args: &[String]) -> Result<Exit, Error> {
     let exe =
         std::env::current_exe().map_err(|e| StoreError::io("finding", Path::new("rsmirror"), e))?;
     let mut command = std::process::Command::new(exe);
@@ -368,13 +379,11 @@ fn run_baseline(mirror: &Path, source: &str, maps: &[String]) -> Result<Exit, Er
         .arg(source)
         .arg("--mirror")
         .arg(mirror);
-    if !maps.is_empty() || !crate::store::Catalog::present(mirror)? {
+    if !args.is_empty() || !crate::store::Catalog::present(mirror)? {
         // A rebuild: the mirror's folder holds its objects and copies, and no catalog yet.
         command.arg("--init-here");
     }
-    for m in maps {
-        command.arg("--map").arg(m);
-    }
+    command.args(args);
     let status = command
         .status()
         .map_err(|e| StoreError::io("running a baseline of", Path::new(source), e))?;

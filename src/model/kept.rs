@@ -37,19 +37,42 @@ impl Kept {
 
     /// The options other than the filter, as a user would type them again.
     pub(crate) fn options(&self) -> String {
+        self.option_pairs()
+            .iter()
+            .map(|(o, v)| match *o {
+                "--header" => format!("{o} '{v}'"),
+                _ => format!("{o} {v}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Everything kept, the filter included, as the arguments of a command that gives it again
+    /// (`catalog rebuild` runs a baseline of each source with them).
+    pub(crate) fn arguments(&self) -> Vec<String> {
+        let filter = (self.filter.include.iter().map(|g| ("--include", g.clone())))
+            .chain(self.filter.exclude.iter().map(|g| ("--exclude", g.clone())));
+        filter
+            .chain(self.option_pairs())
+            .flat_map(|(o, v)| [o.to_string(), v])
+            .collect()
+    }
+
+    /// (option, value) for each option other than the filter.
+    fn option_pairs(&self) -> Vec<(&'static str, String)> {
         let mut o = Vec::new();
         if let Some(d) = self.delay {
-            o.push(format!("--delay {d}"));
+            o.push(("--delay", d.to_string()));
         }
         if let Some(t) = self.timeout {
-            o.push(format!("--timeout {t}"));
+            o.push(("--timeout", t.to_string()));
         }
         if let Some(j) = self.jobs {
-            o.push(format!("--jobs {j}"));
+            o.push(("--jobs", j.to_string()));
         }
-        o.extend(self.allow_host.iter().map(|h| format!("--allow-host {h}")));
-        o.extend(self.header.iter().map(|h| format!("--header '{h}'")));
-        o.join(" ")
+        o.extend(self.allow_host.iter().map(|h| ("--allow-host", h.clone())));
+        o.extend(self.header.iter().map(|h| ("--header", h.clone())));
+        o
     }
 
     /// `self` with what `given` gives in place of what it keeps: each option given replaces

@@ -475,36 +475,54 @@ pub(crate) fn accept(mirror: &Path, sha256: Option<String>) -> Result<(), StoreE
 /// What can still be read from a damaged catalog file, as far as it can be: the sources it
 /// follows, each with the `--map` rules it remembers (for `catalog rebuild`). Empty where it
 /// cannot.
-pub(crate) fn salvage(path: &Path) -> Vec<(String, Vec<(String, PathBuf)>)> {
+pub(crate) fn salvage(path: &Path) -> Vec<Salvaged> {
     let Ok(conn) = Connection::open_with_flags(
         path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     ) else {
         return Vec::new();
     };
-    let rows = |sql: &str| -> Vec<(String, Option<String>)> {
+    let rows = |sql: &str| -> Vec<(String, Option<String>, Option<String>)> {
         conn.prepare(sql)
             .and_then(|mut stmt| {
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))
                     .map(|rows| rows.filter_map(Result::ok).collect())
             })
             .unwrap_or_default()
     };
-    // Without `removed_at` (an older schema), every source.
-    let mut sources =
-        rows("SELECT url, maps_json FROM sources WHERE removed_at IS NULL ORDER BY id");
+    // Each older schema lacks a column: without `settings_json` (before 5) nothing kept but
+    // the maps; without `removed_at` (before 4), every source.
+    let mut sources = rows(
+        "SELECT url, maps_json, settings_json FROM sources WHERE removed_at IS NULL ORDER BY id",
+    );
     if sources.is_empty() {
-        sources = rows("SELECT url, maps_json FROM sources ORDER BY id");
+        sources =
+            rows("SELECT url, maps_json, NULL FROM sources WHERE removed_at IS NULL ORDER BY id");
+    }
+    if sources.is_empty() {
+        sources = rows("SELECT url, maps_json, NULL FROM sources ORDER BY id");
     }
     sources
         .into_iter()
-        .map(|(url, maps)| {
-            let maps = maps
+        .map(|(url, maps, kept)| Salvaged {
+            url,
+            maps: maps
                 .and_then(|j| serde_json::from_str::<Vec<(String, PathBuf)>>(&j).ok())
-                .unwrap_or_default();
-            (url, maps)
+                .unwrap_or_default(),
+            kept: kept
+                .and_then(|j| serde_json::from_str(&j).ok())
+                .unwrap_or_default(),
         })
         .collect()
+}
+
+/// A source as a damaged catalog still says it: its URL, its `--map` rules (prefix, folder)
+/// and the options it keeps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Salvaged {
+    pub url: String,
+    pub maps: Vec<(String, PathBuf)>,
+    pub kept: crate::model::Kept,
 }
 
 #[cfg(test)]

@@ -558,6 +558,58 @@ fn rebuild_without_a_good_copy_fetches_nothing_already_held() {
     assert!(!out.contains("stray"), "{out}");
 }
 
+/// A rebuild keeps what each source kept: its `--map` rules, its filter and its options are
+/// read from the damaged catalog and given to the baseline that rebuilds it, which keeps them
+/// again (a rebuilt mirror that forgot its filter would fetch what was left out on purpose).
+#[test]
+fn rebuild_keeps_each_sources_filter_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let source = "http://sample.example.org/";
+    let map = format!("{source}={}", sample.display());
+    let made = on_mirror(
+        &m,
+        &[
+            "baseline",
+            source,
+            "--map",
+            &map,
+            "--exclude",
+            "*.png",
+            "--timeout",
+            "7",
+            "--delay",
+            "0.01",
+            "-q",
+        ],
+    );
+    assert_eq!(made.status.code(), Some(0), "{}", stderr_of(&made));
+    let kept = |m: &Path| {
+        let (out, _) = ok_on_mirror(m, &["source", "list", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let s = &doc["sources"][0];
+        (s["filter"].clone(), s["settings"].clone())
+    };
+    let before = kept(&m);
+    assert_eq!(before.0["exclude"][0], "*.png", "{before:?}");
+    let (ls_before, _) = ok_on_mirror(&m, &["ls"]);
+    assert!(
+        !ls_before.contains(".png") && ls_before.lines().count() == 7,
+        "{ls_before}"
+    );
+
+    std::fs::remove_dir_all(m.join("catalog-copies")).unwrap();
+    let (_, err) = ok_on_mirror(&m, &["catalog", "rebuild"]);
+    assert!(
+        err.contains("with what it kept: --exclude *.png --delay 0.01 --timeout 7"),
+        "{err}"
+    );
+    assert_eq!(kept(&m), before);
+    let (ls_after, _) = ok_on_mirror(&m, &["ls"]);
+    assert_eq!(ls_after, ls_before);
+}
+
 /// The free space of the file system after the run, and its size.
 fn free_on(path: &Path) -> u64 {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
