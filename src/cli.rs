@@ -728,6 +728,13 @@ pub struct SourceArgs {
     /// --jobs. K, M, G suffixes as above (10M: 10 MiB a second); 0 for no limit.
     #[arg(long, value_name = "RATE", value_parser = parse_bytes)]
     pub bwlimit: Option<u64>,
+    /// Requests in flight to a source that speaks HTTP/2 (over TLS, as ALPN offers it): they
+    /// share one connection per worker thread as streams (RFC 9113), where --jobs counts
+    /// HTTP/1.1 connections. The server's own limit (SETTINGS_MAX_CONCURRENT_STREAMS) holds
+    /// beyond it. 100, as curl and most servers default to; --delay bounds the request rate
+    /// whatever the streams.
+    #[arg(long, value_name = "N", default_value_t = crate::net::DEFAULT_STREAMS)]
+    pub streams: usize,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
     /// source whose certificate a private CA signed (documents and resources alike). Proxies:
     /// curl's http_proxy, https_proxy, all_proxy and no_proxy variables, for both.
@@ -792,8 +799,9 @@ pub struct BaselineArgs {
     /// Print the plan and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Transfers in flight at once (default 8; plain-http sources: on a thread per core,
-    /// several connections each). Kept with the source.
+    /// Transfers in flight at once over HTTP/1.1 (default 8), each on a connection of its own,
+    /// on a thread per core; a source that speaks HTTP/2 gets --streams instead. Kept with the
+    /// source.
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     #[command(flatten)]
@@ -828,8 +836,9 @@ pub struct IncrementalArgs {
     /// Print the changes that would be applied and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Transfers in flight at once (default 8; plain-http sources: on a thread per core,
-    /// several connections each). Kept with the source.
+    /// Transfers in flight at once over HTTP/1.1 (default 8), each on a connection of its own,
+    /// on a thread per core; a source that speaks HTTP/2 gets --streams instead. Kept with the
+    /// source.
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     /// When the change history has a gap (the Change Lists no longer reach back to the sync
@@ -951,6 +960,7 @@ impl SourceArgs {
             max_time: self.max_time,
             max_duration: self.max_duration,
             bwlimit: self.bwlimit,
+            streams: self.streams,
             min_free: self.min_free,
             ca_file: self.ca_file.clone(),
         };

@@ -91,7 +91,12 @@ pub struct SourceOptions {
     pub max_duration: Option<Duration>,
     /// `--bwlimit` in bytes a second (0: none).
     pub bwlimit: Option<u64>,
+    /// `--streams`: requests in flight to an HTTP/2 source.
+    pub streams: usize,
 }
+
+/// The most `--streams`: each in flight holds a staging file and a receive buffer.
+const MAX_STREAMS: usize = 1000;
 
 impl SourceSettings {
     pub(crate) fn new(source: &str, a: &SourceOptions) -> Result<SourceSettings, UsageError> {
@@ -196,6 +201,15 @@ impl SourceSettings {
                 },
                 max_duration: a.max_duration,
                 bwlimit: a.bwlimit.filter(|r| *r > 0),
+                streams: match a.streams {
+                    1..=MAX_STREAMS => a.streams,
+                    n => {
+                        return Err(UsageError(format!(
+                            "--streams {n}: give 1 to {MAX_STREAMS} (each stream in flight holds a \
+                             file in staging/ and a buffer of up to 128 KiB)"
+                        )))
+                    }
+                },
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

@@ -229,6 +229,8 @@ pub(crate) fn transfer<E>(
                 let mut out = Handover::new(res_tx);
                 let mut transfers = Transfers::new(http, staging, per_thread);
                 transfers.share_bandwidth(threads * per_thread);
+                // An HTTP/2 source: `--streams` in flight, shared by the threads.
+                transfers.multiplexing(http.config().streams.div_ceil(threads));
                 let mut drawn_all = false;
                 let (mut checked, mut since) = (Instant::now(), 0);
                 let mut room = Room::new(staging, min_free, reserved);

@@ -57,6 +57,9 @@ pub struct HttpConfig {
     /// `--bwlimit`: the most bytes a second received in all (a document the whole of it, each
     /// resource transfer in flight an even share); `None` for no limit.
     pub bwlimit: Option<u64>,
+    /// `--streams`: requests in flight to a host that speaks HTTP/2, as streams of one
+    /// connection per worker thread (`--jobs` counts HTTP/1.1 connections).
+    pub streams: usize,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -108,6 +111,7 @@ impl Default for HttpConfig {
             ca_file: None,
             max_duration: None,
             bwlimit: None,
+            streams: crate::net::DEFAULT_STREAMS,
         }
     }
 }
@@ -911,6 +915,7 @@ pub(crate) mod test_server {
             ca_file: None,
             max_duration: None,
             bwlimit: None,
+            streams: crate::net::DEFAULT_STREAMS,
         }
     }
 

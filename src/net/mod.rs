@@ -22,6 +22,11 @@ pub use scope::Scope;
 
 use std::time::Duration;
 
+/// Requests in flight to a host that speaks HTTP/2, by default (`--streams`): curl's and
+/// libcurl's default (`CURLMOPT_MAX_CONCURRENT_STREAMS`), below nginx's 128 and the 100 RFC 9113
+/// recommends a server allow at least (§6.5.2).
+pub const DEFAULT_STREAMS: usize = 100;
+
 /// Why a document or resource could not be fetched (or was refused).
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {

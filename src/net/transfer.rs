@@ -125,6 +125,14 @@ pub struct Transfers<'h, T> {
     /// Hosts (`host:port`) whose connections had bytes nobody asked for: a new connection for
     /// every request to them for the rest of the run.
     no_reuse: std::collections::HashSet<String>,
+    /// GETs in flight once a response came over HTTP/2 ([`Transfers::multiplexing`]): they
+    /// share the connection as streams. None: as many as `capacity` (HTTP/1.1 connections).
+    streams: Option<usize>,
+    /// Threads that share `--bwlimit` with this one, each with as many GETs in flight.
+    sharing: usize,
+    /// A response came over HTTP/2: the next GETs wait for its connection rather than open one
+    /// of their own (`CURLOPT_PIPEWAIT`).
+    multiplexed: bool,
 }
 
 /// One GET and where it stands: the hop being fetched, the retries spent.
@@ -165,13 +173,27 @@ impl<'h, T> Transfers<'h, T> {
             held: InStep::new(),
             no_reuse: Default::default(),
             each_rate: http.config().bwlimit.map(|r| (r / capacity as u64).max(1)),
+            streams: None,
+            sharing: 1,
+            multiplexed: false,
         }
+    }
+
+    /// Up to `streams` GETs in flight, once a response shows the source speaks HTTP/2: the
+    /// requests wait for its connection (`CURLOPT_PIPEWAIT`) and go out on it as streams, as
+    /// many as the server allows (`SETTINGS_MAX_CONCURRENT_STREAMS`; libcurl queues the rest).
+    /// Until then (and for a source that answers over HTTP/1.1) each GET has a connection of
+    /// its own, as before: waiting for a connection whose protocol is not known yet would hold
+    /// a request behind one that trickles.
+    pub(crate) fn multiplexing(&mut self, streams: usize) {
+        self.streams = Some(streams.max(self.capacity));
     }
 
     /// `--bwlimit` shared by `in_flight` GETs (those of every thread; `net::bwlimit` holds the
     /// whole run under it): a GET slower than `--min-rate` is a trickle only under half its
     /// share, or a limit below `--min-rate` x `--jobs` would cut every transfer.
     pub(crate) fn share_bandwidth(&mut self, in_flight: usize) {
+        self.sharing = in_flight.div_ceil(self.capacity).max(1);
         let n = in_flight.max(1) as u64;
         self.each_rate = self.http.config().bwlimit.map(|r| (r / n).max(1));
     }
@@ -180,6 +202,22 @@ impl<'h, T> Transfers<'h, T> {
     pub fn has_room(&self) -> bool {
         self.in_flight() + self.paused.len() + self.ended.len() < self.capacity
             && self.held.len() < self.capacity * in_step::HELD_PER_SLOT
+    }
+
+    /// A response came over `version` (`CURLINFO_HTTP_VERSION`): at the first one over HTTP/2
+    /// (or later) with [`Transfers::multiplexing`] asked for, the GETs in flight become the
+    /// streams asked for, and `--bwlimit`'s share of each is cut to match.
+    fn protocol_seen(&mut self, version: libc::c_long) {
+        const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
+        if version < CURL_HTTP_VERSION_2_0 || self.streams.is_none() {
+            return;
+        }
+        self.multiplexed = true;
+        if let Some(streams) = self.streams.filter(|s| *s > self.capacity) {
+            let sharing = self.sharing;
+            self.capacity = streams;
+            self.share_bandwidth(streams * sharing);
+        }
     }
 
     /// Whether nothing is in flight, paused, held or waiting to be collected.
@@ -396,6 +434,9 @@ impl<'h, T> Transfers<'h, T> {
         if no_reuse {
             easy.forbid_reuse(true)?;
         }
+        if self.multiplexed {
+            easy.pipewait(true)?;
+        }
         // Reads of up to this much a system call for a body that may be large (libcurl's
         // default is 16 KiB: eight times the `recvfrom` and `poll` calls of a large body; a
         // small one is left with the default, which libcurl need not allocate again).
@@ -434,6 +475,9 @@ impl<'h, T> Transfers<'h, T> {
             }
         };
         let status = easy.response_code().unwrap_or(0) as u16;
+        if status != 0 {
+            self.protocol_seen(http_version(easy.raw()));
+        }
         // libcurl's own words for a failure are in the handle's error buffer.
         let result = result.map_err(|mut e| {
             if let Some(s) = easy.take_error_buf() {
@@ -614,6 +658,20 @@ fn kept_alive(handle: *mut curl_sys::CURL) -> bool {
     // SAFETY: a valid easy handle; the info is one socket value.
     let rc = unsafe { curl_sys::curl_easy_getinfo(handle, CURLINFO_ACTIVESOCKET, &mut socket) };
     rc == curl_sys::CURLE_OK && socket != curl_sys::CURL_SOCKET_BAD
+}
+
+/// The HTTP version a transfer's response came over (`CURLINFO_HTTP_VERSION`: 2 for 1.1, 3
+/// for 2, 4 for 3; 0 when unknown).
+fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
+    const CURLINFO_HTTP_VERSION: curl_sys::CURLINFO = 0x20_0000 + 46;
+    let mut version: libc::c_long = 0;
+    // SAFETY: a valid easy handle; the info is one long.
+    let rc = unsafe { curl_sys::curl_easy_getinfo(handle, CURLINFO_HTTP_VERSION, &mut version) };
+    if rc == curl_sys::CURLE_OK {
+        version
+    } else {
+        0
+    }
 }
 
 /// Whether a declared digest proves a body that passed verification.

@@ -366,3 +366,228 @@ fn a_self_signed_ca_certificate_as_the_servers_own_is_trusted_alike() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     holds_all(&mirror, src.path(), &srv, 6);
 }
+
+/// nginx over TLS with HTTP/2 offered by ALPN, in front of a server of `root` that answers
+/// each resource after a pause (`/res/` is proxied to it; nginx's `limit_rate` does not slow
+/// HTTP/2 responses), logging each request's connection, protocol, end time and duration, so
+/// that requests under way at once on a connection show. Stopped when dropped. None (said)
+/// when nginx is not installed, outside CI.
+struct Nginx {
+    /// nginx, and the slow server behind it.
+    _children: Children,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// The slow server behind nginx: `root` over plain HTTP/1.1, each GET answered after
+/// `PAUSE` seconds, one thread a request; prints its port.
+const SLOW_SERVER: &str = "
+import functools, http.server, sys, time
+class Slow(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        time.sleep(float(sys.argv[2]))
+        super().do_GET()
+    def log_message(self, *a):
+        pass
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 256
+s = Server(('127.0.0.1', 0), functools.partial(Slow, directory=sys.argv[1]))
+print(s.server_address[1], flush=True)
+s.serve_forever()
+";
+
+impl Nginx {
+    fn start(root: &Path, cert: &Path, key: &Path, pause: &str) -> Option<Nginx> {
+        if Command::new("nginx").arg("-v").output().is_err() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "nginx is needed under CI (apt-get install nginx)"
+            );
+            eprintln!("SKIPPED: no nginx: the HTTP/2 test did not run (apt-get install nginx)");
+            return None;
+        }
+        let mut children = Children(Vec::new());
+        children.0.push(
+            Command::new("python3")
+                .args(["-c", SLOW_SERVER])
+                .arg(root)
+                .arg(pause)
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("python3"),
+        );
+        let mut line = String::new();
+        std::io::BufReader::new(children.0[0].stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let slow_port: u16 = line.trim().parse().expect("the slow server's port");
+        let dir = tempfile::tempdir().unwrap();
+        // nginx's workers read the files as another user.
+        use std::os::unix::fs::PermissionsExt as _;
+        for d in [dir.path(), root] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let d = dir.path().display();
+        let log = dir.path().join("access.log");
+        let conf = format!(
+            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n\
+               log_format streams '$connection $server_protocol $msec $request_time $uri';\n\
+               access_log {log};\n\
+               client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f;\n\
+               uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;\n\
+               server {{\n\
+                 listen 127.0.0.1:{port} ssl http2;\n\
+                 ssl_certificate {cert}; ssl_certificate_key {key};\n\
+                 root {root};\n\
+                 location /res/ {{ proxy_pass http://127.0.0.1:{slow_port}; }}\n\
+               }}\n\
+             }}\n",
+            log = format_args!("{} streams", log.display()),
+            cert = cert.display(),
+            key = key.display(),
+            root = root.display(),
+        );
+        let path = dir.path().join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        children.0.push(
+            Command::new("nginx")
+                .arg("-c")
+                .arg(&path)
+                .arg("-p")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(Nginx {
+                    _children: children,
+                    port,
+                    log,
+                    _dir: dir,
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!(
+            "nginx did not start: {}",
+            std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
+        );
+    }
+
+    /// The requests for resources logged: (connection, protocol, start, end) in seconds.
+    fn resource_requests(&self) -> Vec<(String, String, f64, f64)> {
+        std::fs::read_to_string(&self.log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" /res/"))
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                let end: f64 = f[2].parse().unwrap();
+                let took: f64 = f[3].parse().unwrap();
+                (f[0].to_string(), f[1].to_string(), end - took, end)
+            })
+            .collect()
+    }
+}
+
+/// Processes killed (and waited for) when dropped.
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The most requests of `requests` under way at one time on one connection.
+fn most_at_once(requests: &[(String, String, f64, f64)]) -> usize {
+    let mut most = 0;
+    for (conn, _, start, _) in requests {
+        let at = *start + 0.001;
+        let n = requests
+            .iter()
+            .filter(|(c, _, s, e)| c == conn && *s <= at && at < *e)
+            .count();
+        most = most.max(n);
+    }
+    most
+}
+
+/// A source that speaks HTTP/2 (over TLS, offered by ALPN; a private CA given with
+/// `--ca-file`) is fetched as streams: its resources come over HTTP/2 on one connection per
+/// worker thread, many at once (more than `--jobs`), every one verified; `--streams 1` holds
+/// the requests in flight to one per thread.
+#[test]
+fn an_http2_source_is_fetched_as_streams_of_few_connections() {
+    let certs = tempfile::tempdir().unwrap();
+    if !private_ca(certs.path(), "h2") {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    // 60 resources of 2 KB, each answered after a fifth of a second.
+    generate_source(src.path(), 60, 2_000);
+    let Some(srv) = Nginx::start(
+        src.path(),
+        &certs.path().join("h2-server.pem"),
+        &certs.path().join("h2-server.key"),
+        "0.2",
+    ) else {
+        return;
+    };
+    let base = format!("https://127.0.0.1:{}/", srv.port);
+    let list = src.path().join("resourcelist.xml");
+    let xml = std::fs::read_to_string(&list).unwrap();
+    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
+    let ca = certs.path().join("h2-ca.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("m");
+    let source = format!("{base}resourcelist.xml");
+    let ca_arg = ["--ca-file", ca.to_str().unwrap(), "-j", "2"];
+    let out = baseline_tls(&source, &mirror, &ca_arg, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let held = current(&mirror);
+    assert_eq!(held.len(), 60);
+    for (url, sha) in &held {
+        let name = url.rsplit('/').next().unwrap();
+        let bytes = std::fs::read(src.path().join("res").join(name)).unwrap();
+        use sha2::Digest as _;
+        assert_eq!(sha, &hex::encode(sha2::Sha256::digest(&bytes)), "{url}");
+    }
+    let requests = srv.resource_requests();
+    assert_eq!(requests.len(), 60);
+    assert!(requests.iter().all(|r| r.1 == "HTTP/2.0"), "{requests:?}");
+    let connections: std::collections::HashSet<&str> =
+        requests.iter().map(|r| r.0.as_str()).collect();
+    assert!(connections.len() <= 2, "{} connections", connections.len());
+    let most = most_at_once(&requests);
+    assert!(
+        most > 2,
+        "at most {most} requests at once on a connection (--jobs 2)"
+    );
+
+    // --streams 1: one request in flight per thread, whatever HTTP/2 allows.
+    let mirror = dir.path().join("m1");
+    let mut args = ca_arg.to_vec();
+    args.extend(["--streams", "1", "--include", "/res/00000*"]);
+    let before = srv.resource_requests().len();
+    let out = baseline_tls(&source, &mirror, &args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 10);
+    let requests = srv.resource_requests()[before..].to_vec();
+    assert_eq!(requests.len(), 10);
+    assert!(most_at_once(&requests) <= 1, "{requests:?}");
+}
