@@ -2,7 +2,8 @@
 """A source across a real link: a round trip, TLS and HTTP/2, for rsmirror against curl and
 resync-sync, in one run (stdlib only; nginx and curl from the system).
 
-    python3 benches/remote.py --rsmirror target/release/rsmirror [--rtt 10,50,150]
+    python3 benches/remote.py --rsmirror [LABEL=]target/release/rsmirror [--rsmirror ...]
+        [--rtt 10,50,150]
         [--counts 2000,20000] [--size 8192] [--bandwidth BYTES_PER_S] [--resync PATH]
         [--resync-subset 200] [--rounds 1]
 
@@ -231,7 +232,8 @@ def nginx_figures(log, since):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rsmirror", required=True)
+    ap.add_argument("--rsmirror", required=True, action="append",
+                    help="an rsmirror binary, LABEL=PATH or PATH; repeat to compare builds in one run")
     ap.add_argument("--rtt", default="10,50,150", help="round trips in ms, comma-separated")
     ap.add_argument("--counts", default="2000,20000")
     ap.add_argument("--size", type=int, default=8192)
@@ -293,14 +295,17 @@ def run_clients(a, work, base, expected, count, rtt, ca, log):
             secs, p = timed(["curl", "-sS", "--no-progress-meter", "--fail", "--cacert", ca, "--parallel", *extra, "-K", cfg])
             bad = (p.stderr.strip()[:200] or None) if p.returncode else check_folder(out, count)
             results[name] = (secs, bad or "ok", nginx_figures(log, since))
-        # rsmirror
-        mirror = os.path.join(work, "mirror")
-        shutil.rmtree(mirror, ignore_errors=True)
-        since = os.path.getsize(log)
-        secs, p = timed([a.rsmirror, "baseline", f"{base}/resourcelist.xml", "--mirror", mirror,
-                         "--ca-file", ca, "-q", *a.rsmirror_args.split()])
-        bad = f"exit {p.returncode}: {p.stderr.strip()[:200]}" if p.returncode else check_rsmirror(mirror, expected)
-        results["rsmirror baseline"] = (secs, bad or "ok", nginx_figures(log, since))
+        # rsmirror, each build given
+        for given in a.rsmirror:
+            label, _, binary = given.rpartition("=")
+            mirror = os.path.join(work, "mirror")
+            shutil.rmtree(mirror, ignore_errors=True)
+            since = os.path.getsize(log)
+            secs, p = timed([binary, "baseline", f"{base}/resourcelist.xml", "--mirror", mirror,
+                             "--ca-file", ca, "-q", *a.rsmirror_args.split()])
+            bad = f"exit {p.returncode}: {p.stderr.strip()[:200]}" if p.returncode else check_rsmirror(mirror, expected)
+            name = f"rsmirror baseline ({label})" if label else "rsmirror baseline"
+            results[name] = (secs, bad or "ok", nginx_figures(log, since))
         # resync-sync, one at a time: a subset when the count is larger
         if a.resync:
             n = min(count, a.resync_subset)

@@ -98,6 +98,17 @@ pub struct SourceOptions {
 /// The most `--streams`: each in flight holds a staging file and a receive buffer.
 const MAX_STREAMS: usize = 1000;
 
+/// `--streams N`, checked: 1 to [`MAX_STREAMS`].
+fn streams(n: usize) -> Result<usize, UsageError> {
+    match n {
+        1..=MAX_STREAMS => Ok(n),
+        _ => Err(UsageError(format!(
+            "--streams {n}: give 1 to {MAX_STREAMS} (each stream in flight holds a file in \
+             staging/ and a buffer of up to 128 KiB)"
+        ))),
+    }
+}
+
 impl SourceSettings {
     pub(crate) fn new(source: &str, a: &SourceOptions) -> Result<SourceSettings, UsageError> {
         let secs = |name: &str, v: f64| {
@@ -201,15 +212,7 @@ impl SourceSettings {
                 },
                 max_duration: a.max_duration,
                 bwlimit: a.bwlimit.filter(|r| *r > 0),
-                streams: match a.streams {
-                    1..=MAX_STREAMS => a.streams,
-                    n => {
-                        return Err(UsageError(format!(
-                            "--streams {n}: give 1 to {MAX_STREAMS} (each stream in flight holds a \
-                             file in staging/ and a buffer of up to 128 KiB)"
-                        )))
-                    }
-                },
+                streams: streams(a.streams)?,
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

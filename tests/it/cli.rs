@@ -27,6 +27,8 @@ fn usage_errors_exit_2() {
     for args in [
         vec!["baseline"],
         vec!["baseline", "http://x.invalid/", "--jobs", "0"],
+        vec!["baseline", "http://x.invalid/", "--streams", "0"],
+        vec!["incremental", "--streams", "1001"],
         vec!["baseline", "http://x.invalid/", "--max-delete", "3"],
         vec!["baseline", "http://x.invalid/", "--map", "nodelimiter"],
         vec!["frobnicate"],
