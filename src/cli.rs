@@ -728,9 +728,9 @@ pub struct SourceArgs {
     /// --jobs. K, M, G suffixes as above (10M: 10 MiB a second); 0 for no limit.
     #[arg(long, value_name = "RATE", value_parser = parse_bytes)]
     pub bwlimit: Option<u64>,
-    /// Requests in flight to a source that speaks HTTP/2 (over TLS, as ALPN offers it): they
-    /// share one connection per worker thread as streams (RFC 9113), where --jobs counts
-    /// HTTP/1.1 connections. The server's own limit (SETTINGS_MAX_CONCURRENT_STREAMS) holds
+    /// Requests in flight to a source that speaks HTTP/2 (over TLS, as ALPN offers it): once a
+    /// response has come over HTTP/2 they share the connections open (at most --jobs) as
+    /// streams (RFC 9113), where --jobs counts HTTP/1.1 connections. The server's own limit (SETTINGS_MAX_CONCURRENT_STREAMS) holds
     /// beyond it. 100, as curl and most servers default to; --delay bounds the request rate
     /// whatever the streams.
     #[arg(long, value_name = "N", default_value_t = crate::net::DEFAULT_STREAMS)]

@@ -57,8 +57,8 @@ pub struct HttpConfig {
     /// `--bwlimit`: the most bytes a second received in all (a document the whole of it, each
     /// resource transfer in flight an even share); `None` for no limit.
     pub bwlimit: Option<u64>,
-    /// `--streams`: requests in flight to a host that speaks HTTP/2, as streams of one
-    /// connection per worker thread (`--jobs` counts HTTP/1.1 connections).
+    /// `--streams`: requests in flight to a host that speaks HTTP/2, as streams of the
+    /// connections open (`--jobs` counts HTTP/1.1 connections).
     pub streams: usize,
 }
 

@@ -528,9 +528,9 @@ fn most_at_once(requests: &[(String, String, f64, f64)]) -> usize {
 }
 
 /// A source that speaks HTTP/2 (over TLS, offered by ALPN; a private CA given with
-/// `--ca-file`) is fetched as streams: its resources come over HTTP/2 on one connection per
-/// worker thread, many at once (more than `--jobs`), every one verified; `--streams 1` holds
-/// the requests in flight to one per thread.
+/// `--ca-file`) is fetched as streams: its resources come over HTTP/2 on at most `--jobs`
+/// connections, many at once on one (more than `--jobs`), every one verified; `--streams 1`
+/// holds the requests in flight to one per connection.
 #[test]
 fn an_http2_source_is_fetched_as_streams_of_few_connections() {
     let certs = tempfile::tempdir().unwrap();
