@@ -186,7 +186,7 @@ impl<'h, T> Transfers<'h, T> {
     /// its own, as before: waiting for a connection whose protocol is not known yet would hold
     /// a request behind one that trickles.
     pub(crate) fn multiplexing(&mut self, streams: usize) {
-        self.streams = Some(streams.max(self.capacity));
+        self.streams = Some(streams.max(1));
     }
 
     /// `--bwlimit` shared by `in_flight` GETs (those of every thread; `net::bwlimit` holds the
@@ -206,14 +206,15 @@ impl<'h, T> Transfers<'h, T> {
 
     /// A response came over `version` (`CURLINFO_HTTP_VERSION`): at the first one over HTTP/2
     /// (or later) with [`Transfers::multiplexing`] asked for, the GETs in flight become the
-    /// streams asked for, and `--bwlimit`'s share of each is cut to match.
+    /// streams asked for (more than `--jobs`, or fewer: `--streams 1`), and `--bwlimit`'s
+    /// share of each is set to match.
     fn protocol_seen(&mut self, version: libc::c_long) {
         const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
         if version < CURL_HTTP_VERSION_2_0 || self.streams.is_none() {
             return;
         }
         self.multiplexed = true;
-        if let Some(streams) = self.streams.filter(|s| *s > self.capacity) {
+        if let Some(streams) = self.streams.filter(|s| *s != self.capacity) {
             let sharing = self.sharing;
             self.capacity = streams;
             self.share_bandwidth(streams * sharing);
