@@ -277,8 +277,8 @@ pub(crate) fn now_shown() -> String {
         .to_string()
 }
 
-/// How much a reading command says on stderr beside its output (`-q`: -1, none: 0, `-v`: 1
-/// and up). Errors are said whatever it is.
+/// How much a command says on stderr beside its output (`-q`: -1, none: 0, `-v`: 1 and up),
+/// as [`note!`] and [`detail!`] read it. Errors are said whatever it is.
 static LEVEL: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(0);
 
 /// Set what [`note!`] and [`detail!`] say: `quiet` (-q) silences notes, `verbose` (-v) adds

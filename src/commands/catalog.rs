@@ -339,15 +339,16 @@ pub(crate) fn rebuild(
             .iter()
             .flat_map(|(prefix, dir)| ["--map".into(), format!("{prefix}={}", dir.display())])
             .collect();
-        args.extend(s.kept.arguments());
+        let kept = s.kept.arguments();
         say(&format!(
             "rsmirror baseline {}{}",
             s.url,
-            match s.kept.is_empty() {
+            match kept.is_empty() {
                 true => String::new(),
-                false => format!(" (with what it kept: {})", s.kept.arguments().join(" ")),
+                false => format!(" (with what it kept: {})", kept.join(" ")),
             }
         ));
+        args.extend(kept);
         let exit = run_baseline(mirror, &s.url, &args)?;
         if exit.code() > worst.code() {
             worst = exit;

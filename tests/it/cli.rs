@@ -419,23 +419,6 @@ fn a_time_without_a_zone_is_local_and_said() {
     assert!(err.contains("skipped or repeated"), "{err}");
 }
 
-fn schema(name: &str) -> jsonschema::Validator {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schemas")
-        .join(name);
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).expect("a valid schema")
-}
-
-fn valid(validator: &jsonschema::Validator, doc: &serde_json::Value) {
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
-}
-
 /// Every `--json` output has a documented shape, checked here: a run's summary
 /// (`schemas/run-summary.schema.json`) and, for every command, an error
 /// (`schemas/error.schema.json`), an argument refused by the parser included; `export --json`
@@ -647,58 +630,4 @@ fn json_progress_lines_have_their_schema() {
         (said["message_type"].as_str(), said["level"].as_str()),
         (Some("message"), Some("error"))
     );
-}
-
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-/// `repair --json` prints its summary with the shape `schemas/repair-summary.schema.json` gives,
-/// a dry run and a repair that cannot get the bytes back alike, and `--json-progress` ends
-/// with the same summary.
-#[test]
-fn repair_json_has_its_schema() {
-    let (shape, lines) = (
-        schema("repair-summary.schema.json"),
-        schema("progress-line.schema.json"),
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let m = dir.path().join("m");
-    sample_mirror(&m);
-    let sha = current(&m)["http://sample.example.org/res/a.txt"].clone();
-    let object = m.join("objects/sha256").join(&sha[..2]).join(&sha);
-    std::fs::remove_file(&object).unwrap();
-    let repair = |extra: &[&str]| {
-        let out = rsmirror()
-            .args(["repair", "--offline", "--json", "--mirror"])
-            .arg(&m)
-            .args(extra)
-            .output()
-            .unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-        valid(&shape, &doc);
-        (out.status.code(), doc, out.stderr)
-    };
-    let (_, doc, _) = repair(&["--dry-run"]);
-    assert_eq!(
-        (doc["damaged"].as_u64(), doc["dry_run"].as_bool()),
-        (Some(1), Some(true))
-    );
-    let (code, doc, stderr) = repair(&["--json-progress"]);
-    assert_eq!(code, Some(1), "{doc}");
-    assert_eq!(doc["unrepaired"].as_array().unwrap().len(), 1, "{doc}");
-    let last: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&stderr).lines().last().unwrap()).unwrap();
-    valid(&lines, &last);
-    assert_eq!(last["summary"], doc);
 }

@@ -5,26 +5,7 @@
 
 use crate::support::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn schemas_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas")
-}
-
-fn schema(name: &str) -> jsonschema::Validator {
-    let text = std::fs::read_to_string(schemas_dir().join(name)).unwrap();
-    let schema: Value = serde_json::from_str(&text).unwrap();
-    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// `doc` matches the schema, or the test fails naming every error and the document.
-fn valid(name: &str, validator: &jsonschema::Validator, doc: &Value) {
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{name}: {errors:#?}\n{doc:#}");
-}
+use std::path::Path;
 
 /// `rsmirror ARGS` exiting with one of `codes`: its stdout.
 fn run(args: &[&str], codes: &[i32]) -> String {
@@ -152,7 +133,7 @@ fn every_json_output_matches_its_schema() {
         ],
         &[0],
     );
-    valid("baseline", &summary, &s);
+    valid(&summary, &s);
     assert_eq!(s["created"], 3, "{s}");
 
     // Run 2: an incremental, b updated, d created, c deleted, and e listed but not there (a
@@ -174,13 +155,13 @@ fn every_json_output_matches_its_schema() {
     );
     tree.remove("e.txt");
     let s = document(&["incremental", "--json", "--mirror", m], &[3]);
-    valid("incremental", &summary, &s);
+    valid(&summary, &s);
     let counts = ["created", "updated", "deleted", "failed"].map(|k| s[k].as_u64());
     assert_eq!(counts, [Some(1); 4], "{s}");
 
     // Run 3: an offline audit, clean.
     let a = document(&["audit", "--offline", "--json", "--mirror", m], &[0]);
-    valid("audit", &audit, &a);
+    valid(&audit, &a);
 
     // Run 4: a repair of a's object, lost. (Not `repair --dry-run --json`: its plan lines come
     // before the document on stdout.)
@@ -188,7 +169,7 @@ fn every_json_output_matches_its_schema() {
     let sha = now[0]["sha256"].as_str().unwrap();
     std::fs::remove_file(mirror.join("objects/sha256").join(&sha[..2]).join(sha)).unwrap();
     let r = document(&["repair", "--json", "--mirror", m], &[0]);
-    valid("repair", &repair, &r);
+    valid(&repair, &r);
     assert_eq!(
         (r["damaged"].as_u64(), r["restored_from_source"].as_u64()),
         (Some(1), Some(1)),
@@ -198,7 +179,7 @@ fn every_json_output_matches_its_schema() {
     // Run 5: an audit against the source, whose Resource List is behind: differences (exit 1),
     // recorded as findings.
     let a = document(&["audit", "--json", "--mirror", m], &[1]);
-    valid("audit", &audit, &a);
+    valid(&audit, &a);
 
     // ls: the resources now, with tombstones, and as run 1 left them.
     for (args, want) in [
@@ -209,7 +190,7 @@ fn every_json_output_matches_its_schema() {
         let got = lines(args);
         assert_eq!(got.len(), want, "{args:?}: {got:#?}");
         for line in &got {
-            valid("ls", &ls_line, line);
+            valid(&ls_line, line);
         }
     }
     let deleted = lines(&["ls", "--json", "--deleted", "--mirror", m]);
@@ -223,7 +204,7 @@ fn every_json_output_matches_its_schema() {
     ] {
         let got = lines(args);
         for line in &got {
-            valid("diff", &diff_line, line);
+            valid(&diff_line, line);
         }
         let seen: String = got.iter().map(|l| l["mark"].as_str().unwrap()).collect();
         assert_eq!(seen, marks, "{args:?}: {got:#?}");
@@ -234,12 +215,12 @@ fn every_json_output_matches_its_schema() {
     assert_eq!(runs.len(), 5, "{runs:#?}");
     let (mut problems, mut findings) = (0, 0);
     for r in &runs {
-        valid("log", &log, r);
-        valid("log (a run)", &log_run, r);
+        valid(&log, r);
+        valid(&log_run, r);
         let id = r["run"].to_string();
         let one = document(&["log", "--run", &id, "--json", "--mirror", m], &[0]);
-        valid("log --run", &log, &one);
-        valid("log --run", &log_one_run, &one);
+        valid(&log, &one);
+        valid(&log_one_run, &one);
         problems += one["problems"].as_array().unwrap().len();
         findings += one["findings"].as_array().unwrap().len();
     }
@@ -251,14 +232,14 @@ fn every_json_output_matches_its_schema() {
     for (name, want) in [("a.txt", 1), ("b.txt", 2), ("c.txt", 2), ("d.txt", 1)] {
         let uri = format!("{ORIGIN}/res/{name}");
         let doc = document(&["log", &uri, "--json", "--mirror", m], &[0]);
-        valid("log URL", &log, &doc);
-        valid("log URL", &log_versions, &doc);
+        valid(&log, &doc);
+        valid(&log_versions, &doc);
         assert_eq!(doc["versions"].as_array().unwrap().len(), want, "{doc:#}");
     }
 
     // status: the partial incremental and the audit's differences need a person (exit 1).
     let st = document(&["status", "--json", "--mirror", m], &[1]);
-    valid("status", &status, &st);
+    valid(&status, &st);
     assert_eq!(st["sources"].as_array().unwrap().len(), 1, "{st:#}");
     assert_eq!(st["last_audit"]["run"], 5, "{st:#}");
     let mut codes: Vec<&str> = st["hints"]
@@ -272,7 +253,7 @@ fn every_json_output_matches_its_schema() {
 
     // source list: the source, with the filter and the setting it keeps.
     let sl = document(&["source", "list", "--json", "--mirror", m], &[0]);
-    valid("source list", &source_list, &sl);
+    valid(&source_list, &sl);
     let sources = sl["sources"].as_array().unwrap();
     assert_eq!(sources.len(), 1, "{sl:#}");
     assert_eq!(sources[0]["filter"]["exclude"][0], "*.skip", "{sl:#}");
@@ -298,7 +279,7 @@ fn every_json_output_matches_its_schema() {
         ];
         args.extend(extra);
         let doc = document(&args, &[0]);
-        valid("export", &export, &doc);
+        valid(&export, &doc);
         assert_eq!(doc["format"], format);
         assert!(doc["files"].as_u64().unwrap() >= 3, "{doc:#}");
         if format == "tree" {
@@ -308,12 +289,12 @@ fn every_json_output_matches_its_schema() {
 
     // inspect: the source's documents, read from the folder.
     let doc = document(&["inspect", &source, "--map", &map, "--json"], &[0]);
-    valid("inspect", &inspect, &doc);
+    valid(&inspect, &doc);
     assert_eq!(doc["documents"].as_array().unwrap().len(), 3, "{doc:#}");
 
     // feed --format json: the incremental's changes, one item.
     let doc = document(&["feed", "--format", "json", "--mirror", m], &[0]);
-    valid("feed", &feed, &doc);
+    valid(&feed, &doc);
     assert_eq!(doc["items"].as_array().unwrap().len(), 1, "{doc:#}");
     assert_eq!(
         doc["items"][0]["_rsmirror"]["deleted"][0]["url"],

@@ -490,3 +490,25 @@ pub fn copy_tree(from: &Path, to: &Path) {
         .unwrap()
         .success());
 }
+
+/// `schemas/` of the repository: the JSON Schema of every `--json` output.
+pub fn schemas_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas")
+}
+
+/// The JSON Schema `schemas/NAME`, compiled (one that is not a valid schema fails the test).
+pub fn schema(name: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(schemas_dir().join(name)).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// `doc` has the shape `validator` gives, or the test fails naming every error and the
+/// document.
+pub fn valid(validator: &jsonschema::Validator, doc: &serde_json::Value) {
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
+}
