@@ -631,3 +631,44 @@ fn json_progress_lines_have_their_schema() {
         (Some("message"), Some("error"))
     );
 }
+
+/// `repair --json` prints its summary with the shape `schemas/repair-summary.schema.json` gives,
+/// a dry run and a repair that cannot get the bytes back alike, and `--json-progress` ends
+/// with the same summary.
+#[test]
+fn repair_json_has_its_schema() {
+    let (shape, lines) = (
+        schema("repair-summary.schema.json"),
+        schema("progress-line.schema.json"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    sample_mirror(&m);
+    let sha = current(&m)["http://sample.example.org/res/a.txt"].clone();
+    let object = m.join("objects/sha256").join(&sha[..2]).join(&sha);
+    std::fs::remove_file(&object).unwrap();
+    let repair = |extra: &[&str]| {
+        let out = rsmirror()
+            .args(["repair", "--offline", "--json", "--mirror"])
+            .arg(&m)
+            .args(extra)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        valid(&shape, &doc);
+        (out.status.code(), doc, out.stderr)
+    };
+    let (_, doc, _) = repair(&["--dry-run"]);
+    assert_eq!(
+        (doc["damaged"].as_u64(), doc["dry_run"].as_bool()),
+        (Some(1), Some(true))
+    );
+    let (code, doc, stderr) = repair(&["--json-progress"]);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(doc["unrepaired"].as_array().unwrap().len(), 1, "{doc}");
+    let last: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&stderr).lines().last().unwrap()).unwrap();
+    valid(&lines, &last);
+    assert_eq!(last["summary"], doc);
+}
