@@ -12,6 +12,8 @@
 //! - [`agreement`]: when resources that contradict their list are pending, and when failed.
 //! - [`apply`]: the transfer of what is fetched into verified objects.
 //! - [`decide`]: the one place a state that arrived becomes a version.
+//! - [`whole`]: a collection whose bytes are inline and which is trusted only once read to its
+//!   end (an SCP collection), applied at once or not at all, with its dry run.
 //! - [`expected`] and [`sync_point`]: what a format's walk lists for audit; sync point rules.
 
 pub(crate) mod agreement;
@@ -26,3 +28,4 @@ pub mod listing;
 pub mod plan;
 pub mod snapshot;
 pub mod sync_point;
+pub(crate) mod whole;

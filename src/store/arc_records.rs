@@ -9,7 +9,7 @@
 use crate::store::writer::Then;
 use crate::store::StoreError;
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::time::Duration;
 
 /// An ARC sitemap as last read.
@@ -122,7 +122,7 @@ pub mod write_arc {
     use super::*;
 
     pub(crate) fn sitemap(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         source_id: i64,
         run_id: i64,
         s: &SitemapRecord,
@@ -159,14 +159,10 @@ pub mod write_arc {
 
     /// The page's row, to be written with its version once that has an id.
     pub(crate) fn page_rows(page: PageRecord) -> Then {
-        Box::new(move |tx: &Transaction<'_>, id| self::page(tx, id, &page))
+        Box::new(move |tx: &Connection, id| self::page(tx, id, &page))
     }
 
-    pub(crate) fn page(
-        tx: &Transaction<'_>,
-        version_id: i64,
-        p: &PageRecord,
-    ) -> Result<(), StoreError> {
+    pub(crate) fn page(tx: &Connection, version_id: i64, p: &PageRecord) -> Result<(), StoreError> {
         tx.execute(
             "INSERT INTO arc_versions (version_id, sitemap_url, document_url, ai_indexable,
                 ai_summary, ai_tags_json, ai_checksum, ai_snapshot_json, crawl_priority, robots_directive)

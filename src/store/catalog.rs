@@ -256,6 +256,21 @@ impl Catalog {
         Ok(())
     }
 
+    /// Write scratch rows (a TEMP table: this connection's, never in the file): their changes
+    /// are not the catalog's, so the next proof of the log looks for no frames of them.
+    pub(crate) fn scratch<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let before = self.conn.total_changes();
+        let out = f(&self.conn)?;
+        if let Some(s) = &self.sealing {
+            let scratch = self.conn.total_changes() - before;
+            s.changes.set(s.changes.get() + scratch);
+        }
+        Ok(out)
+    }
+
     /// The run met an error that may be damage (SQLite says the file is corrupt): the catalog
     /// is not sealed as whole and no copy of it is made (a copy would push out a good one).
     pub(crate) fn suspect(&self) {
@@ -405,6 +420,16 @@ impl Catalog {
 
     pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
         self.conn.transaction().map_err(StoreError::from)
+    }
+
+    /// The id of a collection name (`collections.id`), if the mirror has it (nothing written).
+    pub(crate) fn collection_id_of(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT id FROM collections WHERE name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .optional()?)
     }
 
     /// The id of the source recorded with exactly this URL, if any (nothing written: the
@@ -870,13 +895,13 @@ pub mod write {
     pub use crate::store::rows::{collection_id, new_resource, resource, version_of};
 
     /// Record a version and make it the resource's current one. Returns the version id.
-    pub fn version(tx: &Transaction<'_>, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
+    pub fn version(tx: &Connection, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
         let resource_id = resource(tx, &v.uri, &v.collection, run_id)?;
         version_of(tx, resource_id, run_id, v)
     }
 
     pub(crate) fn document(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         source_id: i64,
         run_id: i64,
         d: &DocumentRecord,
@@ -914,7 +939,7 @@ pub mod write {
     /// Record the sync point of a collection: `run_id` is kept as the run that set its time
     /// when the time is the same (a run that found nothing new confirms it, `updated_at`).
     pub(crate) fn sync_point(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         source_id: i64,
         run_id: i64,
         sp: &SyncPoint,
@@ -940,7 +965,7 @@ pub mod write {
     }
 
     pub(crate) fn processed_change_list(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         run_id: i64,
         collection: &str,
         url: &str,
@@ -979,7 +1004,7 @@ pub mod write {
     }
 
     pub(crate) fn problem(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         run_id: i64,
         uri: &str,
         class: ProblemClass,
@@ -1008,7 +1033,7 @@ pub mod write {
     /// The `pending` problems and change events of run `run_id` recorded after `marks` become
     /// `failed`, their reasons followed by `note`.
     pub(crate) fn pending_failed(
-        tx: &Transaction<'_>,
+        tx: &Connection,
         run_id: i64,
         (problem, event): (i64, i64),
         note: &str,

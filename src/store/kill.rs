@@ -20,8 +20,9 @@ pub const KILL_POINTS: &[&str] = &[
     "baseline.versions-committed",
     // An incremental's tombstone handed to the writer (not yet committed).
     "incremental.tombstone",
-    // SCP: a collection's objects written and durable, before its pages' rows commit.
-    "scp.before-commit",
+    // A collection applied whole (SCP): its objects written and durable, before its rows
+    // commit.
+    "whole.before-commit",
     // ARC: the pages' objects in place, before the last transaction (sitemap, sync point).
     "arc.before-commit",
     // Change Dump: a package's bitstreams staged, before any of them is stored or committed.

@@ -9,12 +9,9 @@
 //! Times are stored as RFC 3339 text (jiff's `Timestamp` display), like the rest of the catalog.
 
 use crate::net::Validators;
-use crate::store::rows::{self as write, NewVersion};
 pub use crate::store::scp_pages::SYNC_POINT_BASIS;
-pub(crate) use crate::store::scp_pages::{
-    page_resource, page_url, qualified_uri, section_collection,
-};
-use crate::store::StoreError;
+pub(crate) use crate::store::scp_pages::{page_url, qualified_uri, section_collection};
+use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -441,130 +438,154 @@ pub(crate) fn section_pages(
     Ok(())
 }
 
-/// The URI of a resource.
-pub(crate) fn resource_uri(conn: &Connection, resource_id: i64) -> Result<String, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT uri FROM resources WHERE id = ?1")?
-        .query_row([resource_id], |r| r.get(0))?)
+/// What the mirror holds of one page of a section, as one lookup finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLookup {
+    /// The URI its resource has, or would have if new: the page URL, or the URL qualified by
+    /// the section when another collection holds that URL ([`page_resource`]).
+    pub uri: String,
+    /// Its resource and state, when the section has it.
+    pub held: Option<PageHeld>,
 }
 
-/// A page version to record.
-#[derive(Debug, Clone)]
-pub struct NewPageVersion<'a> {
-    pub run_id: i64,
-    /// `scp_collections.id` of the collection that brought it.
-    pub collection_row: i64,
-    /// `created` | `updated` | `deleted`.
-    pub change: crate::model::Change,
-    /// The page's `modified` (the version's `lastmod`).
+/// A page's resource and current state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageHeld {
+    pub resource_id: i64,
+    /// None when the current version is a tombstone.
     pub modified: Option<Timestamp>,
-    pub title: Option<&'a str>,
-    pub language: Option<&'a str>,
-    pub line: Option<u64>,
-    /// The page JSON's object: (SHA-256 hex, length); None for a tombstone.
-    pub object: Option<(&'a str, u64)>,
+    /// Of the page JSON (the version's object).
+    pub sha256_hex: Option<String>,
+    /// Listed `generated` of the collection that brought the current version.
+    pub brought_by: Option<Timestamp>,
 }
 
-/// Record a version of a page resource and make it the current one; returns the version id.
-pub(crate) fn insert_page_version(
+/// The page `url` of `section` (the collection with id `collection_id`): one query, on the
+/// index of resource URIs.
+pub(crate) fn page_lookup(
     conn: &Connection,
-    resource_id: i64,
-    v: &NewPageVersion<'_>,
-) -> Result<i64, StoreError> {
-    let version_id = write::version_of(
-        conn,
-        resource_id,
-        v.run_id,
-        &NewVersion {
-            change: v.change,
-            lastmod: v.modified,
-            length_bytes: v.object.map(|o| o.1),
-            sha256_hex: v.object.map(|o| o.0.to_string()),
-            arrived_via: crate::model::Via::Scp,
-            ..Default::default()
-        },
+    url: &str,
+    section: &str,
+    collection_id: i64,
+) -> Result<PageLookup, StoreError> {
+    let qualified = qualified_uri(url, section);
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.id, r.uri, r.collection_id, v.change, v.lastmod, v.sha256_hex,
+            c.listed_generated
+         FROM resources r
+         LEFT JOIN versions v ON v.id = r.current_version_id
+         LEFT JOIN scp_versions s ON s.version_id = v.id
+         LEFT JOIN scp_collections c ON c.id = s.collection_row
+         WHERE r.uri IN (?1, ?2)",
     )?;
-    conn.prepare_cached(
-        "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![
-        version_id,
-        v.collection_row,
-        v.line.map(|n| n as i64),
-        v.title,
-        v.language
-    ])?;
-    Ok(version_id)
+    let mut rows = stmt.query(params![url, qualified])?;
+    let mut plain_elsewhere = false;
+    while let Some(r) = rows.next()? {
+        let uri: String = r.get(1)?;
+        if r.get::<_, i64>(2)? != collection_id {
+            plain_elsewhere |= uri == url;
+            continue;
+        }
+        let change: Option<String> = r.get(3)?;
+        let live = change.is_some_and(|c| c != crate::model::Change::Deleted.as_str());
+        return Ok(PageLookup {
+            uri,
+            held: Some(PageHeld {
+                resource_id: r.get(0)?,
+                modified: if live { ts(r.get(4)?) } else { None },
+                sha256_hex: r.get(5)?,
+                brought_by: ts(r.get(6)?),
+            }),
+        });
+    }
+    Ok(PageLookup {
+        uri: if plain_elsewhere {
+            qualified
+        } else {
+            url.to_string()
+        },
+        held: None,
+    })
 }
 
-/// One SCP collection's transaction: everything `scp::apply` writes for a collection (the
-/// collection, its pages' resources and versions, their change events, the section's new
-/// position), committed at once or not at all.
-pub struct CollectionTx<'c>(rusqlite::Transaction<'c>);
+/// Start a record of the pages a collection lists (a temporary table: the catalog may be open
+/// read-only, for a dry run), emptied.
+pub(crate) fn seen_start(catalog: &Catalog) -> Result<(), StoreError> {
+    catalog.scratch(|conn| {
+        conn.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS scp_seen (resource_id INTEGER PRIMARY KEY);
+             DELETE FROM temp.scp_seen;",
+        )?;
+        Ok(())
+    })
+}
 
-impl<'c> CollectionTx<'c> {
-    pub(crate) fn begin(catalog: &'c mut crate::store::Catalog) -> Result<Self, StoreError> {
-        Ok(CollectionTx(catalog.transaction()?))
-    }
+/// Record that the collection lists the page of resource `resource_id`.
+pub(crate) fn seen(catalog: &Catalog, resource_id: i64) -> Result<(), StoreError> {
+    catalog.scratch(|conn| {
+        conn.prepare_cached("INSERT OR IGNORE INTO temp.scp_seen (resource_id) VALUES (?1)")?
+            .execute([resource_id])?;
+        Ok(())
+    })
+}
 
-    pub(crate) fn insert_collection(&self, c: &NewCollection<'_>) -> Result<i64, StoreError> {
-        insert_collection(&self.0, c)
-    }
+/// The newest version id of the catalog (versions after it were written since).
+pub(crate) fn last_version_id(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        conn.query_row("SELECT coalesce(max(id), 0) FROM versions", [], |r| {
+            r.get(0)
+        })?,
+    )
+}
 
-    pub(crate) fn complete_collection(
-        &self,
-        id: i64,
-        v: &CollectionVerdict<'_>,
-    ) -> Result<(), StoreError> {
-        complete_collection(&self.0, id, v)
+/// The live pages of the collection with id `collection_id` whose current version is not
+/// newer than `through` and which the collection being read did not list ([`seen`]), by
+/// resource id, streamed to `f` (resource id, URI, listed `generated` of the collection that
+/// brought the current version).
+pub(crate) fn unseen_live(
+    conn: &Connection,
+    collection_id: i64,
+    through: i64,
+    mut f: impl FnMut(i64, String, Option<Timestamp>),
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT r.id, r.uri, c.listed_generated
+         FROM resources r
+         JOIN versions v ON v.id = r.current_version_id
+         LEFT JOIN scp_versions s ON s.version_id = v.id
+         LEFT JOIN scp_collections c ON c.id = s.collection_row
+         WHERE r.collection_id = ?1 AND v.change <> 'deleted' AND v.id <= ?2
+           AND r.id NOT IN (SELECT resource_id FROM temp.scp_seen)
+         ORDER BY r.id",
+    )?;
+    let mut rows = stmt.query(params![collection_id, through])?;
+    while let Some(r) = rows.next()? {
+        f(r.get(0)?, r.get(1)?, ts(r.get(2)?));
     }
+    Ok(())
+}
 
-    pub(crate) fn forget_validators(&self, id: i64) -> Result<(), StoreError> {
-        forget_validators(&self.0, id)
-    }
-
-    pub(crate) fn set_section(
-        &self,
-        source_id: i64,
-        run_id: i64,
-        s: &SectionRecord,
-    ) -> Result<(), StoreError> {
-        set_section(&self.0, source_id, run_id, s)
-    }
-
-    pub(crate) fn page_resource(
-        &self,
-        url: &str,
-        section: &str,
-        collection_id: i64,
-        run_id: i64,
-    ) -> Result<(i64, bool), StoreError> {
-        page_resource(&self.0, url, section, collection_id, run_id)
-    }
-
-    pub(crate) fn insert_page_version(
-        &self,
-        resource_id: i64,
-        v: &NewPageVersion<'_>,
-    ) -> Result<i64, StoreError> {
-        insert_page_version(&self.0, resource_id, v)
-    }
-
-    pub(crate) fn resource_uri(&self, resource_id: i64) -> Result<String, StoreError> {
-        resource_uri(&self.0, resource_id)
-    }
-
-    pub(crate) fn change_event(
-        &self,
-        run_id: i64,
-        e: &crate::store::catalog::ChangeEventRecord,
-        version_id: Option<i64>,
-    ) -> Result<(), StoreError> {
-        crate::store::catalog::write::change_event(&self.0, run_id, e, version_id)
-    }
-
-    pub(crate) fn commit(self) -> Result<(), StoreError> {
-        Ok(self.0.commit()?)
-    }
+/// The SCP rows of a page version, written with it once it has an id: the collection that
+/// brought it (`scp_collections.id`), and for a page (not a tombstone) its line, title and
+/// language.
+pub(crate) fn page_rows(
+    collection_row: i64,
+    line: Option<u64>,
+    title: Option<String>,
+    language: Option<String>,
+) -> crate::store::writer::Then {
+    Box::new(move |conn: &Connection, version_id| {
+        conn.prepare_cached(
+            "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![
+            version_id,
+            collection_row,
+            line.map(|n| n as i64),
+            title,
+            language
+        ])?;
+        Ok(())
+    })
 }

@@ -1,18 +1,24 @@
 //! The single writer of a run: versions, change events, problems and a format's side rows
 //! accumulate and are committed in batches, each after one `syncfs` of the object store, so a
 //! version row never references bytes a crash could lose. A dry run never opens one.
+//!
+//! A writer opened [`Writer::whole`] commits everything it is given at once or not at all: its
+//! batches are written into one open transaction (they only bound memory), and
+//! [`Writer::commit`] makes the objects durable and commits; dropped before, it rolls back.
+//! A collection that is trusted only once read to its end (an SCP collection's checksum, SCP
+//! 0.1 "Checksum Verification") is applied so.
 
 use crate::model::ProblemClass;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
-use rusqlite::Transaction;
+use rusqlite::Connection;
 use std::time::{Duration, Instant};
 
 /// More rows to write once a version has its id.
-pub type Then = Box<dyn FnOnce(&Transaction<'_>, i64) -> Result<(), StoreError>>;
+pub type Then = Box<dyn FnOnce(&Connection, i64) -> Result<(), StoreError>>;
 
 /// Rows a format writes in the last transaction of a collection (the records of its documents).
-pub type LastRows<'h> = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), StoreError> + 'h>;
+pub type LastRows<'h> = Box<dyn FnOnce(&Connection) -> Result<(), StoreError> + 'h>;
 
 /// A version waiting for its batch.
 struct PendingVersion {
@@ -31,6 +37,13 @@ pub struct Writer<'a> {
     events: Vec<ChangeEventRecord>,
     problems: Vec<(String, ProblemClass, String)>,
     last_flush: Instant,
+    /// Opened [`Writer::whole`]: a transaction is open until [`Writer::commit`] (or the drop,
+    /// which rolls it back).
+    whole: bool,
+    /// Batches written so far: what was given before the last one is in the catalog.
+    flushes: u64,
+    /// A whole writer wrote versions: the objects are synced before its commit.
+    unsynced: bool,
 }
 
 /// Versions per transaction, and the longest a result waits for its commit.
@@ -51,6 +64,74 @@ impl<'a> Writer<'a> {
             events: Vec::new(),
             problems: Vec::new(),
             last_flush: Instant::now(),
+            whole: false,
+            flushes: 0,
+            unsynced: false,
+        }
+    }
+
+    /// A writer whose writes are committed all at once by [`Writer::commit`], or not at all.
+    pub(crate) fn whole(
+        catalog: &'a mut Catalog,
+        objects: &'a ObjectStore,
+        run_id: i64,
+    ) -> Result<Writer<'a>, StoreError> {
+        catalog.conn().execute_batch("BEGIN IMMEDIATE")?;
+        let mut writer = Writer::new(catalog, objects, run_id);
+        writer.whole = true;
+        Ok(writer)
+    }
+
+    /// Write now, in the writer's open transaction (a writer opened [`Writer::whole`]).
+    pub(crate) fn now<T>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        assert!(self.whole, "only a whole writer has a transaction open");
+        f(self.catalog.conn())
+    }
+
+    /// Batches written so far (what the catalog reads back is what was given before the
+    /// last one).
+    pub(crate) fn flushes(&self) -> u64 {
+        self.flushes
+    }
+
+    /// Commit a writer opened [`Writer::whole`]: what is pending and what `extra` writes,
+    /// after one `syncfs` of the object store.
+    pub(crate) fn commit(
+        mut self,
+        extra: impl FnOnce(&Connection) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        assert!(
+            self.whole,
+            "only a whole writer has a transaction to commit"
+        );
+        let committed = self.flush(extra).and_then(|()| {
+            if self.unsynced {
+                // The objects are durable before the catalog names them: new ones, and those
+                // found in place, which an earlier run that died may have linked unsynced.
+                self.objects
+                    .sync()
+                    .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
+            }
+            crate::store::kill::point("whole.before-commit");
+            Ok(self.catalog.conn().execute_batch("COMMIT")?)
+        });
+        if committed.is_err() {
+            let _ = self.catalog.conn().execute_batch("ROLLBACK");
+            return committed;
+        }
+        self.whole = false;
+        self.catalog.committed()
+    }
+
+    /// Roll back a writer opened [`Writer::whole`]: nothing it was given stays. (Its owner
+    /// calls this when it gives up; a whole writer merely dropped leaves its transaction
+    /// open, and the catalog's next transaction fails.)
+    pub(crate) fn rollback(self) {
+        if self.whole {
+            let _ = self.catalog.conn().execute_batch("ROLLBACK");
         }
     }
 
@@ -116,34 +197,31 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Commit what is pending, plus whatever `extra` writes, in one transaction.
+    /// Commit what is pending, plus whatever `extra` writes, in one transaction (a whole
+    /// writer's: written into its open transaction).
     pub(crate) fn flush(
         &mut self,
-        extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
+        extra: impl FnOnce(&Connection) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
+        self.flushes += 1;
+        if self.whole {
+            self.unsynced |= !self.versions.is_empty();
+            let pending = self.drain();
+            let conn = self.catalog.conn();
+            Self::write(conn, self.run_id, pending)?;
+            extra(conn)?;
+            self.last_flush = Instant::now();
+            return Ok(());
+        }
         if !self.versions.is_empty() {
             self.objects
                 .sync()
                 .map_err(|e| StoreError::io("syncing", self.objects.root(), e))?;
         }
         let any_version = !self.versions.is_empty();
+        let pending = self.drain();
         let tx = self.catalog.transaction()?;
-        for p in self.versions.drain(..) {
-            let id = write::version(&tx, self.run_id, &p.version)?;
-            crate::store::kill::point("writer.mid-batch");
-            if let Some(e) = p.event {
-                write::change_event(&tx, self.run_id, &e, Some(id))?;
-            }
-            if let Some(then) = p.then {
-                then(&tx, id)?;
-            }
-        }
-        for e in self.events.drain(..) {
-            write::change_event(&tx, self.run_id, &e, None)?;
-        }
-        for (uri, class, reason) in self.problems.drain(..) {
-            write::problem(&tx, self.run_id, &uri, class, &reason)?;
-        }
+        Self::write(&tx, self.run_id, pending)?;
         extra(&tx)?;
         tx.commit()?;
         self.catalog.committed()?;
@@ -151,6 +229,37 @@ impl<'a> Writer<'a> {
             crate::store::kill::point("writer.committed");
         }
         self.last_flush = Instant::now();
+        Ok(())
+    }
+
+    /// What is pending, taken out.
+    fn drain(&mut self) -> Pending {
+        (
+            std::mem::take(&mut self.versions),
+            std::mem::take(&mut self.events),
+            std::mem::take(&mut self.problems),
+        )
+    }
+
+    /// Write `pending` on `tx` (a transaction is open).
+    fn write(tx: &Connection, run_id: i64, pending: Pending) -> Result<(), StoreError> {
+        let (versions, events, problems) = pending;
+        for p in versions {
+            let id = write::version(tx, run_id, &p.version)?;
+            crate::store::kill::point("writer.mid-batch");
+            if let Some(e) = p.event {
+                write::change_event(tx, run_id, &e, Some(id))?;
+            }
+            if let Some(then) = p.then {
+                then(tx, id)?;
+            }
+        }
+        for e in events {
+            write::change_event(tx, run_id, &e, None)?;
+        }
+        for (uri, class, reason) in problems {
+            write::problem(tx, run_id, &uri, class, &reason)?;
+        }
         Ok(())
     }
 
@@ -168,6 +277,13 @@ impl<'a> Writer<'a> {
         self.flush(|tx| write::pending_failed(tx, run_id, mark.0, note))
     }
 }
+
+/// What a writer holds until its next batch: versions, change events, problems.
+type Pending = (
+    Vec<PendingVersion>,
+    Vec<ChangeEventRecord>,
+    Vec<(String, ProblemClass, String)>,
+);
 
 /// Where a run's problems and change events stood ([`Writer::mark`]).
 #[derive(Debug, Clone, Copy)]

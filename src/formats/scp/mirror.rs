@@ -4,8 +4,9 @@
 //! `scp_audit`) compares the mirror with the newest snapshot.
 //!
 //! This module chooses WHICH collections to take and reports what happened; `scp_fetch` gets
-//! the bytes (conditional GETs), `scp_apply` reads, verifies and commits one collection in one
-//! transaction, `store::scp_catalog` holds the SQL. A page is a resource like any other: its
+//! the bytes (conditional GETs), `scp_apply` reads one collection into the engine, which
+//! verifies and commits it in one transaction (`engine::whole`; a dry run is the same walk
+//! recording nothing), `store::scp_catalog` holds the SQL. A page is a resource like any other: its
 //! states are `versions` rows, its JSON the versions' objects in `objects/`.
 //!
 //! Failures are collected, not fatal: a collection that cannot be fetched or is rejected (a
@@ -21,12 +22,12 @@
 //! validators, stored only after a run that applied everything it listed, so a run with
 //! nothing new is one conditional request answered 304.
 
+use crate::engine::apply::Writer;
 use crate::engine::context::RunContext;
 use crate::engine::discover::Prefetched;
+use crate::engine::whole::{Counts, Inline, Recent, Target, Whole, WholeError};
 use crate::error::{Error, SourceError};
-use crate::formats::scp::apply::{
-    self as scp_apply, Applied, ApplyError, Applying, GonePolicy, SectionPages,
-};
+use crate::formats::scp::apply::{self as scp_apply, Applied, ApplyError, Applying, GonePolicy};
 use crate::formats::scp::fetch::{self as scp_fetch, CollectionResponse, FetchedSitemap};
 use crate::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
 use crate::formats::scp::read::Limits;
@@ -34,7 +35,6 @@ use crate::model::ProblemClass;
 use crate::net::{Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, UsageError};
-use crate::store::catalog::write;
 use crate::store::scp_catalog::{self, SectionRecord};
 use crate::store::StoreError;
 use jiff::Timestamp;
@@ -76,7 +76,7 @@ pub(crate) fn baseline(
             .latest_snapshot(name)
             .expect("chosen sections have a snapshot");
         let mut section = section_record(ctx, name)?;
-        take(ctx, &scope, &mut None, &mut section, entry, gone, &mut run)?;
+        take(ctx, &scope, &mut section, entry, gone, &mut run)?;
     }
     finish(ctx, &fetched, run)
 }
@@ -127,8 +127,6 @@ pub(crate) fn incremental(
     };
     for mut section in sections {
         let name = section.name.clone();
-        // Loaded when a collection of the section is actually read (not on 304s).
-        let mut pages = None;
         // A newer snapshot first: it covers every delta listed up to it.
         match fetched.sitemap.latest_snapshot(&name) {
             // Newer than the section's position; but a snapshot dated in the future, which
@@ -148,7 +146,7 @@ pub(crate) fn incremental(
                     )?) =>
             {
                 let gone = GonePolicy::Tombstone { max: None };
-                if !take(ctx, &scope, &mut pages, &mut section, snap, gone, &mut run)? {
+                if !take(ctx, &scope, &mut section, snap, gone, &mut run)? {
                     continue;
                 }
             }
@@ -190,7 +188,7 @@ pub(crate) fn incremental(
                 }
             }
             let gone = GonePolicy::Report;
-            if !take(ctx, &scope, &mut pages, &mut section, delta, gone, &mut run)? {
+            if !take(ctx, &scope, &mut section, delta, gone, &mut run)? {
                 // Later deltas wait for this one: the position never skips a collection.
                 break;
             }
@@ -336,13 +334,10 @@ fn section_record(ctx: &RunContext<'_, '_>, name: &str) -> Result<SectionRecord,
 }
 
 /// Fetch, verify and apply one collection. `Ok(true)`: applied (or unchanged since it was
-/// applied); `Ok(false)`: failed, recorded as a problem; `Err`: the store failed. `pages`,
-/// the section's current pages, is loaded on first use and kept for the section's next
-/// collection.
+/// applied); `Ok(false)`: failed, recorded as a problem; `Err`: the store failed.
 fn take(
     ctx: &mut RunContext<'_, '_>,
     scope: &Scope,
-    pages: &mut Option<SectionPages>,
     section: &mut SectionRecord,
     entry: &CollectionEntry,
     gone: GonePolicy,
@@ -415,17 +410,8 @@ fn take(
         entry.pages.unwrap_or(0),
     );
     ctx.summary.bytes += staged.bytes;
-    let pages = match pages {
-        Some(p) => p,
-        None => pages.insert(SectionPages::load(
-            ctx.catalog,
-            ctx.source_id,
-            &entry.section,
-        )?),
-    };
     let applied = scp_apply::apply(
         ctx.catalog,
-        pages,
         Applying {
             source_id: ctx.source_id,
             run_id: ctx.run_id,
@@ -469,9 +455,9 @@ fn take(
     };
     drop(staged);
     run.landed += 1;
-    if applied.delete_refused {
+    if applied.pages.delete_refused {
         run.delete_refused
-            .push((url.to_string(), applied.gone.len()));
+            .push((url.to_string(), applied.pages.gone.len()));
     }
     record(ctx, entry, &applied, gone)?;
     Ok(true)
@@ -486,6 +472,7 @@ fn record(
 ) -> Result<(), Error> {
     let url = entry.url.as_str();
     let sum = &a.summary;
+    let a = &a.pages;
     let summary = &mut *ctx.summary;
     summary.listed += sum.pages;
     summary.created += a.created;
@@ -501,29 +488,29 @@ fn record(
     // Pages outside the scope: named on stderr and recorded, never mirrored (as a Sitemap
     // entry outside its scope); and the reader's warnings (an unknown block type: SCP 0.1
     // "MUST log a warning") recorded in the run's problems, not only shown with -v.
-    {
-        let tx = ctx.catalog.transaction()?;
-        for (page, why) in &a.refused {
-            ctx.progress.println(&format!("refused: {page}: {why}"));
-            write::problem(&tx, ctx.run_id, page, ProblemClass::Refused, why)?;
-            ctx.summary.problems.push(Problem {
-                uri: page.clone(),
-                class: ProblemClass::Refused,
-                reason: why.clone(),
-            });
-        }
-        if a.refused_count > a.refused.len() as u64 {
-            let more = a.refused_count - a.refused.len() as u64;
-            ctx.progress.println(&format!(
-                "refused: ... and {more} more pages of {url} outside the site's scope"
-            ));
-        }
-        for w in &sum.warnings {
-            write::problem(&tx, ctx.run_id, url, ProblemClass::Warning, &w.to_string())?;
-        }
-        tx.commit().map_err(StoreError::from)?;
-        ctx.catalog.committed()?;
+    for (page, why) in &a.refused {
+        ctx.progress.println(&format!("refused: {page}: {why}"));
+        ctx.summary.problems.push(Problem {
+            uri: page.clone(),
+            class: ProblemClass::Refused,
+            reason: why.clone(),
+        });
     }
+    if a.refused_count > a.refused.len() as u64 {
+        let more = a.refused_count - a.refused.len() as u64;
+        ctx.progress.println(&format!(
+            "refused: ... and {more} more pages of {url} outside the site's scope"
+        ));
+    }
+    let warnings: Vec<String> = sum.warnings.iter().map(|w| w.to_string()).collect();
+    let refused = a
+        .refused
+        .iter()
+        .map(|(page, why)| (page.as_str(), ProblemClass::Refused, why.as_str()));
+    let warned = warnings
+        .iter()
+        .map(|w| (url, ProblemClass::Warning, w.as_str()));
+    problems(ctx, refused.chain(warned))?;
     let mut notes = Vec::new();
     if let Some(size) = entry.size_bytes {
         if size != sum.compressed_bytes {
@@ -596,10 +583,8 @@ fn record(
             a.gone.len() as u64,
             &format!("rsmirror log --run {}", ctx.run_id),
         );
-        let tx = ctx.catalog.transaction()?;
-        for page in &a.gone {
-            write::problem(&tx, ctx.run_id, page, class, &reason)?;
-            if class == ProblemClass::Gone {
+        if class == ProblemClass::Gone {
+            for page in &a.gone {
                 ctx.summary.problems.push(Problem {
                     uri: page.clone(),
                     class,
@@ -607,9 +592,26 @@ fn record(
                 });
             }
         }
-        tx.commit().map_err(StoreError::from)?;
+        problems(
+            ctx,
+            a.gone
+                .iter()
+                .map(|page| (page.as_str(), class, reason.as_str())),
+        )?;
     }
     Ok(())
+}
+
+/// Record problems of the run through the one writer.
+fn problems<'p>(
+    ctx: &mut RunContext<'_, '_>,
+    rows: impl IntoIterator<Item = (&'p str, ProblemClass, &'p str)>,
+) -> Result<(), Error> {
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
+    for (uri, class, why) in rows {
+        writer.problem(uri, class, why)?;
+    }
+    Ok(writer.flush(|_| Ok(()))?)
 }
 
 /// A collection that could not be applied (`failed`) or was not even asked for (`refused`):
@@ -626,9 +628,7 @@ fn report(
         ctx.summary.failed += 1;
     }
     ctx.progress.println(&problem_line(class, url, why));
-    let tx = ctx.catalog.transaction()?;
-    write::problem(&tx, ctx.run_id, url, class, why)?;
-    tx.commit().map_err(StoreError::from)?;
+    problems(ctx, [(url, class, why)])?;
     ctx.summary.problems.push(Problem {
         uri: url.to_string(),
         class,
@@ -640,10 +640,7 @@ fn report(
 /// Something worth saying that changes nothing: a summary warning and a `warning` problem row.
 fn warn(ctx: &mut RunContext<'_, '_>, url: &str, note: &str) -> Result<(), Error> {
     ctx.summary.warnings.push(format!("{url}: {note}"));
-    let tx = ctx.catalog.transaction()?;
-    write::problem(&tx, ctx.run_id, url, ProblemClass::Warning, note)?;
-    tx.commit().map_err(StoreError::from)?;
-    Ok(())
+    problems(ctx, [(url, ProblemClass::Warning, note)])
 }
 
 fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {
@@ -673,29 +670,10 @@ fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {
     }
 }
 
-/// The mirror's pages of one section, as a dry run compares and updates them in memory:
-/// page URL -> (its state, listed in the collection being read).
-type Planned = std::collections::HashMap<String, (scp_catalog::PageState, bool)>;
-
-/// The pages of a section from the mirror's catalog (empty without one).
-fn planned_pages(
-    catalog: Option<&crate::store::Catalog>,
-    source_url: &str,
-    section: &str,
-) -> Result<Planned, StoreError> {
-    let mut pages = Planned::new();
-    if let Some(c) = catalog {
-        let collection = scp_catalog::section_collection(source_url, section);
-        scp_catalog::section_pages(c.conn(), &collection, section, |p| {
-            pages.insert(p.url.clone(), (p, false));
-        })?;
-    }
-    Ok(pages)
-}
-
 /// `baseline --dry-run` of an SCP source: the newest snapshot of each section it would take is
 /// read through the collection reader (verified; nothing stored, nothing locked) and every page
-/// compared with the mirror's by the rule the baseline applies ([`scp_apply::page_change`]).
+/// compared with the mirror's by the engine, as the baseline applies it, with nothing recorded
+/// ([`Whole::plan`]).
 /// The plan is printed with the marks of a ResourceSync dry run, once the file verified: `+`
 /// created, `*` updated (its `modified`), `=` kept (with `-v`), `-` gone from the snapshot
 /// (deleted with `--delete`), `!` a collection that cannot be read (counted as failed).
@@ -719,21 +697,23 @@ pub(crate) fn dry_run(
             .sitemap
             .latest_snapshot(&name)
             .expect("chosen sections have a snapshot");
-        let mut pages = planned_pages(catalog, source_url, &name)?;
         let gone = if s.delete {
             "would be deleted"
         } else {
             "gone from the source"
         };
+        let mut recent = Recent::default();
+        let mirror = (catalog, source_url);
         plan_collection(
             docs,
             &scope,
+            mirror,
             entry,
-            &mut pages,
+            &mut recent,
             Some(gone),
             verbose,
             summary,
-        );
+        )?;
     }
     Ok(())
 }
@@ -777,22 +757,25 @@ pub(crate) fn plan_changes(
     let verbose = s.output.verbose > 0;
     for section in scp_catalog::sections(conn, source_id)? {
         let name = section.name.clone();
-        let mut pages = planned_pages(Some(catalog), source.as_str(), &name)?;
+        let mut recent = Recent::default();
+        let mirror = (Some(catalog), source.as_str());
         let mut through = section.applied_through;
         if let Some(snap) = fetched.sitemap.latest_snapshot(&name) {
             if section
                 .snapshot_generated
                 .is_none_or(|g| snap.generated > g)
             {
+                let gone = Some("would be deleted");
                 if !plan_collection(
                     docs,
                     &scope,
+                    mirror,
                     snap,
-                    &mut pages,
-                    Some("would be deleted"),
+                    &mut recent,
+                    gone,
                     verbose,
                     summary,
-                ) {
+                )? {
                     continue;
                 }
                 through = Some(through.map_or(snap.generated, |t| t.max(snap.generated)));
@@ -813,7 +796,16 @@ pub(crate) fn plan_changes(
             {
                 continue;
             }
-            if !plan_collection(docs, &scope, delta, &mut pages, None, verbose, summary) {
+            if !plan_collection(
+                docs,
+                &scope,
+                mirror,
+                delta,
+                &mut recent,
+                None,
+                verbose,
+                summary,
+            )? {
                 // Later deltas wait for this one, as in a run.
                 break;
             }
@@ -822,34 +814,52 @@ pub(crate) fn plan_changes(
     Ok(())
 }
 
-/// Read one collection over HTTP (verified) and print what applying it would do to `pages`,
-/// which are updated as the application would leave them; for a snapshot (`gone`: how to
-/// call a page it no longer lists), the live pages it does not list are named too. `false`:
-/// the collection could not be read (named with `!`, counted as failed; nothing of it
-/// counts).
+/// Read one collection over HTTP (verified) and print what applying it would do to the mirror
+/// (`mirror`: its catalog, if there is one, and the source) after what the run's earlier
+/// collections of the section would do (`recent`, updated as applying it would leave it); for
+/// a snapshot (`gone`: how to call a page it no longer lists), the live pages it does not
+/// list are named too. `false`: the collection could not be read (named with `!`, counted as
+/// failed; nothing of it counts, and `recent` is as it was).
+#[allow(clippy::too_many_arguments)]
 fn plan_collection(
     docs: &crate::engine::documents::Documents<'_>,
     scope: &Scope,
+    (catalog, source_url): (Option<&crate::store::Catalog>, &str),
     entry: &CollectionEntry,
-    pages: &mut Planned,
+    recent: &mut Recent,
     gone: Option<&str>,
     verbose: bool,
     summary: &mut crate::report::Summary,
-) -> bool {
-    for (_, seen) in pages.values_mut() {
-        *seen = false;
-    }
-    let lines = match read_and_decide(docs, scope, entry, pages) {
-        Ok((lines, listed)) => {
+) -> Result<bool, Error> {
+    let collection = scp_catalog::section_collection(source_url, &entry.section);
+    let target = Target {
+        collection: &collection,
+        qualifier: &entry.section,
+        document: entry.url.as_str(),
+        listed: entry.generated,
+        scope,
+        filter: docs.filter,
+        events: false,
+    };
+    let before = recent.clone();
+    let policy = match gone {
+        Some("would be deleted") => GonePolicy::Tombstone { max: None },
+        _ => GonePolicy::Report,
+    };
+    let whole = Whole::plan(catalog, target, recent).map_err(whole_error)?;
+    let (counts, lines) = match read_and_decide(docs, scope, entry, whole, gone.map(|_| policy))? {
+        Ok((counts, lines, listed)) => {
             summary.listed += listed;
-            lines
+            (counts, lines)
         }
         Err(why) => {
+            *recent = before;
             summary.failed += 1;
             plan!("! {} {why}", entry.url);
-            return false;
+            return Ok(false);
         }
     };
+    summary.refused += counts.refused_count;
     for (mark, line) in lines {
         match mark {
             // Left out by --include/--exclude: not applied, not printed.
@@ -865,98 +875,72 @@ fn plan_collection(
             plan!("{mark} {line}");
         }
     }
-    let Some(what) = gone else {
-        return true;
-    };
-    let mut gone_pages: Vec<String> = pages
-        .iter()
-        .filter(|(url, (p, seen))| {
-            docs.filter.admits(url)
-                && scp_apply::gone_from_snapshot(
-                    p.modified,
-                    *seen,
-                    p.brought_by_generated,
-                    entry.generated,
-                )
-        })
-        .map(|(url, _)| url.clone())
-        .collect();
-    gone_pages.sort();
-    for url in gone_pages {
-        summary.gone += 1;
-        plan!("- {url} ({what})");
-        if what == "would be deleted" {
-            if let Some((p, _)) = pages.get_mut(&url) {
-                p.modified = None;
-            }
+    if let Some(what) = gone {
+        let mut urls: Vec<&str> = counts
+            .gone
+            .iter()
+            .map(|uri| scp_catalog::page_url(uri, &entry.section))
+            .collect();
+        urls.sort();
+        for url in urls {
+            summary.gone += 1;
+            plan!("- {url} ({what})");
         }
     }
-    true
+    Ok(true)
 }
 
-/// Read one collection over HTTP and decide each page against `pages` (marked seen, and
-/// updated as applying it would); `Err`: why it could not be read (nothing of it counts then,
-/// and `pages` are as they were).
+/// What a collection read for a dry run did ([`Whole::commit`]'s counts and plan lines) and
+/// how many pages it listed; `Err`: why it could not be read.
+type Decided = Result<(Counts, Vec<(char, String)>, u64), String>;
+
+/// Read one collection over HTTP and hand each page to `whole`, which decides it with nothing
+/// recorded; then, for a snapshot (`gone`: a policy), the pages it no longer lists.
 fn read_and_decide(
     docs: &crate::engine::documents::Documents<'_>,
     scope: &Scope,
     entry: &CollectionEntry,
-    pages: &mut Planned,
-) -> Result<(Vec<(char, String)>, u64), String> {
-    use sha2::{Digest as _, Sha256};
+    mut whole: Whole<'_, '_>,
+    gone: Option<GonePolicy>,
+) -> Result<Decided, Error> {
     let reject = |e: crate::formats::scp::read::ScpError| format!("rejected: {e}");
-    let mut reader = scp_fetch::stream(docs.http, &entry.url, scope, &Limits::default())?;
-    let mut lines = std::collections::BTreeMap::new();
-    let mut after: Vec<(String, scp_catalog::PageState)> = Vec::new();
-    while let Some(page) = reader.next_page().map_err(reject)? {
-        let digest = Sha256::digest(page.json.as_bytes());
-        let json: scp_apply::Short = digest[..16].try_into().expect("16 bytes");
-        let url = page.url.to_string();
-        if !docs.filter.admits(&url) {
-            lines.insert(url.clone(), ('x', url));
-            continue;
-        }
-        let local = pages.get_mut(&url).map(|(p, seen)| {
-            *seen = true;
-            (
-                p.modified,
-                p.sha256_hex.as_deref().and_then(scp_apply::short),
-            )
-        });
-        let line = match scp_apply::page_change(local, page.modified, json) {
-            scp_apply::PageChange::Create => ('+', url.clone()),
-            scp_apply::PageChange::Update => {
-                let here = local
-                    .and_then(|l| l.0)
-                    .map(|t| t.to_string())
-                    .unwrap_or_default();
-                (
-                    '*',
-                    format!("{url} (modified: {here} -> {})", page.modified),
-                )
-            }
-            _ => ('=', url.clone()),
+    let mut reader = match scp_fetch::stream(docs.http, &entry.url, scope, &Limits::default()) {
+        Ok(reader) => reader,
+        Err(why) => return Ok(Err(why)),
+    };
+    loop {
+        let page = match reader.next_page() {
+            Ok(Some(page)) => page,
+            Ok(None) => break,
+            Err(e) => return Ok(Err(reject(e))),
         };
-        if line.0 != '=' {
-            after.push((
-                url.clone(),
-                scp_catalog::PageState {
-                    resource_id: 0,
-                    url: url.clone(),
-                    qualified: false,
-                    modified: Some(page.modified),
-                    sha256_hex: Some(hex::encode(digest)),
-                    brought_by_generated: Some(entry.generated),
-                },
-            ));
+        whole
+            .item(Inline {
+                url: page.url,
+                modified: page.modified,
+                bytes: page.json,
+                line: page.line,
+                side: None,
+            })
+            .map_err(whole_error)?;
+    }
+    let listed = match reader.finish() {
+        Ok(summary) => summary.pages,
+        Err(e) => return Ok(Err(reject(e))),
+    };
+    if let Some(policy) = gone {
+        whole.gone(policy, || None).map_err(whole_error)?;
+    }
+    let (counts, lines) = whole.commit(|_, _| Ok(())).map_err(whole_error)?;
+    Ok(Ok((counts, lines, listed)))
+}
+
+/// A dry run writes no object: only the catalog's reading can fail.
+fn whole_error(e: WholeError) -> Error {
+    match e {
+        WholeError::Store(e) => e.into(),
+        WholeError::Objects(e) => {
+            StoreError::io("reading", std::path::Path::new("objects"), e).into()
         }
-        // A page listed twice: the later entry counts, as when the collection is applied.
-        lines.insert(url, line);
     }
-    let summary = reader.finish().map_err(reject)?;
-    // Verified: the state the application would leave.
-    for (url, state) in after {
-        pages.insert(url, (state, true));
-    }
-    Ok((lines.into_values().collect(), summary.pages))
 }

@@ -1,8 +1,9 @@
 //! The Site Content Protocol (SCP 0.1) as a [`Format`]: `mirror` chooses the
-//! collections to take and reports, `fetch` gets their bytes (conditional GETs), `apply` reads,
-//! verifies and commits one collection (pages as resources, their JSON as objects, what only
-//! SCP knows in `scp_versions`), `audit` compares the mirror with the newest snapshots. The
-//! reader is `crate::formats::scp::read`.
+//! collections to take and reports, `fetch` gets their bytes (conditional GETs), `apply` reads
+//! one collection and hands its pages to the engine, which applies them whole
+//! (`engine::whole`: pages as resources, their JSON as objects) beside what only SCP knows
+//! (`scp_collections`, `scp_versions`, the section's position), `audit` compares the mirror
+//! with the newest snapshots. The reader is `crate::formats::scp::read`.
 
 pub mod apply;
 pub mod audit;
