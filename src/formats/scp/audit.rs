@@ -29,7 +29,7 @@ use crate::formats::scp::read::{CollectionReader, CollectionSummary, Limits, Scp
 use crate::net::agent::DocumentResponse;
 use crate::net::{Http, Scope, Validators};
 use crate::settings;
-use crate::store::scp_catalog::{self, CollectionRecord, PageState};
+use crate::store::scp_catalog::{self, CollectionRecord};
 use crate::store::{Catalog, StoreError};
 use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -136,12 +136,13 @@ fn compare_with_source(
             continue;
         };
         read.insert((snapshot.url.to_string(), snapshot.generated));
-        let mut mirror = HashMap::new();
         let collection = scp_catalog::section_collection_of(conn, source_id, &section.name)?;
-        scp_catalog::section_pages(conn, &collection, &section.name, |p| {
-            mirror.insert(p.url.clone(), (p, false));
-        })?;
-        match compare_snapshot(&http, &scope, snapshot, &limits, &mut mirror) {
+        let mirror = Section {
+            catalog,
+            collection_id: catalog.collection_id_of(&collection)?.unwrap_or(0),
+            name: &section.name,
+        };
+        match compare_snapshot(&http, &scope, snapshot, &limits, &mirror)? {
             Ok((mut findings, summary)) => {
                 out.listed += summary.pages;
                 cross_check(snapshot, &summary, &mut out.warnings);
@@ -233,24 +234,47 @@ fn read_whole(input: impl Read, limits: &Limits) -> Result<CollectionSummary, Sc
     reader.finish()
 }
 
-/// Stream the newest snapshot and compare it page by page; the findings count only when the
-/// whole file verified (`Err`: why it could not be read).
+/// The mirror's side of a section, as the audit asks it page by page (nothing of it held in
+/// memory).
+struct Section<'a> {
+    catalog: &'a Catalog,
+    /// `collections.id` of the section's collection (0: the mirror has none).
+    collection_id: i64,
+    name: &'a str,
+}
+
+/// Stream the newest snapshot and compare it page by page with the mirror, each page looked
+/// up in the catalog; the findings count only when the whole file verified (`Ok(Err)`: why it
+/// could not be read).
 fn compare_snapshot(
     http: &Http,
     scope: &Scope,
     snapshot: &CollectionEntry,
     limits: &Limits,
-    mirror: &mut HashMap<String, (PageState, bool)>,
-) -> Result<(Vec<Finding>, CollectionSummary), String> {
+    mirror: &Section<'_>,
+) -> Result<Result<(Vec<Finding>, CollectionSummary), String>, StoreError> {
     let reject = |e: ScpError| format!("rejected: {e}");
-    let mut reader = scp_fetch::stream(http, &snapshot.url, scope, limits)?;
+    let mut reader = match scp_fetch::stream(http, &snapshot.url, scope, limits) {
+        Ok(reader) => reader,
+        Err(why) => return Ok(Err(why)),
+    };
+    let conn = mirror.catalog.conn();
+    scp_catalog::seen_start(mirror.catalog)?;
     let mut findings: HashMap<String, Finding> = HashMap::new();
-    while let Some(page) = reader.next_page().map_err(reject)? {
+    loop {
+        let page = match reader.next_page() {
+            Ok(Some(page)) => page,
+            Ok(None) => break,
+            Err(e) => return Ok(Err(reject(e))),
+        };
         let url = page.url.as_str();
         let json_sha = hex::encode(Sha256::digest(page.json.as_bytes()));
-        let f = match mirror.get_mut(url) {
-            Some((state, seen)) if !state.deleted() => {
-                *seen = true;
+        let held = scp_catalog::page_lookup(conn, url, mirror.name, mirror.collection_id)?.held;
+        if let Some(h) = &held {
+            scp_catalog::seen(mirror.catalog, h.resource_id)?;
+        }
+        let f = match held {
+            Some(state) if state.modified.is_some() => {
                 let here = state.modified.expect("live pages have a modified");
                 if here == page.modified {
                     if state.sha256_hex.as_deref() == Some(json_sha.as_str()) {
@@ -264,9 +288,7 @@ fn compare_snapshot(
                             .hint("same `modified`, different page JSON: the source changed the page without advancing `modified` (SCP 0.1 keeps the local page); rsmirror baseline cannot repair it either")
                     }
                 } else if here > page.modified
-                    && state
-                        .brought_by_generated
-                        .is_some_and(|g| g > snapshot.generated)
+                    && state.brought_by.is_some_and(|g| g > snapshot.generated)
                 {
                     // A delta listed after this snapshot brought a newer page.
                     Finding::new(Class::InSync).uri(url)
@@ -278,32 +300,32 @@ fn compare_snapshot(
                         .actual(here.to_string())
                 }
             }
-            Some((_, seen)) => {
-                *seen = true;
-                Finding::new(Class::Missing)
-                    .uri(url)
-                    .actual("deleted in the mirror")
-            }
+            Some(_) => Finding::new(Class::Missing)
+                .uri(url)
+                .actual("deleted in the mirror"),
             None => Finding::new(Class::Missing).uri(url),
         };
         // As in a snapshot read by baseline: a page listed twice, the later entry counts.
         findings.insert(url.to_string(), f);
     }
-    let summary = reader.finish().map_err(reject)?;
+    let summary = match reader.finish() {
+        Ok(summary) => summary,
+        Err(e) => return Ok(Err(reject(e))),
+    };
     let mut out: Vec<Finding> = findings.into_values().collect();
-    for (url, (state, seen)) in mirror.iter() {
-        if !*seen
-            && !state.deleted()
-            && state
-                .brought_by_generated
-                .is_none_or(|g| g <= snapshot.generated)
-        {
-            out.push(
-                Finding::new(Class::Extra)
-                    .uri(url.clone())
-                    .actual(format!("not in the snapshot {}", snapshot.url)),
-            );
-        }
-    }
-    Ok((out, summary))
+    scp_catalog::unseen_live(
+        conn,
+        mirror.collection_id,
+        i64::MAX,
+        |_, uri, brought_by| {
+            if brought_by.is_none_or(|g| g <= snapshot.generated) {
+                out.push(
+                    Finding::new(Class::Extra)
+                        .uri(scp_catalog::page_url(&uri, mirror.name).to_string())
+                        .actual(format!("not in the snapshot {}", snapshot.url)),
+                );
+            }
+        },
+    )?;
+    Ok(Ok((out, summary)))
 }
