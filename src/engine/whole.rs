@@ -22,6 +22,7 @@ use crate::net::Scope;
 use crate::store::catalog::{ChangeEventRecord, NewVersion};
 use crate::store::new_file::NewFile;
 use crate::store::scp_catalog::{self as pages, PageLookup};
+use crate::store::writer::LastRows;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use jiff::Timestamp;
 use sha2::{Digest as _, Sha256};
@@ -221,15 +222,17 @@ impl<'x, 'w> Whole<'x, 'w> {
         })
     }
 
-    /// Write now, in the writer's open transaction (a dry run writes nothing: `None`).
-    pub(crate) fn now<T>(
-        &mut self,
-        f: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
-    ) -> Result<Option<T>, StoreError> {
+    /// The writer, to write now in its open transaction (a dry run has none).
+    pub(crate) fn writer(&mut self) -> Option<&mut Writer<'w>> {
         match &mut self.sink {
-            Sink::Write { writer, .. } => writer.now(f).map(Some),
-            Sink::Plan { .. } => Ok(None),
+            Sink::Write { writer, .. } => Some(writer),
+            Sink::Plan { .. } => None,
         }
+    }
+
+    /// What the collection did so far.
+    pub(crate) fn counts(&self) -> &Counts {
+        &self.counts
     }
 
     /// The catalog as this collection has left it so far, and what `recent` holds beyond.
@@ -481,10 +484,10 @@ impl<'x, 'w> Whole<'x, 'w> {
 
     /// The document is good: commit everything, and what `last` writes (the format's
     /// records of the document), after the objects are durable. Returns the counts and, for a
-    /// dry run, the plan's lines (by URL).
+    /// dry run (which writes neither), the plan's lines (by URL).
     pub(crate) fn commit(
         mut self,
-        last: impl FnOnce(&rusqlite::Connection, &Counts) -> Result<(), StoreError>,
+        last: Option<LastRows<'_>>,
     ) -> Result<(Counts, Vec<(char, String)>), WholeError> {
         let counts = std::mem::take(&mut self.counts);
         let sink = std::mem::replace(
@@ -502,7 +505,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             } => {
                 let result = match objects.finish() {
                     Ok(()) => writer
-                        .commit(|conn| last(conn, &counts))
+                        .commit(|conn| last.map_or(Ok(()), |last| last(conn)))
                         .map_err(WholeError::from),
                     Err(e) => {
                         writer.rollback();
@@ -757,7 +760,7 @@ mod tests {
             drop(whole);
             return Counts::default();
         }
-        whole.commit(|_, _| Ok(())).unwrap().0
+        whole.commit(None).unwrap().0
     }
 
     fn state(m: &Mirror, uri: &str) -> Option<(bool, Option<Timestamp>)> {
@@ -935,7 +938,7 @@ mod tests {
         whole
             .gone(GonePolicy::Tombstone { max: None }, || None)
             .unwrap();
-        let (n, lines) = whole.commit(|_, _| Ok(())).unwrap();
+        let (n, lines) = whole.commit(None).unwrap();
         assert_eq!(n.gone, ["http://x/b"]);
         let marks: Vec<char> = lines.iter().map(|l| l.0).collect();
         assert_eq!(marks, ['*', '+']);
@@ -955,7 +958,7 @@ mod tests {
         whole
             .item(page("http://x/new", "2026-01-15T00:00:00Z", "{}"))
             .unwrap();
-        let (n, _) = whole.commit(|_, _| Ok(())).unwrap();
+        let (n, _) = whole.commit(None).unwrap();
         assert_eq!((n.unchanged, n.created, n.older_kept), (1, 1, 1), "{n:?}");
         let after = m
             .catalog

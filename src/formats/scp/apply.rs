@@ -29,9 +29,9 @@ use crate::formats::scp::read::{
 };
 use crate::progress::Progress;
 use crate::store::scp_catalog::{self, CollectionVerdict, NewCollection, SectionRecord};
+use crate::store::writer::LastRows;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use jiff::Timestamp;
-use rusqlite::Connection;
 use std::fs::File;
 use std::path::Path;
 
@@ -130,8 +130,9 @@ pub(crate) fn apply(
     let mut whole = Whole::write(writer, (a.objects, a.staging), target, &mut recent)?;
     let new = new_collection(&a, &meta, &reader);
     let row = whole
-        .now(|conn| scp_catalog::insert_collection(conn, &new))?
-        .expect("a whole writer writes now");
+        .writer()
+        .expect("applied, not planned")
+        .now(|conn| scp_catalog::insert_collection(conn, &new))?;
     while let Some(page) = reader.next_page().map_err(ApplyError::Rejected)? {
         progress.item(0);
         let side =
@@ -152,18 +153,30 @@ pub(crate) fn apply(
             Some(scp_catalog::page_rows(row, None, None, None))
         })?;
     }
-    let (source_id, run_id, generated) = (a.source_id, a.run_id, a.entry.generated);
-    let section = a.section;
-    let (pages, _) = whole.commit(|conn, n| {
-        scp_catalog::complete_collection(conn, row, &verdict(&summary))?;
-        let moved = Moved {
-            row,
-            is_snapshot,
-            generated,
-            gone_pending: is_snapshot && !n.gone.is_empty() && n.deleted == 0,
-        };
-        move_section(conn, (source_id, run_id), section, &moved)
-    })?;
+    let (source_id, run_id) = (a.source_id, a.run_id);
+    let n = whole.counts();
+    // A snapshot whose gone pages were only reported (no --delete, or more than --max-delete)
+    // is not yet the state the section rests on: its validators are forgotten and the section
+    // keeps its older snapshot, so the next run reads it in full again and finds them gone
+    // again (a 304 would skip the comparison), and `incremental` takes it as the newer
+    // snapshot that replaces the state (SCP 0.1: "Deletion Detection").
+    let gone_pending = is_snapshot && !n.gone.is_empty() && n.deleted == 0;
+    let mut moved = a.section.clone();
+    move_section(
+        &mut moved,
+        a.entry.generated,
+        (is_snapshot && !gone_pending).then_some(row),
+    );
+    let verdict = verdict(&summary);
+    let last: LastRows<'_> = Box::new(|conn| {
+        scp_catalog::complete_collection(conn, row, &verdict)?;
+        if gone_pending {
+            scp_catalog::forget_validators(conn, row)?;
+        }
+        scp_catalog::set_section(conn, source_id, run_id, &moved)
+    });
+    let (pages, _) = whole.commit(Some(last))?;
+    *a.section = moved;
     Ok(Applied {
         collection_row: row,
         summary,
@@ -233,34 +246,12 @@ fn verdict(summary: &CollectionSummary) -> CollectionVerdict<'_> {
     }
 }
 
-/// How a collection moves its section.
-struct Moved {
-    /// `scp_collections.id` of the collection.
-    row: i64,
-    is_snapshot: bool,
-    /// Its listed `generated`.
-    generated: Timestamp,
-    /// A snapshot whose gone pages were only reported.
-    gone_pending: bool,
-}
-
-/// The section's new position, in the collection's transaction. A snapshot whose gone pages
-/// were only reported (no --delete, or more than --max-delete) is not yet the state the
-/// section rests on: its validators are forgotten and the section keeps its older snapshot,
-/// so the next run reads it in full again and finds them gone again (a 304 would skip the
-/// comparison), and `incremental` takes it as the newer snapshot that replaces the state
-/// (SCP 0.1: "Deletion Detection").
-fn move_section(
-    conn: &Connection,
-    (source_id, run_id): (i64, i64),
-    section: &mut SectionRecord,
-    m: &Moved,
-) -> Result<(), StoreError> {
-    let listed_generated = position(m.generated);
-    if m.gone_pending {
-        scp_catalog::forget_validators(conn, m.row)?;
-    } else if m.is_snapshot {
-        section.snapshot_id = Some(m.row);
+/// The section's new position once a collection listed at `generated` is applied; `snapshot`:
+/// the snapshot (`scp_collections.id`) the section now rests on.
+fn move_section(section: &mut SectionRecord, generated: Timestamp, snapshot: Option<i64>) {
+    let listed_generated = position(generated);
+    if let Some(row) = snapshot {
+        section.snapshot_id = Some(row);
         section.snapshot_generated = Some(listed_generated);
     }
     section.applied_through = Some(
@@ -268,5 +259,4 @@ fn move_section(
             .applied_through
             .map_or(listed_generated, |t| t.max(listed_generated)),
     );
-    scp_catalog::set_section(conn, source_id, run_id, section)
 }

@@ -931,7 +931,7 @@ fn read_and_decide(
     if let Some(policy) = gone {
         whole.gone(policy, || None).map_err(whole_error)?;
     }
-    let (counts, lines) = whole.commit(|_, _| Ok(())).map_err(whole_error)?;
+    let (counts, lines) = whole.commit(None).map_err(whole_error)?;
     Ok(Ok((counts, lines, listed)))
 }
 
