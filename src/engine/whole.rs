@@ -147,7 +147,34 @@ pub(crate) struct Whole<'x, 'w> {
     /// The newest version before this collection: a version after it is this collection's.
     through: i64,
     counts: Counts,
+    /// The resources of the catalog this collection listed.
+    seen: Seen,
     committed: bool,
+}
+
+/// Resources by id (a bit each, up to the largest id listed: an eighth of a byte per resource
+/// of the catalog, never their states): the ones a collection listed.
+#[derive(Debug, Default)]
+pub(crate) struct Seen(Vec<u64>);
+
+impl Seen {
+    pub(crate) fn insert(&mut self, id: i64) {
+        let Ok(id) = usize::try_from(id) else {
+            return;
+        };
+        let (word, bit) = (id / 64, id % 64);
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << bit;
+    }
+
+    pub(crate) fn contains(&self, id: i64) -> bool {
+        usize::try_from(id)
+            .ok()
+            .and_then(|id| self.0.get(id / 64).map(|w| w & (1 << (id % 64)) != 0))
+            .unwrap_or(false)
+    }
 }
 
 /// Why a collection could not be applied (beyond what the format rejects).
@@ -169,7 +196,6 @@ impl<'x, 'w> Whole<'x, 'w> {
         target: Target<'x>,
         recent: &'x mut Recent,
     ) -> Result<Self, WholeError> {
-        pages::seen_start(writer.catalog())?;
         let (collection_id, through) = writer.now(|conn| {
             Ok((
                 crate::store::catalog::write::collection_id(conn, target.collection)?,
@@ -188,6 +214,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             collection_id,
             through,
             counts: Counts::default(),
+            seen: Seen::default(),
             committed: false,
         })
     }
@@ -201,7 +228,6 @@ impl<'x, 'w> Whole<'x, 'w> {
     ) -> Result<Self, WholeError> {
         let (mut collection_id, mut through) = (0, 0);
         if let Some(c) = catalog {
-            pages::seen_start(c)?;
             collection_id = c.collection_id_of(target.collection)?.unwrap_or(0);
             through = pages::last_version_id(c.conn())?;
         }
@@ -218,6 +244,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             collection_id,
             through,
             counts: Counts::default(),
+            seen: Seen::default(),
             committed: false,
         })
     }
@@ -263,15 +290,15 @@ impl<'x, 'w> Whole<'x, 'w> {
             },
         };
         let Some(now) = self.recent.by_url.get_mut(url) else {
-            if let (Some(h), Some(c)) = (&found.held, self.catalog()) {
-                pages::seen(c, h.resource_id)?;
+            if let Some(h) = &found.held {
+                self.seen.insert(h.resource_id);
             }
             return Ok(found);
         };
         now.seen = true;
         let now = now.clone();
-        if let (Some(id), Some(c)) = (now.resource_id, self.catalog()) {
-            pages::seen(c, id)?;
+        if let Some(id) = now.resource_id {
+            self.seen.insert(id);
         }
         Ok(PageLookup {
             uri: now.uri,
@@ -399,9 +426,12 @@ impl<'x, 'w> Whole<'x, 'w> {
         }
         let (collection_id, through) = (self.collection_id, self.through);
         let mut found = Vec::new();
+        let seen = std::mem::take(&mut self.seen);
         if let Some(c) = self.catalog() {
-            pages::unseen_live(c.conn(), collection_id, through, |id, uri, by| {
-                found.push((id, uri, by))
+            pages::live_pages(c.conn(), collection_id, through, |id, uri, by| {
+                if !seen.contains(id) {
+                    found.push((id, uri, by))
+                }
             })?;
         }
         let qualifier = self.target.qualifier;

@@ -256,21 +256,6 @@ impl Catalog {
         Ok(())
     }
 
-    /// Write scratch rows (a TEMP table: this connection's, never in the file): their changes
-    /// are not the catalog's, so the next proof of the log looks for no frames of them.
-    pub(crate) fn scratch<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let before = self.conn.total_changes();
-        let out = f(&self.conn)?;
-        if let Some(s) = &self.sealing {
-            let scratch = self.conn.total_changes() - before;
-            s.changes.set(s.changes.get() + scratch);
-        }
-        Ok(out)
-    }
-
     /// The run met an error that may be damage (SQLite says the file is corrupt): the catalog
     /// is not sealed as whole and no copy of it is made (a copy would push out a good one).
     pub(crate) fn suspect(&self) {

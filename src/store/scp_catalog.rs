@@ -11,7 +11,7 @@
 use crate::net::Validators;
 pub use crate::store::scp_pages::SYNC_POINT_BASIS;
 pub(crate) use crate::store::scp_pages::{page_url, qualified_uri, section_collection};
-use crate::store::{Catalog, StoreError};
+use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -508,27 +508,6 @@ pub(crate) fn page_lookup(
     })
 }
 
-/// Start a record of the pages a collection lists (a temporary table: the catalog may be open
-/// read-only, for a dry run), emptied.
-pub(crate) fn seen_start(catalog: &Catalog) -> Result<(), StoreError> {
-    catalog.scratch(|conn| {
-        conn.execute_batch(
-            "CREATE TEMP TABLE IF NOT EXISTS scp_seen (resource_id INTEGER PRIMARY KEY);
-             DELETE FROM temp.scp_seen;",
-        )?;
-        Ok(())
-    })
-}
-
-/// Record that the collection lists the page of resource `resource_id`.
-pub(crate) fn seen(catalog: &Catalog, resource_id: i64) -> Result<(), StoreError> {
-    catalog.scratch(|conn| {
-        conn.prepare_cached("INSERT OR IGNORE INTO temp.scp_seen (resource_id) VALUES (?1)")?
-            .execute([resource_id])?;
-        Ok(())
-    })
-}
-
 /// The newest version id of the catalog (versions after it were written since).
 pub(crate) fn last_version_id(conn: &Connection) -> Result<i64, StoreError> {
     Ok(
@@ -539,10 +518,9 @@ pub(crate) fn last_version_id(conn: &Connection) -> Result<i64, StoreError> {
 }
 
 /// The live pages of the collection with id `collection_id` whose current version is not
-/// newer than `through` and which the collection being read did not list ([`seen`]), by
-/// resource id, streamed to `f` (resource id, URI, listed `generated` of the collection that
-/// brought the current version).
-pub(crate) fn unseen_live(
+/// newer than `through`, by resource id, streamed to `f` (resource id, URI, listed
+/// `generated` of the collection that brought the current version).
+pub(crate) fn live_pages(
     conn: &Connection,
     collection_id: i64,
     through: i64,
@@ -555,7 +533,6 @@ pub(crate) fn unseen_live(
          LEFT JOIN scp_versions s ON s.version_id = v.id
          LEFT JOIN scp_collections c ON c.id = s.collection_row
          WHERE r.collection_id = ?1 AND v.change <> 'deleted' AND v.id <= ?2
-           AND r.id NOT IN (SELECT resource_id FROM temp.scp_seen)
          ORDER BY r.id",
     )?;
     let mut rows = stmt.query(params![collection_id, through])?;

@@ -22,6 +22,7 @@
 //! it writes nothing.
 
 use crate::audit::finding::{Class, Finding};
+use crate::engine::whole::Seen;
 use crate::error::SourceError;
 use crate::formats::scp::fetch as scp_fetch;
 use crate::formats::scp::read::sitemap::CollectionEntry;
@@ -259,7 +260,7 @@ fn compare_snapshot(
         Err(why) => return Ok(Err(why)),
     };
     let conn = mirror.catalog.conn();
-    scp_catalog::seen_start(mirror.catalog)?;
+    let mut seen = Seen::default();
     let mut findings: HashMap<String, Finding> = HashMap::new();
     loop {
         let page = match reader.next_page() {
@@ -271,7 +272,7 @@ fn compare_snapshot(
         let json_sha = hex::encode(Sha256::digest(page.json.as_bytes()));
         let held = scp_catalog::page_lookup(conn, url, mirror.name, mirror.collection_id)?.held;
         if let Some(h) = &held {
-            scp_catalog::seen(mirror.catalog, h.resource_id)?;
+            seen.insert(h.resource_id);
         }
         let f = match held {
             Some(state) if state.modified.is_some() => {
@@ -313,12 +314,12 @@ fn compare_snapshot(
         Err(e) => return Ok(Err(reject(e))),
     };
     let mut out: Vec<Finding> = findings.into_values().collect();
-    scp_catalog::unseen_live(
+    scp_catalog::live_pages(
         conn,
         mirror.collection_id,
         i64::MAX,
-        |_, uri, brought_by| {
-            if brought_by.is_none_or(|g| g <= snapshot.generated) {
+        |id, uri, brought_by| {
+            if !seen.contains(id) && brought_by.is_none_or(|g| g <= snapshot.generated) {
                 out.push(
                     Finding::new(Class::Extra)
                         .uri(scp_catalog::page_url(&uri, mirror.name).to_string())
