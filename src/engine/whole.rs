@@ -520,13 +520,7 @@ impl<'x, 'w> Whole<'x, 'w> {
         last: Option<LastRows<'_>>,
     ) -> Result<(Counts, Vec<(char, String)>), WholeError> {
         let counts = std::mem::take(&mut self.counts);
-        let sink = std::mem::replace(
-            &mut self.sink,
-            Sink::Plan {
-                catalog: None,
-                lines: BTreeMap::new(),
-            },
-        );
+        let sink = self.take_sink();
         match sink {
             Sink::Write {
                 writer,
@@ -557,19 +551,26 @@ impl<'x, 'w> Whole<'x, 'w> {
     }
 }
 
+impl<'w> Whole<'_, 'w> {
+    /// The sink, taken out (an empty dry run's left in its place).
+    fn take_sink(&mut self) -> Sink<'w> {
+        std::mem::replace(
+            &mut self.sink,
+            Sink::Plan {
+                catalog: None,
+                lines: BTreeMap::new(),
+            },
+        )
+    }
+}
+
 impl Drop for Whole<'_, '_> {
     /// Not committed: the writer rolls back, and the objects this collection added go again.
     fn drop(&mut self) {
         if self.committed {
             return;
         }
-        let sink = std::mem::replace(
-            &mut self.sink,
-            Sink::Plan {
-                catalog: None,
-                lines: BTreeMap::new(),
-            },
-        );
+        let sink = self.take_sink();
         if let Sink::Write {
             writer,
             mut objects,
