@@ -508,6 +508,73 @@ pub(crate) fn page_lookup(
     })
 }
 
+/// [`page_lookup`] of many pages at once (one query), by URL; a URL absent holds nothing.
+pub(crate) fn page_lookups(
+    conn: &Connection,
+    urls: &[&str],
+    section: &str,
+    collection_id: i64,
+) -> Result<std::collections::HashMap<String, PageLookup>, StoreError> {
+    let mut out = std::collections::HashMap::new();
+    if urls.is_empty() {
+        return Ok(out);
+    }
+    let qualified: Vec<String> = urls.iter().map(|u| qualified_uri(u, section)).collect();
+    let marks = vec!["?"; urls.len() * 2].join(", ");
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT r.id, r.uri, r.collection_id, v.change, v.lastmod, v.sha256_hex,
+            c.listed_generated
+         FROM resources r
+         LEFT JOIN versions v ON v.id = r.current_version_id
+         LEFT JOIN scp_versions s ON s.version_id = v.id
+         LEFT JOIN scp_collections c ON c.id = s.collection_row
+         WHERE r.uri IN ({marks})"
+    ))?;
+    let params = urls
+        .iter()
+        .copied()
+        .chain(qualified.iter().map(String::as_str));
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    // URI -> (held by this collection: its state; else None).
+    let mut found = std::collections::HashMap::new();
+    while let Some(r) = rows.next()? {
+        let uri: String = r.get(1)?;
+        let state = if r.get::<_, i64>(2)? == collection_id {
+            let change: Option<String> = r.get(3)?;
+            let live = change.is_some_and(|c| c != crate::model::Change::Deleted.as_str());
+            Some(PageHeld {
+                resource_id: r.get(0)?,
+                modified: if live { ts(r.get(4)?) } else { None },
+                sha256_hex: r.get(5)?,
+                brought_by: ts(r.get(6)?),
+            })
+        } else {
+            None
+        };
+        found.insert(uri, state);
+    }
+    for (url, qualified) in urls.iter().zip(qualified) {
+        let lookup = match (found.get(*url), found.get(&qualified)) {
+            (Some(Some(h)), _) => PageLookup {
+                uri: url.to_string(),
+                held: Some(h.clone()),
+            },
+            // Qualified: another collection holds the URL (or held it once).
+            (_, Some(Some(h))) => PageLookup {
+                uri: qualified,
+                held: Some(h.clone()),
+            },
+            (Some(None), _) => PageLookup {
+                uri: qualified,
+                held: None,
+            },
+            (None, _) => continue,
+        };
+        out.insert(url.to_string(), lookup);
+    }
+    Ok(out)
+}
+
 /// The newest version id of the catalog (versions after it were written since).
 pub(crate) fn last_version_id(conn: &Connection) -> Result<i64, StoreError> {
     Ok(

@@ -40,8 +40,6 @@ pub struct Writer<'a> {
     /// Opened [`Writer::whole`]: a transaction is open until [`Writer::commit`] (or the drop,
     /// which rolls it back).
     whole: bool,
-    /// Batches written so far: what was given before the last one is in the catalog.
-    flushes: u64,
     /// A whole writer wrote versions: the objects are synced before its commit.
     unsynced: bool,
 }
@@ -65,7 +63,6 @@ impl<'a> Writer<'a> {
             problems: Vec::new(),
             last_flush: Instant::now(),
             whole: false,
-            flushes: 0,
             unsynced: false,
         }
     }
@@ -89,12 +86,6 @@ impl<'a> Writer<'a> {
     ) -> Result<T, StoreError> {
         assert!(self.whole, "only a whole writer has a transaction open");
         f(self.catalog.conn())
-    }
-
-    /// Batches written so far (what the catalog reads back is what was given before the
-    /// last one).
-    pub(crate) fn flushes(&self) -> u64 {
-        self.flushes
     }
 
     /// Commit a writer opened [`Writer::whole`]: what is pending and what `extra` writes,
@@ -203,7 +194,6 @@ impl<'a> Writer<'a> {
         &mut self,
         extra: impl FnOnce(&Connection) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.flushes += 1;
         if self.whole {
             self.unsynced |= !self.versions.is_empty();
             let pending = self.drain();
