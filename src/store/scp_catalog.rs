@@ -468,44 +468,11 @@ pub(crate) fn page_lookup(
     section: &str,
     collection_id: i64,
 ) -> Result<PageLookup, StoreError> {
-    let qualified = qualified_uri(url, section);
-    let mut stmt = conn.prepare_cached(
-        "SELECT r.id, r.uri, r.collection_id, v.change, v.lastmod, v.sha256_hex,
-            c.listed_generated
-         FROM resources r
-         LEFT JOIN versions v ON v.id = r.current_version_id
-         LEFT JOIN scp_versions s ON s.version_id = v.id
-         LEFT JOIN scp_collections c ON c.id = s.collection_row
-         WHERE r.uri IN (?1, ?2)",
-    )?;
-    let mut rows = stmt.query(params![url, qualified])?;
-    let mut plain_elsewhere = false;
-    while let Some(r) = rows.next()? {
-        let uri: String = r.get(1)?;
-        if r.get::<_, i64>(2)? != collection_id {
-            plain_elsewhere |= uri == url;
-            continue;
-        }
-        let change: Option<String> = r.get(3)?;
-        let live = change.is_some_and(|c| c != crate::model::Change::Deleted.as_str());
-        return Ok(PageLookup {
-            uri,
-            held: Some(PageHeld {
-                resource_id: r.get(0)?,
-                modified: if live { ts(r.get(4)?) } else { None },
-                sha256_hex: r.get(5)?,
-                brought_by: ts(r.get(6)?),
-            }),
-        });
-    }
-    Ok(PageLookup {
-        uri: if plain_elsewhere {
-            qualified
-        } else {
-            url.to_string()
-        },
+    let mut found = page_lookups(conn, &[url], section, collection_id)?;
+    Ok(found.remove(url).unwrap_or_else(|| PageLookup {
+        uri: url.to_string(),
         held: None,
-    })
+    }))
 }
 
 /// [`page_lookup`] of many pages at once (one query), by URL; a URL absent holds nothing.
