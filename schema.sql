@@ -1,10 +1,11 @@
--- rsmirror catalog, schema version 5 (PRAGMA user_version). Version 1 had objects in two
+-- rsmirror catalog, schema version 6 (PRAGMA user_version). Version 1 had objects in two
 -- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
 -- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
 -- 3 keeps them as resources and objects like every other format (`scp_versions` below), names
 -- each collection once (`collections`), and remembers `--map` with its source. Version 4 says
 -- when a source stopped being followed (`sources.removed_at`). Version 5 remembers a source's
--- own settings (`sources.settings_json`: its --include/--exclude rules).
+-- own settings (`sources.settings_json`: its --include/--exclude rules). Version 6 remembers
+-- settings of the whole mirror (`mirror_settings`: where its objects are).
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -266,4 +267,12 @@ CREATE TABLE collection_identities (
     recorded_at   TEXT NOT NULL
 );
 
-PRAGMA user_version = 5;
+-- Settings of the whole mirror, chosen when it was made. `objects`: where the objects are, an
+-- `s3://BUCKET/PREFIX` (objects under PREFIX/objects/sha256/ab/<sha256>); without a row, in the
+-- mirror folder's objects/. Never credentials.
+CREATE TABLE mirror_settings (
+    name          TEXT PRIMARY KEY,
+    value         TEXT NOT NULL
+);
+
+PRAGMA user_version = 6;

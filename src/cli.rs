@@ -796,6 +796,13 @@ pub struct BaselineArgs {
     /// Make the mirror in the --mirror folder even though it holds other files.
     #[arg(long)]
     pub init_here: bool,
+    /// A new mirror keeps its objects in an S3-compatible bucket, under
+    /// PREFIX/objects/sha256/ab/<sha256>, instead of its folder (which keeps the catalog).
+    /// Remembered: later commands need no flag. Credentials and endpoint as S3 tools read
+    /// them: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+    /// AWS_ENDPOINT_URL(_S3), AWS_PROFILE with ~/.aws/credentials and ~/.aws/config.
+    #[arg(long, value_name = "s3://BUCKET/PREFIX")]
+    pub objects: Option<String>,
     /// Print the plan and write nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
@@ -983,6 +990,11 @@ impl BaselineArgs {
             max_delete: self.max_delete,
             force_delete: self.force_delete,
             init_here: self.init_here,
+            objects: self
+                .objects
+                .as_deref()
+                .map(|o| o.parse().map_err(|e| UsageError(format!("--objects: {e}"))))
+                .transpose()?,
             dry_run: self.dry_run,
             jobs: self.jobs.unwrap_or(settings::DEFAULT_JOBS),
             output: self.output.settings(),

@@ -541,6 +541,8 @@ pub struct Baseline {
     pub force_delete: bool,
     /// `--init-here`: a folder of other files may become a mirror.
     pub init_here: bool,
+    /// `--objects s3://BUCKET/PREFIX`: a new mirror's objects go to a bucket.
+    pub objects: Option<crate::store::bucket::BucketUrl>,
     pub dry_run: bool,
     pub jobs: usize,
     pub output: Output,

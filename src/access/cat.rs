@@ -27,7 +27,7 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         v.length.map_or_else(|| "?".into(), |n| n.to_string()),
         v.sha256.as_deref().unwrap_or("unknown")
     );
-    let (mut file, object) = open_object(mirror, &uri, &v)?;
+    let (mut file, object) = open_object(reader.objects()?, &uri, &v)?;
     let mut buf = vec![0u8; crate::access::COPY_BUFFER];
     match &o.output {
         None => {

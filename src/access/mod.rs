@@ -17,7 +17,7 @@ use crate::error::{Error, UsageError};
 use crate::store::catalog::Catalog;
 use crate::store::history;
 pub use crate::store::history::{Filter, Point, RunInfo, VersionRow};
-use crate::store::StoreError;
+use crate::store::{ObjectStore, StoreError};
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -136,6 +136,10 @@ fn relative(t: &str) -> Option<Result<Timestamp, UsageError>> {
 /// A mirror opened for reading.
 pub struct Reader {
     catalog: Catalog,
+    mirror: PathBuf,
+    /// The object store, once asked for (a bucket is connected only by commands that read
+    /// objects).
+    objects: std::cell::OnceCell<ObjectStore>,
     /// Every run by id (a mirror has thousands at most: a cron job a day for years).
     pub runs: BTreeMap<i64, RunInfo>,
 }
@@ -147,7 +151,22 @@ impl Reader {
             .into_iter()
             .map(|r| (r.id, r))
             .collect();
-        Ok(Reader { catalog, runs })
+        Ok(Reader {
+            catalog,
+            mirror: mirror.to_path_buf(),
+            objects: std::cell::OnceCell::new(),
+            runs,
+        })
+    }
+
+    /// The mirror's object store: its folder, or the bucket its catalog names.
+    pub(crate) fn objects(&self) -> Result<&ObjectStore, Error> {
+        if let Some(objects) = self.objects.get() {
+            return Ok(objects);
+        }
+        let objects =
+            crate::store::mirror_settings::object_store(&self.mirror, &self.catalog, false)?;
+        Ok(self.objects.get_or_init(|| objects))
     }
 
     /// The catalog, for the store's queries (`store::history`).
@@ -346,19 +365,20 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// The object of a state with bytes, open for reading, with its path; a missing object is
 /// damage (exit 1), naming the URI.
 pub(crate) fn open_object(
-    mirror: &Path,
+    objects: &ObjectStore,
     uri: &str,
     v: &VersionRow,
 ) -> Result<(std::fs::File, PathBuf), Error> {
     let mut path = PathBuf::new();
-    let file = open_object_into(mirror, uri, v, &mut path)?;
+    let file = open_object_into(objects, uri, v, &mut path)?;
     Ok((file, path))
 }
 
 /// [`open_object`] with the path written into `path` (its memory kept: callers that open many
-/// objects, on several threads, allocate nothing per object).
+/// objects allocate nothing per object). For an object in a bucket the path is where it would
+/// be in the mirror folder, and the file a temporary copy ([`ObjectStore::open_object`]).
 pub(crate) fn open_object_into(
-    mirror: &Path,
+    objects: &ObjectStore,
     uri: &str,
     v: &VersionRow,
     path: &mut PathBuf,
@@ -373,19 +393,26 @@ pub(crate) fn open_object_into(
                 v.version
             ))
         })?;
-    crate::store::objects::ObjectStore::path_in_mirror(mirror, sha, path);
-    std::fs::File::open(&*path).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            Error::Damaged(format!(
-                "{uri} (version {}): its object {} is missing from the mirror \
-                 (rsmirror audit --offline lists every such object)",
-                v.version,
-                crate::store::objects::ObjectStore::relative_path(sha)
-            ))
-        } else {
-            StoreError::io("reading the object", path, e).into()
-        }
-    })
+    objects.path_into(sha, path);
+    let opened = match objects.bucket() {
+        Some(_) => objects.open_object(sha),
+        // The path made above, not another one per object.
+        None => match std::fs::File::open(&*path) {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        },
+    };
+    match opened {
+        Ok(Some(file)) => Ok(file),
+        Ok(None) => Err(Error::Damaged(format!(
+            "{uri} (version {}): its object {} is missing from the mirror \
+             (rsmirror audit --offline lists every such object)",
+            v.version,
+            objects.describe(sha)
+        ))),
+        Err(e) => Err(StoreError::io("reading the object", path, e).into()),
+    }
 }
 
 /// What the bytes that went out hashed to.

@@ -32,6 +32,9 @@ struct Status {
     /// Objects the catalog references (each stored once), and their bytes.
     objects: u64,
     object_bytes: u64,
+    /// The bucket the objects are in (`s3://BUCKET/PREFIX`); absent: the mirror folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    objects_in: Option<String>,
     /// Free bytes on the mirror's file system (None: unknown).
     free_bytes: Option<u64>,
     resources_present: u64,
@@ -170,6 +173,8 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Exit, Error> {
         .map(|m| m.len())
         .sum();
     st.free_bytes = free_bytes(mirror);
+    st.objects_in =
+        crate::store::mirror_settings::objects_location(catalog)?.map(|u| u.to_string());
     (st.objects, st.object_bytes, st.versions) = mirror_summary::object_totals(catalog)?;
     (st.sources, st.whole_mirror_runs) = sources(&reader, st.versions)?;
     for c in st.sources.iter().flat_map(|s| &s.collections) {
@@ -652,9 +657,11 @@ fn text(st: &Status) -> String {
         "objects     {} ({}){}",
         count(st.objects),
         human_bytes(st.object_bytes),
-        st.free_bytes
-            .map(|f| format!("; {} free on its file system", human_bytes(f)))
-            .unwrap_or_default()
+        match (&st.objects_in, st.free_bytes) {
+            (Some(bucket), _) => format!(" in {bucket}"),
+            (None, Some(f)) => format!("; {} free on its file system", human_bytes(f)),
+            (None, None) => String::new(),
+        }
     ));
     l.push(format!(
         "resources   {} present, {} deleted; {} versions",

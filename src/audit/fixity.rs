@@ -27,6 +27,7 @@ use crate::progress::Progress;
 use crate::rs::digest::{parse_hash_attr, Algorithm, Computed, Hasher};
 use crate::settings::AuditLevel;
 use crate::store::fixity_claims::{self, ClaimRow, ClaimScope};
+use crate::store::mirror_settings;
 use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
 use std::collections::{BTreeMap, HashMap};
@@ -105,8 +106,8 @@ enum Seen {
 /// [`Fixity::by_uri`].
 pub(crate) fn check(mirror: &Path, opts: Options) -> Result<Fixity, StoreError> {
     let started = Instant::now();
-    let objects = ObjectStore::at(mirror);
     let catalog = open_for_scan(mirror)?;
+    let objects = mirror_settings::object_store(mirror, &catalog, false)?;
     let mut out = Fixity::default();
     let total = fixity_claims::count(&catalog, opts.all_versions)?;
     let progress = Progress::new(opts.quiet);
@@ -221,7 +222,7 @@ pub(crate) fn check_current(
         return check(mirror, opts);
     }
     let started = Instant::now();
-    let objects = ObjectStore::at(mirror);
+    let objects = mirror_settings::object_store(mirror, &open_for_scan(mirror)?, false)?;
     let stat = objects.stat();
     let progress = Progress::new(opts.quiet);
     progress.start("fixity", states.len() as u64);
@@ -605,6 +606,17 @@ fn look(
     if !level.hashes() {
         return measure(stat, &job.sha256);
     }
+    if objects.bucket().is_some() {
+        let mut hasher = hasher_for(job, level);
+        return match objects.read_object(&job.sha256, &mut |data| {
+            hasher.update(data);
+            Ok(())
+        }) {
+            Ok(true) => Seen::Hashed(hasher.finish()),
+            Ok(false) => Seen::Missing,
+            Err(e) => Seen::Unreadable(e.to_string()),
+        };
+    }
     let path = objects.path_for(&job.sha256);
     let mut file = match File::open(&path) {
         Ok(f) => f,
@@ -622,18 +634,7 @@ fn look(
             "not a regular file".into()
         });
     }
-    // At level sha256 the recorded md5 is not compared (`fixity_mismatch`): not computed.
-    let mut hasher = match level {
-        AuditLevel::Sha256 => Hasher::sha256_only(),
-        _ => Hasher::new(job.claims.iter().any(|c| {
-            c.sha1.is_some()
-                || c.declared_hash.as_deref().is_some_and(|h| {
-                    parse_hash_attr(h)
-                        .iter()
-                        .any(|d| d.algorithm == Algorithm::Sha1)
-                })
-        })),
-    };
+    let mut hasher = hasher_for(job, level);
     loop {
         match file.read(buf) {
             Ok(0) => break,
@@ -643,6 +644,22 @@ fn look(
         }
     }
     Seen::Hashed(hasher.finish())
+}
+
+/// The hasher an object is checked with: at level sha256 the recorded md5 is not compared
+/// (`fixity_mismatch`), so not computed; SHA-1 only when a claim has one.
+fn hasher_for(job: &Job, level: AuditLevel) -> Hasher {
+    match level {
+        AuditLevel::Sha256 => Hasher::sha256_only(),
+        _ => Hasher::new(job.claims.iter().any(|c| {
+            c.sha1.is_some()
+                || c.declared_hash.as_deref().is_some_and(|h| {
+                    parse_hash_attr(h)
+                        .iter()
+                        .any(|d| d.algorithm == Algorithm::Sha1)
+                })
+        })),
+    }
 }
 
 /// The findings for every claim on one object (none when all is well): the first

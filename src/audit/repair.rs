@@ -27,6 +27,7 @@ use crate::net::{Http, Scope};
 use crate::rs::digest::{Algorithm, Digest};
 use crate::settings::AuditLevel;
 use crate::settings::SourceSettings;
+use crate::store::bucket::Bucket;
 use crate::store::new_file::NewFile;
 use crate::store::objects::{is_sha256_hex, ObjectStore};
 use crate::store::{audit_records, run_records, StoreError};
@@ -145,7 +146,13 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         };
         problems.push(repair.object(d, &mut summary)?);
     }
-    summary.strays = quarantine_strays(o, &strays, &quarantine, run_id, &mut problems)?;
+    summary.strays = quarantine_strays(
+        (o, &open.objects),
+        &strays,
+        &quarantine,
+        run_id,
+        &mut problems,
+    )?;
     open.objects
         .sync()
         .map_err(|e| StoreError::io("syncing", open.objects.root(), e))?;
@@ -232,7 +239,7 @@ impl Repair<'_> {
     /// Get the object's bytes back and put them in place, the damaged file (if any) moved to
     /// quarantine; the problem row that says what happened.
     fn object(&self, d: &Damage, summary: &mut Summary) -> Result<Problem, Error> {
-        let (o, open, run_id) = (self.o, self.open, self.run_id);
+        let (open, run_id) = (self.open, self.run_id);
         let uris = audit_records::versions_naming(&open.catalog, &d.sha256)?;
         let name = ObjectStore::relative_path(&d.sha256);
         let first_uri = uris.first().map(|(u, _)| u.clone()).unwrap_or_default();
@@ -246,30 +253,11 @@ impl Repair<'_> {
                 return Ok((first_uri, ProblemClass::Unrepaired, reason));
             }
         };
-        // The damaged file goes to quarantine (when there is one), then the proven bytes in;
-        // should they not go in, the damaged file goes back: nothing is left half done.
-        let path = open.objects.path_for(&d.sha256);
-        let damaged_file = path.exists();
-        let kept = if damaged_file {
-            Some(
-                quarantine_file(self.quarantine, &path, &name, d, run_id)
-                    .map_err(|e| stopped(&o.mirror, e, self.left))?,
-            )
-        } else {
-            None
+        let damaged_file = match open.objects.bucket() {
+            Some(bucket) => self.place_in_bucket(bucket, d, file, &name)?,
+            None => self.place_on_disk(d, file, &name)?,
         };
-        if kept.is_some() {
-            crate::store::kill::point("repair.quarantined");
-        }
-        if let Err(e) = open.objects.ingest_new(file, &d.sha256) {
-            if let Some(kept) = &kept {
-                unquarantine(kept, &path);
-            }
-            let e = StoreError::io("writing the object", &path, e);
-            return Err(stopped(&o.mirror, e, self.left));
-        }
-        crate::store::kill::point("repair.object-restored");
-        if kept.is_some() {
+        if damaged_file {
             summary.quarantined += 1;
         }
         if how.starts_with("from the mirror") {
@@ -284,13 +272,83 @@ impl Repair<'_> {
                 "{name} was {} ({}); restored {how}, its bytes proven by the SHA-256 the catalog records{}",
                 what(d.class),
                 d.actual.as_deref().unwrap_or("no bytes"),
-                if damaged_file {
-                    format!("; the damaged file is in quarantine/run-{run_id}/")
-                } else {
-                    String::new()
+                match (damaged_file, open.objects.bucket()) {
+                    (true, Some(b)) => format!(
+                        "; the damaged object is in {}/",
+                        b.describe(&b.url().key(&format!("quarantine/run-{run_id}")))
+                    ),
+                    (true, None) => format!("; the damaged file is in quarantine/run-{run_id}/"),
+                    (false, _) => String::new(),
                 }
             ),
         ))
+    }
+
+    /// Put the proven bytes in place in the mirror folder, the damaged file (if any) moved to
+    /// quarantine first; should they not go in, the damaged file goes back: nothing is left
+    /// half done. Whether there was a damaged file.
+    fn place_on_disk(&self, d: &Damage, file: NewFile, name: &str) -> Result<bool, Error> {
+        let (o, open) = (self.o, self.open);
+        let path = open.objects.path_for(&d.sha256);
+        let kept = match path.exists() {
+            true => Some(
+                quarantine_file(self.quarantine, &path, name, d, self.run_id)
+                    .map_err(|e| stopped(&o.mirror, e, self.left))?,
+            ),
+            false => None,
+        };
+        if kept.is_some() {
+            crate::store::kill::point("repair.quarantined");
+        }
+        if let Err(e) = open.objects.ingest_new(file, &d.sha256) {
+            if let Some(kept) = &kept {
+                unquarantine(kept, &path);
+            }
+            let e = StoreError::io("writing the object", &path, e);
+            return Err(stopped(&o.mirror, e, self.left));
+        }
+        crate::store::kill::point("repair.object-restored");
+        Ok(kept.is_some())
+    }
+
+    /// [`Repair::place_on_disk`] in a bucket: the damaged object copied under
+    /// `PREFIX/quarantine/RUN/` (with its record) and removed, then the proven bytes uploaded;
+    /// should they not go up, the damaged object is copied back.
+    fn place_in_bucket(
+        &self,
+        bucket: &Bucket,
+        d: &Damage,
+        file: NewFile,
+        name: &str,
+    ) -> Result<bool, Error> {
+        let key = bucket.object_key(&d.sha256);
+        let fault = |e: std::io::Error| -> Error {
+            StoreError::Bucket {
+                url: bucket.url().to_string(),
+                message: format!(
+                    "{e}; the repair stopped with {} damaged objects left",
+                    self.left
+                ),
+            }
+            .into()
+        };
+        let kept = match bucket.head(&key).map_err(fault)? {
+            Some(_) => {
+                Some(quarantine_in_bucket(bucket, self.run_id, &key, name, d).map_err(fault)?)
+            }
+            None => None,
+        };
+        if kept.is_some() {
+            crate::store::kill::point("repair.quarantined");
+        }
+        if let Err(e) = self.open.objects.ingest_new(file, &d.sha256) {
+            if let Some(kept) = &kept {
+                let _ = bucket.copy(kept, &key);
+            }
+            return Err(fault(e));
+        }
+        crate::store::kill::point("repair.object-restored");
+        Ok(kept.is_some())
     }
 
     /// The object's bytes, proven, from `--from-mirror` else from the URLs of the versions that
@@ -331,13 +389,39 @@ impl Repair<'_> {
 /// Move the stray files (and folders where no folder belongs, with what they hold) to
 /// quarantine, a problem row each; how many moved.
 fn quarantine_strays(
-    o: &Options,
+    (o, objects): (&Options, &ObjectStore),
     strays: &[String],
     quarantine: &Path,
     run_id: i64,
     problems: &mut Vec<Problem>,
 ) -> Result<u64, Error> {
     let mut moved = 0;
+    if let Some(bucket) = objects.bucket() {
+        for s in strays {
+            let d = Damage {
+                sha256: String::new(),
+                class: Class::StrayObject,
+                actual: None,
+            };
+            let key = bucket.url().key(s);
+            let kept = quarantine_in_bucket(bucket, run_id, &key, s, &d).map_err(|e| {
+                Error::from(StoreError::Bucket {
+                    url: bucket.url().to_string(),
+                    message: e.to_string(),
+                })
+            })?;
+            problems.push((
+                s.clone(),
+                ProblemClass::Quarantined,
+                format!(
+                    "{s}: an object no version names; moved to {}",
+                    bucket.describe(&kept)
+                ),
+            ));
+            moved += 1;
+        }
+        return Ok(moved);
+    }
     for s in strays {
         let path = o.mirror.join(s);
         let what = match (path.is_file(), path.is_dir()) {
@@ -419,8 +503,7 @@ fn from_audit(open: &OpenMirror) -> Result<(Vec<Damage>, Vec<String>), Error> {
         if !is_sha256_hex(&object) || damage.contains_key(&object) {
             continue;
         }
-        let path = open.objects.path_for(&object);
-        let now = hash_file(&path);
+        let now = hash_object(&open.objects, &object);
         let class = match &now {
             Ok(got) if got.sha256 == object => continue,
             Ok(_) => Class::Corrupt,
@@ -450,11 +533,59 @@ fn what(class: Class) -> &'static str {
     }
 }
 
-fn hash_file(path: &Path) -> std::io::Result<Got> {
-    let mut f = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; crate::access::COPY_BUFFER];
-    crate::access::copy_hashing(&mut f, &mut std::io::sink(), &mut buf, path, path)
-        .map_err(|e| std::io::Error::other(e.to_string()))
+/// The object's length and SHA-256 as the store holds it now.
+fn hash_object(objects: &ObjectStore, sha256: &str) -> std::io::Result<Got> {
+    use sha2::Digest as _;
+    let (mut hasher, mut length) = (sha2::Sha256::new(), 0u64);
+    let found = objects.read_object(sha256, &mut |data| {
+        hasher.update(data);
+        length += data.len() as u64;
+        Ok(())
+    })?;
+    match found {
+        true => Ok(Got {
+            sha256: hex::encode(hasher.finalize()),
+            length,
+        }),
+        false => Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such object",
+        )),
+    }
+}
+
+/// Copy the object at `key` under `PREFIX/quarantine/run-RUN/` (its record beside it, first),
+/// then remove it: never deleted without a copy. The copy's key.
+fn quarantine_in_bucket(
+    bucket: &Bucket,
+    run: i64,
+    key: &str,
+    name: &str,
+    d: &Damage,
+) -> std::io::Result<String> {
+    let file_name = name.rsplit('/').next().unwrap_or("object");
+    let folder = bucket.url().key(&format!("quarantine/run-{run}"));
+    let mut dest = format!("{folder}/{file_name}");
+    let mut n = 1;
+    while bucket.head(&dest)?.is_some() {
+        dest = format!("{folder}/{file_name}.{n}");
+        n += 1;
+    }
+    let record = serde_json::json!({
+        "was": bucket.describe(key),
+        "found": d.class.name(),
+        "expected_sha256": (!d.sha256.is_empty()).then_some(&d.sha256),
+        "actual": d.actual,
+        "run": run,
+        "moved_at": jiff::Timestamp::now().to_string(),
+    });
+    bucket.put_bytes(
+        &format!("{dest}.json"),
+        (serde_json::to_string_pretty(&record).expect("json") + "\n").as_bytes(),
+    )?;
+    bucket.copy(key, &dest)?;
+    bucket.delete(key)?;
+    Ok(dest)
 }
 
 /// The object from another mirror, copied into a new file and proven by its digest.

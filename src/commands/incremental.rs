@@ -117,6 +117,7 @@ fn rebaseline(
         max_delete: None,
         force_delete: false,
         init_here: false,
+        objects: None,
         dry_run: false,
         jobs: s.jobs,
         output: s.output,

@@ -597,10 +597,7 @@ impl Attempts {
                     }
                     Err(e) if crate::net::is_unwritable(&e) => {
                         return Ok(JobResult::Unwritable(
-                            crate::store::StoreError::Unwritable {
-                                path: objects.root().display().to_string(),
-                                message: format!("{url}: cannot store object: {e}"),
-                            },
+                            objects.refused(format!("{url}: cannot store object: {e}")),
                         ));
                     }
                     Err(e) => {

@@ -4,11 +4,13 @@
 //! mirrors one collection of another protocol (SCP, ARC, Change Dumps).
 
 use crate::engine::documents::Documents;
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::exit::Exit;
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::Summary;
+use crate::store::bucket::BucketUrl;
+use crate::store::mirror_settings;
 use crate::store::{Catalog, DiskSign, MirrorLock, ObjectStore, StoreError};
 use std::path::{Path, PathBuf};
 
@@ -42,12 +44,56 @@ pub struct OpenMirror {
 impl OpenMirror {
     /// Take the lock, open (or create) the catalog and the object store, mark runs left
     /// unfinished by a process that died as abandoned, and empty `staging/`.
+    /// The objects are where the catalog says (the mirror folder, or a bucket).
     pub(crate) fn open(mirror: &Path) -> Result<OpenMirror, Error> {
+        OpenMirror::open_with(mirror, None)
+    }
+
+    /// [`OpenMirror::open`]; `objects` (`--objects s3://...`) puts a new mirror's objects in
+    /// a bucket, remembered in the catalog. A mirror that has objects already keeps them where
+    /// they are: another location is a usage error.
+    pub(crate) fn open_with(
+        mirror: &Path,
+        objects: Option<&BucketUrl>,
+    ) -> Result<OpenMirror, Error> {
         let lock = MirrorLock::acquire(mirror)?;
         let catalog = Catalog::open(mirror)?;
         catalog.abandon_unfinished_runs()?;
-        let objects = ObjectStore::open(mirror)
-            .map_err(|e| StoreError::io("opening", &mirror.join("objects"), e))?;
+        let recorded = mirror_settings::objects_location(&catalog)?;
+        let objects = match (objects, recorded) {
+            (Some(given), Some(recorded)) if *given != recorded => {
+                return Err(UsageError(format!(
+                    "--objects {given}: this mirror's objects are in {recorded}; they cannot be                      moved (leave --objects out: the mirror remembers where they are)"
+                ))
+                .into())
+            }
+            (Some(given), None) => {
+                if catalog.has_versions()? {
+                    return Err(UsageError(format!(
+                        "--objects {given}: this mirror keeps its objects in its folder                          ({}); they cannot be moved: make a new mirror with --objects",
+                        mirror.join("objects").display()
+                    ))
+                    .into());
+                }
+                let store = mirror_settings::connect(mirror, given)?;
+                let holds = |e: std::io::Error| StoreError::Bucket {
+                    url: given.to_string(),
+                    message: e.to_string(),
+                };
+                let bucket = store.bucket().expect("a bucket store");
+                if bucket.holds_any(&given.key("objects/")).map_err(holds)? {
+                    return Err(UsageError(format!(
+                        "--objects {given}: that prefix already holds objects (another \
+                         mirror's?); a new mirror wants a prefix of its own (its audit and \
+                         repair take every object there for its own)"
+                    ))
+                    .into());
+                }
+                mirror_settings::set_objects_location(&catalog, given)?;
+                store
+            }
+            _ => mirror_settings::object_store(mirror, &catalog, true)?,
+        };
         let staging = mirror.join("staging");
         clean_staging(&staging)?;
         Ok(OpenMirror {

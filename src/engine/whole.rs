@@ -702,7 +702,7 @@ impl ObjectThreads {
     /// stray object for audit to report).
     fn remove_fresh(&mut self) {
         for sha in self.fresh.drain(..) {
-            let _ = std::fs::remove_file(self.objects.path_for(&sha));
+            let _ = self.objects.remove_unreferenced(&sha);
         }
     }
 }

@@ -169,7 +169,13 @@ fn object(
     // New version folders: direct (a file already there is replaced the careful way).
     // Every version goes in: an audit vouches for them only if it re-hashed every version.
     let vouch = walk.vouch.filter(|v| v.all_versions);
-    let mut placer = Placer::new(walk.mirror, &obj, link, true, vouch);
+    let mut placer = Placer::new(
+        (walk.mirror, walk.reader.objects()?),
+        &obj,
+        link,
+        true,
+        vouch,
+    );
     for (i, v) in history.iter().enumerate().skip(held) {
         let name = format!("v{}", i + 1);
         let mut state = Map::new();

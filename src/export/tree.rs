@@ -262,7 +262,7 @@ pub(crate) fn export(
         File::create(&new_map).map_err(|e| StoreError::io("creating", &new_map, e))?,
     );
     let mut old = OldMap::open(own, earlier)?;
-    let pool = Pool::new(walk, root, link, !earlier);
+    let pool = Pool::new(walk, root, link, !earlier)?;
     // The paths placed, as keys: walk 4 removes whatever else is under `root`.
     let mut placed: Vec<u64> = Vec::new();
     std::thread::scope(|sc| -> Result<(), Error> {
@@ -454,17 +454,18 @@ struct Failed {
 }
 
 impl Pool {
-    fn new(walk: &Walk<'_>, root: &Path, link: Link, direct: bool) -> Pool {
+    fn new(walk: &Walk<'_>, root: &Path, link: Link, direct: bool) -> Result<Pool, Error> {
+        let objects = walk.reader.objects()?;
         // Two workers keep up with one walk; more only wait on the same folders.
         let n = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 2));
         let placers = (0..n)
             .map(|i| {
-                let mut p = Placer::new(walk.mirror, root, link, direct, walk.vouch);
+                let mut p = Placer::new((walk.mirror, objects), root, link, direct, walk.vouch);
                 p.worker = i;
                 p
             })
             .collect();
-        Pool { placers }
+        Ok(Pool { placers })
     }
 
     fn start<'scope, 'env>(self, sc: &'scope std::thread::Scope<'scope, 'env>) -> Running<'scope> {
@@ -580,6 +581,7 @@ impl Running<'_> {
 /// the audit's word (`export --verify` reads them too).
 pub struct Placer {
     mirror: PathBuf,
+    objects: ObjectStore,
     root: PathBuf,
     link: Link,
     /// Reflinks failed once: the file system makes none.
@@ -609,7 +611,7 @@ pub struct Placer {
 
 impl Placer {
     pub(crate) fn new(
-        mirror: &Path,
+        (mirror, objects): (&Path, &ObjectStore),
         root: &Path,
         link: Link,
         direct: bool,
@@ -617,6 +619,7 @@ impl Placer {
     ) -> Placer {
         Placer {
             mirror: mirror.to_path_buf(),
+            objects: objects.clone(),
             root: root.to_path_buf(),
             link,
             no_reflink: false,
@@ -747,7 +750,7 @@ impl Placer {
                 object
             }
             // The careful way says what is wrong.
-            None => open_object_into(&self.mirror, uri, v, object_path)?,
+            None => open_object_into(&self.objects, uri, v, object_path)?,
         };
         let object_path = &*object_path;
         if matches!(self.link, Link::Auto) && !self.no_reflink {
@@ -863,7 +866,10 @@ impl Placer {
         if !self.vouches_for_state(v) {
             return None;
         }
-        let path = ObjectStore::at(&self.mirror).path_for(v.sha256.as_deref()?);
+        if self.objects.bucket().is_some() {
+            return None;
+        }
+        let path = self.objects.path_for(v.sha256.as_deref()?);
         let meta = std::fs::metadata(&path).ok()?;
         let modified = meta.modified().ok()?;
         self.vouches_for_file(v, meta.is_file(), meta.len(), modified)

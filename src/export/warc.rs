@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::export::gzip::Member;
 use crate::export::tree::Walk;
 use crate::export::Summary;
+use crate::store::ObjectStore;
 use crate::store::StoreError;
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -116,11 +117,11 @@ fn object_member(
     gz: &mut Member,
     buf: &mut [u8],
     head: &[u8],
-    (mirror, uri, v): (&Path, &str, &VersionRow),
+    (objects, uri, v): (&ObjectStore, &str, &VersionRow),
     w: &mut impl Write,
     path: &Path,
 ) -> Result<u64, Error> {
-    let (mut object, object_path) = open_object(mirror, uri, v)?;
+    let (mut object, object_path) = open_object(objects, uri, v)?;
     let mut check = |got: &crate::access::Got| crate::access::check(uri, v, got);
     let size = v.length.unwrap_or(0).max(0) as u64;
     member(
@@ -172,7 +173,7 @@ struct Pool {
 impl Pool {
     fn start<'scope, 'env>(
         sc: &'scope std::thread::Scope<'scope, 'env>,
-        mirror: &'env Path,
+        objects: &'env ObjectStore,
     ) -> Pool {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
         let (mut to, mut from) = (Vec::new(), Vec::new());
@@ -206,7 +207,7 @@ impl Pool {
                             &mut gz,
                             &mut buf,
                             task.head.as_bytes(),
-                            (mirror, uri, version),
+                            (objects, uri, version),
                             &mut out,
                             held,
                         ),
@@ -390,7 +391,7 @@ impl Out<'_> {
         pool: &mut Pool,
         uri: &str,
         v: &VersionRow,
-        mirror: &Path,
+        objects: &ObjectStore,
     ) -> Result<u64, Error> {
         self.next_file(pool)?;
         let arrived = self.reader.arrived(v.run).to_string();
@@ -445,7 +446,7 @@ impl Out<'_> {
             &mut self.gz,
             &mut self.buf,
             head.as_bytes(),
-            (mirror, uri, v),
+            (objects, uri, v),
             w,
             path,
         )?;
@@ -491,10 +492,11 @@ pub(crate) fn export(
         files: Vec::new(),
         ai: crate::store::arc_records::AiIndexable::new(walk.reader.catalog())?,
     };
+    let objects = walk.reader.objects()?;
     std::thread::scope(|sc| -> Result<(), Error> {
-        let mut pool = Pool::start(sc, walk.mirror);
+        let mut pool = Pool::start(sc, objects);
         let mut record = |uri: &str, v: &VersionRow| -> Result<bool, Error> {
-            let bytes = out.resource(&mut pool, uri, v, walk.mirror)?;
+            let bytes = out.resource(&mut pool, uri, v, objects)?;
             summary.files += 1;
             summary.written += 1;
             summary.bytes += bytes;

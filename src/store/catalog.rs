@@ -16,13 +16,14 @@ use std::path::Path;
 
 /// The schema, applied to a new catalog.
 pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads. Version 5: a source remembers its own
+/// `PRAGMA user_version` this build writes and reads. Version 6: settings of the whole mirror
+/// (`mirror_settings`: where its objects are). Version 5: a source remembers its own
 /// settings (`sources.settings_json`: `--include`/`--exclude`). Version 4: a source can stop being
 /// followed (`sources.removed_at`). Version 3: SCP pages are resources with their JSON in the
 /// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
 /// their own; version 1 also had two fan-out folder levels of objects. Older versions are
 /// upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -703,6 +704,14 @@ impl Catalog {
     /// Whether any resource has a current state (what
     /// [`Catalog::each_current_state_by_uri`] would hand over): not yet, before a first
     /// baseline.
+    /// Whether any version (of any resource, deleted or not) is recorded: a mirror that has
+    /// had objects.
+    pub(crate) fn has_versions(&self) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM versions)", [], |r| r.get(0))?)
+    }
+
     pub(crate) fn has_current_states(&self) -> Result<bool, StoreError> {
         Ok(self
             .conn

@@ -129,7 +129,7 @@ pub(crate) fn objects_not_named(mirror: &Path, catalog: &Catalog) -> Result<u64,
         .conn()
         .prepare("SELECT EXISTS (SELECT 1 FROM versions WHERE sha256_hex = ?1)")?;
     let mut newer = 0u64;
-    crate::store::ObjectStore::at(mirror)
+    crate::store::mirror_settings::object_store(mirror, catalog, false)?
         .visit_sorted(|v| {
             if v.placed && crate::store::objects::is_sha256_hex(v.name) {
                 let named: bool = stmt

@@ -45,6 +45,7 @@ pub const KILL_POINTS: &[&str] = &[
     "upgrade.after-commit",
     "upgrade.3-to-4-before-commit",
     "upgrade.4-to-5-before-commit",
+    "upgrade.5-to-6-before-commit",
 ];
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.

@@ -18,6 +18,8 @@
 //!   stays followed. One transaction.
 //! - 4 → 5: `sources.settings_json` (a source's own settings: its `--include`/`--exclude`
 //!   rules), NULL for every source: none has any. One transaction.
+//! - 5 → 6: `mirror_settings` (settings of the whole mirror), empty: the objects stay in the
+//!   mirror folder. One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -53,6 +55,9 @@ pub(crate) fn upgrade(
     if from < 5 {
         column_more(conn, "settings_json", 5).map_err(sql)?;
     }
+    if from < 6 {
+        five_to_six(conn).map_err(sql)?;
+    }
     Ok(())
 }
 
@@ -73,6 +78,21 @@ fn column_more(conn: &mut Connection, column: &str, to: i64) -> rusqlite::Result
         _ => "upgrade.4-to-5-before-commit",
     });
     tx.execute_batch(&format!("PRAGMA user_version = {to};"))?;
+    tx.commit()
+}
+
+/// `mirror_settings`, empty (unless it is there: a catalog whose version number was set back by
+/// hand), and version 6, in one transaction.
+fn five_to_six(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS mirror_settings (
+             name  TEXT PRIMARY KEY,
+             value TEXT NOT NULL
+         );",
+    )?;
+    kill_point("upgrade.5-to-6-before-commit");
+    tx.execute_batch("PRAGMA user_version = 6;")?;
     tx.commit()
 }
 

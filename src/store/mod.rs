@@ -8,6 +8,7 @@ pub fn sqlite_version() -> &'static str {
 
 pub mod arc_records;
 pub(crate) mod audit_records;
+pub mod bucket;
 pub mod catalog;
 pub(crate) mod change_history;
 mod columns;
@@ -19,6 +20,7 @@ pub mod kill;
 pub mod listing;
 pub mod lock;
 pub mod migrate;
+pub(crate) mod mirror_settings;
 pub(crate) mod mirror_summary;
 pub mod new_file;
 pub mod objects;
@@ -102,6 +104,9 @@ pub enum StoreError {
         /// Whether DEST is marked incomplete, or nothing of the export is there yet.
         state: String,
     },
+    /// The bucket the objects are in cannot be used (no credentials, no such bucket, refused).
+    #[error("the mirror's objects in {url}: {message}")]
+    Bucket { url: String, message: String },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,

@@ -72,6 +72,11 @@ impl NewFile {
             .write_all(bytes)
     }
 
+    /// The file itself, to read back what was written (an upload).
+    pub(crate) fn file_mut(&mut self) -> &mut File {
+        self.file.as_mut().expect("read after close")
+    }
+
     /// The name, or the folder of an anonymous file: for messages.
     pub(crate) fn describe(&self) -> PathBuf {
         match &self.name {

@@ -11,7 +11,13 @@
 //! does, and the two levels used before (65,536 folders) made nearly every object of a large
 //! baseline cost two inodes and a 4 KiB directory block. Mirrors made with two levels are moved
 //! to one by [`migrate_two_level`] when their catalog is upgraded.
+//!
+//! A mirror made with `--objects s3://BUCKET/PREFIX` keeps the same layout in a bucket
+//! ([`crate::store::bucket`]): the store then uploads what it ingests (create-only, checksummed)
+//! instead of linking it into the folder, and readers get an object's bytes through
+//! [`ObjectStore::open_object`] either way.
 
+use crate::store::bucket::{Bucket, Put};
 use crate::store::new_file::NewFile;
 use std::fs;
 use std::io;
@@ -27,6 +33,8 @@ pub struct ObjectStore {
     /// `objects/sha256`, open (Linux, a store opened for writing): new objects are linked in
     /// by `ab/<sha256>` from here, two path components instead of the whole mirror path.
     sha256_dir: Option<Arc<fs::File>>,
+    /// The bucket the objects are in (`--objects s3://...`); `None`: the mirror folder.
+    bucket: Option<Arc<Bucket>>,
 }
 
 impl ObjectStore {
@@ -56,7 +64,82 @@ impl ObjectStore {
             root,
             made: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
             sha256_dir: None,
+            bucket: None,
         }
+    }
+
+    /// The store of `mirror` whose objects are in `bucket`: nothing is made in the folder.
+    pub(crate) fn in_bucket(mirror: &Path, bucket: Bucket) -> ObjectStore {
+        ObjectStore {
+            bucket: Some(Arc::new(bucket)),
+            ..ObjectStore::at(mirror)
+        }
+    }
+
+    /// The bucket the objects are in, when they are not in the mirror folder.
+    pub(crate) fn bucket(&self) -> Option<&Bucket> {
+        self.bucket.as_deref()
+    }
+
+    /// Where the object with this sha256 is, for messages: its path relative to the mirror,
+    /// or its `s3://` location.
+    pub(crate) fn describe(&self, sha256_hex: &str) -> String {
+        match &self.bucket {
+            Some(b) => b.describe(&b.object_key(sha256_hex)),
+            None => ObjectStore::relative_path(sha256_hex),
+        }
+    }
+
+    /// Hand the object's bytes to `sink` as they are read; `Ok(false)` when the store has no
+    /// such object.
+    pub(crate) fn read_object(
+        &self,
+        sha256_hex: &str,
+        sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<bool> {
+        if let Some(bucket) = &self.bucket {
+            return bucket.get(&bucket.object_key(sha256_hex), sink);
+        }
+        let mut file = match fs::File::open(self.path_for(sha256_hex)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            match io::Read::read(&mut file, &mut buf) {
+                Ok(0) => return Ok(true),
+                Ok(n) => sink(&buf[..n])?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The object's bytes, open for reading from the start; `Ok(None)` when the store has no
+    /// such object. From a bucket they are fetched first into an anonymous temporary file
+    /// (`TMPDIR`): readers stream from a file either way, in bounded memory.
+    pub(crate) fn open_object(&self, sha256_hex: &str) -> io::Result<Option<fs::File>> {
+        let Some(bucket) = &self.bucket else {
+            return match fs::File::open(self.path_for(sha256_hex)) {
+                Ok(f) => Ok(Some(f)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            };
+        };
+        use std::io::{Seek, Write};
+        let mut file = tempfile::tempfile()?;
+        let mut out = io::BufWriter::with_capacity(256 * 1024, &mut file);
+        let found = bucket.get(&bucket.object_key(sha256_hex), &mut |data| {
+            out.write_all(data)
+        })?;
+        out.flush()?;
+        drop(out);
+        if !found {
+            return Ok(None);
+        }
+        file.seek(io::SeekFrom::Start(0))?;
+        Ok(Some(file))
     }
 
     /// `objects/sha256/ab/<sha256>`: where an object lives, relative to the mirror (for
@@ -76,6 +159,13 @@ impl ObjectStore {
         path
     }
 
+    /// [`ObjectStore::path_for`], written into `path` (its memory kept).
+    pub(crate) fn path_into(&self, sha256_hex: &str, path: &mut PathBuf) {
+        path.as_mut_os_string().clear();
+        path.push(&self.root);
+        push_object(path, sha256_hex);
+    }
+
     /// [`ObjectStore::path_for`] of the store of `mirror`, written into `path` (its memory
     /// kept: callers that name many objects, on several threads, allocate nothing per object).
     pub(crate) fn path_in_mirror(mirror: &Path, sha256_hex: &str, path: &mut PathBuf) {
@@ -89,6 +179,12 @@ impl ObjectStore {
     /// replaced by the fresh copy (same content by construction; a copy torn by an earlier
     /// crash is healed this way). The object is made read-only.
     pub(crate) fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<PathBuf> {
+        if let Some(bucket) = &self.bucket {
+            let mut file = fs::File::open(staged)?;
+            upload(bucket, &mut file, sha256_hex)?;
+            fs::remove_file(staged)?;
+            return Ok(self.path_for(sha256_hex));
+        }
         let dest = self.place_for(sha256_hex)?;
         make_read_only(staged)?;
         fs::rename(staged, &dest)?;
@@ -106,7 +202,10 @@ impl ObjectStore {
 
     /// [`ObjectStore::ingest_new`], saying whether the store had no such object before
     /// (`true`) or the new copy replaced it (`false`).
-    pub(crate) fn ingest_new_fresh(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool> {
+    pub(crate) fn ingest_new_fresh(&self, mut file: NewFile, sha256_hex: &str) -> io::Result<bool> {
+        if let Some(bucket) = &self.bucket {
+            return Ok(upload(bucket, file.file_mut(), sha256_hex)? == Put::Stored);
+        }
         let dest = self.place_for(sha256_hex)?;
         match &self.sha256_dir {
             Some(dir) => {
@@ -137,7 +236,41 @@ impl ObjectStore {
     /// Flush everything written to the file system holding the mirror (data and directory
     /// entries) — one call per batch instead of one fsync per file.
     pub(crate) fn sync(&self) -> io::Result<()> {
-        sync_filesystem(&self.root)
+        match self.bucket {
+            // An upload is durable when the bucket has answered it.
+            Some(_) => Ok(()),
+            None => sync_filesystem(&self.root),
+        }
+    }
+
+    /// The error that stops a run when the store refuses writes (`message` says which): every
+    /// other resource would be refused the same way.
+    pub(crate) fn refused(&self, message: String) -> crate::store::StoreError {
+        match &self.bucket {
+            Some(b) => crate::store::StoreError::Bucket {
+                url: b.url().to_string(),
+                message: format!(
+                    "{message}; the run stopped at the first resource the bucket refused: \
+                     check that these credentials may write there (and the bucket's quota), \
+                     then run it again (a re-run is safe: what landed stays)"
+                ),
+            },
+            None => crate::store::StoreError::Unwritable {
+                path: self.root.display().to_string(),
+                message,
+            },
+        }
+    }
+
+    /// Remove an object this run stored and no catalog row names (a run that rolled back).
+    pub(crate) fn remove_unreferenced(&self, sha256_hex: &str) -> io::Result<()> {
+        match &self.bucket {
+            Some(b) => b.delete(&b.object_key(sha256_hex)),
+            None => match fs::remove_file(self.path_for(sha256_hex)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        }
     }
 
     #[cfg(test)]
@@ -163,13 +296,24 @@ impl ObjectStore {
     }
 }
 
+/// Upload `file` (verified: its SHA-256 is `sha256_hex`) to its place in `bucket`.
+fn upload(bucket: &Bucket, file: &mut fs::File, sha256_hex: &str) -> io::Result<Put> {
+    if !is_sha256_hex(sha256_hex) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a sha256: {sha256_hex:?}"),
+        ));
+    }
+    bucket.put_file_new(&bucket.object_key(sha256_hex), file, sha256_hex)
+}
+
 /// One entry met by [`ObjectStore::visit_sorted`].
 #[derive(Debug)]
 pub struct Visited<'a> {
     /// The entry's file name.
     pub name: &'a str,
     /// The folder it is in.
-    folder: &'a Folder,
+    folder: In<'a>,
     /// True when the entry sits where an object of that name belongs
     /// (`sha256/<2 hex>/<64 hex>`); anything else is never an object.
     pub placed: bool,
@@ -180,17 +324,33 @@ pub struct Visited<'a> {
     measured: Option<io::Result<ObjectMeta>>,
 }
 
+/// Where a visited entry is.
+#[derive(Debug, Clone, Copy)]
+enum In<'a> {
+    /// A folder of the mirror's store.
+    Folder(&'a Folder),
+    /// A bucket's listing: the entry's folder as a path in the mirror (for messages), and
+    /// what the listing said of it.
+    Bucket(&'a Path, ObjectMeta),
+}
+
 impl Visited<'_> {
+    /// Its path; for an object in a bucket, where it would be in the mirror folder (as
+    /// `objects/...` it names the key under the bucket's prefix).
     pub(crate) fn path(&self) -> PathBuf {
-        self.folder.path.join(self.name)
+        match self.folder {
+            In::Folder(folder) => folder.path.join(self.name),
+            In::Bucket(path, _) => path.join(self.name),
+        }
     }
 
     /// `fs::metadata` of the entry (following a symbolic link), resolving only its name; or
-    /// what it was when taken ahead (once).
+    /// what it was when taken ahead (once); in a bucket, what its listing said.
     pub(crate) fn metadata(&mut self) -> io::Result<ObjectMeta> {
-        match self.measured.take() {
-            Some(m) => m,
-            None => self.folder.metadata(self.name),
+        match (self.measured.take(), self.folder) {
+            (Some(m), _) => m,
+            (None, In::Folder(folder)) => folder.metadata(self.name),
+            (None, In::Bucket(_, meta)) => Ok(meta),
         }
     }
 }
@@ -528,6 +688,16 @@ pub struct ObjectStat {
 
 impl ObjectStat {
     pub(crate) fn metadata(&self, sha256_hex: &str) -> io::Result<ObjectMeta> {
+        if let Some(bucket) = &self.store.bucket {
+            return match bucket.head(&bucket.object_key(sha256_hex))? {
+                Some(len) => Ok(ObjectMeta {
+                    is_file: true,
+                    is_dir: false,
+                    len,
+                }),
+                None => Err(io::Error::new(io::ErrorKind::NotFound, "no such object")),
+            };
+        }
         #[cfg(unix)]
         if let (Some(dir), true) = (&self.dir, is_sha256_hex(sha256_hex)) {
             use std::os::fd::AsRawFd;
@@ -621,6 +791,9 @@ impl ObjectStore {
         measure: Option<&(dyn Fn(&str) -> bool + Sync)>,
         mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
+        if let Some(bucket) = &self.bucket {
+            return self.visit_bucket(bucket, f);
+        }
         if !self.root.is_dir() {
             return Ok(());
         }
@@ -631,7 +804,7 @@ impl ObjectStore {
             }
             f(Visited {
                 name,
-                folder: &root,
+                folder: In::Folder(&root),
                 placed: false,
                 is_file: kind == Kind::File,
                 measured: None,
@@ -675,7 +848,7 @@ impl ObjectStore {
                 if !(a_kind == Kind::Folder && is_fan(a)) {
                     f(Visited {
                         name: a,
-                        folder: top,
+                        folder: In::Folder(top),
                         placed: false,
                         is_file: a_kind == Kind::File,
                         measured: None,
@@ -692,7 +865,7 @@ impl ObjectStore {
                     let placed = placed_in(a, name);
                     f(Visited {
                         name,
-                        folder: &folder,
+                        folder: In::Folder(&folder),
                         placed,
                         is_file: kind == Kind::File,
                         measured: if placed { measured.next() } else { None },
@@ -700,6 +873,46 @@ impl ObjectStore {
                 }
             }
             Ok(())
+        })
+    }
+}
+
+impl ObjectStore {
+    /// [`ObjectStore::visit`] of a bucket: every key under `PREFIX/objects/`, in key order (S3
+    /// lists keys in the order of their bytes), each with the size its listing gives. Placed
+    /// objects (`sha256/ab/<sha256>`) share one prefix and so come in increasing name order;
+    /// anything else under `objects/` is visited as not placed. A page of the listing is in
+    /// memory at a time.
+    fn visit_bucket(
+        &self,
+        bucket: &Bucket,
+        mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let prefix = bucket.url().key("objects/");
+        let mut folder = PathBuf::new();
+        bucket.list(&prefix, &mut |listed| {
+            let rel = &listed.key[prefix.len()..];
+            let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+            folder.as_mut_os_string().clear();
+            folder.push(&self.root);
+            if !parent.is_empty() {
+                folder.push(parent);
+            }
+            let placed = parent
+                .strip_prefix("sha256/")
+                .is_some_and(|fan| is_fan(fan) && placed_in(fan, name));
+            let meta = ObjectMeta {
+                is_file: true,
+                is_dir: false,
+                len: listed.size,
+            };
+            f(Visited {
+                name,
+                folder: In::Bucket(&folder, meta),
+                placed,
+                is_file: true,
+                measured: None,
+            })
         })
     }
 }

@@ -192,7 +192,10 @@ pub(crate) fn dry_run(
     summary: &mut crate::report::Summary,
 ) -> Result<(), Error> {
     let dir = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
-    let objects = ObjectStore::at(&s.mirror);
+    let objects = match catalog {
+        Some(c) => crate::store::mirror_settings::object_store(&s.mirror, c, false)?,
+        None => ObjectStore::at(&s.mirror),
+    };
     let read = read_sitemap(
         docs,
         s,

@@ -86,7 +86,10 @@ pub(crate) fn plan(
         staging: &dry_staging,
         via: s.via,
         options: docs.options,
-        objects: ObjectStore::at(&s.mirror),
+        objects: match catalog {
+            Some(c) => crate::store::mirror_settings::object_store(&s.mirror, c, false)?,
+            None => ObjectStore::at(&s.mirror),
+        },
     };
     let printed = plan_all(docs, &inputs, collections, catalog).and_then(|planned| {
         snapshot::print_plan(&planned, s, summary)?;

