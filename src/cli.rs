@@ -270,6 +270,13 @@ pub enum Command {
     /// no copy is good: a new catalog from the sources' lists and the objects present).
     #[command(after_help = crate::exit::Exit::help_table())]
     Catalog(CatalogCommandArgs),
+    /// Make a working mirror folder on this machine for a mirror whose objects are in a
+    /// bucket (baseline --objects), from the bucket alone: the newest catalog copy in
+    /// PREFIX/catalog/ that proves good (its SHA-256) becomes the folder's catalog. Reading
+    /// commands, audit and export work there at once; baseline and incremental take the
+    /// bucket's lease (one writer across machines).
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Attach(AttachArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, or for one of its commands.
@@ -763,6 +770,16 @@ pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     })?;
     n.checked_mul(1u64 << shift)
         .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// Where the mirror's objects are, as given to baseline --objects.
+    #[arg(value_name = "s3://BUCKET/PREFIX")]
+    pub objects: String,
+    /// The new mirror folder (made; it must not hold a catalog or other files).
+    #[arg(long, env = "RSMIRROR_DIR", value_name = "DIR")]
+    pub mirror: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -117,7 +117,7 @@ impl Error {
             Error::Usage(_) => Exit::Usage,
             Error::Source(_) => Exit::Source,
             Error::Store(_) => Exit::Store,
-            Error::Lock(LockError::Held { .. }) => Exit::Locked,
+            Error::Lock(LockError::Held { .. } | LockError::Leased { .. }) => Exit::Locked,
             Error::Lock(LockError::Io { .. }) => Exit::Store,
             Error::SafetyLimit(_) => Exit::SafetyLimit,
             Error::Damaged(_) => Exit::Differences,

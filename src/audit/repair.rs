@@ -32,7 +32,6 @@ use crate::store::new_file::NewFile;
 use crate::store::objects::{is_sha256_hex, ObjectStore};
 use crate::store::{audit_records, run_records, StoreError};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub struct Options {
@@ -102,10 +101,14 @@ impl Summary {
 type Problem = (String, ProblemClass, String);
 
 pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error> {
-    if let Some(other) = &o.from_mirror {
-        check_other_mirror(&o.mirror, other)?;
-    }
-    let open = OpenMirror::open(&o.mirror)?;
+    let other = match &o.from_mirror {
+        Some(other) => {
+            check_other_mirror(&o.mirror, other)?;
+            Some(other_store(other)?)
+        }
+        None => None,
+    };
+    let open = OpenMirror::open(&o.mirror, "repair")?;
     let (damage, strays) = if o.from_audit {
         from_audit(&open)?
     } else {
@@ -139,6 +142,7 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         let repair = Repair {
             o,
             open: &open,
+            other: other.as_ref(),
             http: http.as_ref(),
             quarantine: &quarantine,
             run_id,
@@ -181,9 +185,10 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
 /// mirror itself (which has no good copy of its own damage).
 fn check_other_mirror(mirror: &Path, other: &Path) -> Result<(), Error> {
     let usage = |m: String| Error::Usage(crate::error::UsageError(m));
-    if !other.join("objects").is_dir() {
+    // A mirror whose objects are in a bucket has a catalog and no objects/ folder.
+    if !other.join("objects").is_dir() && !other.join("catalog.sqlite").is_file() {
         return Err(usage(format!(
-            "--from-mirror {}: not a mirror (no objects/ folder there{})",
+            "--from-mirror {}: not a mirror (no objects/ folder or catalog there{})",
             other.display(),
             match other.exists() {
                 true => "",
@@ -228,6 +233,8 @@ fn show_plan(open: &OpenMirror, damage: &[Damage], strays: &[String]) -> Result<
 struct Repair<'a> {
     o: &'a Options,
     open: &'a OpenMirror,
+    /// `--from-mirror`'s object store (its folder, or the bucket its catalog names).
+    other: Option<&'a ObjectStore>,
     http: Option<&'a Http>,
     quarantine: &'a Path,
     run_id: i64,
@@ -362,8 +369,8 @@ impl Repair<'_> {
         let (o, staging) = (self.o, &self.open.staging);
         let length = uris.first().and_then(|(_, v)| v.length).unwrap_or(0).max(0) as u64;
         let mut tried = Vec::new();
-        if let Some(other) = &o.from_mirror {
-            match from_other_mirror(other, staging, &d.sha256, length) {
+        if let (Some(other), Some(other_objects)) = (&o.from_mirror, self.other) {
+            match from_other_mirror(other_objects, staging, &d.sha256, length) {
                 Ok(f) => return Ok(Ok((f, format!("from the mirror at {}", other.display())))),
                 Err(Refused::Store(e)) => return Err(stopped(&o.mirror, e, self.left)),
                 Err(Refused::Not(why)) => tried.push(format!("{}: {why}", other.display())),
@@ -554,6 +561,21 @@ fn hash_object(objects: &ObjectStore, sha256: &str) -> std::io::Result<Got> {
     }
 }
 
+/// The object store of the mirror `other` (`--from-mirror`): where its catalog says, else its
+/// folder's `objects/`.
+fn other_store(other: &Path) -> Result<ObjectStore, Error> {
+    // A folder of objects is read as it is, whatever its catalog's version.
+    if other.join("objects").is_dir() {
+        return Ok(ObjectStore::at(other));
+    }
+    match crate::store::Catalog::open_read_only(other)? {
+        Some(catalog) => Ok(crate::store::mirror_settings::object_store(
+            other, &catalog, false,
+        )?),
+        None => Ok(ObjectStore::at(other)),
+    }
+}
+
 /// Copy the object at `key` under `PREFIX/quarantine/run-RUN/` (its record beside it, first),
 /// then remove it: never deleted without a copy. The copy's key.
 fn quarantine_in_bucket(
@@ -590,28 +612,40 @@ fn quarantine_in_bucket(
 
 /// The object from another mirror, copied into a new file and proven by its digest.
 fn from_other_mirror(
-    other: &Path,
+    other: &ObjectStore,
     staging: &Path,
     sha256: &str,
     length: u64,
 ) -> Result<NewFile, Refused> {
-    let path = ObjectStore::at(other).path_for(sha256);
-    let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let staging_fault = |e: std::io::Error| Refused::Store(StoreError::io("writing", staging, e));
     std::fs::create_dir_all(staging).map_err(staging_fault)?;
     let mut out = NewFile::create(staging).map_err(staging_fault)?;
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
     let mut n_total = 0u64;
-    loop {
-        let n = f.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
+    // A write into staging that fails stops the run; a copy that cannot be read is tried no more.
+    let mut write_failed = None;
+    let found = other.read_object(sha256, &mut |data| {
+        h.update(data);
+        n_total += data.len() as u64;
+        out.write_all(data).map_err(|e| {
+            let kept = std::io::Error::new(e.kind(), e.to_string());
+            write_failed = Some(e);
+            kept
+        })
+    });
+    if let Some(e) = write_failed {
+        return Err(staging_fault(e));
+    }
+    match found {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(Refused::Not(format!(
+                "{}: no such object",
+                other.describe(sha256)
+            )))
         }
-        h.update(&buf[..n]);
-        n_total += n as u64;
-        out.write_all(&buf[..n]).map_err(staging_fault)?;
+        Err(e) => return Err(Refused::Not(format!("{}: {e}", other.describe(sha256)))),
     }
     let got = hex::encode(h.finalize());
     if got != sha256 || n_total != length {

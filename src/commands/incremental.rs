@@ -68,7 +68,10 @@ pub(crate) fn run(
         // (`--retry-lock`) or ends with exit 6, as a run of one source does.
         let held = matches!(
             one,
-            Err(Error::Lock(crate::store::lock::LockError::Held { .. }))
+            Err(Error::Lock(
+                crate::store::lock::LockError::Held { .. }
+                    | crate::store::lock::LockError::Leased { .. }
+            ))
         );
         if held && combined.is_none() {
             return one;
@@ -207,7 +210,7 @@ fn run_source(
     if !Catalog::present(&s.mirror)? {
         return Err(no_mirror());
     }
-    let mut m = OpenMirror::open(&s.mirror)?;
+    let mut m = OpenMirror::open(&s.mirror, "incremental")?;
     let source = source_of(s, &m.catalog)?;
     summary.source = source.clone();
     let source_url = discover::source_url(&source)?;

@@ -3,6 +3,7 @@
 //! outcome to an exit code ([`crate::exit`]); each module here opens a run, hands each
 //! collection to its format and reports.
 
+mod attach;
 pub mod baseline;
 pub(crate) mod catalog;
 pub mod feed;
@@ -59,6 +60,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Repair(a) => repair(&a, arguments),
         Command::Source(a) => source(&a, arguments),
         Command::Catalog(a) => catalog_command(&a),
+        Command::Attach(a) => attach(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     };
@@ -141,7 +143,7 @@ fn only_reads(command: &Command) -> bool {
         Command::Baseline(a) => a.dry_run,
         Command::Incremental(a) => a.dry_run,
         Command::Repair(a) => a.dry_run,
-        Command::Audit(_) | Command::Export(_) => false,
+        Command::Audit(_) | Command::Export(_) | Command::Attach(_) => false,
         Command::Source(a) => matches!(a.action, SourceAction::List { .. }),
         Command::Catalog(a) => matches!(a.action, crate::cli::CatalogAction::Check { .. }),
         Command::Inspect(_)
@@ -261,7 +263,9 @@ fn waiting_for_the_lock<T>(
     let mut pause = Duration::from_secs(1);
     loop {
         match run() {
-            Err(crate::error::Error::Lock(LockError::Held { .. })) if Instant::now() < deadline => {
+            Err(crate::error::Error::Lock(LockError::Held { .. } | LockError::Leased { .. }))
+                if Instant::now() < deadline =>
+            {
                 std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
                 pause = (pause * 2).min(Duration::from_secs(30));
             }
@@ -354,6 +358,16 @@ fn feed(a: &crate::cli::FeedArgs) -> Exit {
 }
 
 /// A reading command: nothing to summarise, the error (if any) on stderr.
+fn attach(a: &crate::cli::AttachArgs) -> Exit {
+    match attach::run(&a.objects, &a.mirror) {
+        Ok(said) => {
+            out!("{said}");
+            Exit::Ok
+        }
+        Err(e) => fail(&e),
+    }
+}
+
 fn reading(f: impl FnOnce() -> Result<(), crate::error::Error>) -> Exit {
     match f() {
         Ok(()) => Exit::Ok,

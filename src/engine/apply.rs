@@ -595,7 +595,13 @@ impl Attempts {
                             "{url}: cannot store object: {e}"
                         )));
                     }
-                    Err(e) if crate::net::is_unwritable(&e) => {
+                    // A bucket that fails one upload (refused, unreachable, failing) would fail
+                    // every other: the run stops, unless the trouble is this object's own.
+                    Err(e)
+                        if crate::net::is_unwritable(&e)
+                            || (objects.bucket().is_some()
+                                && e.kind() != std::io::ErrorKind::InvalidData) =>
+                    {
                         return Ok(JobResult::Unwritable(
                             objects.refused(format!("{url}: cannot store object: {e}")),
                         ));

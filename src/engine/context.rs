@@ -9,10 +9,13 @@ use crate::exit::Exit;
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::Summary;
-use crate::store::bucket::BucketUrl;
+use crate::store::bucket::shared::{self, Lease, NotTaken};
+use crate::store::bucket::{Bucket, BucketUrl};
+use crate::store::lock::LockError;
 use crate::store::mirror_settings;
 use crate::store::{Catalog, DiskSign, MirrorLock, ObjectStore, StoreError};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub struct RunContext<'a, 'b> {
     pub http: &'a Http,
@@ -37,6 +40,9 @@ pub struct OpenMirror {
     pub catalog: Catalog,
     pub objects: ObjectStore,
     pub staging: PathBuf,
+    /// A bucket mirror's lease (one writer across machines): dropped after the catalog, whose
+    /// copy it then sends to the bucket before it lets go.
+    _lease: Option<Lease>,
     /// Last, so dropped last: the catalog is sealed (and copied) before another run may start.
     _lock: MirrorLock,
 }
@@ -45,8 +51,9 @@ impl OpenMirror {
     /// Take the lock, open (or create) the catalog and the object store, mark runs left
     /// unfinished by a process that died as abandoned, and empty `staging/`.
     /// The objects are where the catalog says (the mirror folder, or a bucket).
-    pub(crate) fn open(mirror: &Path) -> Result<OpenMirror, Error> {
-        OpenMirror::open_with(mirror, None)
+    /// A bucket mirror's lease is taken for `command` (see [`Lease`]).
+    pub(crate) fn open(mirror: &Path, command: &str) -> Result<OpenMirror, Error> {
+        OpenMirror::open_with(mirror, None, command)
     }
 
     /// [`OpenMirror::open`]; `objects` (`--objects s3://...`) puts a new mirror's objects in
@@ -55,6 +62,7 @@ impl OpenMirror {
     pub(crate) fn open_with(
         mirror: &Path,
         objects: Option<&BucketUrl>,
+        command: &str,
     ) -> Result<OpenMirror, Error> {
         let lock = MirrorLock::acquire(mirror)?;
         let catalog = Catalog::open(mirror)?;
@@ -94,12 +102,17 @@ impl OpenMirror {
             }
             _ => mirror_settings::object_store(mirror, &catalog, true)?,
         };
+        let lease = match objects.bucket_arc() {
+            Some(bucket) => Some(take_lease(bucket, mirror, command)?),
+            None => None,
+        };
         let staging = mirror.join("staging");
         clean_staging(&staging)?;
         Ok(OpenMirror {
             catalog,
             objects,
             staging,
+            _lease: lease,
             _lock: lock,
         })
     }
@@ -166,6 +179,50 @@ impl OpenMirror {
             .end_run(run_id, outcome, exit.code(), &summary.counts_json())?;
         crate::net::fetch::remove_empty_worker_folders(&self.staging);
         result.map(|()| Outcome { summary, exit })
+    }
+}
+
+/// The lease of the mirror in `bucket`, and the proof that this folder's catalog is the
+/// newest (see `store::bucket::shared`).
+fn take_lease(bucket: Arc<Bucket>, mirror: &Path, command: &str) -> Result<Lease, Error> {
+    let fault = |message: String| -> Error {
+        StoreError::Bucket {
+            url: bucket.url().to_string(),
+            message,
+        }
+        .into()
+    };
+    let mut lease = match Lease::take(bucket.clone(), mirror, command) {
+        Ok(lease) => lease,
+        Err(NotTaken::Held(h)) => {
+            return Err(LockError::Leased {
+                lease: bucket.describe(&bucket.url().key("lease")),
+                holder: format!(
+                    "rsmirror {} on {} (pid {}, folder {})",
+                    h.command, h.host, h.pid, h.mirror
+                ),
+                since: h.since,
+                renewed: h.renewed,
+                stale: format!("{} s", shared::stale_after().as_secs()),
+            }
+            .into())
+        }
+        Err(NotTaken::Fault(e)) => return Err(fault(format!("the lease: {e}"))),
+    };
+    if let Some(h) = &lease.took_over {
+        crate::report::say(&format!(
+            "rsmirror: took over the stale lease of rsmirror {} on {} (pid {}, folder {}), last \
+             renewed {}",
+            h.command, h.host, h.pid, h.mirror, h.renewed
+        ));
+    }
+    match shared::check_current(&bucket, mirror) {
+        Ok(Ok(())) => {
+            lease.send_catalog_copy();
+            Ok(lease)
+        }
+        Ok(Err(behind)) => Err(fault(behind)),
+        Err(e) => Err(fault(format!("reading the catalog copies: {e}"))),
     }
 }
 

@@ -15,6 +15,18 @@ pub struct MirrorLock {
 pub enum LockError {
     #[error("another rsmirror run (pid {holder}) holds the lock {path}; wait for it to finish")]
     Held { path: String, holder: String },
+    /// A mirror whose objects are in a bucket: another machine's writer holds its lease.
+    #[error(
+        "{holder} holds the mirror's lease {lease} since {since} (renewed {renewed}); wait for it \
+         to finish (a lease not renewed for {stale} is stale, and taken over)"
+    )]
+    Leased {
+        lease: String,
+        holder: String,
+        since: String,
+        renewed: String,
+        stale: String,
+    },
     #[error("cannot lock {path}: {source}{}", read_only_hint(source))]
     Io {
         path: String,

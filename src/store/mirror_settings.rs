@@ -26,6 +26,22 @@ pub(crate) fn objects_location(catalog: &Catalog) -> Result<Option<BucketUrl>, S
         .transpose()
 }
 
+/// [`objects_location`] of the catalog file at `path` (a copy being proven), opened read-only.
+pub(crate) fn objects_location_in(path: &Path) -> Result<Option<BucketUrl>, String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| e.to_string())?;
+    let value: Option<String> = conn
+        .query_row(
+            "SELECT value FROM mirror_settings WHERE name = 'objects'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| e.to_string())?;
+    value.map(|v| v.parse()).transpose()
+}
+
 /// Remember that the objects are in `url` (a new mirror, before its first object).
 pub(crate) fn set_objects_location(catalog: &Catalog, url: &BucketUrl) -> Result<(), StoreError> {
     catalog.conn().execute(

@@ -76,6 +76,11 @@ impl ObjectStore {
         }
     }
 
+    /// [`ObjectStore::bucket`], shared.
+    pub(crate) fn bucket_arc(&self) -> Option<Arc<Bucket>> {
+        self.bucket.clone()
+    }
+
     /// The bucket the objects are in, when they are not in the mirror folder.
     pub(crate) fn bucket(&self) -> Option<&Bucket> {
         self.bucket.as_deref()
@@ -250,9 +255,10 @@ impl ObjectStore {
             Some(b) => crate::store::StoreError::Bucket {
                 url: b.url().to_string(),
                 message: format!(
-                    "{message}; the run stopped at the first resource the bucket refused: \
-                     check that these credentials may write there (and the bucket's quota), \
-                     then run it again (a re-run is safe: what landed stays)"
+                    "{message}; the run stopped at the first resource that could not go to the \
+                     bucket (every other would fail the same way): when it is refused, check \
+                     that these credentials may write there (and the bucket's quota); then run \
+                     it again (a re-run is safe: what landed stays)"
                 ),
             },
             None => crate::store::StoreError::Unwritable {

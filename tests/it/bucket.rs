@@ -74,7 +74,6 @@ fn consistent_in_bucket(sw: &Seaweed, mirror: &Path, prefix: &str) {
         .unwrap()
         .map(|r| r.unwrap())
         .collect();
-    assert!(!rows.is_empty());
     for (sha, len) in rows {
         let key = format!("{prefix}/objects/sha256/{}/{sha}", &sha[..2]);
         let bytes = sw
@@ -218,6 +217,10 @@ fn a_mirror_in_a_bucket_is_made_followed_read_back_and_audited() {
     }
     let out = run(&sw, &m, &["audit", "--offline", "--all-versions", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    for slice in ["1/2", "2/2"] {
+        let out = run(&sw, &m, &["audit", "--offline", "--sample", slice, "-q"]);
+        assert_eq!(out.status.code(), Some(0), "{slice}: {}", stderr_of(&out));
+    }
 }
 
 #[test]
@@ -597,4 +600,262 @@ fn a_new_mirror_wants_a_prefix_of_its_own() {
         ],
     );
     assert_eq!(objects_in(&sw, "shared").len(), 5);
+}
+
+/// `ls -l` of a mirror (no network; the objects' digests and lengths as the catalog says).
+fn listing(sw: &Seaweed, mirror: &Path) -> String {
+    stdout_of(&ok(sw, mirror, &["ls", "-l"]))
+}
+
+#[test]
+fn a_second_machine_attaches_and_one_writer_holds_the_lease() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let cap = srv.url("/capabilitylist.xml");
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    ok(
+        &sw,
+        &a,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/p"),
+            "-q",
+        ],
+    );
+    // The run sent its catalog copy (and released its lease).
+    let copies = sw.keys("p/catalog/");
+    assert_eq!(copies.len(), 2, "{copies:?}");
+    assert!(copies.iter().any(|k| k.ends_with(".sqlite.zst.json")));
+    assert_eq!(sw.get("p/lease"), None);
+
+    // Another machine's folder, from the bucket alone: the same mirror.
+    let mut cmd = rsmirror();
+    sw.env(&mut cmd);
+    let out = cmd
+        .args(["attach", &format!("s3://{BUCKET}/p"), "--mirror"])
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).contains("attached"), "{}", stdout_of(&out));
+    assert!(!b.join("objects").exists());
+    assert_eq!(listing(&sw, &a), listing(&sw, &b));
+    let out = run(&sw, &b, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let status = json_of(&ok(&sw, &b, &["status", "--json"]));
+    assert_eq!(status["objects_in"], format!("s3://{BUCKET}/p"));
+    // Attach makes a new folder only.
+    let mut cmd = rsmirror();
+    sw.env(&mut cmd);
+    let out = cmd
+        .args(["attach", &format!("s3://{BUCKET}/p"), "--mirror"])
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+
+    // While the first machine writes, the second is refused (exit 6), naming the holder.
+    srv.set_delay(std::time::Duration::from_millis(1500));
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
+    first
+        .env("AWS_ACCESS_KEY_ID", crate::seaweed::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", crate::seaweed::SECRET_KEY)
+        .env("AWS_ENDPOINT_URL", &sw.endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_CA_BUNDLE")
+        .args(["baseline", &cap, "-q", "--mirror"])
+        .arg(&a);
+    let mut first = first.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while sw.get("p/lease").is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "no lease taken"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = run(&sw, &b, &["baseline", &cap]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr_of(&out));
+    let said = stderr_of(&out);
+    assert!(said.contains("holds the mirror's lease"), "{said}");
+    assert!(said.contains(&a.display().to_string()), "{said}");
+    assert!(first.wait().unwrap().success());
+    srv.set_delay(std::time::Duration::ZERO);
+    assert_eq!(sw.get("p/lease"), None);
+
+    // The first machine wrote since: the second's catalog is behind, and it may not write (nor
+    // send its copy).
+    let sent = sw.keys("p/catalog/");
+    let out = run(&sw, &b, &["baseline", &cap]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("attach"), "{}", stderr_of(&out));
+    assert_eq!(
+        sw.get("p/lease"),
+        None,
+        "the refused run let go of the lease"
+    );
+    assert_eq!(sw.keys("p/catalog/"), sent);
+
+    // A third folder attaches the newest copy and writes; then a lease left by a writer that
+    // died long ago is taken over, and a live one is not.
+    let mut cmd = rsmirror();
+    sw.env(&mut cmd);
+    let out = cmd
+        .args(["attach", &format!("s3://{BUCKET}/p"), "--mirror"])
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(listing(&sw, &a), listing(&sw, &c));
+    ok(&sw, &c, &["baseline", &cap, "-q"]);
+    let lease = |renewed: &str| {
+        serde_json::json!({
+            "host": "elsewhere", "pid": 4242, "mirror": "/srv/mirror", "command": "incremental",
+            "since": "2020-01-01T00:00:00Z", "renewed": renewed,
+        })
+        .to_string()
+    };
+    sw.put(
+        "p/lease",
+        lease(&jiff::Timestamp::now().to_string()).as_bytes(),
+    );
+    let out = run(&sw, &c, &["baseline", &cap]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("elsewhere"), "{}", stderr_of(&out));
+    sw.put("p/lease", lease("2020-01-01T00:00:00Z").as_bytes());
+    let out = run(&sw, &c, &["baseline", &cap]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("took over the stale lease"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(sw.get("p/lease"), None);
+    let out = run(&sw, &c, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+#[test]
+fn a_bucket_that_goes_away_mid_run_stops_it_and_the_next_run_completes() {
+    let Some(mut sw) = Seaweed::start() else {
+        return;
+    };
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 60, 4096);
+    let srv = TestServer::start(src.path());
+    srv.set_delay(std::time::Duration::from_millis(40));
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let list = srv.url("/resourcelist.xml");
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
+    first
+        .env("AWS_ACCESS_KEY_ID", crate::seaweed::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", crate::seaweed::SECRET_KEY)
+        .env("AWS_ENDPOINT_URL", &sw.endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_CA_BUNDLE")
+        .args([
+            "baseline",
+            &list,
+            "--objects",
+            &format!("s3://{BUCKET}/n"),
+            "--mirror",
+        ])
+        .arg(&m)
+        .stderr(std::process::Stdio::piped());
+    let first = first.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while sw.keys("n/objects/").len() < 5 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "nothing uploaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The bucket's server dies mid-run: the run stops (every other upload would fail too),
+    // with the reason, and commits no version whose object is not in the bucket.
+    sw.stop();
+    let out = first.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(said.contains("could not go to the bucket"), "{said}");
+    let committed = current(&m).len();
+    assert!(committed < 60, "{committed}");
+    sw.start_again();
+    consistent_in_bucket(&sw, &m, "n");
+    // Once it is back, the same command completes.
+    srv.set_delay(std::time::Duration::ZERO);
+    ok(&sw, &m, &["baseline", &list, "-q"]);
+    assert_eq!(current(&m).len(), 60);
+    consistent_in_bucket(&sw, &m, "n");
+    let out = run(&sw, &m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+#[test]
+fn a_bucket_mirror_is_repaired_from_another_copy_offline() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let cap = srv.url("/capabilitylist.xml");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    ok(
+        &sw,
+        &a,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/one"),
+            "-q",
+        ],
+    );
+    ok(
+        &sw,
+        &b,
+        &[
+            "baseline",
+            &cap,
+            "--objects",
+            &format!("s3://{BUCKET}/two"),
+            "-q",
+        ],
+    );
+    let r4 = current(&a)[&format!("{}/res/r4", srv.base())].clone();
+    let key = format!("one/objects/sha256/{}/{r4}", &r4[..2]);
+    let good = sw.get(&key).unwrap();
+    sw.put(&key, b"not what was fetched\n");
+    // Offline, from the other mirror (its objects in its own prefix): restored, proven.
+    let b_arg = b.display().to_string();
+    let out = run(
+        &sw,
+        &a,
+        &["repair", "--from-mirror", &b_arg, "--offline", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(json_of(&out)["restored_from_mirror"], 1);
+    assert_eq!(sw.get(&key).unwrap(), good);
+    let out = run(&sw, &a, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // A folder mirror is repaired from a bucket mirror too.
+    let local = dir.path().join("local");
+    ok(&sw, &local, &["baseline", &cap, "-q"]);
+    let path = local.join(format!("objects/sha256/{}/{r4}", &r4[..2]));
+    std::fs::remove_file(&path).unwrap();
+    let out = run(
+        &sw,
+        &local,
+        &["repair", "--from-mirror", &b_arg, "--offline"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(std::fs::read(&path).unwrap(), good);
 }

@@ -20,6 +20,8 @@ pub const BUCKET: &str = "mirror-test";
 
 pub struct Seaweed {
     child: Child,
+    /// How it was started, to start it again on the same ports and data.
+    command: (PathBuf, Vec<String>),
     _dir: tempfile::TempDir,
     /// `http://127.0.0.1:PORT` of its S3 API.
     pub endpoint: String,
@@ -37,18 +39,24 @@ fn weed() -> Option<PathBuf> {
     dirs.iter().map(|d| d.join("weed")).find(|p| p.is_file())
 }
 
-/// A port that is free, and whose gRPC twin (port + 10000, SeaweedFS's convention) is too.
-fn free_port_pair() -> u16 {
-    loop {
+/// `n` free ports whose gRPC twins (port + 10000, SeaweedFS's convention) are free too, no
+/// port being another's twin (weed refuses that).
+fn free_ports(n: usize) -> Vec<u16> {
+    let mut ports: Vec<u16> = Vec::new();
+    while ports.len() < n {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        if port > 55000 {
+        let clash = ports
+            .iter()
+            .any(|&p| p == port || p == port + 10000 || p + 10000 == port);
+        if port > 55000 || clash {
             continue;
         }
         if TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
-            return port;
+            ports.push(port);
         }
     }
+    ports
 }
 
 impl Seaweed {
@@ -63,7 +71,7 @@ impl Seaweed {
             eprintln!("SKIPPED: SeaweedFS (weed) is not installed (bash .ci/run installs it into .ci/venv): the bucket tests did not run");
             return None;
         };
-        let dir = tempfile::tempdir().unwrap();
+        let mut dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("s3.json");
         std::fs::write(
             &config,
@@ -80,43 +88,76 @@ impl Seaweed {
         .unwrap();
         let data = dir.path().join("data");
         std::fs::create_dir(&data).unwrap();
-        let s3 = free_port_pair();
-        let port = |name: &str| format!("-{name}={}", free_port_pair());
-        let child = Command::new(&weed)
-            .arg("mini")
-            .arg(format!("-dir={}", data.display()))
-            .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
-            .arg(format!("-s3.port={s3}"))
-            .arg(port("master.port"))
-            .arg(port("volume.port"))
-            .arg(port("filer.port"))
-            .arg(port("admin.port"))
-            .args(["-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false"])
-            .arg(format!("-s3.config={}", config.display()))
-            .arg(format!("-bucket={BUCKET}"))
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(dir.path().join("weed.log")).unwrap())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.path().join("weed.err")).unwrap(),
-            ))
-            .spawn()
-            .unwrap();
-        let sw = Seaweed {
-            child,
-            endpoint: format!("http://127.0.0.1:{s3}"),
-            _dir: dir,
-        };
+        // A port another test took meanwhile makes weed exit at once: started again with others.
+        for attempt in 0.. {
+            let ports = free_ports(5);
+            let s3 = ports[0];
+            let args: Vec<String> = [
+                "mini".to_string(),
+                format!("-dir={}", data.display()),
+                "-ip=127.0.0.1".into(),
+                "-ip.bind=127.0.0.1".into(),
+                format!("-s3.port={s3}"),
+                format!("-master.port={}", ports[1]),
+                format!("-volume.port={}", ports[2]),
+                format!("-filer.port={}", ports[3]),
+                format!("-admin.port={}", ports[4]),
+                "-s3.port.iceberg=0".into(),
+                "-s3.port.lance=0".into(),
+                "-webdav=false".into(),
+                format!("-s3.config={}", config.display()),
+                format!("-bucket={BUCKET}"),
+            ]
+            .into();
+            let child = spawn(&weed, &args, dir.path());
+            let mut sw = Seaweed {
+                child,
+                command: (weed.clone(), args),
+                endpoint: format!("http://127.0.0.1:{s3}"),
+                _dir: dir,
+            };
+            if sw.wait_up() {
+                return Some(sw);
+            }
+            assert!(
+                attempt < 4,
+                "SeaweedFS did not start: {}",
+                std::fs::read_to_string(sw._dir.path().join("weed.err")).unwrap_or_default()
+            );
+            sw.stop();
+            dir = std::mem::replace(&mut sw._dir, tempfile::tempdir().unwrap());
+        }
+        unreachable!()
+    }
+
+    /// Stop the server (as a crash would: SIGKILL).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Start it again on the same ports and data, and wait for it to answer.
+    pub fn start_again(&mut self) {
+        self.child = spawn(&self.command.0, &self.command.1, self._dir.path());
+        assert!(self.wait_up(), "SeaweedFS did not start again");
+    }
+
+    /// Wait until it answers with the bucket made: false when it exited first.
+    fn wait_up(&mut self) -> bool {
         let started = Instant::now();
-        while sw.request("HEAD", "", None, &[]).0 != 200 {
+        while self.request("HEAD", "", None, &[]).0 != 200 {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
             assert!(
                 started.elapsed() < Duration::from_secs(60),
                 "SeaweedFS did not answer on {} with the bucket made: {}",
-                sw.endpoint,
-                std::fs::read_to_string(sw._dir.path().join("weed.err")).unwrap_or_default()
+                self.endpoint,
+                std::fs::read_to_string(self._dir.path().join("weed.err")).unwrap_or_default()
             );
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(100));
         }
-        Some(sw)
+        true
     }
 
     /// The variables rsmirror reads the bucket's endpoint and credentials from (and none of the
@@ -271,6 +312,24 @@ impl Seaweed {
             .env("AWS_ACCESS_KEY_ID", READER_KEY)
             .env("AWS_SECRET_ACCESS_KEY", READER_SECRET)
     }
+}
+
+/// `weed ARGS`, its output in files of `dir`.
+fn spawn(weed: &Path, args: &[String], dir: &Path) -> Child {
+    let log = |name: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(name))
+            .unwrap()
+    };
+    Command::new(weed)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log("weed.log"))
+        .stderr(Stdio::from(log("weed.err")))
+        .spawn()
+        .unwrap()
 }
 
 impl Drop for Seaweed {

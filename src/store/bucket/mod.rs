@@ -12,6 +12,7 @@
 
 mod credentials;
 mod multipart;
+pub(crate) mod shared;
 
 use base64::Engine as _;
 use curl::easy::{Easy, List};
@@ -154,7 +155,7 @@ impl Bucket {
         // A listing of one key under the prefix: the bucket is there, the keys are taken, and
         // a refusal comes with S3's reason (a HEAD's answer has no body to give one).
         let query = format!("list-type=2&max-keys=1&prefix={}", encode(&url.key("")));
-        let r = bucket.request("GET", "", &query, |_| Ok(()))?;
+        let r = bucket.request("GET", "", &query, |_| Ok(()), &[])?;
         match r.status {
             200 => Ok(bucket),
             404 => Err(io::Error::new(
@@ -294,11 +295,15 @@ impl Bucket {
         let actual = hex::encode(hasher.finalize());
         match found {
             true if actual == sha256_hex => Ok(Put::Present),
-            true => Err(io::Error::other(format!(
-                "{}: the bucket holds different bytes under this name (their SHA-256 is \
+            // This object's own trouble (`InvalidData`), not the bucket's: the run goes on.
+            true => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: the bucket holds different bytes under this name (their SHA-256 is \
                  {actual}); not overwritten: rsmirror audit reports it",
-                self.describe(key)
-            ))),
+                    self.describe(key)
+                ),
+            )),
             false => Err(io::Error::other(format!(
                 "{}: the bucket refused a new object (412) but has none there",
                 self.describe(key)
@@ -422,10 +427,16 @@ impl Bucket {
     /// The size of the object at `key`, `None` when there is none.
     pub(crate) fn head(&self, key: &str) -> io::Result<Option<u64>> {
         let mut length = None;
-        let r = self.request("HEAD", key, "", |easy| {
-            length = Some(easy.content_length_download()?);
-            Ok(())
-        })?;
+        let r = self.request(
+            "HEAD",
+            key,
+            "",
+            |easy| {
+                length = Some(easy.content_length_download()?);
+                Ok(())
+            },
+            &[],
+        )?;
         match r.status {
             // libcurl says -1 when the answer has no Content-Length.
             200 => match length {
@@ -493,6 +504,115 @@ impl Bucket {
         }
     }
 
+    /// A PUT of a few bytes held in memory under the condition `condition` (an `If-Match` or
+    /// `If-None-Match` field): the status (a 412 when the condition did not hold) and the new
+    /// ETag.
+    pub(crate) fn put_conditional(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        condition: &str,
+    ) -> io::Result<(u32, Option<String>)> {
+        let digest = Sha256::digest(bytes);
+        let headers = [
+            format!("x-amz-content-sha256: {}", hex::encode(digest)),
+            format!(
+                "x-amz-checksum-sha256: {}",
+                base64::engine::general_purpose::STANDARD.encode(digest)
+            ),
+            condition.to_string(),
+            "Content-Type: application/json".to_string(),
+        ];
+        let mut etag = None;
+        let r = self.attempts("PUT", key, |easy| {
+            easy.http_headers(self.headers(&headers)?)?;
+            easy.upload(true)?;
+            easy.in_filesize(bytes.len() as u64)?;
+            let mut input = bytes;
+            let mut body = Vec::new();
+            etag = None;
+            let done = {
+                let mut t = easy.transfer();
+                t.read_function(|buf| {
+                    let n = buf.len().min(input.len());
+                    buf[..n].copy_from_slice(&input[..n]);
+                    input = &input[n..];
+                    Ok(n)
+                })?;
+                t.header_function(|line| {
+                    if let Some(v) = header_value(line, "etag") {
+                        etag = Some(v);
+                    }
+                    true
+                })?;
+                t.write_function(|data| {
+                    keep_start(&mut body, data);
+                    Ok(data.len())
+                })?;
+                t.perform()
+            };
+            done?;
+            Ok(Response {
+                status: easy.response_code()?,
+                body,
+            })
+        })?;
+        match r.status {
+            200 | 412 => Ok((r.status, etag)),
+            _ => Err(self.refused("PUT", key, &r)),
+        }
+    }
+
+    /// A small object (a record, the lease: at most 1 MiB) and its ETag; `None` when there is
+    /// none.
+    pub(crate) fn get_small(&self, key: &str) -> io::Result<Option<(Vec<u8>, Option<String>)>> {
+        const MAX: usize = 1 << 20;
+        let mut etag = None;
+        let mut body = Vec::new();
+        let r = self.attempts("GET", key, |easy| {
+            easy.get(true)?;
+            body.clear();
+            etag = None;
+            let done = {
+                let mut t = easy.transfer();
+                t.header_function(|line| {
+                    if let Some(v) = header_value(line, "etag") {
+                        etag = Some(v);
+                    }
+                    true
+                })?;
+                t.write_function(|data| {
+                    if body.len() + data.len() > MAX {
+                        return Ok(0);
+                    }
+                    body.extend_from_slice(data);
+                    Ok(data.len())
+                })?;
+                t.perform()
+            };
+            done?;
+            Ok(Response {
+                status: easy.response_code()?,
+                body: Vec::new(),
+            })
+        })?;
+        match r.status {
+            200 => Ok(Some((body, etag))),
+            404 => Ok(None),
+            _ => Err(self.refused("GET", key, &Response { body, ..r })),
+        }
+    }
+
+    /// Remove the object at `key` if its ETag is still `etag`: the status (412: it is not).
+    pub(crate) fn delete_if(&self, key: &str, etag: &str) -> io::Result<u32> {
+        let condition = format!("If-Match: {etag}");
+        let r = self.request("DELETE", key, "", |_| Ok(()), &[condition.as_str()])?;
+        match r.status {
+            200 | 204 | 404 | 412 => Ok(r.status),
+            _ => Err(self.refused("DELETE", key, &r)),
+        }
+    }
+
     /// Whether any object's key begins with `prefix` (one listing of one key).
     pub(crate) fn holds_any(&self, prefix: &str) -> io::Result<bool> {
         let query = format!("list-type=2&max-keys=1&prefix={}", encode(prefix));
@@ -524,7 +644,7 @@ impl Bucket {
 
     /// Remove the object at `key` (nothing when there is none).
     pub(crate) fn delete(&self, key: &str) -> io::Result<()> {
-        let r = self.request("DELETE", key, "", |_| Ok(()))?;
+        let r = self.request("DELETE", key, "", |_| Ok(()), &[])?;
         match r.status {
             200 | 204 | 404 => Ok(()),
             _ => Err(self.refused("DELETE", key, &r)),
@@ -538,8 +658,10 @@ impl Bucket {
         key: &str,
         query: &str,
         mut after: impl FnMut(&mut Easy) -> io::Result<()>,
+        headers: &[&str],
     ) -> io::Result<Response> {
         self.attempts(method, key, |easy| {
+            easy.http_headers(self.headers(headers)?)?;
             match method {
                 "HEAD" => easy.nobody(true)?,
                 m => easy.custom_request(m)?,
@@ -670,6 +792,18 @@ impl Bucket {
 fn keep_start(kept: &mut Vec<u8>, data: &[u8]) {
     let room = MAX_ERROR_BODY.saturating_sub(kept.len());
     kept.extend_from_slice(&data[..data.len().min(room)]);
+}
+
+/// The value of the header `name` if `line` is that header (not a status line).
+fn header_value(line: &[u8], name: &str) -> Option<String> {
+    if status_of(line).is_some() {
+        return None;
+    }
+    let line = std::str::from_utf8(line).ok()?;
+    let (n, v) = line.split_once(':')?;
+    n.trim()
+        .eq_ignore_ascii_case(name)
+        .then(|| v.trim().to_string())
 }
 
 /// The status of a status line (`HTTP/1.1 200 OK`), `None` for any other header line.

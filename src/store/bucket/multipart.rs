@@ -4,7 +4,7 @@
 //! completed with `If-None-Match: *` (create-only, as a single PUT is), and aborted when any
 //! part fails: no half object is ever visible under the object's name.
 
-use super::{encode, error_of, keep_start, status_of, Bucket, Put, Response};
+use super::{encode, error_of, header_value, keep_start, Bucket, Put, Response};
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 use std::fs::File;
@@ -256,7 +256,7 @@ impl Bucket {
     /// `DELETE KEY?uploadId=ID`: the parts uploaded so far are dropped.
     fn abort(&self, key: &str, id: &str) -> io::Result<()> {
         let query = format!("uploadId={}", encode(id));
-        let r = self.request("DELETE", key, &query, |_| Ok(()))?;
+        let r = self.request("DELETE", key, &query, |_| Ok(()), &[])?;
         match r.status {
             200 | 204 | 404 => Ok(()),
             _ => Err(self.refused("DELETE (abort an upload)", key, &r)),
@@ -301,18 +301,6 @@ impl Bucket {
             })
         })
     }
-}
-
-/// The value of the header `name` (lower-case) if `line` is that header.
-fn header_value(line: &[u8], name: &str) -> Option<String> {
-    let line = std::str::from_utf8(line).ok()?;
-    if status_of(line.as_bytes()).is_some() {
-        return None;
-    }
-    let (n, v) = line.split_once(':')?;
-    n.trim()
-        .eq_ignore_ascii_case(name)
-        .then(|| v.trim().to_string())
 }
 
 fn xml_escape(s: &str) -> String {
