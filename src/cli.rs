@@ -742,6 +742,11 @@ pub struct SourceArgs {
     /// whatever the streams.
     #[arg(long, value_name = "N", default_value_t = crate::net::DEFAULT_STREAMS)]
     pub streams: usize,
+    /// Speak HTTP/2 from the first byte to http:// URLs (prior knowledge, RFC 9113 §3.3), for a
+    /// cleartext source that speaks only HTTP/2; its resources then come as --streams of few
+    /// connections. https:// sources get HTTP/2 when ALPN offers it, without this.
+    #[arg(long)]
+    pub http2_prior_knowledge: bool,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
     /// source whose certificate a private CA signed (documents and resources alike). Proxies:
     /// curl's http_proxy, https_proxy, all_proxy and no_proxy variables, for both.
@@ -985,6 +990,7 @@ impl SourceArgs {
             max_duration: self.max_duration,
             bwlimit: self.bwlimit,
             streams: self.streams,
+            http2_prior_knowledge: self.http2_prior_knowledge,
             min_free: self.min_free,
             ca_file: self.ca_file.clone(),
         };

@@ -93,6 +93,8 @@ pub struct SourceOptions {
     pub bwlimit: Option<u64>,
     /// `--streams`: requests in flight to an HTTP/2 source.
     pub streams: usize,
+    /// `--http2-prior-knowledge`.
+    pub http2_prior_knowledge: bool,
 }
 
 /// The most `--streams`: each in flight holds a staging file and a receive buffer.
@@ -213,6 +215,7 @@ impl SourceSettings {
                 max_duration: a.max_duration,
                 bwlimit: a.bwlimit.filter(|r| *r > 0),
                 streams: streams(a.streams)?,
+                http2_prior_knowledge: a.http2_prior_knowledge,
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

@@ -60,6 +60,9 @@ pub struct HttpConfig {
     /// `--streams`: requests in flight to a host that speaks HTTP/2, as streams of the
     /// connections open (`--jobs` counts HTTP/1.1 connections).
     pub streams: usize,
+    /// `--http2-prior-knowledge`: http:// URLs are asked over HTTP/2 from the first byte
+    /// (RFC 9113 §3.3), for a cleartext source that speaks only HTTP/2.
+    pub http2_prior_knowledge: bool,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -112,6 +115,7 @@ impl Default for HttpConfig {
             max_duration: None,
             bwlimit: None,
             streams: crate::net::DEFAULT_STREAMS,
+            http2_prior_knowledge: false,
         }
     }
 }
@@ -303,9 +307,15 @@ impl Http {
     }
 
     /// `--delay`: reserve the next request slot for `host`, and say when it comes (`None`
-    /// without a delay).
+    /// without a delay, unless the host asked for time: [`Http::hold_host`]).
     pub(crate) fn take_turn(&self, host: &str) -> Option<Instant> {
         self.pacing.reserve(host)
+    }
+
+    /// `host` answered 429 or 503: no new request goes to it for `wait` (its `Retry-After`, or
+    /// the backoff), whichever transfer asks.
+    pub(crate) fn hold_host(&self, host: &str, wait: Duration) {
+        self.pacing.hold(host, Instant::now() + wait);
     }
 
     /// GET with retries and scope-checked redirects; conditional when validators are given.
@@ -424,7 +434,18 @@ impl Http {
                 Err((error, false)) => return Err(error),
             };
             match retries.next_wait(retry_after) {
-                Some(wait) => std::thread::sleep(wait),
+                Some(wait) => {
+                    if matches!(
+                        error,
+                        FetchError::Status {
+                            status: 429 | 503,
+                            ..
+                        }
+                    ) {
+                        self.hold_host(url.host_str().unwrap_or(""), wait);
+                    }
+                    std::thread::sleep(wait)
+                }
                 None => return Err(error),
             }
         }
@@ -788,10 +809,13 @@ fn percent_decode(s: &str) -> Vec<u8> {
     out
 }
 
-/// `--delay`: the earliest start of the next request, per host.
+/// `--delay`: the earliest start of the next request, per host; and a host that asked for
+/// time (429 or 503, with or without `Retry-After`) gets no new request before then, from any
+/// transfer (RFC 9110 §10.2.3: the wait is asked of the client, not of one request).
 struct HostPacing {
     delay: Duration,
     next: Mutex<HashMap<String, Instant>>,
+    held: Mutex<HashMap<String, Instant>>,
 }
 
 impl HostPacing {
@@ -799,7 +823,21 @@ impl HostPacing {
         HostPacing {
             delay,
             next: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// No new request to `host` before `until` (the latest such time asked holds).
+    fn hold(&self, host: &str, until: Instant) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let at = held.entry(host.to_string()).or_insert(until);
+        *at = (*at).max(until);
+    }
+
+    /// When `host` takes requests again, if it asked for time that has not passed.
+    fn held_until(&self, host: &str, now: Instant) -> Option<Instant> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.get(host).copied().filter(|&t| t > now)
     }
 
     /// Reserve the next slot for `host` and sleep until it comes.
@@ -811,12 +849,14 @@ impl HostPacing {
 
     /// Reserve the next slot for `host`: when it comes (`None` without a delay).
     fn reserve(&self, host: &str) -> Option<Instant> {
-        if self.delay.is_zero() {
-            return None;
-        }
         let now = Instant::now();
+        let held = self.held_until(host, now);
+        if self.delay.is_zero() {
+            return held;
+        }
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         let start = next.get(host).map_or(now, |&t| t.max(now));
+        let start = held.map_or(start, |h| h.max(start));
         next.insert(host.to_string(), start + self.delay);
         Some(start)
     }
@@ -916,6 +956,7 @@ pub(crate) mod test_server {
             max_duration: None,
             bwlimit: None,
             streams: crate::net::DEFAULT_STREAMS,
+            http2_prior_knowledge: false,
         }
     }
 

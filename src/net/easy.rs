@@ -67,6 +67,9 @@ pub(crate) fn configure_get<H>(
     }
     easy.http_headers(headers)?;
     trust(easy, cfg)?;
+    if cfg.http2_prior_knowledge && url.scheme() == "http" {
+        easy.http_version(curl::easy::HttpVersion::V2PriorKnowledge)?;
+    }
     easy.connect_timeout(cfg.timeout)?;
     Ok(())
 }

@@ -592,6 +592,17 @@ impl<'h, T> Transfers<'h, T> {
             }
             Step::Retry(error, retry_after) => match get.retries.next_wait(retry_after) {
                 Some(wait) => {
+                    // A host that asks for time gets it from every transfer, not this one only.
+                    if matches!(
+                        error,
+                        FetchError::Status {
+                            status: 429 | 503,
+                            ..
+                        }
+                    ) {
+                        let host = get.hops.current.host_str().unwrap_or("");
+                        self.http.hold_host(host, wait);
+                    }
                     // Another attempt starts over from the URL asked for.
                     get.hops = Hops::new(&get.request.url);
                     self.paused.push((Instant::now() + wait, get));

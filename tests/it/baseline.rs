@@ -378,6 +378,63 @@ fn retry_after_is_honoured() {
     );
 }
 
+/// A 429 (or 503) with `Retry-After` asks the client, not one request, for time: no new request
+/// goes to the host until it has passed, whichever transfer would send it; those already under
+/// way finish.
+#[test]
+fn retry_after_holds_every_request_to_the_host() {
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 40, 1000);
+    let srv = TestServer::start(src.path());
+    srv.set_delay(Duration::from_millis(30));
+    srv.set_rule(
+        "/res/000005",
+        Rule::FailThen {
+            status: 429,
+            times: 1,
+            retry_after: Some("2".into()),
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/resourcelist.xml"), dir.path())
+        .args(["-q", "-j", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 40);
+    let requests = srv.requests();
+    let refused = requests
+        .iter()
+        .find(|r| r.status == 429)
+        .expect("the 429 was sent")
+        .at;
+    // Up to three requests were under way beside the refused one (-j 4) and may land in the
+    // first moments; after those, nothing until the two seconds have passed.
+    let asked_too_soon: Vec<Duration> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/res/") && r.at > refused)
+        .map(|r| r.at - refused)
+        .filter(|d| *d > Duration::from_millis(500) && *d < Duration::from_millis(1900))
+        .collect();
+    assert!(
+        asked_too_soon.is_empty(),
+        "requested {asked_too_soon:?} after the 429"
+    );
+    let after: Vec<Duration> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/res/") && r.at > refused)
+        .map(|r| r.at - refused)
+        .collect();
+    assert!(
+        after
+            .iter()
+            .filter(|d| **d >= Duration::from_millis(1900))
+            .count()
+            >= 30,
+        "{after:?}"
+    );
+}
+
 #[test]
 fn a_stalled_server_cannot_hang_the_run() {
     let srv = TestServer::start(testdata("sample"));

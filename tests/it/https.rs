@@ -398,7 +398,9 @@ s.serve_forever()
 ";
 
 impl Nginx {
-    fn start(root: &Path, cert: &Path, key: &Path, pause: &str) -> Option<Nginx> {
+    /// nginx over TLS with HTTP/2 offered by ALPN (`tls`: certificate and key), or, without,
+    /// HTTP/2 in cleartext only (h2c: a client must know beforehand).
+    fn start(root: &Path, tls: Option<(&Path, &Path)>, pause: &str) -> Option<Nginx> {
         if Command::new("nginx").arg("-v").output().is_err() {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -444,15 +446,20 @@ impl Nginx {
                client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f;\n\
                uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;\n\
                server {{\n\
-                 listen 127.0.0.1:{port} ssl http2;\n\
-                 ssl_certificate {cert}; ssl_certificate_key {key};\n\
+                 {listen}\n\
                  root {root};\n\
                  location /res/ {{ proxy_pass http://127.0.0.1:{slow_port}; }}\n\
                }}\n\
              }}\n",
             log = format_args!("{} streams", log.display()),
-            cert = cert.display(),
-            key = key.display(),
+            listen = match tls {
+                Some((cert, key)) => format!(
+                    "listen 127.0.0.1:{port} ssl http2; ssl_certificate {}; ssl_certificate_key {};",
+                    cert.display(),
+                    key.display()
+                ),
+                None => format!("listen 127.0.0.1:{port} http2;"),
+            },
             root = root.display(),
         );
         let path = dir.path().join("nginx.conf");
@@ -540,12 +547,11 @@ fn an_http2_source_is_fetched_as_streams_of_few_connections() {
     let src = tempfile::tempdir().unwrap();
     // 60 resources of 2 KB, each answered after a fifth of a second.
     generate_source(src.path(), 60, 2_000);
-    let Some(srv) = Nginx::start(
-        src.path(),
-        &certs.path().join("h2-server.pem"),
-        &certs.path().join("h2-server.key"),
-        "0.2",
-    ) else {
+    let (cert, key) = (
+        certs.path().join("h2-server.pem"),
+        certs.path().join("h2-server.key"),
+    );
+    let Some(srv) = Nginx::start(src.path(), Some((&cert, &key)), "0.2") else {
         return;
     };
     let base = format!("https://127.0.0.1:{}/", srv.port);
@@ -602,4 +608,41 @@ fn an_http2_source_is_fetched_as_streams_of_few_connections() {
     // The first requests, before the protocol is known, may be under way together.
     let later: Vec<_> = requests[requests.len() / 2..].to_vec();
     assert!(most_at_once(&later) <= 1, "{requests:?}");
+}
+
+/// A cleartext source that speaks only HTTP/2 (nginx `listen ... http2` without TLS: h2c with
+/// prior knowledge) is refused as not HTTP/1.1 without `--http2-prior-knowledge`, and with it
+/// fetched over HTTP/2 as streams of few connections, documents and resources alike.
+#[test]
+fn a_cleartext_http2_source_is_fetched_with_prior_knowledge() {
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 40, 2_000);
+    let Some(srv) = Nginx::start(src.path(), None, "0.1") else {
+        return;
+    };
+    let base = format!("http://127.0.0.1:{}/", srv.port);
+    let list = src.path().join("resourcelist.xml");
+    let xml = std::fs::read_to_string(&list).unwrap();
+    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
+    let source = format!("{base}resourcelist.xml");
+    let dir = tempfile::tempdir().unwrap();
+
+    let out = baseline(&source, &dir.path().join("h1")).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains(&source), "{}", stderr_of(&out));
+
+    let mirror = dir.path().join("h2");
+    let out = baseline(&source, &mirror)
+        .args(["--http2-prior-knowledge", "-j", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 40);
+    let requests = srv.resource_requests();
+    assert_eq!(requests.len(), 40);
+    assert!(requests.iter().all(|r| r.1 == "HTTP/2.0"), "{requests:?}");
+    let connections: std::collections::HashSet<&str> =
+        requests.iter().map(|r| r.0.as_str()).collect();
+    assert!(connections.len() <= 2, "{} connections", connections.len());
+    assert!(most_at_once(&requests) > 2, "{requests:?}");
 }
