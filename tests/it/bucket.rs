@@ -790,6 +790,7 @@ fn a_bucket_that_goes_away_mid_run_stops_it_and_the_next_run_completes() {
     let committed = current(&m).len();
     assert!(committed < 60, "{committed}");
     sw.start_again();
+    sw.wait_readable("n/");
     consistent_in_bucket(&sw, &m, "n");
     // Once it is back, the same command completes.
     srv.set_delay(std::time::Duration::ZERO);
@@ -858,4 +859,44 @@ fn a_bucket_mirror_is_repaired_from_another_copy_offline() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(std::fs::read(&path).unwrap(), good);
+}
+
+#[test]
+fn virtual_host_addressing_reaches_the_same_bucket() {
+    let Some(sw) = Seaweed::start() else { return };
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let port = sw.endpoint.rsplit(':').next().unwrap().to_string();
+    let mut c = rsmirror();
+    sw.env(&mut c)
+        .env("AWS_ENDPOINT_URL", format!("http://localhost:{port}"))
+        .env("RSMIRROR_S3_ADDRESSING_STYLE", "virtual");
+    let out = c
+        .args(["baseline", &srv.url("/capabilitylist.xml"), "--objects"])
+        .arg(format!("s3://{BUCKET}/vh"))
+        .arg("--mirror")
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // Read back path-style: the same objects, where the layout says.
+    assert_eq!(objects_in(&sw, "vh").len(), 5);
+    consistent_in_bucket(&sw, &m, "vh");
+    let mut c = rsmirror();
+    sw.env(&mut c)
+        .env("AWS_ENDPOINT_URL", format!("http://localhost:{port}"))
+        .env("RSMIRROR_S3_ADDRESSING_STYLE", "nonsense");
+    let out = c
+        .args(["audit", "--offline", "--mirror"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("RSMIRROR_S3_ADDRESSING_STYLE"),
+        "{}",
+        stderr_of(&out)
+    );
 }

@@ -105,6 +105,9 @@ impl Seaweed {
                 "-s3.port.iceberg=0".into(),
                 "-s3.port.lance=0".into(),
                 "-webdav=false".into(),
+                // Virtual-host addressing too: BUCKET.localhost (which libcurl resolves to the
+                // loopback itself).
+                "-s3.domainName=localhost".into(),
                 format!("-s3.config={}", config.display()),
                 format!("-bucket={BUCKET}"),
             ]
@@ -258,12 +261,26 @@ impl Seaweed {
         assert_eq!(status, 200, "PUT {key}: {}", String::from_utf8_lossy(&body));
     }
 
-    /// The object at `key`, `None` when there is none.
+    /// The object at `key`, `None` when there is none. A 5xx is asked again for a while (a
+    /// server just started again loads its volumes after it answers).
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
-        match self.request("GET", key, None, &[]) {
-            (200, body) => Some(body),
-            (404, _) => None,
-            (s, body) => panic!("GET {key}: {s} {}", String::from_utf8_lossy(&body)),
+        let started = Instant::now();
+        loop {
+            match self.request("GET", key, None, &[]) {
+                (200, body) => return Some(body),
+                (404, _) => return None,
+                (s, _) if s >= 500 && started.elapsed() < Duration::from_secs(30) => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                (s, body) => panic!("GET {key}: {s} {}", String::from_utf8_lossy(&body)),
+            }
+        }
+    }
+
+    /// Wait until every object under `prefix` can be read (after [`Seaweed::start_again`]).
+    pub fn wait_readable(&self, prefix: &str) {
+        for key in self.keys(prefix) {
+            self.get(&key);
         }
     }
 
@@ -297,7 +314,15 @@ impl Seaweed {
     /// Every key under `prefix` (one page: the tests keep fewer than 1,000).
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         let q = format!("?list-type=2&prefix={}", prefix.replace('/', "%2F"));
-        let (status, body) = self.request("GET", &q, None, &[]);
+        let started = Instant::now();
+        let (status, body) = loop {
+            match self.request("GET", &q, None, &[]) {
+                (s, _) if s >= 500 && started.elapsed() < Duration::from_secs(30) => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                answer => break answer,
+            }
+        };
         let body = String::from_utf8_lossy(&body).into_owned();
         assert_eq!(status, 200, "LIST {prefix}: {body}");
         body.split("<Key>")
