@@ -37,7 +37,14 @@ pub(crate) fn configure_get<H>(
     target.set_fragment(None);
     easy.url(target.as_str())?;
     only_http(easy)?;
-    check_reused_connections(easy)?;
+    // The out-of-step check is HTTP/1.1's: on an HTTP/2 connection (here, cleartext with prior
+    // knowledge) other streams' frames wait on the socket by design, and a request seeing them
+    // would be refused (every one, under load). HTTP/2 frames carry their stream: nothing can
+    // be taken for another response.
+    let http2_known = cfg.http2_prior_knowledge && url.scheme() == "http";
+    if !http2_known {
+        check_reused_connections(easy)?;
+    }
     if fresh {
         easy.fresh_connect(true)?;
     }

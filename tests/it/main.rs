@@ -22,6 +22,7 @@ mod fs_faults;
 mod fuzz;
 mod guard;
 mod hostile;
+mod hostile_h2;
 mod hostile_http;
 mod https;
 mod incremental;

@@ -1,0 +1,121 @@
+"""An HTTP/2 server in cleartext (h2c, prior knowledge) that misbehaves, for tests/it/hostile_h2.rs.
+
+    python3 h2_server.py ROOT MODE LOG
+
+Serves the files under ROOT. Prints its port on the first line of stdout. Writes one line per
+request to LOG: connection number, stream id, start and end times (seconds), path, what was done.
+
+MODE:
+  hostile     /res/000003: headers and half the body, then RST_STREAM (INTERNAL_ERROR);
+              /res/000007: a body 100 bytes longer than its content-length;
+              every other file as it is.
+  goaway      every connection serves 10 requests, then GOAWAY and the connection closes.
+  settings    a flood of 2,000 SETTINGS frames before each response.
+"""
+
+import asyncio
+import os
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.settings
+
+ROOT, MODE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
+log = open(LOG, "a", buffering=1)
+connections = 0
+
+
+async def respond(conn, writer, stream_id, path, number):
+    start = time.time()
+    what = "ok"
+    file = os.path.join(ROOT, path.lstrip("/"))
+    if not os.path.isfile(file):
+        conn.send_headers(stream_id, [(":status", "404"), ("content-length", "0")], end_stream=True)
+        writer.write(conn.data_to_send())
+        return
+    body = open(file, "rb").read()
+    if MODE == "settings":
+        for _ in range(2000):
+            conn.update_settings({h2.settings.SettingCodes.HEADER_TABLE_SIZE: 4096})
+        writer.write(conn.data_to_send())
+    headers = [(":status", "200"), ("content-length", str(len(body)))]
+    if MODE == "hostile" and path == "/res/000003":
+        conn.send_headers(stream_id, headers)
+        conn.send_data(stream_id, body[: len(body) // 2])
+        writer.write(conn.data_to_send())
+        await writer.drain()
+        conn.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.INTERNAL_ERROR)
+        what = "reset"
+    elif MODE == "hostile" and path == "/res/000007":
+        conn.send_headers(stream_id, headers)
+        conn.send_data(stream_id, body + b"x" * 100, end_stream=True)
+        what = "long"
+    else:
+        conn.send_headers(stream_id, headers)
+        conn.send_data(stream_id, body, end_stream=True)
+    writer.write(conn.data_to_send())
+    await writer.drain()
+    log.write(f"{number} {stream_id} {start:.4f} {time.time():.4f} {path} {what}\n")
+
+
+async def serve(reader, writer):
+    global connections
+    connections += 1
+    number = connections
+    config = h2.config.H2Configuration(
+        client_side=False, validate_outbound_headers=False, normalize_outbound_headers=False
+    )
+    conn = h2.connection.H2Connection(config=config)
+    conn.initiate_connection()
+    writer.write(conn.data_to_send())
+    served = 0
+    tasks = []
+    try:
+        while True:
+            try:
+                data = await reader.read(65536)
+            except (ConnectionError, OSError):
+                break
+            if not data:
+                break
+            try:
+                events = conn.receive_data(data)
+            except Exception:
+                break
+            for event in events:
+                if isinstance(event, h2.events.RequestReceived):
+                    path = dict((k.decode() if isinstance(k, bytes) else k,
+                                 v.decode() if isinstance(v, bytes) else v)
+                                for k, v in event.headers)[":path"]
+                    served += 1
+                    if MODE == "goaway" and served > 10:
+                        conn.close_connection(last_stream_id=event.stream_id - 2)
+                        writer.write(conn.data_to_send())
+                        await writer.drain()
+                        await asyncio.gather(*tasks, return_exceptions=True)
+                        writer.close()
+                        return
+                    tasks.append(asyncio.ensure_future(
+                        respond(conn, writer, event.stream_id, path, number)))
+            writer.write(conn.data_to_send())
+            await writer.drain()
+    finally:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            writer.close()
+        except Exception:
+            pass
+
+
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+asyncio.run(main())

@@ -1,0 +1,203 @@
+//! HTTP/2 misbehaviour (issue 46), against a server that speaks HTTP/2 in cleartext with prior
+//! knowledge (`tests/it/h2_server.py`, Python's `h2`, which `.ci/run` installs into
+//! `.ci/venv`): a stream reset mid-body and a body longer than its content-length should fail
+//! only their resource, with no wrong bytes stored; a GOAWAY mid-run should retry only the
+//! requests it concerns; a flood of SETTINGS ends in bounded time with every stored byte right.
+//! The first two are ignored: they show what is still wrong (see their reasons); run them with
+//! `cargo test --test it hostile_h2 -- --ignored`.
+
+use crate::support::*;
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A Python with `h2`: `.ci/venv/bin/python3`, else one on PATH (or in `RSMIRROR_VALIDATORS`).
+fn python_with_h2() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("RSMIRROR_VALIDATORS") {
+        candidates.push(PathBuf::from(d).join("python3"));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python3"));
+    candidates.push("python3".into());
+    for python in candidates {
+        let ok = Command::new(&python)
+            .args(["-c", "import h2"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(python);
+        }
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "Python's h2 is missing: .ci/run installs it into .ci/venv"
+    );
+    eprintln!("SKIPPED: no Python with h2 (bash .ci/run installs it): the HTTP/2 misbehaviour tests did not run");
+    None
+}
+
+struct H2Server {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl H2Server {
+    fn start(root: &Path, mode: &str) -> Option<H2Server> {
+        let python = python_with_h2()?;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        let mut child = Command::new(python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/h2_server.py"))
+            .arg(root)
+            .arg(mode)
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the h2 server's port");
+        Some(H2Server {
+            child,
+            port,
+            log,
+            _dir: dir,
+        })
+    }
+
+    /// (connection, stream, start, end, path, what) of every request answered.
+    fn requests(&self) -> Vec<(u32, u32, f64, f64, String, String)> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (
+                    f[0].parse().unwrap(),
+                    f[1].parse().unwrap(),
+                    f[2].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                    f[4].to_string(),
+                    f[5].to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for H2Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A source of `n` resources of 2,000 bytes served by the h2 server in `mode`: (source files,
+/// server, Resource List URL).
+fn source(n: usize, mode: &str) -> Option<(tempfile::TempDir, H2Server, String)> {
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), n, 2_000);
+    let srv = H2Server::start(src.path(), mode)?;
+    let base = format!("http://127.0.0.1:{}/", srv.port);
+    let list = src.path().join("resourcelist.xml");
+    let xml = std::fs::read_to_string(&list).unwrap();
+    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
+    Some((src, srv, format!("{base}resourcelist.xml")))
+}
+
+/// Every current state holds the bytes of its file in `src`.
+fn no_wrong_bytes(mirror: &Path, src: &Path) {
+    use sha2::Digest as _;
+    for (url, sha) in current(mirror) {
+        let name = url.rsplit('/').next().unwrap();
+        let bytes = std::fs::read(src.join("res").join(name)).unwrap();
+        assert_eq!(sha, hex::encode(sha2::Sha256::digest(&bytes)), "{url}");
+    }
+    assert_consistent(mirror);
+}
+
+fn run(source: &str, mirror: &Path, args: &[&str]) -> std::process::Output {
+    baseline(source, mirror)
+        .arg("--http2-prior-knowledge")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "issue 46, open: the body past its content-length often fails the other streams of \
+            its connection too (a connection-level error in libcurl/nghttp2), and with \
+            --tries 2 they fail for good; innocent streams should go again without counting"]
+fn a_stream_reset_mid_body_or_a_body_past_its_length_fails_only_its_resource() {
+    let Some((src, _srv, list)) = source(20, "hostile") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = run(&list, dir.path(), &["-j", "2", "--tries", "2"]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let held = current(dir.path());
+    assert_eq!(held.len(), 18, "{held:?}");
+    assert!(!held
+        .keys()
+        .any(|u| u.ends_with("/000003") || u.ends_with("/000007")));
+    let said = stderr_of(&out);
+    assert!(
+        said.contains("/res/000003") && said.contains("/res/000007"),
+        "{said}"
+    );
+    no_wrong_bytes(dir.path(), src.path());
+}
+
+#[test]
+#[ignore = "issue 46, open: requests queued on a connection the server closes after its GOAWAY \
+            fail with a broken pipe and use up their tries; streams a GOAWAY did not process \
+            should go again on a new connection without counting"]
+fn a_goaway_mid_run_retries_only_the_requests_it_concerns() {
+    // 20 resources; every connection serves 10 requests, then GOAWAY: the rest go again.
+    let Some((src, srv, list)) = source(20, "goaway") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&list, dir.path(), &["-j", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 20);
+    no_wrong_bytes(dir.path(), src.path());
+    let requests = srv.requests();
+    // Each resource answered once: what a GOAWAY cut off went again, nothing else did.
+    let mut paths: Vec<&str> = requests
+        .iter()
+        .map(|r| r.4.as_str())
+        .filter(|p| p.starts_with("/res/"))
+        .collect();
+    paths.sort();
+    let n = paths.len();
+    paths.dedup();
+    assert_eq!((n, paths.len()), (20, 20), "{requests:?}");
+    let connections: std::collections::HashSet<u32> = requests.iter().map(|r| r.0).collect();
+    assert!(connections.len() >= 2, "{} connections", connections.len());
+}
+
+#[test]
+fn a_flood_of_settings_ends_in_bounded_time_with_no_wrong_bytes() {
+    let Some((src, _srv, list)) = source(10, "settings") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = run(&list, dir.path(), &["-j", "2", "--timeout", "5"]);
+    assert!(started.elapsed() < Duration::from_secs(90));
+    assert!(
+        matches!(out.status.code(), Some(0 | 3 | 4)),
+        "{}",
+        stderr_of(&out)
+    );
+    no_wrong_bytes(dir.path(), src.path());
+}
