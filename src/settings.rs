@@ -215,7 +215,18 @@ impl SourceSettings {
                 max_duration: a.max_duration,
                 bwlimit: a.bwlimit.filter(|r| *r > 0),
                 streams: streams(a.streams)?,
-                http2_prior_knowledge: a.http2_prior_knowledge,
+                http2_prior_knowledge: match a.http2_prior_knowledge {
+                    true if !crate::net::easy::h2c_works() => {
+                        return Err(UsageError(format!(
+                            "--http2-prior-knowledge: this build links libcurl {}, which fails \
+                             every request after the first on such a connection (fixed in \
+                             libcurl 8.0): build with --features curl-sys/static-curl, or leave \
+                             the option out",
+                            curl::Version::get().version()
+                        )))
+                    }
+                    given => given,
+                },
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given

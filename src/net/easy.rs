@@ -76,33 +76,17 @@ pub(crate) fn configure_get<H>(
     trust(easy, cfg)?;
     if http2_known {
         easy.http_version(curl::easy::HttpVersion::V2PriorKnowledge)?;
-        if !h2c_reuse_works() {
-            easy.forbid_reuse(true)?;
-        }
     }
     easy.connect_timeout(cfg.timeout)?;
     Ok(())
 }
 
-/// Whether the linked libcurl can send a second request on a cleartext HTTP/2 connection made
-/// with prior knowledge: libcurl 7.88 fails it ("Error in the HTTP2 framing layer", the curl
-/// tool alike; fixed by 8.0). Where it cannot, each such request goes on a connection of its
-/// own (said once): slower, never wrong.
-pub(crate) fn h2c_reuse_works() -> bool {
-    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WORKS.get_or_init(|| {
-        let version = curl::Version::get();
-        let works = version.version_num() >= 0x08_00_00;
-        if !works {
-            crate::report::say(&format!(
-                "rsmirror: warning: --http2-prior-knowledge: libcurl {} cannot send a second \
-                 request on a cleartext HTTP/2 connection (fixed in libcurl 8.0): every request \
-                 goes on a connection of its own",
-                version.version()
-            ));
-        }
-        works
-    })
+/// Whether the linked libcurl speaks HTTP/2 with prior knowledge soundly: libcurl 7.88 fails
+/// every request after the first on such a connection ("Error in the HTTP2 framing layer", the
+/// curl tool alike), and under load fresh connections too; 8.0 and later do not. Where it does
+/// not, `--http2-prior-knowledge` is refused (`settings`).
+pub(crate) fn h2c_works() -> bool {
+    curl::Version::get().version_num() >= 0x08_00_00
 }
 
 /// `--ca-file`: its authorities instead of the usual ones. The curl crate points every new

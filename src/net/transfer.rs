@@ -435,12 +435,7 @@ impl<'h, T> Transfers<'h, T> {
         if no_reuse {
             easy.forbid_reuse(true)?;
         }
-        // Waiting for a connection to share is no use where none may be shared (h2c on an old
-        // libcurl: `net::easy::h2c_reuse_works`).
-        let unshared = cfg.http2_prior_knowledge
-            && url.scheme() == "http"
-            && !crate::net::easy::h2c_reuse_works();
-        if self.multiplexed && !unshared {
+        if self.multiplexed {
             easy.pipewait(true)?;
         }
         // Reads of up to this much a system call for a body that may be large (libcurl's

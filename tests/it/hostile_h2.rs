@@ -101,6 +101,11 @@ impl Drop for H2Server {
 /// A source of `n` resources of 2,000 bytes served by the h2 server in `mode`: (source files,
 /// server, Resource List URL).
 fn source(n: usize, mode: &str) -> Option<(tempfile::TempDir, H2Server, String)> {
+    if libcurl_major() < 8 {
+        // rsmirror refuses --http2-prior-knowledge there (https.rs tests the refusal).
+        eprintln!("SKIPPED: this build links a libcurl before 8.0, which does not speak h2c soundly: the HTTP/2 misbehaviour tests did not run");
+        return None;
+    }
     let src = tempfile::tempdir().unwrap();
     generate_source(src.path(), n, 2_000);
     let srv = H2Server::start(src.path(), mode)?;

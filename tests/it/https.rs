@@ -638,6 +638,16 @@ fn a_cleartext_http2_source_is_fetched_with_prior_knowledge() {
         .args(["--http2-prior-knowledge", "-j", "2"])
         .output()
         .unwrap();
+    if libcurl_major() < 8 {
+        // libcurl 7.88 fails every request after the first on such a connection: refused.
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains("fixed in libcurl 8.0"),
+            "{}",
+            stderr_of(&out)
+        );
+        return;
+    }
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(current(&mirror).len(), 300);
     let requests = srv.resource_requests();
@@ -645,31 +655,6 @@ fn a_cleartext_http2_source_is_fetched_with_prior_knowledge() {
     assert!(requests.iter().all(|r| r.1 == "HTTP/2.0"), "{requests:?}");
     let connections: std::collections::HashSet<&str> =
         requests.iter().map(|r| r.0.as_str()).collect();
-    if libcurl_major() < 8 {
-        // libcurl 7.88 cannot send a second request on such a connection: one each, said.
-        assert!(
-            stderr_of(&out).contains("cannot send a second request"),
-            "{}",
-            stderr_of(&out)
-        );
-        assert_eq!(connections.len(), 300);
-        return;
-    }
     assert!(connections.len() <= 2, "{} connections", connections.len());
     assert!(most_at_once(&requests) > 2, "{requests:?}");
-}
-
-/// The major version of the libcurl the binary links (`rsmirror --version`).
-fn libcurl_major() -> u32 {
-    let out = rsmirror().arg("--version").output().unwrap();
-    let text = stdout_of(&out);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("libcurl "))
-        .unwrap_or_else(|| panic!("no libcurl in --version: {text}"));
-    line["libcurl ".len()..]
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .expect("a libcurl version")
 }

@@ -512,3 +512,18 @@ pub fn valid(validator: &jsonschema::Validator, doc: &serde_json::Value) {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
 }
+
+/// The major version of the libcurl the binary links (`rsmirror --version`).
+pub fn libcurl_major() -> u32 {
+    let out = rsmirror().arg("--version").output().unwrap();
+    let text = stdout_of(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("libcurl "))
+        .unwrap_or_else(|| panic!("no libcurl in --version: {text}"));
+    line["libcurl ".len()..]
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .expect("a libcurl version")
+}
