@@ -100,6 +100,20 @@ pub struct SourceOptions {
 /// The most `--streams`: each in flight holds a staging file and a receive buffer.
 const MAX_STREAMS: usize = 1000;
 
+/// `--http2-prior-knowledge`, checked: refused where the linked libcurl does not speak it
+/// soundly ([`crate::net::easy::h2c_works`]).
+fn http2_prior_knowledge(given: bool) -> Result<bool, UsageError> {
+    if given && !crate::net::easy::h2c_works() {
+        return Err(UsageError(format!(
+            "--http2-prior-knowledge: this build links libcurl {}, which fails every request \
+             after the first on such a connection (fixed in libcurl 8.0): build with \
+             --features curl-sys/static-curl, or leave the option out",
+            curl::Version::get().version()
+        )));
+    }
+    Ok(given)
+}
+
 /// `--streams N`, checked: 1 to [`MAX_STREAMS`].
 fn streams(n: usize) -> Result<usize, UsageError> {
     match n {
@@ -215,18 +229,7 @@ impl SourceSettings {
                 max_duration: a.max_duration,
                 bwlimit: a.bwlimit.filter(|r| *r > 0),
                 streams: streams(a.streams)?,
-                http2_prior_knowledge: match a.http2_prior_knowledge {
-                    true if !crate::net::easy::h2c_works() => {
-                        return Err(UsageError(format!(
-                            "--http2-prior-knowledge: this build links libcurl {}, which fails \
-                             every request after the first on such a connection (fixed in \
-                             libcurl 8.0): build with --features curl-sys/static-curl, or leave \
-                             the option out",
-                            curl::Version::get().version()
-                        )))
-                    }
-                    given => given,
-                },
+                http2_prior_knowledge: http2_prior_knowledge(a.http2_prior_knowledge)?,
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given
