@@ -900,3 +900,51 @@ fn virtual_host_addressing_reaches_the_same_bucket() {
         stderr_of(&out)
     );
 }
+
+#[test]
+fn a_baseline_into_a_bucket_sigkilled_mid_way_loses_nothing() {
+    let Some(sw) = Seaweed::start() else { return };
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 60, 4096);
+    let srv = TestServer::start(src.path());
+    srv.set_delay(std::time::Duration::from_millis(40));
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let list = srv.url("/resourcelist.xml");
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
+    first
+        .env("AWS_ACCESS_KEY_ID", crate::seaweed::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", crate::seaweed::SECRET_KEY)
+        .env("AWS_ENDPOINT_URL", &sw.endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_CA_BUNDLE")
+        .args([
+            "baseline",
+            &list,
+            "--objects",
+            &format!("s3://{BUCKET}/s"),
+            "-q",
+            "--mirror",
+        ])
+        .arg(&m);
+    let mut first = first.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while sw.keys("s/objects/").len() < 10 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "nothing uploaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SIGKILL: no handler, no clean-up, the lease left in the bucket.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    consistent_in_bucket(&sw, &m, "s");
+    srv.set_delay(std::time::Duration::ZERO);
+    ok(&sw, &m, &["baseline", &list, "-q"]);
+    assert_eq!(current(&m).len(), 60);
+    consistent_in_bucket(&sw, &m, "s");
+    no_local_objects(&m);
+    let out = run(&sw, &m, &["audit", "--offline", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
