@@ -681,7 +681,9 @@ pub struct SourceArgs {
     /// Connect and read timeout, in seconds (default 30). Kept with the source.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Attempts per request on connection errors, 429, 503 and other 5xx.
+    /// Attempts per request on connection errors, 429, 503 and other 5xx. Over HTTP/2, a
+    /// request lost with its connection before any of its response came goes again without
+    /// spending one (up to 3 times).
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub tries: u32,
     /// Longest Retry-After honoured, in seconds.
@@ -737,9 +739,10 @@ pub struct SourceArgs {
     pub bwlimit: Option<u64>,
     /// Requests in flight to a source that speaks HTTP/2 (over TLS, as ALPN offers it): once a
     /// response has come over HTTP/2 they share the connections open (at most --jobs) as
-    /// streams (RFC 9113), where --jobs counts HTTP/1.1 connections. The server's own limit (SETTINGS_MAX_CONCURRENT_STREAMS) holds
-    /// beyond it. 100, as curl and most servers default to; --delay bounds the request rate
-    /// whatever the streams.
+    /// streams (RFC 9113), where --jobs counts HTTP/1.1 connections. The server's own limit
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS) holds beyond it: requests wait for a stream, never
+    /// opening more connections. 100, as curl and most servers default to; --delay bounds the
+    /// request rate whatever the streams.
     #[arg(long, value_name = "N", default_value_t = crate::net::DEFAULT_STREAMS)]
     pub streams: usize,
     /// Speak HTTP/2 from the first byte to http:// URLs (prior knowledge, RFC 9113 §3.3), for a

@@ -300,6 +300,11 @@ pub(crate) struct Head {
 }
 
 impl Head {
+    /// Whether any of the response (a status line, an interim response) has come.
+    pub(crate) fn started(&self) -> bool {
+        self.bytes > 0
+    }
+
     /// Take one header line as libcurl hands it over: `Ok(true)` when it completed the final
     /// response's head, `Err` with the reason the response is refused.
     pub(crate) fn line(&mut self, line: &[u8]) -> Result<bool, String> {

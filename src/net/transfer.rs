@@ -49,6 +49,12 @@ pub use crate::net::easy::MAX_HEAD;
 /// seen on time whatever libcurl's own timers say.
 const MAX_WAIT: Duration = Duration::from_millis(250);
 
+/// How many times one GET may be lost with its connection before any of its response came
+/// ([`Step::Lost`]) and go again without spending a try: enough for a connection closed under
+/// it by another stream's error or a GOAWAY now and then, few enough that a server that drops
+/// every connection costs each resource at most this many requests more.
+const MAX_LOST: u8 = 3;
+
 /// libcurl's receive buffer for a transfer (`CURLOPT_BUFFERSIZE`).
 const RECEIVE_BUFFER: usize = 128 * 1024;
 /// libcurl's own default, kept for a body declared no larger.
@@ -133,6 +139,8 @@ pub struct Transfers<'h, T> {
     /// A response came over HTTP/2: the next GETs wait for its connection rather than open one
     /// of their own (`CURLOPT_PIPEWAIT`).
     multiplexed: bool,
+    /// Hosts (`host:port`) that answered over HTTP/2: their GETs share connections.
+    h2_hosts: std::collections::HashSet<String>,
 }
 
 /// One GET and where it stands: the hop being fetched, the retries spent.
@@ -146,6 +154,8 @@ struct Get<'h, T> {
     turn_taken: bool,
     /// Send it on a new connection: a kept-alive one had bytes nobody asked for.
     fresh: bool,
+    /// Times it was lost with a shared HTTP/2 connection before its response began.
+    lost: u8,
 }
 
 struct Running<'h, T> {
@@ -161,6 +171,10 @@ impl<'h, T> Transfers<'h, T> {
         let mut multi = Multi::new();
         // Idle connections kept for reuse: one per GET in flight, as a browser would.
         let _ = multi.set_max_connects(capacity.max(4));
+        // Never more connections to one host than GETs at first: over HTTP/2, a GET that finds
+        // the connections' streams all taken (a server that allows few) waits for one rather
+        // than opening another connection.
+        let _ = multi.set_max_host_connections(capacity);
         Transfers {
             http,
             staging,
@@ -176,6 +190,7 @@ impl<'h, T> Transfers<'h, T> {
             streams: None,
             sharing: 1,
             multiplexed: false,
+            h2_hosts: Default::default(),
         }
     }
 
@@ -208,9 +223,13 @@ impl<'h, T> Transfers<'h, T> {
     /// (or later) with [`Transfers::multiplexing`] asked for, the GETs in flight become the
     /// streams asked for (more than `--jobs`, or fewer: `--streams 1`), and `--bwlimit`'s
     /// share of each is set to match.
-    fn protocol_seen(&mut self, version: libc::c_long) {
+    fn protocol_seen(&mut self, url: &Url, version: libc::c_long) {
         const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
-        if version < CURL_HTTP_VERSION_2_0 || self.streams.is_none() {
+        if version < CURL_HTTP_VERSION_2_0 {
+            return;
+        }
+        self.h2_hosts.insert(host_key(url));
+        if self.streams.is_none() {
             return;
         }
         self.multiplexed = true;
@@ -243,6 +262,7 @@ impl<'h, T> Transfers<'h, T> {
             retries: self.http.retries(),
             turn_taken: false,
             fresh: false,
+            lost: 0,
         };
         self.launch(get);
     }
@@ -477,7 +497,7 @@ impl<'h, T> Transfers<'h, T> {
         };
         let status = easy.response_code().unwrap_or(0) as u16;
         if status != 0 {
-            self.protocol_seen(http_version(easy.raw()));
+            self.protocol_seen(&get.hops.current, http_version(easy.raw()));
         }
         // libcurl's own words for a failure are in the handle's error buffer.
         let result = result.map_err(|mut e| {
@@ -537,14 +557,24 @@ impl<'h, T> Transfers<'h, T> {
         self.launch(get);
     }
 
-    /// Fail the GETs whose response head has not come within `--timeout`.
+    /// Fail the GETs whose response head has not come within `--timeout` of their request.
+    /// One still waiting for a connection or a stream to go out on (over HTTP/2, behind a
+    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`) has not asked yet: its time starts again.
     fn check_head_deadlines(&mut self) {
         let now = Instant::now();
+        let timeout = self.http.config().timeout;
         for slot in 0..self.running.len() {
             let late = self.running[slot]
                 .as_ref()
                 .is_some_and(|r| !r.handle.get_ref().head.complete && r.head_deadline <= now);
             if !late {
+                continue;
+            }
+            if let Some(r) = self.running[slot]
+                .as_mut()
+                .filter(|r| !sent(r.handle.raw()))
+            {
+                r.head_deadline = now + timeout;
                 continue;
             }
             let Running { get, handle, .. } = self.running[slot].take().expect("running");
@@ -553,7 +583,6 @@ impl<'h, T> Transfers<'h, T> {
                 *easy.get_mut() = Sink::default();
                 self.spare.push(easy);
             }
-            let timeout = self.http.config().timeout;
             let error = FetchError::Timeout {
                 url: get.hops.current.to_string(),
                 timeout,
@@ -576,6 +605,19 @@ impl<'h, T> Transfers<'h, T> {
     fn after(&mut self, mut get: Get<'h, T>, step: Step) {
         match step {
             Step::Done(r) => self.end(get, r),
+            // One stream of a multiplexed connection that ended under it (another stream's
+            // error, a GOAWAY past this stream, the server closing it): nothing of this
+            // response came, so this resource is not at fault. Again at once, on whichever
+            // connection is open by then, with no try spent (RFC 9113 §6.8: a stream the
+            // server did not process may be retried); a few times only.
+            Step::Lost(_)
+                if get.lost < MAX_LOST && self.h2_hosts.contains(&host_key(&get.hops.current)) =>
+            {
+                get.lost += 1;
+                get.hops = Hops::new(&get.request.url);
+                self.launch(get);
+            }
+            Step::Lost(error) => self.after(get, Step::Retry(error, None)),
             // Not sent: again, at no cost, on a new connection.
             Step::Stale => {
                 get.fresh = true;
@@ -672,6 +714,18 @@ fn kept_alive(handle: *mut curl_sys::CURL) -> bool {
     rc == curl_sys::CURLE_OK && socket != curl_sys::CURL_SOCKET_BAD
 }
 
+/// Whether a transfer in flight has sent its request (`CURLINFO_PRETRANSFER_TIME` is set when
+/// it goes out; before, it waits for a connection, or for a connection being made, which
+/// libcurl's connect timeout bounds).
+fn sent(handle: *mut curl_sys::CURL) -> bool {
+    const CURLINFO_PRETRANSFER_TIME: curl_sys::CURLINFO = 0x30_0000 + 6;
+    let mut seconds: libc::c_double = 0.0;
+    // SAFETY: a valid easy handle; the info is one double.
+    let rc =
+        unsafe { curl_sys::curl_easy_getinfo(handle, CURLINFO_PRETRANSFER_TIME, &mut seconds) };
+    rc != curl_sys::CURLE_OK || seconds > 0.0
+}
+
 /// The HTTP version a transfer's response came over (`CURLINFO_HTTP_VERSION`: 2 for 1.1, 3
 /// for 2, 4 for 3; 0 when unknown).
 fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
@@ -684,6 +738,16 @@ fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
     } else {
         0
     }
+}
+
+/// Whether libcurl's error says the connection itself failed (rather than this stream):
+/// `CURLE_HTTP2` without a reason of its own (the session ended under the stream), a failed
+/// send or receive, or a connection closed with nothing on it.
+fn connection_gone(e: &curl::Error) -> bool {
+    (e.is_http2_error() && e.extra_description().is_none())
+        || e.is_send_error()
+        || e.is_recv_error()
+        || e.is_got_nothing()
 }
 
 /// Whether a declared digest proves a body that passed verification.
@@ -709,6 +773,9 @@ enum Step {
     },
     /// Another attempt may mend it; the server's `Retry-After` when it gave one.
     Retry(FetchError, Option<Duration>),
+    /// The connection failed before any of the response came: over HTTP/2 another stream's
+    /// doing as likely as this one's (`Transfers::after`).
+    Lost(FetchError),
     /// The kept-alive connection picked for the request had bytes waiting that nobody asked
     /// for: the request was not sent.
     Stale,
@@ -905,6 +972,7 @@ impl Sink {
         }
         let received = self.head.complete.then_some(self.received);
         match failure(&get.hops.current, &e, cfg.timeout, received) {
+            (error, true) if !self.head.started() && connection_gone(&e) => Step::Lost(error),
             (error, true) => Step::Retry(error, None),
             (error, false) => Step::Done(Err(error)),
         }

@@ -11,6 +11,12 @@ MODE:
               every other file as it is.
   goaway      every connection serves 10 requests, then GOAWAY and the connection closes.
   settings    a flood of 2,000 SETTINGS frames before each response.
+  onestream   SETTINGS_MAX_CONCURRENT_STREAMS 1, every response 20 ms late; a stream opened
+              beyond it is refused (RST_STREAM REFUSED_STREAM, RFC 9113 §5.1.2) and logged as
+              "refused" (a client may send more before it has read the SETTINGS).
+  push        /res/000005: a flood of 1,000 PUSH_PROMISE frames before its response (the
+              client said SETTINGS_ENABLE_PUSH 0, so the first is already a protocol error);
+              every other file as it is.
 """
 
 import asyncio
@@ -22,14 +28,23 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.exceptions
 import h2.settings
+import struct
 
 ROOT, MODE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 log = open(LOG, "a", buffering=1)
 connections = 0
 
 
-async def respond(conn, writer, stream_id, path, number):
+async def respond(conn, writer, stream_id, path, number, active):
+    try:
+        await answer(conn, writer, stream_id, path, number)
+    finally:
+        active.discard(stream_id)
+
+
+async def answer(conn, writer, stream_id, path, number):
     start = time.time()
     what = "ok"
     file = os.path.join(ROOT, path.lstrip("/"))
@@ -38,6 +53,19 @@ async def respond(conn, writer, stream_id, path, number):
         writer.write(conn.data_to_send())
         return
     body = open(file, "rb").read()
+    if MODE == "onestream":
+        await asyncio.sleep(0.02)
+    if MODE == "push" and path == "/res/000005":
+        block = conn.encoder.encode(
+            [(":method", "GET"), (":scheme", "http"), (":path", "/pushed"), (":authority", "x")]
+        )
+        for i in range(1000):
+            # PUSH_PROMISE (type 5, END_HEADERS), on the request's stream, promising stream 2i+2.
+            payload = struct.pack(">I", 2 * i + 2) + block
+            frame = struct.pack(">I", len(payload))[1:] + bytes([5, 4]) + struct.pack(">I", stream_id)
+            writer.write(frame + payload)
+        await writer.drain()
+        what = "push"
     if MODE == "settings":
         for _ in range(2000):
             conn.update_settings({h2.settings.SettingCodes.HEADER_TABLE_SIZE: 4096})
@@ -71,9 +99,17 @@ async def serve(reader, writer):
     )
     conn = h2.connection.H2Connection(config=config)
     conn.initiate_connection()
-    writer.write(conn.data_to_send())
+    settings = conn.data_to_send()
+    if MODE == "onestream":
+        # SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 1, refused here rather than by h2 (which
+        # would end the whole connection).
+        settings = struct.pack(">I", 6)[1:] + bytes([4, 0]) + struct.pack(">IHI", 0, 3, 1)
+    writer.write(settings)
+    active = set()
     served = 0
     tasks = []
+    log_refused = lambda stream_id: log.write(
+        f"{number} {stream_id} {time.time():.4f} {time.time():.4f} - refused\n")
     try:
         while True:
             try:
@@ -99,8 +135,14 @@ async def serve(reader, writer):
                         await asyncio.gather(*tasks, return_exceptions=True)
                         writer.close()
                         return
+                    if MODE == "onestream":
+                        if active:
+                            conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                            log_refused(event.stream_id)
+                            continue
+                        active.add(event.stream_id)
                     tasks.append(asyncio.ensure_future(
-                        respond(conn, writer, event.stream_id, path, number)))
+                        respond(conn, writer, event.stream_id, path, number, active)))
             writer.write(conn.data_to_send())
             await writer.drain()
     finally:

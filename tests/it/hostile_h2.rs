@@ -3,8 +3,6 @@
 //! `.ci/venv`): a stream reset mid-body and a body longer than its content-length should fail
 //! only their resource, with no wrong bytes stored; a GOAWAY mid-run should retry only the
 //! requests it concerns; a flood of SETTINGS ends in bounded time with every stored byte right.
-//! The first two are ignored: they show what is still wrong (see their reasons); run them with
-//! `cargo test --test it hostile_h2 -- --ignored`.
 
 use crate::support::*;
 use std::io::BufRead as _;
@@ -135,10 +133,10 @@ fn run(source: &str, mirror: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The long body makes nghttp2 end the whole connection (a PROTOCOL_ERROR): the streams beside
+/// it, none of whose response had come, go again without spending a try (`--tries 2` would
+/// otherwise fail them when the culprit's second try ends their connection again).
 #[test]
-#[ignore = "issue 46, open: the body past its content-length often fails the other streams of \
-            its connection too (a connection-level error in libcurl/nghttp2), and with \
-            --tries 2 they fail for good; innocent streams should go again without counting"]
 fn a_stream_reset_mid_body_or_a_body_past_its_length_fails_only_its_resource() {
     let Some((src, _srv, list)) = source(20, "hostile") else {
         return;
@@ -162,9 +160,6 @@ fn a_stream_reset_mid_body_or_a_body_past_its_length_fails_only_its_resource() {
 }
 
 #[test]
-#[ignore = "issue 46, open: requests queued on a connection the server closes after its GOAWAY \
-            fail with a broken pipe and use up their tries; streams a GOAWAY did not process \
-            should go again on a new connection without counting"]
 fn a_goaway_mid_run_retries_only_the_requests_it_concerns() {
     // 20 resources; every connection serves 10 requests, then GOAWAY: the rest go again.
     let Some((src, srv, list)) = source(20, "goaway") else {
@@ -188,6 +183,64 @@ fn a_goaway_mid_run_retries_only_the_requests_it_concerns() {
     assert_eq!((n, paths.len()), (20, 20), "{requests:?}");
     let connections: std::collections::HashSet<u32> = requests.iter().map(|r| r.0).collect();
     assert!(connections.len() >= 2, "{} connections", connections.len());
+}
+
+/// A server that allows one stream at a time: the GETs queue for it on the connections
+/// `--jobs` allows (none opens another to get round the limit, RFC 9113 §9.1; none is refused
+/// once the SETTINGS are read), with no retry to spare.
+#[test]
+fn a_server_that_allows_one_stream_gets_one_stream_at_a_time() {
+    let Some((src, srv, list)) = source(20, "onestream") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&list, dir.path(), &["-j", "2", "--tries", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 20);
+    no_wrong_bytes(dir.path(), src.path());
+    let requests = srv.requests();
+    let connections: std::collections::HashSet<u32> = requests.iter().map(|r| r.0).collect();
+    // The Resource List's, and one for each of --jobs.
+    assert!(connections.len() <= 3, "{requests:?}");
+    let refused = requests.iter().filter(|r| r.5 == "refused").count();
+    // Only what went out before a connection's SETTINGS were read (RFC 9113 §5.1.2).
+    assert!(refused <= 2 * 20, "{refused} refused: {requests:?}");
+    for c in &connections {
+        let mut answered: Vec<(f64, f64)> = (requests.iter())
+            .filter(|r| r.0 == *c && r.5 == "ok")
+            .map(|r| (r.2, r.3))
+            .collect();
+        answered.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in answered.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1 - 0.001,
+                "two streams at once on {c}: {w:?}"
+            );
+        }
+    }
+}
+
+/// PUSH_PROMISE frames a client that said `SETTINGS_ENABLE_PUSH 0` never asked for (RFC 9113
+/// §8.4): a protocol error for the connection they came on. The resource they came with fails
+/// with libcurl's words for it; the streams beside it go again and arrive.
+#[test]
+fn a_flood_of_push_promises_fails_only_the_resource_it_came_with() {
+    let Some((src, _srv, list)) = source(20, "push") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = run(&list, dir.path(), &["-j", "2", "--tries", "2"]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let held = current(dir.path());
+    assert_eq!(held.len(), 19, "{held:?}\n{}", stderr_of(&out));
+    let said = stderr_of(&out);
+    assert!(
+        said.contains("/res/000005") && said.contains("PUSH_PROMISE"),
+        "{said}"
+    );
+    no_wrong_bytes(dir.path(), src.path());
 }
 
 #[test]
