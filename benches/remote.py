@@ -5,7 +5,7 @@ resync-sync, in one run (stdlib only; nginx and curl from the system).
     python3 benches/remote.py --rsmirror [LABEL=]target/release/rsmirror [--rsmirror ...]
         [--rtt 10,50,150]
         [--counts 2000,20000] [--size 8192] [--bandwidth BYTES_PER_S] [--resync PATH]
-        [--resync-subset 200] [--rounds 1]
+        [--resync-subset 200] [--rounds 1] [--changes N]
 
 What it builds, in a temporary folder:
 - COUNT files of SIZE random bytes and a Resource List of them (ResourceSync 1.1, with length
@@ -24,12 +24,30 @@ new process, no connection kept from the one before):
 - resync-sync (one resource at a time), on the first --resync-subset resources when the count
   is larger, its time scaled up to the whole count and marked so.
 
+With --changes N (default 0: not measured), an incremental step as well, after the above in
+each round: the Resource List then names a Capability List (rs:ln rel="up") that names it and
+a Change List (empty and open until then). N resources spread evenly over the count get new
+random bytes of the same size; the Change List is replaced by one from the Resource List's
+`at` until a later time, an `updated` entry per changed resource (lastmod and datetime after
+the Resource List's, sha-256 and length), and the Resource List by the source's new state.
+Then, on the same source:
+- rsmirror incremental of each mirror its baseline made above (same --ca-file and arguments),
+  checked after: the changed resources' SHA-256 the new bytes', every other one unchanged;
+- curl multiplexed and curl with eight HTTP/1.1 connections, as above, on the N changed URLs.
+Rows "COUNT, incremental N", each time over curl multiplexed's of that step; rsmirror's row
+also names the documents it fetched. The source is put back as it was before the next round.
+With --entry capabilitylist, rsmirror's baseline (and so its incremental) starts from the
+Capability List rather than the Resource List, as a Destination that subscribes to it does: the
+incremental then reads the Capability List and the Change List, not the whole Resource List
+again to find its `up` link.
+
 Prints a Markdown table (seconds, and each client's time over curl multiplexed) and the
 nginx log's figures for rsmirror's run: connections opened and the HTTP versions seen.
 """
 
 import argparse
 import asyncio
+import datetime
 import hashlib
 import os
 import shutil
@@ -64,31 +82,100 @@ def make_tls(work):
     return ca, cert, key
 
 
-def make_site(site, count, size, base):
-    """COUNT files and their Resource List; returns {url: sha256}."""
+RS_HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+           '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+           'xmlns:rs="http://www.openarchives.org/rs/terms/">\n')
+# The Resource List's time; with --changes, the changes come after it and the Change List
+# ends at CHANGED.
+AT = "2026-01-01T00:00:00Z"
+CHANGED = "2026-01-02T00:00:00Z"
+
+
+def write_resource_list(site, base, items, size, at, up):
+    """resourcelist.xml of items [(url, sha256, lastmod)] at `at`; naming the Capability List
+    as its `up` when `up`."""
+    with open(os.path.join(site, "resourcelist.xml"), "w") as f:
+        f.write(RS_HEAD)
+        if up:
+            f.write(f'<rs:ln rel="up" href="{base}/capabilitylist.xml"/>\n')
+        f.write(f'<rs:md capability="resourcelist" at="{at}" completed="{at}"/>\n')
+        f.write("\n".join(
+            f'<url><loc>{url}</loc><lastmod>{lastmod}</lastmod>'
+            f'<rs:md hash="sha-256:{sha}" length="{size}" type="application/octet-stream"/></url>'
+            for url, sha, lastmod in items))
+        f.write("\n</urlset>\n")
+
+
+def write_change_list(site, base, entries, until):
+    """changelist.xml from AT: `updated` entries [(url, sha256, size, datetime)]; open when
+    `until` is None."""
+    until = f' until="{until}"' if until else ""
+    with open(os.path.join(site, "changelist.xml"), "w") as f:
+        f.write(RS_HEAD)
+        f.write(f'<rs:ln rel="up" href="{base}/capabilitylist.xml"/>\n'
+                f'<rs:md capability="changelist" from="{AT}"{until}/>\n')
+        for url, sha, size, when in entries:
+            f.write(f'<url><loc>{url}</loc><lastmod>{when}</lastmod>'
+                    f'<rs:md change="updated" datetime="{when}" hash="sha-256:{sha}" '
+                    f'length="{size}" type="application/octet-stream"/></url>\n')
+        f.write("</urlset>\n")
+
+
+def make_site(site, count, size, base, changes=False):
+    """COUNT files and their Resource List; returns {url: sha256}. With `changes`, a
+    Capability List too, naming the Resource List and an empty open Change List."""
     os.makedirs(os.path.join(site, "r"), exist_ok=True)
     expected = {}
-    entries = []
     for i in range(count):
         data = os.urandom(size)
         name = f"r/{i:06d}.bin"
         with open(os.path.join(site, name), "wb") as f:
             f.write(data)
-        sha = hashlib.sha256(data).hexdigest()
-        url = f"{base}/{name}"
-        expected[url] = sha
-        entries.append(
-            f'<url><loc>{url}</loc><lastmod>2026-01-01T00:00:00Z</lastmod>'
-            f'<rs:md hash="sha-256:{sha}" length="{size}" type="application/octet-stream"/></url>')
-    with open(os.path.join(site, "resourcelist.xml"), "w") as f:
-        f.write('<?xml version="1.0" encoding="UTF-8"?>\n'
-                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
-                'xmlns:rs="http://www.openarchives.org/rs/terms/">\n'
-                '<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z" '
-                'completed="2026-01-01T00:00:00Z"/>\n')
-        f.write("\n".join(entries))
-        f.write("\n</urlset>\n")
+        expected[f"{base}/{name}"] = hashlib.sha256(data).hexdigest()
+    write_resource_list(site, base, [(u, s, AT) for u, s in expected.items()], size, AT, changes)
+    if changes:
+        with open(os.path.join(site, "capabilitylist.xml"), "w") as f:
+            f.write(RS_HEAD)
+            f.write('<rs:md capability="capabilitylist"/>\n'
+                    f'<url><loc>{base}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url>\n'
+                    f'<url><loc>{base}/changelist.xml</loc><rs:md capability="changelist"/></url>\n'
+                    '</urlset>\n')
+        write_change_list(site, base, [], None)
     return expected
+
+
+def change_site(site, base, expected, n, size):
+    """N resources spread evenly over the site get new random bytes; the Change List and the
+    Resource List say so. Returns ({url: sha256} after, [changed urls], a function that puts
+    the site back as it was)."""
+    urls = sorted(expected)
+    picked = [urls[i * len(urls) // n] for i in range(n)]
+    originals = {}
+    after = dict(expected)
+    entries, lastmods = [], {}
+    t0 = datetime.datetime(2026, 1, 1, 1, tzinfo=datetime.timezone.utc)
+    for k, url in enumerate(picked):
+        path = os.path.join(site, url[len(base) + 1:])
+        with open(path, "rb") as f:
+            originals[path] = f.read()
+        data = os.urandom(size)
+        with open(path, "wb") as f:
+            f.write(data)
+        after[url] = hashlib.sha256(data).hexdigest()
+        lastmods[url] = (t0 + datetime.timedelta(seconds=k)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        entries.append((url, after[url], size, lastmods[url]))
+    write_change_list(site, base, entries, CHANGED)
+    write_resource_list(site, base, [(u, after[u], lastmods.get(u, AT)) for u in urls], size,
+                        CHANGED, True)
+
+    def restore():
+        for path, data in originals.items():
+            with open(path, "wb") as f:
+                f.write(data)
+        write_change_list(site, base, [], None)
+        write_resource_list(site, base, [(u, expected[u], AT) for u in urls], size, AT, True)
+
+    return after, picked, restore
 
 
 def start_nginx(work, site, port, cert, key):
@@ -230,6 +317,15 @@ def nginx_figures(log, since):
     return f"{len(lines)} requests on {len(conns)} connection(s), {'/'.join(protocols)}"
 
 
+def nginx_documents(log, since):
+    """The requests logged after `since` that were not for a resource: 'URI STATUS, ...'."""
+    with open(log) as f:
+        f.seek(since)
+        lines = [l.split() for l in f.read().splitlines()]
+    docs = [f"{l[4]} {l[2]}" for l in lines if len(l) > 4 and not l[4].startswith("/r/")]
+    return ", ".join(docs) or "no document"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rsmirror", required=True, action="append",
@@ -242,7 +338,16 @@ def main():
     ap.add_argument("--resync-subset", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--rsmirror-args", default="", help="more arguments for rsmirror baseline")
+    ap.add_argument("--changes", type=int, default=0,
+                    help="an incremental of N changed resources after the baseline (default 0: none)")
+    ap.add_argument("--entry", choices=("resourcelist", "capabilitylist"), default="resourcelist",
+                    help="the document rsmirror's baseline is given (capabilitylist needs --changes);"
+                         " the incremental starts from it too")
     a = ap.parse_args()
+    if a.changes < 0 or any(a.changes > int(c) for c in a.counts.split(",")):
+        ap.error("--changes must be between 0 and the smallest count")
+    if a.entry == "capabilitylist" and not a.changes:
+        ap.error("--entry capabilitylist needs --changes (only then is there a Capability List)")
     work = tempfile.mkdtemp(prefix="rsmirror-remote-")
     os.chmod(work, 0o755)  # nginx's workers read the site as another user
     for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -258,7 +363,7 @@ def main():
                 base = f"https://localhost:{proxy.port}"
                 if os.path.exists(site):
                     shutil.rmtree(site)
-                expected = make_site(site, count, a.size, base)
+                expected = make_site(site, count, a.size, base, a.changes > 0)
                 nginx, log = start_nginx(work, site, nginx_port, cert, key)
                 try:
                     rows += run_clients(a, work, base, expected, count, rtt, ca, log)
@@ -274,34 +379,42 @@ def main():
         print("| " + " | ".join(str(x) for x in r) + " |")
 
 
+def run_curls(work, urls, ca, log, results):
+    """curl multiplexed, then curl with eight HTTP/1.1 connections, on `urls`; into results."""
+    # curl, multiplexed
+    out = os.path.join(work, "curl-h2")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    cfg = os.path.join(work, "curl.cfg")
+    with open(cfg, "w") as f:
+        for i, u in enumerate(urls):
+            f.write(f'url = "{u}"\noutput = "{out}/{i}"\n')
+    for name, extra in (("curl --http2 --parallel-max 100", ["--http2", "--parallel-max", "100"]),
+                        ("curl --http1.1 --parallel-max 8", ["--http1.1", "--parallel-max", "8"])):
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        since = os.path.getsize(log)
+        secs, p = timed(["curl", "-sS", "--no-progress-meter", "--fail", "--cacert", ca, "--parallel", *extra, "-K", cfg])
+        bad = (p.stderr.strip()[:200] or None) if p.returncode else check_folder(out, len(urls))
+        results[name] = (secs, bad or "ok", nginx_figures(log, since))
+
+
 def run_clients(a, work, base, expected, count, rtt, ca, log):
     urls = sorted(expected)
     rows = []
     for round_ in range(a.rounds):
         results = {}
-        # curl, multiplexed
-        out = os.path.join(work, "curl-h2")
-        shutil.rmtree(out, ignore_errors=True)
-        os.makedirs(out)
-        cfg = os.path.join(work, "curl.cfg")
-        with open(cfg, "w") as f:
-            for i, u in enumerate(urls):
-                f.write(f'url = "{u}"\noutput = "{out}/{i}"\n')
-        for name, extra in (("curl --http2 --parallel-max 100", ["--http2", "--parallel-max", "100"]),
-                            ("curl --http1.1 --parallel-max 8", ["--http1.1", "--parallel-max", "8"])):
-            shutil.rmtree(out, ignore_errors=True)
-            os.makedirs(out)
-            since = os.path.getsize(log)
-            secs, p = timed(["curl", "-sS", "--no-progress-meter", "--fail", "--cacert", ca, "--parallel", *extra, "-K", cfg])
-            bad = (p.stderr.strip()[:200] or None) if p.returncode else check_folder(out, count)
-            results[name] = (secs, bad or "ok", nginx_figures(log, since))
-        # rsmirror, each build given
-        for given in a.rsmirror:
+        run_curls(work, urls, ca, log, results)
+        # rsmirror, each build given (with --changes, each into a mirror of its own, kept for
+        # the incremental)
+        mirrors = []
+        for i, given in enumerate(a.rsmirror):
             label, _, binary = given.rpartition("=")
-            mirror = os.path.join(work, "mirror")
+            mirror = os.path.join(work, f"mirror-{i}" if a.changes else "mirror")
+            mirrors.append((label, binary, mirror))
             shutil.rmtree(mirror, ignore_errors=True)
             since = os.path.getsize(log)
-            secs, p = timed([binary, "baseline", f"{base}/resourcelist.xml", "--mirror", mirror,
+            secs, p = timed([binary, "baseline", f"{base}/{a.entry}.xml", "--mirror", mirror,
                              "--ca-file", ca, "-q", *a.rsmirror_args.split()])
             bad = f"exit {p.returncode}: {p.stderr.strip()[:200]}" if p.returncode else check_rsmirror(mirror, expected)
             name = f"rsmirror baseline ({label})" if label else "rsmirror baseline"
@@ -328,6 +441,37 @@ def run_clients(a, work, base, expected, count, rtt, ca, log):
         for name, (secs, ok, seen) in results.items():
             rows.append((count, f"{rtt} ms", name, f"{secs:.2f}", f"{secs / best:.2f}x", ok, seen))
             print(rows[-1], flush=True)
+        if a.changes:
+            rows += run_incremental(a, work, base, expected, count, rtt, ca, log, mirrors)
+    return rows
+
+
+def run_incremental(a, work, base, expected, count, rtt, ca, log, mirrors):
+    """--changes N: change N resources, then rsmirror incremental of each baseline's mirror and
+    both curls on the changed URLs; the site put back after."""
+    site = os.path.join(work, f"site-{count}")
+    after, changed, restore = change_site(site, base, expected, a.changes, a.size)
+    rows = []
+    try:
+        rsmirror = {}
+        for label, binary, mirror in mirrors:
+            since = os.path.getsize(log)
+            secs, p = timed([binary, "incremental", "--mirror", mirror, "--ca-file", ca, "-q",
+                             *a.rsmirror_args.split()])
+            bad = f"exit {p.returncode}: {p.stderr.strip()[:200]}" if p.returncode else check_rsmirror(mirror, after)
+            name = f"rsmirror incremental ({label})" if label else "rsmirror incremental"
+            rsmirror[name] = (secs, bad or "ok",
+                              f"{nginx_figures(log, since)}; {nginx_documents(log, since)}")
+        results = {}
+        run_curls(work, changed, ca, log, results)
+        results.update(rsmirror)
+    finally:
+        restore()
+    best = results["curl --http2 --parallel-max 100"][0]
+    for name, (secs, ok, seen) in results.items():
+        rows.append((f"{count}, incremental {a.changes}", f"{rtt} ms", name, f"{secs:.2f}",
+                     f"{secs / best:.2f}x", ok, seen))
+        print(rows[-1], flush=True)
     return rows
 
 
