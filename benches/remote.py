@@ -5,7 +5,7 @@ resync-sync, in one run (stdlib only; nginx and curl from the system).
     python3 benches/remote.py --rsmirror [LABEL=]target/release/rsmirror [--rsmirror ...]
         [--rtt 10,50,150]
         [--counts 2000,20000] [--size 8192] [--bandwidth BYTES_PER_S] [--resync PATH]
-        [--resync-subset 200] [--rounds 1] [--changes N]
+        [--resync-subset 200] [--rounds 1] [--changes N] [--entry capabilitylist]
 
 What it builds, in a temporary folder:
 - COUNT files of SIZE random bytes and a Resource List of them (ResourceSync 1.1, with length
@@ -51,6 +51,7 @@ import datetime
 import hashlib
 import os
 import shutil
+import statistics
 import socket
 import subprocess
 import sys
@@ -377,6 +378,21 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print("| " + " | ".join(str(x) for x in r) + " |")
+    if a.rounds > 1:
+        # Each round's ratio is to curl multiplexed of the same round; the medians of both.
+        print()
+        print(f"Medians over {a.rounds} rounds:")
+        print()
+        print("| resources | RTT | client | median seconds | median / curl multiplexed | rounds ok |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        groups = {}
+        for r in rows:
+            groups.setdefault(r[:3], []).append(r)
+        for (count, rtt, name), rs in groups.items():
+            secs = statistics.median(float(r[3]) for r in rs)
+            ratio = statistics.median(float(r[4].rstrip("x")) for r in rs)
+            ok = sum(r[5] == "ok" for r in rs)
+            print(f"| {count} | {rtt} | {name} | {secs:.2f} | {ratio:.2f}x | {ok}/{len(rs)} |")
 
 
 def run_curls(work, urls, ca, log, results):

@@ -234,6 +234,8 @@ pub enum DocumentResponse {
 /// to each thread's `Transfers`, with the same settings.
 pub struct Http {
     documents: Documents,
+    /// Connections kept between GETs, documents' and resources' alike.
+    pool: std::sync::Arc<crate::net::pool::Pool>,
     cfg: HttpConfig,
     /// `--map` prefixes, normalised, longest first so the most specific one wins.
     maps: Vec<(String, PathBuf)>,
@@ -270,8 +272,10 @@ impl Http {
             .map(|(prefix, dir)| (normalise_prefix(prefix), dir.clone()))
             .collect();
         maps.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+        let pool = std::sync::Arc::new(crate::net::pool::Pool::default());
         Http {
-            documents: Documents::new(cfg.clone(), user_agent.clone()),
+            documents: Documents::new(cfg.clone(), user_agent.clone(), pool.clone()),
+            pool,
             cfg,
             maps,
             pacing: HostPacing::new(Duration::ZERO),
@@ -291,6 +295,11 @@ impl Http {
     pub(crate) fn with_host_delay(mut self, delay: Duration) -> Http {
         self.pacing = HostPacing::new(delay);
         self
+    }
+
+    /// The connections kept between GETs (`net::pool`).
+    pub(crate) fn pool(&self) -> &crate::net::pool::Pool {
+        &self.pool
     }
 
     pub(crate) fn config(&self) -> &HttpConfig {

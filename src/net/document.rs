@@ -5,10 +5,12 @@
 //! head, then the body in the pieces libcurl delivers, over a bounded channel to a
 //! [`BodyReader`], so a body of any size (a 10 GB dump, a list of millions of URLs) takes a
 //! few hundred KiB of memory, and a reader that stops reading stops the transfer (libcurl's
-//! write callback waits). Workers are kept between GETs with their easy handles, and so with
-//! their kept-alive connections: a worker that has finished a transfer takes the next GET, a
-//! new one starts when none is free (a reader still open holds its worker), and one left idle
-//! for [`IDLE`] ends.
+//! write callback waits). Workers are kept between GETs with their easy handles: a worker that
+//! has finished a transfer takes the next GET, a new one starts when none is free (a reader
+//! still open holds its worker), and one left idle for [`IDLE`] ends. A GET over TLS runs on a
+//! multi handle of `net::pool`, so that its kept-alive connection serves the next GET, a
+//! document's or the resource transfers' (over HTTP/2, as streams); a cleartext one keeps its
+//! connection with the worker's easy handle.
 //!
 //! What a GET is (the options, the head's framing, libcurl's errors) is `easy`'s, shared with
 //! resource transfers; what a document needs besides (retries, redirects checked against the
@@ -18,6 +20,8 @@
 //! ended by libcurl's progress callback.
 
 use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
+use crate::net::pool::Pool;
+use crate::net::transfer::{host_key, http_version, CURL_HTTP_VERSION_2_0};
 use crate::net::{FetchError, HttpConfig, Validators};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use curl::easy::{Easy2, Handler, WriteError};
@@ -65,6 +69,8 @@ struct Job {
 struct Settings {
     cfg: HttpConfig,
     user_agent: String,
+    /// Where a GET over TLS takes its multi handle (and connections) from, and puts it back.
+    pool: Arc<Pool>,
 }
 
 /// The document workers of one [`Http`](crate::net::Http).
@@ -83,10 +89,14 @@ pub(crate) struct Response {
 }
 
 impl Documents {
-    pub(crate) fn new(cfg: HttpConfig, user_agent: String) -> Documents {
+    pub(crate) fn new(cfg: HttpConfig, user_agent: String, pool: Arc<Pool>) -> Documents {
         let (jobs, queue) = crossbeam_channel::unbounded();
         Documents {
-            settings: Arc::new(Settings { cfg, user_agent }),
+            settings: Arc::new(Settings {
+                cfg,
+                user_agent,
+                pool,
+            }),
             jobs,
             queue,
             idle: Arc::new(AtomicUsize::new(0)),
@@ -214,8 +224,15 @@ fn transfer(easy: &mut Easy2<Sink>, settings: &Settings, job: &Job) -> (Sink, Re
             let error = transport(&job.url, format!("libcurl: {e}"));
             return (std::mem::take(easy.get_mut()), Err((error, false)));
         }
+        // Over TLS on a kept multi handle, so that the resources after it can go out on the
+        // same connection; a cleartext one stays on this thread's handle (`net::pool`).
+        let result = if job.url.scheme() == "http" {
+            easy.perform()
+        } else {
+            perform_pooled(&settings.pool, easy, &job.url)
+        };
         // libcurl's own words for a failure are in the handle's error buffer.
-        let result = easy.perform().map_err(|mut e| {
+        let result = result.map_err(|mut e| {
             if let Some(s) = easy.take_error_buf() {
                 e.set_extra(s);
             }
@@ -234,6 +251,43 @@ fn transfer(easy: &mut Easy2<Sink>, settings: &Settings, job: &Job) -> (Sink, Re
         let result = sink.conclude(&job.url, result, cfg.timeout);
         return (sink, result);
     }
+}
+
+/// `easy`'s transfer, to its end, on a multi handle taken from `pool` and put back after (with
+/// the connection it ran on).
+fn perform_pooled(pool: &Pool, easy: &mut Easy2<Sink>, url: &Url) -> Result<(), curl::Error> {
+    let multi_error = |e: curl::MultiError| {
+        let mut error = curl::Error::new(curl_sys::CURLE_FAILED_INIT);
+        error.set_extra(format!("libcurl: {e}"));
+        error
+    };
+    let (multi, mut h2) = pool.take();
+    // `add2` takes the handle; this one stands in meanwhile.
+    let own = std::mem::replace(easy, Easy2::new(Sink::default()));
+    let handle = multi.add2(own).map_err(multi_error)?;
+    let result = loop {
+        if let Err(e) = multi.perform() {
+            break Err(multi_error(e));
+        }
+        let mut done = None;
+        multi.messages(|m| done = done.take().or_else(|| m.result_for2(&handle)));
+        if let Some(result) = done {
+            break result;
+        }
+        if let Err(e) = multi.wait(&mut [], Duration::from_secs(1)) {
+            break Err(multi_error(e));
+        }
+    };
+    let back = multi.remove2(handle).map_err(multi_error)?;
+    *easy = back;
+    if http_version(easy.raw()) >= CURL_HTTP_VERSION_2_0 {
+        let host = host_key(url);
+        if !h2.contains(&host) {
+            h2.push(host);
+        }
+    }
+    pool.keep(multi, h2);
+    result
 }
 
 /// The handler of one document transfer: reads the head, hands the body on.

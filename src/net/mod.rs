@@ -11,6 +11,7 @@ pub(crate) mod easy;
 pub mod fetch;
 pub(crate) mod in_step;
 pub(crate) mod one;
+pub(crate) mod pool;
 pub mod scope;
 pub(crate) mod sockets;
 pub mod transfer;

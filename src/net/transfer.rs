@@ -55,6 +55,9 @@ const MAX_WAIT: Duration = Duration::from_millis(250);
 /// every connection costs each resource at most this many requests more.
 const MAX_LOST: u8 = 3;
 
+/// `CURLINFO_HTTP_VERSION` of a response over HTTP/2.
+pub(crate) const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
+
 /// libcurl's receive buffer for a transfer (`CURLOPT_BUFFERSIZE`).
 const RECEIVE_BUFFER: usize = 128 * 1024;
 /// libcurl's own default, kept for a body declared no larger.
@@ -141,6 +144,27 @@ pub struct Transfers<'h, T> {
     multiplexed: bool,
     /// Hosts (`host:port`) that answered over HTTP/2: their GETs share connections.
     h2_hosts: std::collections::HashSet<String>,
+    /// A cleartext `http://` GET ran here: the multi handle (its sockets watched from this
+    /// thread) is not given back to the pool.
+    plain: bool,
+}
+
+impl<T> Drop for Transfers<'_, T> {
+    /// The multi handle, and the connections in it, go back to the pool for the next GETs.
+    fn drop(&mut self) {
+        if self.plain {
+            return;
+        }
+        for slot in &mut self.running {
+            if let Some(Running { handle, .. }) = slot.take() {
+                let _ = self.multi.remove2(handle);
+            }
+        }
+        let multi = std::mem::replace(&mut self.multi, Multi::new());
+        self.http
+            .pool()
+            .keep(multi, self.h2_hosts.drain().collect());
+    }
 }
 
 /// One GET and where it stands: the hop being fetched, the retries spent.
@@ -168,7 +192,8 @@ struct Running<'h, T> {
 impl<'h, T> Transfers<'h, T> {
     pub fn new(http: &'h Http, staging: &'h Path, capacity: usize) -> Transfers<'h, T> {
         let capacity = capacity.max(1);
-        let mut multi = Multi::new();
+        // With the connections of the documents before (`net::pool`).
+        let (mut multi, h2) = http.pool().take();
         // Idle connections kept for reuse: one per GET in flight, as a browser would.
         let _ = multi.set_max_connects(capacity.max(4));
         // Never more connections to one host than GETs at first: over HTTP/2, a GET that finds
@@ -190,7 +215,8 @@ impl<'h, T> Transfers<'h, T> {
             streams: None,
             sharing: 1,
             multiplexed: false,
-            h2_hosts: Default::default(),
+            h2_hosts: h2.into_iter().collect(),
+            plain: false,
         }
     }
 
@@ -202,6 +228,7 @@ impl<'h, T> Transfers<'h, T> {
     /// a request behind one that trickles.
     pub(crate) fn multiplexing(&mut self, streams: usize) {
         self.streams = Some(streams.max(1));
+        self.streams_now();
     }
 
     /// `--bwlimit` shared by `in_flight` GETs (those of every thread; `net::bwlimit` holds the
@@ -224,12 +251,17 @@ impl<'h, T> Transfers<'h, T> {
     /// streams asked for (more than `--jobs`, or fewer: `--streams 1`), and `--bwlimit`'s
     /// share of each is set to match.
     fn protocol_seen(&mut self, url: &Url, version: libc::c_long) {
-        const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
         if version < CURL_HTTP_VERSION_2_0 {
             return;
         }
         self.h2_hosts.insert(host_key(url));
-        if self.streams.is_none() {
+        self.streams_now();
+    }
+
+    /// A host answered over HTTP/2 (here, or on the kept connection a document came on): with
+    /// [`Transfers::multiplexing`] asked for, the GETs in flight become the streams asked for.
+    fn streams_now(&mut self) {
+        if self.streams.is_none() || self.h2_hosts.is_empty() {
             return;
         }
         self.multiplexed = true;
@@ -419,6 +451,7 @@ impl<'h, T> Transfers<'h, T> {
             let error = transport(&get.hops.current, format!("libcurl: {e}"));
             return self.end(get, Err(error));
         }
+        self.plain |= get.hops.current.scheme() == "http";
         match self.multi.add2(easy) {
             Ok(mut handle) => {
                 let _ = handle.set_token(slot);
@@ -728,7 +761,7 @@ fn sent(handle: *mut curl_sys::CURL) -> bool {
 
 /// The HTTP version a transfer's response came over (`CURLINFO_HTTP_VERSION`: 2 for 1.1, 3
 /// for 2, 4 for 3; 0 when unknown).
-fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
+pub(crate) fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
     const CURLINFO_HTTP_VERSION: curl_sys::CURLINFO = 0x20_0000 + 46;
     let mut version: libc::c_long = 0;
     // SAFETY: a valid easy handle; the info is one long.
@@ -756,8 +789,8 @@ fn proven(expected: &Expected) -> bool {
         .any(|d| d.hex.is_some() && !matches!(d.algorithm, Algorithm::Other(_)))
 }
 
-/// `host:port` of `url`, as the no-reuse set keys hosts.
-fn host_key(url: &Url) -> String {
+/// `host:port` of `url`, as the no-reuse set and the HTTP/2 hosts key them.
+pub(crate) fn host_key(url: &Url) -> String {
     let host = url.host_str().unwrap_or("");
     format!("{host}:{}", url.port_or_known_default().unwrap_or(0))
 }

@@ -492,6 +492,18 @@ impl Nginx {
         );
     }
 
+    /// Every request logged: (connection, path).
+    fn all_requests(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(&self.log)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f[0].to_string(), f[4].to_string())
+            })
+            .collect()
+    }
+
     /// The requests for resources logged: (connection, protocol, start, end) in seconds.
     fn resource_requests(&self) -> Vec<(String, String, f64, f64)> {
         std::fs::read_to_string(&self.log)
@@ -608,6 +620,47 @@ fn an_http2_source_is_fetched_as_streams_of_few_connections() {
     // The first requests, before the protocol is known, may be under way together.
     let later: Vec<_> = requests[requests.len() / 2..].to_vec();
     assert!(most_at_once(&later) <= 1, "{requests:?}");
+}
+
+/// Documents and resources on the same connections: with one thread (`-j 1`), the Resource
+/// List's connection, kept, carries every resource after it as a stream (`net::pool`), so a
+/// source over HTTP/2 sees one connection in all; and a second run's list and resources go
+/// out on one connection too.
+#[test]
+fn documents_and_resources_share_one_http2_connection() {
+    let certs = tempfile::tempdir().unwrap();
+    if !private_ca(certs.path(), "one") {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 30, 2_000);
+    let (cert, key) = (
+        certs.path().join("one-server.pem"),
+        certs.path().join("one-server.key"),
+    );
+    let Some(srv) = Nginx::start(src.path(), Some((&cert, &key)), "0.05") else {
+        return;
+    };
+    let base = format!("https://127.0.0.1:{}/", srv.port);
+    let list = src.path().join("resourcelist.xml");
+    let xml = std::fs::read_to_string(&list).unwrap();
+    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
+    let ca = certs.path().join("one-ca.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let source = format!("{base}resourcelist.xml");
+    let args = ["--ca-file", ca.to_str().unwrap(), "-j", "1"];
+    for mirror in ["m1", "m2"] {
+        let before = srv.all_requests().len();
+        let out = baseline_tls(&source, &dir.path().join(mirror), &args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        assert_eq!(current(&dir.path().join(mirror)).len(), 30);
+        let requests = srv.all_requests()[before..].to_vec();
+        assert_eq!(requests.len(), 31, "{requests:?}");
+        assert_eq!(requests[0].1, "/resourcelist.xml", "{requests:?}");
+        let connections: std::collections::HashSet<&str> =
+            requests.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(connections.len(), 1, "{requests:?}");
+    }
 }
 
 /// A cleartext source that speaks only HTTP/2 (nginx `listen ... http2` without TLS: h2c with
