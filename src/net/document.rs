@@ -261,7 +261,7 @@ fn perform_pooled(pool: &Pool, easy: &mut Easy2<Sink>, url: &Url) -> Result<(), 
         error.set_extra(format!("libcurl: {e}"));
         error
     };
-    let (multi, mut h2) = pool.take();
+    let multi = pool.take();
     // `add2` takes the handle; this one stands in meanwhile.
     let own = std::mem::replace(easy, Easy2::new(Sink::default()));
     let handle = multi.add2(own).map_err(multi_error)?;
@@ -281,12 +281,9 @@ fn perform_pooled(pool: &Pool, easy: &mut Easy2<Sink>, url: &Url) -> Result<(), 
     let back = multi.remove2(handle).map_err(multi_error)?;
     *easy = back;
     if http_version(easy.raw()) >= CURL_HTTP_VERSION_2_0 {
-        let host = host_key(url);
-        if !h2.contains(&host) {
-            h2.push(host);
-        }
+        pool.speaks_h2(host_key(url));
     }
-    pool.keep(multi, h2);
+    pool.keep(multi);
     result
 }
 

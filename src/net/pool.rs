@@ -12,15 +12,15 @@
 //! stream and is not watched.
 
 use curl::multi::Multi;
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 /// Multi handles kept at most: a few threads' worth; beyond that one is dropped (and its
 /// connections closed) rather than kept.
 const KEPT: usize = 8;
 
-/// A multi handle with no transfer attached, in the pool or on its way between threads, and the
-/// hosts (`host:port`) whose connections in it speak HTTP/2.
-struct Idle(Multi, Vec<String>);
+/// A multi handle with no transfer attached, in the pool or on its way between threads.
+struct Idle(Multi);
 
 // SAFETY: libcurl lets a handle move between threads as long as one thread at a time uses it
 // (libcurl-thread(3)). An `Idle` has no easy handle attached and no callbacks set (none are
@@ -30,24 +30,39 @@ unsafe impl Send for Idle {}
 #[derive(Default)]
 pub(crate) struct Pool {
     idle: Mutex<Vec<Idle>>,
+    /// Hosts (`host:port`) that answered over HTTP/2 in this run, documents or resources: the
+    /// transfers to them wait for a connection to share from their first request rather than
+    /// open one each while the protocol is not known.
+    h2: Mutex<HashSet<String>>,
 }
 
 impl Pool {
-    /// A multi handle with the connections of earlier GETs when one is kept, else a new one;
-    /// with the hosts known to speak HTTP/2 on it.
-    pub(crate) fn take(&self) -> (Multi, Vec<String>) {
+    /// A multi handle with the connections of earlier GETs when one is kept, else a new one.
+    pub(crate) fn take(&self) -> Multi {
         let kept = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        kept.map_or_else(|| (Multi::new(), Vec::new()), |Idle(multi, h2)| (multi, h2))
+        kept.map_or_else(Multi::new, |Idle(multi)| multi)
     }
 
-    /// Keep `multi` and its connections for the next GET, with the hosts that answered over
-    /// HTTP/2 on it. The caller has removed every easy handle from it and never ran a
-    /// cleartext `http://` transfer on it.
-    pub(crate) fn keep(&self, multi: Multi, h2: Vec<String>) {
+    /// Keep `multi` and its connections for the next GET. The caller has removed every easy
+    /// handle from it and never ran a cleartext `http://` transfer on it.
+    pub(crate) fn keep(&self, multi: Multi) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < KEPT {
-            idle.push(Idle(multi, h2));
+            idle.push(Idle(multi));
         }
+    }
+
+    /// `host` (`host:port`) answered over HTTP/2.
+    pub(crate) fn speaks_h2(&self, host: String) {
+        self.h2
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(host);
+    }
+
+    /// The hosts that answered over HTTP/2 so far.
+    pub(crate) fn h2_hosts(&self) -> HashSet<String> {
+        self.h2.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 

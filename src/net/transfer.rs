@@ -161,9 +161,7 @@ impl<T> Drop for Transfers<'_, T> {
             }
         }
         let multi = std::mem::replace(&mut self.multi, Multi::new());
-        self.http
-            .pool()
-            .keep(multi, self.h2_hosts.drain().collect());
+        self.http.pool().keep(multi);
     }
 }
 
@@ -193,7 +191,7 @@ impl<'h, T> Transfers<'h, T> {
     pub fn new(http: &'h Http, staging: &'h Path, capacity: usize) -> Transfers<'h, T> {
         let capacity = capacity.max(1);
         // With the connections of the documents before (`net::pool`).
-        let (mut multi, h2) = http.pool().take();
+        let mut multi = http.pool().take();
         // Idle connections kept for reuse: one per GET in flight, as a browser would.
         let _ = multi.set_max_connects(capacity.max(4));
         // Never more connections to one host than GETs at first: over HTTP/2, a GET that finds
@@ -215,7 +213,7 @@ impl<'h, T> Transfers<'h, T> {
             streams: None,
             sharing: 1,
             multiplexed: false,
-            h2_hosts: h2.into_iter().collect(),
+            h2_hosts: http.pool().h2_hosts(),
             plain: false,
         }
     }
@@ -254,11 +252,13 @@ impl<'h, T> Transfers<'h, T> {
         if version < CURL_HTTP_VERSION_2_0 {
             return;
         }
-        self.h2_hosts.insert(host_key(url));
+        if self.h2_hosts.insert(host_key(url)) {
+            self.http.pool().speaks_h2(host_key(url));
+        }
         self.streams_now();
     }
 
-    /// A host answered over HTTP/2 (here, or on the kept connection a document came on): with
+    /// A host answered over HTTP/2 (here, or to a document or another thread before): with
     /// [`Transfers::multiplexing`] asked for, the GETs in flight become the streams asked for.
     fn streams_now(&mut self) {
         if self.streams.is_none() || self.h2_hosts.is_empty() {

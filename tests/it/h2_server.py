@@ -14,6 +14,8 @@ MODE:
   onestream   SETTINGS_MAX_CONCURRENT_STREAMS 1, every response 20 ms late; a stream opened
               beyond it is refused (RST_STREAM REFUSED_STREAM, RFC 9113 §5.1.2) and logged as
               "refused" (a client may send more before it has read the SETTINGS).
+  ratelimit   /res/000005: the first time, 429 with Retry-After: 2 (logged "429"); every
+              response 30 ms late.
   push        /res/000005: a flood of 1,000 PUSH_PROMISE frames before its response (the
               client said SETTINGS_ENABLE_PUSH 0, so the first is already a protocol error);
               every other file as it is.
@@ -35,6 +37,7 @@ import struct
 ROOT, MODE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 log = open(LOG, "a", buffering=1)
 connections = 0
+limited = set()
 
 
 async def respond(conn, writer, stream_id, path, number, active):
@@ -55,6 +58,16 @@ async def answer(conn, writer, stream_id, path, number):
     body = open(file, "rb").read()
     if MODE == "onestream":
         await asyncio.sleep(0.02)
+    if MODE == "ratelimit":
+        await asyncio.sleep(0.03)
+        if path == "/res/000005" and path not in limited:
+            limited.add(path)
+            conn.send_headers(stream_id, [(":status", "429"), ("retry-after", "2"),
+                                          ("content-length", "0")], end_stream=True)
+            writer.write(conn.data_to_send())
+            await writer.drain()
+            log.write(f"{number} {stream_id} {start:.4f} {time.time():.4f} {path} 429\n")
+            return
     if MODE == "push" and path == "/res/000005":
         block = conn.encoder.encode(
             [(":method", "GET"), (":scheme", "http"), (":path", "/pushed"), (":authority", "x")]

@@ -243,6 +243,37 @@ fn a_flood_of_push_promises_fails_only_the_resource_it_came_with() {
     no_wrong_bytes(dir.path(), src.path());
 }
 
+/// Politeness over HTTP/2: a 429 with `Retry-After` on one stream holds the whole host, every
+/// stream, not only the one refused: after the streams already under way (`--streams 4`),
+/// nothing goes out until the two seconds have passed.
+#[test]
+fn a_429_on_one_stream_holds_every_stream_to_the_host() {
+    let Some((src, srv, list)) = source(40, "ratelimit") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&list, dir.path(), &["-j", "2", "--streams", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 40);
+    no_wrong_bytes(dir.path(), src.path());
+    let requests = srv.requests();
+    let refused = requests
+        .iter()
+        .find(|r| r.5 == "429")
+        .expect("the 429 was sent")
+        .3;
+    let after: Vec<f64> = (requests.iter())
+        .filter(|r| r.4.starts_with("/res/") && r.2 > refused)
+        .map(|r| r.2 - refused)
+        .collect();
+    let too_soon: Vec<&f64> = after.iter().filter(|d| **d > 0.5 && **d < 1.9).collect();
+    assert!(too_soon.is_empty(), "asked {too_soon:?} s after the 429");
+    assert!(
+        after.iter().filter(|d| **d >= 1.9).count() >= 25,
+        "{after:?}"
+    );
+}
+
 #[test]
 fn a_flood_of_settings_ends_in_bounded_time_with_no_wrong_bytes() {
     let Some((src, _srv, list)) = source(10, "settings") else {

@@ -622,6 +622,55 @@ fn an_http2_source_is_fetched_as_streams_of_few_connections() {
     assert!(most_at_once(&later) <= 1, "{requests:?}");
 }
 
+/// Politeness over HTTP/2: `--delay` spaces the requests to the host whatever the streams
+/// allow (100 here, with `-j 4`): every resource request starts at least the delay after the
+/// one before, as the server saw them.
+#[test]
+fn delay_spaces_the_requests_over_http2_too() {
+    let certs = tempfile::tempdir().unwrap();
+    if !private_ca(certs.path(), "delay") {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 8, 2_000);
+    let (cert, key) = (
+        certs.path().join("delay-server.pem"),
+        certs.path().join("delay-server.key"),
+    );
+    let Some(srv) = Nginx::start(src.path(), Some((&cert, &key)), "0") else {
+        return;
+    };
+    let base = format!("https://127.0.0.1:{}/", srv.port);
+    let list = src.path().join("resourcelist.xml");
+    let xml = std::fs::read_to_string(&list).unwrap();
+    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
+    let ca = certs.path().join("delay-ca.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--ca-file",
+        ca.to_str().unwrap(),
+        "-j",
+        "4",
+        "--delay",
+        "0.3",
+    ];
+    let out = baseline_tls(&format!("{base}resourcelist.xml"), dir.path(), &args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(dir.path()).len(), 8);
+    let requests = srv.resource_requests();
+    assert!(requests.iter().all(|r| r.1 == "HTTP/2.0"), "{requests:?}");
+    let mut starts: Vec<f64> = requests.iter().map(|r| r.2).collect();
+    starts.sort_by(f64::total_cmp);
+    for w in starts.windows(2) {
+        // nginx logs to the millisecond.
+        assert!(
+            w[1] - w[0] >= 0.29,
+            "requests {:.3} s apart: {starts:?}",
+            w[1] - w[0]
+        );
+    }
+}
+
 /// Documents and resources on the same connections: with one thread (`-j 1`), the Resource
 /// List's connection, kept, carries every resource after it as a stream (`net::pool`), so a
 /// source over HTTP/2 sees one connection in all; and a second run's list and resources go
