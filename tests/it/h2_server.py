@@ -9,7 +9,8 @@ MODE:
   hostile     /res/000003: headers and half the body, then RST_STREAM (INTERNAL_ERROR);
               /res/000007: a body 100 bytes longer than its content-length;
               every other file as it is.
-  goaway      every connection serves 10 requests, then GOAWAY and the connection closes.
+  goaway      every connection serves 10 requests, then a GOAWAY naming the 10th stream (the
+              10 are answered, those after are not) and the connection closes.
   settings    a flood of 2,000 SETTINGS frames before each response.
   onestream   SETTINGS_MAX_CONCURRENT_STREAMS 1, every response 20 ms late; a stream opened
               beyond it is refused (RST_STREAM REFUSED_STREAM, RFC 9113 §5.1.2) and logged as
@@ -142,10 +143,17 @@ async def serve(reader, writer):
                                 for k, v in event.headers)[":path"]
                     served += 1
                     if MODE == "goaway" and served > 10:
-                        conn.close_connection(last_stream_id=event.stream_id - 2)
+                        # A graceful GOAWAY (RFC 9113 §6.8): the ten streams it names as
+                        # processed are answered, the later ones are not, and the connection
+                        # closes. Written as a frame of its own, so that h2 still sends the
+                        # answers.
+                        last = struct.pack(">II", event.stream_id - 2, 0)
+                        writer.write(struct.pack(">I", 8)[1:] + bytes([7, 0]) + struct.pack(">I", 0) + last)
                         writer.write(conn.data_to_send())
                         await writer.drain()
                         await asyncio.gather(*tasks, return_exceptions=True)
+                        writer.write(conn.data_to_send())
+                        await writer.drain()
                         writer.close()
                         return
                     if MODE == "onestream":

@@ -532,6 +532,33 @@ impl Drop for Children {
     }
 }
 
+/// An HTTP/2 source over TLS: `n` resources of 2 KB served by nginx (each answered after
+/// `pause` seconds), its certificate signed by a private CA. (certs, source files, server,
+/// Resource List URL, the CA's file); None (said) where openssl or nginx is missing.
+fn h2_source(
+    name: &str,
+    n: usize,
+    pause: &str,
+) -> Option<(tempfile::TempDir, tempfile::TempDir, Nginx, String, PathBuf)> {
+    let certs = tempfile::tempdir().unwrap();
+    if !private_ca(certs.path(), name) {
+        return None;
+    }
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), n, 2_000);
+    let (cert, key) = (
+        certs.path().join(format!("{name}-server.pem")),
+        certs.path().join(format!("{name}-server.key")),
+    );
+    let srv = Nginx::start(src.path(), Some((&cert, &key)), pause)?;
+    let base = format!("https://127.0.0.1:{}/", srv.port);
+    let list = src.path().join("resourcelist.xml");
+    let xml = std::fs::read_to_string(&list).unwrap();
+    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
+    let ca = certs.path().join(format!("{name}-ca.pem"));
+    Some((certs, src, srv, format!("{base}resourcelist.xml"), ca))
+}
+
 /// The most requests of `requests` under way at one time on one connection.
 fn most_at_once(requests: &[(String, String, f64, f64)]) -> usize {
     let mut most = 0;
@@ -552,28 +579,12 @@ fn most_at_once(requests: &[(String, String, f64, f64)]) -> usize {
 /// holds the requests in flight to one per connection.
 #[test]
 fn an_http2_source_is_fetched_as_streams_of_few_connections() {
-    let certs = tempfile::tempdir().unwrap();
-    if !private_ca(certs.path(), "h2") {
-        return;
-    }
-    let src = tempfile::tempdir().unwrap();
     // 60 resources of 2 KB, each answered after a fifth of a second.
-    generate_source(src.path(), 60, 2_000);
-    let (cert, key) = (
-        certs.path().join("h2-server.pem"),
-        certs.path().join("h2-server.key"),
-    );
-    let Some(srv) = Nginx::start(src.path(), Some((&cert, &key)), "0.2") else {
+    let Some((_certs, src, srv, source, ca)) = h2_source("h2", 60, "0.2") else {
         return;
     };
-    let base = format!("https://127.0.0.1:{}/", srv.port);
-    let list = src.path().join("resourcelist.xml");
-    let xml = std::fs::read_to_string(&list).unwrap();
-    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
-    let ca = certs.path().join("h2-ca.pem");
     let dir = tempfile::tempdir().unwrap();
     let mirror = dir.path().join("m");
-    let source = format!("{base}resourcelist.xml");
     let ca_arg = ["--ca-file", ca.to_str().unwrap(), "-j", "2"];
     // (With `-j 2`, one request per thread until the protocol is known.)
     let out = baseline_tls(&source, &mirror, &ca_arg, &[]);
@@ -627,24 +638,9 @@ fn an_http2_source_is_fetched_as_streams_of_few_connections() {
 /// one before, as the server saw them.
 #[test]
 fn delay_spaces_the_requests_over_http2_too() {
-    let certs = tempfile::tempdir().unwrap();
-    if !private_ca(certs.path(), "delay") {
-        return;
-    }
-    let src = tempfile::tempdir().unwrap();
-    generate_source(src.path(), 8, 2_000);
-    let (cert, key) = (
-        certs.path().join("delay-server.pem"),
-        certs.path().join("delay-server.key"),
-    );
-    let Some(srv) = Nginx::start(src.path(), Some((&cert, &key)), "0") else {
+    let Some((_certs, _src, srv, source, ca)) = h2_source("delay", 8, "0") else {
         return;
     };
-    let base = format!("https://127.0.0.1:{}/", srv.port);
-    let list = src.path().join("resourcelist.xml");
-    let xml = std::fs::read_to_string(&list).unwrap();
-    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
-    let ca = certs.path().join("delay-ca.pem");
     let dir = tempfile::tempdir().unwrap();
     let args = [
         "--ca-file",
@@ -654,7 +650,7 @@ fn delay_spaces_the_requests_over_http2_too() {
         "--delay",
         "0.3",
     ];
-    let out = baseline_tls(&format!("{base}resourcelist.xml"), dir.path(), &args, &[]);
+    let out = baseline_tls(&source, dir.path(), &args, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(current(dir.path()).len(), 8);
     let requests = srv.resource_requests();
@@ -677,26 +673,10 @@ fn delay_spaces_the_requests_over_http2_too() {
 /// out on one connection too.
 #[test]
 fn documents_and_resources_share_one_http2_connection() {
-    let certs = tempfile::tempdir().unwrap();
-    if !private_ca(certs.path(), "one") {
-        return;
-    }
-    let src = tempfile::tempdir().unwrap();
-    generate_source(src.path(), 30, 2_000);
-    let (cert, key) = (
-        certs.path().join("one-server.pem"),
-        certs.path().join("one-server.key"),
-    );
-    let Some(srv) = Nginx::start(src.path(), Some((&cert, &key)), "0.05") else {
+    let Some((_certs, _src, srv, source, ca)) = h2_source("one", 30, "0.05") else {
         return;
     };
-    let base = format!("https://127.0.0.1:{}/", srv.port);
-    let list = src.path().join("resourcelist.xml");
-    let xml = std::fs::read_to_string(&list).unwrap();
-    std::fs::write(&list, xml.replace("http://sample.example.org/", &base)).unwrap();
-    let ca = certs.path().join("one-ca.pem");
     let dir = tempfile::tempdir().unwrap();
-    let source = format!("{base}resourcelist.xml");
     let args = ["--ca-file", ca.to_str().unwrap(), "-j", "1"];
     for mirror in ["m1", "m2"] {
         let before = srv.all_requests().len();
