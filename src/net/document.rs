@@ -229,8 +229,12 @@ fn transfer(easy: &mut Easy2<Sink>, settings: &Settings, job: &Job) -> (Sink, Re
         let result = if job.url.scheme() == "http" {
             easy.perform()
         } else {
-            perform_pooled(&settings.pool, easy, &job.url)
+            perform_pooled(&settings.pool, easy)
         };
+        // The transfers to a host that spoke HTTP/2 here share a connection from the first.
+        if http_version(easy.raw()) >= CURL_HTTP_VERSION_2_0 {
+            settings.pool.speaks_h2(host_key(&job.url));
+        }
         // libcurl's own words for a failure are in the handle's error buffer.
         let result = result.map_err(|mut e| {
             if let Some(s) = easy.take_error_buf() {
@@ -255,13 +259,13 @@ fn transfer(easy: &mut Easy2<Sink>, settings: &Settings, job: &Job) -> (Sink, Re
 
 /// `easy`'s transfer, to its end, on a multi handle taken from `pool` and put back after (with
 /// the connection it ran on).
-fn perform_pooled(pool: &Pool, easy: &mut Easy2<Sink>, url: &Url) -> Result<(), curl::Error> {
+fn perform_pooled(pool: &Pool, easy: &mut Easy2<Sink>) -> Result<(), curl::Error> {
     let multi_error = |e: curl::MultiError| {
         let mut error = curl::Error::new(curl_sys::CURLE_FAILED_INIT);
         error.set_extra(format!("libcurl: {e}"));
         error
     };
-    let multi = pool.take();
+    let (multi, _) = pool.take();
     // `add2` takes the handle; this one stands in meanwhile.
     let own = std::mem::replace(easy, Easy2::new(Sink::default()));
     let handle = multi.add2(own).map_err(multi_error)?;
@@ -280,9 +284,6 @@ fn perform_pooled(pool: &Pool, easy: &mut Easy2<Sink>, url: &Url) -> Result<(), 
     };
     let back = multi.remove2(handle).map_err(multi_error)?;
     *easy = back;
-    if http_version(easy.raw()) >= CURL_HTTP_VERSION_2_0 {
-        pool.speaks_h2(host_key(url));
-    }
     pool.keep(multi);
     result
 }

@@ -37,10 +37,11 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// A multi handle with the connections of earlier GETs when one is kept, else a new one.
-    pub(crate) fn take(&self) -> Multi {
+    /// A multi handle with the connections of earlier GETs when one is kept (true), else a new
+    /// one (false).
+    pub(crate) fn take(&self) -> (Multi, bool) {
         let kept = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        kept.map_or_else(Multi::new, |Idle(multi)| multi)
+        kept.map_or_else(|| (Multi::new(), false), |Idle(multi)| (multi, true))
     }
 
     /// Keep `multi` and its connections for the next GET. The caller has removed every easy

@@ -144,6 +144,11 @@ pub struct Transfers<'h, T> {
     multiplexed: bool,
     /// Hosts (`host:port`) that answered over HTTP/2: their GETs share connections.
     h2_hosts: std::collections::HashSet<String>,
+    /// A response came over HTTP/2 on this handle's connections (or they were kept from GETs
+    /// before): the server's SETTINGS are known, and so how many streams it allows. Until then
+    /// a host known to speak HTTP/2 gets only the first GETs, sharing one new connection (a
+    /// first flight of streams past the server's limit would be refused).
+    settings_known: bool,
     /// A cleartext `http://` GET ran here: the multi handle (its sockets watched from this
     /// thread) is not given back to the pool.
     plain: bool,
@@ -191,7 +196,7 @@ impl<'h, T> Transfers<'h, T> {
     pub fn new(http: &'h Http, staging: &'h Path, capacity: usize) -> Transfers<'h, T> {
         let capacity = capacity.max(1);
         // With the connections of the documents before (`net::pool`).
-        let mut multi = http.pool().take();
+        let (mut multi, kept) = http.pool().take();
         // Idle connections kept for reuse: one per GET in flight, as a browser would.
         let _ = multi.set_max_connects(capacity.max(4));
         // Never more connections to one host than GETs at first: over HTTP/2, a GET that finds
@@ -214,6 +219,7 @@ impl<'h, T> Transfers<'h, T> {
             sharing: 1,
             multiplexed: false,
             h2_hosts: http.pool().h2_hosts(),
+            settings_known: kept,
             plain: false,
         }
     }
@@ -255,6 +261,7 @@ impl<'h, T> Transfers<'h, T> {
         if self.h2_hosts.insert(host_key(url)) {
             self.http.pool().speaks_h2(host_key(url));
         }
+        self.settings_known = true;
         self.streams_now();
     }
 
@@ -265,6 +272,9 @@ impl<'h, T> Transfers<'h, T> {
             return;
         }
         self.multiplexed = true;
+        if !self.settings_known {
+            return;
+        }
         if let Some(streams) = self.streams.filter(|s| *s != self.capacity) {
             let sharing = self.sharing;
             self.capacity = streams;
