@@ -258,8 +258,9 @@ impl<'h, T> Transfers<'h, T> {
         if version < CURL_HTTP_VERSION_2_0 {
             return;
         }
-        if self.h2_hosts.insert(host_key(url)) {
-            self.http.pool().speaks_h2(host_key(url));
+        let host = host_key(url);
+        if self.h2_hosts.insert(host.clone()) {
+            self.http.pool().speaks_h2(host);
         }
         self.settings_known = true;
         self.streams_now();

@@ -38,6 +38,62 @@ fn run(sw: &Seaweed, mirror: &Path, args: &[&str]) -> std::process::Output {
     c.args(args).arg("--mirror").arg(mirror).output().unwrap()
 }
 
+/// 60 resources of 4 KiB, each answered 40 ms late: (source files, server, Resource List URL).
+fn slow_source() -> (tempfile::TempDir, TestServer, String) {
+    let src = tempfile::tempdir().unwrap();
+    generate_source(src.path(), 60, 4096);
+    let srv = TestServer::start(src.path());
+    srv.set_delay(std::time::Duration::from_millis(40));
+    let list = srv.url("/resourcelist.xml");
+    (src, srv, list)
+}
+
+/// A baseline of `list` into `s3://BUCKET/PREFIX` with `args`, started in the background (its
+/// stderr piped), handed back once `uploaded` objects are in the bucket.
+fn baseline_under_way(
+    sw: &Seaweed,
+    list: &str,
+    mirror: &Path,
+    prefix: &str,
+    args: &[&str],
+    uploaded: usize,
+) -> std::process::Child {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .env("AWS_ACCESS_KEY_ID", crate::seaweed::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", crate::seaweed::SECRET_KEY)
+        .env("AWS_ENDPOINT_URL", &sw.endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_CA_BUNDLE")
+        .args([
+            "baseline",
+            list,
+            "--objects",
+            &format!("s3://{BUCKET}/{prefix}"),
+        ])
+        .args(args)
+        .arg("--mirror")
+        .arg(mirror)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while sw.keys(&format!("{prefix}/objects/")).len() < uploaded {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "nothing uploaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
+/// `out` ended with exit `code`, its report saying `words`.
+fn exits_saying(out: &std::process::Output, code: i32, words: &str) {
+    let said = stderr_of(out);
+    assert_eq!(out.status.code(), Some(code), "{said}");
+    assert!(said.contains(words), "{words}: {said}");
+}
+
 fn ok(sw: &Seaweed, mirror: &Path, args: &[&str]) -> std::process::Output {
     let out = run(sw, mirror, args);
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
@@ -312,12 +368,7 @@ fn the_bucket_is_chosen_once_and_refusals_are_clear() {
         &local,
         &["baseline", &cap, "--objects", &format!("s3://{BUCKET}/x")],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("cannot be moved"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 2, "cannot be moved");
     assert!(sw.keys("x/").is_empty());
 
     // A bucket mirror keeps its bucket: another is refused, the same one is fine.
@@ -343,12 +394,7 @@ fn the_bucket_is_chosen_once_and_refusals_are_clear() {
             &format!("s3://{BUCKET}/other"),
         ],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains(&format!("are in s3://{BUCKET}/m")),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 2, &format!("are in s3://{BUCKET}/m"));
     ok(
         &sw,
         &m,
@@ -364,23 +410,13 @@ fn the_bucket_is_chosen_once_and_refusals_are_clear() {
     // Not a bucket location; no such bucket; no credentials; wrong credentials.
     let bad = dir.path().join("bad");
     let out = run(&sw, &bad, &["baseline", &cap, "--objects", "s3://UPPER/x"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("not an S3 bucket name"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 2, "not an S3 bucket name");
     let out = run(
         &sw,
         &bad,
         &["baseline", &cap, "--objects", "s3://no-such-bucket/x"],
     );
-    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("no such bucket"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 5, "no such bucket");
     let mut c = rsmirror();
     sw.env(&mut c)
         .env_remove("AWS_ACCESS_KEY_ID")
@@ -396,12 +432,7 @@ fn the_bucket_is_chosen_once_and_refusals_are_clear() {
         .arg(&bad)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("AWS_ACCESS_KEY_ID"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 5, "AWS_ACCESS_KEY_ID");
     let mut c = rsmirror();
     sw.env(&mut c).env("AWS_SECRET_ACCESS_KEY", "wrong");
     let out = c
@@ -415,12 +446,7 @@ fn the_bucket_is_chosen_once_and_refusals_are_clear() {
         .arg(&bad)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("SignatureDoesNotMatch"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 5, "SignatureDoesNotMatch");
     // The secret is never printed, nor kept in the catalog.
     assert!(!stderr_of(&out).contains("wrong"), "{}", stderr_of(&out));
 
@@ -541,12 +567,7 @@ fn a_large_object_goes_up_in_checksummed_parts_and_is_never_overwritten() {
     sw.put(&planted, b"other bytes under this name\n");
     srv.set_root(two.path());
     let out = baseline(&[]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("holds different bytes under this name"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 3, "holds different bytes under this name");
     assert_eq!(sw.get(&planted).unwrap(), b"other bytes under this name\n");
     assert_eq!(current(&m).len(), 1);
 }
@@ -581,12 +602,7 @@ fn a_new_mirror_wants_a_prefix_of_its_own() {
             &format!("s3://{BUCKET}/shared"),
         ],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("already holds objects"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 2, "already holds objects");
     assert!(current(&b).is_empty());
     ok(
         &sw,
@@ -732,12 +748,7 @@ fn a_second_machine_attaches_and_one_writer_holds_the_lease() {
     assert!(stderr_of(&out).contains("elsewhere"), "{}", stderr_of(&out));
     sw.put("p/lease", lease("2020-01-01T00:00:00Z").as_bytes());
     let out = run(&sw, &c, &["baseline", &cap]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("took over the stale lease"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 0, "took over the stale lease");
     assert_eq!(sw.get("p/lease"), None);
     let out = run(&sw, &c, &["audit", "--offline", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
@@ -748,38 +759,10 @@ fn a_bucket_that_goes_away_mid_run_stops_it_and_the_next_run_completes() {
     let Some(mut sw) = Seaweed::start() else {
         return;
     };
-    let src = tempfile::tempdir().unwrap();
-    generate_source(src.path(), 60, 4096);
-    let srv = TestServer::start(src.path());
-    srv.set_delay(std::time::Duration::from_millis(40));
+    let (_src, srv, list) = slow_source();
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
-    let list = srv.url("/resourcelist.xml");
-    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
-    first
-        .env("AWS_ACCESS_KEY_ID", crate::seaweed::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", crate::seaweed::SECRET_KEY)
-        .env("AWS_ENDPOINT_URL", &sw.endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env_remove("AWS_CA_BUNDLE")
-        .args([
-            "baseline",
-            &list,
-            "--objects",
-            &format!("s3://{BUCKET}/n"),
-            "--mirror",
-        ])
-        .arg(&m)
-        .stderr(std::process::Stdio::piped());
-    let first = first.spawn().unwrap();
-    let started = std::time::Instant::now();
-    while sw.keys("n/objects/").len() < 5 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "nothing uploaded"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let first = baseline_under_way(&sw, &list, &m, "n", &[], 5);
     // The bucket's server dies mid-run: the run stops (every other upload would fail too),
     // with the reason, and commits no version whose object is not in the bucket.
     sw.stop();
@@ -893,49 +876,16 @@ fn virtual_host_addressing_reaches_the_same_bucket() {
         .arg(&m)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("RSMIRROR_S3_ADDRESSING_STYLE"),
-        "{}",
-        stderr_of(&out)
-    );
+    exits_saying(&out, 5, "RSMIRROR_S3_ADDRESSING_STYLE");
 }
 
 #[test]
 fn a_baseline_into_a_bucket_sigkilled_mid_way_loses_nothing() {
     let Some(sw) = Seaweed::start() else { return };
-    let src = tempfile::tempdir().unwrap();
-    generate_source(src.path(), 60, 4096);
-    let srv = TestServer::start(src.path());
-    srv.set_delay(std::time::Duration::from_millis(40));
+    let (_src, srv, list) = slow_source();
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
-    let list = srv.url("/resourcelist.xml");
-    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
-    first
-        .env("AWS_ACCESS_KEY_ID", crate::seaweed::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", crate::seaweed::SECRET_KEY)
-        .env("AWS_ENDPOINT_URL", &sw.endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env_remove("AWS_CA_BUNDLE")
-        .args([
-            "baseline",
-            &list,
-            "--objects",
-            &format!("s3://{BUCKET}/s"),
-            "-q",
-            "--mirror",
-        ])
-        .arg(&m);
-    let mut first = first.spawn().unwrap();
-    let started = std::time::Instant::now();
-    while sw.keys("s/objects/").len() < 10 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "nothing uploaded"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut first = baseline_under_way(&sw, &list, &m, "s", &["-q"], 10);
     // SIGKILL: no handler, no clean-up, the lease left in the bucket.
     first.kill().unwrap();
     first.wait().unwrap();
