@@ -5,7 +5,7 @@ resync-sync, in one run (stdlib only; nginx and curl from the system).
     python3 benches/remote.py --rsmirror [LABEL=]target/release/rsmirror [--rsmirror ...]
         [--rtt 10,50,150]
         [--counts 2000,20000] [--size 8192] [--bandwidth BYTES_PER_S] [--resync PATH]
-        [--resync-subset 200] [--rounds 1] [--changes N] [--entry capabilitylist]
+        [--resync-subset 200] [--rounds 1] [--changes N] [--entry capabilitylist] [--settled]
 
 What it builds, in a temporary folder:
 - COUNT files of SIZE random bytes and a Resource List of them (ResourceSync 1.1, with length
@@ -39,7 +39,9 @@ also names the documents it fetched. The source is put back as it was before the
 With --entry capabilitylist, rsmirror's baseline (and so its incremental) starts from the
 Capability List rather than the Resource List, as a Destination that subscribes to it does: the
 incremental then reads the Capability List and the Change List, not the whole Resource List
-again to find its `up` link.
+again to find its `up` link. With --settled, each mirror first has an incremental with nothing
+new (untimed), so that the measured one is a later run, as a cron job's mostly is: it knows the
+open Change List from the run before and asks for it with the Capability List.
 
 Prints a Markdown table (seconds, and each client's time over curl multiplexed) and the
 nginx log's figures for rsmirror's run: connections opened and the HTTP versions seen.
@@ -344,6 +346,9 @@ def main():
     ap.add_argument("--entry", choices=("resourcelist", "capabilitylist"), default="resourcelist",
                     help="the document rsmirror's baseline is given (capabilitylist needs --changes);"
                          " the incremental starts from it too")
+    ap.add_argument("--settled", action="store_true",
+                    help="with --changes: one incremental with nothing new before the measured one"
+                         " (untimed), so that the measured run is not the first after the baseline")
     a = ap.parse_args()
     if a.changes < 0 or any(a.changes > int(c) for c in a.counts.split(",")):
         ap.error("--changes must be between 0 and the smallest count")
@@ -466,6 +471,14 @@ def run_incremental(a, work, base, expected, count, rtt, ca, log, mirrors):
     """--changes N: change N resources, then rsmirror incremental of each baseline's mirror and
     both curls on the changed URLs; the site put back after."""
     site = os.path.join(work, f"site-{count}")
+    if a.settled:
+        # An incremental with nothing new first, untimed: the measured one is then a later
+        # run, as a cron job's mostly is (it has read the open Change List before).
+        for label, binary, mirror in mirrors:
+            p = subprocess.run([binary, "incremental", "--mirror", mirror, "--ca-file", ca, "-q",
+                                *a.rsmirror_args.split()], capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(f"settling incremental of {label}: exit {p.returncode}: {p.stderr}")
     after, changed, restore = change_site(site, base, expected, a.changes, a.size)
     rows = []
     try:

@@ -738,8 +738,9 @@ pub struct SourceArgs {
     #[arg(long, value_name = "RATE", value_parser = parse_bytes)]
     pub bwlimit: Option<u64>,
     /// Requests in flight to a source that speaks HTTP/2 (over TLS, as ALPN offers it): once a
-    /// response has come over HTTP/2 they share the connections open (at most --jobs) as
-    /// streams (RFC 9113), where --jobs counts HTTP/1.1 connections. The server's own limit
+    /// response has come over HTTP/2 they share the connections open as streams (RFC 9113):
+    /// one, the documents', when they came over HTTP/2; at most --jobs, which counts HTTP/1.1
+    /// connections, otherwise. The server's own limit
     /// (SETTINGS_MAX_CONCURRENT_STREAMS) holds beyond it: requests wait for a stream, never
     /// opening more connections. 100, as curl and most servers default to; --delay bounds the
     /// request rate whatever the streams.

@@ -10,12 +10,14 @@ use crate::engine::documents::Documents;
 use crate::error::{Error, NeedsBaseline, SourceError};
 use crate::exit::Exit;
 use crate::formats;
+use crate::net::Validators;
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
 use crate::settings;
 use crate::settings::{OnGap, Via};
 use crate::store::{Catalog, StoreError};
 use std::time::Instant;
+use url::Url;
 
 /// `incremental`: the SOURCE given; else every source the mirror follows, each from its own
 /// sync point, one run each (a plain Sitemap source, which has no Change Lists, by re-reading
@@ -194,7 +196,9 @@ fn run_source(
         let source = source_of(s, &catalog)?;
         summary.source = source.clone();
         let mut complete = true;
-        for (format, collections) in formats::by_format(to_follow(&docs, &catalog, &source)?) {
+        for (format, collections) in
+            formats::by_format(to_follow(&docs, &catalog, (&source, s.from.is_some()))?)
+        {
             complete &= format.plan_changes(&docs, s, collections, &catalog, &mut summary)?;
         }
         summary.seconds = started.elapsed().as_secs_f64();
@@ -224,7 +228,9 @@ fn run_source(
     summary.run_id = Some(run_id);
 
     let result = (|| {
-        for (format, collections) in formats::by_format(to_follow(&docs, &m.catalog, &source)?) {
+        for (format, collections) in
+            formats::by_format(to_follow(&docs, &m.catalog, (&source, s.from.is_some()))?)
+        {
             let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
             format.incremental(&mut ctx, s, collections)?;
         }
@@ -352,10 +358,14 @@ fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Err
 /// The collections to follow for `source`: a source the mirror knows to be of a format whose
 /// records name what it follows (SCP, ARC) goes straight to that format, not discovered again
 /// (a run with nothing new makes only conditional requests); otherwise discovery.
+///
+/// The open Change Lists the mirror read last are asked for at once, conditionally as the run
+/// will ask for them (not under `--from`, which reads them whole): they come with the
+/// documents that name them rather than a round trip after them.
 fn to_follow(
     docs: &Documents<'_>,
     catalog: &Catalog,
-    source: &str,
+    (source, replay): (&str, bool),
 ) -> Result<Vec<Collection>, Error> {
     let url = discover::source_url(source)?;
     if let Some(kind) = catalog.source_kind(url.as_str())? {
@@ -364,5 +374,22 @@ fn to_follow(
             return Ok(vec![Collection::other(kind, &url)]);
         }
     }
+    if !replay {
+        for (list, etag, last_modified) in catalog.open_change_lists(url.as_str(), SENT_AHEAD)? {
+            let Ok(list) = Url::parse(&list) else {
+                continue;
+            };
+            let validators = Validators {
+                etag,
+                last_modified,
+            };
+            docs.http
+                .send_ahead(&list, &docs.scope_for(&list), &validators);
+        }
+    }
     Ok(discover::discover(docs, source, None)?.collections)
 }
+
+/// Open Change Lists asked for ahead, at most (a source has one open Change List per
+/// collection, and most have one collection).
+const SENT_AHEAD: usize = 2;

@@ -198,7 +198,9 @@ pub(crate) fn transfer<E>(
     workers: usize,
     mut on_result: impl FnMut(JobResult) -> Result<(), E>,
 ) -> Result<(), E> {
-    let (threads, per_thread) = shares(workers);
+    // A document asked for ahead and not taken by now never will be.
+    http.forget_ahead();
+    let (threads, per_thread) = shares(workers, !http.pool().h2_hosts().is_empty());
     let min_free = http.config().min_free;
     // The writer's commits and the catalog's copy keep the same margin.
     crate::store::space::set_min_free(min_free);
@@ -466,11 +468,15 @@ pub(crate) fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), Str
 }
 
 /// Threads, and requests in flight per thread, for `workers` requests in flight: no more
-/// threads than cores (a thread keeps many requests in flight).
-fn shares(workers: usize) -> (usize, usize) {
+/// threads than cores (a thread keeps many requests in flight). A source known to speak
+/// HTTP/2 (`h2`: a document came over it) gets one thread: its requests are streams of one
+/// connection (RFC 9113 §9.1), the one the documents came on (`net::pool`), and a connection
+/// is one multi handle's, so a second thread would open a second connection (a handshake
+/// more, two round trips during which its share of the streams waits).
+fn shares(workers: usize, h2: bool) -> (usize, usize) {
     let workers = workers.max(1);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = workers.min(cores);
+    let threads = if h2 { 1 } else { workers.min(cores) };
     (threads, workers.div_ceil(threads))
 }
 

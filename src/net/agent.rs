@@ -337,6 +337,30 @@ impl Http {
         self.get_with(url, scope, validators, &mut self.retries())
     }
 
+    /// Send a document GET before it is asked for (a Change List the mirror read before,
+    /// while the Capability List that names it is on its way): the first [`Http::get`] of
+    /// `url` with the same validators takes its answer, one round trip sooner. Nothing is sent
+    /// for a URL outside `scope` or served from a `--map` folder, or while requests to its
+    /// host are paced (`--delay`, a `crawl_rate`, a 429's `Retry-After`): two at once would
+    /// break the pace.
+    pub(crate) fn send_ahead(&self, url: &Url, scope: &Scope, validators: &Validators) {
+        let host = url.host_str().unwrap_or("");
+        if Hops::new(url).check(scope).is_err()
+            || self.map_for(url).is_some()
+            || !self.pacing.delay.is_zero()
+            || self.pacing.held_until(host, Instant::now()).is_some()
+        {
+            return;
+        }
+        self.documents.send_ahead(url, validators);
+    }
+
+    /// End the GETs sent ahead that no [`Http::get`] took: the resources are next, and each
+    /// such GET holds a connection once its answer waits.
+    pub(crate) fn forget_ahead(&self) {
+        self.documents.forget_ahead();
+    }
+
     /// Turn an error from reading a [`Body`]'s reader into a [`FetchError`] for `url`.
     pub(crate) fn read_error(&self, url: &Url, e: io::Error) -> FetchError {
         if e.get_ref().is_some_and(|inner| inner.is::<FetchError>()) {

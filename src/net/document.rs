@@ -80,7 +80,22 @@ pub(crate) struct Documents {
     queue: Receiver<Job>,
     /// Workers waiting for a GET and not yet claimed by one.
     idle: Arc<AtomicUsize>,
+    /// GETs sent before they were asked for ([`Documents::send_ahead`]), with their answers
+    /// as they come: the first [`Documents::send`] of the same URL with the same validators
+    /// takes one rather than sending again.
+    ahead: Mutex<Vec<Ahead>>,
 }
+
+/// A GET sent ahead, and the reader of its answer.
+struct Ahead {
+    url: Url,
+    validators: Validators,
+    body: BodyReader,
+}
+
+/// GETs sent ahead and not asked for yet, at most: the oldest is dropped (and its transfer
+/// ended) past them.
+const AHEAD: usize = 4;
 
 /// A response whose head is in; its body is read from `body`.
 pub(crate) struct Response {
@@ -100,33 +115,44 @@ impl Documents {
             jobs,
             queue,
             idle: Arc::new(AtomicUsize::new(0)),
+            ahead: Mutex::new(Vec::new()),
         }
     }
 
-    /// One attempt at a GET of `url` (no redirect followed, no retry): the response once its
-    /// head is in.
-    pub(crate) fn send(&self, url: &Url, validators: &Validators) -> Result<Response, Failure> {
-        let (to, from) = crossbeam_channel::bounded(PIECES);
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let end = Arc::new(Mutex::new(None));
-        self.dispatch(Job {
+    /// Send a GET of `url` now, for a [`Documents::send`] of it to come: its answer waits
+    /// (a few pieces of its body at most, then the transfer waits for its reader) until then,
+    /// or until [`Documents::forget_ahead`].
+    pub(crate) fn send_ahead(&self, url: &Url, validators: &Validators) {
+        let body = self.dispatch_get(url, validators);
+        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        if ahead.len() >= AHEAD {
+            ahead.remove(0);
+        }
+        ahead.push(Ahead {
             url: url.clone(),
             validators: validators.clone(),
-            to,
-            end: Arc::clone(&end),
-            abandoned: Arc::clone(&abandoned),
+            body,
         });
-        let timeout = self.settings.cfg.timeout;
-        let mut body = BodyReader {
-            from,
-            end,
-            abandoned,
-            piece: Vec::new(),
-            at: 0,
-            timeout,
-            url: url.clone(),
-            ended: None,
+    }
+
+    /// End the GETs sent ahead that nobody asked for (each holds a worker, and its connection,
+    /// once its reader's pieces are full).
+    pub(crate) fn forget_ahead(&self) {
+        self.ahead.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// One attempt at a GET of `url` (no redirect followed, no retry): the response once its
+    /// head is in. A GET of the same sent ahead is taken instead of sending another.
+    pub(crate) fn send(&self, url: &Url, validators: &Validators) -> Result<Response, Failure> {
+        let sent = {
+            let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+            let at = ahead
+                .iter()
+                .position(|a| a.url == *url && a.validators == *validators);
+            at.map(|i| ahead.remove(i).body)
         };
+        let mut body = sent.unwrap_or_else(|| self.dispatch_get(url, validators));
+        let timeout = self.settings.cfg.timeout;
         match body.from.recv_timeout(timeout) {
             Ok(Message::Head(head)) => Ok(Response { head, body }),
             // Dropping `body` tells the worker.
@@ -145,6 +171,30 @@ impl Documents {
                     Err((transport(url, message), true))
                 }
             },
+        }
+    }
+
+    /// Hand a GET of `url` to a worker: the reader of its answer.
+    fn dispatch_get(&self, url: &Url, validators: &Validators) -> BodyReader {
+        let (to, from) = crossbeam_channel::bounded(PIECES);
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let end = Arc::new(Mutex::new(None));
+        self.dispatch(Job {
+            url: url.clone(),
+            validators: validators.clone(),
+            to,
+            end: Arc::clone(&end),
+            abandoned: Arc::clone(&abandoned),
+        });
+        BodyReader {
+            from,
+            end,
+            abandoned,
+            piece: Vec::new(),
+            at: 0,
+            timeout: self.settings.cfg.timeout,
+            url: url.clone(),
+            ended: None,
         }
     }
 

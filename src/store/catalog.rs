@@ -465,6 +465,27 @@ impl Catalog {
             .optional()?)
     }
 
+    /// The open Change Lists (no `until` yet) the source at `url` was last read from, newest
+    /// first, at most `n`, each with the validators it came with (ETag, Last-Modified): the
+    /// lists its next incremental is likely to read again, conditionally.
+    pub(crate) fn open_change_lists(
+        &self,
+        url: &str,
+        n: usize,
+    ) -> Result<Vec<KnownList>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT d.url, d.etag, d.last_modified FROM documents d
+             JOIN sources s ON s.id = d.source_id
+             WHERE s.url = ?1 AND d.capability = 'changelist' AND d.root = 'urlset'
+                AND d.until_time IS NULL
+             ORDER BY d.fetched_at DESC, d.id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![url, n as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Follow the source again (a baseline of a source removed before).
     pub(crate) fn follow_again(&self, source_id: i64) -> Result<(), StoreError> {
         self.conn.execute(
@@ -882,6 +903,9 @@ impl Catalog {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 }
+
+/// A document's URL and the validators it came with (ETag, Last-Modified).
+pub(crate) type KnownList = (String, Option<String>, Option<String>);
 
 /// Writes that happen inside a writer's transaction.
 pub mod write {

@@ -667,24 +667,26 @@ fn delay_spaces_the_requests_over_http2_too() {
     }
 }
 
-/// Documents and resources on the same connections: with one thread (`-j 1`), the Resource
-/// List's connection, kept, carries every resource after it as a stream (`net::pool`), so a
-/// source over HTTP/2 sees one connection in all; and a second run's list and resources go
-/// out on one connection too.
+/// Documents and resources on the same connections: the Resource List's connection, kept,
+/// carries every resource after it as a stream (`net::pool`), on one transfer thread whatever
+/// `--jobs` says (a second thread would open a second connection), so a source over HTTP/2
+/// sees one connection in all; and a second run's list and resources go out on one
+/// connection too.
 #[test]
 fn documents_and_resources_share_one_http2_connection() {
-    let Some((_certs, _src, srv, source, ca)) = h2_source("one", 30, "0.05") else {
+    // More resources than one thread of two takes at once (`--streams` 100 shared by them).
+    let Some((_certs, _src, srv, source, ca)) = h2_source("one", 150, "0.05") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--ca-file", ca.to_str().unwrap(), "-j", "1"];
-    for mirror in ["m1", "m2"] {
+    for (mirror, jobs) in [("m1", "1"), ("m2", "8")] {
+        let args = ["--ca-file", ca.to_str().unwrap(), "-j", jobs];
         let before = srv.all_requests().len();
         let out = baseline_tls(&source, &dir.path().join(mirror), &args, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-        assert_eq!(current(&dir.path().join(mirror)).len(), 30);
+        assert_eq!(current(&dir.path().join(mirror)).len(), 150);
         let requests = srv.all_requests()[before..].to_vec();
-        assert_eq!(requests.len(), 31, "{requests:?}");
+        assert_eq!(requests.len(), 151, "{requests:?}");
         assert_eq!(requests[0].1, "/resourcelist.xml", "{requests:?}");
         let connections: std::collections::HashSet<&str> =
             requests.iter().map(|r| r.0.as_str()).collect();
