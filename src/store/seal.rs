@@ -246,6 +246,34 @@ fn full_check(mirror: &Path, conn: &Connection, pragma: &str, why: &str) -> Resu
     ))
 }
 
+/// The first text value of the catalog's tables that is not UTF-8 ("table T, row R, column
+/// C"), if any: a full read, made only for a file that changed since it was sealed.
+fn not_utf8(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let mut stmt =
+        conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?;
+    let tables: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for table in tables {
+        let mut stmt =
+            conn.prepare(&format!("SELECT * FROM \"{}\"", table.replace('"', "\"\"")))?;
+        let names: Vec<String> = stmt.column_names().map(str::to_string).collect();
+        let mut rows = stmt.query([])?;
+        let mut n = 0u64;
+        while let Some(row) = rows.next()? {
+            n += 1;
+            for (i, name) in names.iter().enumerate() {
+                if let rusqlite::types::ValueRef::Text(bytes) = row.get_ref(i)? {
+                    if std::str::from_utf8(bytes).is_err() {
+                        return Ok(Some(format!("table {table}, row {n}, column {name}")));
+                    }
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Commits the seal counts and the catalog no longer holds.
 fn lost(mirror: &Path, conn: &Connection, seal: &Seal) -> Result<(), StoreError> {
     let (versions, runs) = rows(conn).map_err(|e| damaged(mirror, e.to_string()))?;
@@ -310,6 +338,17 @@ pub(crate) fn check(mirror: &Path, conn: &Connection, who: Who) -> Result<(), St
                 "integrity_check",
                 "it is not the file the last run left",
             )?;
+            // Stray bytes inside a text value leave a file SQLite finds sound; rsmirror only
+            // ever writes UTF-8, and random bytes are almost never that.
+            if let Some(what) = not_utf8(conn).map_err(|e| damaged(mirror, e.to_string()))? {
+                return Err(damaged(
+                    mirror,
+                    format!(
+                        "it is not the file the last run left, and {what} is not UTF-8 text \
+                         (SQLite finds the file sound: bytes changed inside a value)"
+                    ),
+                ));
+            }
             if let Some(sealed) = &s.schema {
                 let now = schema_hash(conn).map_err(|e| damaged(mirror, e.to_string()))?;
                 if &now != sealed {

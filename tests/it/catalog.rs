@@ -370,6 +370,35 @@ fn a_sound_edit_of_the_catalog_is_checked_in_full_and_accepted() {
     assert!(out.contains("ok      PRAGMA integrity_check"), "{out}");
 }
 
+/// Stray bytes inside a text value (a run's time overwritten on disk) leave a file SQLite finds
+/// sound: the bytes are not UTF-8, which rsmirror never writes, so every writer stops on it,
+/// naming the table and column, and writes nothing.
+#[test]
+fn stray_bytes_inside_a_text_value_stop_every_writer() {
+    let good = Good::new(5);
+    let (_d, m) = good.copy();
+    let db = m.join("catalog.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let started: String = conn
+        .query_row("SELECT started_at FROM runs WHERE id = 1", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&db).unwrap();
+    let at = bytes
+        .windows(started.len())
+        .position(|w| w == started.as_bytes())
+        .expect("the run's time is in the file");
+    bytes[at + 5..at + 9].copy_from_slice(&[0xc0, 0x7d, 0xff, 0x1b]);
+    std::fs::write(&db, &bytes).unwrap();
+    let held = all_refused(
+        &m,
+        &good.writers(),
+        "table runs, row 1, column started_at is not UTF-8",
+    );
+    assert_eq!(held, good.writers().len());
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "written to");
+}
+
 /// A catalog emptied (0 bytes) under a mirror whose seal says it held rows is damage, not a
 /// new mirror: nothing is made in its place.
 #[test]
