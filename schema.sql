@@ -106,6 +106,16 @@ CREATE TABLE sync_points (
     updated_at    TEXT NOT NULL                -- when a run last recorded it (set or confirmed)
 );
 
+-- Where each collection publishes its changes, as its Capability List said at the last run
+-- that read it: the Change List (or Change List Index) the next incremental asks for at once,
+-- with the Capability List, rather than a round trip after it.
+CREATE TABLE change_documents (
+    collection    TEXT PRIMARY KEY,            -- as in sync_points
+    source_id     INTEGER NOT NULL REFERENCES sources(id),
+    url           TEXT NOT NULL,
+    run_id        INTEGER NOT NULL REFERENCES runs(id)
+);
+
 -- Resources a run could not mirror, and why (failed, refused, gone at the source).
 CREATE TABLE run_problems (
     id            INTEGER PRIMARY KEY,
@@ -275,4 +285,4 @@ CREATE TABLE mirror_settings (
     value         TEXT NOT NULL
 );
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

@@ -359,9 +359,11 @@ fn source_of(s: &settings::Incremental, catalog: &Catalog) -> Result<String, Err
 /// records name what it follows (SCP, ARC) goes straight to that format, not discovered again
 /// (a run with nothing new makes only conditional requests); otherwise discovery.
 ///
-/// The open Change Lists the mirror read last are asked for at once, conditionally as the run
-/// will ask for them (not under `--from`, which reads them whole): they come with the
-/// documents that name them rather than a round trip after them.
+/// The Change Lists the mirror knows the source publishes its changes in (each collection's,
+/// as its Capability List named it at the last run, and the open lists read last) are asked
+/// for at once, conditionally as the run will ask for them (not under `--from`, which reads
+/// them whole): they come with the documents that name them rather than a round trip after
+/// them.
 fn to_follow(
     docs: &Documents<'_>,
     catalog: &Catalog,
@@ -375,7 +377,7 @@ fn to_follow(
         }
     }
     if !replay {
-        for (list, etag, last_modified) in catalog.open_change_lists(url.as_str(), SENT_AHEAD)? {
+        for (list, etag, last_modified) in catalog.change_lists_ahead(url.as_str(), SENT_AHEAD)? {
             let Ok(list) = Url::parse(&list) else {
                 continue;
             };
@@ -390,6 +392,6 @@ fn to_follow(
     Ok(discover::discover(docs, source, None)?.collections)
 }
 
-/// Open Change Lists asked for ahead, at most (a source has one open Change List per
-/// collection, and most have one collection).
-const SENT_AHEAD: usize = 2;
+/// Change Lists asked for ahead, at most: a collection's (or its index and the open list in
+/// it), for a few collections (most sources have one).
+const SENT_AHEAD: usize = 4;

@@ -87,6 +87,9 @@ pub struct Planned {
     pub identity: Option<(String, &'static str)>,
     /// What the list is called in messages: "Resource List", "ARC sitemap".
     pub list_name: &'static str,
+    /// Where the collection publishes its changes (its Capability List's Change List), for
+    /// the next incremental to ask for at once.
+    pub changes: Option<String>,
 }
 
 impl Planned {
@@ -105,6 +108,7 @@ impl Planned {
             packages: None,
             identity: None,
             list_name: "Resource List",
+            changes: None,
         }
     }
 
@@ -303,6 +307,9 @@ fn finish(
         }
         if let Some((identity, basis)) = &p.identity {
             record_identity(tx, &p.collection, identity, basis)?;
+        }
+        if let Some(url) = &p.changes {
+            write::change_document(tx, (source_id, run_id), &p.collection, url)?;
         }
         Ok(())
     })?;

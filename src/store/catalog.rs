@@ -23,7 +23,7 @@ pub const SCHEMA: &str = include_str!("../../schema.sql");
 /// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
 /// their own; version 1 also had two fan-out folder levels of objects. Older versions are
 /// upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -465,25 +465,42 @@ impl Catalog {
             .optional()?)
     }
 
-    /// The open Change Lists (no `until` yet) the source at `url` was last read from, newest
-    /// first, at most `n`, each with the validators it came with (ETag, Last-Modified): the
-    /// lists its next incremental is likely to read again, conditionally.
-    pub(crate) fn open_change_lists(
+    /// The Change Lists the next incremental of the source at `url` is likely to read, at
+    /// most `n`, each with the validators it would be asked for with (those of
+    /// [`Catalog::open_list_validators`]): where each collection publishes its changes (its
+    /// Capability List's Change List or Change List Index at the last run), then the open
+    /// lists (no `until` yet) it read last, newest first.
+    pub(crate) fn change_lists_ahead(
         &self,
         url: &str,
         n: usize,
     ) -> Result<Vec<KnownList>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT d.url, d.etag, d.last_modified FROM documents d
-             JOIN sources s ON s.id = d.source_id
+            "SELECT c.url FROM change_documents c JOIN sources s ON s.id = c.source_id
+             WHERE s.url = ?1 ORDER BY c.collection",
+        )?;
+        let named = stmt.query_map([url], |r| r.get::<_, String>(0))?;
+        let mut urls: Vec<String> = named.collect::<Result<_, _>>()?;
+        let mut stmt = self.conn.prepare(
+            "SELECT d.url FROM documents d JOIN sources s ON s.id = d.source_id
              WHERE s.url = ?1 AND d.capability = 'changelist' AND d.root = 'urlset'
                 AND d.until_time IS NULL
              ORDER BY d.fetched_at DESC, d.id DESC LIMIT ?2",
         )?;
-        let rows = stmt.query_map(params![url, n as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let open = stmt.query_map(params![url, n as i64], |r| r.get::<_, String>(0))?;
+        for list in open {
+            let list = list?;
+            if !urls.contains(&list) {
+                urls.push(list);
+            }
+        }
+        urls.truncate(n);
+        urls.into_iter()
+            .map(|u| {
+                let (etag, last_modified) = self.open_list_validators(&u)?;
+                Ok((u, etag, last_modified))
+            })
+            .collect()
     }
 
     /// Follow the source again (a baseline of a source removed before).
@@ -978,6 +995,24 @@ pub mod write {
                 run_id,
                 now()
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Where `collection` publishes its changes (`url`, its Change List or Change List Index),
+    /// as the run `run_id` found it named.
+    pub(crate) fn change_document(
+        tx: &Connection,
+        (source_id, run_id): (i64, i64),
+        collection: &str,
+        url: &str,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO change_documents (collection, source_id, url, run_id)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(collection) DO UPDATE SET source_id = excluded.source_id,
+                url = excluded.url, run_id = excluded.run_id",
+            params![collection, source_id, url, run_id],
         )?;
         Ok(())
     }

@@ -46,6 +46,7 @@ pub const KILL_POINTS: &[&str] = &[
     "upgrade.3-to-4-before-commit",
     "upgrade.4-to-5-before-commit",
     "upgrade.5-to-6-before-commit",
+    "upgrade.6-to-7-before-commit",
 ];
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.

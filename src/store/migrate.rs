@@ -20,6 +20,8 @@
 //!   rules), NULL for every source: none has any. One transaction.
 //! - 5 → 6: `mirror_settings` (settings of the whole mirror), empty: the objects stay in the
 //!   mirror folder. One transaction.
+//! - 6 → 7: `change_documents` (where each collection publishes its changes), empty: the next
+//!   run of each collection records its own. One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -58,6 +60,9 @@ pub(crate) fn upgrade(
     if from < 6 {
         five_to_six(conn).map_err(sql)?;
     }
+    if from < 7 {
+        six_to_seven(conn).map_err(sql)?;
+    }
     Ok(())
 }
 
@@ -93,6 +98,23 @@ fn five_to_six(conn: &mut Connection) -> rusqlite::Result<()> {
     )?;
     kill_point("upgrade.5-to-6-before-commit");
     tx.execute_batch("PRAGMA user_version = 6;")?;
+    tx.commit()
+}
+
+/// `change_documents`, empty (unless it is there: a catalog whose version number was set back
+/// by hand), and version 7, in one transaction.
+fn six_to_seven(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS change_documents (
+             collection TEXT PRIMARY KEY,
+             source_id  INTEGER NOT NULL REFERENCES sources(id),
+             url        TEXT NOT NULL,
+             run_id     INTEGER NOT NULL REFERENCES runs(id)
+         );",
+    )?;
+    kill_point("upgrade.6-to-7-before-commit");
+    tx.execute_batch("PRAGMA user_version = 7;")?;
     tx.commit()
 }
 

@@ -852,7 +852,7 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
     assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
     assert!(
         stderr_of(&out).contains(
-            "has schema version 1; this rsmirror reads version 6 (an older mirror: one run of \
+            "has schema version 1; this rsmirror reads version 7 (an older mirror: one run of \
              baseline, incremental or audit upgrades it)"
         ),
         "{}",
@@ -876,7 +876,7 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     assert_consistent(dir.path());
     let out = rsmirror()
         .args(["audit", "--offline", "-q", "--mirror"])

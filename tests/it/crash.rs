@@ -664,6 +664,7 @@ const NAMED: &[(&str, Kind, u64)] = &[
     ("upgrade.3-to-4-before-commit", Kind::Upgrade, 1),
     ("upgrade.4-to-5-before-commit", Kind::Upgrade, 1),
     ("upgrade.5-to-6-before-commit", Kind::Upgrade, 1),
+    ("upgrade.6-to-7-before-commit", Kind::Upgrade, 1),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -942,7 +943,7 @@ fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next()
             assert_eq!(out.status.signal(), Some(6), "{what}: {}", stderr_of(&out));
             assert!(stderr_of(&out).contains(&format!("killed at {point}")));
             let v = crate::migrate::user_version(&sc.mirror);
-            assert!((1..=5).contains(&v), "{what}: version {v}");
+            assert!((1..=6).contains(&v), "{what}: version {v}");
             assert_eq!(
                 crate::migrate::has_table(&sc.mirror, "scp_pages"),
                 v < 3,

@@ -179,7 +179,7 @@ pub(crate) fn assert_upgraded(
     before: &OldStates,
     rs_before: &BTreeMap<String, String>,
 ) {
-    assert_eq!(user_version(mirror), 6);
+    assert_eq!(user_version(mirror), 7);
     assert!(!has_table(mirror, "scp_pages"));
     assert!(!has_table(mirror, "scp_page_versions"));
     assert_eq!(&new_states(mirror), before);
@@ -319,7 +319,7 @@ fn an_upgrade_killed_at_any_point_finishes_when_run_again() {
             if died {
                 killed += 1;
                 let v = user_version(&m);
-                assert!((1..=5).contains(&v), "{v}");
+                assert!((1..=6).contains(&v), "{v}");
                 // Either side of the step, never half of it.
                 assert_eq!(has_table(&m, "scp_pages"), v < 3, "killed at point {at}");
                 let out = audit(&m).output().unwrap();
@@ -411,7 +411,7 @@ fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let out = on_mirror(&m, &["audit", "--offline", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert_eq!(user_version(&m), 6);
+    assert_eq!(user_version(&m), 7);
     integrity_ok(&m);
 
     let nope = "http://sample.example.org/rs/nope.xml";
@@ -484,7 +484,7 @@ fn a_version_4_mirror_is_upgraded_and_then_remembers_a_filter() {
     assert_eq!(out.status.code(), Some(5));
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
-    assert_eq!(user_version(&m), 6);
+    assert_eq!(user_version(&m), 7);
     integrity_ok(&m);
     assert_eq!(current(&m), before);
     let (list, _) = ok_on_mirror(&m, &["source", "list", "--json"]);
@@ -540,17 +540,74 @@ fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
     assert_eq!(out.status.code(), Some(5));
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
-    assert_eq!(user_version(&m), 6);
+    assert_eq!(user_version(&m), 7);
     assert!(has_table(&m, "mirror_settings"));
     integrity_ok(&m);
     assert_eq!(current(&m), before);
     let (status, _) = ok_on_mirror(&m, &["status", "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&status).unwrap();
-    assert_eq!(doc["schema_version"], 6);
+    assert_eq!(doc["schema_version"], 7);
     assert!(doc.get("objects_in").is_none(), "{doc}");
     let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample/res/a.txt");
     let (cat, _) = ok_on_mirror(&m, &["cat", "http://sample.example.org/res/a.txt"]);
     assert_eq!(cat.as_bytes(), std::fs::read(sample).unwrap());
+}
+
+/// The checked-in mirror made at schema version 6 (`tests/fixtures/v6-mirror`, made as the
+/// version 5 one) is upgraded in place by its first writer (`change_documents`, empty); every
+/// state stays and reads back byte for byte, and its next incremental records where its
+/// collection publishes its changes.
+#[test]
+fn a_version_6_mirror_is_upgraded_and_then_records_where_changes_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v6-mirror"))
+        .arg(&m)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(user_version(&m), 6);
+    assert!(!has_table(&m, "change_documents"));
+    let before = current(&m);
+    assert_eq!(before.len(), 8);
+
+    let out = on_mirror(&m, &["status"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
+    let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
+    assert_eq!(user_version(&m), 7);
+    assert!(has_table(&m, "change_documents"));
+    integrity_ok(&m);
+    assert_eq!(current(&m), before);
+    let recorded = |m: &Path| -> Vec<(String, String)> {
+        let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT collection, url FROM change_documents")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.map(|r| r.unwrap()).collect()
+    };
+    assert_eq!(recorded(&m), vec![]);
+
+    // Its source again (its remembered --map folder is another machine's).
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (_, _) = ok_on_mirror(&m, &["incremental", "--map", &map, "-q"]);
+    assert_eq!(current(&m), before);
+    assert_eq!(
+        recorded(&m),
+        vec![(
+            "http://sample.example.org/rs/capabilitylist.xml".to_string(),
+            "http://sample.example.org/rs/changelist.xml".to_string()
+        )]
+    );
+    let (cat, _) = ok_on_mirror(&m, &["cat", "http://sample.example.org/res/a.txt"]);
+    assert_eq!(
+        cat.as_bytes(),
+        std::fs::read(sample.join("res/a.txt")).unwrap()
+    );
 }
 
 fn integrity_ok(m: &Path) {

@@ -27,6 +27,7 @@ use crate::settings;
 use crate::settings::Via;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use std::path::Path;
+use url::Url;
 
 /// What a plan needs besides the documents: where dump packages are staged, how to read them.
 struct PlanInputs<'a> {
@@ -176,8 +177,12 @@ fn plan_all(
         // too: a missing object is fetched again, and a truncated one in this run's slice of
         // the store (`store::presence`: no hashing; `audit` finds the rest).
         let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
+        let changes = collection
+            .url_of(&Capability::ChangeList)
+            .map(Url::to_string);
         let mut p = Planned::new(collection.id, snapshot, listing, counts)
             .describes(collection.describes.clone());
+        p.changes = changes;
         if let Some(dump) = dump {
             p.packages = Some(Box::new(dump));
             p.list_name = "Resource Dump";

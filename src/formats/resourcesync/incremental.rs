@@ -52,6 +52,8 @@ struct DumpPending {
 struct Pending {
     collection: String,
     describes: Option<String>,
+    /// Where the collection's changes were read from (its Change List or Change List Index).
+    changes_at: Url,
     since: Timestamp,
     changes: RsChanges,
     /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
@@ -197,6 +199,7 @@ fn collect_all(
         let apply = coalesce(&changes.events);
         pending.push(Pending {
             describes,
+            changes_at: url,
             collection: id,
             since,
             changes,
@@ -484,6 +487,7 @@ fn commit_changes(
             write::processed_change_list(tx, run_id, collection, &c.url, c.from, c.until)?;
         }
         write::sync_point(tx, source_id, run_id, &sync_point)?;
+        write::change_document(tx, (source_id, run_id), collection, p.changes_at.as_str())?;
         if let Some(d) = &describes {
             record_identity(tx, collection, d, DESCRIBES_BASIS)?;
         }
