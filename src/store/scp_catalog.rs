@@ -475,7 +475,10 @@ pub(crate) fn page_lookup(
     }))
 }
 
-/// [`page_lookup`] of many pages at once (one query), by URL; a URL absent holds nothing.
+/// [`page_lookup`] of many pages at once, by URL; a URL absent holds nothing. One query for the
+/// page URLs; a second, for the URIs qualified with the section, only for the URLs this
+/// collection does not hold under their own (another collection has them, or nothing does): a
+/// snapshot read again, every page held, makes one query a batch.
 pub(crate) fn page_lookups(
     conn: &Connection,
     urls: &[&str],
@@ -483,11 +486,50 @@ pub(crate) fn page_lookups(
     collection_id: i64,
 ) -> Result<std::collections::HashMap<String, PageLookup>, StoreError> {
     let mut out = std::collections::HashMap::new();
-    if urls.is_empty() {
-        return Ok(out);
+    let mut plain = held_states(conn, urls, collection_id)?;
+    let others: Vec<String> = urls
+        .iter()
+        .filter(|u| !matches!(plain.get(**u), Some(Some(_))))
+        .map(|u| qualified_uri(u, section))
+        .collect();
+    let others_ref: Vec<&str> = others.iter().map(String::as_str).collect();
+    let mut qualified = held_states(conn, &others_ref, collection_id)?;
+    for url in urls {
+        let lookup = match plain.remove(*url) {
+            Some(Some(h)) => PageLookup {
+                uri: url.to_string(),
+                held: Some(h),
+            },
+            was => {
+                let q = qualified_uri(url, section);
+                match (was, qualified.remove(&q)) {
+                    // Qualified: another collection holds the URL (or held it once).
+                    (_, Some(Some(h))) => PageLookup {
+                        uri: q,
+                        held: Some(h),
+                    },
+                    (Some(_), _) => PageLookup { uri: q, held: None },
+                    (None, _) => continue,
+                }
+            }
+        };
+        out.insert(url.to_string(), lookup);
     }
-    let qualified: Vec<String> = urls.iter().map(|u| qualified_uri(u, section)).collect();
-    let marks = vec!["?"; urls.len() * 2].join(", ");
+    Ok(out)
+}
+
+/// The resources named `uris` (one query): each found with its state when the collection with
+/// id `collection_id` holds it, `None` when another does.
+fn held_states(
+    conn: &Connection,
+    uris: &[&str],
+    collection_id: i64,
+) -> Result<std::collections::HashMap<String, Option<PageHeld>>, StoreError> {
+    let mut found = std::collections::HashMap::new();
+    if uris.is_empty() {
+        return Ok(found);
+    }
+    let marks = vec!["?"; uris.len()].join(", ");
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT r.id, r.uri, r.collection_id, v.change, v.lastmod, v.sha256_hex,
             c.listed_generated
@@ -497,13 +539,7 @@ pub(crate) fn page_lookups(
          LEFT JOIN scp_collections c ON c.id = s.collection_row
          WHERE r.uri IN ({marks})"
     ))?;
-    let params = urls
-        .iter()
-        .copied()
-        .chain(qualified.iter().map(String::as_str));
-    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-    // URI -> (held by this collection: its state; else None).
-    let mut found = std::collections::HashMap::new();
+    let mut rows = stmt.query(rusqlite::params_from_iter(uris.iter().copied()))?;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(1)?;
         let state = if r.get::<_, i64>(2)? == collection_id {
@@ -520,26 +556,7 @@ pub(crate) fn page_lookups(
         };
         found.insert(uri, state);
     }
-    for (url, qualified) in urls.iter().zip(qualified) {
-        let lookup = match (found.get(*url), found.get(&qualified)) {
-            (Some(Some(h)), _) => PageLookup {
-                uri: url.to_string(),
-                held: Some(h.clone()),
-            },
-            // Qualified: another collection holds the URL (or held it once).
-            (_, Some(Some(h))) => PageLookup {
-                uri: qualified,
-                held: Some(h.clone()),
-            },
-            (Some(None), _) => PageLookup {
-                uri: qualified,
-                held: None,
-            },
-            (None, _) => continue,
-        };
-        out.insert(url.to_string(), lookup);
-    }
-    Ok(out)
+    Ok(found)
 }
 
 /// The newest version id of the catalog (versions after it were written since).
