@@ -739,8 +739,9 @@ pub struct SourceArgs {
     pub bwlimit: Option<u64>,
     /// Requests in flight to a source that speaks HTTP/2 (over TLS, as ALPN offers it): once a
     /// response has come over HTTP/2 they share the connections open as streams (RFC 9113):
-    /// one, the documents', when they came over HTTP/2; at most --jobs, which counts HTTP/1.1
-    /// connections, otherwise. The server's own limit
+    /// one, the documents', when they came over HTTP/2 from a source not within 5 ms (a nearer
+    /// one gets one a core); at most --jobs, which counts HTTP/1.1 connections, otherwise. The
+    /// server's own limit
     /// (SETTINGS_MAX_CONCURRENT_STREAMS) holds beyond it: requests wait for a stream, never
     /// opening more connections. 100, as curl and most servers default to; --delay bounds the
     /// request rate whatever the streams.

@@ -200,7 +200,8 @@ pub(crate) fn transfer<E>(
 ) -> Result<(), E> {
     // A document asked for ahead and not taken by now never will be.
     http.forget_ahead();
-    let (threads, per_thread) = shares(workers, !http.pool().h2_hosts().is_empty());
+    let pool = http.pool();
+    let (threads, per_thread) = shares(workers, !pool.h2_hosts().is_empty() && !pool.near());
     let min_free = http.config().min_free;
     // The writer's commits and the catalog's copy keep the same margin.
     crate::store::space::set_min_free(min_free);
@@ -469,14 +470,20 @@ pub(crate) fn room_left(staging: &Path, min_free: Option<u64>) -> Result<(), Str
 
 /// Threads, and requests in flight per thread, for `workers` requests in flight: no more
 /// threads than cores (a thread keeps many requests in flight). A source known to speak
-/// HTTP/2 (`h2`: a document came over it) gets one thread: its requests are streams of one
-/// connection (RFC 9113 §9.1), the one the documents came on (`net::pool`), and a connection
-/// is one multi handle's, so a second thread would open a second connection (a handshake
-/// more, two round trips during which its share of the streams waits).
-fn shares(workers: usize, h2: bool) -> (usize, usize) {
+/// HTTP/2 and not near (`one_connection`: a document came over HTTP/2, none was answered within
+/// `net::pool::NEAR`) gets one thread: its requests are streams of one connection (RFC 9113
+/// §9.1), the one the documents came on (`net::pool`), and a connection is one multi handle's,
+/// so a second thread would open a second connection (a handshake more, two round trips during
+/// which its share of the streams waits). A near one gets a thread per core, as HTTP/1.1 does:
+/// there the bodies' hashing and writing, not the round trips, set the pace.
+fn shares(workers: usize, one_connection: bool) -> (usize, usize) {
     let workers = workers.max(1);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = if h2 { 1 } else { workers.min(cores) };
+    let threads = if one_connection {
+        1
+    } else {
+        workers.min(cores)
+    };
     (threads, workers.div_ceil(threads))
 }
 
@@ -646,5 +653,20 @@ impl Attempts {
             gone: self.all_gone && some,
             unreachable: self.all_unreachable && some,
         }
+    }
+}
+
+#[cfg(test)]
+mod shares_tests {
+    use super::shares;
+
+    #[test]
+    fn one_connection_is_one_thread_with_every_request_else_a_thread_per_core() {
+        assert_eq!(shares(8, true), (1, 8));
+        assert_eq!(shares(1, true), (1, 1));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = 8.min(cores);
+        assert_eq!(shares(8, false), (threads, 8usize.div_ceil(threads)));
+        assert_eq!(shares(1, false), (1, 1));
     }
 }

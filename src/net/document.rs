@@ -285,6 +285,12 @@ fn transfer(easy: &mut Easy2<Sink>, settings: &Settings, job: &Job) -> (Sink, Re
         if http_version(easy.raw()) >= CURL_HTTP_VERSION_2_0 {
             settings.pool.speaks_h2(host_key(&job.url));
         }
+        // How near the source is: from the request out to the first byte of its answer.
+        if let (Ok(first), Ok(out)) = (easy.starttransfer_time(), easy.pretransfer_time()) {
+            if result.is_ok() && first > out {
+                settings.pool.answered(first - out);
+            }
+        }
         // libcurl's own words for a failure are in the handle's error buffer.
         let result = result.map_err(|mut e| {
             if let Some(s) = easy.take_error_buf() {

@@ -400,7 +400,9 @@ s.serve_forever()
 impl Nginx {
     /// nginx over TLS with HTTP/2 offered by ALPN (`tls`: certificate and key), or, without,
     /// HTTP/2 in cleartext only (h2c: a client must know beforehand).
-    fn start(root: &Path, tls: Option<(&Path, &Path)>, pause: &str) -> Option<Nginx> {
+    /// `far`: documents too are answered after the pause (a source that shows a round trip),
+    /// not only the resources.
+    fn start(root: &Path, tls: Option<(&Path, &Path)>, pause: &str, far: bool) -> Option<Nginx> {
         if Command::new("nginx").arg("-v").output().is_err() {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -448,7 +450,7 @@ impl Nginx {
                server {{\n\
                  {listen}\n\
                  root {root};\n\
-                 location /res/ {{ proxy_pass http://127.0.0.1:{slow_port}; }}\n\
+                 location {slowed} {{ proxy_pass http://127.0.0.1:{slow_port}; }}\n\
                }}\n\
              }}\n",
             log = format_args!("{} streams", log.display()),
@@ -461,6 +463,7 @@ impl Nginx {
                 None => format!("listen 127.0.0.1:{port} http2;"),
             },
             root = root.display(),
+            slowed = if far { "/" } else { "/res/" },
         );
         let path = dir.path().join("nginx.conf");
         std::fs::write(&path, conf).unwrap();
@@ -540,6 +543,16 @@ fn h2_source(
     n: usize,
     pause: &str,
 ) -> Option<(tempfile::TempDir, tempfile::TempDir, Nginx, String, PathBuf)> {
+    h2_source_at(name, n, pause, false)
+}
+
+/// [`h2_source`], its documents answered after the pause too when `far`.
+fn h2_source_at(
+    name: &str,
+    n: usize,
+    pause: &str,
+    far: bool,
+) -> Option<(tempfile::TempDir, tempfile::TempDir, Nginx, String, PathBuf)> {
     let certs = tempfile::tempdir().unwrap();
     if !private_ca(certs.path(), name) {
         return None;
@@ -550,7 +563,7 @@ fn h2_source(
         certs.path().join(format!("{name}-server.pem")),
         certs.path().join(format!("{name}-server.key")),
     );
-    let srv = Nginx::start(src.path(), Some((&cert, &key)), pause)?;
+    let srv = Nginx::start(src.path(), Some((&cert, &key)), pause, far)?;
     let base = format!("https://127.0.0.1:{}/", srv.port);
     let list = src.path().join("resourcelist.xml");
     let xml = std::fs::read_to_string(&list).unwrap();
@@ -667,15 +680,15 @@ fn delay_spaces_the_requests_over_http2_too() {
     }
 }
 
-/// Documents and resources on the same connections: the Resource List's connection, kept,
-/// carries every resource after it as a stream (`net::pool`), on one transfer thread whatever
-/// `--jobs` says (a second thread would open a second connection), so a source over HTTP/2
-/// sees one connection in all; and a second run's list and resources go out on one
-/// connection too.
+/// Documents and resources on the same connections: a source that is not near (its list
+/// answered after 50 ms, as across a link), its Resource List's connection, kept, carries every
+/// resource after it as a stream (`net::pool`), on one transfer thread whatever `--jobs` says
+/// (a second thread would open a second connection), so it sees one connection in all; and a
+/// second run's list and resources go out on one connection too.
 #[test]
 fn documents_and_resources_share_one_http2_connection() {
     // More resources than one thread of two takes at once (`--streams` 100 shared by them).
-    let Some((_certs, _src, srv, source, ca)) = h2_source("one", 150, "0.05") else {
+    let Some((_certs, _src, srv, source, ca)) = h2_source_at("one", 150, "0.05", true) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -703,7 +716,7 @@ fn a_cleartext_http2_source_is_fetched_with_prior_knowledge() {
     // Enough streams at once that a request often goes out while other streams' frames wait
     // on the connection (which an HTTP/1.1 connection must never have: see net::sockets).
     generate_source(src.path(), 300, 2_000);
-    let Some(srv) = Nginx::start(src.path(), None, "0.02") else {
+    let Some(srv) = Nginx::start(src.path(), None, "0.02", false) else {
         return;
     };
     let base = format!("http://127.0.0.1:{}/", srv.port);
