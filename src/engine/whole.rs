@@ -202,7 +202,6 @@ impl<'x, 'w> Whole<'x, 'w> {
         recent: &'x mut Recent,
     ) -> Result<Self, WholeError> {
         let (collection_id, through) = writer.now(|conn| {
-            pages::read_ahead(conn);
             Ok((
                 crate::store::catalog::write::collection_id(conn, target.collection)?,
                 pages::last_version_id(conn)?,
@@ -233,7 +232,6 @@ impl<'x, 'w> Whole<'x, 'w> {
     ) -> Result<Self, WholeError> {
         let (mut collection_id, mut through) = (0, 0);
         if let Some(c) = catalog {
-            pages::read_ahead(c.conn());
             collection_id = c.collection_id_of(target.collection)?.unwrap_or(0);
             through = pages::last_version_id(c.conn())?;
         }

@@ -559,45 +559,6 @@ fn held_states(
     Ok(found)
 }
 
-/// Ask the kernel to read the catalog's file ahead, in order (`POSIX_FADV_WILLNEED`), when it
-/// takes under a quarter of the memory available: a whole collection's lookups touch it all
-/// over, and on a cold cache each would otherwise wait for its own small read (a 1 GB SCP
-/// snapshot read again: 400,000 lookups over a 147 MB catalog). Advice only: nothing fails.
-pub(crate) fn read_ahead(conn: &Connection) {
-    let Some(path) = conn.path().filter(|p| !p.is_empty()) else {
-        return;
-    };
-    let Ok(file) = std::fs::File::open(path) else {
-        return;
-    };
-    let Ok(len) = file.metadata().map(|m| m.len()) else {
-        return;
-    };
-    if len.saturating_mul(4) > available_memory() {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: a valid open descriptor; the call only advises the kernel.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
-        }
-    }
-}
-
-/// `MemAvailable` of /proc/meminfo, in bytes (0 when unknown: nothing is read ahead).
-fn available_memory() -> u64 {
-    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
-        return 0;
-    };
-    info.lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|kb| kb.trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// The newest version id of the catalog (versions after it were written since).
 pub(crate) fn last_version_id(conn: &Connection) -> Result<i64, StoreError> {
     Ok(
