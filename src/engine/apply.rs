@@ -201,7 +201,8 @@ pub(crate) fn transfer<E>(
     // A document asked for ahead and not taken by now never will be.
     http.forget_ahead();
     let pool = http.pool();
-    let (threads, per_thread) = shares(workers, !pool.h2_hosts().is_empty() && !pool.near());
+    let one_connection = !pool.h2_hosts().is_empty() && !pool.near();
+    let (threads, per_thread) = shares(workers, one_connection);
     let min_free = http.config().min_free;
     // The writer's commits and the catalog's copy keep the same margin.
     crate::store::space::set_min_free(min_free);
@@ -234,6 +235,9 @@ pub(crate) fn transfer<E>(
                 transfers.share_bandwidth(threads * per_thread);
                 // An HTTP/2 source: `--streams` in flight, shared by the threads.
                 transfers.multiplexing(http.config().streams.div_ceil(threads));
+                if one_connection {
+                    transfers.one_connection();
+                }
                 let mut drawn_all = false;
                 let (mut checked, mut since) = (Instant::now(), 0);
                 let mut room = Room::new(staging, min_free, reserved);

@@ -152,6 +152,12 @@ pub struct Transfers<'h, T> {
     /// A cleartext `http://` GET ran here: the multi handle (its sockets watched from this
     /// thread) is not given back to the pool.
     plain: bool,
+    /// [`Transfers::one_connection`] holds: one connection to a host until a response from
+    /// it comes over HTTP/1.1; then as many as GETs at first (`first_capacity`).
+    one: bool,
+    first_capacity: usize,
+    /// A response came over HTTP/1.1: the GETs to its host are not held for SETTINGS.
+    h1_seen: bool,
 }
 
 impl<T> Drop for Transfers<'_, T> {
@@ -221,6 +227,9 @@ impl<'h, T> Transfers<'h, T> {
             h2_hosts: http.pool().h2_hosts(),
             settings_known: kept,
             plain: false,
+            one: false,
+            first_capacity: capacity,
+            h1_seen: false,
         }
     }
 
@@ -235,6 +244,16 @@ impl<'h, T> Transfers<'h, T> {
         self.streams_now();
     }
 
+    /// One connection to a host (RFC 9113 §9.1: a client should not open more than one HTTP/2
+    /// connection to a host), for a source whose documents came over HTTP/2: libcurl would
+    /// otherwise open another when the first has no stream free (a server that allows few),
+    /// and send it a first flight of streams before the server's SETTINGS say how many it
+    /// takes. A host whose response comes over HTTP/1.1 gets its connections back.
+    pub(crate) fn one_connection(&mut self) {
+        self.one = true;
+        let _ = self.multi.set_max_host_connections(1);
+    }
+
     /// `--bwlimit` shared by `in_flight` GETs (those of every thread; `net::bwlimit` holds the
     /// whole run under it): a GET slower than `--min-rate` is a trickle only under half its
     /// share, or a limit below `--min-rate` x `--jobs` would cut every transfer.
@@ -246,7 +265,15 @@ impl<'h, T> Transfers<'h, T> {
 
     /// Whether another GET can start.
     pub fn has_room(&self) -> bool {
-        self.in_flight() + self.paused.len() + self.ended.len() < self.capacity
+        // A new connection to a host known to speak HTTP/2 carries one GET until the server's
+        // SETTINGS are known: a first flight past its stream limit is refused, and libcurl
+        // retries a refused stream on a new connection, which the waiting GETs then flood the
+        // same way (RFC 9113 §5.1.2).
+        let capacity = match self.multiplexed && !self.settings_known && !self.h1_seen {
+            true => 1,
+            false => self.capacity,
+        };
+        self.in_flight() + self.paused.len() + self.ended.len() < capacity
             && self.held.len() < self.capacity * in_step::HELD_PER_SLOT
     }
 
@@ -256,6 +283,12 @@ impl<'h, T> Transfers<'h, T> {
     /// share of each is set to match.
     fn protocol_seen(&mut self, url: &Url, version: libc::c_long) {
         if version < CURL_HTTP_VERSION_2_0 {
+            // A host of HTTP/1.1 connections (the resources elsewhere than the documents):
+            // a request each, as many as at first.
+            if std::mem::take(&mut self.one) {
+                let _ = self.multi.set_max_host_connections(self.first_capacity);
+            }
+            self.h1_seen = true;
             return;
         }
         let host = host_key(url);
