@@ -517,22 +517,29 @@ fn a_version_4_mirror_is_upgraded_and_then_remembers_a_filter() {
     );
 }
 
-/// The checked-in mirror made at schema version 5 (`tests/fixtures/v5-mirror`, made as the
-/// version 4 one) is upgraded in place by its first writer (`mirror_settings`, empty: its
-/// objects stay in the folder); every state stays and reads back byte for byte.
-#[test]
-fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
+/// A copy of the checked-in mirror `tests/fixtures/NAME` (schema `version`, without `table`,
+/// eight resources), upgraded by its first writer as a reader says (an offline audit): the
+/// current version, `table` made, every state kept. (its folder, the mirror, its states)
+fn upgraded_fixture(
+    name: &str,
+    version: i64,
+    table: &str,
+) -> (tempfile::TempDir, PathBuf, BTreeMap<String, String>) {
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
     let st = std::process::Command::new("cp")
         .arg("-r")
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v5-mirror"))
+        .arg(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
         .arg(&m)
         .status()
         .unwrap();
     assert!(st.success());
-    assert_eq!(user_version(&m), 5);
-    assert!(!has_table(&m, "mirror_settings"));
+    assert_eq!(user_version(&m), version);
+    assert!(!has_table(&m, table));
     let before = current(&m);
     assert_eq!(before.len(), 8);
 
@@ -541,9 +548,18 @@ fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
     assert_eq!(user_version(&m), 7);
-    assert!(has_table(&m, "mirror_settings"));
+    assert!(has_table(&m, table));
     integrity_ok(&m);
     assert_eq!(current(&m), before);
+    (dir, m, before)
+}
+
+/// The checked-in mirror made at schema version 5 (`tests/fixtures/v5-mirror`, made as the
+/// version 4 one) is upgraded in place by its first writer (`mirror_settings`, empty: its
+/// objects stay in the folder); every state stays and reads back byte for byte.
+#[test]
+fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
+    let (_dir, m, _) = upgraded_fixture("v5-mirror", 5, "mirror_settings");
     let (status, _) = ok_on_mirror(&m, &["status", "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&status).unwrap();
     assert_eq!(doc["schema_version"], 7);
@@ -559,28 +575,7 @@ fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
 /// collection publishes its changes.
 #[test]
 fn a_version_6_mirror_is_upgraded_and_then_records_where_changes_are() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = dir.path().join("m");
-    let st = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v6-mirror"))
-        .arg(&m)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(user_version(&m), 6);
-    assert!(!has_table(&m, "change_documents"));
-    let before = current(&m);
-    assert_eq!(before.len(), 8);
-
-    let out = on_mirror(&m, &["status"]);
-    assert_eq!(out.status.code(), Some(5));
-    assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
-    let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
-    assert_eq!(user_version(&m), 7);
-    assert!(has_table(&m, "change_documents"));
-    integrity_ok(&m);
-    assert_eq!(current(&m), before);
+    let (_dir, m, before) = upgraded_fixture("v6-mirror", 6, "change_documents");
     let recorded = |m: &Path| -> Vec<(String, String)> {
         let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
         let mut stmt = conn
