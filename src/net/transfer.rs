@@ -156,7 +156,8 @@ pub struct Transfers<'h, T> {
     /// it comes over HTTP/1.1; then as many as GETs at first (`first_capacity`).
     one: bool,
     first_capacity: usize,
-    /// A response came over HTTP/1.1: the GETs to its host are not held for SETTINGS.
+    /// A response came over HTTP/1.1 (resources on a host other than the documents'): no GET
+    /// is held for SETTINGS any more, whatever its host.
     h1_seen: bool,
 }
 
