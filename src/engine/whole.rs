@@ -154,6 +154,8 @@ pub(crate) struct Whole<'x, 'w> {
     seen: Seen,
     /// Resources read and not yet decided: looked up together ([`LOOKUP_BATCH`]).
     batch: Vec<Inline>,
+    /// Where the next batch's resources are looked for first.
+    cursor: pages::PageCursor,
     committed: bool,
 }
 
@@ -219,6 +221,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             counts: Counts::default(),
             seen: Seen::default(),
             batch: Vec::new(),
+            cursor: pages::PageCursor::start(),
             committed: false,
         })
     }
@@ -250,6 +253,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             counts: Counts::default(),
             seen: Seen::default(),
             batch: Vec::new(),
+            cursor: pages::PageCursor::start(),
             committed: false,
         })
     }
@@ -315,6 +319,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             self.recent.by_url.clear();
         }
         let batch = std::mem::take(&mut self.batch);
+        let mut cursor = self.cursor;
         let mut held = match self.catalog() {
             Some(c) => {
                 let urls: Vec<&str> = batch
@@ -322,10 +327,12 @@ impl<'x, 'w> Whole<'x, 'w> {
                     .map(|it| it.url.as_str())
                     .filter(|u| !self.recent.by_url.contains_key(*u))
                     .collect();
-                pages::page_lookups(c.conn(), &urls, self.target.qualifier, self.collection_id)?
+                let (section, id) = (self.target.qualifier, self.collection_id);
+                pages::page_lookups(c.conn(), &urls, section, id, &mut cursor)?
             }
             None => HashMap::new(),
         };
+        self.cursor = cursor;
         for it in batch {
             let found = self.lookup(it.url.as_str(), &mut held);
             self.decided(it, found)?;
@@ -921,6 +928,98 @@ mod tests {
         assert_eq!(n.gone.len(), 3, "{:?}", n.gone);
         assert_eq!(n.deleted, 0);
         assert_eq!(state(&m, "http://x/a").map(|s| s.0), Some(false));
+    }
+
+    /// A snapshot read again is looked up in its resources' id order (a range of the table a
+    /// batch, [`pages::PageCursor`]) and finds what lookups by URI find: with pages new, gone,
+    /// moved, listed twice, another collection's rows between, and a URL another collection
+    /// holds.
+    #[test]
+    fn a_snapshot_read_again_finds_by_id_order_what_lookups_by_uri_find() {
+        let mut m = mirror();
+        let at = "2026-01-01T00:00:00Z";
+        let p = |i: usize, stamp: &str| page(&format!("http://x/p{i}"), stamp, &format!("{i}"));
+        apply(&mut m, at, (0..300).map(|i| p(i, at)).collect(), None, true);
+        // Another collection's resources between the first 300 pages and the next.
+        let tx = m.catalog.transaction().unwrap();
+        for uri in (0..50)
+            .map(|i| format!("http://x/o{i}"))
+            .chain(["http://x/shared".to_string()])
+        {
+            let other = NewVersion {
+                uri,
+                collection: "http://x/elsewhere".into(),
+                sha256_hex: Some("00".repeat(32)),
+                ..Default::default()
+            };
+            crate::store::catalog::write::version(&tx, m.run_id, &other).unwrap();
+        }
+        tx.commit().unwrap();
+        m.catalog.committed().unwrap();
+        let second: Vec<Inline> = (0..700).map(|i| p(i, at)).collect();
+        assert_eq!(apply(&mut m, at, second, None, true).created, 400);
+
+        // Read again: one page newer, one new in the middle, one listed early and again in its
+        // place, two gone, one held elsewhere.
+        let later = "2026-02-01T00:00:00Z";
+        let mut third: Vec<Inline> = Vec::new();
+        for i in (0..700).filter(|&i| i != 5 && i != 450) {
+            if i == 10 {
+                third.push(p(600, at));
+                third.push(p(i, later));
+                continue;
+            }
+            if i == 320 {
+                third.push(page("http://x/new", later, "{}"));
+                third.push(page("http://x/shared", later, "{}"));
+            }
+            third.push(p(i, at));
+        }
+        let urls: Vec<String> = third.iter().map(|it| it.url.to_string()).collect();
+        let conn = m.catalog.conn();
+        let collection_id = conn
+            .query_row(
+                "SELECT id FROM collections WHERE name = ?1",
+                [COLLECTION],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap();
+        let mut cursor = pages::PageCursor::start();
+        let mut ranged = 0;
+        for batch in urls.chunks(LOOKUP_BATCH) {
+            let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
+            let by_uri = pages::page_lookups(
+                conn,
+                &batch,
+                "all",
+                collection_id,
+                &mut pages::PageCursor::by_uri(),
+            )
+            .unwrap();
+            if let Some(after) = cursor.after() {
+                ranged += pages::following_states(conn, &batch, collection_id, after)
+                    .unwrap()
+                    .len();
+            }
+            let by_id =
+                pages::page_lookups(conn, &batch, "all", collection_id, &mut cursor).unwrap();
+            assert_eq!(by_id, by_uri);
+        }
+        // All but three are found in the range: p600 listed early, the new page and the one
+        // held elsewhere.
+        assert_eq!(ranged, urls.len() - 3);
+
+        let n = apply(
+            &mut m,
+            later,
+            third,
+            Some(GonePolicy::Tombstone { max: None }),
+            true,
+        );
+        assert_eq!((n.created, n.updated, n.unchanged), (2, 1, 698), "{n:?}");
+        assert_eq!(n.gone, ["http://x/p450", "http://x/p5"]);
+        assert!(state(&m, "http://x/shared#scp-section=all").is_some());
+        assert_eq!(state(&m, "http://x/p10"), Some((false, Some(t(later)))));
     }
 
     /// A collection given up before its commit (a line rejected, the checksum wrong) leaves

@@ -468,25 +468,73 @@ pub(crate) fn page_lookup(
     section: &str,
     collection_id: i64,
 ) -> Result<PageLookup, StoreError> {
-    let mut found = page_lookups(conn, &[url], section, collection_id)?;
+    let mut found = page_lookups(
+        conn,
+        &[url],
+        section,
+        collection_id,
+        &mut PageCursor::by_uri(),
+    )?;
     Ok(found.remove(url).unwrap_or_else(|| PageLookup {
         uri: url.to_string(),
         held: None,
     }))
 }
 
-/// [`page_lookup`] of many pages at once, by URL; a URL absent holds nothing. One query for the
-/// page URLs; a second, for the URIs qualified with the section, only for the URLs this
-/// collection does not hold under their own (another collection has them, or nothing does): a
-/// snapshot read again, every page held, makes one query a batch.
+/// Where [`page_lookups`] looks for a collection's next pages first: the resources after the
+/// last page it found, in id order. A snapshot read again lists its pages in the order their
+/// resources were first written, so a batch's resources follow one another in the table: one
+/// short range of it read in order, where a lookup by URI reads the URI index too, a page at a
+/// time and, on a cold cache, out of order. A page not in the range is looked up by URI.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageCursor {
+    /// The id after which the next batch is looked for first: that of the last page of the
+    /// batch before that the collection holds. None: by URI only (the last batch found none of
+    /// the collection's pages, as when it is read for the first time).
+    after: Option<i64>,
+}
+
+impl PageCursor {
+    /// A collection's first batch: the range is tried from the table's start.
+    pub(crate) fn start() -> PageCursor {
+        PageCursor { after: Some(0) }
+    }
+
+    /// Lookups by URI only.
+    pub(crate) fn by_uri() -> PageCursor {
+        PageCursor { after: None }
+    }
+
+    /// The id after which the next batch is looked for first.
+    #[cfg(test)]
+    pub(crate) fn after(&self) -> Option<i64> {
+        self.after
+    }
+}
+
+/// [`page_lookup`] of many pages at once, by URL; a URL absent holds nothing. The collection's
+/// resources that follow `cursor` are read first (one range, [`PageCursor`]); then one query
+/// for the other page URLs; a third, for the URIs qualified with the section, only for the URLs
+/// this collection does not hold under their own (another collection has them, or nothing
+/// does). A snapshot read again, every page held, makes one range read a batch.
 pub(crate) fn page_lookups(
     conn: &Connection,
     urls: &[&str],
     section: &str,
     collection_id: i64,
+    cursor: &mut PageCursor,
 ) -> Result<std::collections::HashMap<String, PageLookup>, StoreError> {
     let mut out = std::collections::HashMap::new();
-    let mut plain = held_states(conn, urls, collection_id)?;
+    let mut plain = match cursor.after {
+        Some(after) => following_states(conn, urls, collection_id, after)?,
+        None => std::collections::HashMap::new(),
+    };
+    let rest: Vec<&str> = urls
+        .iter()
+        .copied()
+        .filter(|u| !plain.contains_key(*u))
+        .collect();
+    plain.extend(held_states(conn, &rest, collection_id)?);
     let others: Vec<String> = urls
         .iter()
         .filter(|u| !matches!(plain.get(**u), Some(Some(_))))
@@ -515,7 +563,65 @@ pub(crate) fn page_lookups(
         };
         out.insert(url.to_string(), lookup);
     }
+    // Where the list is now in the table: the last page of the batch the collection holds (not
+    // the largest id: one page listed out of its place would move the range past the rest).
+    cursor.after = urls
+        .iter()
+        .rev()
+        .find_map(|u| out.get(*u).and_then(|l| l.held.as_ref()))
+        .map(|h| h.resource_id);
     Ok(out)
+}
+
+/// The pages among `urls` that the collection with id `collection_id` holds under their own
+/// URL among its resources with ids just after `after` (as many again as `urls`, for pages
+/// since gone), with their states: one range of the table, in id order.
+pub(crate) fn following_states(
+    conn: &Connection,
+    urls: &[&str],
+    collection_id: i64,
+    after: i64,
+) -> Result<std::collections::HashMap<String, Option<PageHeld>>, StoreError> {
+    let mut found = std::collections::HashMap::new();
+    if urls.is_empty() {
+        return Ok(found);
+    }
+    let wanted: std::collections::HashSet<&str> = urls.iter().copied().collect();
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {HELD_COLUMNS} {HELD_FROM}
+         WHERE r.id > ?1 AND r.id <= ?2 AND r.collection_id = ?3"
+    ))?;
+    let until = after.saturating_add(2 * urls.len() as i64);
+    let mut rows = stmt.query(rusqlite::params![after, until, collection_id])?;
+    while let Some(r) = rows.next()? {
+        let Ok(uri) = r.get_ref(1)?.as_str() else {
+            continue;
+        };
+        if wanted.contains(uri) {
+            found.insert(uri.to_string(), Some(held_of(r)?));
+        }
+    }
+    Ok(found)
+}
+
+/// The columns of a resource's state ([`held_of`]) and where they come from.
+const HELD_COLUMNS: &str =
+    "r.id, r.uri, r.collection_id, v.change, v.lastmod, v.sha256_hex, c.listed_generated";
+const HELD_FROM: &str = "FROM resources r
+         LEFT JOIN versions v ON v.id = r.current_version_id
+         LEFT JOIN scp_versions s ON s.version_id = v.id
+         LEFT JOIN scp_collections c ON c.id = s.collection_row";
+
+/// A page's state from a row of [`HELD_COLUMNS`].
+fn held_of(r: &rusqlite::Row<'_>) -> Result<PageHeld, StoreError> {
+    let change: Option<String> = r.get(3)?;
+    let live = change.is_some_and(|c| c != crate::model::Change::Deleted.as_str());
+    Ok(PageHeld {
+        resource_id: r.get(0)?,
+        modified: if live { ts(r.get(4)?) } else { None },
+        sha256_hex: r.get(5)?,
+        brought_by: ts(r.get(6)?),
+    })
 }
 
 /// The resources named `uris` (one query): each found with its state when the collection with
@@ -531,28 +637,14 @@ fn held_states(
     }
     let marks = vec!["?"; uris.len()].join(", ");
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT r.id, r.uri, r.collection_id, v.change, v.lastmod, v.sha256_hex,
-            c.listed_generated
-         FROM resources r
-         LEFT JOIN versions v ON v.id = r.current_version_id
-         LEFT JOIN scp_versions s ON s.version_id = v.id
-         LEFT JOIN scp_collections c ON c.id = s.collection_row
-         WHERE r.uri IN ({marks})"
+        "SELECT {HELD_COLUMNS} {HELD_FROM} WHERE r.uri IN ({marks})"
     ))?;
     let mut rows = stmt.query(rusqlite::params_from_iter(uris.iter().copied()))?;
     while let Some(r) = rows.next()? {
         let uri: String = r.get(1)?;
-        let state = if r.get::<_, i64>(2)? == collection_id {
-            let change: Option<String> = r.get(3)?;
-            let live = change.is_some_and(|c| c != crate::model::Change::Deleted.as_str());
-            Some(PageHeld {
-                resource_id: r.get(0)?,
-                modified: if live { ts(r.get(4)?) } else { None },
-                sha256_hex: r.get(5)?,
-                brought_by: ts(r.get(6)?),
-            })
-        } else {
-            None
+        let state = match r.get::<_, i64>(2)? == collection_id {
+            true => Some(held_of(r)?),
+            false => None,
         };
         found.insert(uri, state);
     }
