@@ -462,7 +462,7 @@ pub struct RepairArgs {
     /// Print what is damaged and change nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
-    /// Hashing threads for the check (default: all cores).
+    /// Threads reading and hashing the objects for the check (default: four a core).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     #[command(flatten)]
@@ -924,7 +924,8 @@ pub struct AuditArgs {
     /// Format of --report.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
-    /// Hashing threads (default: all cores).
+    /// Threads reading and hashing the objects (default: four a core: reads of small objects
+    /// wait on the disk).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     #[command(flatten)]

@@ -705,11 +705,16 @@ impl Audit {
         Ok(self)
     }
 
-    /// `--jobs` when not given: the machine's cores.
+    /// `--jobs` of audit and repair when not given: four threads a core. They read the objects
+    /// from disk, most of them small, so a thread mostly waits on the device: with more reads
+    /// in flight, a local check of 1,000,000 objects of 256 bytes from a cold cache took 29 s
+    /// instead of 51 s on two cores (benches/RESULTS.md), and hashing from a warm cache is no
+    /// slower.
     pub(crate) fn default_jobs() -> usize {
-        std::thread::available_parallelism()
+        let cores = std::thread::available_parallelism()
             .map(|n| n.get())
-            .unwrap_or(2)
+            .unwrap_or(2);
+        (cores * 4).clamp(4, 64)
     }
 }
 
@@ -797,4 +802,18 @@ pub enum FeedFormat {
     Atom,
     /// JSON Feed 1.1.
     Json,
+}
+
+#[cfg(test)]
+mod tests {
+    /// Audit and repair read the objects with more threads than cores (reads of small objects
+    /// wait on the disk): four a core, never fewer than four.
+    #[test]
+    fn audit_reads_with_four_threads_a_core() {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        assert_eq!(super::Audit::default_jobs(), (cores * 4).clamp(4, 64));
+        assert!(super::Audit::default_jobs() > cores);
+    }
 }

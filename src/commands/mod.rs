@@ -536,11 +536,7 @@ fn repair(a: &crate::cli::RepairArgs, arguments: &str) -> Exit {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let jobs = a.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let jobs = a.jobs.unwrap_or_else(crate::settings::Audit::default_jobs);
     if a.dry_run && a.output.json {
         crate::report::set_plan_on_stderr();
     }
