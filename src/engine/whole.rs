@@ -835,6 +835,22 @@ mod tests {
         whole.commit(None).unwrap().0
     }
 
+    /// Resources of another collection, `http://x/elsewhere`, one version each.
+    fn held_elsewhere(m: &mut Mirror, uris: impl IntoIterator<Item = String>) {
+        let tx = m.catalog.transaction().unwrap();
+        for uri in uris {
+            let other = NewVersion {
+                uri,
+                collection: "http://x/elsewhere".into(),
+                sha256_hex: Some("00".repeat(32)),
+                ..Default::default()
+            };
+            crate::store::catalog::write::version(&tx, m.run_id, &other).unwrap();
+        }
+        tx.commit().unwrap();
+        m.catalog.committed().unwrap();
+    }
+
     fn state(m: &Mirror, uri: &str) -> Option<(bool, Option<Timestamp>)> {
         let s = m.catalog.current_state(uri).unwrap()?;
         Some((s.deleted, s.lastmod))
@@ -848,16 +864,7 @@ mod tests {
     fn pages_are_decided_by_their_stamps_against_the_catalog() {
         let mut m = mirror();
         // Another collection holds http://x/shared already.
-        let tx = m.catalog.transaction().unwrap();
-        let other = NewVersion {
-            uri: "http://x/shared".into(),
-            collection: "http://x/elsewhere".into(),
-            sha256_hex: Some("00".repeat(32)),
-            ..Default::default()
-        };
-        crate::store::catalog::write::version(&tx, m.run_id, &other).unwrap();
-        tx.commit().unwrap();
-        m.catalog.committed().unwrap();
+        held_elsewhere(&mut m, ["http://x/shared".to_string()]);
 
         let n = apply(
             &mut m,
@@ -941,21 +948,8 @@ mod tests {
         let p = |i: usize, stamp: &str| page(&format!("http://x/p{i}"), stamp, &format!("{i}"));
         apply(&mut m, at, (0..300).map(|i| p(i, at)).collect(), None, true);
         // Another collection's resources between the first 300 pages and the next.
-        let tx = m.catalog.transaction().unwrap();
-        for uri in (0..50)
-            .map(|i| format!("http://x/o{i}"))
-            .chain(["http://x/shared".to_string()])
-        {
-            let other = NewVersion {
-                uri,
-                collection: "http://x/elsewhere".into(),
-                sha256_hex: Some("00".repeat(32)),
-                ..Default::default()
-            };
-            crate::store::catalog::write::version(&tx, m.run_id, &other).unwrap();
-        }
-        tx.commit().unwrap();
-        m.catalog.committed().unwrap();
+        let others = (0..50).map(|i| format!("http://x/o{i}"));
+        held_elsewhere(&mut m, others.chain(["http://x/shared".to_string()]));
         let second: Vec<Inline> = (0..700).map(|i| p(i, at)).collect();
         assert_eq!(apply(&mut m, at, second, None, true).created, 400);
 

@@ -154,15 +154,15 @@ fn current_state_at(r: &rusqlite::Row<'_>) -> rusqlite::Result<CurrentState> {
 /// changed 8.3-8.7 s instead of 12.2-12.9 s (`POSIX_FADV_WILLNEED` of the whole file instead:
 /// 5.2 s; the run's own reads waited behind it). Nothing fails and nothing waits for it.
 fn read_ahead(path: &Path) {
-    /// Smaller files are left to the lookups.
-    const PIECE: u64 = 8 << 20;
+    /// A smaller file is left to the lookups.
+    const LEAST: u64 = 8 << 20;
     let Ok(file) = std::fs::File::open(path) else {
         return;
     };
     let Ok(len) = file.metadata().map(|m| m.len()) else {
         return;
     };
-    if len < PIECE || len.saturating_mul(4) > available_memory() {
+    if len < LEAST || len.saturating_mul(4) > available_memory() {
         return;
     }
     let _ = std::thread::Builder::new()

@@ -574,8 +574,9 @@ pub(crate) fn page_lookups(
 }
 
 /// The pages among `urls` that the collection with id `collection_id` holds under their own
-/// URL among its resources with ids just after `after` (as many again as `urls`, for pages
-/// since gone), with their states: one range of the table, in id order.
+/// URL among its resources with ids just after `after` (twice as many ids as `urls`: room for
+/// pages gone since and other collections' rows between), with their states: one range of the
+/// table, in id order.
 pub(crate) fn following_states(
     conn: &Connection,
     urls: &[&str],
