@@ -535,12 +535,13 @@ pub(crate) fn page_lookups(
         .filter(|u| !plain.contains_key(*u))
         .collect();
     plain.extend(held_states(conn, &rest, collection_id)?);
-    let others: Vec<String> = urls
+    // The URLs the collection does not hold under their own, each with its qualified URI.
+    let mut others: std::collections::HashMap<&str, String> = urls
         .iter()
         .filter(|u| !matches!(plain.get(**u), Some(Some(_))))
-        .map(|u| qualified_uri(u, section))
+        .map(|u| (*u, qualified_uri(u, section)))
         .collect();
-    let others_ref: Vec<&str> = others.iter().map(String::as_str).collect();
+    let others_ref: Vec<&str> = others.values().map(String::as_str).collect();
     let mut qualified = held_states(conn, &others_ref, collection_id)?;
     for url in urls {
         let lookup = match plain.remove(*url) {
@@ -549,7 +550,9 @@ pub(crate) fn page_lookups(
                 held: Some(h),
             },
             was => {
-                let q = qualified_uri(url, section);
+                let q = others
+                    .remove(*url)
+                    .unwrap_or_else(|| qualified_uri(url, section));
                 match (was, qualified.remove(&q)) {
                     // Qualified: another collection holds the URL (or held it once).
                     (_, Some(Some(h))) => PageLookup {
