@@ -643,6 +643,9 @@ fn look(
             Err(e) => return Seen::Unreadable(e.to_string()),
         }
     }
+    // Each object is read once: its pages are the next object's (an audit of a million
+    // objects would otherwise fill the page cache with them, each page new to the run).
+    crate::store::objects::let_go_of(&file);
     Seen::Hashed(hasher.finish())
 }
 
@@ -995,6 +998,7 @@ mod tests {
         let f = judge(&missing, &Seen::Missing, AuditLevel::Fixity);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].class, Class::MissingObject);
+
         let short = Seen::Present { length: 5 };
         assert_eq!(judge(&job, &short, AuditLevel::Presence), vec![]);
         assert_eq!(
@@ -1010,6 +1014,38 @@ mod tests {
             look(&store, &stat, &bad, AuditLevel::Fixity, &mut buf),
             Seen::NotAnObject
         ));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_object_read_for_its_fixity_leaves_the_page_cache() {
+        use crate::store::objects::cached_pages;
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let staged = dir.path().join("x");
+        std::fs::write(&staged, b"alpha\n").unwrap();
+        let path = store.ingest(&staged, ALPHA).unwrap();
+        store.sync().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"alpha\n");
+        let Some(before) = cached_pages(&path) else {
+            eprintln!(
+                "SKIPPED: {} is on a file system whose cached pages cannot be told or let go of",
+                dir.path().display()
+            );
+            return;
+        };
+        assert_eq!(before, 1, "read, the object is in the page cache");
+        let job = Job {
+            shared: false,
+            sha256: ALPHA.into(),
+            claims: vec![claim()],
+        };
+        let mut buf = vec![0u8; 4];
+        match look(&store, &store.stat(), &job, AuditLevel::Fixity, &mut buf) {
+            Seen::Hashed(c) => assert_eq!(c, alpha()),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cached_pages(&path), Some(0));
     }
 
     /// A mirror with every kind of trouble local fixity reports below `--level fixity`.

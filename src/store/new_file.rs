@@ -101,25 +101,23 @@ impl NewFile {
     /// read-only first. Consumes the file either way.
     /// `Ok(true)` when nothing was at `dest` before.
     pub fn put_at(self, dest: &Path) -> io::Result<bool> {
-        self.put(dest, None)
+        self.put(dest, None).map(|placed| placed.fresh)
     }
 
     /// [`NewFile::put_at`] for a `dest` that is also `relative` to the open folder `within`:
     /// an anonymous file is linked there by that shorter name, resolved from the folder
     /// rather than from the root (the whole mirror path, once per object of a baseline).
-    /// `Ok(true)` when nothing was at `dest` before.
+    /// What was placed is handed back open ([`Placed`]).
     pub(crate) fn put_within(
         self,
         within: &File,
         relative: &Path,
         dest: &Path,
-    ) -> io::Result<bool> {
+    ) -> io::Result<Placed> {
         self.put(dest, Some((within, relative)))
     }
 
-    /// `Ok(true)`: `dest` is a new name; `Ok(false)`: something was there (kept when it held the
-    /// same bytes, else replaced).
-    fn put(mut self, dest: &Path, within: Option<(&File, &Path)>) -> io::Result<bool> {
+    fn put(mut self, dest: &Path, within: Option<(&File, &Path)>) -> io::Result<Placed> {
         let file = self.file.as_ref().expect("put after close");
         // An anonymous file was created 0444; unless the umask took a read bit away, it has
         // that mode already (a system call per object saved).
@@ -136,15 +134,17 @@ impl NewFile {
             };
             match linked {
                 Ok(()) => {
-                    self.file = None;
-                    return Ok(true);
+                    return Ok(Placed {
+                        fresh: true,
+                        file: self.file.take(),
+                    });
                 }
                 // The same bytes there already: kept (see `holds_the_same`).
                 Err(e)
                     if e.kind() == io::ErrorKind::AlreadyExists && holds_the_same(file, dest) =>
                 {
                     self.file = None;
-                    return Ok(false);
+                    return Ok(Placed::kept());
                 }
                 // Replaced, as a rename would: a copy torn by an earlier crash is healed.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -158,12 +158,14 @@ impl NewFile {
         let fresh = !dest.exists();
         if !fresh && !anonymous && holds_the_same(file, dest) {
             // Our named copy is removed on drop; the one in place stays.
-            return Ok(false);
+            return Ok(Placed::kept());
         }
         std::fs::rename(name, dest)?;
         self.name = None;
-        self.file = None;
-        Ok(fresh)
+        Ok(Placed {
+            fresh,
+            file: self.file.take(),
+        })
     }
 
     /// Link the anonymous file under a new `.part` name in its folder.
@@ -179,6 +181,26 @@ impl NewFile {
             }
         }
         Err(last.unwrap_or_else(|| io::Error::other("no free staging file name")))
+    }
+}
+
+/// What [`NewFile::put_within`] did.
+#[derive(Debug)]
+pub(crate) struct Placed {
+    /// Nothing was at the place before; `false`: something was (kept when it held the same
+    /// bytes, else replaced).
+    pub(crate) fresh: bool,
+    /// The file now at the place, still open; `None` when the one already there was kept.
+    pub(crate) file: Option<File>,
+}
+
+impl Placed {
+    /// The file already in place held the same bytes and stays.
+    fn kept() -> Placed {
+        Placed {
+            fresh: false,
+            file: None,
+        }
     }
 }
 

@@ -35,6 +35,8 @@ pub struct ObjectStore {
     sha256_dir: Option<Arc<fs::File>>,
     /// The bucket the objects are in (`--objects s3://...`); `None`: the mirror folder.
     bucket: Option<Arc<Bucket>>,
+    /// The objects written since the last [`ObjectStore::sync`], still open.
+    unsynced: Arc<Unsynced>,
 }
 
 impl ObjectStore {
@@ -65,6 +67,7 @@ impl ObjectStore {
             made: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
             sha256_dir: None,
             bucket: None,
+            unsynced: Arc::default(),
         }
     }
 
@@ -215,7 +218,11 @@ impl ObjectStore {
         match &self.sha256_dir {
             Some(dir) => {
                 let relative = format!("{}/{sha256_hex}", &sha256_hex[0..2]);
-                file.put_within(dir, Path::new(&relative), &dest)
+                let placed = file.put_within(dir, Path::new(&relative), &dest)?;
+                if let Some(file) = placed.file {
+                    self.unsynced.hold(file);
+                }
+                Ok(placed.fresh)
             }
             None => file.put_at(&dest),
         }
@@ -239,12 +246,18 @@ impl ObjectStore {
     }
 
     /// Flush everything written to the file system holding the mirror (data and directory
-    /// entries) — one call per batch instead of one fsync per file.
+    /// entries) — one call per batch instead of one fsync per file. The objects written before
+    /// it are then let go of from the page cache ([`Unsynced`]).
     pub(crate) fn sync(&self) -> io::Result<()> {
         match self.bucket {
             // An upload is durable when the bucket has answered it.
             Some(_) => Ok(()),
-            None => sync_filesystem(&self.root),
+            None => {
+                let written = self.unsynced.take();
+                sync_filesystem(&self.root)?;
+                let_go(written);
+                Ok(())
+            }
         }
     }
 
@@ -1035,6 +1048,117 @@ pub(crate) fn migrate_two_level(mirror: &Path) -> io::Result<u64> {
     Ok(moved)
 }
 
+/// The objects written since the last [`ObjectStore::sync`], kept open so that once the sync
+/// has made them durable their pages can be let go of (`POSIX_FADV_DONTNEED`, [`let_go`]). A
+/// run writes each object once and does not read it again; left in the page cache, a
+/// baseline of a million objects of 256 bytes would hold 4 GiB of it (a page each), pushing
+/// out what the machine was using, and every new object would take a page never used
+/// before: on a virtual machine that gives free memory back to its host, the first touch of
+/// such a page costs more than writing the object (measured: `benches/RESULTS.md`, issue
+/// 48). Let go of, each batch's pages are the next batch's. At most [`Unsynced::held_at_most`]
+/// files are held open; past that, a file is closed as before and its pages stay cached.
+#[derive(Debug, Default)]
+struct Unsynced {
+    files: std::sync::Mutex<Vec<fs::File>>,
+}
+
+impl Unsynced {
+    fn hold(&self, file: fs::File) {
+        let mut files = self
+            .files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if files.len() < Unsynced::held_at_most() {
+            files.push(file);
+        }
+    }
+
+    fn take(&self) -> Vec<fs::File> {
+        std::mem::take(
+            &mut *self
+                .files
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// An eighth of the open-files limit (as it stands when first asked; rsmirror raises it at
+    /// start), at most 4,096: the rest is left to connections, held responses and the catalog.
+    fn held_at_most() -> usize {
+        static AT_MOST: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *AT_MOST.get_or_init(|| {
+            #[cfg(unix)]
+            {
+                // SAFETY: getrlimit on a local, fully initialised struct.
+                let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+                if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+                    return usize::try_from(limit.rlim_cur / 8)
+                        .unwrap_or(usize::MAX)
+                        .min(4096);
+                }
+            }
+            0
+        })
+    }
+}
+
+/// Drop the cached pages of objects a sync has made durable, then close them.
+fn let_go(files: Vec<fs::File>) {
+    for file in files {
+        let_go_of(&file);
+    }
+}
+
+/// Drop the cached pages of an object that was read or written and is not needed again soon
+/// (clean pages only: one not yet written out is kept), so that the next object read or
+/// written takes them, rather than pages new to the run ([`Unsynced`]).
+#[cfg(target_os = "linux")]
+pub(crate) fn let_go_of(file: &fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise takes a valid open file descriptor, which `file` holds.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn let_go_of(_file: &fs::File) {}
+
+/// For tests: how many of the file's pages are in the page cache (`mincore`), or `None` where
+/// that cannot be told, or where cached pages are the file itself (tmpfs) and so never let go.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn cached_pages(path: &Path) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let file = fs::File::open(path).ok()?;
+    // SAFETY: statfs, mmap, mincore and munmap on a file this function holds open, a local
+    // struct and a vector of the length mincore writes (one byte a page).
+    unsafe {
+        let mut fs_info: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(file.as_raw_fd(), &mut fs_info) != 0 || fs_info.f_type == libc::TMPFS_MAGIC
+        {
+            return None;
+        }
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return Some(0);
+        }
+        let map = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).ok()?;
+        let mut vec = vec![0u8; len.div_ceil(page)];
+        let rc = libc::mincore(map, len, vec.as_mut_ptr());
+        libc::munmap(map, len);
+        (rc == 0).then(|| vec.iter().filter(|b| *b & 1 == 1).count())
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn sync_filesystem(path: &Path) -> io::Result<()> {
     use std::os::fd::AsRawFd;
@@ -1058,6 +1182,40 @@ fn sync_filesystem(_path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn objects_written_leave_the_page_cache_once_a_sync_made_them_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let staging = dir.path().join("staging");
+        fs::create_dir(&staging).unwrap();
+        let mut placed = Vec::new();
+        for i in 0..3u8 {
+            // Two pages and a bit each.
+            let bytes = vec![i; 9000];
+            let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+            let mut f = NewFile::create(&staging).unwrap();
+            f.write_all(&bytes).unwrap();
+            assert!(store.ingest_new_fresh(f, &sha).unwrap());
+            placed.push((store.path_for(&sha), bytes));
+        }
+        let Some(before) = cached_pages(&placed[0].0) else {
+            eprintln!(
+                "SKIPPED: {} is on a file system whose cached pages cannot be told or let go of",
+                dir.path().display()
+            );
+            return;
+        };
+        assert!(before > 0, "a new object is in the page cache until synced");
+        store.sync().unwrap();
+        for (path, bytes) in &placed {
+            assert_eq!(cached_pages(path), Some(0), "{}", path.display());
+            assert_eq!(&fs::read(path).unwrap(), bytes);
+        }
+        // Nothing is held once synced: the next sync has nothing of these to let go of.
+        assert!(store.unsynced.take().is_empty());
+    }
 
     #[test]
     fn layout_is_the_documented_contract() {
