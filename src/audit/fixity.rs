@@ -31,7 +31,6 @@ use crate::store::mirror_settings;
 use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::time::Instant;
@@ -618,7 +617,7 @@ fn look(
         };
     }
     let path = objects.path_for(&job.sha256);
-    let mut file = match File::open(&path) {
+    let mut file = match crate::store::objects::open_to_read(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Seen::Missing,
         Err(e) => return Seen::Unreadable(e.to_string()),
@@ -1046,6 +1045,51 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(cached_pages(&path), Some(0));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reading_an_object_for_its_fixity_leaves_its_access_time() {
+        use std::time::{Duration, SystemTime};
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let staged = dir.path().join("x");
+        std::fs::write(&staged, b"alpha\n").unwrap();
+        let path = store.ingest(&staged, ALPHA).unwrap();
+        // Read two days ago, before it was last changed: any read would set a new access
+        // time, under `relatime` (the usual mount option) as under `strictatime`.
+        let long_ago = SystemTime::now() - Duration::from_secs(2 * 86_400);
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_accessed(long_ago))
+            .unwrap();
+        let accessed = || std::fs::metadata(&path).unwrap().accessed().unwrap();
+        assert_eq!(accessed(), long_ago);
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, b"p").unwrap();
+        std::fs::File::open(&probe)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_accessed(long_ago))
+            .unwrap();
+        std::fs::read(&probe).unwrap();
+        if std::fs::metadata(&probe).unwrap().accessed().unwrap() == long_ago {
+            eprintln!(
+                "SKIPPED: {} is mounted so that reads never change access times (noatime)",
+                dir.path().display()
+            );
+            return;
+        }
+        let job = Job {
+            shared: false,
+            sha256: ALPHA.into(),
+            claims: vec![claim()],
+        };
+        let mut buf = vec![0u8; 4];
+        match look(&store, &store.stat(), &job, AuditLevel::Fixity, &mut buf) {
+            Seen::Hashed(c) => assert_eq!(c, alpha()),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(accessed(), long_ago, "the audit changed the access time");
     }
 
     /// A mirror with every kind of trouble local fixity reports below `--level fixity`.

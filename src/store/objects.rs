@@ -108,7 +108,7 @@ impl ObjectStore {
         if let Some(bucket) = &self.bucket {
             return bucket.get(&bucket.object_key(sha256_hex), sink);
         }
-        let mut file = match fs::File::open(self.path_for(sha256_hex)) {
+        let mut file = match open_to_read(&self.path_for(sha256_hex)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(e),
@@ -129,7 +129,7 @@ impl ObjectStore {
     /// (`TMPDIR`): readers stream from a file either way, in bounded memory.
     pub(crate) fn open_object(&self, sha256_hex: &str) -> io::Result<Option<fs::File>> {
         let Some(bucket) = &self.bucket else {
-            return match fs::File::open(self.path_for(sha256_hex)) {
+            return match open_to_read(&self.path_for(sha256_hex)) {
                 Ok(f) => Ok(Some(f)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
@@ -1100,6 +1100,32 @@ impl Unsynced {
             0
         })
     }
+}
+
+/// Open an object to read it without changing its access time (`O_NOATIME`, Linux, where the
+/// files are this user's; else as usual): reading a mirror, an audit above all, writes
+/// nothing, and with `relatime` the first read of each new file would otherwise write its
+/// inode back, a million inode writes for an audit after a baseline of a million objects.
+pub(crate) fn open_to_read(path: &Path) -> io::Result<fs::File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Refused once (the files are another user's): not asked again.
+        static REFUSED: AtomicBool = AtomicBool::new(false);
+        if !REFUSED.load(Ordering::Relaxed) {
+            match fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOATIME)
+                .open(path)
+            {
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                    REFUSED.store(true, Ordering::Relaxed)
+                }
+                other => return other,
+            }
+        }
+    }
+    fs::File::open(path)
 }
 
 /// Drop the cached pages of objects a sync has made durable, then close them.
