@@ -1015,15 +1015,37 @@ mod tests {
         ));
     }
 
+    /// A store in `dir` holding the object `alpha\n`, and its path.
+    #[cfg(target_os = "linux")]
+    fn store_of_alpha(dir: &Path) -> (ObjectStore, std::path::PathBuf) {
+        let store = ObjectStore::open(dir).unwrap();
+        let staged = dir.join("x");
+        std::fs::write(&staged, b"alpha\n").unwrap();
+        let path = store.ingest(&staged, ALPHA).unwrap();
+        (store, path)
+    }
+
+    /// `alpha\n` read and hashed as `audit` does at level fixity.
+    #[cfg(target_os = "linux")]
+    fn fixity_of_alpha(store: &ObjectStore) {
+        let job = Job {
+            shared: false,
+            sha256: ALPHA.into(),
+            claims: vec![claim()],
+        };
+        let mut buf = vec![0u8; 4];
+        match look(store, &store.stat(), &job, AuditLevel::Fixity, &mut buf) {
+            Seen::Hashed(c) => assert_eq!(c, alpha()),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn an_object_read_for_its_fixity_leaves_the_page_cache() {
         use crate::store::objects::cached_pages;
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::open(dir.path()).unwrap();
-        let staged = dir.path().join("x");
-        std::fs::write(&staged, b"alpha\n").unwrap();
-        let path = store.ingest(&staged, ALPHA).unwrap();
+        let (store, path) = store_of_alpha(dir.path());
         store.sync().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"alpha\n");
         let Some(before) = cached_pages(&path) else {
@@ -1034,16 +1056,7 @@ mod tests {
             return;
         };
         assert_eq!(before, 1, "read, the object is in the page cache");
-        let job = Job {
-            shared: false,
-            sha256: ALPHA.into(),
-            claims: vec![claim()],
-        };
-        let mut buf = vec![0u8; 4];
-        match look(&store, &store.stat(), &job, AuditLevel::Fixity, &mut buf) {
-            Seen::Hashed(c) => assert_eq!(c, alpha()),
-            other => panic!("{other:?}"),
-        }
+        fixity_of_alpha(&store);
         assert_eq!(cached_pages(&path), Some(0));
     }
 
@@ -1052,10 +1065,7 @@ mod tests {
     fn reading_an_object_for_its_fixity_leaves_its_access_time() {
         use std::time::{Duration, SystemTime};
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::open(dir.path()).unwrap();
-        let staged = dir.path().join("x");
-        std::fs::write(&staged, b"alpha\n").unwrap();
-        let path = store.ingest(&staged, ALPHA).unwrap();
+        let (store, path) = store_of_alpha(dir.path());
         // Read two days ago, before it was last changed: any read would set a new access
         // time, under `relatime` (the usual mount option) as under `strictatime`.
         let long_ago = SystemTime::now() - Duration::from_secs(2 * 86_400);
@@ -1079,16 +1089,7 @@ mod tests {
             );
             return;
         }
-        let job = Job {
-            shared: false,
-            sha256: ALPHA.into(),
-            claims: vec![claim()],
-        };
-        let mut buf = vec![0u8; 4];
-        match look(&store, &store.stat(), &job, AuditLevel::Fixity, &mut buf) {
-            Seen::Hashed(c) => assert_eq!(c, alpha()),
-            other => panic!("{other:?}"),
-        }
+        fixity_of_alpha(&store);
         assert_eq!(accessed(), long_ago, "the audit changed the access time");
     }
 
