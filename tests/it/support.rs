@@ -149,6 +149,54 @@ pub fn stdout_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The client paced the requests the server saw at `starts` (seconds, any origin): each began
+/// at least `gap` seconds after the one before. The server sees a request when its thread gets
+/// to it, which on a busy machine can be late by a fraction of `gap`; a late sighting shortens
+/// the gap after it and lengthens the one before, and can shorten the whole span by no more
+/// than that. So each gap seen must be at least half of `gap`, and the span the whole of it
+/// less half of one `gap`: an unpaced client, its requests milliseconds apart, fails both.
+pub fn assert_paced(starts: &[f64], gap: f64) {
+    let mut starts = starts.to_vec();
+    starts.sort_by(f64::total_cmp);
+    assert!(starts.len() >= 2, "too few requests to pace: {starts:?}");
+    let late = gap / 2.0;
+    for w in starts.windows(2) {
+        assert!(
+            w[1] - w[0] >= gap - late,
+            "requests {:.3} s apart, paced at {gap} s: {starts:?}",
+            w[1] - w[0]
+        );
+    }
+    let span = starts[starts.len() - 1] - starts[0];
+    let least = (starts.len() - 1) as f64 * gap - late;
+    assert!(
+        span >= least,
+        "{} requests over {span:.3} s, paced at {gap} s: {starts:?}",
+        starts.len()
+    );
+}
+
+#[test]
+fn paced_requests_pass_though_one_was_seen_late() {
+    assert_paced(&[0.0, 0.25, 0.5, 0.75], 0.25);
+    // The second seen 120 ms late: 130 ms, then 130 ms apart.
+    assert_paced(&[0.0, 0.37, 0.5, 0.75], 0.25);
+}
+
+#[test]
+#[should_panic(expected = "apart, paced at 0.25 s")]
+fn unpaced_requests_fail() {
+    assert_paced(&[0.0, 0.002, 0.004, 0.006], 0.25);
+}
+
+#[test]
+#[should_panic(expected = "4 requests over")]
+fn requests_in_pairs_fail() {
+    // Each gap just over half the pace, as from a client pacing at half the delay: the span
+    // gives it away.
+    assert_paced(&[0.0, 0.13, 0.26, 0.39], 0.25);
+}
+
 /// sha256 hex of a file.
 pub fn sha256_file(path: &Path) -> String {
     use sha2::Digest as _;
