@@ -523,12 +523,21 @@ impl Nginx {
     }
 }
 
-/// Processes killed (and waited for) when dropped.
+/// Processes stopped (and waited for) when dropped: asked with SIGTERM first, so that nginx's
+/// master stops its workers (killed outright, it leaves them running, orphaned, one more with
+/// every test), killed if still there after two seconds.
 struct Children(Vec<Child>);
 
 impl Drop for Children {
     fn drop(&mut self) {
         for child in &mut self.0 {
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        for child in &mut self.0 {
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
