@@ -179,7 +179,7 @@ pub fn assert_paced(starts: &[f64], gap: f64) {
 #[test]
 fn paced_requests_pass_though_one_was_seen_late() {
     assert_paced(&[0.0, 0.25, 0.5, 0.75], 0.25);
-    // The second seen 120 ms late: 130 ms, then 130 ms apart.
+    // The second seen 120 ms late: 370 ms after the first, 130 ms before the third.
     assert_paced(&[0.0, 0.37, 0.5, 0.75], 0.25);
 }
 
@@ -191,7 +191,7 @@ fn unpaced_requests_fail() {
 
 #[test]
 #[should_panic(expected = "4 requests over")]
-fn requests_in_pairs_fail() {
+fn requests_paced_at_half_the_delay_fail() {
     // Each gap just over half the pace, as from a client pacing at half the delay: the span
     // gives it away.
     assert_paced(&[0.0, 0.13, 0.26, 0.39], 0.25);
