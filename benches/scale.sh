@@ -79,7 +79,17 @@ REPORTING_WAS=$(python3 "$HERE/scale_bench.py" hold-memory 2> "$WORK/memory-note
 MEMORY_NOTE=$(cat "$WORK/memory-note")
 BASE=http://127.0.0.1:$PORT
 # Old runs (mirrors of up to millions of files) go to the trash now and are deleted after the
-# measurements, never just before one (see scale_bench.py run).
+# measurements, never just before one (see scale_bench.py run). A run started soon after the
+# last one's deletion waits until ext4 no longer counts those inodes as recently deleted.
+RECENT_S=420
+if [ -f "$WORK/deleted-at" ]; then
+    since=$(( $(date +%s) - $(cat "$WORK/deleted-at") ))
+    if [ "$since" -lt "$RECENT_S" ]; then
+        echo "scale.sh: the last run's mirrors were deleted ${since} s ago; waiting $((RECENT_S - since)) s" \
+             "more (ext4 passes over recently deleted inodes, which would slow the first steps)" >&2
+        sleep $((RECENT_S - since))
+    fi
+fi
 TRASH=$WORK/trash-$$
 mkdir -p "$TRASH"
 for old in "$WORK"/run-*; do [ -e "$old" ] && mv "$old" "$TRASH"/; done
@@ -114,3 +124,4 @@ python3 "$HERE/scale_bench.py" report --commit "$COMMIT" --load "$LOAD_BEFORE / 
     --memory "$MEMORY_NOTE" --out "$OUT" "${jsons[@]}"
 echo "scale.sh: results in $OUT; deleting old runs" >&2
 rm -rf "$WORK"/trash-*
+date +%s > "$WORK/deleted-at"

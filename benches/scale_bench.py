@@ -378,9 +378,11 @@ def cmd_run(a):
     if os.path.exists(work):
         sys.exit(f"scale_bench.py run: {work} exists (scale.sh moves old runs to the trash first)")
     os.makedirs(work)
-    # Nothing is deleted while steps are timed: on ext4 a tree of a million files deleted
-    # within the last minutes slows every file creation after it (`recently_deleted`, up to
-    # 5 minutes on a dirty inode table block), which would be measured as the next step's.
+    # Nothing is deleted while steps are timed: on ext4 without a journal a tree of a million
+    # files deleted within the last minutes slows every file creation after it
+    # (`recently_deleted` in fs/ext4/ialloc.c passes over inodes freed in the last 60 s, 360 s
+    # when their inode table block is dirty), which would be measured as the next step's.
+    # scale.sh waits that long after the last run's deletion before it starts.
     mirror = os.path.join(work, "mirror")
     results = []
 
@@ -486,6 +488,9 @@ def cmd_hold_memory(a):
 # Issue 48: at 1,000,000 each step within 11 times its wall time at 100,000 and under 150 MiB
 # of peak RSS; a dump's baselines under 150 MiB at 1,000,000.
 SMALL, LARGE, MAX_RATIO, MAX_RSS_MIB = 100_000, 1_000_000, 11, 150
+# Shown beside the steps the issue asks about, not asked to be within MAX_RATIO (nor are the
+# dump baselines, asked only for memory).
+NOT_ASKED = ("audit --sample 1/10", "tar -x + sync")
 
 
 def acceptance(by, steps):
@@ -513,7 +518,10 @@ def acceptance(by, steps):
 
         if small and small["wall_s"] > 0:
             ratio = big["wall_s"] / small["wall_s"]
-            ratio_s, ratio_v = f"{ratio:.1f}", verdict(ratio <= MAX_RATIO)
+            # Two decimals: near the line, 11.04 shown as 11.0 would read as a pass.
+            ratio_s = f"{ratio:.2f}"
+            ratio_v = verdict(ratio <= MAX_RATIO) if name not in NOT_ASKED and not name.startswith("dump ") \
+                else "not asked"
         else:
             ratio_s, ratio_v = "–", "–"
         rss = [r["rss_kib"] / 1024 for r in runs]
