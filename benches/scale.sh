@@ -26,6 +26,7 @@
 # 15 for 1,000,000 (most of it making the source; the dumps and their steps add to it) and
 # 15 minutes for 10,000,000. Free page reporting to a VM's host is off for the run and the
 # free memory touched once (scale_bench.py hold-memory); BENCH_PAGE_REPORTING=keep leaves it.
+# Old runs are deleted at the end; a run started within 7 minutes of that waits out the rest.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,7 +48,7 @@ while [ $# -gt 0 ]; do
         --dump-packages) DUMP_PACKAGES=$2; shift 2 ;;
         --dumps-up-to) DUMPS_UP_TO=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
