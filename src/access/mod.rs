@@ -397,11 +397,7 @@ pub(crate) fn open_object_into(
     let opened = match objects.bucket() {
         Some(_) => objects.open_object(sha),
         // The path made above, not another one per object.
-        None => match crate::store::objects::open_to_read(path) {
-            Ok(file) => Ok(Some(file)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        },
+        None => crate::store::objects::open_to_read(path),
     };
     match opened {
         Ok(Some(file)) => Ok(file),

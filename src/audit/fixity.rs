@@ -618,8 +618,8 @@ fn look(
     }
     let path = objects.path_for(&job.sha256);
     let mut file = match crate::store::objects::open_to_read(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Seen::Missing,
+        Ok(Some(f)) => f,
+        Ok(None) => return Seen::Missing,
         Err(e) => return Seen::Unreadable(e.to_string()),
     };
     let meta = match file.metadata() {

@@ -364,7 +364,7 @@ fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
     let url = job.urls.first()?;
     job.scope.check(url).ok()?;
     let path = objects.path_for(sha256);
-    let mut file = std::fs::File::open(&path).ok()?;
+    let mut file = crate::store::objects::open_to_read(&path).ok()??;
     let with_sha1 = job
         .expected
         .digests

@@ -108,10 +108,8 @@ impl ObjectStore {
         if let Some(bucket) = &self.bucket {
             return bucket.get(&bucket.object_key(sha256_hex), sink);
         }
-        let mut file = match open_to_read(&self.path_for(sha256_hex)) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e),
+        let Some(mut file) = open_to_read(&self.path_for(sha256_hex))? else {
+            return Ok(false);
         };
         let mut buf = vec![0u8; 256 * 1024];
         loop {
@@ -129,11 +127,7 @@ impl ObjectStore {
     /// (`TMPDIR`): readers stream from a file either way, in bounded memory.
     pub(crate) fn open_object(&self, sha256_hex: &str) -> io::Result<Option<fs::File>> {
         let Some(bucket) = &self.bucket else {
-            return match open_to_read(&self.path_for(sha256_hex)) {
-                Ok(f) => Ok(Some(f)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e),
-            };
+            return open_to_read(&self.path_for(sha256_hex));
         };
         use std::io::{Seek, Write};
         let mut file = tempfile::tempfile()?;
@@ -1102,11 +1096,20 @@ impl Unsynced {
     }
 }
 
-/// Open an object to read it without changing its access time (`O_NOATIME`, Linux, where the
-/// files are this user's; else as usual): reading a mirror, an audit above all, writes
-/// nothing, and with `relatime` the first read of each new file would otherwise write its
-/// inode back, a million inode writes for an audit after a baseline of a million objects.
-pub(crate) fn open_to_read(path: &Path) -> io::Result<fs::File> {
+/// Open an object to read it, `None` when there is no such file, without changing its access
+/// time (`O_NOATIME`, Linux, where the files are this user's; else as usual): reading a
+/// mirror, an audit above all, writes nothing, and with `relatime` the first read of each new
+/// file would otherwise write its inode back, a million inode writes for an audit after a
+/// baseline of a million objects.
+pub(crate) fn open_to_read(path: &Path) -> io::Result<Option<fs::File>> {
+    match open_without_atime(path) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn open_without_atime(path: &Path) -> io::Result<fs::File> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
