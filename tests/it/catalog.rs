@@ -188,11 +188,8 @@ fn killed_with_a_log(list: &str, m: &Path) -> u64 {
 }
 
 #[test]
+#[cfg_attr(not(debug_assertions), ignore = "kill points need a debug build")]
 fn a_cut_or_overwritten_log_after_a_killed_run_stops_every_writer() {
-    if !cfg!(debug_assertions) {
-        eprintln!("SKIPPED: kill points need a debug build");
-        return;
-    }
     let (_tree, _srv, list) = served(2000, 16);
     let writers: Vec<Vec<String>> = [
         vec!["incremental"],
@@ -494,11 +491,8 @@ fn a_closed_stderr_neither_panics_a_run_nor_swallows_sigterm() {
 /// are said to be that run's, not "left by hand", and the next baseline re-attaches them by
 /// digest without fetching them again.
 #[test]
+#[cfg_attr(not(debug_assertions), ignore = "kill points need a debug build")]
 fn objects_a_stopped_run_placed_are_its_and_are_re_attached() {
-    if !cfg!(debug_assertions) {
-        eprintln!("SKIPPED: kill points need a debug build");
-        return;
-    }
     let (_tree, srv, list) = served(20, 32);
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m");

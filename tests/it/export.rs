@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A validator's executable: from `RSMIRROR_VALIDATORS` (a folder), `.ci/venv/bin` (made by
-/// `.ci/run`), or PATH. Missing: a failure under CI, else `None` with a message.
-pub fn validator(name: &str) -> Option<PathBuf> {
+/// `.ci/run`), or PATH. A test that runs one is ignored where the build found it missing
+/// (`build.rs`), so here a missing one is a failure.
+pub fn validator(name: &str) -> PathBuf {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(d) = std::env::var_os("RSMIRROR_VALIDATORS") {
         dirs.push(d.into());
@@ -19,14 +20,9 @@ pub fn validator(name: &str) -> Option<PathBuf> {
         dirs.extend(std::env::split_paths(&path));
     }
     if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) {
-        return Some(found);
+        return found;
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{name} is missing: .ci/run installs it (python3 -m venv .ci/venv; pip install bagit warcio ocfl-py)"
-    );
-    eprintln!("skipped: {name} is not installed (bash .ci/run installs it into .ci/venv)");
-    None
+    panic!("{name} is missing: .ci/run installs it into .ci/venv (then `touch build.rs` if the build did not notice)")
 }
 
 /// (URL path, bytes): the odd URLs, served by rules.
@@ -314,6 +310,10 @@ fn map_of(dest: &Path, url: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "bagit",
+    ignore = "bagit-python (bagit.py) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_bag_validates_and_a_re_export_follows_the_mirror() {
     let src = Source::new();
     let (mirror, mut resources) = src.mirrored_once();
@@ -395,9 +395,7 @@ fn a_bag_validates_and_a_re_export_follows_the_mirror() {
 }
 
 pub fn validate_bag(bag: &Path) {
-    let Some(bagit) = validator("bagit.py") else {
-        return;
-    };
+    let bagit = validator("bagit.py");
     for fast in [true, false] {
         let mut cmd = std::process::Command::new(&bagit);
         cmd.arg("--validate");
@@ -415,6 +413,10 @@ pub fn validate_bag(bag: &Path) {
 }
 
 #[test]
+#[cfg_attr(
+    any(missing = "bagit", missing = "warcio"),
+    ignore = "bagit-python or warcio is not installed: bash .ci/run installs them into .ci/venv"
+)]
 fn a_damaged_object_stops_the_export_and_dest_says_it_is_incomplete() {
     let src = Source::new();
     let (mirror, resources) = src.mirrored_once();
@@ -610,6 +612,10 @@ fn a_link_takes_a_clean_audits_word_only_for_objects_unchanged_since() {
 /// how to finish it (it said "nothing was written"), exit 130; the same command finishes it.
 #[cfg(unix)]
 #[test]
+#[cfg_attr(
+    missing = "ocfl",
+    ignore = "ocfl-py (ocfl-validate.py) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn an_interrupted_export_says_dest_is_incomplete_and_a_re_run_finishes_it() {
     use std::time::{Duration, Instant};
     let tree = tempfile::tempdir().unwrap();
@@ -711,9 +717,9 @@ fn dest_must_be_empty_or_an_earlier_export_of_the_format() {
 
 /// Every record of the WARC files in `dest` (in file order), read back by warcio's
 /// ArchiveIterator: (type, target URI, date, sha256 of the content, content type).
-fn warc_records(dest: &Path) -> Option<Vec<serde_json::Value>> {
+fn warc_records(dest: &Path) -> Vec<serde_json::Value> {
     // The Python that has warcio: beside its `warcio` command.
-    let warcio = validator("warcio")?;
+    let warcio = validator("warcio");
     let python = ["python", "python3"]
         .iter()
         .map(|p| warcio.with_file_name(p))
@@ -747,19 +753,15 @@ for name in sorted(glob.glob(sys.argv[1] + "/*.warc.gz")):
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect(),
-    )
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 pub(crate) fn warcio_check(dest: &Path) {
-    let Some(warcio) = validator("warcio") else {
-        return;
-    };
+    let warcio = validator("warcio");
     let names: Vec<PathBuf> = std::fs::read_dir(dest)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -780,6 +782,10 @@ pub(crate) fn warcio_check(dest: &Path) {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "warcio",
+    ignore = "warcio is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn warc_files_hold_every_state_and_warcio_reads_them_back() {
     let src = Source::new();
     let (mirror, resources) = src.mirrored_twice();
@@ -794,7 +800,8 @@ fn warc_files_hold_every_state_and_warcio_reads_them_back() {
         "{said}"
     );
     warcio_check(&now);
-    if let Some(records) = warc_records(&now) {
+    {
+        let records = warc_records(&now);
         assert_eq!(records[0]["type"], "warcinfo");
         let mut want: Vec<(String, String)> = resources
             .iter()
@@ -845,7 +852,8 @@ fn warc_files_hold_every_state_and_warcio_reads_them_back() {
         mirror.path(),
     );
     warcio_check(&all);
-    if let Some(records) = warc_records(&all) {
+    {
+        let records = warc_records(&all);
         let files: std::collections::BTreeSet<&str> = records
             .iter()
             .map(|r| r["file"].as_str().unwrap())
@@ -896,6 +904,10 @@ fn warc_files_hold_every_state_and_warcio_reads_them_back() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "warcio",
+    ignore = "warcio is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn warc_files_split_after_the_record_that_passes_the_size_and_big_records_stream() {
     // Small records around one of 5 MB (more than a compressing thread holds: the walk
     // streams it itself), in files of about 1,000 bytes.
@@ -938,9 +950,7 @@ fn warc_files_split_after_the_record_that_passes_the_size_and_big_records_stream
         mirror.path(),
     );
     warcio_check(&dest);
-    let Some(records) = warc_records(&dest) else {
-        return;
-    };
+    let records = warc_records(&dest);
     // Every state once, in URI order, with its own bytes.
     let body: Vec<&serde_json::Value> =
         records.iter().filter(|r| r["type"] == "resource").collect();
@@ -986,11 +996,9 @@ fn ocfl_validate(root: &Path) {
     assert!(!text.contains("[E"), "{text}");
 }
 
-/// (every path valid, what the validator said); (true, "") when it is not installed.
+/// (every path valid, what the validator said).
 fn ocfl_validation(root: &Path) -> (bool, String) {
-    let Some(validate) = validator("ocfl-validate.py") else {
-        return (true, String::new());
-    };
+    let validate = validator("ocfl-validate.py");
     fn objects(dir: &Path, out: &mut Vec<PathBuf>) {
         if dir.join("0=ocfl_object_1.1").is_file() {
             out.push(dir.to_path_buf());
@@ -1029,6 +1037,10 @@ fn inventory(root: &Path, uri: &str) -> (PathBuf, serde_json::Value) {
 /// land in) leaves them out of step; the same export run again finds nothing to add to that
 /// object and still puts its sidecars in step, so every object validates.
 #[test]
+#[cfg_attr(
+    missing = "ocfl",
+    ignore = "ocfl-py (ocfl-validate.py) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn an_ocfl_object_whose_sidecar_is_out_of_step_is_mended_by_the_re_run() {
     let src = Source::new();
     let (mirror, _) = src.mirrored_twice();
@@ -1059,6 +1071,10 @@ fn an_ocfl_object_whose_sidecar_is_out_of_step_is_mended_by_the_re_run() {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "ocfl",
+    ignore = "ocfl-py (ocfl-validate.py) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn an_ocfl_root_holds_every_version_and_grows_by_appending() {
     let src = Source::new();
     let (mirror, _) = src.mirrored_twice();
@@ -1126,7 +1142,7 @@ fn an_ocfl_root_holds_every_version_and_grows_by_appending() {
     ocfl_validate(&root);
 
     // The validation reaches every object: one altered content file fails it.
-    if validator("ocfl-validate.py").is_some() {
+    {
         let copy = tempfile::tempdir().unwrap();
         copy_tree(&root, copy.path());
         let obj = std::iter::successors(Some(copy.path().to_path_buf()), |d| {
@@ -1235,6 +1251,10 @@ fn traced(second: &Path, base: &str, dest: &Path) -> BTreeMap<String, String> {
 }
 
 #[test]
+#[cfg_attr(
+    missing = "resync",
+    ignore = "resync 2.0.1 (resync-sync) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
     let src = Source::new();
     src.dated.set(true);
@@ -1262,7 +1282,8 @@ fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
     assert_eq!(traced(second.path(), &base, &dest), current(first.path()));
 
     // So does resync-sync 2.0.1, the reference client.
-    if let Some(resync) = validator("resync-sync") {
+    {
+        let resync = validator("resync-sync");
         let copy = dir.path().join("resync-copy");
         let work = dir.path().join("resync-work");
         std::fs::create_dir_all(&work).unwrap();
@@ -1323,7 +1344,8 @@ fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
     assert_eq!(changes.matches("<lastmod>").count(), 2, "{changes}");
 
     // resync-sync follows the Change List, and its own audit then finds the copy in sync.
-    if let Some(resync) = validator("resync-sync") {
+    {
+        let resync = validator("resync-sync");
         let copy = dir.path().join("resync-copy");
         let work = dir.path().join("resync-work");
         let mapping = format!("{}={}", base.trim_end_matches('/'), copy.display());
@@ -1397,6 +1419,10 @@ fn a_resourcesync_export_is_a_source_rsmirror_and_resync_mirror() {
 /// re-export leaves exactly the exported state, whatever an export stopped midway (or a hand)
 /// left in DEST; a ResourceSync export publishes no path of this machine.
 #[test]
+#[cfg_attr(
+    missing = "bagit",
+    ignore = "bagit-python (bagit.py) is not installed: bash .ci/run installs it into .ci/venv"
+)]
 fn an_export_is_whole_locked_and_leaves_nothing_else_in_dest() {
     let src = Source::new();
     let (mirror, resources) = src.mirrored_twice();

@@ -1,0 +1,102 @@
+//! Which of the tools the integration tests run are on this machine.
+//!
+//! A test that needs a tool rsmirror does not ship (SeaweedFS, the export validators, nginx,
+//! Python's h2, the openssl command, the corpus of third-party documents) is marked
+//! `#[cfg_attr(missing = "TOOL", ignore = "why")]`: where the tool is missing, `cargo test`
+//! reports it as ignored with the reason instead of counting a test that did not run as a
+//! pass. `bash .ci/run` installs every tool; under `CI=true` nothing is ignored, and a missing
+//! tool fails its tests.
+//!
+//! The build looks again when `CI`, `PATH`, `RSMIRROR_VALIDATORS` or `RSMIRROR_WEED` change,
+//! or when something changes under `.ci/` (where `.ci/run` makes its virtualenv), `/usr/bin` or
+//! `/usr/sbin`. A tool installed elsewhere is seen after `touch build.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Every tool a test may be missing.
+const TOOLS: &[&str] = &[
+    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "corpus",
+];
+
+fn main() {
+    let values: Vec<String> = TOOLS.iter().map(|t| format!("\"{t}\"")).collect();
+    println!(
+        "cargo::rustc-check-cfg=cfg(missing, values({}))",
+        values.join(", ")
+    );
+    for var in ["CI", "PATH", "RSMIRROR_VALIDATORS", "RSMIRROR_WEED"] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
+    println!("cargo::rerun-if-changed=build.rs");
+    for dir in [".ci", "/usr/bin", "/usr/sbin"] {
+        if Path::new(dir).exists() {
+            println!("cargo::rerun-if-changed={dir}");
+        }
+    }
+    // Under CI every test runs: a missing tool is a failure there, not a skip.
+    if std::env::var("CI").as_deref() == Ok("true") {
+        return;
+    }
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let dirs = search_dirs(&manifest);
+    let found = |name: &str| dirs.iter().any(|d| d.join(name).is_file());
+    let weed =
+        std::env::var_os("RSMIRROR_WEED").is_some_and(|w| Path::new(&w).is_file()) || found("weed");
+    let checks = [
+        ("weed", weed),
+        ("bagit", found("bagit.py")),
+        ("warcio", found("warcio")),
+        ("ocfl", found("ocfl-validate.py")),
+        ("resync", found("resync-sync")),
+        ("nginx", runs("nginx", &["-v"])),
+        ("openssl", runs("openssl", &["version"])),
+        ("h2", python_with_h2(&manifest)),
+        ("corpus", manifest.join("../shared/corpus").is_dir()),
+    ];
+    for (tool, present) in checks {
+        if !present {
+            println!("cargo::rustc-cfg=missing=\"{tool}\"");
+        }
+    }
+}
+
+/// Where the tests look for a tool: `RSMIRROR_VALIDATORS`, `.ci/venv/bin`, then PATH.
+fn search_dirs(manifest: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os("RSMIRROR_VALIDATORS") {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.push(manifest.join(".ci/venv/bin"));
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs
+}
+
+fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// A Python that imports h2, where `tests/it/hostile_h2.rs` looks for one.
+fn python_with_h2(manifest: &Path) -> bool {
+    let mut candidates = Vec::new();
+    if let Some(d) = std::env::var_os("RSMIRROR_VALIDATORS") {
+        candidates.push(PathBuf::from(d).join("python3"));
+    }
+    candidates.push(manifest.join(".ci/venv/bin/python3"));
+    candidates.push("python3".into());
+    candidates.iter().any(|python| {
+        Command::new(python)
+            .args(["-c", "import h2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
