@@ -388,6 +388,14 @@ pub struct StatusArgs {
     /// One JSON document.
     #[arg(long)]
     pub json: bool,
+    /// A sync point not confirmed for longer than DURATION needs a person (hint
+    /// `sync-point-stale`, exit 1): for a source followed weekly, say 9d.
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_age, env = "RSMIRROR_STALE_SYNC_POINT")]
+    pub stale_sync_point: std::time::Duration,
+    /// Objects not all re-hashed for longer than DURATION need a person (hint `fixity-stale`,
+    /// exit 1).
+    #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_age, env = "RSMIRROR_STALE_FIXITY")]
+    pub stale_fixity: std::time::Duration,
     #[command(flatten)]
     pub say: ReadingOutput,
 }
@@ -639,6 +647,18 @@ pub struct LockArgs {
 }
 
 /// A duration as people write it (`30s`, `5m`, `1h30m`, ISO 8601 `PT5M`).
+/// An age: a number of days (`7d`), or a duration as [`parse_wait`] reads it (`36h`).
+fn parse_age(v: &str) -> Result<std::time::Duration, String> {
+    if let Some(days) = v.trim().strip_suffix('d') {
+        let days: u64 = days
+            .trim()
+            .parse()
+            .map_err(|_| format!("{v:?} is not an age: write it as 7d, 36h or 90m"))?;
+        return Ok(std::time::Duration::from_secs(days.saturating_mul(86_400)));
+    }
+    parse_wait(v).map_err(|_| format!("{v:?} is not an age: write it as 7d, 36h or 90m"))
+}
+
 fn parse_wait(v: &str) -> Result<std::time::Duration, String> {
     let d: jiff::SignedDuration = v
         .parse()

@@ -15,13 +15,14 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-/// A sync point not advanced for this long gets a hint (a daily cron job that stopped).
-pub const STALE_SYNC_POINT_DAYS: i64 = 7;
-/// Objects not all re-hashed for this long get a hint.
-pub const STALE_FIXITY_DAYS: i64 = 90;
-
 pub struct Options {
     pub json: bool,
+    /// A sync point not confirmed for longer than this (seconds) needs a person (a daily cron
+    /// job that stopped): `--stale-sync-point`, 7 days unless told.
+    pub stale_sync_point: i64,
+    /// Objects not all re-hashed for longer than this (seconds) need a person:
+    /// `--stale-fixity`, 90 days unless told.
+    pub stale_fixity: i64,
 }
 
 #[derive(Serialize, Default)]
@@ -192,7 +193,7 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Exit, Error> {
         current_objects_rehashed_since: rehashed_since(&audits, false, multiple),
         all_objects_rehashed_since: rehashed_since(&audits, true, multiple),
     };
-    st.hints = hints(&st);
+    st.hints = hints(&st, o);
     snapshot.end()?;
     let mut out = Out::stdout();
     if o.json {
@@ -452,7 +453,7 @@ fn rehashed_since(
     None
 }
 
-fn hints(st: &Status) -> Vec<Hint> {
+fn hints(st: &Status, o: &Options) -> Vec<Hint> {
     let mut out = Vec::new();
     let whole = ("the whole mirror".to_string(), &st.whole_mirror_runs);
     // A source no longer followed needs no one.
@@ -485,7 +486,7 @@ fn hints(st: &Status) -> Vec<Hint> {
     for s in followed() {
         for c in &s.collections {
             if let Some(p) = &c.sync_point {
-                if p.age_seconds.unwrap_or(0) > STALE_SYNC_POINT_DAYS * 86_400 {
+                if p.age_seconds.unwrap_or(0) > o.stale_sync_point {
                     out.push(Hint::new("sync-point-stale", format!(
                         "the sync point of {} was last confirmed {} ago (set by run {}): is the incremental cron job running?",
                         c.name,
@@ -520,9 +521,9 @@ fn hints(st: &Status) -> Vec<Hint> {
                     .iter()
                     .filter_map(|s| age_of(&s.added_at))
                     .max()
-                    .is_some_and(|age| age > STALE_FIXITY_DAYS * 86_400),
+                    .is_some_and(|age| age > o.stale_fixity),
             }),
-            Some(t) if age_of(t).unwrap_or(0) > STALE_FIXITY_DAYS * 86_400 => out.push(Hint::new(
+            Some(t) if age_of(t).unwrap_or(0) > o.stale_fixity => out.push(Hint::new(
                 "fixity-stale",
                 format!(
                     "the objects were last all re-hashed {} ago: rsmirror audit --offline",

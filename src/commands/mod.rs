@@ -420,7 +420,13 @@ fn diff(a: &crate::cli::DiffArgs) -> Result<(), crate::error::Error> {
 }
 
 fn status(a: &crate::cli::StatusArgs) -> Result<Exit, crate::error::Error> {
-    access::status::run(&a.mirror.mirror, &access::status::Options { json: a.json })
+    let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    let o = access::status::Options {
+        json: a.json,
+        stale_sync_point: seconds(a.stale_sync_point),
+        stale_fixity: seconds(a.stale_fixity),
+    };
+    access::status::run(&a.mirror.mirror, &o)
 }
 
 fn export(a: &crate::cli::ExportArgs) -> Exit {

@@ -384,6 +384,29 @@ fn count_files(dir: &Path) -> usize {
     n
 }
 
+/// `status` of an upgraded fixture as it would have been a day after the fixture was made:
+/// the ages that need a person (`--stale-sync-point`, `--stale-fixity`) counted from its
+/// newest sync point, so the verdict does not depend on today's date.
+fn status_of_fixture(m: &Path, more: &[&str]) -> std::process::Output {
+    let made: String = Connection::open(m.join("catalog.sqlite"))
+        .unwrap()
+        .query_row("SELECT max(updated_at) FROM sync_points", [], |r| r.get(0))
+        .unwrap();
+    let made: jiff::Timestamp = made.parse().unwrap();
+    let days = jiff::Timestamp::now().duration_since(made).as_secs() / 86_400;
+    let stale = format!("{}d", days + 7);
+    let fixity = format!("{}d", days + 90);
+    let mut args = vec![
+        "status",
+        "--stale-sync-point",
+        &stale,
+        "--stale-fixity",
+        &fixity,
+    ];
+    args.extend_from_slice(more);
+    on_mirror(m, &args)
+}
+
 /// Issue 44, 8: the checked-in mirror made at schema version 3 (`tests/fixtures/v3-mirror`: the
 /// sample source, and a second source registered by a first baseline that found nothing) is
 /// upgraded in place by its first writer; the failed source is then removed from what the
@@ -415,7 +438,7 @@ fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
     integrity_ok(&m);
 
     let nope = "http://sample.example.org/rs/nope.xml";
-    let out = on_mirror(&m, &["status"]);
+    let out = status_of_fixture(&m, &[]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -428,7 +451,7 @@ fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
         removed.contains(&format!("no longer following {nope}")),
         "{removed}"
     );
-    let out = on_mirror(&m, &["status"]);
+    let out = status_of_fixture(&m, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
     assert!(!stdout_of(&out).contains("hint: the last baseline"));
     let (list, _) = ok_on_mirror(&m, &["source", "list", "--json"]);
@@ -487,6 +510,20 @@ fn a_version_4_mirror_is_upgraded_and_then_remembers_a_filter() {
     assert_eq!(user_version(&m), 7);
     integrity_ok(&m);
     assert_eq!(current(&m), before);
+    // How old a sync point may grow is the user's to say: as of a week after it was made, this
+    // one is fine; held to a day, it needs a person (the fixture's is older than that).
+    let out = status_of_fixture(&m, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+    let out = on_mirror(&m, &["status", "--json", "--stale-sync-point", "1d"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout_of(&out));
+    assert!(stdout_of(&out).contains("\"sync-point-stale\""));
+    let out = on_mirror(&m, &["status", "--stale-sync-point", "a week"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("is not an age"),
+        "{}",
+        stderr_of(&out)
+    );
     let (list, _) = ok_on_mirror(&m, &["source", "list", "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&list).unwrap();
     assert!(doc["sources"][0].get("filter").is_none(), "{doc}");
@@ -560,8 +597,9 @@ fn upgraded_fixture(
 #[test]
 fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
     let (_dir, m, _) = upgraded_fixture("v5-mirror", 5, "mirror_settings");
-    let (status, _) = ok_on_mirror(&m, &["status", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let out = status_of_fixture(&m, &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout_of(&out)).unwrap();
     assert_eq!(doc["schema_version"], 7);
     assert!(doc.get("objects_in").is_none(), "{doc}");
     let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample/res/a.txt");
