@@ -75,6 +75,9 @@ pub struct Summary {
     pub deleted: u64,
     /// Deletes for resources the mirror never had (incremental): counted, not an error.
     pub unknown_deletes: u64,
+    /// Resources a list older than the mirror's state named (or left out), kept as the
+    /// mirror holds them (`engine::listing::Older`).
+    pub held_back: u64,
     pub bytes: u64,
     pub seconds: f64,
     pub sync_point: Option<String>,
@@ -101,8 +104,14 @@ impl Summary {
             } else {
                 String::new()
             },
-            if self.pending > 0 {
-                format!(", {} pending", self.pending)
+            if self.pending > 0 || self.held_back > 0 {
+                let pending = format!(", {} pending", self.pending);
+                let held = format!(", {} held back", self.held_back);
+                match (self.pending > 0, self.held_back > 0) {
+                    (true, true) => format!("{pending}{held}"),
+                    (true, false) => pending,
+                    _ => held,
+                }
             } else {
                 String::new()
             },

@@ -45,6 +45,54 @@ pub struct Listing {
     filter: crate::model::Filter,
     /// Entries left out by the filter.
     excluded: u64,
+    /// The list is older than the mirror's state of its collection ([`Listing::older_than`]).
+    older: Option<Older>,
+    /// What the plan held back because the list is older.
+    held_back: HeldBack,
+}
+
+/// A list older than the mirror's state of its collection: its `at` is before the sync
+/// point the mirror has (a stale Resource Dump, a sitemap generated before the delta feeds
+/// applied since). Nothing it says replaces a newer state (ResourceSync 1.1 §10.1: a list is
+/// the source's state as of its `at`).
+#[derive(Debug, Clone, Copy)]
+pub struct Older {
+    /// The bytes come from the list's own packages (a Resource Dump), not from the resources'
+    /// URLs: bytes as old as the list, so not even a resource the mirror lacks is taken.
+    pub from_packages: bool,
+}
+
+/// What a plan held back from a list older than the mirror ([`Older`]).
+#[derive(Debug, Default, Clone)]
+pub struct HeldBack {
+    /// Resources whose newer state in the mirror the list contradicts: kept as they are.
+    pub newer_kept: u64,
+    /// Resources deleted in the mirror that the list still names: not brought back.
+    pub deletions_kept: u64,
+    /// Resources the mirror does not hold, named only in a package as old as the list.
+    pub unknown_left: u64,
+    /// Live resources the list does not name: not gone (they may have come after it).
+    pub not_gone: u64,
+    /// A few of the URIs held back, for the message.
+    pub examples: Vec<String>,
+}
+
+impl HeldBack {
+    /// How many resources were held back.
+    pub(crate) fn total(&self) -> u64 {
+        self.listed() + self.not_gone
+    }
+
+    /// How many of the list's entries were held back.
+    pub(crate) fn listed(&self) -> u64 {
+        self.newer_kept + self.deletions_kept + self.unknown_left
+    }
+
+    fn note(&mut self, uri: &str) {
+        if self.examples.len() < 5 {
+            self.examples.push(uri.to_string());
+        }
+    }
 }
 
 /// What the plan found.
@@ -88,7 +136,21 @@ impl Listing {
             counts: Counts::default(),
             filter: filter.clone(),
             excluded: 0,
+            older: None,
+            held_back: HeldBack::default(),
         })
+    }
+
+    /// The list is older than the mirror's state of its collection: [`Listing::plan`] then
+    /// takes nothing from it that would replace a newer state, bring back a deletion or call
+    /// a resource gone ([`Listing::held_back`] says what it held back).
+    pub(crate) fn older_than_mirror(&mut self, older: Older) {
+        self.older = Some(older);
+    }
+
+    /// What the plan held back from a list older than the mirror (empty otherwise).
+    pub(crate) fn held_back(&self) -> &HeldBack {
+        &self.held_back
     }
 
     fn doc_id(&mut self, l: &Listed) -> i64 {
@@ -208,6 +270,8 @@ impl Listing {
                 counts: &mut counts,
                 catalog,
                 doubts: looked.doubts > 0,
+                older: self.older,
+                held_back: &mut self.held_back,
             };
             if let Some(catalog) = catalog {
                 catalog.each_current_state_by_uri(|uri, state| {
@@ -224,6 +288,10 @@ impl Listing {
                         Some(e) => {
                             planner.decide(m, e, Some(state))?;
                             next = m.next_entry()?;
+                        }
+                        None if mine && planner.older.is_some() => {
+                            planner.held_back.not_gone += 1;
+                            planner.held_back.note(uri);
                         }
                         None if mine => {
                             planner.counts.gone += 1;
@@ -315,6 +383,8 @@ struct Planner<'p> {
     catalog: Option<&'p Catalog>,
     /// Some object is in doubt (`store::presence`): each kept one is looked up.
     doubts: bool,
+    older: Option<Older>,
+    held_back: &'p mut HeldBack,
 }
 
 impl Planner<'_> {
@@ -326,6 +396,10 @@ impl Planner<'_> {
     ) -> Result<(), StoreError> {
         self.counts.listed += 1;
         let length = e.length.map(|n| n as u64);
+        let (known, tombstoned) = (
+            current.is_some(),
+            current.as_ref().is_some_and(|c| c.deleted),
+        );
         let live = current.filter(|c| !c.deleted);
         let action = match &live {
             // What `plan::action` says of a resource the mirror does not hold, without parsing
@@ -351,6 +425,21 @@ impl Planner<'_> {
         };
         if action == Action::Keep {
             return Ok(());
+        }
+        if let Some(older) = self.older {
+            // A list older than the mirror: only a resource the mirror has never held, fetched
+            // from its URL (its bytes as they are now), is taken.
+            let held = match (known, tombstoned) {
+                (true, true) => Some(&mut self.held_back.deletions_kept),
+                (true, false) => Some(&mut self.held_back.newer_kept),
+                (false, _) if older.from_packages => Some(&mut self.held_back.unknown_left),
+                (false, _) => None,
+            };
+            if let Some(count) = held {
+                *count += 1;
+                self.held_back.note(&e.uri);
+                return Ok(());
+            }
         }
         self.counts.wanted += 1;
         self.counts.wanted_bytes = self.counts.wanted_bytes.saturating_add(length.unwrap_or(0));

@@ -14,7 +14,7 @@
 use crate::engine::agreement::Agreement;
 use crate::engine::apply::{self, Job, JobResult, Then, Writer};
 use crate::engine::decide::{decide, Basis, Held};
-use crate::engine::listing::{Counts, InFlight, Listing, Todo};
+use crate::engine::listing::{Counts, InFlight, Listing, Older, Todo};
 use crate::engine::plan::{self, Action, Listed};
 use crate::error::Error;
 use crate::model::ProblemClass;
@@ -25,7 +25,7 @@ use crate::settings;
 use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
 use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
 use crate::store::writer::LastRows;
-use crate::store::{ObjectStore, StoreError};
+use crate::store::{Catalog, ObjectStore, StoreError};
 use jiff::Timestamp;
 use std::path::Path;
 
@@ -90,6 +90,9 @@ pub struct Planned {
     /// Where the collection publishes its changes (its Capability List's Change List), for
     /// the next incremental to ask for at once.
     pub changes: Option<String>,
+    /// The mirror's sync point, when the list is older than it ([`older_than_mirror`]): the
+    /// list takes nothing newer back, and the sync point stays.
+    pub mirror_at: Option<Timestamp>,
 }
 
 impl Planned {
@@ -109,6 +112,7 @@ impl Planned {
             identity: None,
             list_name: "Resource List",
             changes: None,
+            mirror_at: None,
         }
     }
 
@@ -117,6 +121,78 @@ impl Planned {
         self.identity = describes.map(|d| (d, DESCRIBES_BASIS));
         self
     }
+}
+
+/// Before the plan: whether the list is older than the mirror's state of `collection` (the
+/// list's `at` before the collection's sync point), and if so, hold `listing` to it
+/// ([`Listing::older_than_mirror`]). The sync point it is older than, if it is. A list without
+/// an `at` cannot tell, and is planned as ever.
+pub(crate) fn older_than_mirror(
+    catalog: Option<&Catalog>,
+    collection: &str,
+    snapshot: &Snapshot,
+    listing: &mut Listing,
+    from_packages: bool,
+) -> Result<Option<Timestamp>, StoreError> {
+    let (Some(catalog), Some(list_at), true) = (catalog, snapshot.at, snapshot.anchored) else {
+        return Ok(None);
+    };
+    let mirror_at = catalog.sync_point(collection)?.and_then(|sp| sp.at);
+    match mirror_at {
+        Some(mirror_at) if list_at < mirror_at => {
+            listing.older_than_mirror(Older { from_packages });
+            Ok(Some(mirror_at))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// What a list older than the mirror held back, said once (stderr and the run's problems, as
+/// a warning on the collection): what, how many, and why.
+fn say_held_back(
+    writer: &mut Writer<'_>,
+    p: &Planned,
+    mirror_at: Timestamp,
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let held = p.listing.held_back();
+    let list_at = p.snapshot.at.map(|t| t.to_string()).unwrap_or_default();
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (
+            held.newer_kept,
+            "kept as the mirror holds them (their state there is newer)",
+        ),
+        (held.deletions_kept, "deleted since, not brought back"),
+        (
+            held.unknown_left,
+            "not in the mirror, not taken from packages as old as the list",
+        ),
+        (held.not_gone, "not named by the list, not called gone"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    if parts.is_empty() {
+        parts.push("it contradicts nothing the mirror holds".into());
+    }
+    let examples = match held.examples.is_empty() {
+        true => String::new(),
+        false => format!(" (such as {})", held.examples.join(", ")),
+    };
+    let message = format!(
+        "{}: the {} is as of {list_at}, older than the mirror's state of this collection (sync          point {mirror_at}): nothing in it replaces a newer state: {}{examples}; the sync point          stays at {mirror_at}",
+        p.collection,
+        p.list_name,
+        parts.join("; ")
+    );
+    progress.println(&format!("warning: {message}"));
+    writer.problem(&p.collection, ProblemClass::Warning, &message)?;
+    summary.warnings.push(message.clone());
+    summary.held_back += held.total();
+    Ok(())
 }
 
 /// When a snapshot's sync point is recorded.
@@ -188,7 +264,10 @@ pub(crate) fn take(
     summary.excluded += counts.excluded;
     summary.warnings.extend(p.snapshot.warnings.iter().cloned());
     report_snapshot_problems(writer, &p, s.output.verbose > 0, summary, progress)?;
-    summary.unchanged += counts.listed - counts.wanted;
+    if let Some(mirror_at) = p.mirror_at {
+        say_held_back(writer, &p, mirror_at, summary, progress)?;
+    }
+    summary.unchanged += counts.listed - counts.wanted - p.listing.held_back().listed();
 
     let Hooks {
         arrived_via,
@@ -274,7 +353,10 @@ fn finish(
     summary: &mut Summary,
 ) -> Result<(), Error> {
     let snap = &p.snapshot;
+    // A list older than the mirror never moves its sync point back.
+    let older = p.mirror_at.is_some();
     let (record, basis) = match rule {
+        _ if older => (false, snap.basis.clone()),
         SyncPointRule::WhenWhole => (failed == 0 && snap.complete(), snap.basis.clone()),
         SyncPointRule::EvenWithFailures if failed > 0 => (
             snap.complete(),

@@ -676,3 +676,119 @@ fn a_dump_whose_manifest_is_larger_than_any_buffer_mirrors_completely() {
     assert!(s["warnings"].to_string().contains("listed twice"), "{s}");
     assert_consistent(dir.path());
 }
+
+/// Issue 66, 1: a Resource Dump older than the mirror's state never takes the mirror back.
+/// After a baseline from the dump and an incremental (one resource updated, one deleted, one
+/// created), a baseline again: `--via auto` takes the Resource List instead and says why;
+/// `--via dump` holds back everything the dump contradicts (the update is kept, the deletion
+/// stays, the new resource is not gone) and keeps the sync point; the next incremental and an
+/// audit find the mirror as the source is.
+#[test]
+fn a_resource_dump_older_than_the_mirror_never_takes_it_back() {
+    let t = six();
+    let srv = TestServer::start(t.path());
+    let p1 = package(&t, &srv.base(), &["r1", "r2", "r3", "r4", "r5", "r6"], &[]);
+    publish_dump(&t, &[("p1.zip", &p1)]);
+    let caps = std::fs::read_to_string(t.path().join("capabilitylist.xml")).unwrap();
+    let caps = caps.replace(
+        "</urlset>",
+        &format!("<url><loc>{ORIGIN}/changelist.xml</loc><rs:md capability=\"changelist\"/></url>\n</urlset>"),
+    );
+    std::fs::write(t.path().join("capabilitylist.xml"), caps).unwrap();
+    t.change_list("changelist.xml", AT, None, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path();
+    let out = baseline(&srv.url("/capabilitylist.xml"), m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        srv.count("/p1.zip") == 1,
+        "the first baseline takes the dump"
+    );
+
+    // The source changes; its Resource List follows, its dump does not.
+    let later = "2026-04-02T00:00:00Z";
+    t.put("r1", b"resource 1, updated\n");
+    t.remove("r2");
+    t.put("r7", b"resource 7, new\n");
+    t.change_list(
+        "changelist.xml",
+        AT,
+        None,
+        &[
+            ("r1", "updated", "2026-04-01T10:00:00Z"),
+            ("r2", "deleted", "2026-04-01T11:00:00Z"),
+            ("r7", "created", "2026-04-01T12:00:00Z"),
+        ],
+    );
+    t.resource_list(later, &["r1", "r3", "r4", "r5", "r6", "r7"]);
+    let out = incremental(m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let after_changes = current(m);
+    let gone = vec![format!("{}/res/r2", srv.base())];
+    assert_eq!(after_changes.len(), 6);
+    assert_eq!(tombstoned(m), gone);
+    let point = sync_point(m).unwrap().0.unwrap();
+    assert!(point.as_str() > AT, "{point}");
+
+    // --via dump: the dump is as of AT, older than the mirror: nothing goes back.
+    let out = baseline(&srv.url("/capabilitylist.xml"), m)
+        .args(["--via", "dump", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (s["created"].as_u64(), s["updated"].as_u64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(
+        (s["gone"].as_u64(), s["deleted"].as_u64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(s["held_back"], 3, "{s}");
+    let said = stderr_of(&out);
+    assert!(
+        said.contains("older than the mirror's state")
+            && said.contains("1 kept as the mirror holds them")
+            && said.contains("1 deleted since, not brought back")
+            && said.contains("1 not named by the list, not called gone"),
+        "{said}"
+    );
+    assert!(!said.contains("gone: "), "{said}");
+    assert_eq!(current(m), after_changes);
+    assert_eq!(tombstoned(m), gone);
+    assert_eq!(
+        sync_point(m).unwrap().0.unwrap(),
+        point,
+        "the sync point stays"
+    );
+
+    // --via auto (the default): the Resource List, which is newer, and a word on why.
+    srv.clear_requests();
+    let out = baseline(&srv.url("/capabilitylist.xml"), m)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains("older than the mirror's state")
+            && warnings.contains("Resource List instead"),
+        "{warnings}"
+    );
+    assert_eq!(current(m), after_changes);
+    assert_eq!(tombstoned(m), gone);
+    assert!(sync_point(m).unwrap().0.unwrap() >= point);
+
+    // The next incremental and an audit find the mirror as the source is.
+    let out = incremental(m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = on_mirror(m, &["audit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
+    assert_consistent(m);
+}

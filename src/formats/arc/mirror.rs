@@ -137,8 +137,16 @@ fn read_sitemap(
         taken.push(page);
     }
     snapshot.skipped.sort_by(|a, b| a.uri.cmp(&b.uri));
+    let mirror_at = crate::engine::snapshot::older_than_mirror(
+        catalog,
+        &collection,
+        &snapshot,
+        &mut listing,
+        false,
+    )?;
     let counts = listing.plan(catalog, &collection, objects)?;
     let mut planned = Planned::new(collection, snapshot, listing, counts);
+    planned.mirror_at = mirror_at;
     planned.identity = Some((header.site.to_string(), "site of the ARC sitemap"));
     planned.list_name = "ARC sitemap";
     Ok(ArcSnapshot {

@@ -143,8 +143,20 @@ fn plan_all(
                 // a format it does not read, a package that fails its checks): the Resource
                 // List, when the source offers one, lists everything, a request per resource.
                 // The mirror's own faults (a full disk under the listing) are not the dump's.
+                // Nor a dump older than the mirror's state of the collection: the list is
+                // asked for what the source holds now.
+                let mirror_at = match catalog {
+                    Some(c) => c.sync_point(&collection.id)?.and_then(|sp| sp.at),
+                    None => None,
+                };
                 let unusable = match &read {
-                    Ok(d) if d.snapshot.complete() => None,
+                    Ok(d) if d.snapshot.complete() => match (d.snapshot.at, mirror_at) {
+                        (Some(dump_at), Some(mirror_at)) if dump_at < mirror_at => Some(format!(
+                            "it is as of {dump_at}, older than the mirror's state of the \
+                             collection (sync point {mirror_at})"
+                        )),
+                        _ => None,
+                    },
                     Ok(d) => Some(d.snapshot.failed_parts.join("; ")),
                     Err(Error::Source(e)) => Some(e.to_string()),
                     Err(_) => return Err(read.err().expect("an error")),
@@ -176,6 +188,13 @@ fn plan_all(
         // The source and the catalog agree on a resource kept, but its bytes must be there
         // too: a missing object is fetched again, and a truncated one in this run's slice of
         // the store (`store::presence`: no hashing; `audit` finds the rest).
+        let mirror_at = snapshot::older_than_mirror(
+            catalog,
+            &collection.id,
+            &snapshot,
+            &mut listing,
+            dump.is_some(),
+        )?;
         let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
         let changes = collection
             .url_of(&Capability::ChangeList)
@@ -183,6 +202,7 @@ fn plan_all(
         let mut p = Planned::new(collection.id, snapshot, listing, counts)
             .describes(collection.describes.clone());
         p.changes = changes;
+        p.mirror_at = mirror_at;
         if let Some(dump) = dump {
             p.packages = Some(Box::new(dump));
             p.list_name = "Resource Dump";
