@@ -119,5 +119,7 @@ fn take(
         let _ = std::fs::remove_file(&record);
         return Err(why);
     }
-    std::fs::rename(&unpacked, mirror.join("catalog.sqlite")).map_err(|e| e.to_string())
+    std::fs::rename(&unpacked, mirror.join("catalog.sqlite")).map_err(|e| e.to_string())?;
+    shared::remember_in_bucket(mirror, &copy.record);
+    Ok(())
 }

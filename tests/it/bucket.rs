@@ -940,3 +940,46 @@ fn a_baseline_into_a_bucket_sigkilled_mid_way_loses_nothing() {
     let out = run(&sw, &m, &["audit", "--offline", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
+
+/// Issue 66, 2: nightly audits in the writer's own folder (each makes a local catalog copy
+/// the bucket never sees, and only the newest three stay) never lock that writer out; a
+/// folder another machine wrote past is still refused.
+#[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
+fn audits_in_the_writers_folder_never_lock_it_out() {
+    let sw = Seaweed::start();
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let cap = srv.url("/capabilitylist.xml");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let objects = format!("s3://{BUCKET}/nightly");
+    ok(&sw, &a, &["baseline", &cap, "--objects", &objects, "-q"]);
+    for _ in 0..4 {
+        ok(&sw, &a, &["audit", "--offline", "-q"]);
+    }
+    ok(&sw, &a, &["repair", "-n", "-q"]);
+    ok(&sw, &a, &["incremental", "-q"]);
+
+    // Another folder attaches, audits as often, and writes: the first is then behind.
+    let mut cmd = rsmirror();
+    sw.env(&mut cmd);
+    let out = cmd
+        .args(["attach", &objects, "--mirror"])
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    for _ in 0..4 {
+        ok(&sw, &b, &["audit", "--offline", "-q"]);
+    }
+    ok(&sw, &b, &["incremental", "-q"]);
+    exits_saying(
+        &run(&sw, &a, &["incremental", "-q"]),
+        5,
+        "another machine wrote to the mirror since",
+    );
+}

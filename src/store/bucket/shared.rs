@@ -167,7 +167,11 @@ impl Drop for Lease {
         if let Some(copy) = newest {
             let made = copy.record.made.parse::<jiff::Timestamp>().ok();
             if made.is_some_and(|m| m >= self.since) {
-                if let Err(e) = send_copy(&self.bucket, &copy.path, &copy.record) {
+                let sent = send_copy(&self.bucket, &copy.path, &copy.record);
+                if sent.is_ok() {
+                    remember_in_bucket(&self.mirror, &copy.record);
+                }
+                if let Err(e) = sent {
                     crate::report::say(&format!(
                         "rsmirror: warning: the catalog's copy did not go to {}: {e}; the next \
                          run that writes sends its own (until then a machine that attaches \
@@ -300,13 +304,38 @@ pub(crate) fn copies_in(bucket: &Bucket) -> io::Result<Vec<(String, CopyRecord)>
     Ok(out)
 }
 
+/// The file in `catalog-copies/` that names the copy this folder last sent to the bucket or
+/// attached from. Local copies come and go (every audit, every refused run makes one, and only
+/// the newest `--catalog-copies` stay); this one is kept, so the folder still knows that the
+/// bucket's newest copy is its own.
+const IN_BUCKET: &str = "in-bucket.json";
+
+/// Remember `record` as the copy this folder last sent to the bucket or attached from.
+pub(crate) fn remember_in_bucket(mirror: &Path, record: &CopyRecord) {
+    let path = mirror.join(copies::FOLDER).join(IN_BUCKET);
+    let tmp = path.with_extension("json.tmp");
+    let json = serde_json::to_vec_pretty(record).expect("json");
+    if std::fs::write(&tmp, json).is_ok() {
+        let _ = std::fs::rename(&tmp, &path);
+    }
+}
+
+/// The copy this folder last sent to the bucket or attached from, if it remembers one.
+fn remembered_in_bucket(mirror: &Path) -> Option<CopyRecord> {
+    let body = std::fs::read(mirror.join(copies::FOLDER).join(IN_BUCKET)).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
 /// Whether the folder `mirror` may write: the newest copy in the bucket is one of its own
-/// copies (made here, or attached from); `Err` says whose is newer. A folder without copies
-/// (`--catalog-copies 0`), or a bucket without any, cannot tell and may.
+/// copies (made here, or attached from: those it keeps, and the one it remembers sending or
+/// attaching from); `Err` says whose is newer. A folder without copies (`--catalog-copies 0`),
+/// or a bucket without any, cannot tell and may.
 pub(crate) fn check_current(bucket: &Bucket, mirror: &Path) -> io::Result<Result<(), String>> {
     let mine: Vec<String> = copies::list(mirror)
         .into_iter()
-        .map(|c| c.record.zst_sha256)
+        .map(|c| c.record)
+        .chain(remembered_in_bucket(mirror))
+        .map(|r| r.zst_sha256)
         .collect();
     if mine.is_empty() {
         return Ok(Ok(()));
