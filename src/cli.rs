@@ -31,10 +31,25 @@ impl Cli {
     pub fn parse_args() -> Cli {
         use clap::FromArgMatches;
         let args = options_after_the_command(std::env::args_os().collect());
-        let matches = Cli::definitions()
-            .long_version(build_details())
-            .try_get_matches_from(args)
-            .unwrap_or_else(|e| exit_naming_the_variable(e));
+        let parse = || {
+            Cli::definitions()
+                .long_version(build_details())
+                .try_get_matches_from(args.clone())
+        };
+        let mut matches = parse();
+        // The command line wins over the environment: an option that conflicts with one typed
+        // (`RSMIRROR_QUIET=1 rsmirror ls -v`) is dropped when it came from its variable alone.
+        for _ in 0..4 {
+            let Err(e) = &matches else { break };
+            match conflicting_variable(e) {
+                Some(name) => {
+                    std::env::remove_var(name);
+                    matches = parse();
+                }
+                None => break,
+            }
+        }
+        let matches = matches.unwrap_or_else(|e| exit_naming_the_variable(e));
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 
@@ -73,6 +88,38 @@ fn with_environment(cmd: clap::Command) -> clap::Command {
         arg.env(name)
     });
     cmd.mut_subcommands(with_environment)
+}
+
+/// Of two options in conflict (`e`), the environment variable that set one the command line
+/// did not name, if any.
+fn conflicting_variable(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ArgumentConflict {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for kind in [ContextKind::InvalidArg, ContextKind::PriorArg] {
+        match e.get(kind) {
+            Some(ContextValue::String(s)) => names.push(s.clone()),
+            Some(ContextValue::Strings(v)) => names.extend(v.iter().cloned()),
+            _ => {}
+        }
+    }
+    let typed: Vec<String> = std::env::args().skip(1).collect();
+    names.iter().find_map(|arg| {
+        // "--quiet", "--verbose...", "-q": the option's long name.
+        let long = arg
+            .strip_prefix("--")?
+            .split([' ', '=', '.'])
+            .next()?
+            .to_string();
+        let name = environment_name(&long);
+        std::env::var_os(&name)?;
+        let on_line = typed
+            .iter()
+            .any(|a| *a == format!("--{long}") || a.starts_with(&format!("--{long}=")));
+        (!on_line).then_some(name)
+    })
 }
 
 /// Exit with clap's message for `e`; a value clap refused that came from the environment, not

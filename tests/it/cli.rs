@@ -232,6 +232,27 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     // The environment over the default (now), the command line over the environment.
     assert_eq!(ls(Some("run:0"), None), 0);
     assert_eq!(ls(Some("run:0"), Some("run:1")), now);
+    // Issue 66, 8: an option typed wins over one it conflicts with from the environment
+    // (`-v` over RSMIRROR_QUIET, `-q` over RSMIRROR_VERBOSE); both typed are still refused.
+    for (var, value, flag) in [
+        ("RSMIRROR_QUIET", "1", "-v"),
+        ("RSMIRROR_VERBOSE", "2", "-q"),
+    ] {
+        let mut c = rsmirror();
+        env(&mut c);
+        let out = c.args(["ls", flag]).env(var, value).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{var} {flag}: {}",
+            stderr_of(&out)
+        );
+        assert_eq!(stdout_of(&out).lines().count() as usize, now);
+    }
+    let mut c = rsmirror();
+    env(&mut c);
+    let out = c.args(["ls", "-q", "-v"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     // A switch from the environment: JSON.
     let mut c = rsmirror();
     env(&mut c);
