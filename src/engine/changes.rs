@@ -249,6 +249,21 @@ impl<'x, 'w> Changes<'x, 'w> {
         self.agreement.agreed(1);
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let version = item.tombstone(self.collection);
+        // Every URL that goes is named, under cron too: the first ones on stderr, all of them
+        // in the run's problems.
+        let named = crate::report::NAMED as u64;
+        match self.summary.deleted {
+            n if n <= named => self.progress.println(&format!("deleted: {}", version.uri)),
+            n if n == named + 1 => self.progress.println(
+                "deleted: ... and more (all of them in the run's problems: rsmirror log --run)",
+            ),
+            _ => {}
+        }
+        self.writer.problem(
+            &version.uri,
+            crate::model::ProblemClass::Deleted,
+            "deleted at the source (its Change List says so): tombstoned",
+        )?;
         self.applied.insert(version.uri.clone(), None);
         let event = self.event(item, Change::Deleted, ChangeOutcome::Applied);
         self.writer.version_with(version, Some(event), None)?;

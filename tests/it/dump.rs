@@ -727,6 +727,11 @@ fn a_resource_dump_older_than_the_mirror_never_takes_it_back() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let after_changes = current(m);
     let gone = vec![format!("{}/res/r2", srv.base())];
+    // Issue 66, 7: a deletion applied is named, under cron too, and is in the run's problems.
+    assert_eq!(stderr_of(&out).trim(), format!("deleted: {}", gone[0]));
+    assert!(last_run_problems(m)
+        .iter()
+        .any(|(uri, class, _)| *uri == gone[0] && class == "deleted"));
     assert_eq!(after_changes.len(), 6);
     assert_eq!(tombstoned(m), gone);
     let point = sync_point(m).unwrap().0.unwrap();
