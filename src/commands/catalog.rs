@@ -53,6 +53,24 @@ pub(crate) fn check(mirror: &Path, out: &mut dyn FnMut(&str)) -> Result<Exit, Er
     }
 }
 
+/// Whether the catalog is there and `catalog check` finds it sound (its copies aside).
+fn sound(mirror: &Path) -> bool {
+    let path = mirror.join("catalog.sqlite");
+    path.exists() && crate::store::health::findings(mirror).iter().all(|l| l.ok)
+}
+
+/// `restore` and `rebuild` replace a damaged catalog; a sound one only with `--force`.
+fn refuse_a_sound_catalog(mirror: &Path, what: &str, force: bool) -> Result<(), Error> {
+    if force || !sound(mirror) {
+        return Ok(());
+    }
+    Err(Error::SafetyLimit(format!(
+        "the catalog in {} is sound (rsmirror catalog check finds nothing wrong): {what}; \
+         nothing was changed (--force to do it anyway)",
+        mirror.display()
+    )))
+}
+
 fn present(mirror: &Path) -> Result<(), Error> {
     if !crate::store::Catalog::present(mirror)? {
         return Err(StoreError::Missing {
@@ -102,6 +120,8 @@ fn findings(mirror: &Path) -> Vec<Line> {
 pub(crate) struct Restore {
     pub copy: Option<PathBuf>,
     pub offline: bool,
+    /// Replace a sound catalog too.
+    pub force: bool,
 }
 
 /// `rsmirror catalog restore`: the newest good copy (or the one given) in place of the
@@ -116,6 +136,12 @@ pub(crate) fn restore(
         present(mirror)?;
     }
     let lock = MirrorLock::acquire(mirror)?;
+    refuse_a_sound_catalog(
+        mirror,
+        "restoring a copy would put an older catalog in its place",
+        r.force,
+    )?;
+    let was_sound = sound(mirror);
     let unpacked = mirror.join("catalog.sqlite.restoring");
     let _ = std::fs::remove_file(&unpacked);
     let (from, sha) = match &r.copy {
@@ -130,8 +156,9 @@ pub(crate) fn restore(
         .map_err(|e| StoreError::io("syncing", mirror, e))?;
     seal::accept(mirror, Some(sha))?;
     say(&format!(
-        "restored the catalog from {}; the damaged one is kept in {}",
+        "restored the catalog from {}; the {} one is kept in {}",
         from.display(),
+        if was_sound { "replaced" } else { "damaged" },
         aside.display()
     ));
     let (newer, sources) = after_the_copy(mirror)?;
@@ -280,9 +307,16 @@ fn after_the_copy(mirror: &Path) -> Result<(u64, Vec<String>), Error> {
 pub(crate) fn rebuild(
     mirror: &Path,
     sources: &[String],
+    force: bool,
     say: &mut dyn FnMut(&str),
 ) -> Result<Exit, Error> {
     let lock = MirrorLock::acquire(mirror)?;
+    refuse_a_sound_catalog(
+        mirror,
+        "a rebuild would throw its history away (runs, earlier versions, sync points)",
+        force,
+    )?;
+    let was_sound = sound(mirror);
     let path = mirror.join("catalog.sqlite");
     let salvaged = match path.exists() {
         true => seal::salvage(&path),
@@ -328,7 +362,11 @@ pub(crate) fn rebuild(
             .collect::<Vec<_>>()
             .join(", "),
         match &aside {
-            Some(a) => format!("; the damaged catalog is kept in {}", a.display()),
+            Some(a) => format!(
+                "; the {} catalog is kept in {}",
+                if was_sound { "replaced" } else { "damaged" },
+                a.display()
+            ),
             None => String::new(),
         }
     ));

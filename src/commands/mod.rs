@@ -498,11 +498,13 @@ fn catalog_command(a: &crate::cli::CatalogCommandArgs) -> Exit {
             copy,
             mirror,
             offline,
+            force,
             lock,
         } => {
             let r = catalog::Restore {
                 copy: copy.clone(),
                 offline: *offline,
+                force: *force,
             };
             waiting_for_the_lock(lock, || {
                 catalog::restore(&mirror.mirror, &r, &mut |line| say!("{line}"))
@@ -511,9 +513,10 @@ fn catalog_command(a: &crate::cli::CatalogCommandArgs) -> Exit {
         CatalogAction::Rebuild {
             sources,
             mirror,
+            force,
             lock,
         } => waiting_for_the_lock(lock, || {
-            catalog::rebuild(&mirror.mirror, sources, &mut |line| say!("{line}"))
+            catalog::rebuild(&mirror.mirror, sources, *force, &mut |line| say!("{line}"))
         }),
     };
     result.unwrap_or_else(|e| fail(&e))

@@ -622,8 +622,9 @@ fn rebuild_keeps_each_sources_filter_and_options() {
         "{ls_before}"
     );
 
+    // Sound, so only with --force (a damaged one needs none: the other tests here).
     std::fs::remove_dir_all(m.join("catalog-copies")).unwrap();
-    let (_, err) = ok_on_mirror(&m, &["catalog", "rebuild"]);
+    let (_, err) = ok_on_mirror(&m, &["catalog", "rebuild", "--force"]);
     assert!(
         err.contains("with what it kept: --exclude *.png --delay 0.01 --timeout 7"),
         "{err}"
@@ -752,7 +753,7 @@ fn a_log_cut_while_a_run_writes_stops_that_run() {
     let out = on_mirror(&m, &["incremental"]);
     assert_eq!(out.status.code(), check, "{}", stderr_of(&out));
     srv.set_delay(Duration::ZERO);
-    ok_on_mirror(&m, &["catalog", "restore"]);
+    ok_on_mirror(&m, &["catalog", "restore", "--force"]);
     let (text, _) = ok_on_mirror(&m, &["audit"]);
     assert!(!text.contains("stray"), "{text}");
     assert_eq!(current(&m).len(), 3000);
@@ -792,4 +793,43 @@ fn output_stdout_refused_is_not_a_success() {
         .unwrap();
     drop(child.stdout.take()); // the reader went away
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// Issue 66, 4: `catalog restore` and `catalog rebuild` of a catalog `catalog check` finds
+/// sound are refused (exit 7, nothing changed) unless `--force`; forced, the catalog they
+/// replace is called replaced, not damaged, and kept.
+#[test]
+fn restore_and_rebuild_refuse_a_sound_catalog_without_force() {
+    let good = Good::new(5);
+    let (_d, m) = good.copy();
+    let runs = |m: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(m.join("catalog.sqlite"))
+            .unwrap()
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = (runs(&m), current(&m));
+    for args in [
+        vec!["catalog", "restore"],
+        vec!["catalog", "rebuild"],
+        vec!["catalog", "rebuild", good.list.as_str()],
+    ] {
+        let out = on_mirror(&m, &args);
+        assert_eq!(out.status.code(), Some(7), "{args:?}: {}", stderr_of(&out));
+        let err = stderr_of(&out);
+        assert!(err.contains("is sound") && err.contains("--force"), "{err}");
+        assert_eq!(
+            (runs(&m), current(&m)),
+            before,
+            "{args:?} changed the mirror"
+        );
+        assert!(!std::fs::read_dir(&m).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("damaged-catalog")));
+    }
+    let (_, err) = ok_on_mirror(&m, &["catalog", "restore", "--force", "--offline"]);
+    assert!(err.contains("the replaced one is kept in"), "{err}");
+    assert_eq!(current(&m), before.1);
 }
