@@ -289,7 +289,7 @@ pub enum Command {
     /// objects not all re-hashed for 90 days); `--json` gives each hint a stable `code`
     /// (run-partial, run-failed, sync-point-stale, audit-differences, fixity-never,
     /// fixity-stale) and says whether it `needs_person`.
-    #[command(after_help = reading_help())]
+    #[command(after_help = status_help())]
     Status(StatusArgs),
     /// Write the mirror (now or at WHEN) for a preservation system or a web server: tree
     /// (plain files, HOST/PATH), bagit (a BagIt 1.0 bag), warc (WARC 1.1 resource records),
@@ -328,6 +328,15 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, or for one of its commands.
     Man(ManArgs),
+}
+
+/// The footer of `status`, which takes no WHEN: what it reads, then the exit codes.
+fn status_help() -> String {
+    format!(
+        "status reads the catalog only: no network, nothing written, no lock taken (it runs \
+         beside a baseline or incremental, and on read-only media). DURATION: 7d, 36h, 90m.\n\n{}",
+        crate::exit::Exit::help_table()
+    )
 }
 
 /// The footer of the reading commands: the one clock, then the exit codes.
@@ -588,6 +597,10 @@ pub enum CatalogAction {
         /// Put the copy back only: no baseline (say which to run).
         #[arg(long)]
         offline: bool,
+        /// Replace a catalog that `catalog check` finds sound too (refused otherwise, exit 7:
+        /// every run since the copy would have to be found again).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         lock: LockArgs,
     },
@@ -601,6 +614,10 @@ pub enum CatalogAction {
         sources: Vec<String>,
         #[command(flatten)]
         mirror: MirrorArgs,
+        /// Rebuild a catalog that `catalog check` finds sound too (refused otherwise, exit 7:
+        /// its history would be lost).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         lock: LockArgs,
     },
@@ -706,11 +723,23 @@ fn parse_age(v: &str) -> Result<std::time::Duration, String> {
     parse_wait(v).map_err(|_| format!("{v:?} is not an age: write it as 7d, 36h or 90m"))
 }
 
+/// A duration, as every option that takes one reads it: a number of seconds (`30`, `0.5`) or
+/// a number with its unit (`30s`, `5m`, `1h`, `1h30m`).
 fn parse_wait(v: &str) -> Result<std::time::Duration, String> {
-    let d: jiff::SignedDuration = v
-        .parse()
-        .map_err(|_| format!("{v:?} is not a duration: write it as 30s, 5m or 1h"))?;
+    let not = || format!("{v:?} is not a duration: write it as 30 (seconds), 30s, 5m or 1h");
+    if let Ok(secs) = v.trim().parse::<f64>() {
+        return std::time::Duration::try_from_secs_f64(secs).map_err(|_| match secs < 0.0 {
+            true => format!("{v:?}: a duration is not negative"),
+            false => not(),
+        });
+    }
+    let d: jiff::SignedDuration = v.parse().map_err(|_| not())?;
     std::time::Duration::try_from(d).map_err(|_| format!("{v:?}: a duration is not negative"))
+}
+
+/// A duration in seconds for the options that take SECS: [`parse_wait`]'s forms.
+fn parse_secs(v: &str) -> Result<f64, String> {
+    parse_wait(v).map(|d| d.as_secs_f64())
 }
 
 #[derive(Debug, Args)]
@@ -746,7 +775,7 @@ pub struct SourceArgs {
     #[arg(long)]
     pub assume_utc: bool,
     /// Connect and read timeout, in seconds (default 30). Kept with the source.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub timeout: Option<f64>,
     /// Attempts per request on connection errors, 429, 503 and other 5xx. Over HTTP/2, a
     /// request lost with its connection before any of its response came goes again without
@@ -754,11 +783,11 @@ pub struct SourceArgs {
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub tries: u32,
     /// Longest Retry-After honoured, in seconds.
-    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 120.0, value_name = "SECS", value_parser = parse_secs)]
     pub max_retry_after: f64,
     /// Wait at least this long between requests to one host, in seconds (politeness). Kept
     /// with the source.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub delay: Option<f64>,
     /// The User-Agent header.
     #[arg(long, value_name = "STRING")]
@@ -787,7 +816,7 @@ pub struct SourceArgs {
     pub min_rate: u64,
     /// Longest one resource transfer (a dump package, an SCP collection file) may take, in
     /// seconds, however fast it goes (no bound by default: --min-rate and --max-size bound it).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub max_time: Option<f64>,
     /// Stop fetching resources once the run has taken DURATION (30m, 2h): what landed is
     /// committed, the sync point is not moved past what is left, exit 3; the next run goes on.
@@ -988,8 +1017,8 @@ pub struct AuditArgs {
     /// Also write the report to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<std::path::PathBuf>,
-    /// Format of --report.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    /// Format of --report (needs --report: what audit says on stdout is always text).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "report")]
     pub format: ReportFormat,
     /// Threads reading and hashing the objects (default: four a core: reads of small objects
     /// wait on the disk).

@@ -292,11 +292,20 @@ fn credentials(source: &str, headers: &[String]) -> Result<crate::net::Credentia
         hosts: vec![host.clone()],
         headers: Vec::new(),
     };
-    for h in headers {
-        let bad = |why: &str| UsageError(format!("--header {:?}: {why}", redact_header(h)));
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| bad("expected NAME: VALUE"))?;
+    for (k, h) in headers.iter().enumerate() {
+        // The value is never shown (it may be a secret): which --header it is, instead.
+        let which = match headers.len() {
+            1 => String::new(),
+            n => format!(" (--header {} of {n})", k + 1),
+        };
+        let bad = |why: &str| UsageError(format!("--header {:?}{which}: {why}", redact_header(h)));
+        let (name, value) = h.split_once(':').ok_or_else(|| {
+            bad(&format!(
+                "expected NAME: VALUE, such as \"Authorization: Bearer TOKEN\"; these {} \
+                 characters have no colon",
+                h.chars().count()
+            ))
+        })?;
         let (name, value) = (name.trim(), value.trim());
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
             return Err(bad("the name is not a header name"));

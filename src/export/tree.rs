@@ -722,9 +722,7 @@ impl Placer {
                 }
                 // Another file system: the careful way below finds it again and copies.
                 Err(e) if self.link == Link::Auto && e.kind() == io::ErrorKind::CrossesDevices => {}
-                Err(e) => {
-                    return Err(StoreError::io("hard-linking the object to", to, e).into());
-                }
+                Err(e) => return Err(hard_link_failed(to, e)),
             }
         }
         let mut object_path = std::mem::take(&mut self.object_path);
@@ -787,9 +785,7 @@ impl Placer {
                     object = File::open(object_path)
                         .map_err(|e| StoreError::io("reading the object", object_path, e))?;
                 }
-                Err(e) => {
-                    return Err(StoreError::io("hard-linking the object to", to, e).into());
-                }
+                Err(e) => return Err(hard_link_failed(to, e)),
             }
         }
         let mut out = self.create_new(to)?;
@@ -1019,4 +1015,18 @@ fn reflink(object: &File, dest: &Path) -> io::Result<File> {
         let _ = (object, dest);
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
+}
+
+/// A hard link to `to` that failed: across file systems, what to do instead.
+fn hard_link_failed(to: &Path, e: io::Error) -> Error {
+    if e.kind() != io::ErrorKind::CrossesDevices {
+        return StoreError::io("hard-linking the object to", to, e).into();
+    }
+    crate::error::UsageError(format!(
+        "--link hard: {} is on another file system than the mirror's objects, and a hard link \
+         cannot cross file systems: --link auto copies there instead (or export onto the \
+         mirror's file system)",
+        to.display()
+    ))
+    .into()
 }

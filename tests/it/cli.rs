@@ -38,6 +38,80 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// Issue 66, 13: a usage error says what was wrong in words a user reads, the same for every
+/// option of its kind; what is given and cannot take effect is refused, not ignored.
+#[test]
+fn usage_errors_say_what_was_wrong() {
+    let refused = |args: &[&str], words: &[&str]| {
+        let out = rsmirror().args(args).output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{args:?}: {w:?} not in {err}");
+        }
+        assert!(!err.contains("float literal"), "{err}");
+    };
+    refused(
+        &["baseline", "http://x.invalid/", "--timeout", "abc"],
+        &["\"abc\" is not a duration", "30 (seconds)"],
+    );
+    refused(
+        &["baseline", "http://x.invalid/", "--delay", "soon"],
+        &["\"soon\" is not a duration"],
+    );
+    refused(
+        &["baseline", "http://x.invalid/", "--header", "NoColonHere"],
+        &[
+            "--header \"***\"",
+            "11",
+            "characters have no colon",
+            "Authorization: Bearer",
+        ],
+    );
+    refused(
+        &[
+            "baseline",
+            "http://x.invalid/",
+            "--header",
+            "A: 1",
+            "--header",
+            "B",
+        ],
+        &["(--header 2 of 2)"],
+    );
+    refused(&["audit", "--format", "json"], &["--report"]);
+    // Every option that takes a duration takes the same forms: a bare number is seconds.
+    for (flag, value) in [
+        ("--max-duration", "30"),
+        ("--timeout", "30s"),
+        ("--delay", "0.5"),
+        ("--max-duration", "1h30m"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = rsmirror()
+            .args([
+                "baseline",
+                "http://x.invalid/",
+                flag,
+                value,
+                "--dry-run",
+                "--mirror",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            !stderr_of(&out).contains("is not a duration") && out.status.code() != Some(2),
+            "{flag} {value}: {}",
+            stderr_of(&out)
+        );
+    }
+    // status takes no WHEN, and its help does not explain one.
+    let help = stdout_of(&rsmirror().args(["status", "--help"]).output().unwrap());
+    assert!(!help.contains("WHEN is a point"), "{help}");
+    assert!(help.contains("--stale-sync-point"), "{help}");
+}
+
 /// `--version` names what a bug report needs (libcurl and its TLS library, SQLite, the
 /// platform); `-V` is the version alone, one line.
 #[test]
@@ -247,7 +321,7 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
             "{var} {flag}: {}",
             stderr_of(&out)
         );
-        assert_eq!(stdout_of(&out).lines().count() as usize, now);
+        assert_eq!(stdout_of(&out).lines().count(), now);
     }
     let mut c = rsmirror();
     env(&mut c);

@@ -268,6 +268,29 @@ fn a_tree_holds_every_url_once_and_the_map_reads_it_back() {
         std::fs::metadata(plain(&dest)).unwrap().ino(),
         object_inode(b"plain\n")
     );
+    // Issue 66, 13: across file systems --link hard cannot be, and says what can (where a
+    // tmpfs may be mounted); auto copies there.
+    if let Some(other) = Tmpfs::mount("16m") {
+        let out = rsmirror()
+            .args(["export", "tree"])
+            .arg(other.0.path().join("hard"))
+            .args(["--link", "hard", "--mirror"])
+            .arg(mirror.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains("--link auto copies there"),
+            "{}",
+            stderr_of(&out)
+        );
+        let auto = other.0.path().join("auto");
+        run_ok(
+            &["export", "tree", auto.to_str().unwrap(), "--link", "auto"],
+            mirror.path(),
+        );
+        assert_eq!(std::fs::read(plain(&auto)).unwrap(), b"plain\n");
+    }
     // auto: a reflink where the file system makes one (its own inode), else a hard link.
     let auto = dest.with_file_name("auto");
     run_ok(
