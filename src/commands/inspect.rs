@@ -136,6 +136,7 @@ fn walk(
     let mut entries = 0;
     let mut algorithms = BTreeSet::new();
     let mut children = Vec::new();
+    let mut channels = Vec::new();
     let result: Result<(), SourceError> = (|| {
         while let Some(e) = doc.reader.next_entry()? {
             entries += 1;
@@ -144,6 +145,18 @@ fn walk(
             }
             // Down the tree: index parts, a Source Description's Capability Lists, a
             // Capability List's capability documents.
+            // A push channel (ResourceSync Change Notification 1.0.1: capability
+            // `changelist-notification`, its `loc` a WebSub topic) is no document to GET.
+            if let Some(Capability::Other(c)) = &e.md.capability {
+                if c.ends_with("-notification") {
+                    channels.push(format!(
+                        "{}: a push channel ({c}, ResourceSync Change Notification), not a \
+                         document: not fetched (rsmirror incremental follows the Change Lists)",
+                        e.loc
+                    ));
+                    continue;
+                }
+            }
             let follow = header.root == Root::SitemapIndex
                 || (header.capability() == Some(Capability::Description)
                     && e.md.capability == Some(Capability::CapabilityList))
@@ -170,6 +183,7 @@ fn walk(
             .take_warnings()
             .iter()
             .map(|w| w.to_string())
+            .chain(channels)
             .collect(),
     };
     out.documents.push(report);

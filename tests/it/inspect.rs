@@ -157,3 +157,38 @@ fn inspect_writes_nothing() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Issue 67, 3: a valid ResourceSync 1.1 source that advertises Change Notification (a
+/// Capability List entry of capability `changelist-notification`, its `loc` the topic, as the
+/// Change Notification specification's example has it) is inspected without a GET of the
+/// topic, which is named as a push channel; baseline of the same source still works.
+#[test]
+fn a_change_notification_channel_is_named_not_fetched() {
+    let t = Tree::new();
+    t.put("a", b"a\n");
+    t.resource_list("2026-04-01T00:00:00Z", &["a"]);
+    t.change_list("changelist.xml", "2026-04-01T00:00:00Z", None, &[]);
+    t.capability_list("changelist.xml");
+    let caps = std::fs::read_to_string(t.path().join("capabilitylist.xml")).unwrap();
+    let caps = caps.replace(
+        "</urlset>",
+        "<url><loc>http://sample.example.org/notification/changelist</loc>\
+         <rs:ln rel=\"hub\" href=\"http://sample.example.org/hub\"/>\
+         <rs:md capability=\"changelist-notification\"/></url>\n</urlset>",
+    );
+    std::fs::write(t.path().join("capabilitylist.xml"), caps).unwrap();
+    let srv = TestServer::start(t.path());
+    let out = inspect(&srv.url("/capabilitylist.xml"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let said = format!("{}{}", stdout_of(&out), stderr_of(&out));
+    assert!(
+        said.contains("a push channel (changelist-notification"),
+        "{said}"
+    );
+    assert_eq!(srv.count("/notification/changelist"), 0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
