@@ -1946,19 +1946,22 @@ impl State {
             Some(Capability::ChangeList | Capability::ChangeDump | Capability::ChangeDumpManifest)
         );
         if let Some(t) = modified {
-            // ResourceSync 1.1 §11/§13: beta `modified=` is `at` for snapshots, `from` for
-            // change documents.
+            // The 2013 beta's `modified=` is "the document's last modification time" (Klein
+            // et al., "Evaluating Sitemaps for ResourceSync", 2013): a snapshot's `at`. Of a
+            // change document it says when the last change was added, not where its changes
+            // start: no `from=` (a list modified after the sync point is no gap), and no
+            // `until=` either (the list is still open).
             self.beta = true;
-            let (slot, name) = if is_change_doc {
-                (&mut self.header.md.from, "from")
+            if is_change_doc {
+                self.warn(format!(
+                    "beta modified= ({t}) is when the change document last changed, not where \
+                     it starts: read as neither from= nor until="
+                ));
+            } else if self.header.md.at.is_none() {
+                self.header.md.at = Some(t);
+                self.warn("beta modified= read as at=".into());
             } else {
-                (&mut self.header.md.at, "at")
-            };
-            if slot.is_none() {
-                *slot = Some(t);
-                self.warn(format!("beta modified= read as {name}="));
-            } else {
-                self.warn(format!("beta modified= ignored: {name}= is also given"));
+                self.warn("beta modified= ignored: at= is also given".into());
             }
         }
         match &cap {
@@ -2679,7 +2682,7 @@ mod tests {
     }
 
     #[test]
-    fn beta_modified_is_at_for_snapshots_and_from_for_changes() {
+    fn beta_modified_is_at_for_snapshots_and_nothing_for_changes() {
         let r = read_ok(&urlset(
             r#"<rs:ln rel="resourcesync" href="http://example.com/dataset1/capabilitylist.xml"/>
 <rs:md capability="resourcedump" modified="2013-01-03T09:00:00Z"/>
@@ -2696,10 +2699,12 @@ mod tests {
 <url><loc>http://example.com/res4</loc><lastmod>2013-01-02T17:00:00Z</lastmod><rs:md change="updated" length="9788456778"/></url>"#,
         ));
         assert_eq!(r.header.syntax, Syntax::Beta2013);
-        assert_eq!(r.header.md.from, Some(ts("2013-01-03T11:00:00Z")));
+        // Issue 67, 4: not `from`: its entries (2013-01-02) come before it.
+        assert_eq!(r.header.md.from, None);
+        assert_eq!(r.header.md.until, None);
         assert_eq!(r.header.md.at, None);
         assert_eq!(r.entries[0].md.length, Some(9_788_456_778));
-        assert!(warned(&r, "beta modified= read as from="));
+        assert!(warned(&r, "read as neither from= nor until="));
 
         // A beta up-link alone makes a V1-looking document beta.
         let r = read_ok(&urlset(

@@ -643,3 +643,39 @@ fn the_change_list_is_asked_for_with_the_capability_list() {
         );
     }
 }
+
+/// Issue 67, 4: a Change List in the 2013 beta syntax (`<rs:md capability="changelist"
+/// modified="…"/>`, as in "Evaluating Sitemaps for ResourceSync", Listing 6) modified after the
+/// sync point is no gap: `modified=` is when it last changed, not where it starts. Its change
+/// is applied.
+#[test]
+fn a_beta_change_list_modified_after_the_sync_point_is_applied() {
+    let t = Tree::new();
+    t.put("res1", b"version 1\n");
+    t.resource_list("2013-02-01T00:00:00Z", &["res1"]);
+    t.change_list("changelist.xml", "2013-02-01T00:00:00Z", None, &[]);
+    t.capability_list("changelist.xml");
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    t.put("res1", b"version 2, changed on the 2nd\n");
+    let beta = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+         xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+         <rs:ln rel=\"resourcesync\" href=\"{ORIGIN}/capabilitylist.xml\"/>\n\
+         <rs:md capability=\"changelist\" modified=\"2013-02-03T09:00:00Z\"/>\n\
+         <url><loc>{ORIGIN}/res/res1</loc><lastmod>2013-02-02T13:00:00Z</lastmod>\
+         <rs:md change=\"updated\" length=\"30\"/></url>\n</urlset>\n"
+    );
+    std::fs::write(t.path().join("changelist.xml"), beta).unwrap();
+    let out = incremental(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let now = current(dir.path());
+    let (_, sha) = now.iter().next().unwrap();
+    assert_eq!(*sha, sha256_file(&t.path().join("res/res1")));
+}
