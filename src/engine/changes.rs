@@ -36,8 +36,13 @@ pub(crate) trait Item {
     /// only that the resource is there (an ARC delta page): then `created` or `updated` by
     /// whether the mirror holds it.
     fn stated(&self) -> Option<Change>;
-    /// The change's time as the event and the version record it.
+    /// The change's time as the version records it.
     fn event_time(&self) -> Option<Timestamp>;
+    /// The time of the change the source stated, as its event records it (`None`: it stated
+    /// none, and a feed leaves it out).
+    fn stated_time(&self) -> Option<Timestamp> {
+        self.event_time()
+    }
     /// The lastmod the source declares for the new state.
     fn lastmod(&self) -> Option<Timestamp>;
     /// The document (list, feed, package) the change was read from.
@@ -306,7 +311,7 @@ impl<'x, 'w> Changes<'x, 'w> {
             collection: self.collection.to_string(),
             uri: item.uri().to_string(),
             change,
-            event_time: item.event_time(),
+            event_time: item.stated_time(),
             document_url: item.document().to_string(),
             outcome,
         }

@@ -23,12 +23,16 @@ fn feed(mirror: &Path) -> assert_cmd::Command {
     c
 }
 
-/// Add a change-list entry without a datetime (seed 001: such changes are not reported).
-fn add_timeless_entry(t: &Tree, file: &str, name: &str) {
+/// Add a change-list entry without a datetime (seed 001: such changes are not reported), with
+/// a `lastmod` when given (IFCC-0001: a generator ignores it all the same).
+fn add_timeless_entry(t: &Tree, file: &str, name: &str, lastmod: Option<&str>) {
     use sha2::Digest as _;
     let bytes = std::fs::read(t.path().join("res").join(name)).unwrap();
+    let lastmod = lastmod
+        .map(|l| format!("<lastmod>{l}</lastmod>"))
+        .unwrap_or_default();
     let entry = format!(
-        "<url><loc>{ORIGIN}/res/{name}</loc><rs:md change=\"updated\" hash=\"sha-256:{}\" length=\"{}\"/></url>\n</urlset>",
+        "<url><loc>{ORIGIN}/res/{name}</loc>{lastmod}<rs:md change=\"updated\" hash=\"sha-256:{}\" length=\"{}\"/></url>\n</urlset>",
         hex::encode(sha2::Sha256::digest(&bytes)),
         bytes.len()
     );
@@ -81,7 +85,10 @@ fn followed_twice() -> (Tree, TestServer, tempfile::TempDir, tempfile::TempDir) 
     run2.push(("r3", "updated", "2026-03-02T00:00:00Z"));
     run2.push(("r7", "created", "2026-03-02T01:00:00Z"));
     t.change_list("changelist.xml", T0, None, &run2);
-    add_timeless_entry(&t, "changelist.xml", "r4");
+    add_timeless_entry(&t, "changelist.xml", "r4", None);
+    // Issue 67, 10: a lastmod is no datetime: applied, never in the feed.
+    t.put("r5", b"resource 5, v2\n");
+    add_timeless_entry(&t, "changelist.xml", "r5", Some("2026-03-02T02:00:00Z"));
     for m in [a.path(), b.path()] {
         ok(&mut incremental(m));
     }

@@ -471,7 +471,11 @@ fn log_shows_every_version_and_the_runs() {
     assert!(lines[1].contains("created 1"), "{text}");
     let run2 = h.ok(&["log", "--run", "2"]);
     assert!(run2.contains("rsmirror diff run:1 run:2"), "{run2}");
-    assert!(run2.contains("no problems recorded"), "{run2}");
+    // Its deletion is in the record, as a baseline's --delete records its own (issue 66, 7).
+    assert!(
+        run2.contains("deleted  ") && run2.contains("/res/r2: deleted at the source"),
+        "{run2}"
+    );
     let out = h.read(&["log", "--run", "42"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("no run 42"));

@@ -53,6 +53,10 @@ pub struct Event {
     /// deleted, not the time of the delete, so its time says nothing about whether it was
     /// applied: the mirror decides (see `incremental`).
     pub stale_delete: bool,
+    /// An entry without `datetime` in a list whose other entries have one (ResourceSync
+    /// 1.1): its `lastmod` orders it, but is no time of the change: it is recorded without
+    /// one, and a feed leaves it out (IFCC-0001: a generator must ignore it).
+    pub undated: bool,
 }
 
 impl Event {
@@ -452,6 +456,7 @@ impl<'a, 'b> Collector<'a, 'b> {
         let mut events = Vec::new();
         let mut count = 0;
         let mut timeless = 0;
+        let mut any_datetime = false;
         let mut out_of_order = false;
         let read_at = Timestamp::now();
         while let Some(e) = doc.reader.next_entry()? {
@@ -470,6 +475,7 @@ impl<'a, 'b> Collector<'a, 'b> {
                 ));
                 continue;
             };
+            any_datetime |= e.md.datetime.is_some();
             let time = e.event_time();
             if let (Some(t), Some(p)) = (time, last_given) {
                 out_of_order |= t < p;
@@ -517,6 +523,7 @@ impl<'a, 'b> Collector<'a, 'b> {
             events.push(Event {
                 future,
                 stale_delete,
+                undated: e.md.datetime.is_none(),
                 duplicates: e.duplicates().into_iter().map(|l| l.href.clone()).collect(),
                 declared: Declared {
                     lastmod: e.lastmod,
@@ -536,6 +543,21 @@ impl<'a, 'b> Collector<'a, 'b> {
         if timeless > 0 {
             self.out.warnings.push(format!(
                 "{doc_url}: {timeless} entries have neither datetime nor lastmod; applied in document order"
+            ));
+        }
+        // A list that gives no entry a `datetime` dates its changes by `lastmod` (ResourceSync
+        // 1.0, the 2012 draft); one that gives some, not the others, leaves those undated.
+        let undated = match any_datetime {
+            true => events.iter().filter(|e| e.undated).count(),
+            false => 0,
+        };
+        if !any_datetime {
+            events.iter_mut().for_each(|e| e.undated = false);
+        } else if undated > 0 {
+            self.out.warnings.push(format!(
+                "{doc_url}: {undated} entries have no datetime (ResourceSync 1.1 gives each \
+                 change one): applied by their lastmod, but recorded without a time of change \
+                 and left out of feeds"
             ));
         }
         if out_of_order {

@@ -307,6 +307,9 @@ impl changes::Item for Event {
     fn event_time(&self) -> Option<Timestamp> {
         self.time
     }
+    fn stated_time(&self) -> Option<Timestamp> {
+        self.time.filter(|_| !self.undated)
+    }
     fn lastmod(&self) -> Option<Timestamp> {
         self.declared.lastmod
     }
