@@ -4,8 +4,10 @@
 //! Python's h2, the openssl command, the corpus of third-party documents) is marked
 //! `#[cfg_attr(missing = "TOOL", ignore = "why")]`: where the tool is missing, `cargo test`
 //! reports it as ignored with the reason instead of counting a test that did not run as a
-//! pass. `bash .ci/run` installs every tool; under `CI=true` nothing is ignored, and a missing
-//! tool fails its tests.
+//! pass. `bash .ci/run` installs every tool; under `CI=true` nothing is ignored for a missing
+//! tool (it fails its tests). What the build links is no tool: the HTTP/2 misbehaviour tests
+//! need a libcurl of 8.0 or later (`missing = "libcurl8"`), in CI too, where the bundled build
+//! (`--features curl-sys/static-curl`) runs them.
 //!
 //! The build looks again when `CI`, `PATH`, `RSMIRROR_VALIDATORS` or `RSMIRROR_WEED` change,
 //! or when something changes under `.ci/` (where `.ci/run` makes its virtualenv), `/usr/bin` or
@@ -16,7 +18,7 @@ use std::process::{Command, Stdio};
 
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
-    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "corpus",
+    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "corpus", "libcurl8",
 ];
 
 fn main() {
@@ -25,7 +27,13 @@ fn main() {
         "cargo::rustc-check-cfg=cfg(missing, values({}))",
         values.join(", ")
     );
-    for var in ["CI", "PATH", "RSMIRROR_VALIDATORS", "RSMIRROR_WEED"] {
+    for var in [
+        "CI",
+        "PATH",
+        "RSMIRROR_VALIDATORS",
+        "RSMIRROR_WEED",
+        "DEP_CURL_STATIC",
+    ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
@@ -33,6 +41,10 @@ fn main() {
         if Path::new(dir).exists() {
             println!("cargo::rerun-if-changed={dir}");
         }
+    }
+    // What the build links decides for CI too: no tool to install changes it.
+    if !libcurl_8_or_later() {
+        println!("cargo::rustc-cfg=missing=\"libcurl8\"");
     }
     // Under CI every test runs: a missing tool is a failure there, not a skip.
     if std::env::var("CI").as_deref() == Ok("true") {
@@ -72,6 +84,23 @@ fn search_dirs(manifest: &Path) -> Vec<PathBuf> {
         dirs.extend(std::env::split_paths(&path));
     }
     dirs
+}
+
+/// Whether the libcurl this build links is 8.0 or later: curl-sys's own (it says `static`
+/// when it built one, a current release), else the system's as pkg-config names it.
+fn libcurl_8_or_later() -> bool {
+    if std::env::var_os("DEP_CURL_STATIC").is_some() {
+        return true;
+    }
+    let version = Command::new("pkg-config")
+        .args(["--modversion", "libcurl"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    version
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
+        .is_some_and(|major| major >= 8)
 }
 
 fn runs(program: &str, args: &[&str]) -> bool {

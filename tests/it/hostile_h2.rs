@@ -97,11 +97,12 @@ impl Drop for H2Server {
 /// A source of `n` resources of 2,000 bytes served by the h2 server in `mode`: (source files,
 /// server, Resource List URL).
 fn source(n: usize, mode: &str) -> Option<(tempfile::TempDir, H2Server, String)> {
-    if libcurl_major() < 8 {
-        // rsmirror refuses --http2-prior-knowledge there (https.rs tests the refusal).
-        eprintln!("SKIPPED: this build links a libcurl before 8.0, which does not speak h2c soundly: the HTTP/2 misbehaviour tests did not run");
-        return None;
-    }
+    // rsmirror refuses --http2-prior-knowledge before libcurl 8.0 (https.rs tests the
+    // refusal): these tests are ignored there (`build.rs`).
+    assert!(
+        libcurl_major() >= 8,
+        "this build links a libcurl before 8.0"
+    );
     let src = tempfile::tempdir().unwrap();
     generate_source(src.path(), n, 2_000);
     let srv = H2Server::start(src.path(), mode)?;
@@ -136,8 +137,8 @@ fn run(source: &str, mirror: &Path, args: &[&str]) -> std::process::Output {
 /// otherwise fail them when the culprit's second try ends their connection again).
 #[test]
 #[cfg_attr(
-    missing = "h2",
-    ignore = "no Python with h2: bash .ci/run installs it into .ci/venv"
+    any(missing = "h2", missing = "libcurl8"),
+    ignore = "no Python with h2 (bash .ci/run installs it), or a libcurl before 8.0, which does not speak h2c soundly (the bundled build, --features curl-sys/static-curl, runs these)"
 )]
 fn a_stream_reset_mid_body_or_a_body_past_its_length_fails_only_its_resource() {
     fails_only("hostile", &["/res/000003", "/res/000007"], &[]);
@@ -182,8 +183,8 @@ fn all_arrive(n: usize, mode: &str, args: &[&str]) -> Option<Vec<Request>> {
 
 #[test]
 #[cfg_attr(
-    missing = "h2",
-    ignore = "no Python with h2: bash .ci/run installs it into .ci/venv"
+    any(missing = "h2", missing = "libcurl8"),
+    ignore = "no Python with h2 (bash .ci/run installs it), or a libcurl before 8.0, which does not speak h2c soundly (the bundled build, --features curl-sys/static-curl, runs these)"
 )]
 fn a_goaway_mid_run_retries_only_the_requests_it_concerns() {
     // 20 resources; every connection serves 10 requests, then GOAWAY: the rest go again, with
@@ -210,8 +211,8 @@ fn a_goaway_mid_run_retries_only_the_requests_it_concerns() {
 /// once the SETTINGS are read), with no retry to spare.
 #[test]
 #[cfg_attr(
-    missing = "h2",
-    ignore = "no Python with h2: bash .ci/run installs it into .ci/venv"
+    any(missing = "h2", missing = "libcurl8"),
+    ignore = "no Python with h2 (bash .ci/run installs it), or a libcurl before 8.0, which does not speak h2c soundly (the bundled build, --features curl-sys/static-curl, runs these)"
 )]
 fn a_server_that_allows_one_stream_gets_one_stream_at_a_time() {
     let Some(requests) = all_arrive(20, "onestream", &["-j", "2", "--tries", "1"]) else {
@@ -243,8 +244,8 @@ fn a_server_that_allows_one_stream_gets_one_stream_at_a_time() {
 /// with libcurl's words for it; the streams beside it go again and arrive.
 #[test]
 #[cfg_attr(
-    missing = "h2",
-    ignore = "no Python with h2: bash .ci/run installs it into .ci/venv"
+    any(missing = "h2", missing = "libcurl8"),
+    ignore = "no Python with h2 (bash .ci/run installs it), or a libcurl before 8.0, which does not speak h2c soundly (the bundled build, --features curl-sys/static-curl, runs these)"
 )]
 fn a_flood_of_push_promises_fails_only_the_resource_it_came_with() {
     fails_only("push", &["/res/000005"], &["PUSH_PROMISE"]);
@@ -255,8 +256,8 @@ fn a_flood_of_push_promises_fails_only_the_resource_it_came_with() {
 /// nothing goes out until the two seconds have passed.
 #[test]
 #[cfg_attr(
-    missing = "h2",
-    ignore = "no Python with h2: bash .ci/run installs it into .ci/venv"
+    any(missing = "h2", missing = "libcurl8"),
+    ignore = "no Python with h2 (bash .ci/run installs it), or a libcurl before 8.0, which does not speak h2c soundly (the bundled build, --features curl-sys/static-curl, runs these)"
 )]
 fn a_429_on_one_stream_holds_every_stream_to_the_host() {
     let Some(requests) = all_arrive(40, "ratelimit", &["-j", "2", "--streams", "4"]) else {
@@ -281,8 +282,8 @@ fn a_429_on_one_stream_holds_every_stream_to_the_host() {
 
 #[test]
 #[cfg_attr(
-    missing = "h2",
-    ignore = "no Python with h2: bash .ci/run installs it into .ci/venv"
+    any(missing = "h2", missing = "libcurl8"),
+    ignore = "no Python with h2 (bash .ci/run installs it), or a libcurl before 8.0, which does not speak h2c soundly (the bundled build, --features curl-sys/static-curl, runs these)"
 )]
 fn a_flood_of_settings_ends_in_bounded_time_with_no_wrong_bytes() {
     let Some((src, _srv, list)) = source(10, "settings") else {
