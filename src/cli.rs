@@ -642,9 +642,22 @@ pub struct MirrorArgs {
         long,
         env = "RSMIRROR_DIR",
         default_value = "./mirror",
-        value_name = "DIR"
+        value_name = "DIR",
+        value_parser = parse_mirror_dir
     )]
     pub mirror: PathBuf,
+}
+
+/// `--mirror`: a folder on this machine, never a URL (`s3://b/p` would make `./s3:/b/p`).
+fn parse_mirror_dir(v: &str) -> Result<PathBuf, String> {
+    if v.contains("://") {
+        return Err(format!(
+            "{v:?} is a URL: --mirror is the mirror's folder on this machine (its objects go to \
+             a bucket with baseline --objects s3://BUCKET/PREFIX; another machine's mirror in a \
+             bucket is made a folder here with rsmirror attach s3://BUCKET/PREFIX --mirror DIR)"
+        ));
+    }
+    Ok(PathBuf::from(v))
 }
 
 /// `-q` and `-v` of the reading commands (ls, cat, log, diff, status, feed, export): their
@@ -884,7 +897,7 @@ pub struct AttachArgs {
     #[arg(value_name = "s3://BUCKET/PREFIX")]
     pub objects: String,
     /// The new mirror folder (made; it must not hold a catalog or other files).
-    #[arg(long, env = "RSMIRROR_DIR", value_name = "DIR")]
+    #[arg(long, env = "RSMIRROR_DIR", value_name = "DIR", value_parser = parse_mirror_dir)]
     pub mirror: PathBuf,
 }
 

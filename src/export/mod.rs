@@ -228,6 +228,7 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         None => None,
         Some(c) => Some(crate::access::collection_ids(&reader, c)?),
     };
+    refuse_inside(mirror, &o.dest)?;
     let earlier = check_dest(&o.dest, o.format)?;
     // One export into a DEST at a time: two would interleave their files and maps.
     let _lock = lock_dest(&o.dest, o.format)?;
@@ -471,6 +472,33 @@ fn write_record(path: &Path, record: &Record) -> Result<(), StoreError> {
     std::fs::write(&tmp, text + "\n")
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| StoreError::io("writing", path, e))
+}
+
+/// DEST inside the mirror folder is refused: its files would sit among the mirror's own (and
+/// a tree of objects inside `objects/` would be taken for strays).
+fn refuse_inside(mirror: &Path, dest: &Path) -> Result<(), Error> {
+    // Where DEST is, through links: its nearest ancestor that exists, resolved.
+    let resolved = |p: &Path| -> Option<std::path::PathBuf> {
+        let p = std::path::absolute(p).ok()?;
+        let mut rest = Vec::new();
+        let mut at = p.as_path();
+        loop {
+            if let Ok(real) = at.canonicalize() {
+                return Some(rest.iter().rev().fold(real, |acc, part| acc.join(part)));
+            }
+            rest.push(at.file_name()?.to_owned());
+            at = at.parent()?;
+        }
+    };
+    match (resolved(mirror), resolved(dest)) {
+        (Some(m), Some(d)) if d.starts_with(&m) => Err(UsageError(format!(
+            "export: {} is inside the mirror folder {}: export beside the mirror, never into it",
+            dest.display(),
+            mirror.display()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 /// DEST is missing or empty (`Ok(false)`), or an earlier export of this format (`Ok(true)`);

@@ -80,6 +80,11 @@ fn usage_errors_say_what_was_wrong() {
         &["(--header 2 of 2)"],
     );
     refused(&["audit", "--format", "json"], &["--report"]);
+    // Issue 66, 9: a URL is no mirror folder (it made ./s3:/b/p).
+    refused(
+        &["ls", "--mirror", "s3://b/p"],
+        &["is a URL", "--objects s3://"],
+    );
     // Every option that takes a duration takes the same forms: a bare number is seconds.
     for (flag, value) in [
         ("--max-duration", "30"),

@@ -268,6 +268,23 @@ fn a_tree_holds_every_url_once_and_the_map_reads_it_back() {
         std::fs::metadata(plain(&dest)).unwrap().ino(),
         object_inode(b"plain\n")
     );
+    // Issue 66, 9: never into the mirror folder itself.
+    for inside in ["exported", "objects/tree"] {
+        let out = rsmirror()
+            .args(["export", "tree"])
+            .arg(mirror.path().join(inside))
+            .arg("--mirror")
+            .arg(mirror.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains("is inside the mirror folder"),
+            "{}",
+            stderr_of(&out)
+        );
+        assert!(!mirror.path().join(inside).exists());
+    }
     // Issue 66, 13: across file systems --link hard cannot be, and says what can (where a
     // tmpfs may be mounted); auto copies there.
     if let Some(other) = Tmpfs::mount("16m") {
