@@ -1317,3 +1317,54 @@ fn ai_indexable_is_shown_by_the_readers_and_the_warc_export() {
     assert!(text.contains("rsmirror-ARC-ai-indexable: true"), "{text}");
     crate::export::warcio_check(&dest);
 }
+
+/// Issue 67, 2: after delta feeds were applied, a baseline of the same (older) sitemap takes
+/// nothing back: the changed page keeps its newer version (not the older one from the object
+/// store), the deleted page is not brought back, the new page is not called gone, and the
+/// sync point stays where the delta feed put it.
+#[test]
+fn a_baseline_of_a_sitemap_older_than_the_deltas_takes_nothing_back() {
+    let (s, srv, dir) = good_mirror();
+    let m = dir.path();
+    s.put("a.html", "<html>a, changed</html>\n");
+    s.put("c.html", "<html>c</html>\n");
+    std::fs::remove_file(s.path().join("pages/b.html")).unwrap();
+    let mut gone = page("b.html", &at(0, "00:00:02"), "");
+    gone["deleted"] = json!(true);
+    s.delta(
+        &day(0),
+        &at(0, "00:00:03"),
+        vec![
+            page("a.html", &at(0, "00:00:01"), "<html>a, changed</html>\n"),
+            page("c.html", &at(0, "00:00:01"), "<html>c</html>\n"),
+            gone,
+        ],
+    );
+    let out = incremental(m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let after = current(m);
+    let tombstones = tombstoned(m);
+    assert_eq!((after.len(), tombstones.len()), (2, 1), "{after:?}");
+    let point = sync_point(m).unwrap().0;
+
+    let out = baseline(&srv.url("/arc-sitemap.json"), m)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let said = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("older than the mirror's state"), "{said}");
+    let summary = json_of(&out);
+    assert_eq!(
+        (
+            summary["updated"].as_u64(),
+            summary["created"].as_u64(),
+            summary["gone"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0)),
+        "{summary}"
+    );
+    assert_eq!(current(m), after);
+    assert_eq!(tombstoned(m), tombstones);
+    assert_eq!(sync_point(m).unwrap().0, point);
+}
