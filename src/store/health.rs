@@ -50,6 +50,27 @@ pub(crate) fn findings(mirror: &Path) -> Vec<Line> {
     if header.is_ok() {
         lines.push(seal_line(mirror, &conn));
     }
+    // The schema: one this rsmirror reads (or upgrades), else every command refuses it.
+    let current = crate::store::catalog::SCHEMA_VERSION;
+    lines.push(
+        match conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)) {
+            Ok(v) if (1..=current).contains(&v) => Line {
+                ok: true,
+                what: format!("the schema: version {v} (this rsmirror's is {current})"),
+            },
+            Ok(v) => Line {
+                ok: false,
+                what: format!(
+                    "the schema: version {v}, not one this rsmirror reads (1 to {current}): a \
+                     newer rsmirror made it, or the header was overwritten"
+                ),
+            },
+            Err(e) => Line {
+                ok: false,
+                what: format!("the schema: PRAGMA user_version: {e}"),
+            },
+        },
+    );
     let problems = seal::sqlite_check(&conn, "integrity_check");
     lines.push(Line {
         ok: problems.is_empty(),

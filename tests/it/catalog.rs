@@ -833,3 +833,25 @@ fn restore_and_rebuild_refuse_a_sound_catalog_without_force() {
     assert!(err.contains("the replaced one is kept in"), "{err}");
     assert_eq!(current(&m), before.1);
 }
+
+/// Issue 66, 11: a catalog whose header says a schema this rsmirror does not read (its
+/// `user_version` set to 99) is not "sound" to `catalog check`, as every command refuses it.
+#[test]
+fn catalog_check_names_a_schema_it_does_not_read() {
+    let good = Good::new(3);
+    let (_d, m) = good.copy();
+    let (out, _) = ok_on_mirror(&m, &["catalog", "check"]);
+    assert!(out.contains("ok      the schema: version 7"), "{out}");
+    rusqlite::Connection::open(m.join("catalog.sqlite"))
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99;")
+        .unwrap();
+    let out = on_mirror(&m, &["catalog", "check"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stdout_of(&out));
+    assert!(
+        stdout_of(&out).contains("DAMAGED the schema: version 99, not one this rsmirror reads"),
+        "{}",
+        stdout_of(&out)
+    );
+    assert_eq!(on_mirror(&m, &["ls"]).status.code(), Some(5));
+}
