@@ -262,7 +262,9 @@ fn a_site_is_baselined_followed_and_audited() {
     let log: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(log["versions"][0]["arrived_via"], "arc");
     assert_eq!(log["versions"][0]["document"], sitemap);
-    let bag = dir.path().join("bag");
+    // Beside the mirror (its folder is `dir` itself), never inside it.
+    let exports = tempfile::tempdir().unwrap();
+    let bag = exports.path().join("bag");
     let out = rsmirror()
         .args(["export", "bagit"])
         .arg(&bag)
@@ -1304,7 +1306,9 @@ fn ai_indexable_is_shown_by_the_readers_and_the_warc_export() {
     let log: Value = serde_json::from_str(&log).unwrap();
     assert_eq!(log["versions"][0]["ai_indexable"], false, "{log}");
 
-    let dest = dir.path().join("warc-out");
+    // Beside the mirror (its folder is `dir` itself), never inside it.
+    let exports = tempfile::tempdir().unwrap();
+    let dest = exports.path().join("warc-out");
     ok_on_mirror(dir.path(), &["export", "warc", dest.to_str().unwrap()]);
     let mut text = String::new();
     for e in std::fs::read_dir(&dest).unwrap().flatten() {
