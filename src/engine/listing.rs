@@ -45,7 +45,7 @@ pub struct Listing {
     filter: crate::model::Filter,
     /// Entries left out by the filter.
     excluded: u64,
-    /// The list is older than the mirror's state of its collection ([`Listing::older_than`]).
+    /// The list is older than the mirror's state of its collection ([`Listing::older_than_mirror`]).
     older: Option<Older>,
     /// What the plan held back because the list is older.
     held_back: HeldBack,

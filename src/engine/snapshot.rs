@@ -134,17 +134,28 @@ pub(crate) fn older_than_mirror(
     listing: &mut Listing,
     from_packages: bool,
 ) -> Result<Option<Timestamp>, StoreError> {
-    let (Some(catalog), Some(list_at), true) = (catalog, snapshot.at, snapshot.anchored) else {
+    if !snapshot.anchored {
+        return Ok(None);
+    }
+    let newer = mirror_newer_than(catalog, collection, snapshot.at)?;
+    if newer.is_some() {
+        listing.older_than_mirror(Older { from_packages });
+    }
+    Ok(newer)
+}
+
+/// The collection's sync point, when it is later than `at` (a list's or a dump's): the mirror
+/// holds a newer state than that list.
+pub(crate) fn mirror_newer_than(
+    catalog: Option<&Catalog>,
+    collection: &str,
+    at: Option<Timestamp>,
+) -> Result<Option<Timestamp>, StoreError> {
+    let (Some(catalog), Some(at)) = (catalog, at) else {
         return Ok(None);
     };
     let mirror_at = catalog.sync_point(collection)?.and_then(|sp| sp.at);
-    match mirror_at {
-        Some(mirror_at) if list_at < mirror_at => {
-            listing.older_than_mirror(Older { from_packages });
-            Ok(Some(mirror_at))
-        }
-        _ => Ok(None),
-    }
+    Ok(mirror_at.filter(|m| at < *m))
 }
 
 /// What a list older than the mirror held back, said once (stderr and the run's problems, as

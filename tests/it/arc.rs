@@ -656,6 +656,23 @@ fn good_mirror() -> (ArcSite, TestServer, tempfile::TempDir) {
     (s, srv, dir)
 }
 
+/// Today's delta feed of [`good_mirror`]'s site: a.html changed, c.html new, b.html deleted.
+fn changes_today(s: &ArcSite) {
+    s.put("a.html", "<html>a, changed</html>\n");
+    s.put("c.html", "<html>c</html>\n");
+    let mut gone = page("b.html", &at(0, "00:00:02"), "");
+    gone["deleted"] = json!(true);
+    s.delta(
+        &day(0),
+        &at(0, "00:00:03"),
+        vec![
+            page("a.html", &at(0, "00:00:01"), "<html>a, changed</html>\n"),
+            page("c.html", &at(0, "00:00:01"), "<html>c</html>\n"),
+            gone,
+        ],
+    );
+}
+
 /// Run `cmd`, expect `code` and `message` on stderr, and a mirror unchanged by it.
 fn fails_and_changes_nothing(
     mirror: &Path,
@@ -1008,19 +1025,7 @@ fn a_dry_run_prints_the_plan_without_fetching_a_page() {
 #[test]
 fn an_incremental_dry_run_plans_the_delta_feeds() {
     let (s, srv, dir) = good_mirror();
-    s.put("a.html", "<html>a, changed</html>\n");
-    s.put("c.html", "<html>c</html>\n");
-    let mut gone = page("b.html", &at(0, "00:00:02"), "");
-    gone["deleted"] = json!(true);
-    s.delta(
-        &day(0),
-        &at(0, "00:00:03"),
-        vec![
-            page("a.html", &at(0, "00:00:01"), "<html>a, changed</html>\n"),
-            page("c.html", &at(0, "00:00:01"), "<html>c</html>\n"),
-            gone,
-        ],
-    );
+    changes_today(&s);
     let before = snapshot(dir.path());
     srv.clear_requests();
     let out = incremental(dir.path()).arg("--dry-run").output().unwrap();
@@ -1330,20 +1335,8 @@ fn ai_indexable_is_shown_by_the_readers_and_the_warc_export() {
 fn a_baseline_of_a_sitemap_older_than_the_deltas_takes_nothing_back() {
     let (s, srv, dir) = good_mirror();
     let m = dir.path();
-    s.put("a.html", "<html>a, changed</html>\n");
-    s.put("c.html", "<html>c</html>\n");
+    changes_today(&s);
     std::fs::remove_file(s.path().join("pages/b.html")).unwrap();
-    let mut gone = page("b.html", &at(0, "00:00:02"), "");
-    gone["deleted"] = json!(true);
-    s.delta(
-        &day(0),
-        &at(0, "00:00:03"),
-        vec![
-            page("a.html", &at(0, "00:00:01"), "<html>a, changed</html>\n"),
-            page("c.html", &at(0, "00:00:01"), "<html>c</html>\n"),
-            gone,
-        ],
-    );
     let out = incremental(m).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let after = current(m);

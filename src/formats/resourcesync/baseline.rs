@@ -145,18 +145,17 @@ fn plan_all(
                 // The mirror's own faults (a full disk under the listing) are not the dump's.
                 // Nor a dump older than the mirror's state of the collection: the list is
                 // asked for what the source holds now.
-                let mirror_at = match catalog {
-                    Some(c) => c.sync_point(&collection.id)?.and_then(|sp| sp.at),
-                    None => None,
-                };
                 let unusable = match &read {
-                    Ok(d) if d.snapshot.complete() => match (d.snapshot.at, mirror_at) {
-                        (Some(dump_at), Some(mirror_at)) if dump_at < mirror_at => Some(format!(
-                            "it is as of {dump_at}, older than the mirror's state of the \
-                             collection (sync point {mirror_at})"
-                        )),
-                        _ => None,
-                    },
+                    Ok(d) if d.snapshot.complete() => {
+                        let dump_at = d.snapshot.at;
+                        snapshot::mirror_newer_than(catalog, &collection.id, dump_at)?.map(|m| {
+                            format!(
+                                "it is as of {}, older than the mirror's state of the \
+                                 collection (sync point {m})",
+                                dump_at.map(|t| t.to_string()).unwrap_or_default()
+                            )
+                        })
+                    }
                     Ok(d) => Some(d.snapshot.failed_parts.join("; ")),
                     Err(Error::Source(e)) => Some(e.to_string()),
                     Err(_) => return Err(read.err().expect("an error")),

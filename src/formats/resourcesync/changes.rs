@@ -547,10 +547,7 @@ impl<'a, 'b> Collector<'a, 'b> {
         }
         // A list that gives no entry a `datetime` dates its changes by `lastmod` (ResourceSync
         // 1.0, the 2012 draft); one that gives some, not the others, leaves those undated.
-        let undated = match any_datetime {
-            true => events.iter().filter(|e| e.undated).count(),
-            false => 0,
-        };
+        let undated = events.iter().filter(|e| e.undated).count();
         if !any_datetime {
             events.iter_mut().for_each(|e| e.undated = false);
         } else if undated > 0 {
