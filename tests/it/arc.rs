@@ -1365,3 +1365,60 @@ fn a_baseline_of_a_sitemap_older_than_the_deltas_takes_nothing_back() {
     assert_eq!(tombstoned(m), tombstones);
     assert_eq!(sync_point(m).unwrap().0, point);
 }
+
+/// Issue 67, 1: an audit right after a clean incremental compares the mirror with the sitemap
+/// *and* the delta feeds generated after it (a.html changed, c.html added, b.html deleted
+/// today): exit 0. Before the incremental, the same audit names all three differences; the
+/// readers and an export see the delta's state.
+#[test]
+fn an_audit_after_a_delta_incremental_is_clean() {
+    let (s, srv, dir) = good_mirror();
+    let m = dir.path();
+    changes_today(&s);
+    let base = srv.base();
+    let out = on_mirror(m, &["audit"]);
+    let lines = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    for want in [
+        format!("* {base}/pages/a.html"),
+        format!("+ {base}/pages/c.html"),
+        format!("- {base}/pages/b.html"),
+    ] {
+        assert!(lines.contains(&want), "{want:?} not in {lines}");
+    }
+
+    let out = incremental(m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (lines, said) = ok_on_mirror(m, &["audit"]);
+    assert!(!lines.contains("* ") && !lines.contains("+ "), "{lines}");
+    assert!(!said.contains("warning"), "{said}");
+    let found = arc_audit(&srv.url("/arc-sitemap.json"), m);
+    let marks: Vec<(char, String)> = found
+        .iter()
+        .map(|(mark, uri, _)| (*mark, uri.trim_start_matches(&base).to_string()))
+        .collect();
+    assert_eq!(
+        marks,
+        vec![('=', "/pages/a.html".into()), ('=', "/pages/c.html".into())],
+        "{found:?}"
+    );
+
+    let (listing, _) = ok_on_mirror(m, &["ls"]);
+    assert!(
+        listing.contains("c.html") && !listing.contains("b.html"),
+        "{listing}"
+    );
+    let (a, _) = ok_on_mirror(m, &["cat", &format!("{base}/pages/a.html")]);
+    assert_eq!(a, "<html>a, changed</html>\n");
+    let (log, _) = ok_on_mirror(m, &["log", &format!("{base}/pages/b.html")]);
+    assert!(log.contains("deleted"), "{log}");
+    let dest = tempfile::tempdir().unwrap();
+    let tree = dest.path().join("tree");
+    ok_on_mirror(m, &["export", "tree", tree.to_str().unwrap()]);
+    let exported: Vec<String> = walk_files(&tree)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(exported.contains(&"c.html".to_string()), "{exported:?}");
+    assert!(!exported.contains(&"b.html".to_string()), "{exported:?}");
+}

@@ -1041,7 +1041,9 @@ pub struct ArcWalked {
 
 /// The expected state of an ARC collection, streamed to `visit` as the audit's items (as
 /// `resource_list::walk` does for a Resource List): each page the mirror should hold, with its
-/// `lastmod` and `ai_checksum`; a page outside the site as refused. Skipped pages are not
+/// `lastmod` and `ai_checksum`, as the sitemap and the delta feeds generated after it say (a
+/// page a later feed changed, added or deleted is expected as the feed says: an incremental
+/// run applied it); a page outside the site as refused. Skipped pages are not
 /// handed over (they are in [`ArcWalked::skipped`], and a warning says so). `Listed::line` is
 /// the page's index in `pages`.
 pub(crate) fn expected_state(
@@ -1060,15 +1062,32 @@ pub(crate) fn expected_state(
     let mut warnings = prefixed(&f.url, &header.warnings);
     let scope = Arc::new(page_scope(docs, &f.url, &header.site, &mut warnings));
     let document: std::sync::Arc<str> = f.url.as_str().into();
+    // The delta feeds dated after the sitemap change what it says.
+    let mut later = changes_since(docs, &f.url, &header, &scope, (&mut out, &mut warnings));
     // The later entry for a URL listed twice counts.
     let mut last: HashMap<String, usize> = HashMap::new();
     for (i, p) in pages.iter().enumerate() {
         last.insert(p.url.to_string(), i);
     }
+    let mut walk: Vec<(Page, std::sync::Arc<str>)> = Vec::with_capacity(pages.len());
     for (i, page) in pages.into_iter().enumerate() {
-        let uri = page.url.to_string();
         out.walked.entries += 1;
-        if last.get(&uri) != Some(&i) || page.deleted {
+        if last.get(page.url.as_str()) != Some(&i) {
+            continue;
+        }
+        walk.push(match later.remove(page.url.as_str()) {
+            Some(d) => (d.page, d.document.into()),
+            None => (page, document.clone()),
+        });
+    }
+    // Pages the delta feeds add, in URL order.
+    let mut added: Vec<Delta> = later.into_values().collect();
+    added.sort_by(|a, b| a.page.url.cmp(&b.page.url));
+    out.walked.entries += added.len() as u64;
+    walk.extend(added.into_iter().map(|d| (d.page, d.document.into())));
+    for (page, document) in walk {
+        let uri = page.url.to_string();
+        if page.deleted {
             continue;
         }
         if let Err(reason) = scope.check(&page.url) {
@@ -1093,11 +1112,88 @@ pub(crate) fn expected_state(
             scope: scope.clone(),
         }))?;
     }
-    out.walked.at = Some(header.generated_at);
+    if out.walked.at.is_none() {
+        out.walked.at = Some(header.generated_at);
+        out.walked.basis = "generated_at of the ARC sitemap".into();
+    }
     out.walked.anchored = true;
-    out.walked.basis = "generated_at of the ARC sitemap".into();
     out.walked.warnings = warnings;
     Ok(out)
+}
+
+/// The last change of each page in the delta feeds generated after the sitemap (those it
+/// names, else the daily ones from its `generated_at`'s day to today), as an incremental run
+/// reads them: what the source says now of those pages. A feed that cannot be read is a part
+/// of the source not compared (`failed_parts`); pages a feed skips are skipped. Sets the walk's
+/// `at` to the latest feed read.
+fn changes_since(
+    docs: &Documents<'_>,
+    sitemap: &Url,
+    header: &arc::Header,
+    scope: &Scope,
+    (out, warnings): (&mut ArcWalked, &mut Vec<String>),
+) -> HashMap<String, Delta> {
+    let now = Timestamp::now();
+    let since = header.generated_at;
+    let days = (
+        since.to_zoned(TimeZone::UTC).date(),
+        now.to_zoned(TimeZone::UTC).date(),
+    );
+    let base = if sitemap.scheme() == "file" {
+        &header.site
+    } else {
+        sitemap
+    };
+    let named: Vec<String> = header.delta_feeds.iter().map(Url::to_string).collect();
+    let mut trail = Vec::new();
+    let feeds = if named.is_empty() {
+        daily_feeds(sitemap.as_str(), base, (since, now), days)
+    } else {
+        named_feeds(&named, sitemap.as_str(), scope, days, &mut trail)
+    };
+    let feeds = match feeds {
+        Ok(feeds) => feeds,
+        Err(Error::Source(SourceError::Gap { .. })) => {
+            warnings.push(format!(
+                "{sitemap}: generated more than {MAX_DELTA_DAYS} days ago ({since}); its daily delta feeds are not read, the sitemap alone is compared"
+            ));
+            return HashMap::new();
+        }
+        Err(e) => {
+            out.walked
+                .failed_parts
+                .push((sitemap.to_string(), e.to_string()));
+            return HashMap::new();
+        }
+    };
+    let opts = arc::ReadOptions {
+        zone: docs.options.zone,
+        ..Default::default()
+    };
+    let mut reading = FeedReading::new(
+        docs.http,
+        scope,
+        (opts, now, !named.is_empty()),
+        (Vec::new(), trail),
+    );
+    for u in feeds {
+        let url = u.to_string();
+        if let Err(e) = reading.read(u) {
+            out.walked.failed_parts.push((url, e.to_string()));
+        }
+    }
+    warnings.extend(reading.warnings);
+    if let Some(at) = reading.feed_max.filter(|&t| t > since) {
+        out.walked.at = Some(at);
+        out.walked.basis = "generated_at of the latest ARC delta feed read".into();
+    }
+    out.skipped.extend(reading.skipped.into_keys());
+    reading
+        .deltas
+        .into_iter()
+        .filter(|d| d.when > since)
+        .map(|d| (d.page.url.to_string(), d))
+        .collect()
 }
 
 /// A sitemap or delta feed as fetched.
