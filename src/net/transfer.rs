@@ -130,7 +130,7 @@ pub struct Transfers<'h, T> {
     each_rate: Option<u64>,
     /// Responses read on reused connections, held until their connection is seen in step
     /// (`net::in_step`).
-    held: InStep<(Get<'h, T>, Staged<NewFile>)>,
+    held: InStep<(Get<'h, T>, Read)>,
     /// Hosts (`host:port`) whose connections had bytes nobody asked for: a new connection for
     /// every request to them for the rest of the run.
     no_reuse: std::collections::HashSet<String>,
@@ -417,14 +417,14 @@ impl<'h, T> Transfers<'h, T> {
             // connection marked).
             sockets::none_busy();
         }
-        for ((get, staged), verdict) in self.held.sort_out(Instant::now()) {
+        for ((get, read), verdict) in self.held.sort_out(Instant::now()) {
             match verdict {
-                Verdict::InStep => self.end(get, Ok(staged)),
+                Verdict::InStep => self.end(get, read),
                 Verdict::Suspect | Verdict::OutOfStep => {
                     if verdict == Verdict::OutOfStep {
                         self.no_reuse.insert(host_key(&get.hops.current));
                     }
-                    drop(staged);
+                    drop(read);
                     self.again_on_a_new_connection(get);
                 }
             }
@@ -596,29 +596,30 @@ impl<'h, T> Transfers<'h, T> {
     }
 
     /// Carry on after an attempt on a reused plain-http connection (`net::in_step`): a
-    /// response no digest proves is held until its connection is seen in step; one that
-    /// contradicts what the list declares is asked for again on a new connection (the
-    /// connection may be out of step) before it counts as the source's.
+    /// response no digest proves, or one that contradicts what the list declares, is held until
+    /// its connection is seen in step (asked for again on a new connection when it was not)
+    /// before it counts as the source's.
     fn after_reused(&mut self, get: Get<'h, T>, step: Step, c: Connection) {
         match step {
             Step::Stale if sockets::refused_for_surplus(c.ports) => {
                 self.no_reuse.insert(host_key(&get.hops.current));
                 self.after(get, Step::Stale);
             }
-            // Not taken as the connection's fault by itself (a resource that changed since
-            // its list was written gives the same): were the connection out of step, the
-            // response left unread behind this one says so.
-            Step::Done(Err(e)) if e.is_mismatch() && !get.fresh => {
-                self.again_on_a_new_connection(get)
-            }
-            Step::Done(Ok(staged)) if !proven(&get.request.expected) => {
+            // A response that contradicts its list is not taken as the connection's fault
+            // by itself (a resource that changed since its list was written gives the same):
+            // held as any unproven one, it stands once the connection is seen in step (one
+            // GET, not two), and is asked for again only when the connection was not.
+            Step::Done(read)
+                if (read.is_ok() && !proven(&get.request.expected))
+                    || read.as_ref().is_err_and(|e| e.is_mismatch() && !get.fresh) =>
+            {
                 match sockets::serial_of(c.ports).filter(|_| c.kept_alive) {
-                    Some(serial) => (self.held).hold(serial, c.settle, (get, staged)),
+                    Some(serial) => (self.held).hold(serial, c.settle, (get, read)),
                     // Closed as soon as it was read (the server's `Connection: close`, or
                     // bytes past the end of the response, which libcurl drops): it cannot be
                     // seen in step.
                     None => {
-                        drop(staged);
+                        drop(read);
                         self.again_on_a_new_connection(get);
                     }
                 }
@@ -840,11 +841,14 @@ pub(crate) fn host_key(url: &Url) -> String {
     format!("{host}:{}", url.port_or_known_default().unwrap_or(0))
 }
 
+/// What one GET read: the staged bytes, or why they are not the resource.
+type Read = Result<Staged<NewFile>, FetchError>;
+
 /// What to do after one attempt.
 // One value per attempt, acted on at once: boxing the staged file would buy nothing.
 #[allow(clippy::large_enum_variant)]
 enum Step {
-    Done(Result<Staged<NewFile>, FetchError>),
+    Done(Read),
     Redirect {
         status: u16,
         location: Option<String>,

@@ -1422,3 +1422,38 @@ fn an_audit_after_a_delta_incremental_is_clean() {
     assert!(exported.contains(&"c.html".to_string()), "{exported:?}");
     assert!(!exported.contains(&"b.html".to_string()), "{exported:?}");
 }
+
+/// Issue 67, 11: a page whose bytes contradict its `ai_checksum` is refused after one GET,
+/// also on a kept-alive connection (it was asked for again on a new one, 0.5 s later, before
+/// it counted), and a clean sitemap around it is fetched once per page.
+#[test]
+fn a_page_that_contradicts_its_checksum_is_fetched_once() {
+    let s = ArcSite::new();
+    let t = at(-1, "00:00:00");
+    let mut pages = Vec::new();
+    for n in 0..6 {
+        let body = format!("<html>page {n}</html>\n");
+        s.put(&format!("p{n}.html"), &body);
+        let declared = if n == 3 {
+            "<html>as published</html>\n"
+        } else {
+            &body
+        };
+        pages.push(page(&format!("p{n}.html"), &t, declared));
+    }
+    s.sitemap(&t, pages);
+    let srv = TestServer::start(s.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/arc-sitemap.json"), dir.path())
+        .args(["--jobs", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let problems = problems_by_uri(&json_of(&out));
+    let (class, reason) = &problems[&format!("{}/pages/p3.html", srv.base())];
+    assert_eq!(class, "failed");
+    assert!(reason.contains("sha-256 mismatch"), "{reason}");
+    for n in 0..6 {
+        assert_eq!(srv.count(&format!("/pages/p{n}.html")), 1, "p{n}.html");
+    }
+}
