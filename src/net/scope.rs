@@ -117,6 +117,16 @@ impl Scope {
         }
     }
 
+    /// This scope, and also `doc`'s host: for a document that a document of this scope names
+    /// (an SCP collection on a CDN host). The scheme rule stays: no http under https.
+    pub(crate) fn and_host_of(&self, doc: &Url) -> Scope {
+        let mut scope = self.clone();
+        if matches!(doc.scheme(), "http" | "https") {
+            scope.allow_hosts.extend(ScopeHost::from_url(doc));
+        }
+        scope
+    }
+
     /// Ok when `url` may be fetched for a document of this scope; Err(reason) otherwise.
     pub(crate) fn check(&self, url: &Url) -> Result<(), String> {
         let scheme = url.scheme();
@@ -178,6 +188,22 @@ mod tests {
 
     fn ok(s: &Scope, url: &str) -> bool {
         s.check(&Url::parse(url).unwrap()).is_ok()
+    }
+
+    #[test]
+    fn a_named_document_adds_its_host_and_keeps_the_scheme_rule() {
+        let site = scope("https://example.org/sitemap.xml", &[]);
+        let cdn = Url::parse("https://r2.example.com/blog.scp").unwrap();
+        assert!(!ok(&site, cdn.as_str()));
+        let s = site.and_host_of(&cdn);
+        assert!(ok(&s, "https://r2.example.com/blog.scp"));
+        assert!(ok(&s, "https://example.org/blog/1"));
+        assert!(!ok(&s, "http://r2.example.com/blog.scp"), "no downgrade");
+        assert!(!ok(&s, "https://elsewhere.example.net/x"));
+        assert_eq!(
+            site.and_host_of(&Url::parse("file:///tmp/x").unwrap()),
+            site
+        );
     }
 
     #[test]

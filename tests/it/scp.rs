@@ -1772,3 +1772,68 @@ fn a_filter_leaves_pages_out_and_never_deletes_them() {
     assert_eq!(s["deleted"], 1, "{s}");
     assert_eq!(live(held.path()), ["blog /blog/1", "blog /blog/2"]);
 }
+
+/// Issue 67, 9: as SCP 0.1's own examples have them, the sitemap on the site names collections
+/// on a CDN host (here `localhost`, the site being `127.0.0.1`): they are fetched without
+/// `--allow-host`, by baseline, a dry run and audit; a page inside them on the CDN host is
+/// still refused (the scope rule is for the pages).
+#[test]
+fn collections_on_a_cdn_host_are_fetched_and_their_pages_held_to_the_site() {
+    let mut site = Site::new();
+    let base = site.base();
+    let cdn = base.replace("127.0.0.1", "localhost");
+    let b1 = site.page("/blog/1", "2025-12-01T00:00:00Z", "one");
+    let b2 = site.page("/blog/2", "2025-12-01T00:00:00Z", "two");
+    let on_cdn = site
+        .page("/blog/3", "2025-12-01T00:00:00Z", "three")
+        .replace(&base, &cdn);
+    site.collection(
+        "s1.scp",
+        Z::Gzip,
+        "blog",
+        None,
+        T1,
+        &[b1, b2, on_cdn],
+        Sum::Reference,
+    );
+    site.sitemap();
+    let sitemap = site.dir.path().join("sitemap.xml");
+    let xml = std::fs::read_to_string(&sitemap).unwrap();
+    std::fs::write(
+        &sitemap,
+        xml.replace(&format!("url=\"{base}/"), &format!("url=\"{cdn}/")),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path();
+
+    let out = baseline(&site.srv.url("/sitemap.xml"), m)
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(
+        stdout_of(&out).contains(&format!("+ {base}/blog/1")),
+        "{}",
+        stdout_of(&out)
+    );
+
+    let out = baseline(&site.srv.url("/sitemap.xml"), m).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("refused: {cdn}/blog/3")), "{err}");
+    let pages = current_pages(m, &base);
+    assert_eq!(pages.len(), 2, "{pages:?}");
+    assert_eq!(site.srv.count("/s1.scp"), 2, "the dry run and the baseline");
+
+    let out = on_mirror(m, &["audit"]);
+    let lines = stdout_of(&out);
+    assert!(lines.contains(&format!("! {cdn}/blog/3")), "{lines}");
+    assert!(!lines.contains("+ ") && !lines.contains("* "), "{lines}");
+    assert!(
+        !stderr_of(&out).contains("outside the source's scope"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(site.srv.count("/s1.scp"), 3, "audit reads the snapshot");
+}

@@ -269,6 +269,14 @@ fn compare_snapshot(
             Err(e) => return Ok(Err(reject(e))),
         };
         let url = page.url.as_str();
+        // As baseline does: a page outside the sitemap's scope is never mirrored.
+        if let Err(reason) = scope.check(&page.url) {
+            let f = Finding::new(Class::Refused)
+                .uri(url)
+                .actual(format!("outside the site: {reason}"));
+            findings.insert(url.to_string(), f);
+            continue;
+        }
         let json_sha = hex::encode(Sha256::digest(page.json.as_bytes()));
         let held = scp_catalog::page_lookup(conn, url, mirror.name, mirror.collection_id)?.held;
         if let Some(h) = &held {

@@ -84,6 +84,7 @@ pub(crate) fn sitemap_to_take(
 
 /// A collection read straight from the source through the collection reader, nothing staged
 /// (audit and dry runs: what they read is never stored). `Err`: why it could not be had.
+/// As for [`collection`], the collection's own host is admitted besides `scope`.
 pub(crate) fn stream(
     http: &Http,
     url: &Url,
@@ -94,7 +95,7 @@ pub(crate) fn stream(
         max_compressed_bytes: collection_bound(http, limits.max_compressed_bytes),
         ..*limits
     };
-    match http.get(url, scope, &Validators::default()) {
+    match http.get(url, &scope.and_host_of(url), &Validators::default()) {
         Ok(DocumentResponse::Body(body)) => {
             CollectionReader::open(body.reader, &limits).map_err(|e| format!("rejected: {e}"))
         }
@@ -159,7 +160,9 @@ pub enum CollectionResponse {
 /// GET a collection into a new staging file (conditional when `validators` are given); more
 /// than `max_bytes`, or than `--max-size` when that is smaller, is refused without reading
 /// further, as is a body still arriving after `--max-time` (`--min-rate` is the agent's).
-/// A body that breaks off is fetched again within the agent's retry budget.
+/// A body that breaks off is fetched again within the agent's retry budget. The site's
+/// sitemap names the collection: its host (a CDN's, as SCP 0.1's own examples have it) is
+/// admitted besides `scope`, the sitemap's; the pages inside it are held to `scope`.
 pub(crate) fn collection(
     http: &Http,
     url: &Url,
@@ -171,8 +174,9 @@ pub(crate) fn collection(
     let cfg = http.config();
     let max_bytes = collection_bound(http, max_bytes);
     let mut retries = http.retries();
+    let scope = scope.and_host_of(url);
     loop {
-        let body = match http.get_with(url, scope, validators, &mut retries)? {
+        let body = match http.get_with(url, &scope, validators, &mut retries)? {
             DocumentResponse::NotModified => return Ok(CollectionResponse::NotModified),
             DocumentResponse::Body(body) => body,
         };
