@@ -17,6 +17,9 @@ pub const RS_NS_ALIASES: &[&str] = &[
     "http://www.openarchives.org/rs/terms",
     "http://resourcesync.org/schemas/resync/0.9",
 ];
+/// The 2012 draft's relation for a mirror of a resource (1.0 and 1.1: `duplicate`).
+pub const MIRROR_2012_REL: &str = "http://www.openarchives.org/rs/mirror";
+
 /// The XHTML namespace the 2012 draft used for `xhtml:link` / `xhtml:meta`.
 pub const XHTML_NS: &str = "http://www.w3.org/1999/xhtml";
 
@@ -244,12 +247,13 @@ impl Entry {
         self.md.datetime.or(self.lastmod)
     }
 
-    /// Mirrors (`rel="duplicate"`) in preference order (`pri`, absent = 999999).
+    /// Mirrors in preference order (`pri`, absent = 999999): `rel="duplicate"` (1.0, 1.1), and
+    /// the 2012 draft's `xhtml:link rel="alternate http://www.openarchives.org/rs/mirror"`.
     pub(crate) fn duplicates(&self) -> Vec<&Link> {
         let mut d: Vec<&Link> = self
             .links
             .iter()
-            .filter(|l| l.has_rel("duplicate"))
+            .filter(|l| l.has_rel("duplicate") || l.has_rel(MIRROR_2012_REL))
             .collect();
         d.sort_by_key(|l| l.pri.unwrap_or(999_999));
         d

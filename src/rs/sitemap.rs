@@ -2624,6 +2624,26 @@ mod tests {
     }
 
     #[test]
+    fn alpha_mirror_link_is_a_duplicate() {
+        let r = read_ok(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
+   <url>
+      <loc>http://example.com/res1</loc>
+      <xhtml:link rel="alternate http://www.openarchives.org/rs/mirror" href="http://mirror.example.com/res1"/>
+      <xhtml:link rel="alternate" href="http://example.com/res1.html"/>
+   </url>
+</urlset>"#,
+        );
+        let d = r.entries[0].duplicates();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].href.as_str(), "http://mirror.example.com/res1");
+    }
+
+    #[test]
     fn alpha_fixity_size_mimetype_path() {
         let r = read_ok(
             r#"<?xml version="1.0" encoding="UTF-8"?>

@@ -885,3 +885,53 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
 }
+
+/// Issue 67, 6: the 2012 draft names a mirror of a resource with `xhtml:link
+/// rel="alternate http://www.openarchives.org/rs/mirror"` (1.1: `rel="duplicate"`): when the
+/// origin fails, the mirror is tried and its bytes kept; a plain `alternate` is not a mirror.
+#[test]
+fn a_2012_draft_mirror_link_is_tried_when_the_origin_fails() {
+    let t = Tree::new();
+    std::fs::create_dir_all(t.path().join("mirror")).unwrap();
+    std::fs::write(t.path().join("mirror/a.txt"), b"alpha\n").unwrap();
+    t.put("b.txt", b"beta\n");
+    std::fs::write(t.path().join("b.html"), b"<p>beta</p>\n").unwrap();
+    let list = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
+   <url>
+      <loc>{p}/res/a.txt</loc>
+      <lastmod>2012-08-08T08:15:00Z</lastmod>
+      <xhtml:link rel="alternate http://www.openarchives.org/rs/mirror" href="{p}/mirror/a.txt"/>
+   </url>
+   <url>
+      <loc>{p}/res/b.txt</loc>
+      <lastmod>2012-08-08T08:15:00Z</lastmod>
+      <xhtml:link rel="alternate" href="{p}/b.html"/>
+   </url>
+</urlset>
+"#,
+        p = crate::server::PLACEHOLDER
+    );
+    std::fs::write(t.path().join("rl2012.xml"), list).unwrap();
+    let srv = TestServer::start(t.path());
+    srv.set_rule("/res/a.txt", Rule::Status(403));
+    srv.set_rule("/res/b.txt", Rule::Status(403));
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/rl2012.xml"), dir.path())
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let held = current(dir.path());
+    let a = format!("{}/res/a.txt", srv.base());
+    assert_eq!(held.keys().collect::<Vec<_>>(), vec![&a], "{held:?}");
+    let (bytes, _) = ok_on_mirror(dir.path(), &["cat", &a]);
+    assert_eq!(bytes, "alpha\n");
+    assert_eq!(srv.count("/mirror/a.txt"), 1);
+    assert_eq!(srv.count("/b.html"), 0, "an alternate is not a mirror");
+    assert!(err.contains(&format!("{}/res/b.txt", srv.base())), "{err}");
+}
