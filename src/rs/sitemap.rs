@@ -991,6 +991,20 @@ fn entry_child_start(
             })?;
             return Ok(change);
         }
+        Tag::Sitemap(Name::Loc) => {
+            // The 2012 draft's alternate content transfer: `<loc rs:protocol="P">` names an
+            // endpoint of protocol P (its example: an OAI-PMH base URL), not the resource's
+            // bytes. Stored as the resource, it would be that endpoint's answer: refused.
+            for_each_attr(st, resolver, e, |st, ns, local, value| {
+                if ns == AttrNs::Rs && local == "protocol" {
+                    st.alpha_item = true;
+                    parts.invalid = Some(format!(
+                        "line {el_line}: <loc rs:protocol=\"{value}\">: the 2012 draft's alternate content transfer (the URL is an endpoint of that protocol, not the resource's bytes), which rsmirror does not follow; entry refused"
+                    ));
+                }
+                Ok(())
+            })?;
+        }
         Tag::Sitemap(Name::Url) | Tag::Sitemap(Name::Sitemap) => {
             let msg = format!("<{}> inside <{entry_tag}>", e.name().as_ref());
             return Err(st.err(ReadErrorKind::Xml(msg)));
@@ -1025,7 +1039,7 @@ fn entry_child_start(
                 Ok(())
             })?;
         }
-        Tag::Sitemap(Name::Loc | Name::Expires | Name::Changefreq | Name::Priority)
+        Tag::Sitemap(Name::Expires | Name::Changefreq | Name::Priority)
         | Tag::Rs(Name::Size | Name::Mimetype | Name::ContentEncoding | Name::Path) => {}
         Tag::Sitemap(_) | Tag::Rs(_) => {
             let name = e.name().as_ref().to_owned();
@@ -2621,6 +2635,30 @@ mod tests {
         assert_eq!(b.md.datetime, Some(ts("2012-08-08T13:22:00Z")));
         assert_eq!(b.event_time(), Some(ts("2012-08-08T13:22:00Z")));
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn alpha_loc_protocol_refuses_the_entry() {
+        // The 2012 draft's own example 4.5 (its closing tag mended), and a plain entry after.
+        let r = read_ok(
+            r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
+   <url>
+       <loc rs:protocol="http://www.openarchives.org/OAI/openarchivesprotocol.html">
+            http://example.com/oaipmh</loc>
+       <lastmod>2012-08-08T08:15:00Z</lastmod>
+   </url>
+   <url><loc>http://example.com/res1</loc></url>
+</urlset>"#,
+        );
+        let why = r.entries[0].invalid.as_deref().expect("refused");
+        assert!(why.contains("line 6"), "{why}");
+        assert!(why.contains("openarchivesprotocol.html"), "{why}");
+        assert_eq!(r.entries[0].loc.as_str(), "http://example.com/oaipmh");
+        assert_eq!(r.entries[1].invalid, None);
+        assert_eq!(r.header.syntax, Syntax::Alpha2012);
     }
 
     #[test]

@@ -935,3 +935,54 @@ fn a_2012_draft_mirror_link_is_tried_when_the_origin_fails() {
     assert_eq!(srv.count("/b.html"), 0, "an alternate is not a mirror");
     assert!(err.contains(&format!("{}/res/b.txt", srv.base())), "{err}");
 }
+
+/// Issue 67, 7: the 2012 draft's `<loc rs:protocol="…OAI…">` names an OAI-PMH endpoint, not
+/// a resource: refused with a word on stderr and in the run's problems, never fetched nor
+/// stored as the resource; the list's other entries are mirrored.
+#[test]
+fn a_2012_draft_loc_with_a_protocol_is_refused_not_stored() {
+    let t = Tree::new();
+    t.put("a.txt", b"alpha\n");
+    std::fs::write(
+        t.path().join("oai"),
+        b"<OAI-PMH><error code=\"badVerb\"/></OAI-PMH>\n",
+    )
+    .unwrap();
+    let list = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
+   <url>
+       <loc rs:protocol="http://www.openarchives.org/OAI/openarchivesprotocol.html">
+            {p}/oai</loc>
+       <lastmod>2012-08-08T08:15:00Z</lastmod>
+   </url>
+   <url><loc>{p}/res/a.txt</loc><lastmod>2012-08-08T08:15:00Z</lastmod></url>
+</urlset>
+"#,
+        p = crate::server::PLACEHOLDER
+    );
+    std::fs::write(t.path().join("rl2012.xml"), list).unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/rl2012.xml"), dir.path())
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("rs:protocol"), "{err}");
+    assert!(err.contains(&format!("{}/oai", srv.base())), "{err}");
+    assert_eq!(srv.count("/oai"), 0);
+    let held = current(dir.path());
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(held.contains_key(&format!("{}/res/a.txt", srv.base())));
+    let problems = last_run_problems(dir.path());
+    assert!(
+        problems.iter().any(|(uri, class, why)| class == "refused"
+            && uri.ends_with("/oai")
+            && why.contains("OAI")),
+        "{problems:?}"
+    );
+}
