@@ -4,6 +4,7 @@
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
 use crate::error::{Error, UsageError};
 use crate::model::{Change, Via};
+use crate::store::arc_records::{ArcPage, ArcPages};
 use crate::store::history;
 use crate::store::run_records::{self, FindingRecord, ProblemRecord, RunRecord, VersionDetail};
 use serde_json::Value;
@@ -53,10 +54,13 @@ struct Version {
     /// An ARC page's `ai_indexable` (recorded, not enforced); absent for other sources.
     #[serde(skip_serializing_if = "Option::is_none")]
     ai_indexable: Option<bool>,
+    /// What the ARC sitemap or delta feed said of the page; absent for other sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arc: Option<ArcPage>,
 }
 
 impl Version {
-    fn of(reader: &Reader, v: VersionDetail, ai_indexable: Option<bool>) -> Version {
+    fn of(reader: &Reader, v: VersionDetail, arc: Option<ArcPage>) -> Version {
         Version {
             version: v.version,
             run: v.run,
@@ -81,7 +85,8 @@ impl Version {
             document: v.document,
             etag: v.etag,
             last_modified: v.last_modified,
-            ai_indexable,
+            ai_indexable: arc.as_ref().map(|p| p.ai_indexable),
+            arc,
         }
     }
 }
@@ -89,21 +94,29 @@ impl Version {
 fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
     let (resource_id, uri) = reader.resource(url)?;
     let collection = history::collection_of(reader.catalog(), resource_id)?;
-    let ai = crate::store::arc_records::AiIndexable::new(reader.catalog())?;
+    let ai = ArcPages::new(reader.catalog())?;
     let all: Vec<Version> = run_records::version_details(reader.catalog(), resource_id, &uri)?
         .into_iter()
         .map(|v| {
-            let flag = ai.of(reader.catalog(), v.version)?;
-            Ok(Version::of(reader, v, flag))
+            let arc = ai.of(reader.catalog(), v.version)?;
+            Ok(Version::of(reader, v, arc))
         })
         .collect::<Result<_, crate::store::StoreError>>()?;
     let mut out = Out::stdout();
     if json {
-        let doc = serde_json::json!({
-            "uri": uri,
-            "collection": collection,
-            "versions": all,
-        });
+        // Serialised from the types, not through a `Value`: an ARC page's `ai_snapshot` is
+        // shown as published, keys in their order.
+        #[derive(serde::Serialize)]
+        struct Doc<'a, C: serde::Serialize> {
+            collection: C,
+            uri: &'a str,
+            versions: &'a [Version],
+        }
+        let doc = Doc {
+            collection,
+            uri: &uri,
+            versions: &all,
+        };
         out.line(&serde_json::to_string_pretty(&doc).expect("serialisable"))?;
         detail!("rsmirror: {} version(s) of {uri}", all.len());
         return Ok(out.flush()?);
@@ -158,6 +171,9 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
             via.push_str(&format!("  (listed in {d})"));
         }
         lines.push(via);
+        if let Some(a) = &v.arc {
+            lines.extend(arc_lines(a));
+        }
         if !out.line(&lines.join("\n"))? {
             break;
         }
@@ -166,6 +182,36 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
         out.line(&format!("{uri}: no versions"))?;
     }
     Ok(out.flush()?)
+}
+
+/// What an ARC page said of a version, as `log` shows it (`log --json` has it whole).
+fn arc_lines(a: &ArcPage) -> Vec<String> {
+    let mut head = format!("    ARC page: ai_indexable {}", a.ai_indexable);
+    if let Some(p) = a.crawl_priority {
+        head.push_str(&format!("  crawl_priority {p}"));
+    }
+    if let Some(r) = &a.robots_directive {
+        head.push_str(&format!("  robots_directive {r:?}"));
+    }
+    let mut lines = vec![head];
+    if let Some(s) = &a.ai_summary {
+        lines.push(format!("    ai_summary: {s}"));
+    }
+    if let Some(t) = &a.ai_tags {
+        lines.push(format!("    ai_tags: {}", t.join(", ")));
+    }
+    if let Some(raw) = &a.ai_snapshot {
+        let raw = raw.get();
+        if raw.len() <= 200 && !raw.contains('\n') {
+            lines.push(format!("    ai_snapshot: {raw}"));
+        } else {
+            lines.push(format!(
+                "    ai_snapshot: {} bytes of JSON (log --json shows it as published)",
+                raw.len()
+            ));
+        }
+    }
+    lines
 }
 
 /// One run as `log` lists it (JSON Lines; the keys are stable).

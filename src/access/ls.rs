@@ -14,6 +14,7 @@ pub struct Options {
     pub collection: Option<String>,
     pub json: bool,
 }
+use crate::store::arc_records::{ArcPage, ArcPages};
 
 /// One line of `ls --json` (JSON Lines; these keys are stable).
 #[derive(serde::Serialize)]
@@ -28,6 +29,9 @@ struct Entry<'a> {
     /// An ARC page's `ai_indexable` (recorded, not enforced); absent for other sources.
     #[serde(skip_serializing_if = "Option::is_none")]
     ai_indexable: Option<bool>,
+    /// What the ARC sitemap or delta feed said of the page; absent for other sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arc: Option<ArcPage>,
 }
 
 pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
@@ -54,17 +58,19 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     let mut first = true;
     // Each run's time as shown, formatted once (a million lines name a handful of runs).
     let mut shown: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
-    let ai = crate::store::arc_records::AiIndexable::new(reader.catalog())?;
+    let ai = ArcPages::new(reader.catalog())?;
     each_state(&reader, point, &filter, |uri, collection, v| {
         let arrived = reader.arrived(v.run);
         let more = if o.json {
+            let arc = ai.of(reader.catalog(), v.version)?;
             out.json_line(&Entry {
                 uri,
                 collection,
                 deleted: v.deleted(),
                 arrived,
                 version: v,
-                ai_indexable: ai.of(reader.catalog(), v.version)?,
+                ai_indexable: arc.as_ref().map(|p| p.ai_indexable),
+                arc,
             })?
         } else if o.long {
             let shown = shown.entry(v.run).or_insert_with(|| shown_time(arrived));

@@ -2,11 +2,13 @@
 //! payload manifests come from the catalog's digests (`manifest-sha256.txt`, and
 //! `manifest-md5.txt` when every file's MD5 is known), so nothing is hashed twice: each object
 //! is read once, to check it as it is placed. The tag manifest is written last; an export that
-//! stops before it leaves a bag that does not validate (and `INCOMPLETE` beside it).
+//! stops before it leaves a bag that does not validate (and `INCOMPLETE` beside it). What
+//! ARC pages said of the files is a tag file of its own, `arc-pages.jsonl`.
 
 use crate::error::Error;
 use crate::export::tree::{self, Placed, Walk};
 use crate::export::{Link, Summary};
+use crate::store::arc_records::ArcPages;
 use crate::store::{history, StoreError};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -26,6 +28,10 @@ fn manifest_path(path: &str, out: &mut String) {
         }
     }
 }
+
+/// The tag file that says what ARC pages said of the files (`ai_indexable`, `ai_summary`,
+/// `ai_tags`, `ai_snapshot` as published, ...): JSON Lines, `{"path": "data/...", "arc": {...}}`.
+const ARC_PAGES: &str = "arc-pages.jsonl";
 
 pub(crate) fn export(
     walk: &Walk<'_>,
@@ -53,7 +59,26 @@ pub(crate) fn export(
     let mut md5 = create(&md5_tmp)?;
     let mut every_md5 = true;
     let mut line = String::new();
+    // What ARC pages said of the files, one JSON line each (a tag file of our own).
+    let pages_tmp = own.join("arc-pages.jsonl.new");
+    let arc = ArcPages::new(walk.reader.catalog())?;
+    let mut pages: Option<BufWriter<File>> = None;
     let mut each = |p: Placed<'_>| -> Result<(), Error> {
+        if let Some(page) = arc.of(walk.reader.catalog(), p.version.version)? {
+            let w = match &mut pages {
+                Some(w) => w,
+                None => pages.insert(create(&pages_tmp)?),
+            };
+            // From the types, not through a `Value`: `ai_snapshot` as published.
+            #[derive(serde::Serialize)]
+            struct Line<'a> {
+                path: String,
+                arc: &'a crate::store::arc_records::ArcPage,
+            }
+            let path = format!("data/{}", p.path);
+            let line = serde_json::to_string(&Line { path, arc: &page }).expect("serialisable");
+            writeln!(w, "{line}").map_err(|e| StoreError::io("writing", &pages_tmp, e))?;
+        }
         manifest_path(p.path, &mut line);
         let digest = p.version.sha256.as_deref().unwrap_or("");
         manifest_line(&mut sha, digest, &line)
@@ -83,6 +108,19 @@ pub(crate) fn export(
     finish(sha, &sha_tmp)?;
     finish(md5, &md5_tmp)?;
     let mut tags = vec!["bagit.txt", "bag-info.txt", "manifest-sha256.txt"];
+    let pages_file = dest.join(ARC_PAGES);
+    match pages {
+        Some(w) => {
+            finish(w, &pages_tmp)?;
+            move_into(&pages_tmp, &pages_file)?;
+            tags.push(ARC_PAGES);
+        }
+        None => match std::fs::remove_file(&pages_file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io("removing", &pages_file, e).into()),
+        },
+    }
     move_into(&sha_tmp, &dest.join("manifest-sha256.txt"))?;
     let md5_manifest = dest.join("manifest-md5.txt");
     if every_md5 {

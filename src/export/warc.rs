@@ -58,8 +58,9 @@ struct Out<'a> {
     buf: Vec<u8>,
     gz: Member,
     files: Vec<String>,
-    /// ARC pages' `ai_indexable`, said in their records.
-    ai: crate::store::arc_records::AiIndexable,
+    /// What ARC pages said of their versions: `ai_indexable` in their records, the rest in a
+    /// `metadata` record concurrent to each.
+    ai: crate::store::arc_records::ArcPages,
 }
 
 /// One record as one gzip member into `w` (the file at `path`, or a worker's buffer): `head`,
@@ -415,9 +416,11 @@ impl Out<'_> {
         }
         let sha = v.sha256.clone().unwrap_or_default();
         let length = v.length.unwrap_or(0).max(0) as u64;
-        // An ARC page's `ai_indexable` (recorded, not enforced), in a field of our own.
-        let ai = match self.ai.of(self.reader.catalog(), v.version)? {
-            Some(flag) => format!("rsmirror-ARC-ai-indexable: {flag}\r\n"),
+        // An ARC page's `ai_indexable` (recorded, not enforced), in a field of our own; the
+        // rest of what the page said in a metadata record after it.
+        let page = self.ai.of(self.reader.catalog(), v.version)?;
+        let ai = match &page {
+            Some(p) => format!("rsmirror-ARC-ai-indexable: {}\r\n", p.ai_indexable),
             None => String::new(),
         };
         let head = format!(
@@ -437,20 +440,53 @@ impl Out<'_> {
             };
             let bound = bound(head.len() as u64 + length);
             self.send(pool, Task { head, body }, bound)?;
-            return Ok(length);
+        } else {
+            // A big record: everything before it written first, then it, streamed.
+            self.drain(pool)?;
+            let (w, path, size) = self.file.as_mut().expect("an open file");
+            *size += object_member(
+                &mut self.gz,
+                &mut self.buf,
+                head.as_bytes(),
+                (objects, uri, v),
+                w,
+                path,
+            )?;
         }
-        // A big record: everything before it written first, then it, streamed.
-        self.drain(pool)?;
-        let (w, path, size) = self.file.as_mut().expect("an open file");
-        *size += object_member(
-            &mut self.gz,
-            &mut self.buf,
-            head.as_bytes(),
-            (objects, uri, v),
-            w,
-            path,
-        )?;
+        if let Some(page) = page {
+            self.arc_page(pool, (uri, &id, &date), &page)?;
+        }
         Ok(length)
+    }
+
+    /// What an ARC page said of the version in record `id`, as a `metadata` record concurrent
+    /// to it (WARC 1.1 §5.7): a JSON object, `ai_snapshot` as published.
+    fn arc_page(
+        &mut self,
+        pool: &mut Pool,
+        (uri, id, date): (&str, &str, &str),
+        page: &crate::store::arc_records::ArcPage,
+    ) -> Result<(), Error> {
+        let json = serde_json::to_string(page).expect("serialisable");
+        let meta_id = record_id(&[uri, id, "arc-page"]);
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {meta_id}\r\nWARC-Date: {date}\r\n\
+             WARC-Target-URI: {uri}\r\nWARC-Concurrent-To: {id}\r\nWARC-Warcinfo-ID: {}\r\n\
+             Content-Type: application/json\r\nWARC-Block-Digest: sha256:{}\r\n\
+             Content-Length: {}\r\n\r\n",
+            self.warcinfo,
+            hex::encode(Sha256::digest(json.as_bytes())),
+            json.len()
+        );
+        let bound = bound(head.len() as u64 + json.len() as u64);
+        self.send(
+            pool,
+            Task {
+                head,
+                body: Body::Bytes(json.into_bytes()),
+            },
+            bound,
+        )
     }
 }
 
@@ -490,7 +526,7 @@ pub(crate) fn export(
         buf: vec![0; 256 * 1024],
         gz: Member::new(6),
         files: Vec::new(),
-        ai: crate::store::arc_records::AiIndexable::new(walk.reader.catalog())?,
+        ai: crate::store::arc_records::ArcPages::new(walk.reader.catalog())?,
     };
     let objects = walk.reader.objects()?;
     std::thread::scope(|sc| -> Result<(), Error> {

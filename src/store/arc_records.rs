@@ -43,37 +43,80 @@ pub struct PageRecord {
     pub robots_directive: Option<String>,
 }
 
-/// What an ARC page's `ai_indexable` said of each version, for the readers and exports that
-/// show it: one lookup per version, made only when the mirror holds ARC versions at all.
+/// What a sitemap or delta feed said of the page a version was fetched for, as the readers
+/// (`ls --json`, `log`) and the exports (WARC, BagIt) show it. `ai_snapshot` is the text the
+/// source published, keys in their order.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ArcPage {
+    /// Recorded, not enforced.
+    pub ai_indexable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_tags: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_checksum: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_snapshot: Option<Box<serde_json::value::RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crawl_priority: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub robots_directive: Option<String>,
+    /// The sitemap or delta feed that listed the page.
+    pub document: String,
+}
+
+/// What the ARC pages said of each version, for the readers and exports that show it: one
+/// lookup per version, made only when the mirror holds ARC versions at all.
 #[derive(Debug, Clone, Copy)]
-pub struct AiIndexable {
+pub struct ArcPages {
     any: bool,
 }
 
-impl AiIndexable {
-    pub(crate) fn new(catalog: &crate::store::Catalog) -> Result<AiIndexable, StoreError> {
+impl ArcPages {
+    pub(crate) fn new(catalog: &crate::store::Catalog) -> Result<ArcPages, StoreError> {
         let any: bool =
             catalog
                 .conn()
                 .query_row("SELECT EXISTS (SELECT 1 FROM arc_versions)", [], |r| {
                     r.get(0)
                 })?;
-        Ok(AiIndexable { any })
+        Ok(ArcPages { any })
     }
 
-    /// `ai_indexable` of the page version `version_id`; None for a version no ARC page made.
+    /// What the page said of version `version_id`; None for a version no ARC page made. A
+    /// tag list or snapshot that no longer reads as JSON (a damaged row) is left out.
     pub(crate) fn of(
         &self,
         catalog: &crate::store::Catalog,
         version_id: i64,
-    ) -> Result<Option<bool>, StoreError> {
+    ) -> Result<Option<ArcPage>, StoreError> {
         if !self.any {
             return Ok(None);
         }
         Ok(catalog
             .conn()
-            .prepare_cached("SELECT ai_indexable FROM arc_versions WHERE version_id = ?1")?
-            .query_row([version_id], |r| r.get(0))
+            .prepare_cached(
+                "SELECT ai_indexable, ai_summary, ai_tags_json, ai_checksum, ai_snapshot_json,
+                        crawl_priority, robots_directive, document_url
+                 FROM arc_versions WHERE version_id = ?1",
+            )?
+            .query_row([version_id], |r| {
+                Ok(ArcPage {
+                    ai_indexable: r.get(0)?,
+                    ai_summary: r.get(1)?,
+                    ai_tags: r
+                        .get::<_, Option<String>>(2)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
+                    ai_checksum: r.get(3)?,
+                    ai_snapshot: r
+                        .get::<_, Option<String>>(4)?
+                        .and_then(|j| serde_json::value::RawValue::from_string(j).ok()),
+                    crawl_priority: r.get(5)?,
+                    robots_directive: r.get(6)?,
+                    document: r.get(7)?,
+                })
+            })
             .optional()?)
     }
 }

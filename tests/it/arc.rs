@@ -1457,3 +1457,113 @@ fn a_page_that_contradicts_its_checksum_is_fetched_once() {
         assert_eq!(srv.count(&format!("/pages/p{n}.html")), 1, "p{n}.html");
     }
 }
+
+/// Issue 67, 8: what the sitemap says of a page besides `ai_indexable` (`ai_summary`,
+/// `ai_tags`, `ai_snapshot`, `crawl_priority`, `robots_directive`) is shown by `ls --json` and
+/// `log` (text and JSON) and carried into the WARC export (a metadata record concurrent to the
+/// page's) and the BagIt export (`arc-pages.jsonl`, a tag file); `ai_snapshot` keeps the text
+/// as published, keys in their order.
+#[test]
+#[cfg_attr(
+    missing = "warcio",
+    ignore = "warcio is not installed: bash .ci/run installs it into .ci/venv"
+)]
+#[cfg_attr(
+    missing = "bagit",
+    ignore = "bagit-python (bagit.py) is not installed: bash .ci/run installs it into .ci/venv"
+)]
+fn arc_page_metadata_is_shown_and_exported_as_published() {
+    const SNAPSHOT: &str =
+        r#"{"title": "One",  "page": "p1", "sections": [{"name": "intro", "fields": []}]}"#;
+    let s = ArcSite::new();
+    s.put("p1.html", "<html>one</html>\n");
+    s.put("p2.html", "<html>two</html>\n");
+    let t = at(-1, "00:00:00");
+    let mut p1 = page("p1.html", &t, "<html>one</html>\n");
+    p1["ai_summary"] = json!("The first page.");
+    p1["ai_tags"] = json!(["first", "example"]);
+    p1["ai_snapshot"] = json!("__SNAPSHOT__");
+    p1["crawl_priority"] = json!(0.8);
+    p1["robots_directive"] = json!("noindex");
+    s.sitemap(&t, vec![p1, page("p2.html", &t, "<html>two</html>\n")]);
+    let file = s.path().join("arc-sitemap.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"__SNAPSHOT__\"", SNAPSHOT)).unwrap();
+    let srv = TestServer::start(s.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path();
+    let out = baseline(&srv.url("/arc-sitemap.json"), m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let p1 = srv.url("/pages/p1.html");
+
+    let kept: String = Connection::open(m.join("catalog.sqlite"))
+        .unwrap()
+        .query_row(
+            "SELECT ai_snapshot_json FROM arc_versions a JOIN versions v ON v.id = a.version_id
+             JOIN resources r ON r.id = v.resource_id WHERE r.uri = ?1",
+            [&p1],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, SNAPSHOT, "kept as published");
+
+    let (ls, _) = ok_on_mirror(m, &["ls", "--json"]);
+    let line = ls.lines().find(|l| l.contains("p1.html")).unwrap();
+    assert!(line.contains(SNAPSHOT), "{line}");
+    let v: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["arc"]["ai_summary"], "The first page.");
+    assert_eq!(v["arc"]["ai_tags"], json!(["first", "example"]));
+    assert_eq!(v["arc"]["crawl_priority"], 0.8);
+    assert_eq!(v["arc"]["robots_directive"], "noindex");
+    assert_eq!(v["arc"]["document"], srv.url("/arc-sitemap.json"));
+    valid(&schema("ls-line.schema.json"), &v);
+    let p2 = ls.lines().find(|l| l.contains("p2.html")).unwrap();
+    let v2: Value = serde_json::from_str(p2).unwrap();
+    assert_eq!(v2["arc"]["ai_indexable"], true);
+    assert!(v2["arc"].get("ai_summary").is_none(), "{p2}");
+
+    let (log, _) = ok_on_mirror(m, &["log", &p1]);
+    for want in [
+        "ARC page: ai_indexable true  crawl_priority 0.8  robots_directive \"noindex\"",
+        "ai_summary: The first page.",
+        "ai_tags: first, example",
+        &format!("ai_snapshot: {SNAPSHOT}"),
+    ] {
+        assert!(log.contains(want), "{want:?} not in {log}");
+    }
+    let (log, _) = ok_on_mirror(m, &["log", &p1, "--json"]);
+    assert!(log.contains(SNAPSHOT), "{log}");
+    let doc: Value = serde_json::from_str(&log).unwrap();
+    valid(&schema("log.schema.json"), &doc);
+
+    let exports = tempfile::tempdir().unwrap();
+    let warc = exports.path().join("warc");
+    ok_on_mirror(m, &["export", "warc", warc.to_str().unwrap()]);
+    let mut text = String::new();
+    for e in std::fs::read_dir(&warc).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "gz") {
+            let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(e.path()).unwrap());
+            std::io::Read::read_to_string(&mut d, &mut text).unwrap();
+        }
+    }
+    assert_eq!(text.matches("WARC-Concurrent-To: ").count(), 2, "{text}");
+    assert!(text.contains("Content-Type: application/json"), "{text}");
+    assert!(text.contains(SNAPSHOT), "{text}");
+    assert!(
+        text.contains("\"ai_summary\":\"The first page.\""),
+        "{text}"
+    );
+    crate::export::warcio_check(&warc);
+
+    let bag = exports.path().join("bag");
+    ok_on_mirror(m, &["export", "bagit", bag.to_str().unwrap()]);
+    let pages = std::fs::read_to_string(bag.join("arc-pages.jsonl")).unwrap();
+    assert_eq!(pages.lines().count(), 2, "{pages}");
+    assert!(pages.contains(SNAPSHOT), "{pages}");
+    let host = srv.base().trim_start_matches("http://").to_string();
+    let first: Value = serde_json::from_str(pages.lines().next().unwrap()).unwrap();
+    assert_eq!(first["path"], format!("data/{host}/pages/p1.html"));
+    let tags = std::fs::read_to_string(bag.join("tagmanifest-sha256.txt")).unwrap();
+    assert!(tags.contains("  arc-pages.jsonl"), "{tags}");
+    crate::export::validate_bag(&bag);
+}

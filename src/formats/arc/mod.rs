@@ -124,10 +124,7 @@ impl PageRecord {
                 .as_ref()
                 .map(|t| serde_json::to_string(t).expect("serialisable")),
             ai_checksum: page.ai_checksum.clone(),
-            ai_snapshot_json: page
-                .ai_snapshot
-                .as_ref()
-                .map(|s| serde_json::to_string(s).expect("serialisable")),
+            ai_snapshot_json: page.ai_snapshot.clone(),
             crawl_priority: page.crawl_priority,
             robots_directive: page.robots_directive.clone(),
         }

@@ -109,8 +109,9 @@ pub struct Page {
     /// `ai_checksum` decoded; unusable when the algorithm is unknown or the value is not a
     /// digest of the right length (the specification's own example is `sha256:af3c...`).
     pub digest: Option<Digest>,
-    /// Always a JSON object.
-    pub ai_snapshot: Option<Value>,
+    /// A JSON object, its text as published (keys in their order, spacing kept): what a
+    /// preservation copy keeps. [`Page::snapshot_value`] reads it.
+    pub ai_snapshot: Option<String>,
     pub crawl_priority: Option<f64>,
     pub auth_required: bool,
     pub robots_directive: Option<String>,
@@ -119,6 +120,12 @@ pub struct Page {
 }
 
 impl Page {
+    /// `ai_snapshot` read as JSON.
+    pub fn snapshot_value(&self) -> Option<Value> {
+        let raw = self.ai_snapshot.as_deref()?;
+        serde_json::from_str(raw).ok()
+    }
+
     /// Why a mirror must not fetch this page, if it must not: `auth_required` (ARC sitemap 2.1, access control) or a
     /// `robots_directive` with `noarchive` or `none` (which implies it).
     pub(crate) fn skip_reason(&self) -> Option<String> {
@@ -483,7 +490,11 @@ impl<'de> Visitor<'de> for PageValue {
         let mut kept = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let v = match key.as_str() {
-                "ai_snapshot" => map.next_value::<Value>()?,
+                // Kept as published: its text (see `PageCheck::raw_object`).
+                "ai_snapshot" => {
+                    let raw = map.next_value::<Box<serde_json::value::RawValue>>()?;
+                    Value::String(raw.get().to_owned())
+                }
                 "ai_tags" => map.next_value_seed(Tags)?,
                 "url" | "ai_indexable" | "lastmod" | "ai_summary" | "ai_checksum"
                 | "crawl_priority" | "auth_required" | "robots_directive" | "deleted" => {
@@ -674,6 +685,25 @@ impl PageCheck<'_> {
         self.error(name, format!("expected {want}, got {}", kind(got)))
     }
 
+    /// An optional object field kept as its published text (`PageValue` read it raw): `null`
+    /// reads as absent, anything but an object is an error.
+    fn raw_object(&mut self, name: &str) -> Result<Option<String>, ArcError> {
+        let raw = match self.map.remove(name) {
+            None => return Ok(None),
+            Some(Value::String(raw)) => raw,
+            Some(v) => return Err(self.wrong(name, "an object", &v)),
+        };
+        if raw.trim_start().starts_with('{') {
+            return Ok(Some(raw));
+        }
+        let v: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+        self.map.insert(name.to_string(), v);
+        match self.optional(name, "an object") {
+            None => Ok(None),
+            Some(v) => Err(self.wrong(name, "an object", &v)),
+        }
+    }
+
     /// The value of an optional field; `null` reads as absent (see the module comment).
     fn optional(&mut self, name: &str, want: &str) -> Option<Value> {
         match self.map.remove(name) {
@@ -811,11 +841,7 @@ fn page(
     let ai_tags = c.tags()?;
     let ai_checksum = c.string("ai_checksum")?;
     let digest = ai_checksum.as_deref().map(|raw| c.digest(raw));
-    let ai_snapshot = match c.optional("ai_snapshot", "an object") {
-        None => None,
-        Some(v @ Value::Object(_)) => Some(v),
-        Some(v) => return Err(c.wrong("ai_snapshot", "an object", &v)),
-    };
+    let ai_snapshot = c.raw_object("ai_snapshot")?;
     let crawl_priority = c.crawl_priority()?;
     let auth_required = c.boolean("auth_required")?.unwrap_or(false);
     let robots_directive = c.string("robots_directive")?;
@@ -1072,10 +1098,14 @@ mod tests {
             d.hex.as_deref(),
             Some("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
         );
-        assert_eq!(
-            p.ai_snapshot.as_ref().unwrap()["title"],
-            "Create Your Account"
+        assert_eq!(p.snapshot_value().unwrap()["title"], "Create Your Account");
+        // As published: keys in their order, spacing kept.
+        let raw = p.ai_snapshot.as_deref().unwrap();
+        assert!(
+            raw.starts_with("{\n        \"page\": \"signup\",\n        \"title\""),
+            "{raw}"
         );
+        assert!(EXAMPLE.contains(raw));
         assert_eq!(p.skip_reason(), None);
     }
 
@@ -1267,7 +1297,7 @@ mod tests {
             p.ai_tags.as_deref(),
             Some(&["a".to_string(), "b".to_string()][..])
         );
-        assert_eq!(p.ai_snapshot, Some(serde_json::json!({"k":[1,{"v":2}]})));
+        assert_eq!(p.ai_snapshot.as_deref(), Some(r#"{"k":[1,{"v":2}]}"#));
         assert_eq!(p.crawl_priority, Some(0.5));
         let e = parse(
             r#"{"arc_sitemap_version":"2.1","site":"https://example.com","generated_at":"2025-11-09T08:00:00Z",
