@@ -231,7 +231,7 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     refuse_inside(mirror, &o.dest)?;
     let earlier = check_dest(&o.dest, o.format)?;
     // One export into a DEST at a time: two would interleave their files and maps.
-    let _lock = lock_dest(&o.dest, o.format)?;
+    let lock = lock_dest(&o.dest, o.format)?;
     let (own, mut record, incomplete) = begin_dest(mirror, o, run)?;
     // A link copies no bytes: an object the last clean full audit re-hashed, unchanged since,
     // is taken on its word (`tree::Placer`). That audit covers the states current at it; a
@@ -272,6 +272,9 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
     write_record(&record.1, &record.0)?;
     crate::store::kill::point("export.before-complete");
     std::fs::remove_file(&incomplete).map_err(|e| StoreError::io("removing", &incomplete, e))?;
+    let lock_file = own.join(lock_name(o.format));
+    lock.remove()
+        .map_err(|e| StoreError::io("removing", &lock_file, e))?;
     Ok(summary)
 }
 
@@ -389,11 +392,12 @@ fn write_format(
 }
 
 /// The lock of DEST (`export.lock` in the export's own folder), held while an export writes:
-/// a second export into the same DEST exits 6, as a second run on a mirror does.
-fn lock_dest(dest: &Path, format: Format) -> Result<crate::store::lock::MirrorLock, Error> {
+/// a second export into the same DEST exits 6, as a second run on a mirror does. A finished
+/// export removes it (DEST is published as it is).
+fn lock_dest(dest: &Path, format: Format) -> Result<crate::store::lock::RemovableLock, Error> {
     let (own, _, _) = own_files(dest, format);
     std::fs::create_dir_all(&own).map_err(|e| StoreError::io("creating", &own, e))?;
-    Ok(crate::store::lock::MirrorLock::acquire_file(
+    Ok(crate::store::lock::RemovableLock::acquire(
         &own.join(lock_name(format)),
     )?)
 }

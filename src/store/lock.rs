@@ -89,9 +89,72 @@ impl MirrorLock {
     }
 }
 
+/// A lock whose file goes when it is released: an export's, in a DEST that is published as it
+/// is (a bag, a tree served by a web server), where a lock file left behind would be published
+/// too. An export stopped midway leaves it, with the export's INCOMPLETE flag.
+#[derive(Debug)]
+pub struct RemovableLock {
+    lock: MirrorLock,
+    path: std::path::PathBuf,
+}
+
+impl RemovableLock {
+    /// The lock in the file at `path`. The file one holder removes may be the one another
+    /// opened just before: a lock taken on a file no longer at `path` is taken again.
+    pub(crate) fn acquire(path: &Path) -> Result<RemovableLock, LockError> {
+        loop {
+            let lock = MirrorLock::acquire_file(path)?;
+            if same_file(&lock._file, path) {
+                return Ok(RemovableLock {
+                    lock,
+                    path: path.to_path_buf(),
+                });
+            }
+        }
+    }
+
+    /// Remove the file, then release the lock.
+    pub(crate) fn remove(self) -> std::io::Result<()> {
+        let removed = std::fs::remove_file(&self.path);
+        drop(self.lock);
+        removed
+    }
+}
+
+/// Whether `file` is the file at `path` (on other systems than Unix: taken as so).
+fn same_file(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_removable_lock_goes_with_its_file_and_excludes_while_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("export.lock");
+        let held = RemovableLock::acquire(&path).unwrap();
+        assert!(matches!(
+            RemovableLock::acquire(&path),
+            Err(LockError::Held { .. })
+        ));
+        held.remove().unwrap();
+        assert!(!path.exists());
+        RemovableLock::acquire(&path).unwrap().remove().unwrap();
+    }
 
     #[test]
     fn second_lock_names_the_holder() {

@@ -1471,11 +1471,16 @@ fn an_export_is_whole_locked_and_leaves_nothing_else_in_dest() {
     run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
     validate_bag(&bag);
     let before = files(&bag);
+    // Issue 66, 12: a bag is published as it is; a finished export leaves no lock in it.
+    let lock_path = bag.join(".rsmirror-export/export.lock");
+    assert!(!lock_path.exists(), "the lock was left in the bag");
 
     // A second export while one holds DEST's lock.
     let lock = std::fs::OpenOptions::new()
         .write(true)
-        .open(bag.join(".rsmirror-export/export.lock"))
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
         .unwrap();
     lock.try_lock().unwrap();
     let out = rsmirror()
@@ -1492,6 +1497,7 @@ fn an_export_is_whole_locked_and_leaves_nothing_else_in_dest() {
         stderr_of(&out)
     );
     drop(lock);
+    std::fs::remove_file(&lock_path).unwrap();
     assert_eq!(files(&bag), before, "the refused export changed nothing");
 
     // What an export of another point, stopped midway, placed (no map names it), and a file
@@ -1538,6 +1544,7 @@ fn an_export_is_whole_locked_and_leaves_nothing_else_in_dest() {
     )
     .unwrap();
     assert!(record.get("mirror").is_none(), "{record}");
+    assert!(!published.join(".rsmirror-export/export.lock").exists());
     let machine_path = mirror.path().to_string_lossy().into_owned();
     for (name, bytes) in files(&published) {
         assert!(
