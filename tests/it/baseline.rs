@@ -896,13 +896,10 @@ fn a_2012_draft_mirror_link_is_tried_when_the_origin_fails() {
     std::fs::write(t.path().join("mirror/a.txt"), b"alpha\n").unwrap();
     t.put("b.txt", b"beta\n");
     std::fs::write(t.path().join("b.html"), b"<p>beta</p>\n").unwrap();
-    let list = format!(
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
-        xmlns:rs="http://www.openarchives.org/rs/terms/"
-        xmlns:xhtml="http://www.w3.org/1999/xhtml">
-   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
-   <url>
+    list_2012(
+        &t,
+        &format!(
+            r#"   <url>
       <loc>{p}/res/a.txt</loc>
       <lastmod>2012-08-08T08:15:00Z</lastmod>
       <xhtml:link rel="alternate http://www.openarchives.org/rs/mirror" href="{p}/mirror/a.txt"/>
@@ -912,11 +909,10 @@ fn a_2012_draft_mirror_link_is_tried_when_the_origin_fails() {
       <lastmod>2012-08-08T08:15:00Z</lastmod>
       <xhtml:link rel="alternate" href="{p}/b.html"/>
    </url>
-</urlset>
 "#,
-        p = crate::server::PLACEHOLDER
+            p = crate::server::PLACEHOLDER
+        ),
     );
-    std::fs::write(t.path().join("rl2012.xml"), list).unwrap();
     let srv = TestServer::start(t.path());
     srv.set_rule("/res/a.txt", Rule::Status(403));
     srv.set_rule("/res/b.txt", Rule::Status(403));
@@ -948,23 +944,19 @@ fn a_2012_draft_loc_with_a_protocol_is_refused_not_stored() {
         b"<OAI-PMH><error code=\"badVerb\"/></OAI-PMH>\n",
     )
     .unwrap();
-    let list = format!(
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
-        xmlns:rs="http://www.openarchives.org/rs/terms/"
-        xmlns:xhtml="http://www.w3.org/1999/xhtml">
-   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
-   <url>
+    list_2012(
+        &t,
+        &format!(
+            r#"   <url>
        <loc rs:protocol="http://www.openarchives.org/OAI/openarchivesprotocol.html">
             {p}/oai</loc>
        <lastmod>2012-08-08T08:15:00Z</lastmod>
    </url>
    <url><loc>{p}/res/a.txt</loc><lastmod>2012-08-08T08:15:00Z</lastmod></url>
-</urlset>
 "#,
-        p = crate::server::PLACEHOLDER
+            p = crate::server::PLACEHOLDER
+        ),
     );
-    std::fs::write(t.path().join("rl2012.xml"), list).unwrap();
     let srv = TestServer::start(t.path());
     let dir = tempfile::tempdir().unwrap();
     let out = baseline(&srv.url("/rl2012.xml"), dir.path())
@@ -985,4 +977,19 @@ fn a_2012_draft_loc_with_a_protocol_is_refused_not_stored() {
             && why.contains("OAI")),
         "{problems:?}"
     );
+}
+
+/// `rl2012.xml` in `t`: a Resource List in the 2012 draft's syntax (`xhtml:meta
+/// DCTERMS.modified`) of the `<url>` elements `urls`.
+fn list_2012(t: &Tree, urls: &str) {
+    let list = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
+{urls}</urlset>
+"#
+    );
+    std::fs::write(t.path().join("rl2012.xml"), list).unwrap();
 }
