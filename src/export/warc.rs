@@ -400,18 +400,8 @@ impl Out<'_> {
         let id = record_id(&[uri, &v.version.to_string()]);
         if v.deleted() {
             let fields = format!("deleted: {date}\r\nrun: {}\r\n", v.run);
-            let head = format!(
-                "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
-                 WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\n\
-                 Content-Type: application/warc-fields\r\nWARC-Block-Digest: sha256:{}\r\n\
-                 Content-Length: {}\r\n\r\n",
-                self.warcinfo,
-                hex::encode(Sha256::digest(fields.as_bytes())),
-                fields.len()
-            );
-            let bound = bound(head.len() as u64 + fields.len() as u64);
-            let body = Body::Bytes(fields.into_bytes());
-            self.send(pool, Task { head, body }, bound)?;
+            let record = (id.as_str(), date.as_str(), uri);
+            self.metadata(pool, record, "", "application/warc-fields", fields)?;
             return Ok(0);
         }
         let sha = v.sha256.clone().unwrap_or_default();
@@ -469,24 +459,32 @@ impl Out<'_> {
     ) -> Result<(), Error> {
         let json = serde_json::to_string(page).expect("serialisable");
         let meta_id = record_id(&[uri, id, "arc-page"]);
+        let concurrent = format!("WARC-Concurrent-To: {id}\r\n");
+        let record = (meta_id.as_str(), date, uri);
+        self.metadata(pool, record, &concurrent, "application/json", json)
+    }
+
+    /// A `metadata` record about `uri` (`headers`: more of its own, each ending in CRLF).
+    fn metadata(
+        &mut self,
+        pool: &mut Pool,
+        (id, date, uri): (&str, &str, &str),
+        headers: &str,
+        content_type: &str,
+        block: String,
+    ) -> Result<(), Error> {
         let head = format!(
-            "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {meta_id}\r\nWARC-Date: {date}\r\n\
-             WARC-Target-URI: {uri}\r\nWARC-Concurrent-To: {id}\r\nWARC-Warcinfo-ID: {}\r\n\
-             Content-Type: application/json\r\nWARC-Block-Digest: sha256:{}\r\n\
+            "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
+             WARC-Target-URI: {uri}\r\n{headers}WARC-Warcinfo-ID: {}\r\n\
+             Content-Type: {content_type}\r\nWARC-Block-Digest: sha256:{}\r\n\
              Content-Length: {}\r\n\r\n",
             self.warcinfo,
-            hex::encode(Sha256::digest(json.as_bytes())),
-            json.len()
+            hex::encode(Sha256::digest(block.as_bytes())),
+            block.len()
         );
-        let bound = bound(head.len() as u64 + json.len() as u64);
-        self.send(
-            pool,
-            Task {
-                head,
-                body: Body::Bytes(json.into_bytes()),
-            },
-            bound,
-        )
+        let bound = bound(head.len() as u64 + block.len() as u64);
+        let body = Body::Bytes(block.into_bytes());
+        self.send(pool, Task { head, body }, bound)
     }
 }
 

@@ -356,7 +356,7 @@ fn collect_changes(
     );
     let named = !record.delta_feeds.is_empty();
     let feeds = which_feeds(
-        &record,
+        (&record.url, &record.delta_feeds),
         (&page_scope, &base),
         (since, now),
         days,
@@ -469,16 +469,16 @@ fn sitemap_again(
 /// Which delta feeds to read: those the sitemap names, else one per day since the sync
 /// point's day.
 fn which_feeds(
-    record: &SitemapRecord,
+    (sitemap, named): (&str, &[String]),
     (page_scope, base): (&Scope, &Url),
     (since, now): (Timestamp, Timestamp),
     days: (Date, Date),
     trail: &mut Vec<String>,
 ) -> Result<Vec<Url>, Error> {
-    if record.delta_feeds.is_empty() {
-        daily_feeds(&record.url, base, (since, now), days)
+    if named.is_empty() {
+        daily_feeds(sitemap, base, (since, now), days)
     } else {
-        named_feeds(&record.delta_feeds, &record.url, page_scope, days, trail)
+        named_feeds(named, sitemap, page_scope, days, trail)
     }
 }
 
@@ -1146,11 +1146,13 @@ fn changes_since(
     };
     let named: Vec<String> = header.delta_feeds.iter().map(Url::to_string).collect();
     let mut trail = Vec::new();
-    let feeds = if named.is_empty() {
-        daily_feeds(sitemap.as_str(), base, (since, now), days)
-    } else {
-        named_feeds(&named, sitemap.as_str(), scope, days, &mut trail)
-    };
+    let feeds = which_feeds(
+        (sitemap.as_str(), &named),
+        (scope, base),
+        (since, now),
+        days,
+        &mut trail,
+    );
     let feeds = match feeds {
         Ok(feeds) => feeds,
         Err(Error::Source(SourceError::Gap { .. })) => {
