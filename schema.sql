@@ -1,11 +1,14 @@
--- rsmirror catalog, schema version 6 (PRAGMA user_version). Version 1 had objects in two
+-- rsmirror catalog, schema version 8 (PRAGMA user_version). Version 1 had objects in two
 -- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
 -- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
 -- 3 keeps them as resources and objects like every other format (`scp_versions` below), names
 -- each collection once (`collections`), and remembers `--map` with its source. Version 4 says
 -- when a source stopped being followed (`sources.removed_at`). Version 5 remembers a source's
 -- own settings (`sources.settings_json`: its --include/--exclude rules). Version 6 remembers
--- settings of the whole mirror (`mirror_settings`: where its objects are).
+-- settings of the whole mirror (`mirror_settings`: where its objects are). Version 7 remembers
+-- where each collection publishes its changes (`change_documents`). Version 8 records a
+-- version's content coding, declared and served (`versions.declared_encoding`,
+-- `versions.content_encoding`).
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -89,7 +92,11 @@ CREATE TABLE versions (
     arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone | held
     fetched_from         TEXT,                 -- final URL after redirects (or dump package)
     etag                 TEXT,
-    last_modified        TEXT                  -- (when a version was recorded: its run's time)
+    last_modified        TEXT,                 -- (when a version was recorded: its run's time)
+    declared_encoding    TEXT,                 -- the content coding the source declared
+                                               -- (`rs:md encoding`, `rs:contentencoding`)
+    content_encoding     TEXT                  -- the `Content-Encoding` it was served with;
+                                               -- the bytes are kept as served, never decoded
 );
 CREATE INDEX versions_by_resource ON versions(resource_id, id);
 CREATE INDEX versions_by_object ON versions(sha256_hex);
@@ -285,4 +292,4 @@ CREATE TABLE mirror_settings (
     value         TEXT NOT NULL
 );
 
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;

@@ -366,7 +366,8 @@ pub struct LsArgs {
     /// The mirror at WHEN instead of now (run:N, run:-1, an RFC 3339 time, a date, 2 days ago).
     #[arg(long, value_name = "WHEN")]
     pub at: Option<String>,
-    /// Long: length, lastmod, SHA-256 (12 hex), the time the state arrived, URI.
+    /// Long: length, lastmod, SHA-256 (12 hex), the time the state arrived, URI; then
+    /// "(gzip-encoded)" for bytes kept in a content coding.
     #[arg(short = 'l')]
     pub long: bool,
     /// Also the resources deleted (tombstoned) by WHEN.

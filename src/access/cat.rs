@@ -27,6 +27,9 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         v.length.map_or_else(|| "?".into(), |n| n.to_string()),
         v.sha256.as_deref().unwrap_or("unknown")
     );
+    if let Some(coding) = crate::access::encoding_text(&v.declared_encoding, &v.content_encoding) {
+        detail!("rsmirror: {uri}: {coding}, written as they are");
+    }
     let (mut file, object) = open_object(reader.objects()?, &uri, &v)?;
     let mut buf = vec![0u8; crate::access::COPY_BUFFER];
     match &o.output {

@@ -51,6 +51,10 @@ struct Version {
     document: Option<String>,
     etag: Option<String>,
     last_modified: Option<String>,
+    /// The content coding the source declared, and the `Content-Encoding` the bytes were
+    /// served with (kept as served, never decoded).
+    declared_encoding: Option<String>,
+    content_encoding: Option<String>,
     /// An ARC page's `ai_indexable` (recorded, not enforced); absent for other sources.
     #[serde(skip_serializing_if = "Option::is_none")]
     ai_indexable: Option<bool>,
@@ -85,6 +89,8 @@ impl Version {
             document: v.document,
             etag: v.etag,
             last_modified: v.last_modified,
+            declared_encoding: v.declared_encoding,
+            content_encoding: v.content_encoding,
             ai_indexable: arc.as_ref().map(|p| p.ai_indexable),
             arc,
         }
@@ -162,6 +168,11 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
                 bytes.push_str(&format!("  {t}"));
             }
             lines.push(bytes);
+            if let Some(coding) =
+                crate::access::encoding_text(&v.declared_encoding, &v.content_encoding)
+            {
+                lines.push(format!("    {coding}"));
+            }
         }
         let mut via = format!("    via {}", v.arrived_via);
         if let Some(f) = &v.fetched_from {

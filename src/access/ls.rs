@@ -93,7 +93,8 @@ pub(crate) fn run(mirror: &std::path::Path, o: &Options) -> Result<(), Error> {
     Ok(())
 }
 
-/// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived (as shown), URI in fixed columns.
+/// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived (as shown), URI in fixed columns; then
+/// the content coding of bytes kept encoded.
 fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
     let length = match v.length {
         Some(n) if !v.deleted() => n.to_string(),
@@ -108,5 +109,11 @@ fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
             .unwrap_or_else(|| "-".into())
     };
     let lastmod = v.lastmod.as_deref().unwrap_or("-");
-    format!("{length:>12}  {lastmod:<20}  {sha:<12}  {arrived}  {uri}")
+    let line = format!("{length:>12}  {lastmod:<20}  {sha:<12}  {arrived}  {uri}");
+    // Bytes kept in a content coding (as served, or as the source declared them) say so
+    // after the URI, as `ls -l` names a link's target: they are not the resource decoded.
+    match v.encoding() {
+        Some(coding) if !v.deleted() => format!("{line}  ({coding}-encoded)"),
+        _ => line,
+    }
 }

@@ -647,6 +647,21 @@ impl Out {
     }
 }
 
+/// A version's content coding as `log` and `cat -v` show it: "encoding gzip (served as
+/// Content-Encoding, declared)", kept as served.
+pub(crate) fn encoding_text(declared: &Option<String>, served: &Option<String>) -> Option<String> {
+    let text = match (declared.as_deref(), served.as_deref()) {
+        (None, None) => return None,
+        (Some(d), Some(s)) if d.eq_ignore_ascii_case(s) => {
+            format!("encoding {s} (served as Content-Encoding, and declared)")
+        }
+        (Some(d), Some(s)) => format!("encoding {s} (served as Content-Encoding; declared {d})"),
+        (None, Some(s)) => format!("encoding {s} (served as Content-Encoding)"),
+        (Some(d), None) => format!("encoding {d} (declared)"),
+    };
+    Some(format!("{text}: the bytes are kept encoded"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

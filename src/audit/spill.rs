@@ -239,6 +239,7 @@ impl Spill {
                             lastmod,
                             length,
                             digests,
+                            encoding: None,
                         },
                         media_type: None,
                         duplicates: Vec::new(),
@@ -309,6 +310,7 @@ mod tests {
                 "md5:0123456789ABCDEF0123456789abcdef sha-256:LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564= \
                  bare x-hash:a:b sha-1:short",
             ),
+            encoding: None,
         };
         full.digests.push(spaced);
         let written = vec![

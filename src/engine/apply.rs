@@ -41,6 +41,8 @@ pub struct Fetched {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub media_type: Option<String>,
+    /// The `Content-Encoding` they were served with (kept as served).
+    pub content_encoding: Option<String>,
     /// How the bytes arrived: by HTTP, or from a dump (then `final_url` is the package).
     pub via: crate::model::Via,
 }
@@ -75,6 +77,8 @@ impl Fetched {
             fetched_from: (self.via != crate::model::Via::Held).then(|| self.final_url.to_string()),
             etag: self.etag.clone(),
             last_modified: self.last_modified.clone(),
+            declared_encoding: declared.encoding.clone(),
+            content_encoding: self.content_encoding.clone(),
         }
     }
 }
@@ -390,6 +394,7 @@ fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
             etag: None,
             last_modified: None,
             media_type: None,
+            content_encoding: None,
             via: crate::model::Via::Held,
         }),
     ))
@@ -603,6 +608,7 @@ impl Attempts {
                                 etag: staged.etag,
                                 last_modified: staged.last_modified,
                                 media_type: staged.media_type,
+                                content_encoding: staged.content_encoding,
                                 via: crate::model::Via::Http,
                             }),
                         ));

@@ -191,6 +191,7 @@ impl Listing {
             length: l.declared.length.map(|n| n as i64),
             digests: declared_hash(&l.declared.digests),
             media_type: l.media_type.as_deref(),
+            encoding: l.declared.encoding.as_deref(),
             duplicates,
             doc,
             line: l.line as i64,
@@ -513,7 +514,10 @@ fn listed_of(r: &RawListed<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> Result<Liste
     let (document, scope) = docs[r.doc as usize].clone();
     Ok(Listed {
         uri,
-        declared: declared(r.lastmod, r.length.map(|n| n as u64), r.digests),
+        declared: Declared {
+            encoding: r.encoding.map(str::to_string),
+            ..declared(r.lastmod, r.length.map(|n| n as u64), r.digests)
+        },
         media_type: r.media_type.map(|t| std::borrow::Cow::Owned(t.to_string())),
         duplicates,
         document,
@@ -541,6 +545,7 @@ fn declared(lastmod: Option<&str>, length: Option<u64>, digests: Option<&str>) -
         lastmod: lastmod.and_then(|t| t.parse().ok()),
         length,
         digests: digests.map(parse_hash_attr).unwrap_or_default(),
+        encoding: None,
     }
 }
 
@@ -818,6 +823,7 @@ mod tests {
                 lastmod: at(lastmod),
                 length: Some(4),
                 digests: Vec::new(),
+                encoding: None,
             };
             listing.push(l).unwrap();
         }

@@ -18,6 +18,9 @@ pub struct Declared {
     pub lastmod: Option<Timestamp>,
     pub length: Option<u64>,
     pub digests: Vec<Digest>,
+    /// The content coding the bytes are in (`rs:md encoding`, the 2012 draft's
+    /// `rs:contentencoding`): recorded with the version, never decoded.
+    pub encoding: Option<String>,
 }
 
 /// One resource as a list names it.
@@ -295,6 +298,7 @@ mod tests {
             digests: parse_hash_attr("md5:9f9f90dbe3e5ee1218c86b8839db1995"),
             lastmod: Some("2024-06-01T00:00:00Z".parse().unwrap()),
             length: Some(6),
+            encoding: None,
         };
         assert_eq!(compare(&d, &state()), Comparison::Same { by_digest: true });
         let Action::Update(diffs) = action(&d, Some(&state())) else {
@@ -320,6 +324,7 @@ mod tests {
             lastmod: Some("2024-05-01T00:00:00Z".parse().unwrap()),
             length: Some(6),
             digests: Vec::new(),
+            encoding: None,
         };
         assert_eq!(action(&date_only, Some(&st)), Action::Revalidate);
         let with_digest = Declared {

@@ -194,11 +194,15 @@ fn object(
             "state": state,
             "user": {"name": "rsmirror"},
             "message": format!(
-                "{} by rsmirror {} (run {}, version {})",
+                "{} by rsmirror {} (run {}, version {}){}",
                 v.change,
                 run.map(|r| r.command.as_str()).unwrap_or("?"),
                 v.run,
-                v.version
+                v.version,
+                match v.encoding() {
+                    Some(coding) if !v.deleted() => format!("; the bytes are {coding}-encoded"),
+                    _ => String::new(),
+                }
             ),
         });
         inventory["head"] = json!(name);

@@ -72,7 +72,9 @@ fn xml_escape(s: &str) -> String {
 const HEAD: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
 const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
 
-/// The `<rs:md>` attributes of a state: its digests, length and type.
+/// The `<rs:md>` attributes of a state: its digests, length, type and content coding (the
+/// bytes are kept as served: a gzip-encoded resource is `encoding="gzip"`, ResourceSync 1.1
+/// §7.4).
 fn md_of(v: &VersionRow) -> String {
     let mut hash = Vec::new();
     if let Some(m) = &v.md5 {
@@ -90,6 +92,9 @@ fn md_of(v: &VersionRow) -> String {
     }
     if let Some(t) = &v.media_type {
         md.push_str(&format!(" type=\"{}\"", xml_escape(t)));
+    }
+    if let Some(e) = v.encoding() {
+        md.push_str(&format!(" encoding=\"{}\"", xml_escape(e)));
     }
     md
 }
@@ -373,6 +378,8 @@ mod tests {
             sha256: Some(format!("{n:064x}")),
             md5: None,
             media_type: None,
+            declared_encoding: None,
+            content_encoding: None,
         }
     }
 

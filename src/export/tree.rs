@@ -64,7 +64,8 @@ pub struct Placed<'a> {
 /// A format's hook, called for every file placed or kept, in URI order (BagIt's manifests).
 pub type Each<'a> = &'a mut dyn FnMut(Placed<'_>) -> Result<(), Error>;
 
-/// One line of the map: `path\turi\tsha256\tlength\tnotes`.
+/// One line of the map: `path\turi\tsha256\tlength\tnotes\tencoding` (the content coding
+/// the bytes are kept in, empty for none; a map written before it has five columns).
 struct MapLine {
     path: String,
     uri: String,
@@ -298,8 +299,13 @@ pub(crate) fn export(
             for note in &notes {
                 *summary.notes.entry((*note).to_string()).or_default() += 1;
             }
-            writeln!(map, "{path}\t{uri}\t{sha}\t{length}\t{}", notes.join(","))
-                .map_err(|e| StoreError::io("writing", &new_map, e))?;
+            let coding = v.encoding().unwrap_or("");
+            writeln!(
+                map,
+                "{path}\t{uri}\t{sha}\t{length}\t{}\t{coding}",
+                notes.join(",")
+            )
+            .map_err(|e| StoreError::io("writing", &new_map, e))?;
             if let Some(each) = each.as_mut() {
                 each(Placed {
                     path: &path,
@@ -417,6 +423,8 @@ impl Job {
         set_opt(&mut d.sha256, v.sha256.as_deref());
         set_opt(&mut d.md5, v.md5.as_deref());
         set_opt(&mut d.media_type, v.media_type.as_deref());
+        set_opt(&mut d.declared_encoding, v.declared_encoding.as_deref());
+        set_opt(&mut d.content_encoding, v.content_encoding.as_deref());
     }
 }
 

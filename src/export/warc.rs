@@ -137,6 +137,29 @@ fn object_member(
     )
 }
 
+/// The SHA-256 (hex) of a `response` record's block: the HTTP head `http`, then the state's
+/// object (read once more: only bytes kept in a content coding have such a record).
+fn block_digest(
+    objects: &ObjectStore,
+    uri: &str,
+    v: &VersionRow,
+    http: &str,
+) -> Result<String, Error> {
+    let (mut object, path) = open_object(objects, uri, v)?;
+    let mut hasher = Sha256::new();
+    hasher.update(http.as_bytes());
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match object.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(StoreError::io("reading", &path, e).into()),
+        }
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
 /// A record for a worker to compress whole.
 struct Task {
     head: String,
@@ -413,15 +436,37 @@ impl Out<'_> {
             Some(p) => format!("rsmirror-ARC-ai-indexable: {}\r\n", p.ai_indexable),
             None => String::new(),
         };
+        let media_type = v
+            .media_type
+            .as_deref()
+            .unwrap_or("application/octet-stream");
+        // Bytes kept in a content coding (gzip as served): a `response` record whose HTTP head
+        // says so, so that a replay decodes them (the head rebuilt from the catalog, as a field
+        // of our own says); other bytes: a `resource` record.
+        let (kind, content_type, fields, http, block) = match v.encoding() {
+            None => ("resource", media_type, "", String::new(), sha.clone()),
+            Some(coding) => {
+                let http = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {media_type}\r\n\
+                     Content-Encoding: {coding}\r\nContent-Length: {length}\r\n\r\n"
+                );
+                let block = block_digest(objects, uri, v, &http)?;
+                (
+                    "response",
+                    "application/http;msgtype=response",
+                    "rsmirror-HTTP-Head: rebuilt from the catalog\r\n",
+                    http,
+                    block,
+                )
+            }
+        };
         let head = format!(
-            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
-             WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\nContent-Type: {}\r\n\
-             {ai}WARC-Block-Digest: sha256:{sha}\r\nWARC-Payload-Digest: sha256:{sha}\r\n\
-             Content-Length: {length}\r\n\r\n",
+            "WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\n\
+             WARC-Target-URI: {uri}\r\nWARC-Warcinfo-ID: {}\r\nContent-Type: {content_type}\r\n\
+             {ai}{fields}WARC-Block-Digest: sha256:{block}\r\nWARC-Payload-Digest: sha256:{sha}\r\n\
+             Content-Length: {}\r\n\r\n{http}",
             self.warcinfo,
-            v.media_type
-                .as_deref()
-                .unwrap_or("application/octet-stream")
+            http.len() as u64 + length,
         );
         if length <= HELD {
             let body = Body::Object {

@@ -23,7 +23,7 @@ pub const SCHEMA: &str = include_str!("../../schema.sql");
 /// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
 /// their own; version 1 also had two fan-out folder levels of objects. Older versions are
 /// upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -1226,6 +1226,13 @@ fn tempfile_probe(folder: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new catalog is made at the version this rsmirror reads (schema.sql sets it itself).
+    #[test]
+    fn the_schema_sets_the_current_version() {
+        let want = format!("PRAGMA user_version = {SCHEMA_VERSION};");
+        assert!(SCHEMA.contains(&want), "schema.sql does not say {want}");
+    }
 
     fn object_index(c: &Catalog) -> Option<String> {
         c.conn

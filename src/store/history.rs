@@ -50,12 +50,17 @@ pub struct VersionRow {
     pub sha256: Option<String>,
     pub md5: Option<String>,
     pub media_type: Option<String>,
+    /// The content coding the source declared, and the one the bytes were served with (kept
+    /// as served: an export labels them with it).
+    pub declared_encoding: Option<String>,
+    pub content_encoding: Option<String>,
 }
 
 impl VersionRow {
     /// The columns of `versions v`, for [`VersionRow::from_row`] at an offset.
     const SELECT: &'static str =
-        "v.id, v.run_id, v.change, v.lastmod, v.length_bytes, v.sha256_hex, v.md5_hex, v.media_type";
+        "v.id, v.run_id, v.change, v.lastmod, v.length_bytes, v.sha256_hex, v.md5_hex, v.media_type,
+         v.declared_encoding, v.content_encoding";
 
     fn from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<VersionRow> {
         Ok(VersionRow {
@@ -67,7 +72,16 @@ impl VersionRow {
             sha256: r.get(at + 5)?,
             md5: r.get(at + 6)?,
             media_type: r.get(at + 7)?,
+            declared_encoding: r.get(at + 8)?,
+            content_encoding: r.get(at + 9)?,
         })
+    }
+
+    /// The content coding the bytes are in: as served, else as declared.
+    pub fn encoding(&self) -> Option<&str> {
+        self.content_encoding
+            .as_deref()
+            .or(self.declared_encoding.as_deref())
     }
 
     /// A tombstone: the state has no bytes.
@@ -439,7 +453,7 @@ pub(crate) fn version(
                 VersionRow::SELECT
             ),
             [version_id],
-            |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(8)?)),
+            |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(10)?)),
         )
         .optional()?)
 }

@@ -20,6 +20,7 @@ const SCHEMA: &str = "
         length     INTEGER,
         digests    TEXT,
         media_type TEXT,
+        encoding   TEXT,
         duplicates TEXT,
         doc        INTEGER NOT NULL,
         line       INTEGER NOT NULL,
@@ -42,10 +43,10 @@ const SCHEMA: &str = "
 #[cfg(test)]
 /// An entry's columns, as [`RawListed`] reads them.
 const LISTED: &str =
-    "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates, l.doc, l.line";
+    "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.encoding, l.duplicates, l.doc, l.line";
 
 const TODO_SELECT: &str =
-    "SELECT t.ord, l.uri, l.lastmod, l.length, l.digests, l.media_type, l.duplicates,
+    "SELECT t.ord, l.uri, l.lastmod, l.length, l.digests, l.media_type, l.encoding, l.duplicates,
         l.doc, l.line, t.action, t.diffs, t.cur_version, t.cur_sha256, t.etag, t.last_modified
      FROM todo t JOIN listed l ON l.ord = t.ord";
 
@@ -65,6 +66,7 @@ pub struct NewListed<'a> {
     pub length: Option<i64>,
     pub digests: Option<String>,
     pub media_type: Option<&'a str>,
+    pub encoding: Option<&'a str>,
     /// `duplicate` mirrors, one per line.
     pub duplicates: Option<String>,
     /// The listing document's number (the engine keeps their names).
@@ -81,6 +83,7 @@ pub struct RawListed<'r> {
     pub length: Option<i64>,
     pub digests: Option<&'r str>,
     pub media_type: Option<&'r str>,
+    pub encoding: Option<&'r str>,
     pub duplicates: Option<&'r str>,
     pub doc: i64,
     pub line: i64,
@@ -95,9 +98,10 @@ impl<'r> RawListed<'r> {
             length: r.get(at + 2)?,
             digests: text(3)?,
             media_type: text(4)?,
-            duplicates: text(5)?,
-            doc: r.get(at + 6)?,
-            line: r.get(at + 7)?,
+            encoding: text(5)?,
+            duplicates: text(6)?,
+            doc: r.get(at + 7)?,
+            line: r.get(at + 8)?,
         })
     }
 }
@@ -117,15 +121,15 @@ pub struct RawTodo<'r> {
 
 impl<'r> RawTodo<'r> {
     fn at(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<RawTodo<'r>> {
-        let sha = r.get::<_, Option<String>>(12)?;
+        let sha = r.get::<_, Option<String>>(13)?;
         Ok(RawTodo {
             ord: r.get(0)?,
             listed: RawListed::at(r, 1)?,
-            action: r.get(9)?,
-            diffs: r.get(10)?,
-            current: r.get::<_, Option<i64>>(11)?.map(|v| (v, sha)),
-            etag: r.get(13)?,
-            last_modified: r.get(14)?,
+            action: r.get(10)?,
+            diffs: r.get(11)?,
+            current: r.get::<_, Option<i64>>(12)?.map(|v| (v, sha)),
+            etag: r.get(14)?,
+            last_modified: r.get(15)?,
         })
     }
 }
@@ -206,6 +210,7 @@ impl Scratch {
             l.length,
             l.digests,
             l.media_type,
+            l.encoding,
             l.duplicates,
             l.doc,
             l.line,
@@ -215,8 +220,9 @@ impl Scratch {
         let inserted = self
             .conn
             .prepare_cached(
-                "INSERT INTO listed (uri, lastmod, length, digests, media_type, duplicates, doc, line, entry, ord)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (uri) DO NOTHING",
+                "INSERT INTO listed (uri, lastmod, length, digests, media_type, encoding, duplicates, doc,
+                     line, entry, ord)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (uri) DO NOTHING",
             )
             .and_then(|mut st| {
                 let ord: &dyn rusqlite::ToSql = &self.next_ord;
@@ -230,7 +236,7 @@ impl Scratch {
         self.conn
             .prepare_cached(
                 "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
-                     duplicates = ?6, doc = ?7, line = ?8, entry = ?9
+                     encoding = ?6, duplicates = ?7, doc = ?8, line = ?9, entry = ?10
                  WHERE uri = ?1",
             )
             .and_then(|mut st| st.execute(values))

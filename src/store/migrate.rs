@@ -22,6 +22,9 @@
 //!   mirror folder. One transaction.
 //! - 6 → 7: `change_documents` (where each collection publishes its changes), empty: the next
 //!   run of each collection records its own. One transaction.
+//! - 7 → 8: `versions.declared_encoding` and `versions.content_encoding` (a version's content
+//!   coding, as declared and as served), NULL in every row: no earlier version recorded one.
+//!   One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -63,6 +66,9 @@ pub(crate) fn upgrade(
     if from < 7 {
         six_to_seven(conn).map_err(sql)?;
     }
+    if from < 8 {
+        seven_to_eight(conn).map_err(sql)?;
+    }
     Ok(())
 }
 
@@ -70,14 +76,7 @@ pub(crate) fn upgrade(
 /// number was set back by hand), and the version `to`, in one transaction.
 fn column_more(conn: &mut Connection, column: &str, to: i64) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
-    let has: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sources') WHERE name = ?1)",
-        [column],
-        |r| r.get(0),
-    )?;
-    if !has {
-        tx.execute_batch(&format!("ALTER TABLE sources ADD COLUMN {column} TEXT;"))?;
-    }
+    add_text_column(&tx, "sources", column)?;
     kill_point(match to {
         4 => "upgrade.3-to-4-before-commit",
         _ => "upgrade.4-to-5-before-commit",
@@ -116,6 +115,33 @@ fn six_to_seven(conn: &mut Connection) -> rusqlite::Result<()> {
     kill_point("upgrade.6-to-7-before-commit");
     tx.execute_batch("PRAGMA user_version = 7;")?;
     tx.commit()
+}
+
+/// `versions.declared_encoding` and `versions.content_encoding`, NULL in every row (each added
+/// unless it is there: a catalog whose version number was set back by hand), and version 8, in
+/// one transaction.
+fn seven_to_eight(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for column in ["declared_encoding", "content_encoding"] {
+        add_text_column(&tx, "versions", column)?;
+    }
+    kill_point("upgrade.7-to-8-before-commit");
+    tx.execute_batch("PRAGMA user_version = 8;")?;
+    tx.commit()
+}
+
+/// `ALTER TABLE table ADD COLUMN column TEXT`, unless the table has it (a catalog whose version
+/// number was set back by hand).
+fn add_text_column(tx: &Connection, table: &str, column: &str) -> rusqlite::Result<()> {
+    let has: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+        [table, column],
+        |r| r.get(0),
+    )?;
+    if !has {
+        tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT;"))?;
+    }
+    Ok(())
 }
 
 /// Same tables; the objects move from two fan-out levels to one. The new version is recorded

@@ -31,6 +31,10 @@ pub struct NewVersion {
     pub fetched_from: Option<String>,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The content coding the source declared (`rs:md encoding`, `rs:contentencoding`).
+    pub declared_encoding: Option<String>,
+    /// The `Content-Encoding` the bytes were served with (kept as served, never decoded).
+    pub content_encoding: Option<String>,
 }
 
 /// The base of a version written with struct-update syntax: every writer names its
@@ -54,6 +58,8 @@ impl Default for NewVersion {
             fetched_from: None,
             etag: None,
             last_modified: None,
+            declared_encoding: None,
+            content_encoding: None,
         }
     }
 }
@@ -131,8 +137,9 @@ pub fn version_of(
     conn.prepare_cached(
         "INSERT INTO versions (resource_id, run_id, change, event_time, lastmod, length_bytes,
             declared_length_bytes, declared_hash, md5_hex, sha1_hex, sha256_hex, media_type,
-            arrived_via, fetched_from, etag, last_modified)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            arrived_via, fetched_from, etag, last_modified, declared_encoding, content_encoding)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+            ?18)",
     )?
     .execute(params![
         resource_id,
@@ -151,6 +158,8 @@ pub fn version_of(
         v.fetched_from,
         v.etag,
         v.last_modified,
+        v.declared_encoding,
+        v.content_encoding,
     ])?;
     let version_id = conn.last_insert_rowid();
     conn.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?

@@ -201,6 +201,9 @@ pub struct VersionDetail {
     pub document: Option<String>,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The content coding the source declared, and the one the bytes were served with.
+    pub declared_encoding: Option<String>,
+    pub content_encoding: Option<String>,
 }
 
 /// Every version of resource `resource_id` (whose URI is `uri`), newest first.
@@ -213,6 +216,7 @@ pub(crate) fn version_details(
         "SELECT v.id, v.run_id, v.change, v.event_time, v.lastmod, v.length_bytes,
                 v.declared_length_bytes, v.declared_hash, v.sha256_hex, v.md5_hex, v.sha1_hex,
                 v.media_type, v.arrived_via, v.fetched_from, v.etag, v.last_modified,
+                v.declared_encoding, v.content_encoding,
                 coalesce(
                   (SELECT e.document_url FROM change_events e
                     WHERE e.uri = ?2 AND e.version_id = v.id LIMIT 1),
@@ -239,7 +243,9 @@ pub(crate) fn version_details(
             fetched_from: r.get(13)?,
             etag: r.get(14)?,
             last_modified: r.get(15)?,
-            document: r.get(16)?,
+            declared_encoding: r.get(16)?,
+            content_encoding: r.get(17)?,
+            document: r.get(18)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -850,14 +850,12 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains(
-            "has schema version 1; this rsmirror reads version 7 (an older mirror: one run of \
-             baseline, incremental or audit upgrades it)"
-        ),
-        "{}",
-        stderr_of(&out)
+    let said = format!(
+        "has schema version 1; this rsmirror reads version {} (an older mirror: one run of \
+         baseline, incremental or audit upgrades it)",
+        rsmirror::store::catalog::SCHEMA_VERSION
     );
+    assert!(stderr_of(&out).contains(&said), "{}", stderr_of(&out));
 
     srv.clear_requests();
     run_ok(&srv.url("/"), dir.path());
@@ -876,7 +874,7 @@ fn a_version_1_mirror_is_upgraded_to_one_folder_level() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, rsmirror::store::catalog::SCHEMA_VERSION);
     assert_consistent(dir.path());
     let out = rsmirror()
         .args(["audit", "--offline", "-q", "--mirror"])

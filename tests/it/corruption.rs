@@ -99,7 +99,8 @@ fn objects(m: &Path) -> Vec<Obj> {
     .collect()
 }
 
-/// Every row of every table, as text: two catalogs with the same dump hold the same data.
+/// Every definition and every row of every table, as text: two catalogs with the same dump
+/// hold the same data in the same tables.
 fn dump(m: &Path) -> Option<String> {
     let c = Connection::open(m.join("catalog.sqlite")).ok()?;
     let tables: Vec<String> = c
@@ -109,7 +110,22 @@ fn dump(m: &Path) -> Option<String> {
         .ok()?
         .collect::<Result<_, _>>()
         .ok()?;
-    let mut out = String::new();
+    // The definitions too: garbage in a `CREATE` text (SQLite finds the file sound, every row
+    // the same) changes what the catalog is, and the seal of its schema says so.
+    let mut out: String = c
+        .prepare("SELECT type, name, sql FROM sqlite_schema ORDER BY type, name")
+        .ok()?
+        .query_map([], |r| {
+            Ok(format!(
+                "{}|{}|{:?}\n",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?
+            ))
+        })
+        .ok()?
+        .collect::<Result<_, _>>()
+        .ok()?;
     for t in tables {
         let mut stmt = c
             .prepare(&format!("SELECT * FROM \"{t}\" ORDER BY rowid"))

@@ -1625,3 +1625,191 @@ fn an_export_beside_a_running_baseline_shows_the_last_run_that_ended() {
     assert!(err.contains("as run 2 left it"), "{err}");
     assert_eq!(map(&dest).len(), 60);
 }
+
+/// Issue 67, 5: bytes kept in a content coding. A resource served with `Content-Encoding:
+/// gzip` (and declared `encoding="gzip"`), one only declared so, and a plain one: the catalog
+/// records both codings, `ls -l`, `ls --json`, `log`, `log --json` and `cat -v` show them,
+/// `cat` gives the bytes as kept; the WARC export writes the encoded one as a `response` whose
+/// HTTP head says `Content-Encoding: gzip` (warcio decodes it back to the text and checks its
+/// digests), the ResourceSync export declares `encoding="gzip"`, and the tree's and the bag's
+/// map name the coding of each file.
+#[test]
+#[cfg_attr(
+    any(missing = "bagit", missing = "warcio"),
+    ignore = "bagit-python or warcio is not installed: bash .ci/run installs them into .ci/venv"
+)]
+fn content_encoded_bytes_are_recorded_shown_and_exported_as_kept() {
+    let text = b"notes, read after gzip decoding\n".repeat(20);
+    let gz = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&text).unwrap();
+        e.finish().unwrap()
+    };
+    let src = Source::new();
+    let base = src.srv.base();
+    let entry = |path: &str, bytes: &[u8], more: &str| {
+        format!(
+            "<url><loc>{base}{path}</loc><rs:md hash=\"sha-256:{}\" length=\"{}\"{more}/></url>\n",
+            sha256(bytes),
+            bytes.len()
+        )
+    };
+    let list = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n<rs:md capability=\"resourcelist\" at=\"2026-03-01T00:00:00Z\"/>\n{}{}{}</urlset>\n",
+        entry("/res/notes.txt", &gz, " type=\"text/plain\" encoding=\"gzip\""),
+        entry("/res/packed.txt", &gz, " encoding=\"gzip\""),
+        entry("/res/plain.txt", b"plain\n", ""),
+    );
+    src.srv
+        .set_rule("/resourcelist.xml", Rule::Body(list.into_bytes()));
+    src.srv.set_rule(
+        "/res/notes.txt",
+        Rule::Encoded {
+            body: gz.clone(),
+            coding: "gzip".into(),
+        },
+    );
+    src.srv.set_rule("/res/packed.txt", Rule::Body(gz.clone()));
+    src.srv
+        .set_rule("/res/plain.txt", Rule::Body(b"plain\n".to_vec()));
+    let mirror = tempfile::tempdir().unwrap();
+    let out = baseline(&src.list(), mirror.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let notes = format!("{base}/res/notes.txt");
+    let packed = format!("{base}/res/packed.txt");
+
+    // Recorded and shown.
+    let (long, _) = ok_on_mirror(mirror.path(), &["ls", "-l"]);
+    let line = |uri: &str| {
+        long.lines()
+            .find(|l| l.contains(uri))
+            .unwrap_or_else(|| panic!("{uri} in {long}"))
+            .to_string()
+    };
+    assert!(line(&notes).ends_with("(gzip-encoded)"), "{long}");
+    assert!(line(&packed).ends_with("(gzip-encoded)"), "{long}");
+    assert!(line("/res/plain.txt").ends_with("/res/plain.txt"), "{long}");
+    let (json, _) = ok_on_mirror(mirror.path(), &["ls", "--json"]);
+    let codings: Vec<(String, serde_json::Value, serde_json::Value)> = json
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let path = v["uri"].as_str().unwrap().replace(&base, "");
+            (
+                path,
+                v["declared_encoding"].clone(),
+                v["content_encoding"].clone(),
+            )
+        })
+        .collect();
+    use serde_json::json;
+    assert_eq!(
+        codings,
+        vec![
+            ("/res/notes.txt".into(), json!("gzip"), json!("gzip")),
+            ("/res/packed.txt".into(), json!("gzip"), json!(null)),
+            ("/res/plain.txt".into(), json!(null), json!(null)),
+        ]
+    );
+    let (log, _) = ok_on_mirror(mirror.path(), &["log", &notes, "--json"]);
+    let log: serde_json::Value = serde_json::from_str(&log).unwrap();
+    assert_eq!(log["versions"][0]["content_encoding"], "gzip", "{log}");
+    assert_eq!(log["versions"][0]["declared_encoding"], "gzip", "{log}");
+    assert_eq!(log["versions"][0]["media_type"], "text/plain", "{log}");
+    let (log, _) = ok_on_mirror(mirror.path(), &["log", &packed]);
+    assert!(
+        log.contains("encoding gzip (declared): the bytes are kept encoded"),
+        "{log}"
+    );
+    let out = on_mirror(mirror.path(), &["cat", "-v", &notes]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(out.stdout, gz);
+    assert!(
+        stderr_of(&out).contains("encoding gzip (served as Content-Encoding, and declared)"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // WARC: a response whose HTTP head names the coding; warcio decodes it to the text.
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("warc");
+    run_ok(&["export", "warc", warc.to_str().unwrap()], mirror.path());
+    warcio_check(&warc);
+    let records = warc_records(&warc);
+    let record = |uri: &str| {
+        records
+            .iter()
+            .find(|r| r["uri"] == uri)
+            .unwrap_or_else(|| panic!("{uri} in {records:?}"))
+            .clone()
+    };
+    for uri in [&notes, &packed] {
+        let r = record(uri);
+        assert_eq!(r["type"], "response", "{r}");
+        assert_eq!(
+            r["content_type"], "application/http;msgtype=response",
+            "{r}"
+        );
+        assert_eq!(r["sha256"], sha256(&text), "{r}");
+    }
+    let plain = record(&format!("{base}/res/plain.txt"));
+    assert_eq!(plain["type"], "resource", "{plain}");
+    assert_eq!(plain["sha256"], sha256(b"plain\n"), "{plain}");
+
+    // ResourceSync: the coding declared with the bytes' own digest.
+    let rs = dir.path().join("rs");
+    run_ok(
+        &[
+            "export",
+            "resourcesync",
+            rs.to_str().unwrap(),
+            "--base-url",
+            "http://example.org/",
+        ],
+        mirror.path(),
+    );
+    let xml = std::fs::read_to_string(rs.join("resourcesync/resourcelist.xml")).unwrap();
+    let md = |path: &str| {
+        let at = xml.find(path).unwrap_or_else(|| panic!("{path} in {xml}"));
+        let md = &xml[at..];
+        md[..md.find("/>").unwrap()].to_string()
+    };
+    assert!(md("res/notes.txt").contains(" encoding=\"gzip\""), "{xml}");
+    assert!(md("res/notes.txt").contains(&sha256(&gz)), "{xml}");
+    assert!(!md("res/plain.txt").contains("encoding="), "{xml}");
+
+    // The bag: valid, and its map names each file's coding.
+    let bag = dir.path().join("bag");
+    run_ok(&["export", "bagit", bag.to_str().unwrap()], mirror.path());
+    validate_bag(&bag);
+    let found = walk_files(&bag)
+        .into_iter()
+        .find(|p| p.ends_with(".rsmirror-export/map.tsv"))
+        .expect("a map in the bag");
+    let map = std::fs::read_to_string(found).unwrap();
+    let coding = |uri: &str| {
+        let l = map.lines().find(|l| l.contains(uri)).unwrap();
+        l.split('\t').nth(5).unwrap().to_string()
+    };
+    assert_eq!(coding(&notes), "gzip", "{map}");
+    assert_eq!(coding(&packed), "gzip", "{map}");
+    assert_eq!(coding("/res/plain.txt"), "", "{map}");
+}
+
+/// Every file under `root`, any depth.
+fn walk_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

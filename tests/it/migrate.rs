@@ -146,8 +146,18 @@ pub(crate) fn user_version(mirror: &Path) -> i64 {
         .unwrap()
 }
 
+/// Whether the catalog has table `name`, or, for `table.column`, that column.
 pub(crate) fn has_table(mirror: &Path, name: &str) -> bool {
     let conn = Connection::open(mirror.join("catalog.sqlite")).unwrap();
+    if let Some((table, column)) = name.split_once('.') {
+        return conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+                [table, column],
+                |r| r.get(0),
+            )
+            .unwrap();
+    }
     conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
         [name],
@@ -179,7 +189,10 @@ pub(crate) fn assert_upgraded(
     before: &OldStates,
     rs_before: &BTreeMap<String, String>,
 ) {
-    assert_eq!(user_version(mirror), 7);
+    assert_eq!(
+        user_version(mirror),
+        rsmirror::store::catalog::SCHEMA_VERSION
+    );
     assert!(!has_table(mirror, "scp_pages"));
     assert!(!has_table(mirror, "scp_page_versions"));
     assert_eq!(&new_states(mirror), before);
@@ -319,9 +332,10 @@ fn an_upgrade_killed_at_any_point_finishes_when_run_again() {
             if died {
                 killed += 1;
                 let v = user_version(&m);
-                assert!((1..=6).contains(&v), "{v}");
+                assert!((1..=7).contains(&v), "{v}");
                 // Either side of the step, never half of it.
                 assert_eq!(has_table(&m, "scp_pages"), v < 3, "killed at point {at}");
+                assert!(!has_table(&m, "versions.content_encoding"), "point {at}");
                 let out = audit(&m).output().unwrap();
                 assert_eq!(
                     out.status.code(),
@@ -434,7 +448,7 @@ fn a_version_3_mirror_is_upgraded_and_a_source_that_found_nothing_removed() {
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let out = on_mirror(&m, &["audit", "--offline", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert_eq!(user_version(&m), 7);
+    assert_eq!(user_version(&m), rsmirror::store::catalog::SCHEMA_VERSION);
     integrity_ok(&m);
 
     let nope = "http://sample.example.org/rs/nope.xml";
@@ -507,7 +521,7 @@ fn a_version_4_mirror_is_upgraded_and_then_remembers_a_filter() {
     assert_eq!(out.status.code(), Some(5));
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
-    assert_eq!(user_version(&m), 7);
+    assert_eq!(user_version(&m), rsmirror::store::catalog::SCHEMA_VERSION);
     integrity_ok(&m);
     assert_eq!(current(&m), before);
     // How old a sync point may grow is the user's to say: as of a week after it was made, this
@@ -584,7 +598,7 @@ fn upgraded_fixture(
     assert_eq!(out.status.code(), Some(5));
     assert!(stderr_of(&out).contains("one run of baseline, incremental or audit upgrades it"));
     let (_, _) = ok_on_mirror(&m, &["audit", "--offline", "-q"]);
-    assert_eq!(user_version(&m), 7);
+    assert_eq!(user_version(&m), rsmirror::store::catalog::SCHEMA_VERSION);
     assert!(has_table(&m, table));
     integrity_ok(&m);
     assert_eq!(current(&m), before);
@@ -600,7 +614,10 @@ fn a_version_5_mirror_is_upgraded_and_keeps_its_objects_in_the_folder() {
     let out = status_of_fixture(&m, &["--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
     let doc: serde_json::Value = serde_json::from_str(&stdout_of(&out)).unwrap();
-    assert_eq!(doc["schema_version"], 7);
+    assert_eq!(
+        doc["schema_version"],
+        rsmirror::store::catalog::SCHEMA_VERSION
+    );
     assert!(doc.get("objects_in").is_none(), "{doc}");
     let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample/res/a.txt");
     let (cat, _) = ok_on_mirror(&m, &["cat", "http://sample.example.org/res/a.txt"]);
@@ -649,4 +666,51 @@ fn integrity_ok(m: &Path) {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(r, "ok");
+}
+
+/// The checked-in mirror made at schema version 7 (`tests/fixtures/v7-mirror`) is upgraded in
+/// place by its first writer (`versions.declared_encoding` and `versions.content_encoding`,
+/// NULL for every version it had: none recorded a coding); every state stays and reads back
+/// byte for byte, `ls --json` and `log --json` show no coding for them, and the next run
+/// records as before.
+#[test]
+fn a_version_7_mirror_is_upgraded_and_its_versions_have_no_coding() {
+    let (_dir, m, before) = upgraded_fixture("v7-mirror", 7, "versions.content_encoding");
+    assert!(has_table(&m, "versions.declared_encoding"));
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let coded: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM versions
+             WHERE declared_encoding IS NOT NULL OR content_encoding IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(coded, 0);
+    drop(conn);
+    let (ls, _) = ok_on_mirror(&m, &["ls", "--json"]);
+    for line in ls.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["content_encoding"], serde_json::Value::Null, "{v}");
+        assert_eq!(v["declared_encoding"], serde_json::Value::Null, "{v}");
+    }
+    let (log, _) = ok_on_mirror(
+        &m,
+        &["log", "http://sample.example.org/res/a.txt", "--json"],
+    );
+    let log: serde_json::Value = serde_json::from_str(&log).unwrap();
+    assert_eq!(
+        log["versions"][0]["content_encoding"],
+        serde_json::Value::Null
+    );
+
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (_, _) = ok_on_mirror(&m, &["incremental", "--map", &map, "-q"]);
+    assert_eq!(current(&m), before);
+    let (cat, _) = ok_on_mirror(&m, &["cat", "http://sample.example.org/res/a.txt"]);
+    assert_eq!(
+        cat.as_bytes(),
+        std::fs::read(sample.join("res/a.txt")).unwrap()
+    );
 }

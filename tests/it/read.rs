@@ -543,7 +543,10 @@ fn diff_marks_what_changed_between_two_points() {
 fn status_says_what_the_mirror_holds_and_what_needs_a_person() {
     let h = history();
     let st: Value = serde_json::from_str(&h.ok(&["status", "--json"])).unwrap();
-    assert_eq!(st["schema_version"], 7);
+    assert_eq!(
+        st["schema_version"],
+        rsmirror::store::catalog::SCHEMA_VERSION
+    );
     assert_eq!(st["resources_present"], 5);
     assert_eq!(st["resources_deleted"], 2);
     // r1: 3, r2: 2, r3: 2, r4: 2, r5: 1, r6: 1, r7: 1.

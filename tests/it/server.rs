@@ -87,6 +87,9 @@ pub enum Rule {
     /// Serve these bytes (rewritten like a file, with ETag and 304s) whether or not a file
     /// exists.
     Body(Vec<u8>),
+    /// [`Rule::Body`] with `Content-Encoding: coding` (the bytes already in that coding, as a
+    /// server that keeps them compressed serves them whatever the request's Accept-Encoding).
+    Encoded { body: Vec<u8>, coding: String },
 }
 
 /// A running server; dropping it stops the server.
@@ -515,6 +518,13 @@ fn decide(
             }
             Rule::Stall => return Reply::Stall,
             Rule::Body(bytes) => return entity(bytes.clone(), path, base, method, headers),
+            Rule::Encoded { body, coding } => {
+                let mut reply = entity(body.clone(), path, base, method, headers);
+                if let Reply::Send { headers, .. } = &mut reply {
+                    headers.push(("Content-Encoding".into(), coding.clone()));
+                }
+                return reply;
+            }
         }
     }
     if method != "GET" && method != "HEAD" {

@@ -1393,6 +1393,7 @@ fn declared(page: &Page) -> Declared {
     Declared {
         lastmod: page.lastmod,
         length: None,
+        encoding: None,
         digests: page
             .digest
             .iter()

@@ -300,6 +300,7 @@ impl changes::Item for Entry<'_> {
             lastmod: self.item.lastmod,
             length: self.item.length,
             digests: self.item.hash.clone(),
+            encoding: self.item.encoding.clone(),
         };
         let media_type = self.item.media_type.as_deref();
         NewVersion {
@@ -419,6 +420,7 @@ impl DumpRun<'_, '_> {
                         etag: None,
                         last_modified: None,
                         media_type: None,
+                        content_encoding: None,
                         via: crate::model::Via::Dump,
                     };
                     Ok(changes::Item::version(entry, collection, change, &arrived))

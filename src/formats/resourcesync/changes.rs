@@ -529,6 +529,7 @@ impl<'a, 'b> Collector<'a, 'b> {
                     lastmod: e.lastmod,
                     length: e.md.length,
                     digests: e.md.hash,
+                    encoding: e.md.encoding,
                 },
                 media_type: e.md.media_type,
                 uri: e.loc,

@@ -246,6 +246,7 @@ impl Walker<'_, '_, '_> {
                     lastmod: e.lastmod,
                     length: e.md.length,
                     digests: e.md.hash,
+                    encoding: e.md.encoding,
                 },
                 media_type: e.md.media_type,
                 uri: e.loc,
