@@ -797,3 +797,91 @@ fn a_resource_dump_older_than_the_mirror_never_takes_it_back() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
     assert_consistent(m);
 }
+
+/// Bytes that do not compress (a package of them is as large as they are).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Issue 66, 5: a full disk during a dump baseline stops the run with one message naming the
+/// mirror (not a `failed:` line per resource left), the `--min-free` margin is kept on the
+/// dump's path as on the list's (a package that would take the disk under it is not
+/// downloaded), nothing is left in staging, the catalog stays sound, and once there is room a
+/// re-run completes.
+#[test]
+fn a_full_disk_during_a_dump_baseline_stops_once_and_keeps_min_free() {
+    let Some(disk) = Tmpfs::mount("6m") else {
+        return;
+    };
+    let t = Tree::new();
+    let names: Vec<String> = (0..200).map(|i| format!("r{i:03}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        t.put(n, &noise(16 * 1024, i as u64));
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    t.resource_list(AT, &names);
+    let srv = TestServer::start(t.path());
+    let p1 = package(&t, &srv.base(), &names[..100], &[]);
+    let p2 = package(&t, &srv.base(), &names[100..], &[]);
+    publish_dump(&t, &[("p1.zip", &p1), ("p2.zip", &p2)]);
+    let mirror = disk.0.path().join("mirror");
+    let mirror_s = mirror.display().to_string();
+    let source = srv.url("/capabilitylist.xml");
+    let staging_is_empty = |m: &std::path::Path| {
+        std::fs::read_dir(m.join("staging"))
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(true)
+    };
+
+    // A margin larger than what is free: no package is downloaded.
+    let out = baseline(&source, &mirror)
+        .args(["--via", "dump", "--min-free", "5M"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&mirror_s) && err.contains("--min-free margin"),
+        "{err}"
+    );
+    assert!(err.contains("2 packages left to download"), "{err}");
+    assert!(!err.contains("failed:"), "{err}");
+    assert_eq!(srv.count("/p1.zip") + srv.count("/p2.zip"), 0);
+    assert!(staging_is_empty(&mirror));
+    assert_consistent(&mirror);
+
+    // The disk fills while the bitstreams are stored: one message, not a line per resource.
+    let out = baseline(&source, &mirror)
+        .args(["--via", "dump"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains(&mirror_s) && err.contains("full"), "{err}");
+    assert!(!err.contains("failed:"), "{err}");
+    assert!(
+        err.lines().count() <= 4,
+        "one message, not a line per resource: {err}"
+    );
+    assert!(staging_is_empty(&mirror));
+    assert_consistent(&mirror);
+    let landed = current(&mirror).len();
+    assert!(landed < 200, "{landed}");
+
+    disk.resize("40m");
+    let out = baseline(&source, &mirror)
+        .args(["--via", "dump"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(current(&mirror).len(), 200);
+    assert_consistent(&mirror);
+}

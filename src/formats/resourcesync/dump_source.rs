@@ -155,7 +155,7 @@ impl DumpSnapshot {
         let mut refs = refs.into_iter().peekable();
         while refs.peek().is_some() {
             let batch: Vec<PackageRef> = refs.by_ref().take(workers).collect();
-            let fetched: Vec<Result<PathBuf, String>> = std::thread::scope(|s| {
+            let fetched: Vec<Result<PathBuf, PackageFault>> = std::thread::scope(|s| {
                 let readers: Vec<_> = batch
                     .iter()
                     .map(|r| s.spawn(|| fetch_package(http, r, &scope, staging)))
@@ -165,8 +165,30 @@ impl DumpSnapshot {
                     .map(|h| h.join().expect("a package download panicked"))
                     .collect()
             });
+            // A full disk (or the --min-free margin reached): no package after it can land
+            // either. One message for the run, not a failed part per package and a failed
+            // resource per entry; nothing of the batch stays in staging.
+            let full = fetched.iter().find_map(|f| match f {
+                Err(PackageFault::NoSpace(message)) => Some(message.clone()),
+                _ => None,
+            });
+            if let Some(message) = full {
+                for file in fetched.into_iter().flatten() {
+                    let _ = std::fs::remove_file(file);
+                }
+                let left: Vec<PackageRef> = batch.into_iter().chain(refs).collect();
+                let declared: u64 = left.iter().filter_map(|r| r.expected.length).sum();
+                let declared = match declared {
+                    0 => String::new(),
+                    n => format!(" ({} declared)", crate::report::human_bytes(n)),
+                };
+                let needed = format!(", with {} packages left to download{declared}", left.len());
+                return Err(crate::engine::context::no_space(staging, message, needed));
+            }
             for (r, fetched) in batch.into_iter().zip(fetched) {
-                let opened = fetched.and_then(|file| open_package(file, &r.url, options));
+                let opened = fetched
+                    .map_err(|(PackageFault::NoSpace(why) | PackageFault::Other(why))| why)
+                    .and_then(|file| open_package(file, &r.url, options));
                 dump.add_package(r.url, opened, &scope, &mut manifest_at, listing)?;
             }
         }
@@ -446,6 +468,14 @@ impl DumpSnapshot {
         objects: &ObjectStore,
         url: &Url,
     ) -> JobResult {
+        // The --min-free margin, kept here as on the list's path: the bitstream is about to
+        // take its length in staging, then in the store.
+        let length = item.length.unwrap_or(0);
+        if let Err(message) =
+            crate::store::space::room_left(staging, crate::store::space::min_free(), length)
+        {
+            return JobResult::NoSpace(message);
+        }
         match bits.stage(item, staging) {
             Ok(Some(sb)) => match objects.ingest(&sb.path, &sb.computed.sha256_hex) {
                 Ok(_) => JobResult::Fetched(
@@ -462,10 +492,20 @@ impl DumpSnapshot {
                 ),
                 Err(e) => {
                     let _ = std::fs::remove_file(&sb.path);
+                    if crate::net::is_no_space(&e) {
+                        return JobResult::NoSpace(format!("cannot store object: {e}"));
+                    }
                     failed(i, format!("cannot store object: {e}"))
                 }
             },
             Ok(None) => failed(i, "a deletion has no bitstream".to_string()),
+            // The disk, not the entry: the run stops with one message.
+            Err(StageError::Entry(e))
+                if matches!(&e.kind, EntryErrorKind::Staging { source, .. }
+                    if crate::net::is_no_space(source)) =>
+            {
+                JobResult::NoSpace(e.to_string())
+            }
             Err(StageError::Entry(e)) => JobResult::Failed {
                 index: i,
                 // A dump made while the source changed: the manifest written before the
@@ -508,16 +548,30 @@ impl Drop for DumpSnapshot {
     }
 }
 
-/// Download a package to `staging`, verified against the dump's length and digests.
+/// Why a package did not download.
+enum PackageFault {
+    /// The mirror's disk is full, or would be under the --min-free margin: the run stops.
+    NoSpace(String),
+    /// The package's own failure: a failed part of the dump.
+    Other(String),
+}
+
+/// Download a package to `staging`, verified against the dump's length and digests; not
+/// begun when its declared length would take the disk under the --min-free margin.
 fn fetch_package(
     http: &Http,
     r: &PackageRef,
     scope: &Scope,
     staging: &Path,
-) -> Result<PathBuf, String> {
-    let staged =
-        fetch_to_staging(http, &r.url, scope, staging, &r.expected).map_err(|e| e.to_string())?;
-    Ok(staged.file)
+) -> Result<PathBuf, PackageFault> {
+    let length = r.expected.length.unwrap_or(0);
+    crate::store::space::room_left(staging, crate::store::space::min_free(), length)
+        .map_err(PackageFault::NoSpace)?;
+    match fetch_to_staging(http, &r.url, scope, staging, &r.expected) {
+        Ok(staged) => Ok(staged.file),
+        Err(e) if e.is_no_space() => Err(PackageFault::NoSpace(e.to_string())),
+        Err(e) => Err(PackageFault::Other(e.to_string())),
+    }
 }
 
 /// Open a downloaded package with the hostile-package reader (its manifest is read later, as
