@@ -433,22 +433,26 @@ impl<'x, 'w> Changes<'x, 'w> {
         class: ProblemClass,
         reason: String,
     ) -> Result<(), Error> {
+        let uri = item.uri().as_str();
         let reason = match class {
             ProblemClass::Refused => {
                 self.summary.refused += 1;
                 reason
             }
             ProblemClass::Pending => {
-                self.agreement.pending(self.writer, self.summary)?;
+                let why = format!(
+                    "{reason} (it changed again after {} was read; pending until a later \
+                     change is applied)",
+                    item.document()
+                );
+                // Said by the agreement, once it is believable.
+                let at = (&mut *self.writer, &*self.summary, self.progress);
+                self.agreement.pending(at, uri, &why, &reason)?;
                 self.summary.pending += 1;
                 let ends = &mut self.pending_ends;
                 ends.failed_min = earliest(ends.failed_min, item.failed_time());
                 ends.failed_docs.insert(item.document().to_string());
-                format!(
-                    "{reason} (it changed again after {} was read; pending until a later \
-                     change is applied)",
-                    item.document()
-                )
+                why
             }
             _ => {
                 self.summary.failed += 1;
@@ -457,8 +461,15 @@ impl<'x, 'w> Changes<'x, 'w> {
                 reason
             }
         };
-        let uri = item.uri().as_str();
-        self.progress.println(&problem_line(class, uri, &reason));
+        // A cause repeated: said once.
+        let said = match class {
+            ProblemClass::Pending => false,
+            ProblemClass::Failed => self.agreement.say_failure(uri, &reason),
+            _ => true,
+        };
+        if said {
+            self.progress.println(&problem_line(class, uri, &reason));
+        }
         self.writer.problem(uri, class, &reason)?;
         let stated = match item.stated() {
             Some(stated) => stated,

@@ -542,21 +542,30 @@ impl Results<'_, '_> {
             self.summary.refused += 1;
             (ProblemClass::Refused, reason)
         } else if pending {
-            self.agreement.pending(self.writer, self.summary)?;
-            self.summary.pending += 1;
             let why = format!(
                 "{reason} (it changed or went after the Resource List was written; pending \
                  until rsmirror incremental applies the change after the sync point that \
                  explains it)"
             );
+            // Said by the agreement, once it is believable.
+            let at = (&mut *self.writer, &*self.summary, self.progress);
+            self.agreement.pending(at, uri, &why, &reason)?;
+            self.summary.pending += 1;
             (ProblemClass::Pending, why)
         } else {
             self.summary.failed += 1;
             self.failed += 1;
             (ProblemClass::Failed, reason)
         };
-        // Errors go to stderr even with -q: cron mails them.
-        self.progress.println(&problem_line(class, uri, &reason));
+        // Errors go to stderr even with -q: cron mails them (a cause repeated: once).
+        let said = match class {
+            ProblemClass::Pending => false,
+            ProblemClass::Failed => self.agreement.say_failure(uri, &reason),
+            _ => true,
+        };
+        if said {
+            self.progress.println(&problem_line(class, uri, &reason));
+        }
         self.writer.problem(uri, class, &reason)?;
         self.summary.problems.push(Problem {
             uri: uri.to_string(),

@@ -67,6 +67,11 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The run this writer records for.
+    pub(crate) fn run_id(&self) -> i64 {
+        self.run_id
+    }
+
     /// A writer whose writes are committed all at once by [`Writer::commit`], or not at all.
     pub(crate) fn whole(
         catalog: &'a mut Catalog,

@@ -803,3 +803,69 @@ fn a_log_file_records_every_run_even_a_quiet_one() {
         stderr_of(&out)
     );
 }
+
+/// Issue 66, 6: a login page served for every one of 60 resources is said once, not as 60
+/// `pending:` lines taken back by a `failed:` summary: no `pending:` line, the summary that
+/// the source does not serve what it lists, three resources as examples and how many more.
+/// Where the list declares a type, the HTML page served for each is said for three resources
+/// and then once, with the count. The catalog still has every resource's problem.
+#[test]
+fn a_login_page_for_every_resource_is_said_once() {
+    let names: Vec<String> = (0..60).map(|i| format!("r{i:02}.pdf")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let lines_of = |err: &str, what: &str| err.lines().filter(|l| l.contains(what)).count();
+
+    // Digests declared, no type: each contradicts the list.
+    let t = Tree::new();
+    listed_then(&t, &names, Some(LOGIN));
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/capabilitylist.xml"), dir.path()));
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(counts(&s), (0, 0, 60), "{s}");
+    assert_eq!(lines_of(&err, "pending:"), 0, "{err}");
+    assert!(
+        err.contains("60 of 60 resources contradict the list"),
+        "{err}"
+    );
+    assert_eq!(lines_of(&err, "/res/r"), 3, "{err}");
+    assert!(
+        err.contains("... and 57 more resources the same way"),
+        "{err}"
+    );
+    assert!(err.lines().count() < 12, "{err}");
+    assert_failed_not_pending(dir.path(), 60);
+
+    // A type declared: the HTML page is refused for each, said once.
+    let t = Tree::new();
+    let mut list = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset \
+         xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+         xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+         <rs:md capability=\"resourcelist\" at=\"{T0}\"/>\n"
+    );
+    let names: Vec<String> = names.iter().map(|n| n.replace(".pdf", ".html")).collect();
+    for n in &names {
+        t.put(n, LOGIN);
+        list.push_str(&format!(
+            "<url><loc>{ORIGIN}/res/{n}</loc><rs:md type=\"application/pdf\"/></url>\n"
+        ));
+    }
+    list.push_str("</urlset>\n");
+    std::fs::write(t.path().join("resourcelist.xml"), list).unwrap();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, s, err) = json_run(&mut baseline(&srv.url("/resourcelist.xml"), dir.path()));
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(counts(&s), (0, 0, 60), "{s}");
+    assert_eq!(lines_of(&err, "served an HTML page"), 4, "{err}");
+    assert!(
+        err.contains(
+            "failed: ... and 57 more resources the same way: served an HTML page (text/html) \
+             where the list declares application/pdf"
+        ),
+        "{err}"
+    );
+    assert!(err.lines().count() < 12, "{err}");
+    assert_eq!(last_run_problems(dir.path()).len(), 60);
+}
