@@ -7,12 +7,20 @@
 //! The signals are blocked in every thread (set in `main` before any thread starts) and taken
 //! by one thread with `sigwait`, which may then do ordinary work: open the catalog and record
 //! the run. The store says which run is going ([`running`], [`finished`]).
+//!
+//! A signal that comes once the run's end is recorded (its outcome and exit code in the
+//! catalog: what is left is sealing the catalog and its copy) does not contradict that record
+//! with a 130: the command finishes as recorded, and says so; a second signal stops it at once
+//! (the seal left open, which the next writer's full read of the catalog settles).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 /// The catalog and run id of the run under way, if any.
 static CURRENT: Mutex<Option<(PathBuf, i64)>> = Mutex::new(None);
+
+/// The run whose end is recorded while the process finishes (sealing the catalog).
+static ENDED: Mutex<Option<i64>> = Mutex::new(None);
 
 /// What a command that records no run leaves if stopped now (an export's DEST), if anything.
 static LEAVES: Mutex<Option<String>> = Mutex::new(None);
@@ -30,12 +38,16 @@ pub(crate) fn running(db: Option<&str>, run_id: i64) {
     }
 }
 
-/// The run `run_id` ended and is recorded as such.
-pub(crate) fn finished(run_id: i64) {
+/// Record the end of run `run_id` with `record` (the catalog's update): a signal meanwhile
+/// waits, then finds the run either going (and marks it interrupted) or ended, never between.
+pub(crate) fn ending<T, E>(run_id: i64, record: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    let recorded = record()?;
     if current.as_ref().is_some_and(|(_, id)| *id == run_id) {
         *current = None;
+        *ENDED.lock().unwrap_or_else(|e| e.into_inner()) = Some(run_id);
     }
+    Ok(recorded)
 }
 
 /// Take SIGINT and SIGTERM on a thread of their own from now on. Call before any other thread
@@ -61,15 +73,33 @@ pub fn watch() {
         set
     };
     std::thread::spawn(move || {
-        let mut signal: libc::c_int = 0;
-        // SAFETY: `set` is a valid signal set; sigwait writes the signal number.
-        if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
-            return;
-        }
-        let name = if signal == libc::SIGTERM {
-            "SIGTERM"
-        } else {
-            "SIGINT"
+        let mut finishing = false;
+        let name = loop {
+            let mut signal: libc::c_int = 0;
+            // SAFETY: `set` is a valid signal set; sigwait writes the signal number.
+            if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
+                return;
+            }
+            let name = if signal == libc::SIGTERM {
+                "SIGTERM"
+            } else {
+                "SIGINT"
+            };
+            // The current run's lock is held while this decides: a run ends, or is marked
+            // interrupted, not both.
+            let current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+            let ended = *ENDED.lock().unwrap_or_else(|e| e.into_inner());
+            match on_signal(current.is_some(), ended, finishing) {
+                OnSignal::Finish(run_id) => {
+                    finishing = true;
+                    say!(
+                        "rsmirror: {name} after run {run_id} had ended and was recorded: \
+                         finishing as recorded (sealing the catalog); a second signal stops at \
+                         once"
+                    );
+                }
+                OnSignal::Stop => break name,
+            }
         };
         let current = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match current {
@@ -96,3 +126,53 @@ pub fn watch() {
 
 #[cfg(not(unix))]
 pub fn watch() {}
+
+/// What a signal does.
+#[derive(Debug, PartialEq, Eq)]
+enum OnSignal {
+    /// Stop now (exit 130), the run going (if any) recorded as interrupted.
+    Stop,
+    /// Let the process finish as run N's record says: its end is recorded.
+    Finish(i64),
+}
+
+/// A signal's effect: with a run going, or none ended, stop; with the run's end recorded (and
+/// no signal before this one since), finish as recorded.
+fn on_signal(going: bool, ended: Option<i64>, finishing: bool) -> OnSignal {
+    match ended {
+        Some(run_id) if !going && !finishing => OnSignal::Finish(run_id),
+        _ => OnSignal::Stop,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 66, 10: a signal once the run's end is recorded does not turn an `ok` run into
+    /// an exit 130; a second one stops at once; a run going is stopped and marked.
+    #[test]
+    fn a_signal_after_the_run_ended_lets_it_finish_as_recorded() {
+        assert_eq!(on_signal(true, None, false), OnSignal::Stop);
+        assert_eq!(on_signal(false, None, false), OnSignal::Stop);
+        assert_eq!(on_signal(false, Some(7), false), OnSignal::Finish(7));
+        assert_eq!(on_signal(false, Some(7), true), OnSignal::Stop);
+        // A later run of the same process going: it is the one stopped.
+        assert_eq!(on_signal(true, Some(7), false), OnSignal::Stop);
+    }
+
+    /// The end of a run and a signal do not interleave: `ending` holds the run while the
+    /// record is written, and the run is then ended, not going.
+    #[test]
+    fn ending_a_run_moves_it_from_going_to_ended() {
+        running(Some("/nonexistent/catalog.sqlite"), 41);
+        let got: Result<u8, ()> = ending(41, || {
+            // The signal thread would wait here: the run is still the current one.
+            assert!(CURRENT.try_lock().is_err());
+            Ok(1)
+        });
+        assert_eq!(got, Ok(1));
+        assert!(CURRENT.lock().unwrap().is_none());
+        assert_eq!(*ENDED.lock().unwrap(), Some(41));
+    }
+}

@@ -109,8 +109,31 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         None => None,
     };
     let open = OpenMirror::open(&o.mirror, "repair")?;
+    // Recorded from the start, the scan included: a repair stopped in its scan (a signal, a
+    // failure) is a run of the mirror's history like any other. A dry run records none.
+    let run_id = match o.dry_run {
+        false => Some(open.catalog.begin_run("repair", None, arguments)?),
+        true => None,
+    };
+    let result = repair(o, &open, other.as_ref(), run_id);
+    if let (Some(run_id), Err(e)) = (run_id, &result) {
+        let _ = open
+            .catalog
+            .end_run(run_id, "failed", e.exit().code(), "{}");
+    }
+    result
+}
+
+/// The repair proper: the scan, then each damaged object and stray (`run_id`: the run
+/// recorded, none for a dry run).
+fn repair(
+    o: &Options,
+    open: &OpenMirror,
+    other: Option<&ObjectStore>,
+    run_id: Option<i64>,
+) -> Result<(Summary, Exit), Error> {
     let (damage, strays) = if o.from_audit {
-        from_audit(&open)?
+        from_audit(open)?
     } else {
         check(o)?
     };
@@ -120,19 +143,18 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         dry_run: o.dry_run,
         ..Summary::default()
     };
-    if o.dry_run {
-        show_plan(&open, &damage, &strays)?;
+    let Some(run_id) = run_id else {
+        show_plan(open, &damage, &strays)?;
         // Damage found is damage found, dry run or not (as audit says it: exit 1).
         let exit = match damage.is_empty() && strays.is_empty() {
             true => Exit::Ok,
             false => Exit::Differences,
         };
         return Ok((summary, exit));
-    }
-    // Under the free-space margin the run does not start (as baseline's does not).
+    };
+    // Under the free-space margin nothing is repaired (as baseline's fetches nothing).
     let min_free = o.source.http.min_free;
     room(&o.mirror, &open.staging, min_free, damage.len())?;
-    let run_id = open.catalog.begin_run("repair", None, arguments)?;
     let quarantine = o.mirror.join("quarantine").join(format!("run-{run_id}"));
     let http = (!o.offline).then(|| Http::new(o.source.http.clone()));
     let mut problems: Vec<Problem> = Vec::new();
@@ -141,8 +163,8 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         room(&o.mirror, &open.staging, min_free, left)?;
         let repair = Repair {
             o,
-            open: &open,
-            other: other.as_ref(),
+            open,
+            other,
             http: http.as_ref(),
             quarantine: &quarantine,
             run_id,

@@ -745,15 +745,16 @@ impl Catalog {
         exit_code: i32,
         counts_json: &str,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE runs SET ended_at = ?2, outcome = ?3, exit_code = ?4, counts_json = ?5 WHERE id = ?1",
-            params![run_id, now(), outcome, exit_code, counts_json],
-        )?;
-        self.committed()?;
+        crate::interrupt::ending(run_id, || {
+            self.conn.execute(
+                "UPDATE runs SET ended_at = ?2, outcome = ?3, exit_code = ?4, counts_json = ?5 WHERE id = ?1",
+                params![run_id, now(), outcome, exit_code, counts_json],
+            )?;
+            self.committed()
+        })?;
         if let Some(s) = &self.sealing {
             s.open_run.set(false);
         }
-        crate::interrupt::finished(run_id);
         Ok(())
     }
 

@@ -853,3 +853,81 @@ fn bwlimit_bounds_the_rate_of_a_whole_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("--bwlimit"), "{}", stderr_of(&out));
 }
+
+/// Issue 66, 10: a repair stopped by SIGTERM in its scan is a run of the mirror's history: it
+/// is recorded from its start, so the signal marks it interrupted (exit 130), where before it
+/// had no run row at all. The scan is held at one object deterministically: a FIFO in its
+/// place, whose read waits for a writer that never comes.
+#[cfg(unix)]
+#[test]
+fn a_repair_stopped_in_its_scan_is_recorded_as_interrupted() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let sample = crate::server::testdata("sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let out = rsmirror()
+        .args([
+            "baseline",
+            "http://sample.example.org/",
+            "--map",
+            &map,
+            "-q",
+            "--mirror",
+        ])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let sha = current(&m).into_values().next().unwrap();
+    let object = m.join("objects/sha256").join(&sha[..2]).join(&sha);
+    std::fs::remove_file(&object).unwrap();
+    let fifo = std::ffi::CString::new(object.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["repair", "--offline", "-q", "--mirror"])
+        .arg(&m)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let repair_runs = || -> Vec<(String, Option<String>, Option<i64>)> {
+        let Ok(conn) = rusqlite::Connection::open(m.join("catalog.sqlite")) else {
+            return Vec::new();
+        };
+        let Ok(mut stmt) =
+            conn.prepare("SELECT command, outcome, exit_code FROM runs WHERE command = 'repair'")
+        else {
+            return Vec::new();
+        };
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map(|rows| rows.flatten().collect())
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while repair_runs().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the repair, held in its scan, has no run row"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("recorded as interrupted"), "{err}");
+    assert_eq!(
+        repair_runs(),
+        vec![(
+            "repair".to_string(),
+            Some("interrupted".to_string()),
+            Some(130)
+        )]
+    );
+}
