@@ -6,7 +6,7 @@
 //!
 //! The signals are blocked in every thread (set in `main` before any thread starts) and taken
 //! by one thread with `sigwait`, which may then do ordinary work: open the catalog and record
-//! the run. The store says which run is going ([`running`], [`finished`]).
+//! the run. The store says which run is going ([`beginning`], [`ending`]).
 //!
 //! A signal that comes once the run's end is recorded (its outcome and exit code in the
 //! catalog: what is left is sealing the catalog and its copy) does not contradict that record
@@ -31,11 +31,19 @@ pub(crate) fn stopping_leaves(what: String) {
     *LEAVES.lock().unwrap_or_else(|e| e.into_inner()) = Some(what);
 }
 
-/// A run started, recorded in the catalog at `db`.
-pub(crate) fn running(db: Option<&str>, run_id: i64) {
+/// Record the start of a run with `record` (the catalog's insert, giving the run's id), in the
+/// catalog at `db`: a signal meanwhile waits, then finds the run going (and marks it
+/// interrupted), never a recorded run it does not know of.
+pub(crate) fn beginning<E>(
+    db: Option<&str>,
+    record: impl FnOnce() -> Result<i64, E>,
+) -> Result<i64, E> {
+    let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    let run_id = record()?;
     if let Some(db) = db.filter(|d| !d.is_empty()) {
-        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some((PathBuf::from(db), run_id));
+        *current = Some((PathBuf::from(db), run_id));
     }
+    Ok(run_id)
 }
 
 /// Record the end of run `run_id` with `record` (the catalog's update): a signal meanwhile
@@ -164,8 +172,14 @@ mod tests {
     /// The end of a run and a signal do not interleave: `ending` holds the run while the
     /// record is written, and the run is then ended, not going.
     #[test]
-    fn ending_a_run_moves_it_from_going_to_ended() {
-        running(Some("/nonexistent/catalog.sqlite"), 41);
+    fn a_run_is_going_from_its_record_until_its_end_is_recorded() {
+        let begun: Result<i64, ()> = beginning(Some("/nonexistent/catalog.sqlite"), || {
+            // The signal thread would wait here: it cannot see no run while one is recorded.
+            assert!(CURRENT.try_lock().is_err());
+            Ok(41)
+        });
+        assert_eq!(begun, Ok(41));
+        assert_eq!(CURRENT.lock().unwrap().as_ref().map(|c| c.1), Some(41));
         let got: Result<u8, ()> = ending(41, || {
             // The signal thread would wait here: the run is still the current one.
             assert!(CURRENT.try_lock().is_err());

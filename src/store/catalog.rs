@@ -723,19 +723,21 @@ impl Catalog {
         source_id: Option<i64>,
         arguments: &str,
     ) -> Result<i64, StoreError> {
-        self.conn.execute(
-            "INSERT INTO runs (command, source_id, arguments, started_at) VALUES (?1, ?2, ?3, ?4)",
-            params![command, source_id, arguments, now()],
-        )?;
-        let run_id = self.conn.last_insert_rowid();
-        if let Some(s) = &self.sealing {
-            s.run.set(Some(run_id));
-            s.open_run.set(true);
-        }
-        self.committed()?;
-        // So that Ctrl-C records it as interrupted.
-        crate::interrupt::running(self.conn.path(), run_id);
-        Ok(run_id)
+        // Recorded and known to the signal watcher as one step, so that Ctrl-C at any point
+        // after the insert records the run as interrupted.
+        crate::interrupt::beginning(self.conn.path(), || {
+            self.conn.execute(
+                "INSERT INTO runs (command, source_id, arguments, started_at) VALUES (?1, ?2, ?3, ?4)",
+                params![command, source_id, arguments, now()],
+            )?;
+            let run_id = self.conn.last_insert_rowid();
+            if let Some(s) = &self.sealing {
+                s.run.set(Some(run_id));
+                s.open_run.set(true);
+            }
+            self.committed()?;
+            Ok(run_id)
+        })
     }
 
     pub(crate) fn end_run(
