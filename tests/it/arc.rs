@@ -1465,12 +1465,8 @@ fn a_page_that_contradicts_its_checksum_is_fetched_once() {
 /// as published, keys in their order.
 #[test]
 #[cfg_attr(
-    missing = "warcio",
-    ignore = "warcio is not installed: bash .ci/run installs it into .ci/venv"
-)]
-#[cfg_attr(
-    missing = "bagit",
-    ignore = "bagit-python (bagit.py) is not installed: bash .ci/run installs it into .ci/venv"
+    any(missing = "warcio", missing = "bagit"),
+    ignore = "warcio or bagit-python (bagit.py) is not installed: bash .ci/run installs both into .ci/venv"
 )]
 fn arc_page_metadata_is_shown_and_exported_as_published() {
     const SNAPSHOT: &str =
