@@ -455,14 +455,29 @@ fn rehashed_since(
 
 fn hints(st: &Status, o: &Options) -> Vec<Hint> {
     let mut out = Vec::new();
-    let whole = ("the whole mirror".to_string(), &st.whole_mirror_runs);
+    let whole = ("the whole mirror".to_string(), &st.whole_mirror_runs, true);
     // A source no longer followed needs no one.
     let followed = || st.sources.iter().filter(|s| s.removed_at.is_none());
     let runs = followed()
-        .map(|s| (s.url.clone(), &s.last_runs))
+        .map(|s| (s.url.clone(), &s.last_runs, false))
         .chain(std::iter::once(whole));
-    for (of, last_runs) in runs {
+    // A whole-mirror run refused before it began (a bucket's refusal is recorded without a
+    // source) is settled by a later run of the same command that ended well, of any source.
+    let settled_later = |run: &RunBrief| {
+        followed().any(|s| {
+            s.last_runs.values().any(|r| {
+                r.command == run.command
+                    && r.run > run.run
+                    && r.outcome.as_deref() == Some("ok")
+                    && r.exit_code == Some(0)
+            })
+        })
+    };
+    for (of, last_runs, whole_mirror) in runs {
         for run in last_runs.values() {
+            if whole_mirror && settled_later(run) {
+                continue;
+            }
             let ok = run.outcome.as_deref() == Some("ok") && run.exit_code == Some(0);
             let audit_differences = run.command == "audit" && run.exit_code == Some(1);
             if run.ended_at.is_some() && !ok && !audit_differences {

@@ -108,7 +108,7 @@ pub(crate) fn run(o: &Options, arguments: &str) -> Result<(Summary, Exit), Error
         }
         None => None,
     };
-    let open = OpenMirror::open(&o.mirror, "repair")?;
+    let open = OpenMirror::open(&o.mirror, ("repair", (!o.dry_run).then_some(arguments)))?;
     // Recorded from the start, the scan included: a repair stopped in its scan (a signal, a
     // failure) is a run of the mirror's history like any other. A dry run records none.
     let run_id = match o.dry_run {

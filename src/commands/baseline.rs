@@ -77,7 +77,8 @@ pub(crate) fn run(
 
     refuse_a_folder_of_other_files(s)?;
     std::fs::create_dir_all(&s.mirror).map_err(|e| StoreError::io("creating", &s.mirror, e))?;
-    let mut m = OpenMirror::open_with(&s.mirror, s.objects.as_ref(), "baseline")?;
+    let mut m =
+        OpenMirror::open_with(&s.mirror, s.objects.as_ref(), ("baseline", Some(arguments)))?;
     // A source baselined again is followed again, even after `rsmirror source remove`.
     let source_id = m.catalog.source_id(&source_url)?;
     m.catalog.follow_again(source_id)?;

@@ -214,7 +214,7 @@ fn run_source(
     if !Catalog::present(&s.mirror)? {
         return Err(no_mirror());
     }
-    let mut m = OpenMirror::open(&s.mirror, "incremental")?;
+    let mut m = OpenMirror::open(&s.mirror, ("incremental", Some(arguments)))?;
     let source = source_of(s, &m.catalog)?;
     summary.source = source.clone();
     let source_url = discover::source_url(&source)?;

@@ -18,7 +18,7 @@ pub(crate) fn run(mirror: &Path, url: &str, arguments: &str) -> Result<String, E
         }
         .into());
     }
-    let m = OpenMirror::open(mirror, "source remove")?;
+    let m = OpenMirror::open(mirror, ("source remove", Some(arguments)))?;
     let url = discover::source_url(url)?.to_string();
     let known = mirror_summary::sources(&m.catalog)?;
     let Some(source) = known.iter().find(|s| s.url == url) else {

@@ -52,8 +52,15 @@ impl OpenMirror {
     /// unfinished by a process that died as abandoned, and empty `staging/`.
     /// The objects are where the catalog says (the mirror folder, or a bucket).
     /// A bucket mirror's lease is taken for `command` (see [`Lease`]).
-    pub(crate) fn open(mirror: &Path, command: &str) -> Result<OpenMirror, Error> {
-        OpenMirror::open_with(mirror, None, command)
+    /// A bucket that refuses the run (its credentials, its answers) refuses it once the
+    /// catalog is open: that run is recorded, `failed` with the bucket's words, so that
+    /// `status` and `log` say so (`arguments` is its command line, for the record; `None`
+    /// for a dry run, which records nothing).
+    pub(crate) fn open(
+        mirror: &Path,
+        (command, arguments): (&str, Option<&str>),
+    ) -> Result<OpenMirror, Error> {
+        OpenMirror::open_with(mirror, None, (command, arguments))
     }
 
     /// [`OpenMirror::open`]; `objects` (`--objects s3://...`) puts a new mirror's objects in
@@ -62,49 +69,19 @@ impl OpenMirror {
     pub(crate) fn open_with(
         mirror: &Path,
         objects: Option<&BucketUrl>,
-        command: &str,
+        (command, arguments): (&str, Option<&str>),
     ) -> Result<OpenMirror, Error> {
         let lock = MirrorLock::acquire(mirror)?;
         let catalog = Catalog::open(mirror)?;
         catalog.abandon_unfinished_runs()?;
-        let recorded = mirror_settings::objects_location(&catalog)?;
-        let objects = match (objects, recorded) {
-            (Some(given), Some(recorded)) if *given != recorded => {
-                return Err(UsageError(format!(
-                    "--objects {given}: this mirror's objects are in {recorded}; they cannot be                      moved (leave --objects out: the mirror remembers where they are)"
-                ))
-                .into())
-            }
-            (Some(given), None) => {
-                if catalog.has_versions()? {
-                    return Err(UsageError(format!(
-                        "--objects {given}: this mirror keeps its objects in its folder                          ({}); they cannot be moved: make a new mirror with --objects",
-                        mirror.join("objects").display()
-                    ))
-                    .into());
+        let (objects, lease) = match object_store_and_lease(mirror, &catalog, objects, command) {
+            Ok(opened) => opened,
+            Err(e) => {
+                if let Some(arguments) = arguments {
+                    record_refused(&catalog, (command, arguments), &e);
                 }
-                let store = mirror_settings::connect(mirror, given)?;
-                let holds = |e: std::io::Error| StoreError::Bucket {
-                    url: given.to_string(),
-                    message: e.to_string(),
-                };
-                let bucket = store.bucket().expect("a bucket store");
-                if bucket.holds_any(&given.key("objects/")).map_err(holds)? {
-                    return Err(UsageError(format!(
-                        "--objects {given}: that prefix already holds objects (another \
-                         mirror's?); a new mirror wants a prefix of its own (its audit and \
-                         repair take every object there for its own)"
-                    ))
-                    .into());
-                }
-                mirror_settings::set_objects_location(&catalog, given)?;
-                store
+                return Err(e);
             }
-            _ => mirror_settings::object_store(mirror, &catalog, true)?,
-        };
-        let lease = match objects.bucket_arc() {
-            Some(bucket) => Some(take_lease(bucket, mirror, command)?),
-            None => None,
         };
         let staging = mirror.join("staging");
         clean_staging(&staging)?;
@@ -180,6 +157,76 @@ impl OpenMirror {
         crate::net::fetch::remove_empty_worker_folders(&self.staging);
         result.map(|()| Outcome { summary, exit })
     }
+}
+
+/// The object store where the catalog says (or `objects`, for a new mirror), and a bucket
+/// mirror's lease for `command`.
+fn object_store_and_lease(
+    mirror: &Path,
+    catalog: &Catalog,
+    objects: Option<&BucketUrl>,
+    command: &str,
+) -> Result<(ObjectStore, Option<Lease>), Error> {
+    let recorded = mirror_settings::objects_location(catalog)?;
+    let objects = match (objects, recorded) {
+        (Some(given), Some(recorded)) if *given != recorded => {
+            return Err(UsageError(format!(
+                "--objects {given}: this mirror's objects are in {recorded}; they cannot be                      moved (leave --objects out: the mirror remembers where they are)"
+            ))
+            .into())
+        }
+        (Some(given), None) => {
+            if catalog.has_versions()? {
+                return Err(UsageError(format!(
+                    "--objects {given}: this mirror keeps its objects in its folder                          ({}); they cannot be moved: make a new mirror with --objects",
+                    mirror.join("objects").display()
+                ))
+                .into());
+            }
+            let store = mirror_settings::connect(mirror, given)?;
+            let holds = |e: std::io::Error| StoreError::Bucket {
+                url: given.to_string(),
+                message: e.to_string(),
+            };
+            let bucket = store.bucket().expect("a bucket store");
+            if bucket.holds_any(&given.key("objects/")).map_err(holds)? {
+                return Err(UsageError(format!(
+                    "--objects {given}: that prefix already holds objects (another \
+                     mirror's?); a new mirror wants a prefix of its own (its audit and \
+                     repair take every object there for its own)"
+                ))
+                .into());
+            }
+            mirror_settings::set_objects_location(catalog, given)?;
+            store
+        }
+        _ => mirror_settings::object_store(mirror, catalog, true)?,
+    };
+    let lease = match objects.bucket_arc() {
+        Some(bucket) => Some(take_lease(bucket, mirror, command)?),
+        None => None,
+    };
+    Ok((objects, lease))
+}
+
+/// Record a run the bucket refused before it began (its credentials, a fault, a catalog
+/// behind another machine's): `failed`, with the bucket's words as its problem. Another
+/// writer holding the lease is not a run (as the folder's lock is not), nor is a usage error.
+/// Best effort: the refusal itself is what the command reports.
+fn record_refused(catalog: &Catalog, (command, arguments): (&str, &str), e: &Error) {
+    let Error::Store(StoreError::Bucket { url, message }) = e else {
+        return;
+    };
+    let Ok(run_id) = catalog.begin_run(command, None, arguments) else {
+        return;
+    };
+    let problem = (
+        url.clone(),
+        crate::model::ProblemClass::Objects,
+        format!("the bucket refused the run: {message}"),
+    );
+    let _ = crate::store::run_records::record_problems(catalog, run_id, &[problem]);
+    let _ = catalog.end_run(run_id, "failed", e.exit().code(), "{}");
 }
 
 /// The lease of the mirror in `bucket`, and the proof that this folder's catalog is the

@@ -123,6 +123,7 @@ mod tests {
                 "quarantined",
                 "unrepaired",
                 "source",
+                "objects",
             ],
         );
         assert!("Created".parse::<Change>().is_err());

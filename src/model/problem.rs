@@ -35,6 +35,9 @@ pub enum ProblemClass {
     /// The source could not be read at all (a run's summary says so; the catalog keeps the
     /// error in the run's outcome).
     Source,
+    /// The object store (a bucket) refused the run before it began: its credentials, its
+    /// answers, or a catalog behind another machine's.
+    Objects,
 }
 
 catalog_text!(ProblemClass, "problem class", {
@@ -51,4 +54,5 @@ catalog_text!(ProblemClass, "problem class", {
     Quarantined => "quarantined",
     Unrepaired => "unrepaired",
     Source => "source",
+    Objects => "objects",
 });

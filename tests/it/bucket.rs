@@ -983,3 +983,76 @@ fn audits_in_the_writers_folder_never_lock_it_out() {
         "another machine wrote to the mirror since",
     );
 }
+
+/// Issue 66, 2: a run the bucket refuses (the wrong secret) is a run of the mirror's history:
+/// recorded `failed` with the bucket's words, so `status` exits 1 naming it and `log --run`
+/// says why; a dry run's refusal records nothing; the next run with the right credentials
+/// settles it, and the refusals lock no one out.
+#[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
+fn a_run_the_bucket_refuses_is_recorded_and_status_says_so() {
+    let sw = Seaweed::start();
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let cap = srv.url("/capabilitylist.xml");
+    let objects = format!("s3://{BUCKET}/refused");
+    ok(&sw, &m, &["baseline", &cap, "--objects", &objects, "-q"]);
+    let runs_before = runs(&m).len();
+    let refused = |args: &[&str]| {
+        let mut cmd = rsmirror();
+        sw.env(&mut cmd)
+            .env("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+        cmd.args(args).arg("--mirror").arg(&m).output().unwrap()
+    };
+    let out = refused(&["repair", "-n", "-q"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    assert_eq!(runs(&m).len(), runs_before, "a dry run records nothing");
+    for _ in 0..4 {
+        let out = refused(&["incremental", "-q"]);
+        assert_eq!(out.status.code(), Some(5), "{}", stderr_of(&out));
+    }
+    let recorded = runs(&m);
+    assert_eq!(recorded.len(), runs_before + 4);
+    let (id, command, outcome, exit) = recorded.last().unwrap().clone();
+    assert_eq!(
+        (command.as_str(), outcome.as_deref(), exit),
+        ("incremental", Some("failed"), Some(5))
+    );
+    let status = run(&sw, &m, &["status"]);
+    assert_eq!(status.status.code(), Some(1), "{}", stdout_of(&status));
+    let said = stdout_of(&status);
+    assert!(
+        said.contains(&format!(
+            "the last incremental of the whole mirror ended failed (exit 5): rsmirror log --run {id}"
+        )),
+        "{said}"
+    );
+    let log = ok(&sw, &m, &["log", "--run", &id.to_string()]);
+    let said = stdout_of(&log);
+    assert!(
+        said.contains("the bucket refused the run") && said.contains(&objects),
+        "{said}"
+    );
+
+    // The right credentials: the writer is not locked out, and its run settles the refusals.
+    ok(&sw, &m, &["incremental", "-q"]);
+    let status = run(&sw, &m, &["status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", stdout_of(&status));
+}
+
+/// Every run of the mirror at `m`: (id, command, outcome, exit code), oldest first.
+fn runs(m: &Path) -> Vec<(i64, String, Option<String>, Option<i64>)> {
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT id, command, outcome, exit_code FROM runs ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
