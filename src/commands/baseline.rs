@@ -51,6 +51,15 @@ pub(crate) fn run(
         ..Default::default()
     };
 
+    // The collection given directly (a Capability List's URL) may be one a source this
+    // mirror follows holds already: refused before anything is recorded. (A catalog that
+    // cannot be read as it is, an older one, is checked by the run once it is opened.)
+    if let Ok(Some(catalog)) = Catalog::open_read_only(&s.mirror) {
+        if let Err(e @ Error::Usage(_)) = followed_once(&catalog, &source_url, &source_url) {
+            return Err(e);
+        }
+    }
+
     if s.dry_run {
         let catalog = Catalog::open_read_only(&s.mirror)?;
         let discovery = discover::discover(&docs, &s.source.source, s.capability_list.as_deref())?;
@@ -111,6 +120,9 @@ pub(crate) fn run(
                 progress.println(&format!("discovery: {step}"));
             }
         }
+        for c in &discovery.collections {
+            followed_once(&m.catalog, &c.id, &source_url)?;
+        }
         // Built again by `m.finish`, whatever the outcome.
         m.catalog.defer_object_index()?;
         for (format, collections) in formats::by_format(discovery.collections) {
@@ -122,10 +134,10 @@ pub(crate) fn run(
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    let unreadable = matches!(result, Err(Error::Source(_)));
+    let unreadable = matches!(result, Err(Error::Source(_) | Error::Usage(_)));
     let outcome = m.finish(run_id, summary, result);
     // A source that this baseline could not read (a mistyped URL, a host that is not there:
-    // exit 4) and that never found anything (no sync point, no run of it created or updated a
+    // exit 4; or one whose collection another source holds: exit 2) and that never found anything (no sync point, no run of it created or updated a
     // resource) is not followed: it would fail every night beside the others. Its runs stay
     // recorded; `baseline` of it again follows it. (A first baseline that read the source and
     // then failed in part stays followed: `incremental --on-gap rebaseline` finishes it.)
@@ -133,6 +145,28 @@ pub(crate) fn run(
         m.catalog.remove_source(&source_url)?;
     }
     outcome
+}
+
+/// One collection, one source: `collection`, found under `source_url`, must not be a collection
+/// another followed source holds (a second source would follow it twice, each run taking it
+/// from the other).
+fn followed_once(catalog: &Catalog, collection: &str, source_url: &str) -> Result<(), Error> {
+    let Some(other) = catalog.followed_by_another(collection, source_url)? else {
+        return Ok(());
+    };
+    let alone = if other == collection {
+        String::new()
+    } else {
+        format!(" --capability-list {collection}")
+    };
+    Err(settings::UsageError(format!(
+        "{source_url}: its collection {collection} is followed already, as part of the source \
+         {other}; a second source would follow it twice. Baseline it as that source \
+         (rsmirror baseline {other}{alone}), or stop following that source first (rsmirror \
+         source remove {other}: its versions stay) to follow the collection as part of \
+         {source_url}"
+    ))
+    .into())
 }
 
 /// A mirror folder is new (absent or empty) or a mirror (it has `catalog.sqlite`): a folder of

@@ -577,6 +577,24 @@ impl Catalog {
         )? > 0)
     }
 
+    /// The followed source other than `source_url` whose collection `collection` is (the
+    /// holder of its sync point), if any.
+    pub(crate) fn followed_by_another(
+        &self,
+        collection: &str,
+        source_url: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT s.url FROM sync_points p JOIN sources s ON s.id = p.source_id
+                 WHERE p.collection = ?1 AND s.url <> ?2 AND s.removed_at IS NULL",
+                params![collection, source_url],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// The source found nothing in any of its runs: no sync point, and no run of it created,
     /// updated or ended without a record of what it did (a process that died).
     pub(crate) fn found_nothing(&self, source_id: i64) -> Result<bool, StoreError> {

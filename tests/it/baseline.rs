@@ -991,3 +991,86 @@ fn list_2012(t: &Tree, urls: &str) {
     );
     std::fs::write(t.path().join("rl2012.xml"), list).unwrap();
 }
+
+/// Issue 66, 9: one collection, one source. `baseline http://H/rs/capabilitylist.xml` on a
+/// mirror following `http://H/` (whose Source Description lists that Capability List) does not
+/// add a second source for the same collection: it is refused before anything is recorded,
+/// naming the source that holds it and the command that baselines it alone; the reverse (the
+/// Capability List followed first, then the site root) is refused likewise, and the site root
+/// is not left followed. Both commands it names then work.
+#[test]
+fn a_collection_followed_already_is_not_a_second_source() {
+    let srv = TestServer::start(testdata("sample"));
+    let dir = tempfile::tempdir().unwrap();
+    let (root, cap) = (srv.url("/"), srv.url("/rs/capabilitylist.xml"));
+    let sources = |m: &std::path::Path| -> Vec<(String, bool)> {
+        let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT url, removed_at IS NULL FROM sources ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+
+    let m = dir.path().join("root-first");
+    run_ok(&root, &m);
+    let runs_before = runs_of(&m);
+    let out = baseline(&cap, &m).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "its collection {cap} is followed already, as part of the source {root}"
+        )) && err.contains(&format!("rsmirror baseline {root} --capability-list {cap}")),
+        "{err}"
+    );
+    assert_eq!(sources(&m), vec![(root.clone(), true)]);
+    assert_eq!(runs_of(&m), runs_before, "nothing recorded");
+    let out = baseline(&root, &m)
+        .args(["--capability-list", &cap])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_mirror_is(&m, &srv.base(), &testdata("sample"), SAMPLE);
+
+    let m = dir.path().join("list-first");
+    run_ok(&cap, &m);
+    let out = baseline(&root, &m).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "its collection {cap} is followed already, as part of the source {cap}"
+        )) && err.contains(&format!("rsmirror source remove {cap}")),
+        "{err}"
+    );
+    assert_eq!(
+        sources(&m),
+        vec![(cap.clone(), true), (root.clone(), false)],
+        "the site root is not left followed"
+    );
+    let out = rsmirror()
+        .args(["source", "remove", &cap, "--mirror"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    run_ok(&root, &m);
+    assert_mirror_is(&m, &srv.base(), &testdata("sample"), SAMPLE);
+    let out = rsmirror()
+        .args(["incremental", "-q", "--mirror"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+/// How many runs the mirror at `m` recorded.
+fn runs_of(m: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(m.join("catalog.sqlite"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap()
+}
