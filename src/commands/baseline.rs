@@ -157,7 +157,10 @@ fn followed_once(catalog: &Catalog, collection: &str, source_url: &str) -> Resul
     let alone = if other == collection {
         String::new()
     } else {
-        format!(" --capability-list {collection}")
+        format!(
+            "; where it lists several collections, --capability-list {collection} takes this \
+             one alone"
+        )
     };
     Err(settings::UsageError(format!(
         "{source_url}: its collection {collection} is followed already, as part of the source \

@@ -28,7 +28,16 @@ use crate::store::health::Line;
 /// `rsmirror catalog check`: what it finds, a line each (`ok`/`DAMAGED`), and the exit code.
 pub(crate) fn check(mirror: &Path, out: &mut dyn FnMut(&str)) -> Result<Exit, Error> {
     present(mirror)?;
-    let _lock = MirrorLock::acquire(mirror)?;
+    // It only reads: on read-only media (a mirror on a read-only mount, an archive copy) no
+    // run can write meanwhile, and no lock can be taken; it checks all the same.
+    let _lock = match MirrorLock::acquire(mirror) {
+        Err(crate::store::lock::LockError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
+        {
+            None
+        }
+        lock => Some(lock?),
+    };
     let lines = findings(mirror);
     let sound = lines
         .iter()

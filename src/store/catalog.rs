@@ -221,6 +221,14 @@ impl Catalog {
             .map_err(|e| StoreError::sqlite(&path, e))?;
         crate::store::seal::check(mirror, &conn, crate::store::seal::Who::Writer)?;
         no_checkpoint(&conn, false)?;
+        // A schema this rsmirror does not read (a newer rsmirror's, an overwritten header)
+        // refuses the writer before it marks anything: the seal stays as it was.
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| StoreError::sqlite(&path, e))?;
+        if !(0..=SCHEMA_VERSION).contains(&version) {
+            return Err(StoreError::schema(&path, version));
+        }
         crate::store::seal::open(mirror, &conn)?;
         // Only the writer checkpoints, a log it has proven (`committed`, `store::wal`): never
         // SQLite on its own, inside a commit, with frames nobody proved.
@@ -403,13 +411,9 @@ impl Catalog {
             Ok(version) => (conn, version),
             // A WAL catalog on read-only media: SQLite cannot make the shared-memory file it
             // reads through. Nothing can write there, so read the file as it is (`immutable`).
-            Err(e) if Self::read_only_media(&path) => {
-                let uri = url::Url::from_file_path(&path)
-                    .map(|u| format!("{u}?immutable=1"))
-                    .map_err(|_| StoreError::sqlite(&path, e))?;
+            Err(_) if Self::read_only_media(&path) => {
                 let conn =
-                    Connection::open_with_flags(&uri, flags | rusqlite::OpenFlags::SQLITE_OPEN_URI)
-                        .map_err(|e| StoreError::sqlite(&path, e))?;
+                    open_immutable(&path, flags).map_err(|e| StoreError::sqlite(&path, e))?;
                 let version = conn
                     .query_row("PRAGMA user_version", [], |r| r.get(0))
                     .map_err(|e| StoreError::sqlite(&path, e))?;
@@ -445,7 +449,7 @@ impl Catalog {
     }
 
     /// The catalog's folder cannot be written (a read-only file system or no permission).
-    fn read_only_media(catalog: &Path) -> bool {
+    pub(crate) fn read_only_media(catalog: &Path) -> bool {
         let folder = catalog.parent().unwrap_or(catalog);
         match tempfile_probe(folder) {
             Ok(()) => false,
@@ -1235,6 +1239,21 @@ impl Drop for Catalog {
 }
 
 /// Whether a file can be made in `folder` (made and removed at once).
+/// The catalog file at `path` opened as it is (SQLite's `immutable`: no shared-memory file
+/// made beside it, no lock taken), for media nothing can write to. A log beside it
+/// (`catalog.sqlite-wal`) is not read.
+pub(crate) fn open_immutable(
+    path: &Path,
+    flags: rusqlite::OpenFlags,
+) -> Result<Connection, rusqlite::Error> {
+    let uri = std::path::absolute(path)
+        .ok()
+        .and_then(|p| url::Url::from_file_path(p).ok())
+        .map(|u| format!("{u}?immutable=1"))
+        .ok_or_else(|| rusqlite::Error::InvalidPath(path.to_path_buf()))?;
+    Connection::open_with_flags(&uri, flags | rusqlite::OpenFlags::SQLITE_OPEN_URI)
+}
+
 fn tempfile_probe(folder: &Path) -> std::io::Result<()> {
     let probe = folder.join(format!(".rsmirror-probe-{}", std::process::id()));
     std::fs::OpenOptions::new()

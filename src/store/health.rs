@@ -36,7 +36,35 @@ pub(crate) fn findings(mirror: &Path) -> Vec<Line> {
             Err(e) => format!("SQLite's file header: {e}"),
         },
     });
-    let conn = match open_untouched(&path) {
+    // On read-only media SQLite cannot make the shared-memory file it reads a log through:
+    // the file is read as it is, and a log beside it (a run that did not end) named, unread.
+    let read_only = Catalog::read_only_media(&path);
+    if read_only {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if let Some(m) = std::fs::metadata(PathBuf::from(&wal))
+            .ok()
+            .filter(|m| m.len() > 0)
+        {
+            lines.push(Line {
+                ok: false,
+                what: format!(
+                    "the log: catalog.sqlite-wal ({} bytes) cannot be read on read-only media, \
+                     so what it holds is not checked: check a copy of the mirror on writable \
+                     media",
+                    m.len()
+                ),
+            });
+        }
+    }
+    let opened = match read_only {
+        true => crate::store::catalog::open_immutable(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        ),
+        false => open_untouched(&path),
+    };
+    let conn = match opened {
         Ok(c) => c,
         Err(e) => {
             lines.push(Line {

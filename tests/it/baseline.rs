@@ -1023,7 +1023,7 @@ fn a_collection_followed_already_is_not_a_second_source() {
     assert!(
         err.contains(&format!(
             "its collection {cap} is followed already, as part of the source {root}"
-        )) && err.contains(&format!("rsmirror baseline {root} --capability-list {cap}")),
+        )) && err.contains(&format!("rsmirror baseline {root}; where it lists several collections, --capability-list {cap} takes this one alone")),
         "{err}"
     );
     assert_eq!(sources(&m), vec![(root.clone(), true)]);

@@ -858,4 +858,20 @@ fn catalog_check_names_a_schema_it_does_not_read() {
         stdout_of(&out)
     );
     assert_eq!(on_mirror(&m, &["ls"]).status.code(), Some(5));
+    // The writers it refuses leave the seal as it was (it said the last run had ended).
+    let seal = std::fs::read(m.join("catalog.seal")).unwrap();
+    for args in [
+        &["incremental", "-q"][..],
+        &["repair", "--offline", "-q"],
+        &["audit", "--offline", "-q"],
+        &["catalog", "check"],
+    ] {
+        let out = on_mirror(&m, args);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {}", stderr_of(&out));
+        assert_eq!(
+            std::fs::read(m.join("catalog.seal")).unwrap(),
+            seal,
+            "{args:?} rewrote the seal"
+        );
+    }
 }

@@ -174,7 +174,31 @@ fn one_part_of_an_index_given_alone_deletes_nothing() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(current(dir.path()).len(), 4);
-    // The first part alone, with --delete: the other part's resources are not gone.
+    // The first part alone, with --delete: the other part's resources are not gone. Its
+    // collection (the `up` link) is the index's, followed already: refused before anything is
+    // read (issue 66, 9: one collection, one source), naming the index.
+    let out = baseline(&srv.url("/part1.xml"), dir.path())
+        .arg("--delete")
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is followed already, as part of the source {}",
+            srv.url("/index.xml")
+        )),
+        "{err}"
+    );
+    assert!(tombstoned(dir.path()).is_empty());
+    // The same where the index is no longer followed: the part is taken for what it is, one
+    // part of the index, and deletes nothing.
+    let out = rsmirror()
+        .args(["source", "remove", &srv.url("/index.xml"), "--mirror"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let out = baseline(&srv.url("/part1.xml"), dir.path())
         .arg("--delete")
         .output()

@@ -698,6 +698,28 @@ fn readers_work_on_read_only_media() {
     );
     read(&["status"]);
     read(&["diff", "run:1"]);
+    // Issue 66, 11: `catalog check` only reads, so it checks on read-only media (no lock can
+    // be taken there, and no run can write meanwhile).
+    let said = String::from_utf8(read(&["catalog", "check"])).unwrap();
+    assert!(
+        said.contains("ok      PRAGMA integrity_check") && said.ends_with("the catalog is sound\n"),
+        "{said}"
+    );
+    // A log beside the catalog cannot be read there: named, not passed over as sound.
+    disk.remount("rw");
+    std::fs::write(mirror.join("catalog.sqlite-wal"), vec![7u8; 4096]).unwrap();
+    disk.remount("ro");
+    let out = rsmirror()
+        .args(["catalog", "check", "--mirror"])
+        .arg(&mirror)
+        .output()
+        .unwrap();
+    let said = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(
+        said.contains("the log: catalog.sqlite-wal (4096 bytes) cannot be read on read-only media"),
+        "{said}"
+    );
     disk.remount("rw");
 }
 
