@@ -25,6 +25,40 @@ static ENDED: Mutex<Option<i64>> = Mutex::new(None);
 /// What a command that records no run leaves if stopped now (an export's DEST), if anything.
 static LEAVES: Mutex<Option<String>> = Mutex::new(None);
 
+/// Scratch files of this process (a list's scratch copy in `staging/`), removed on a signal:
+/// a list of millions of entries is a large file, and the next run may be days away.
+static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// `path` is a scratch file until [`scratch_gone`]: a signal removes it (and SQLite's journal
+/// beside it) before the process exits.
+pub(crate) fn scratch_made(path: &std::path::Path) {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(path.to_path_buf());
+}
+
+/// `path` was removed by its owner.
+pub(crate) fn scratch_gone(path: &std::path::Path) {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|p| p != path);
+}
+
+/// Remove the scratch files left (on a signal: the process exits next; an open connection
+/// to one reads on from the unlinked file until then).
+#[cfg(unix)]
+fn remove_scratch() {
+    for path in SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for end in ["", "-journal", "-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(end);
+            let _ = std::fs::remove_file(PathBuf::from(p));
+        }
+    }
+}
+
 /// From now on, a signal says this (what is left, and how to finish it) instead of "nothing
 /// was written".
 pub(crate) fn stopping_leaves(what: String) {
@@ -109,6 +143,7 @@ pub fn watch() {
                 OnSignal::Stop => break name,
             }
         };
+        remove_scratch();
         let current = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match current {
             Some((db, run_id)) => {

@@ -284,12 +284,37 @@ pub(crate) fn partial(summary: &Summary) -> bool {
 }
 
 /// Staging holds only downloads in flight; anything there at the start of a run (we hold the
-/// lock) is left over from a run that died, and is never referenced by the catalog.
+/// lock) is left over from a run that died, and is never referenced by the catalog. Its
+/// contents go, not the folder (which may be a mount of its own); then the folder is proven
+/// writable, so that a read-only one is said at once, as such.
 pub(crate) fn clean_staging(staging: &Path) -> Result<(), StoreError> {
-    if staging.exists() {
-        std::fs::remove_dir_all(staging).map_err(|e| StoreError::io("cleaning", staging, e))?;
+    std::fs::create_dir_all(staging).map_err(|e| unwritable_staging(staging, e))?;
+    let entries = std::fs::read_dir(staging).map_err(|e| StoreError::io("reading", staging, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("reading", staging, e))?;
+        let path = entry.path();
+        let removed = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        removed.map_err(|e| unwritable_staging(&path, e))?;
     }
-    std::fs::create_dir_all(staging).map_err(|e| StoreError::io("creating", staging, e))
+    let probe = staging.join(format!(".probe-{}", std::process::id()));
+    std::fs::File::create(&probe).map_err(|e| unwritable_staging(staging, e))?;
+    std::fs::remove_file(&probe).map_err(|e| unwritable_staging(staging, e))
+}
+
+/// `staging/` (or what is in it) could not be written: said as such when the media is read-only
+/// or the permission is missing.
+fn unwritable_staging(path: &Path, e: std::io::Error) -> StoreError {
+    let what = match e.kind() {
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+            "cleaning staging/ (read-only: a run stages its downloads there, on the mirror's file \
+             system, and needs it writable)"
+        }
+        _ => "cleaning staging/",
+    };
+    StoreError::io(what, path, e)
 }
 
 /// The mirror folder a staging folder belongs to, for messages.

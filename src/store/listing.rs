@@ -183,6 +183,7 @@ impl Scratch {
         let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("listing-{}-{n}.sqlite", std::process::id()));
         let _ = std::fs::remove_file(&path);
+        crate::interrupt::scratch_made(&path);
         let conn = Connection::open(&path).map_err(sql(&path))?;
         conn.execute_batch(SCHEMA).map_err(sql(&path))?;
         Ok(Scratch {
@@ -507,6 +508,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        crate::interrupt::scratch_gone(&self.path);
     }
 }
 

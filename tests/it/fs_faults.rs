@@ -528,3 +528,46 @@ fn a_list_too_big_for_the_disk_stops_the_baseline_before_anything_changes() {
     );
     audit_offline_is_clean(&mirror);
 }
+
+/// Issue 66, 12: a read-only `staging/` (a mount of its own, remounted read-only) is said to be
+/// read-only, naming the folder, not "Device or resource busy"; nothing in the mirror changes,
+/// and once it is writable again the same command runs.
+#[test]
+fn a_read_only_staging_folder_is_said_to_be_read_only() {
+    let tree = Tree::new();
+    generate_source(tree.path(), 5, 1024);
+    let srv = TestServer::start(tree.path());
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("mirror");
+    let list = srv.url("/resourcelist.xml");
+    let out = baseline(&list, &mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let before = current(&mirror);
+    let staging = mirror.join("staging");
+    std::fs::write(staging.join("left-over"), b"from a run that died").unwrap();
+    {
+        let Some(_ro) = ReadOnlyBind::mount(&staging) else {
+            return;
+        };
+        for args in [&["incremental"][..], &["baseline", &list], &["repair"]] {
+            let out = rsmirror()
+                .args(args)
+                .arg("--mirror")
+                .arg(&mirror)
+                .output()
+                .unwrap();
+            let err = stderr_of(&out);
+            assert_eq!(out.status.code(), Some(5), "{args:?}: {err}");
+            assert!(
+                err.contains("read-only")
+                    && err.contains(&staging.display().to_string())
+                    && !err.contains("busy"),
+                "{args:?}: {err}"
+            );
+        }
+        assert_eq!(current(&mirror), before);
+    }
+    let out = baseline(&list, &mirror).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(!staging.join("left-over").exists());
+}

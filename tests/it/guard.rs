@@ -955,3 +955,88 @@ fn a_repair_stopped_in_its_scan_is_recorded_as_interrupted() {
         )]
     );
 }
+
+/// Issue 66, 12: SIGTERM while a baseline copies its list into the scratch copy
+/// (`staging/listing-*.sqlite`) removes that copy as the process ends: a list of millions of
+/// entries is a large file, and the next run may be days away. The second part of an index
+/// never answers, so the signal comes while the first part is in the scratch copy.
+#[cfg(unix)]
+#[test]
+fn a_signal_while_the_list_is_read_leaves_no_scratch_copy() {
+    use std::time::{Duration, Instant};
+    let t = Tree::new();
+    let mut parts = String::new();
+    for p in 1..=2 {
+        let urls: String = (0..50)
+            .map(|n| format!("<url><loc>{ORIGIN}/res/p{p}-{n}</loc></url>\n"))
+            .collect();
+        std::fs::write(
+            t.path().join(format!("part{p}.xml")),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+                 xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+                 <rs:md capability=\"resourcelist\" at=\"2026-03-01T00:00:00Z\"/>\n{urls}</urlset>\n"
+            ),
+        )
+        .unwrap();
+        parts.push_str(&format!(
+            "<sitemap><loc>{ORIGIN}/part{p}.xml</loc></sitemap>\n"
+        ));
+    }
+    std::fs::write(
+        t.path().join("index.xml"),
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+             xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n\
+             <rs:md capability=\"resourcelist\" at=\"2026-03-01T00:00:00Z\"/>\n{parts}</sitemapindex>\n"
+        ),
+    )
+    .unwrap();
+    let srv = TestServer::start(t.path());
+    srv.set_rule("/part2.xml", crate::server::Rule::Stall);
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["baseline", &srv.url("/index.xml"), "-q", "--mirror"])
+        .arg(&m)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scratch = || -> Vec<String> {
+        std::fs::read_dir(m.join("staging"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("listing-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut child = child;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while srv.count("/part2.xml") == 0 || scratch().is_empty() {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("the baseline ended ({status}) before the signal: {err}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the list was never being read: {} part2 requests, scratch {:?}",
+            srv.count("/part2.xml"),
+            scratch()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(scratch(), Vec::<String>::new(), "{err}");
+}
