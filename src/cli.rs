@@ -345,8 +345,9 @@ pub(crate) fn reading_help() -> String {
         "WHEN is a point in the mirror's history: run:N (the mirror as run N left it; run:0 is \
          before the first run, run:-1 the last run), an RFC 3339 time (2026-03-01T12:00:00Z), a \
          local time (2026-03-01T12:00 or 2026-03-01 12:00: this machine's zone, said on \
-         stderr), a date (2026-03-01: its midnight, UTC) or a time ago (now, yesterday, 2 days ago, 3 \
-         hours ago). One clock everywhere: a state's time is the start of the run that \
+         stderr), a date (2026-03-01: its midnight, UTC) or a time ago as git reads it (now, yesterday, 2 days \
+         ago, 2.weeks.ago, last month, 3 years ago: months and years on the UTC calendar) or \
+         Unix time (@1700000000). One clock everywhere: a state's time is the start of the run that \
          brought it into the mirror (its arrival, not the source's lastmod); a time T means the \
          mirror as the runs started by T left it. Times shown are rounded up to the millisecond, \
          so --at a time shown for a state includes that state.\n\n\

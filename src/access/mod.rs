@@ -38,7 +38,7 @@ impl When {
     /// `run:N` (`run:0`: before the first run; `run:-1`: the last run, `run:-2` the one
     /// before), an RFC 3339 time (`2026-03-01T12:00:00Z`, any offset), a date (`2026-03-01`:
     /// its midnight, UTC), or a time relative to now as git writes them (`now`, `yesterday`,
-    /// `2 days ago`, `3 hours ago`, `1 week ago`).
+    /// `2 days ago`, `2.weeks.ago`, `last month`, `3 years ago`, `@1700000000`).
     pub(crate) fn parse(s: &str) -> Result<When, UsageError> {
         let t = s.trim();
         if let Some(n) = t.strip_prefix("run:") {
@@ -69,7 +69,8 @@ impl When {
         Err(UsageError(format!(
             "WHEN {s:?} is not a time: give an RFC 3339 time (2026-03-01T12:00:00Z), a local \
              time (2026-03-01T12:00 or 2026-03-01 12:00), a date (2026-03-01, its midnight \
-             UTC), a time ago (yesterday, 2 days ago) or a run id (run:42; run:-1 the last run)"
+             UTC), a time ago (yesterday, 2 days ago, 2.weeks.ago, last month) or Unix time \
+             (@1700000000), or a run id (run:42; run:-1 the last run)"
         )))
     }
 }
@@ -102,35 +103,72 @@ fn local_time(t: &str) -> Option<Result<Timestamp, UsageError>> {
     })
 }
 
-/// `now`, `yesterday` (24 hours ago) or `N UNIT(s) ago` (second, minute, hour, day, week), as
-/// git reads them; None when `t` is none of these.
+/// A time relative to now as git reads them; None when `t` is none of these.
 fn relative(t: &str) -> Option<Result<Timestamp, UsageError>> {
-    let now = Timestamp::now();
-    let lower = t.to_ascii_lowercase();
+    relative_to(t, Timestamp::now())
+}
+
+/// `now`, `yesterday` (24 hours ago), `N UNIT(s) ago` or `N UNIT(s)` (seconds, minutes, hours,
+/// days, weeks: fixed lengths; months and years: on the UTC calendar), `last UNIT`, `a UNIT
+/// ago`, the words joined by dots or underscores as well (`2.days.ago`), and `@SECONDS` (Unix
+/// time), as git reads them; counted back from `now`. None when `t` is none of these.
+fn relative_to(t: &str, now: Timestamp) -> Option<Result<Timestamp, UsageError>> {
+    if let Some(seconds) = t.strip_prefix('@') {
+        return Some(
+            seconds
+                .parse::<i64>()
+                .ok()
+                .and_then(|s| Timestamp::from_second(s).ok())
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "WHEN {t:?}: after @ come the seconds since 1970-01-01T00:00:00Z (Unix \
+                         time, as date +%s prints it)"
+                    ))
+                }),
+        );
+    }
+    let lower = t.to_ascii_lowercase().replace(['.', '_'], " ");
     let words: Vec<&str> = lower.split_whitespace().collect();
+    let count = |n: &str| match n {
+        "a" | "an" => Some(1),
+        n => n.parse::<i64>().ok(),
+    };
     let (n, unit) = match words.as_slice() {
         ["now"] => return Some(Ok(now)),
         ["yesterday"] => (1, "day"),
-        [n, unit, "ago"] => (n.parse::<i64>().ok()?, *unit),
+        ["last", unit] => (1, *unit),
+        [n, unit, "ago"] | [n, unit] => (count(n)?, *unit),
         _ => return None,
     };
+    let too_far = || UsageError(format!("WHEN {t:?}: too far back"));
+    let calendar = |span: Result<jiff::Span, jiff::Error>| {
+        span.ok()
+            .and_then(|span| now.to_zoned(jiff::tz::TimeZone::UTC).checked_sub(span).ok())
+            .map(|z| z.timestamp())
+            .ok_or_else(too_far)
+    };
+    if n < 0 {
+        return Some(Err(too_far()));
+    }
     let seconds = match unit.trim_end_matches('s') {
         "second" | "sec" => 1,
         "minute" | "min" => 60,
         "hour" => 3_600,
         "day" => 86_400,
         "week" => 7 * 86_400,
+        "month" => return Some(calendar(jiff::Span::new().try_months(n))),
+        "year" => return Some(calendar(jiff::Span::new().try_years(n))),
         _ => {
             return Some(Err(UsageError(format!(
-                "WHEN {t:?}: the unit is one of seconds, minutes, hours, days, weeks"
+                "WHEN {t:?}: the unit is one of seconds, minutes, hours, days, weeks, months, \
+                 years"
             ))))
         }
     };
     let back = n
         .checked_mul(seconds)
-        .filter(|s| *s >= 0)
         .and_then(|s| now.checked_sub(jiff::SignedDuration::from_secs(s)).ok());
-    Some(back.ok_or_else(|| UsageError(format!("WHEN {t:?}: too far back"))))
+    Some(back.ok_or_else(too_far))
 }
 
 /// A mirror opened for reading.
@@ -686,6 +724,38 @@ mod tests {
             "99999999999999 weeks ago",
         ] {
             let e = When::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    /// Issue 74: WHEN as git reads it, counted back from a fixed now (never today's date).
+    #[test]
+    fn when_reads_the_relative_forms_git_reads() {
+        let now: Timestamp = "2026-03-31T12:00:00Z".parse().unwrap();
+        let at = |s: &str| relative_to(s, now).unwrap().unwrap().to_string();
+        assert_eq!(at("2.days.ago"), "2026-03-29T12:00:00Z");
+        assert_eq!(at("2_days_ago"), "2026-03-29T12:00:00Z");
+        assert_eq!(at("3 hours"), "2026-03-31T09:00:00Z");
+        assert_eq!(at("last week"), "2026-03-24T12:00:00Z");
+        assert_eq!(at("a week ago"), "2026-03-24T12:00:00Z");
+        assert_eq!(at("an hour ago"), "2026-03-31T11:00:00Z");
+        // Months and years on the calendar: the 31st a month back is the last of February.
+        assert_eq!(at("1 month ago"), "2026-02-28T12:00:00Z");
+        assert_eq!(at("last month"), "2026-02-28T12:00:00Z");
+        assert_eq!(at("2.years.ago"), "2024-03-31T12:00:00Z");
+        assert_eq!(at("@1700000000"), "2023-11-14T22:13:20Z");
+        assert_eq!(at("now"), "2026-03-31T12:00:00Z");
+        // Not relative: left to the other forms.
+        for other in ["2026-03-01", "2026-03-01 12:00", "run:4", "x"] {
+            assert!(relative_to(other, now).is_none(), "{other}");
+        }
+        for bad in [
+            "@soon",
+            "2 fortnights ago",
+            "-2 days ago",
+            "99999999 years ago",
+        ] {
+            let e = relative_to(bad, now).unwrap().unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
     }
