@@ -2,7 +2,7 @@
 //! under `--json-progress` (JSON Lines on stderr, restic's `message_type`). The commands only
 //! call [`Progress`]; the drawing is decided here once.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::cell::{Cell, RefCell};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -23,6 +23,12 @@ struct Status {
     said: Cell<Instant>,
 }
 
+/// Whether a bar shows its estimate yet: not before a few items and a few seconds of a phase
+/// (the first items' pace, a connection being opened, said "eta 58m" for a run of seconds).
+fn eta_shown(done: u64, elapsed: Duration) -> bool {
+    done >= 5 && elapsed >= Duration::from_secs(3)
+}
+
 /// The least time between two `status` lines within a phase.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
@@ -41,11 +47,20 @@ impl Progress {
                 started: Instant::now(),
                 said: Cell::new(Instant::now()),
             }),
+            // Hidden until a phase with something to count starts: never a full bar at 0/0.
             bar: show.then(|| {
-                let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+                let bar = ProgressBar::hidden();
                 bar.set_style(
-                    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} eta {eta}")
+                    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}{eta_once}")
                         .expect("valid template")
+                        .with_key(
+                            "eta_once",
+                            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                                if eta_shown(s.pos(), s.elapsed()) {
+                                    let _ = write!(w, " eta {}", HumanDuration(s.eta()));
+                                }
+                            },
+                        )
                         .progress_chars("=> "),
                 );
                 bar
@@ -58,6 +73,11 @@ impl Progress {
             b.set_prefix(what.to_string());
             b.set_length(total);
             b.set_position(0);
+            b.reset_elapsed();
+            b.reset_eta();
+            if total > 0 && b.is_hidden() {
+                b.set_draw_target(ProgressDrawTarget::stderr());
+            }
         }
         if let Some(s) = &self.json {
             *s.phase.borrow_mut() = what.to_string();
@@ -121,5 +141,19 @@ impl Progress {
             "seconds_elapsed": (s.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         }));
         s.said.set(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 74: no estimate from the first items of a phase.
+    #[test]
+    fn the_estimate_waits_for_a_pace() {
+        assert!(!eta_shown(0, Duration::from_secs(60)));
+        assert!(!eta_shown(4, Duration::from_secs(60)));
+        assert!(!eta_shown(100, Duration::from_secs(2)));
+        assert!(eta_shown(5, Duration::from_secs(3)));
     }
 }
