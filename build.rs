@@ -1,7 +1,8 @@
 //! Which of the tools the integration tests run are on this machine.
 //!
 //! A test that needs a tool rsmirror does not ship (SeaweedFS, the export validators, nginx,
-//! Python's h2, the openssl command, the corpus of third-party documents) is marked
+//! Python's h2, the openssl command, groff for the manual's pages, the corpus of third-party
+//! documents) is marked
 //! `#[cfg_attr(missing = "TOOL", ignore = "why")]`: where the tool is missing, `cargo test`
 //! reports it as ignored with the reason instead of counting a test that did not run as a
 //! pass. `bash .ci/run` installs every tool; under `CI=true` nothing is ignored for a missing
@@ -18,7 +19,8 @@ use std::process::{Command, Stdio};
 
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
-    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "corpus", "libcurl8",
+    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "groff", "corpus",
+    "libcurl8",
 ];
 
 fn main() {
@@ -63,6 +65,7 @@ fn main() {
         ("resync", found("resync-sync")),
         ("nginx", runs("nginx", &["-v"])),
         ("openssl", runs("openssl", &["version"])),
+        ("groff", runs("groff", &["--version"])),
         ("h2", python_with_h2(&manifest)),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];

@@ -302,8 +302,8 @@ def cmd_run(a):
     def rs(fmt, link, dest, m=mirror, *more):
         return [exe, "export", fmt, dest, "--link", link, "--mirror", m, "-q", *more]
 
-    # The nightly audit a cron mirror runs (untimed): links are placed on its word (README,
-    # *Exporting*); `--verify` rows read every object anyway.
+    # The nightly audit a cron mirror runs (untimed): links are placed on its word (doc/manual/
+    # exports.md, `--link`); `--verify` rows read every object anyway.
     for m in [mirror] + ([big] if big else []):
         r = subprocess.run([exe, "audit", "--offline", "--mirror", m, "-q"])
         if r.returncode:

@@ -15,7 +15,8 @@ pub use crate::settings::{AuditLevel, FeedFormat, OnGap, ReportFormat, Via};
                   an SQLite catalog plus a content-addressed object store \
                   (MIRROR/objects/sha256/ab/<sha256>).",
     after_help = format!(
-        "--mirror DIR, -q and -v may also come before the command (rsmirror --mirror M ls).\n\n{}",
+        "--mirror DIR, -q and -v may also come before the command (rsmirror --mirror M ls).\n\n{}\n\n{}",
+        crate::manual::help_footer(),
         crate::exit::Exit::help_table()
     )
 )]
@@ -31,6 +32,10 @@ impl Cli {
     pub fn parse_args() -> Cli {
         use clap::FromArgMatches;
         let args = options_after_the_command(std::env::args_os().collect());
+        // `rsmirror help TOPIC`: a topic of the manual, where TOPIC is no command.
+        if let Some(code) = crate::manual::help(&args, &Cli::definitions()) {
+            std::process::exit(code);
+        }
         let parse = || {
             Cli::definitions()
                 .long_version(build_details())
@@ -326,7 +331,8 @@ pub enum Command {
     Attach(AttachArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
-    /// Print the man page (roff) for rsmirror, or for one of its commands.
+    /// Print the man page (roff) for rsmirror, for one of its commands, or for a topic of the
+    /// manual (`rsmirror-TOPIC(7)`, the text `rsmirror help TOPIC` prints).
     Man(ManArgs),
 }
 
@@ -633,7 +639,8 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct ManArgs {
-    /// A command (ls, cat, baseline...); default: rsmirror itself.
+    /// A command (ls, cat, baseline...) or a topic of the manual (sources, cron...: rsmirror
+    /// help topics); default: rsmirror itself.
     pub command: Option<String>,
 }
 

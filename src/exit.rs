@@ -1,5 +1,5 @@
 //! THE exit-code table. Every outcome of every command maps to exactly one of these codes,
-//! here and nowhere else; `--help` and the README print the same table.
+//! here and nowhere else; `--help`, the README and the manual (exit-codes) print the same table.
 
 use std::fmt;
 

@@ -77,6 +77,7 @@ pub(crate) mod export;
 pub mod formats;
 pub(crate) mod interrupt;
 pub mod logfile;
+pub mod manual;
 pub mod model;
 pub mod net;
 pub(crate) mod progress;

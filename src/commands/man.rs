@@ -3,8 +3,15 @@
 //! not: EXIT STATUS, ENVIRONMENT and FILES. A command's page is named `rsmirror-ls(1)` (the
 //! convention of git's pages, `git-log(1)`), and its synopsis reads `rsmirror ls ...`, the way
 //! it is typed.
+//!
+//! `rsmirror man TOPIC` writes the page `rsmirror-TOPIC(7)` of a topic of the manual
+//! (`doc/manual/TOPIC.md`, [`crate::manual`]) from its Markdown: headings become `.SH` / `.SS`,
+//! paragraphs `.PP`, bullets `.IP \(bu`, table rows `.TP`, code blocks no-fill text; code spans
+//! are bold, emphasis italic, and every backslash, hyphen, character beyond ASCII and line that
+//! would start with a control character is escaped.
 
 use crate::exit::TABLE;
+use crate::manual::{Topic, TOPICS};
 use std::io::{self, Write};
 
 /// The environment variables rsmirror reads: (name, what it does).
@@ -92,8 +99,267 @@ pub(crate) fn render(cmd: clap::Command, name: Option<&str>) -> io::Result<()> {
         man.render_subcommands_section(&mut out)?;
     }
     out.write_all(sections().as_bytes())?;
+    out.write_all(see_also(None).as_bytes())?;
     man.render_version_section(&mut out)?;
     out.flush()
+}
+
+/// Write the page `rsmirror-TOPIC(7)` of `topic` to stdout.
+pub(crate) fn render_topic(topic: &Topic) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(topic_page(topic).as_bytes())?;
+    out.flush()
+}
+
+/// The page `rsmirror-TOPIC(7)`, in roff: its title as the NAME line, then the Markdown.
+pub(crate) fn topic_page(topic: &Topic) -> String {
+    let mut s = format!(
+        ".TH rsmirror-{} 7 \"\" \"rsmirror {}\" \"rsmirror manual\"\n",
+        topic.name,
+        env!("CARGO_PKG_VERSION")
+    );
+    s.push_str(&format!(
+        // Left-aligned, unhyphenated: paths and digests do not stretch or split a line.
+        ".ad l\n.nh\n.SH NAME\nrsmirror\\-{} \\- {}\n.SH DESCRIPTION\n",
+        escape(topic.name),
+        inline(&plain(topic.title()))
+    ));
+    s.push_str(&markdown(topic.body()));
+    s.push_str(&see_also(Some(topic.name)));
+    s
+}
+
+/// SEE ALSO: rsmirror(1) and the manual's topics (but `this` one).
+fn see_also(this: Option<&str>) -> String {
+    let mut refs = vec!["\\fBrsmirror\\fR(1)".to_string()];
+    for t in TOPICS.iter().filter(|t| Some(t.name) != this) {
+        refs.push(format!("\\fBrsmirror\\-{}\\fR(7)", escape(t.name)));
+    }
+    format!(".SH \"SEE ALSO\"\n{}\n", refs.join(",\n"))
+}
+
+/// Markdown as roff: the block structure the manual's files use (headings, paragraphs,
+/// bullets with indented continuation lines, fenced code, pipe tables).
+fn markdown(text: &str) -> String {
+    #[derive(PartialEq)]
+    enum Block {
+        None,
+        Paragraph,
+        Item,
+    }
+    let mut out = String::new();
+    let mut block = Block::None;
+    let mut words = String::new();
+    let flush = |out: &mut String, words: &mut String| {
+        if !words.is_empty() {
+            out.push_str(&filled(words));
+            words.clear();
+        }
+    };
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") {
+            flush(&mut out, &mut words);
+            block = Block::None;
+            out.push_str(".PP\n.RS 4\n.nf\n");
+            // A fence indented under a bullet: its lines lose that indent.
+            let indent = line.len() - trimmed.len();
+            for code in lines.by_ref() {
+                if code.trim_start().starts_with("```") {
+                    break;
+                }
+                let code = match code.get(..indent) {
+                    Some(margin) if margin.trim().is_empty() => &code[indent..],
+                    _ => code.trim_start(),
+                };
+                out.push_str(&escape(code));
+                out.push('\n');
+            }
+            out.push_str(".fi\n.RE\n");
+        } else if trimmed.is_empty() {
+            flush(&mut out, &mut words);
+            block = Block::None;
+        } else if let Some(heading) = trimmed.strip_prefix("## ") {
+            flush(&mut out, &mut words);
+            block = Block::None;
+            out.push_str(&format!(
+                ".SH \"{}\"\n",
+                quoted(&plain(heading).to_uppercase())
+            ));
+        } else if let Some(heading) = trimmed.strip_prefix("### ") {
+            flush(&mut out, &mut words);
+            block = Block::None;
+            out.push_str(&format!(".SS \"{}\"\n", quoted(&plain(heading))));
+        } else if trimmed.starts_with('|') {
+            flush(&mut out, &mut words);
+            block = Block::None;
+            // The header row (the separator row under it says so) is not shown, nor that row.
+            if lines.peek().is_some_and(|next| is_separator(next)) {
+                lines.next();
+            } else {
+                out.push_str(&table_row(trimmed));
+            }
+        } else if let Some(item) = trimmed.strip_prefix("- ").filter(|_| line == trimmed) {
+            flush(&mut out, &mut words);
+            block = Block::Item;
+            out.push_str(".IP \\(bu 2\n");
+            words.push_str(item);
+        } else {
+            if block == Block::None {
+                out.push_str(".PP\n");
+                block = Block::Paragraph;
+            }
+            if !words.is_empty() {
+                words.push('\n');
+            }
+            words.push_str(trimmed);
+        }
+    }
+    flush(&mut out, &mut words);
+    out
+}
+
+/// A paragraph's lines (a code span or emphasis may run over a line's end) as filled roff text.
+fn filled(words: &str) -> String {
+    inline(words).lines().map(|l| protect(l) + "\n").collect()
+}
+
+/// A row of a pipe table as a tagged paragraph: the first cell bold, the others after it.
+fn table_row(row: &str) -> String {
+    let cells = cells(row);
+    let Some((first, rest)) = cells.split_first() else {
+        return String::new();
+    };
+    format!(
+        ".TP\n{}\n{}\n",
+        protect(&inline(first)),
+        protect(&inline(&rest.join("; ")))
+    )
+}
+
+/// The cells of a pipe table's row (`\|` is a `|` inside a cell).
+fn cells(row: &str) -> Vec<String> {
+    let row = row.trim().trim_start_matches('|');
+    let row = row
+        .strip_suffix('|')
+        .filter(|r| !r.ends_with('\\'))
+        .unwrap_or(row);
+    let mut cells = vec![String::new()];
+    let mut chars = row.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cells.last_mut().unwrap().push('|');
+                chars.next();
+            }
+            '|' => cells.push(String::new()),
+            _ => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells.iter().map(|c| c.trim().to_string()).collect()
+}
+
+/// The row under a table's header: `| --- | --- |`.
+fn is_separator(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with('|') && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
+/// Text with its Markdown marks taken out (for a heading, which roff sets in one font).
+fn plain(text: &str) -> String {
+    text.replace(['`', '*'], "")
+}
+
+/// A heading's text inside roff's double quotes.
+fn quoted(text: &str) -> String {
+    escape(text).replace('"', "\\(dq")
+}
+
+/// Markdown's inline marks as roff fonts: `code` bold, **strong** bold, *emphasis* italic;
+/// `[text](target)` as its text. Everything else escaped.
+fn inline(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    let mut bold = false;
+    let mut italic = false;
+    let font = |bold: bool, italic: bool| match (bold, italic) {
+        (true, _) => "\\fB",
+        (false, true) => "\\fI",
+        (false, false) => "\\fR",
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        let prev = i.checked_sub(1).map(|p| chars[p]);
+        match c {
+            '`' => {
+                let end = chars[i + 1..].iter().position(|&c| c == '`');
+                match end {
+                    Some(n) => {
+                        let code: String = chars[i + 1..i + 1 + n].iter().collect();
+                        // A long path or URL may break after a slash (`\:`), not overflow.
+                        out.push_str("\\fB");
+                        out.push_str(&escape_chars(&code).replace('/', "/\\:"));
+                        out.push_str(font(bold, italic));
+                        i += n + 2;
+                        continue;
+                    }
+                    None => out.push('`'),
+                }
+            }
+            '*' if next == Some('*') => {
+                bold = !bold;
+                out.push_str(font(bold, italic));
+                i += 2;
+                continue;
+            }
+            '*' if !italic
+                && next.is_some_and(|n| !n.is_whitespace())
+                && chars[i + 1..].contains(&'*') =>
+            {
+                italic = true;
+                out.push_str(font(bold, italic));
+            }
+            '*' if italic && prev.is_some_and(|p| !p.is_whitespace()) => {
+                italic = false;
+                out.push_str(font(bold, italic));
+            }
+            '[' => {
+                // [text](target): the text alone.
+                let close = chars[i..].iter().position(|&c| c == ']').map(|n| i + n);
+                match close.filter(|&j| chars.get(j + 1) == Some(&'(')) {
+                    Some(j) => {
+                        let end = chars[j..].iter().position(|&c| c == ')').map(|n| j + n);
+                        if let Some(end) = end {
+                            let label: String = chars[i + 1..j].iter().collect();
+                            out.push_str(&inline(&label));
+                            i = end + 1;
+                            continue;
+                        }
+                        out.push('[');
+                    }
+                    None => out.push('['),
+                }
+            }
+            _ => out.push_str(&escape_chars(&c.to_string())),
+        }
+        i += 1;
+    }
+    if bold || italic {
+        out.push_str("\\fR");
+    }
+    out
+}
+
+/// A line that would start with a control character (`.` or `'`) starts with `\&` instead.
+fn protect(line: &str) -> String {
+    if line.starts_with('.') || line.starts_with('\'') {
+        format!("\\&{line}")
+    } else {
+        line.to_string()
+    }
 }
 
 fn leak(s: String) -> &'static str {
@@ -116,15 +382,24 @@ fn sections() -> String {
     s
 }
 
-/// Text as roff shows it: backslashes and hyphens escaped, no line starting with a control
-/// character.
+/// Text as roff shows it: [`escape_chars`], and no line starting with a control character.
 fn escape(text: &str) -> String {
-    let s = text.replace('\\', "\\e").replace('-', "\\-");
-    if s.starts_with('.') || s.starts_with('\'') {
-        format!("\\&{s}")
-    } else {
-        s
+    protect(&escape_chars(text))
+}
+
+/// Backslashes and hyphens escaped, a character beyond ASCII named by its code point
+/// (`\[u00E9]`).
+fn escape_chars(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => s.push_str("\\e"),
+            '-' => s.push_str("\\-"),
+            c if c.is_ascii() => s.push(c),
+            c => s.push_str(&format!("\\[u{:04X}]", c as u32)),
+        }
     }
+    s
 }
 
 #[cfg(test)]

@@ -593,29 +593,35 @@ fn completions(a: &crate::cli::CompletionsArgs) -> Exit {
     Exit::Ok
 }
 
-/// The man page of rsmirror, or of one command (`rsmirror-ls(1)`), from the clap definitions.
+/// The man page of rsmirror, or of one command (`rsmirror-ls(1)`), from the clap definitions;
+/// or of a topic of the manual (`rsmirror-cron(7)`), from its Markdown.
 fn man(a: &crate::cli::ManArgs) -> Exit {
     let root = Cli::definitions();
-    let cmd = match &a.command {
-        None => root,
+    let written = match &a.command {
+        None => man::render(root, None),
         Some(name) => match root.find_subcommand(name) {
-            Some(sub) => sub.clone(),
-            None => {
-                let names: Vec<String> = root
-                    .get_subcommands()
-                    .map(|c| c.get_name().to_string())
-                    .collect();
-                return fail(
-                    &crate::error::UsageError(format!(
-                        "man {name}: no such command; the commands are {}",
-                        names.join(", ")
-                    ))
-                    .into(),
-                );
-            }
+            Some(sub) => man::render(sub.clone(), Some(name)),
+            None => match crate::manual::find(name) {
+                Some(topic) => man::render_topic(topic),
+                None => {
+                    let names: Vec<String> = root
+                        .get_subcommands()
+                        .map(|c| c.get_name().to_string())
+                        .collect();
+                    return fail(
+                        &crate::error::UsageError(format!(
+                            "man {name}: no such command or topic; the commands are {}; the \
+                             topics are {}",
+                            names.join(", "),
+                            crate::manual::names()
+                        ))
+                        .into(),
+                    );
+                }
+            },
         },
     };
-    match man::render(cmd, a.command.as_deref()) {
+    match written {
         Ok(()) => Exit::Ok,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
         Err(e) => fail(

@@ -149,7 +149,7 @@ pub(crate) fn compare_view(declared: &Declared, current: &Current<'_>) -> Compar
     }
     match lastmod_difference(declared, current) {
         Some(d) if !(by_digest && differences.is_empty()) => differences.push(d),
-        // A digest agrees and only lastmod differs: the same bytes, touched (README: `=`
+        // A digest agrees and only lastmod differs: the same bytes, touched (audit reports: `=`
         // means a digest agrees). Baseline still records the new lastmod (see `action`).
         Some(_) => {}
         None => agreed |= declared.lastmod.is_some() && current.lastmod.is_some(),

@@ -136,7 +136,7 @@ impl Summary {
             let notes: Vec<String> = self.notes.iter().map(|(k, n)| format!("{k} {n}")).collect();
             s.push_str(&format!(
                 "; at a path of their own ({}, listed in {}/map.tsv): {}",
-                "see README *Exporting*",
+                "rsmirror help exports",
                 paths::OWN,
                 notes.join(", ")
             ));

@@ -119,8 +119,8 @@ pub enum StoreError {
 /// What to do about a damaged catalog, said after every error that finds one.
 pub(crate) const RECOVERY: &str = " `rsmirror catalog check` names the damage; `rsmirror \
      catalog restore` puts back the newest good copy (catalog-copies/, made after every run that \
-     wrote) and finds again what happened after it (see \"When the catalog is damaged\" in the \
-     README)";
+     wrote) and finds again what happened after it (rsmirror help catalog-health: \"When the \
+     catalog is damaged\")";
 
 /// [`RECOVERY`] after an SQLite error that says the file is damaged (SQLITE_CORRUPT,
 /// SQLITE_NOTADB).

@@ -1,6 +1,6 @@
 //! The content-addressed object store: `objects/sha256/<2 hex>/<64 hex>`.
 //!
-//! This layout is a contract (README, "The mirror on disk"): scripts may read objects by
+//! This layout is a contract (doc/manual/layout.md): scripts may read objects by
 //! sha256. Objects are write-once: a verified new file is linked or renamed into place
 //! ([`NewFile`]), never written in place, so a crash leaves either the old state or the new
 //! one. Durability is arranged per batch by [`ObjectStore::sync`] (one `syncfs`) before the

@@ -1,15 +1,21 @@
-//! The command line: the exit-code table is the same in the code, `--help` and the README;
+//! The command line: the exit-code table is the same in the code, `--help`, the README and the
+//! manual (`doc/manual/exit-codes.md`);
 //! usage errors exit 2.
 
 use crate::support::*;
 use rsmirror::exit::TABLE;
 
 #[test]
-fn exit_codes_agree_in_code_help_and_readme() {
+fn exit_codes_agree_in_code_help_readme_and_manual() {
     let help = rsmirror().arg("--help").output().unwrap();
     let help = stdout_of(&help);
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let manual = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/doc/manual/exit-codes.md"
+    ))
+    .unwrap();
     for (_, code, meaning) in TABLE {
         assert!(
             help.contains(&format!("{code:>3}  {meaning}")),
@@ -18,6 +24,10 @@ fn exit_codes_agree_in_code_help_and_readme() {
         assert!(
             readme.contains(&format!("| {code} | {meaning} |")),
             "README lacks {code}: {meaning}"
+        );
+        assert!(
+            manual.contains(&format!("| {code} | {meaning} |")),
+            "doc/manual/exit-codes.md lacks {code}: {meaning}"
         );
     }
 }

@@ -1,7 +1,8 @@
 //! Every `--json` output has a documented shape in `schemas/`: a mirror with several runs is
 //! read with every command that prints JSON, and every document, and every line of the JSON
 //! Lines ones, is checked against its schema. The outputs must not be empty, so a command that
-//! stopped printing fails here too; and every schema is valid, and named in the README.
+//! stopped printing fails here too; and every schema is valid, and named in the README or the
+//! manual (`doc/manual/*.md`).
 
 use crate::support::*;
 use serde_json::Value;
@@ -35,11 +36,17 @@ fn lines(args: &[&str]) -> Vec<Value> {
 }
 
 /// Every schema in `schemas/` is a valid draft 2020-12 schema with the `$id` of its file name,
-/// and the README names it.
+/// and the README or a topic of the manual (`doc/manual/*.md`, `rsmirror help json`) names it.
 #[test]
-fn every_schema_is_valid_and_named_in_the_readme() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn every_schema_is_valid_and_named_in_the_documentation() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for entry in std::fs::read_dir(root.join("doc/manual")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            readme.push_str(&std::fs::read_to_string(path).unwrap());
+        }
+    }
     let mut names: Vec<String> = std::fs::read_dir(schemas_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -66,7 +73,10 @@ fn every_schema_is_valid_and_named_in_the_readme() {
             unnamed.push(name.clone());
         }
     }
-    assert!(unnamed.is_empty(), "README.md names no {unnamed:?}");
+    assert!(
+        unnamed.is_empty(),
+        "neither README.md nor doc/manual/ names {unnamed:?}"
+    );
 }
 
 /// The forms of `log.schema.json`, each on its own (`$defs/NAME`, its other `$defs` reachable).

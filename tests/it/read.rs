@@ -779,4 +779,128 @@ fn completions_and_the_man_page_come_from_the_same_definitions() {
     }
     let out = rsmirror().args(["man", "nosuch"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("cron"), "{}", stderr_of(&out));
+}
+
+/// The topics of the manual, by name: every `doc/manual/NAME.md`.
+fn manual_topics() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("doc/manual");
+    let mut topics: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    topics.sort();
+    assert!(topics.len() >= 15, "{topics:?}");
+    topics
+}
+
+/// Issue 66, 14: the manual has one source. Every file of `doc/manual/` is what `rsmirror help
+/// TOPIC` prints, is the page `rsmirror man TOPIC` writes (`rsmirror-TOPIC(7)`), is listed by
+/// `rsmirror help topics` and `--help`, and is linked from the README; a topic opens with its
+/// title and a summary, and no line is over 200 characters. `help COMMAND` stays clap's; an
+/// unknown name exits 2 naming the topics.
+#[test]
+fn every_manual_topic_is_its_help_its_man_page_and_linked_from_the_readme() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let listing = rsmirror().args(["help", "topics"]).output().unwrap();
+    assert_eq!(listing.status.code(), Some(0), "{}", stderr_of(&listing));
+    let listing = stdout_of(&listing);
+    let help = stdout_of(&rsmirror().arg("--help").output().unwrap());
+    for (name, text) in manual_topics() {
+        let mut lines = text.lines();
+        assert!(
+            lines.next().unwrap().starts_with("# "),
+            "{name}: a # Title first"
+        );
+        assert_eq!(lines.next(), Some(""), "{name}");
+        assert!(
+            lines.next().is_some_and(|l| !l.is_empty()),
+            "{name}: a summary"
+        );
+        for (n, line) in text.lines().enumerate() {
+            assert!(line.chars().count() <= 200, "{name}.md:{}: over 200", n + 1);
+        }
+        let out = rsmirror().args(["help", &name]).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "help {name}: {}",
+            stderr_of(&out)
+        );
+        assert_eq!(stdout_of(&out), text, "help {name}");
+        let out = rsmirror().args(["man", &name]).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "man {name}: {}",
+            stderr_of(&out)
+        );
+        let page = stdout_of(&out);
+        assert!(
+            page.starts_with(&format!(".TH rsmirror-{name} 7 ")),
+            "{page}"
+        );
+        assert!(page.contains(".SH DESCRIPTION"), "man {name}");
+        assert!(
+            listing
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(&*name)),
+            "help topics lacks {name}: {listing}"
+        );
+        assert!(help.contains(&name), "--help lacks {name}");
+        assert!(
+            readme.contains(&format!("(doc/manual/{name}.md)")),
+            "README links no doc/manual/{name}.md"
+        );
+    }
+    assert!(readme.contains("rsmirror help TOPIC") && readme.contains("man rsmirror-TOPIC"));
+    // A command's help is still clap's; an unknown name is a usage error naming the topics.
+    let out = rsmirror().args(["help", "ls"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout_of(&out).contains("--at"), "{}", stdout_of(&out));
+    let out = rsmirror().args(["help", "nosuch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("nosuch") && err.contains("cron") && err.contains("baseline"),
+        "{err}"
+    );
+}
+
+/// The manual's pages are roff groff reads without a warning (`-ww`): headings, bullets,
+/// tables, code, backslashes, hyphens and characters beyond ASCII escaped.
+#[test]
+#[cfg_attr(
+    missing = "groff",
+    ignore = "groff is not installed (apt-get install groff-base)"
+)]
+fn the_manual_pages_pass_groff_without_warnings() {
+    let mut pages = vec![vec!["man".to_string()], vec!["man".into(), "cat".into()]];
+    pages.extend(
+        manual_topics()
+            .into_iter()
+            .map(|(name, _)| vec!["man".into(), name]),
+    );
+    for args in pages {
+        let page = rsmirror().args(&args).output().unwrap();
+        assert_eq!(page.status.code(), Some(0), "{args:?}");
+        let mut groff = std::process::Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww", "-z"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        groff.stdin.take().unwrap().write_all(&page.stdout).unwrap();
+        let out = groff.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr_of(&out));
+        assert_eq!(stderr_of(&out), "", "{args:?}: groff warns");
+    }
 }
