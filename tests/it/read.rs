@@ -534,7 +534,7 @@ fn diff_marks_what_changed_between_two_points() {
     assert!(json[2]["after"].is_null());
     assert_eq!(json[3]["change"], "created");
     assert!(json[3]["before"].is_null());
-    let out = h.read(&["diff", "last week"]);
+    let out = h.read(&["diff", "next week"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("is not a time"));
 }
