@@ -134,14 +134,14 @@ pub(crate) fn run(
     })();
     progress.finish();
     summary.seconds = started.elapsed().as_secs_f64();
-    let unreadable = matches!(result, Err(Error::Source(_) | Error::Usage(_)));
+    let not_taken = matches!(result, Err(Error::Source(_) | Error::Usage(_)));
     let outcome = m.finish(run_id, summary, result);
     // A source that this baseline could not read (a mistyped URL, a host that is not there:
-    // exit 4; or one whose collection another source holds: exit 2) and that never found anything (no sync point, no run of it created or updated a
-    // resource) is not followed: it would fail every night beside the others. Its runs stay
+    // exit 4; or one whose collection another source holds: exit 2) and that never found
+    // anything (no sync point, no run of it created or updated a resource) is not followed: it would fail every night beside the others. Its runs stay
     // recorded; `baseline` of it again follows it. (A first baseline that read the source and
     // then failed in part stays followed: `incremental --on-gap rebaseline` finishes it.)
-    if unreadable && m.catalog.found_nothing(source_id)? {
+    if not_taken && m.catalog.found_nothing(source_id)? {
         m.catalog.remove_source(&source_url)?;
     }
     outcome

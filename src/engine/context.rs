@@ -171,14 +171,16 @@ fn object_store_and_lease(
     let objects = match (objects, recorded) {
         (Some(given), Some(recorded)) if *given != recorded => {
             return Err(UsageError(format!(
-                "--objects {given}: this mirror's objects are in {recorded}; they cannot be                      moved (leave --objects out: the mirror remembers where they are)"
+                "--objects {given}: this mirror's objects are in {recorded}; they cannot be \
+                 moved (leave --objects out: the mirror remembers where they are)"
             ))
             .into())
         }
         (Some(given), None) => {
             if catalog.has_versions()? {
                 return Err(UsageError(format!(
-                    "--objects {given}: this mirror keeps its objects in its folder                          ({}); they cannot be moved: make a new mirror with --objects",
+                    "--objects {given}: this mirror keeps its objects in its folder \
+                     ({}); they cannot be moved: make a new mirror with --objects",
                     mirror.join("objects").display()
                 ))
                 .into());
