@@ -49,6 +49,10 @@ pub enum SourceKind {
     Scp,
     /// An ARC sitemap (JSON).
     Arc,
+    /// An OAI-PMH 2.0 repository (`formats::oai`).
+    Oai,
+    /// A IIIF Change Discovery API 1.0 stream (`formats::iiif`).
+    Iiif,
 }
 
 impl SourceKind {
@@ -57,6 +61,8 @@ impl SourceKind {
             SourceKind::ResourceSync => "resourcesync",
             SourceKind::Scp => "scp",
             SourceKind::Arc => "arc",
+            SourceKind::Oai => "oai-pmh",
+            SourceKind::Iiif => "iiif",
         }
     }
 
@@ -64,6 +70,8 @@ impl SourceKind {
         match s {
             "scp" => SourceKind::Scp,
             "arc" => SourceKind::Arc,
+            "oai-pmh" => SourceKind::Oai,
+            "iiif" => SourceKind::Iiif,
             _ => SourceKind::ResourceSync,
         }
     }

@@ -25,6 +25,7 @@ pub mod discover;
 pub mod documents;
 pub mod expected;
 pub mod listing;
+pub(crate) mod paged;
 pub mod plan;
 pub mod snapshot;
 pub mod sync_point;
