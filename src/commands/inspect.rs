@@ -70,6 +70,8 @@ pub(crate) fn run(s: &SourceSettings) -> Result<Inspection, Error> {
         options: s.read_options(),
         allow_hosts: &s.allow_hosts,
         filter: &s.filter,
+        reader: &s.reader,
+        readers: &crate::formats::readers(),
     };
     let discovery = discover::discover(&docs, &s.source, None)?;
     let mut inspection = Inspection {

@@ -26,6 +26,7 @@ pub mod documents;
 pub mod expected;
 pub mod listing;
 pub(crate) mod paged;
+pub mod reader;
 pub mod plan;
 pub mod snapshot;
 pub mod sync_point;

@@ -41,7 +41,6 @@
 pub mod arc;
 pub mod iiif;
 pub mod oai;
-pub mod reader;
 pub mod resourcesync;
 pub mod scp;
 
@@ -174,8 +173,8 @@ pub struct OwnAudit {
     pub pages: u64,
 }
 
-/// The formats that only read ([`reader::Reader`]), each registered once.
-pub(crate) fn readers() -> [reader::Registration; 2] {
+/// The formats that only read ([`crate::engine::reader::Reader`]), each registered once.
+pub(crate) fn readers() -> [crate::engine::reader::Registration; 2] {
     [oai::registration(), iiif::registration()]
 }
 

@@ -714,3 +714,26 @@ fn a_version_7_mirror_is_upgraded_and_its_versions_have_no_coding() {
         std::fs::read(sample.join("res/a.txt")).unwrap()
     );
 }
+
+/// The checked-in mirror made at schema version 8 (`tests/fixtures/v8-mirror`) is upgraded in
+/// place by its first writer (`harvests`, empty: no harvest of that rsmirror is under way);
+/// every state stays and reads back byte for byte, and the next run records as before.
+#[test]
+fn a_version_8_mirror_is_upgraded_with_no_harvest_under_way() {
+    let (_dir, m, before) = upgraded_fixture("v8-mirror", 8, "harvests");
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let under_way: i64 = conn
+        .query_row("SELECT count(*) FROM harvests", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(under_way, 0);
+    drop(conn);
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (_, _) = ok_on_mirror(&m, &["incremental", "--map", &map, "-q"]);
+    assert_eq!(current(&m), before);
+    let (cat, _) = ok_on_mirror(&m, &["cat", "http://sample.example.org/res/b.txt"]);
+    assert_eq!(
+        cat.as_bytes(),
+        std::fs::read(sample.join("res/b.txt")).unwrap()
+    );
+}

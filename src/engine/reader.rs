@@ -9,9 +9,10 @@
 //! brought, and hands it back to [`Reader::start`] after a harvest killed between documents,
 //! so that no document is fetched twice.
 //!
-//! Formats of this kind: `oai/` (OAI-PMH 2.0), `iiif/` (IIIF Change Discovery API 1.0).
-//! `mod.rs` registers each ([`super::READERS`]): its [`SourceKind`](crate::engine::discover::SourceKind),
-//! how it recognises its documents and how to make its reader.
+//! The contract sits in the engine, below the formats that keep it (as rustic_core's
+//! `ReadSource`): `formats/oai/` (OAI-PMH 2.0) and `formats/iiif/` (IIIF Change Discovery API
+//! 1.0) each give a [`Registration`] (`formats::readers`), and the commands hand the list down
+//! to the engine with the documents ([`crate::engine::documents::Documents::readers`]).
 
 use crate::model::Change;
 use jiff::Timestamp;
@@ -130,7 +131,7 @@ pub trait Reader: Send {
     }
 }
 
-/// How a format of this kind plugs in: one of these in [`super::READERS`].
+/// How a format of this kind plugs in: one of these in `formats::readers`.
 pub struct Registration {
     pub kind: crate::engine::discover::SourceKind,
     /// The format's name in messages ("OAI-PMH").
