@@ -187,8 +187,14 @@ impl SourceSettings {
                 )))
             }
         };
-        if a.reader.oai_prefix.as_deref().is_some_and(|p| p.trim().is_empty()) {
-            return Err(UsageError("--oai-prefix: a metadataPrefix is not empty".into()));
+        if a.reader
+            .oai_prefix
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return Err(UsageError(
+                "--oai-prefix: a metadataPrefix is not empty".into(),
+            ));
         }
         Ok(SourceSettings {
             source: source.to_string(),

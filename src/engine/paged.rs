@@ -51,15 +51,12 @@ pub(crate) fn format(kind: SourceKind) -> &'static dyn Format {
 
 /// The registration of `kind` among those the commands handed down.
 fn registration<'r>(docs: &'r Documents<'_>, kind: SourceKind) -> Result<&'r Registration, Error> {
-    docs.readers
-        .iter()
-        .find(|r| r.kind == kind)
-        .ok_or_else(|| {
-            Error::Source(SourceError::Unusable {
-                url: String::new(),
-                message: format!("no reader registered for {} sources", kind.name()),
-            })
+    docs.readers.iter().find(|r| r.kind == kind).ok_or_else(|| {
+        Error::Source(SourceError::Unusable {
+            url: String::new(),
+            message: format!("no reader registered for {} sources", kind.name()),
         })
+    })
 }
 
 /// A document as fetched for a reader.
@@ -317,11 +314,10 @@ impl Apply<'_, '_> {
         for (i, a) in arrivals.iter().enumerate() {
             self.named.insert(a.entry.uri.to_string());
             match &a.entry.bytes {
-                Bytes::None if changes.live(a)? => changes.tombstone(a)?,
-                Bytes::None if changes.heard_of(a)? => {
-                    changes.known(a, Change::Deleted, ChangeOutcome::Unchanged)?
-                }
-                Bytes::None => changes.known(a, Change::Deleted, ChangeOutcome::UnknownDelete)?,
+                // A deletion of a resource the mirror never held is recorded too: the
+                // mirror knows what the source says it deleted (an OAI-PMH deleted record).
+                Bytes::None if changes.live(a)? || !changes.heard_of(a)? => changes.tombstone(a)?,
+                Bytes::None => changes.known(a, Change::Deleted, ChangeOutcome::Unchanged)?,
                 Bytes::Inline { bytes, media_type } => {
                     let mut h = crate::rs::digest::Hasher::new(false);
                     h.update(bytes);
@@ -366,10 +362,8 @@ impl Apply<'_, '_> {
         self.ends.failed_min = changes::earliest(self.ends.failed_min, ends.failed_min);
         self.ends.failed_docs.extend(ends.failed_docs);
         let (ids, collection) = (self.ids, self.collection);
-        crate::store::kill::point("harvest.before-commit");
         self.writer
             .flush(|tx| harvests::save(tx, ids, collection, checkpoint.as_deref()))?;
-        crate::store::kill::point("harvest.committed");
         Ok(())
     }
 }
@@ -448,7 +442,13 @@ fn run(
     (incremental, jobs, delete): (bool, usize, bool),
 ) -> Result<(), Error> {
     let reg = registration(ctx.docs, kind)?;
-    let collections = collections_of(ctx.docs, ctx.catalog, Some(ctx.source_id), kind, collections)?;
+    let collections = collections_of(
+        ctx.docs,
+        ctx.catalog,
+        Some(ctx.source_id),
+        kind,
+        collections,
+    )?;
     for collection in collections {
         let base = crate::formats::url_of(&collection);
         let resume = harvests::state(ctx.catalog, &collection.id)?;
@@ -476,11 +476,21 @@ fn run(
         let walked = walk(docs, reg, &base, start, |url, entries, checkpoint| {
             apply.document(url, entries, checkpoint)
         })?;
-        let (ends, named) = (std::mem::take(&mut apply.ends), std::mem::take(&mut apply.named));
+        let (ends, named) = (
+            std::mem::take(&mut apply.ends),
+            std::mem::take(&mut apply.named),
+        );
         ctx.summary.warnings.extend(walked.warnings.iter().cloned());
         let complete_listing = !incremental && !walked.resumed;
         if complete_listing {
-            gone(&mut writer, &collection.id, &named, delete, ctx.summary, progress)?;
+            gone(
+                &mut writer,
+                &collection.id,
+                &named,
+                delete,
+                ctx.summary,
+                progress,
+            )?;
         } else if !incremental && walked.resumed {
             ctx.summary.warnings.push(format!(
                 "{}: this harvest went on from where a killed one stopped: resources it did \
@@ -631,7 +641,12 @@ impl Format for Paged {
         let state = end_state(docs, reg, &base).map_err(unusable(&collection.id))?;
         let mut walked = Walked {
             anchored: true,
-            basis: state.walk.sync_point.as_ref().map(|(_, b)| b.clone()).unwrap_or_default(),
+            basis: state
+                .walk
+                .sync_point
+                .as_ref()
+                .map(|(_, b)| b.clone())
+                .unwrap_or_default(),
             at: state.walk.sync_point.as_ref().map(|(t, _)| *t),
             warnings: state.walk.warnings,
             ..Walked::default()
@@ -679,7 +694,11 @@ impl Format for Paged {
                     url: url.clone(),
                     kind: reg.name.to_string(),
                     entries: *entries,
-                    warnings: if i == last { walked.warnings.clone() } else { Vec::new() },
+                    warnings: if i == last {
+                        walked.warnings.clone()
+                    } else {
+                        Vec::new()
+                    },
                     syntax: "",
                     at: None,
                     completed: None,
@@ -745,10 +764,13 @@ fn end_state(docs: &Documents<'_>, reg: &Registration, base: &Url) -> Result<End
                     let mut h = crate::rs::digest::Hasher::new(false);
                     h.update(bytes);
                     let c = h.finish();
-                    (Some(c.length), vec![crate::rs::digest::Digest::new(
-                        crate::rs::digest::Algorithm::Sha256,
-                        &c.sha256_hex,
-                    )])
+                    (
+                        Some(c.length),
+                        vec![crate::rs::digest::Digest::new(
+                            crate::rs::digest::Algorithm::Sha256,
+                            &c.sha256_hex,
+                        )],
+                    )
                 }
                 _ => (None, Vec::new()),
             };
