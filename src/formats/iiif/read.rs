@@ -65,6 +65,16 @@ fn parse_time(s: &str) -> Option<(Timestamp, bool)> {
     Some((t, true))
 }
 
+/// "a Move", "an Add".
+fn with_article(ty: &str) -> String {
+    let article = if ty.starts_with(['A', 'E', 'I', 'O', 'U']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {ty}")
+}
+
 /// What an activity does, once read.
 enum Action {
     /// The object is there (Create, Update, Add): fetch it.
@@ -349,8 +359,9 @@ impl IiifReader {
             self.warn(
                 doc,
                 format_args!(
-                    "orderedItems[{i}]: a {ty} without {key}.id (IIIF Change Discovery 1.0 \
-                     §3.5.2); read as one of this stream"
+                    "orderedItems[{i}]: {} without {key}.id (IIIF Change Discovery 1.0 \
+                     §3.5.2); read as one of this stream",
+                    with_article(ty)
                 ),
             );
             return true;
@@ -363,8 +374,9 @@ impl IiifReader {
             self.warn(
                 doc,
                 format_args!(
-                    "orderedItems[{i}]: a {ty} whose {key} is another stream ({id}): skipped \
-                     (IIIF Change Discovery 1.0 §3.5.2)"
+                    "orderedItems[{i}]: {} whose {key} is another stream ({id}): skipped \
+                     (IIIF Change Discovery 1.0 §3.5.2)",
+                    with_article(ty)
                 ),
             );
         }
@@ -385,7 +397,10 @@ impl IiifReader {
         let Some(id) = id_of(v) else {
             self.warn(
                 doc,
-                format_args!("orderedItems[{i}]: a {ty} without {key}.id: skipped"),
+                format_args!(
+                    "orderedItems[{i}]: {} without {key}.id: skipped",
+                    with_article(ty)
+                ),
             );
             return None;
         };

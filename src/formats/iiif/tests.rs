@@ -596,7 +596,7 @@ fn add_and_remove_count_in_the_stream_they_name() {
     );
     assert_eq!(h.warnings.len(), 1, "{:?}", h.warnings);
     assert!(h.warnings[0].starts_with(&format!(
-        "{P2}: orderedItems[1]: a Add whose target is another stream"
+        "{P2}: orderedItems[1]: an Add whose target is another stream"
     )));
 }
 
@@ -643,6 +643,37 @@ fn unknown_activities_are_skipped_and_other_objects_mirrored_with_one_warning_pe
     assert_eq!(h.warnings.len(), 2, "{:?}", h.warnings);
     assert!(h.warnings[0].contains("unknown activity type \"Like\""));
     assert!(h.warnings[1].contains("of type Canvas"));
+}
+
+#[test]
+fn a_time_without_zone_is_utc_and_disorder_is_warned() {
+    let docs = [
+        (BASE, COLLECTION.to_string()),
+        (
+            P2,
+            page(
+                2,
+                None,
+                &[
+                    &act("Update", 1, "2018-03-12T08:00:00"),
+                    &act("Update", 2, "2018-03-01T00:00:00Z"),
+                ],
+            ),
+        ),
+    ];
+    let h = harvest(None, BASE, &docs);
+    h.end.unwrap();
+    assert_eq!(
+        h.entries,
+        [
+            fetched(manifest(1), None, "2018-03-12T08:00:00Z"),
+            fetched(manifest(2), None, "2018-03-01T00:00:00Z"),
+        ]
+    );
+    assert_eq!(h.warnings.len(), 2, "{:?}", h.warnings);
+    assert!(h.warnings[0].contains("orderedItems[0]: the time has no zone; read as UTC"));
+    assert!(h.warnings[1].contains("not ordered oldest first"));
+    assert_eq!(h.reader.sync_point().unwrap().0, ts("2018-03-12T08:00:00Z"));
 }
 
 /// §2.1.1: a level 0 list has no times: everything is read, and there is no sync point.
