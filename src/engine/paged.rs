@@ -177,6 +177,8 @@ struct Walk {
     documents: Vec<(String, u64)>,
     /// Whether it went on from a killed harvest's checkpoint.
     resumed: bool,
+    /// Whether what it named is the whole collection ([`Reader::lists_everything`]).
+    lists_everything: bool,
 }
 
 /// Walk the documents of the collection `base`: the reader names each, this fetches it and
@@ -222,6 +224,7 @@ fn walk(
         }
     }
     out.sync_point = reader.sync_point();
+    out.lists_everything = reader.lists_everything();
     Ok(out)
 }
 
@@ -481,7 +484,7 @@ fn run(
             std::mem::take(&mut apply.named),
         );
         ctx.summary.warnings.extend(walked.warnings.iter().cloned());
-        let complete_listing = !incremental && !walked.resumed;
+        let complete_listing = !incremental && !walked.resumed && walked.lists_everything;
         if complete_listing {
             gone(
                 &mut writer,
