@@ -85,7 +85,8 @@ impl Repository {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains("ListRecords"))
+            // Sickle's requests name the verb last; rsmirror's first.
+            .filter(|l| l.starts_with("verb=ListRecords"))
             .map(str::to_string)
             .collect()
     }
