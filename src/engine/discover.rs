@@ -418,7 +418,10 @@ impl Discoverer<'_, '_> {
             .read_to_end(&mut head)
             .map_err(|e| self.docs.http.read_error(url, e))?;
         let whole = (head.len() as u64) < ARC_HEAD_BYTES;
-        if !arc_fields(&head) || whole {
+        // A gzip'd JSON document is an ARC sitemap (`arc-sitemap.json.gz`): no other format
+        // is published so, and its fields cannot be looked for without inflating it.
+        let gzipped = head.starts_with(&[0x1f, 0x8b]);
+        if !gzipped && (!arc_fields(&head) || whole) {
             // Small enough to be read whole: the readers are asked first.
             let mut bytes = head;
             (&mut body.reader)
