@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
     "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "groff", "corpus",
-    "libcurl8",
+    "libcurl8", "pyoai", "djiiif",
 ];
 
 fn main() {
@@ -66,7 +66,9 @@ fn main() {
         ("nginx", runs("nginx", &["-v"])),
         ("openssl", runs("openssl", &["version"])),
         ("groff", runs("groff", &["--version"])),
-        ("h2", python_with_h2(&manifest)),
+        ("h2", python_with(&manifest, "h2")),
+        ("pyoai", python_with(&manifest, "oaipmh, sickle")),
+        ("djiiif", python_with(&manifest, "djiiif, django")),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {
@@ -115,8 +117,9 @@ fn runs(program: &str, args: &[&str]) -> bool {
         .is_ok()
 }
 
-/// A Python that imports h2, where `tests/it/hostile_h2.rs` looks for one.
-fn python_with_h2(manifest: &Path) -> bool {
+/// A Python that imports `modules`, where the tests look for one (`tests/it/hostile_h2.rs`,
+/// `tests/it/support.rs`).
+fn python_with(manifest: &Path, modules: &str) -> bool {
     let mut candidates = Vec::new();
     if let Some(d) = std::env::var_os("RSMIRROR_VALIDATORS") {
         candidates.push(PathBuf::from(d).join("python3"));
@@ -125,7 +128,7 @@ fn python_with_h2(manifest: &Path) -> bool {
     candidates.push("python3".into());
     candidates.iter().any(|python| {
         Command::new(python)
-            .args(["-c", "import h2"])
+            .args(["-c", &format!("import {modules}")])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()

@@ -1,4 +1,4 @@
--- rsmirror catalog, schema version 8 (PRAGMA user_version). Version 1 had objects in two
+-- rsmirror catalog, schema version 9 (PRAGMA user_version). Version 1 had objects in two
 -- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
 -- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
 -- 3 keeps them as resources and objects like every other format (`scp_versions` below), names
@@ -8,7 +8,8 @@
 -- settings of the whole mirror (`mirror_settings`: where its objects are). Version 7 remembers
 -- where each collection publishes its changes (`change_documents`). Version 8 records a
 -- version's content coding, declared and served (`versions.declared_encoding`,
--- `versions.content_encoding`).
+-- `versions.content_encoding`). Version 9 remembers where a harvest killed between two
+-- documents resumes (`harvests`: an OAI-PMH resumptionToken).
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -89,7 +90,7 @@ CREATE TABLE versions (
     sha1_hex             TEXT,                 -- computed only when the source declared sha-1
     sha256_hex           TEXT,                 -- computed; names the object
     media_type           TEXT,
-    arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone | held
+    arrived_via          TEXT NOT NULL,        -- http | dump | scp | arc | tombstone | held | record
     fetched_from         TEXT,                 -- final URL after redirects (or dump package)
     etag                 TEXT,
     last_modified        TEXT,                 -- (when a version was recorded: its run's time)
@@ -292,4 +293,15 @@ CREATE TABLE mirror_settings (
     value         TEXT NOT NULL
 );
 
-PRAGMA user_version = 8;
+-- A harvest under way, read document by document (an OAI-PMH ListRecords): what its reader
+-- needs to go on after the last document whose records were committed (its own text, such as
+-- a resumptionToken). Written in the same transaction as those records; gone once the
+-- harvest is complete.
+CREATE TABLE harvests (
+    collection    TEXT PRIMARY KEY,            -- as in sync_points
+    source_id     INTEGER NOT NULL REFERENCES sources(id),
+    state         TEXT NOT NULL,
+    run_id        INTEGER NOT NULL REFERENCES runs(id)
+);
+
+PRAGMA user_version = 9;

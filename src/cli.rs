@@ -766,6 +766,13 @@ fn parse_secs(v: &str) -> Result<f64, String> {
 
 #[derive(Debug, Args)]
 pub struct SourceArgs {
+    /// OAI-PMH sources: harvest records in this metadata format (`metadataPrefix`; default
+    /// oai_dc). A different prefix is another collection of the same repository.
+    #[arg(long = "oai-prefix", value_name = "PREFIX")]
+    pub oai_prefix: Option<String>,
+    /// OAI-PMH sources: harvest only this set (`set`; its setSpec).
+    #[arg(long = "oai-set", value_name = "SETSPEC")]
+    pub oai_set: Option<String>,
     /// Also accept resources on HOST (and its subdomains); repeatable. Kept with the source.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
@@ -1093,6 +1100,10 @@ impl SourceArgs {
     /// The checked settings of `source` (may be empty: the mirror's remembered source).
     pub(crate) fn settings(&self, source: &str) -> Result<settings::SourceSettings, UsageError> {
         let options = settings::SourceOptions {
+            reader: crate::engine::reader::Options {
+                oai_prefix: self.oai_prefix.clone(),
+                oai_set: self.oai_set.clone(),
+            },
             allow_host: self.allow_host.clone(),
             map: self.map.clone(),
             no_map: self.no_map,

@@ -21,6 +21,8 @@ pub struct Output {
 #[derive(Debug, Clone)]
 pub struct SourceSettings {
     pub source: String,
+    /// `--oai-prefix`, `--oai-set`: what a reader is asked beyond the URL.
+    pub reader: crate::engine::reader::Options,
     /// `--delay`: the least time between two requests to one host; None when not set (an
     /// ARC sitemap's crawl_rate may then set it).
     pub delay: Option<Duration>,
@@ -66,6 +68,8 @@ pub const DEFAULT_JOBS: usize = 8;
 /// The source options as given, before they are checked.
 #[derive(Debug, Clone, Default)]
 pub struct SourceOptions {
+    /// What the readers of OAI-PMH and IIIF sources are asked (`--oai-prefix`, `--oai-set`).
+    pub reader: crate::engine::reader::Options,
     pub allow_host: Vec<String>,
     pub map: Vec<String>,
     pub no_map: bool,
@@ -183,8 +187,18 @@ impl SourceSettings {
                 )))
             }
         };
+        if a.reader
+            .oai_prefix
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return Err(UsageError(
+                "--oai-prefix: a metadataPrefix is not empty".into(),
+            ));
+        }
         Ok(SourceSettings {
             source: source.to_string(),
+            reader: a.reader.clone(),
             delay,
             allow_hosts: a
                 .allow_host

@@ -1052,6 +1052,8 @@ fn walk_source(
         allow_hosts: &s.source.allow_hosts,
         // Each source's own filter is applied to its entries below.
         filter: &crate::model::Filter::default(),
+        reader: &s.source.reader,
+        readers: &crate::formats::readers(),
     };
     let mut collections = Vec::new();
     for src in std::iter::once(source).chain(also.iter().map(String::as_str)) {

@@ -178,6 +178,8 @@ fn run_source(
         options: s.source.read_options(),
         allow_hosts: &s.source.allow_hosts,
         filter: &s.source.filter,
+        reader: &s.source.reader,
+        readers: &crate::formats::readers(),
     };
     let mut summary = Summary {
         command: "incremental",

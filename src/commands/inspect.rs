@@ -70,6 +70,8 @@ pub(crate) fn run(s: &SourceSettings) -> Result<Inspection, Error> {
         options: s.read_options(),
         allow_hosts: &s.allow_hosts,
         filter: &s.filter,
+        reader: &s.reader,
+        readers: &crate::formats::readers(),
     };
     let discovery = discover::discover(&docs, &s.source, None)?;
     let mut inspection = Inspection {
@@ -81,6 +83,10 @@ pub(crate) fn run(s: &SourceSettings) -> Result<Inspection, Error> {
     // A format that reads its documents its own way (ARC's JSON) reports them itself.
     for c in discovery.collections {
         let id = c.id.clone();
+        // The document discovery read it from is reported with it (an OAI-PMH base URL).
+        if let Some(p) = &c.prefetched {
+            seen.insert(p.url.to_string());
+        }
         match formats::of(c.kind).inspect(&docs, c) {
             None => {}
             Some(Ok(reports)) => {

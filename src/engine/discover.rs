@@ -49,6 +49,10 @@ pub enum SourceKind {
     Scp,
     /// An ARC sitemap (JSON).
     Arc,
+    /// An OAI-PMH 2.0 repository (`formats::oai`).
+    Oai,
+    /// A IIIF Change Discovery API 1.0 stream (`formats::iiif`).
+    Iiif,
 }
 
 impl SourceKind {
@@ -57,6 +61,8 @@ impl SourceKind {
             SourceKind::ResourceSync => "resourcesync",
             SourceKind::Scp => "scp",
             SourceKind::Arc => "arc",
+            SourceKind::Oai => "oai-pmh",
+            SourceKind::Iiif => "iiif",
         }
     }
 
@@ -64,6 +70,8 @@ impl SourceKind {
         match s {
             "scp" => SourceKind::Scp,
             "arc" => SourceKind::Arc,
+            "oai-pmh" => SourceKind::Oai,
+            "iiif" => SourceKind::Iiif,
             _ => SourceKind::ResourceSync,
         }
     }
@@ -200,6 +208,16 @@ fn looks_like_a_host(source: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
         && !host.starts_with('.')
+}
+
+/// How much of a JSON document is looked at for an ARC sitemap's fields before it is handed to
+/// the ARC reader as it streams.
+const ARC_HEAD_BYTES: u64 = 1 << 20;
+
+/// Whether `head` (a JSON document's first bytes) names a field of an ARC sitemap.
+fn arc_fields(head: &[u8]) -> bool {
+    let has = |name: &[u8]| head.windows(name.len()).any(|w| w == name);
+    has(b"\"arc_sitemap_version\"") || has(b"\"pages\"") || has(b"\"site\"")
 }
 
 /// Discover the collections behind `source`. `only` keeps just one Capability List.
@@ -358,13 +376,84 @@ impl Discoverer<'_, '_> {
         }
         match self.docs.fetch(url, scope) {
             Ok(doc) => self.opened(doc, scope, depth),
-            Err(SourceError::Json { url, received }) => {
-                self.out.trail.push(format!("{url}: JSON (an ARC sitemap)"));
-                self.out.collections.push(Collection::arc(&url, received));
-                Ok(())
+            Err(SourceError::Json { url, received }) => self.json(&url, received, scope),
+            // Not a Sitemap: a document another format reads (an OAI-PMH response), asked
+            // by what it is, else the Sitemap reader's word stands.
+            Err(e @ SourceError::Read(_)) if not_a_sitemap(&e) => {
+                match crate::engine::paged::recognise(
+                    self.docs,
+                    url,
+                    scope,
+                    None,
+                    &mut self.out.trail,
+                )? {
+                    Some(c) => {
+                        self.out.collections.push(c);
+                        Ok(())
+                    }
+                    None => Err(e),
+                }
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// A JSON document where a Sitemap was expected: an ARC sitemap (told by its own fields,
+    /// read as it streams), else whatever format recognises it (a IIIF Change Discovery
+    /// collection), else not a source rsmirror reads.
+    fn json(
+        &mut self,
+        url: &Url,
+        received: Option<Box<Body>>,
+        scope: &Scope,
+    ) -> Result<(), SourceError> {
+        let Some(mut body) = received else {
+            self.out.trail.push(format!("{url}: JSON (an ARC sitemap)"));
+            self.out.collections.push(Collection::arc(url, None));
+            return Ok(());
+        };
+        let mut head = Vec::new();
+        (&mut body.reader)
+            .take(ARC_HEAD_BYTES)
+            .read_to_end(&mut head)
+            .map_err(|e| self.docs.http.read_error(url, e))?;
+        let whole = (head.len() as u64) < ARC_HEAD_BYTES;
+        // A gzip'd JSON document is an ARC sitemap (`arc-sitemap.json.gz`): no other format
+        // is published so, and its fields cannot be looked for without inflating it.
+        let gzipped = head.starts_with(&[0x1f, 0x8b]);
+        if !gzipped && (!arc_fields(&head) || whole) {
+            // Small enough to be read whole: the readers are asked first.
+            let mut bytes = head;
+            (&mut body.reader)
+                .take(self.docs.options.max_bytes)
+                .read_to_end(&mut bytes)
+                .map_err(|e| self.docs.http.read_error(url, e))?;
+            let received = (bytes, body.media_type.clone(), body.validators.clone());
+            if let Some(c) = crate::engine::paged::recognise(
+                self.docs,
+                &body.final_url,
+                scope,
+                Some(received.clone()),
+                &mut self.out.trail,
+            )? {
+                self.out.collections.push(c);
+                return Ok(());
+            }
+            if !arc_fields(&received.0) {
+                return Err(SourceError::Unusable {
+                    url: url.to_string(),
+                    message: "a JSON document that is neither an ARC sitemap (no \
+                              arc_sitemap_version, site or pages) nor one another format \
+                              reads (a IIIF Change Discovery collection)"
+                        .into(),
+                });
+            }
+            head = received.0;
+        }
+        body.reader = Box::new(std::io::Cursor::new(head).chain(body.reader));
+        self.out.trail.push(format!("{url}: JSON (an ARC sitemap)"));
+        self.out.collections.push(Collection::arc(url, Some(body)));
+        Ok(())
     }
 
     fn opened(

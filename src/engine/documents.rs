@@ -118,6 +118,11 @@ pub struct Documents<'a> {
     /// names that it leaves out is not planned ([`crate::engine::listing::Listing`]), nor a
     /// change applied ([`crate::engine::changes::Changes`]).
     pub filter: &'a crate::model::Filter,
+    /// What the readers of formats that only read are asked (`--oai-prefix`, `--oai-set`).
+    pub reader: &'a crate::engine::reader::Options,
+    /// The formats that only read, as the commands registered them (`formats::readers`):
+    /// discovery asks each whether a document is one of its.
+    pub readers: &'a [crate::engine::reader::Registration],
 }
 
 impl Documents<'_> {

@@ -194,7 +194,9 @@ fn say_held_back(
         false => format!(" (such as {})", held.examples.join(", ")),
     };
     let message = format!(
-        "{}: the {} is as of {list_at}, older than the mirror's state of this collection (sync          point {mirror_at}): nothing in it replaces a newer state: {}{examples}; the sync point          stays at {mirror_at}",
+        "{}: the {} is as of {list_at}, older than the mirror's state of this collection (sync \
+         point {mirror_at}): nothing in it replaces a newer state: {}{examples}; the sync point \
+         stays at {mirror_at}",
         p.collection,
         p.list_name,
         parts.join("; ")

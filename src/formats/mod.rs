@@ -39,6 +39,8 @@
 //!    already treat every version alike.
 
 pub mod arc;
+pub mod iiif;
+pub mod oai;
 pub mod resourcesync;
 pub mod scp;
 
@@ -171,12 +173,18 @@ pub struct OwnAudit {
     pub pages: u64,
 }
 
+/// The formats that only read ([`crate::engine::reader::Reader`]), each registered once.
+pub(crate) fn readers() -> [crate::engine::reader::Registration; 2] {
+    [oai::registration(), iiif::registration()]
+}
+
 /// The format of a kind of source.
 pub(crate) fn of(kind: SourceKind) -> &'static dyn Format {
     match kind {
         SourceKind::ResourceSync => &resourcesync::ResourceSync,
         SourceKind::Scp => &scp::Scp,
         SourceKind::Arc => &arc::Arc,
+        SourceKind::Oai | SourceKind::Iiif => crate::engine::paged::format(kind),
     }
 }
 
@@ -201,6 +209,8 @@ fn order(kind: SourceKind) -> u8 {
         SourceKind::ResourceSync => 0,
         SourceKind::Scp => 1,
         SourceKind::Arc => 2,
+        SourceKind::Oai => 3,
+        SourceKind::Iiif => 4,
     }
 }
 

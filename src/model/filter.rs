@@ -92,6 +92,10 @@ impl Patterns {
     }
 
     fn matches(&self, url: &str) -> bool {
+        if !url.contains("://") {
+            // An opaque URI (`oai:host:12`, `urn:...`): the URI itself is its one path segment.
+            return self.urls.is_match(url) || self.paths.is_match(format!("/{url}"));
+        }
         self.urls.is_match(url) || self.paths.is_match(path_of(url))
     }
 }
@@ -150,6 +154,16 @@ mod tests {
             exclude: exclude.iter().map(|s| s.to_string()).collect(),
         })
         .unwrap()
+    }
+
+    #[test]
+    fn an_opaque_uri_is_matched_whole() {
+        let f = filter(&[], &["*rec-0000*"]);
+        assert!(!f.admits("oai:repo.example.org:rec-000001"));
+        assert!(f.admits("oai:repo.example.org:rec-001000"));
+        let f = filter(&["oai:repo.example.org:*"], &[]);
+        assert!(f.admits("oai:repo.example.org:rec-1"));
+        assert!(!f.admits("oai:other.example.org:rec-1"));
     }
 
     #[test]

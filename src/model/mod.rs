@@ -105,7 +105,7 @@ mod tests {
         );
         round_trips(
             Via::ALL,
-            &["http", "dump", "scp", "arc", "tombstone", "held"],
+            &["http", "dump", "scp", "arc", "tombstone", "held", "record"],
         );
         round_trips(
             ProblemClass::ALL,

@@ -20,6 +20,9 @@ pub enum Via {
     /// found to be what the list declares (a mirror after `catalog restore` or `rebuild`, or
     /// the same bytes under another URL).
     Held,
+    /// Inside a document the source published, one record among others (an OAI-PMH
+    /// `ListRecords` response): the record's metadata as published.
+    Record,
 }
 
 catalog_text!(Via, "arrival way", {
@@ -29,4 +32,5 @@ catalog_text!(Via, "arrival way", {
     Arc => "arc",
     Tombstone => "tombstone",
     Held => "held",
+    Record => "record",
 });

@@ -48,6 +48,7 @@ pub const KILL_POINTS: &[&str] = &[
     "upgrade.5-to-6-before-commit",
     "upgrade.6-to-7-before-commit",
     "upgrade.7-to-8-before-commit",
+    "upgrade.8-to-9-before-commit",
 ];
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.

@@ -25,6 +25,8 @@
 //! - 7 → 8: `versions.declared_encoding` and `versions.content_encoding` (a version's content
 //!   coding, as declared and as served), NULL in every row: no earlier version recorded one.
 //!   One transaction.
+//! - 8 → 9: `harvests` (where a harvest killed between two documents resumes), empty: no
+//!   harvest of an earlier rsmirror is under way. One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -68,6 +70,9 @@ pub(crate) fn upgrade(
     }
     if from < 8 {
         seven_to_eight(conn).map_err(sql)?;
+    }
+    if from < 9 {
+        eight_to_nine(conn).map_err(sql)?;
     }
     Ok(())
 }
@@ -127,6 +132,23 @@ fn seven_to_eight(conn: &mut Connection) -> rusqlite::Result<()> {
     }
     kill_point("upgrade.7-to-8-before-commit");
     tx.execute_batch("PRAGMA user_version = 8;")?;
+    tx.commit()
+}
+
+/// `harvests`, empty (unless it is there: a catalog whose version number was set back by hand),
+/// and version 9, in one transaction.
+fn eight_to_nine(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS harvests (
+             collection TEXT PRIMARY KEY,
+             source_id  INTEGER NOT NULL REFERENCES sources(id),
+             state      TEXT NOT NULL,
+             run_id     INTEGER NOT NULL REFERENCES runs(id)
+         );",
+    )?;
+    kill_point("upgrade.8-to-9-before-commit");
+    tx.execute_batch("PRAGMA user_version = 9;")?;
     tx.commit()
 }
 

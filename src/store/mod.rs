@@ -14,6 +14,7 @@ pub(crate) mod change_history;
 mod columns;
 pub mod copies;
 pub(crate) mod fixity_claims;
+pub(crate) mod harvests;
 pub(crate) mod health;
 pub(crate) mod history;
 pub mod kill;

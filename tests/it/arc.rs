@@ -143,6 +143,8 @@ fn arc_audit(sitemap: &str, mirror: &Path) -> Vec<(char, String, String)> {
         options: Default::default(),
         allow_hosts: &[],
         filter: &Default::default(),
+        reader: &Default::default(),
+        readers: &[],
     };
     let catalog = rsmirror::store::Catalog::open_read_only(mirror)
         .unwrap()

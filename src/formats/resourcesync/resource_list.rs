@@ -578,6 +578,8 @@ mod tests {
             options: Default::default(),
             allow_hosts: &[],
             filter: &Default::default(),
+            reader: &Default::default(),
+            readers: &[],
         };
         let url = Url::parse(top).unwrap();
         let open = || docs.fetch(&url, &docs.scope_for(&url)).unwrap();
