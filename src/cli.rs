@@ -1100,7 +1100,7 @@ impl SourceArgs {
     /// The checked settings of `source` (may be empty: the mirror's remembered source).
     pub(crate) fn settings(&self, source: &str) -> Result<settings::SourceSettings, UsageError> {
         let options = settings::SourceOptions {
-            reader: crate::engine::reader::Options {
+            reader: crate::model::ReaderOptions {
                 oai_prefix: self.oai_prefix.clone(),
                 oai_set: self.oai_set.clone(),
             },

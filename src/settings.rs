@@ -2,6 +2,7 @@
 //! the user typed and has them checked here; every problem found here is a usage error (exit 2)
 //! naming the option. Nothing here knows the command line's types.
 
+use crate::model::ReaderOptions;
 use crate::net::HttpConfig;
 use crate::rs::w3c_datetime::Zone;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ pub struct Output {
 pub struct SourceSettings {
     pub source: String,
     /// `--oai-prefix`, `--oai-set`: what a reader is asked beyond the URL.
-    pub reader: crate::engine::reader::Options,
+    pub reader: ReaderOptions,
     /// `--delay`: the least time between two requests to one host; None when not set (an
     /// ARC sitemap's crawl_rate may then set it).
     pub delay: Option<Duration>,
@@ -69,7 +70,7 @@ pub const DEFAULT_JOBS: usize = 8;
 #[derive(Debug, Clone, Default)]
 pub struct SourceOptions {
     /// What the readers of OAI-PMH and IIIF sources are asked (`--oai-prefix`, `--oai-set`).
-    pub reader: crate::engine::reader::Options,
+    pub reader: ReaderOptions,
     pub allow_host: Vec<String>,
     pub map: Vec<String>,
     pub no_map: bool,
@@ -99,6 +100,16 @@ pub struct SourceOptions {
     pub streams: usize,
     /// `--http2-prior-knowledge`.
     pub http2_prior_knowledge: bool,
+}
+
+/// `--oai-prefix` and `--oai-set`, checked.
+fn reader_options(o: &ReaderOptions) -> Result<ReaderOptions, UsageError> {
+    if o.oai_prefix.as_deref().is_some_and(|p| p.trim().is_empty()) {
+        return Err(UsageError(
+            "--oai-prefix: a metadataPrefix is not empty".into(),
+        ));
+    }
+    Ok(o.clone())
 }
 
 /// The most `--streams`: each in flight holds a staging file and a receive buffer.
@@ -187,18 +198,9 @@ impl SourceSettings {
                 )))
             }
         };
-        if a.reader
-            .oai_prefix
-            .as_deref()
-            .is_some_and(|p| p.trim().is_empty())
-        {
-            return Err(UsageError(
-                "--oai-prefix: a metadataPrefix is not empty".into(),
-            ));
-        }
         Ok(SourceSettings {
             source: source.to_string(),
-            reader: a.reader.clone(),
+            reader: reader_options(&a.reader)?,
             delay,
             allow_hosts: a
                 .allow_host

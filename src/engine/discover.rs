@@ -41,19 +41,7 @@ pub struct Collection {
     pub describes: Option<String>,
 }
 
-/// Which protocol a collection speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceKind {
-    ResourceSync,
-    /// A `sitemap.xml` carrying the SCP extension namespace.
-    Scp,
-    /// An ARC sitemap (JSON).
-    Arc,
-    /// An OAI-PMH 2.0 repository (`formats::oai`).
-    Oai,
-    /// A IIIF Change Discovery API 1.0 stream (`formats::iiif`).
-    Iiif,
-}
+pub use crate::model::SourceKind;
 
 impl SourceKind {
     pub(crate) fn name(self) -> &'static str {
@@ -80,16 +68,17 @@ impl SourceKind {
 /// The SCP sitemap extension namespace (SCP 0.1).
 pub const SCP_NS: &str = "https://scp-protocol.org/schemas/sitemap/1.0";
 
-/// A document discovery fetched for another protocol's module: as received.
-#[derive(Debug, Clone)]
-pub struct Prefetched {
-    /// After redirects.
-    pub url: Url,
-    pub bytes: Vec<u8>,
-    pub validators: Validators,
-}
+pub use crate::engine::documents::Prefetched;
 
 impl Collection {
+    /// The collection a format that only reads recognised (`documents::recognise`).
+    pub(crate) fn recognised((kind, id, prefetched): (SourceKind, Url, Prefetched)) -> Collection {
+        Collection {
+            prefetched: Some(prefetched),
+            ..Collection::other(kind, &id)
+        }
+    }
+
     /// The Resource List its Capability List names.
     pub(crate) fn resource_list_url(&self) -> Result<&Url, SourceError> {
         self.url_of(&Capability::ResourceList)
@@ -380,15 +369,15 @@ impl Discoverer<'_, '_> {
             // Not a Sitemap: a document another format reads (an OAI-PMH response), asked
             // by what it is, else the Sitemap reader's word stands.
             Err(e @ SourceError::Read(_)) if not_a_sitemap(&e) => {
-                match crate::engine::paged::recognise(
+                match crate::engine::documents::recognise(
                     self.docs,
                     url,
                     scope,
                     None,
                     &mut self.out.trail,
                 )? {
-                    Some(c) => {
-                        self.out.collections.push(c);
+                    Some(r) => {
+                        self.out.collections.push(Collection::recognised(r));
                         Ok(())
                     }
                     None => Err(e),
@@ -429,14 +418,14 @@ impl Discoverer<'_, '_> {
                 .read_to_end(&mut bytes)
                 .map_err(|e| self.docs.http.read_error(url, e))?;
             let received = (bytes, body.media_type.clone(), body.validators.clone());
-            if let Some(c) = crate::engine::paged::recognise(
+            if let Some(c) = crate::engine::documents::recognise(
                 self.docs,
                 &body.final_url,
                 scope,
                 Some(received.clone()),
                 &mut self.out.trail,
             )? {
-                self.out.collections.push(c);
+                self.out.collections.push(Collection::recognised(c));
                 return Ok(());
             }
             if !arc_fields(&received.0) {

@@ -1,7 +1,9 @@
 //! Opening source documents: a URL through the network layer (scope-checked, conditional when
 //! validators are known) or the user's own local file, then the streaming reader over it.
 
+use crate::engine::reader::Doc;
 use crate::error::SourceError;
+use crate::model::SourceKind;
 use crate::net::agent::{Body, DocumentResponse};
 use crate::net::{Http, Scope, Validators};
 use crate::rs::document::{Header, Root, Syntax};
@@ -228,6 +230,123 @@ impl Documents<'_> {
     pub(crate) fn scope_for(&self, url: &Url) -> Scope {
         Scope::for_document(url, self.allow_hosts)
     }
+}
+
+/// A document as fetched for a reader.
+pub(crate) struct Got {
+    pub(crate) url: Url,
+    media_type: Option<String>,
+    bytes: Vec<u8>,
+    validators: Validators,
+}
+
+impl Got {
+    pub(crate) fn doc(&self) -> Doc<'_> {
+        Doc {
+            url: &self.url,
+            media_type: self.media_type.as_deref(),
+            bytes: &self.bytes,
+        }
+    }
+}
+
+/// Fetch `url` whole (at most `--max-document-size`), through the one HTTP stack.
+pub(crate) fn fetch(docs: &Documents<'_>, url: &Url, scope: &Scope) -> Result<Got, SourceError> {
+    let max = docs.options.max_bytes;
+    if url.scheme() == "file" {
+        let path = url.to_file_path().map_err(|_| SourceError::Unusable {
+            url: url.to_string(),
+            message: "not a local file path".into(),
+        })?;
+        let bytes = std::fs::read(&path).map_err(|source| SourceError::Local {
+            path: path.display().to_string(),
+            source,
+        })?;
+        return Ok(Got {
+            url: url.clone(),
+            media_type: None,
+            bytes,
+            validators: Validators::default(),
+        });
+    }
+    let body = match docs.http.get(url, scope, &Validators::default())? {
+        DocumentResponse::Body(b) => b,
+        DocumentResponse::NotModified => {
+            return Err(SourceError::Unusable {
+                url: url.to_string(),
+                message: "answered 304 Not Modified to a request without validators".into(),
+            })
+        }
+    };
+    let mut bytes = Vec::new();
+    let final_url = body.final_url.clone();
+    body.reader
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| docs.http.read_error(&final_url, e))?;
+    if bytes.len() as u64 > max {
+        return Err(SourceError::Unusable {
+            url: final_url.to_string(),
+            message: format!("larger than --max-document-size ({max} bytes)"),
+        });
+    }
+    Ok(Got {
+        url: final_url,
+        media_type: body.media_type,
+        bytes,
+        validators: body.validators,
+    })
+}
+
+/// Ask the registered readers whether the document at `url` is one of theirs; fetched whole
+/// when not `received`. The kind of the collection it belongs to, the collection's URL and the
+/// document, when one says so.
+pub(crate) fn recognise(
+    docs: &Documents<'_>,
+    url: &Url,
+    scope: &Scope,
+    received: Option<(Vec<u8>, Option<String>, Validators)>,
+    trail: &mut Vec<String>,
+) -> Result<Option<(SourceKind, Url, Prefetched)>, SourceError> {
+    if docs.readers.is_empty() {
+        return Ok(None);
+    }
+    let got = match received {
+        Some((bytes, media_type, validators)) => Got {
+            url: url.clone(),
+            media_type,
+            bytes,
+            validators,
+        },
+        None => fetch(docs, url, scope)?,
+    };
+    for reg in docs.readers {
+        let Some(warnings) = (reg.recognise)(got.doc()) else {
+            continue;
+        };
+        let id = (reg.collection)(got.doc(), docs.reader).map_err(|e| SourceError::Unusable {
+            url: e.url,
+            message: e.message,
+        })?;
+        trail.push(format!("{}: {} (collection {id})", got.url, reg.name));
+        trail.extend(warnings);
+        let prefetched = Prefetched {
+            url: got.url,
+            bytes: got.bytes,
+            validators: got.validators,
+        };
+        return Ok(Some((reg.kind, id, prefetched)));
+    }
+    Ok(None)
+}
+
+/// A document discovery fetched for another protocol's module: as received.
+#[derive(Debug, Clone)]
+pub struct Prefetched {
+    /// After redirects.
+    pub url: Url,
+    pub bytes: Vec<u8>,
+    pub validators: Validators,
 }
 
 /// Files people give where a document belongs, told by their first bytes, with what to give

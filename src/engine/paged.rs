@@ -15,15 +15,13 @@
 use crate::engine::apply::{Fetched, Job, Writer};
 use crate::engine::changes::{self, Changes, Disposal, Ends};
 use crate::engine::context::RunContext;
-use crate::engine::discover::{Collection, Prefetched, SourceKind};
-use crate::engine::documents::Documents;
+use crate::engine::discover::{Collection, SourceKind};
+use crate::engine::documents::{self, Documents};
 use crate::engine::expected::{Item, Walked};
 use crate::engine::plan::{Declared, Listed};
-use crate::engine::reader::{Bytes, Doc, Entry, Next, Reader, Registration, Start};
+use crate::engine::reader::{Bytes, Entry, Next, Reader, Registration, Start};
 use crate::error::{Error, SourceError};
-use crate::formats::{Expected, Format};
 use crate::model::{Change, ChangeOutcome, Via};
-use crate::net::{DocumentResponse, Scope, Validators};
 use crate::report::{DocumentReport, Summary};
 use crate::settings;
 use crate::store::catalog::{write, NewVersion, SyncPoint};
@@ -31,23 +29,8 @@ use crate::store::new_file::NewFile;
 use crate::store::{harvests, Catalog, ObjectStore, StoreError};
 use jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, HashSet};
-use std::io::Read;
 use std::sync::Arc;
 use url::Url;
-
-/// A format that only reads, as the commands see it.
-pub(crate) struct Paged(SourceKind);
-
-static OAI: Paged = Paged(SourceKind::Oai);
-static IIIF: Paged = Paged(SourceKind::Iiif);
-
-/// The [`Format`] of a kind of source whose format only reads.
-pub(crate) fn format(kind: SourceKind) -> &'static dyn Format {
-    match kind {
-        SourceKind::Iiif => &IIIF,
-        _ => &OAI,
-    }
-}
 
 /// The registration of `kind` among those the commands handed down.
 fn registration<'r>(docs: &'r Documents<'_>, kind: SourceKind) -> Result<&'r Registration, Error> {
@@ -57,114 +40,6 @@ fn registration<'r>(docs: &'r Documents<'_>, kind: SourceKind) -> Result<&'r Reg
             message: format!("no reader registered for {} sources", kind.name()),
         })
     })
-}
-
-/// A document as fetched for a reader.
-struct Got {
-    url: Url,
-    media_type: Option<String>,
-    bytes: Vec<u8>,
-    validators: Validators,
-}
-
-impl Got {
-    fn doc(&self) -> Doc<'_> {
-        Doc {
-            url: &self.url,
-            media_type: self.media_type.as_deref(),
-            bytes: &self.bytes,
-        }
-    }
-}
-
-/// Fetch `url` whole (at most `--max-document-size`), through the one HTTP stack.
-fn fetch(docs: &Documents<'_>, url: &Url, scope: &Scope) -> Result<Got, SourceError> {
-    let max = docs.options.max_bytes;
-    if url.scheme() == "file" {
-        let path = url.to_file_path().map_err(|_| SourceError::Unusable {
-            url: url.to_string(),
-            message: "not a local file path".into(),
-        })?;
-        let bytes = std::fs::read(&path).map_err(|source| SourceError::Local {
-            path: path.display().to_string(),
-            source,
-        })?;
-        return Ok(Got {
-            url: url.clone(),
-            media_type: None,
-            bytes,
-            validators: Validators::default(),
-        });
-    }
-    let body = match docs.http.get(url, scope, &Validators::default())? {
-        DocumentResponse::Body(b) => b,
-        DocumentResponse::NotModified => {
-            return Err(SourceError::Unusable {
-                url: url.to_string(),
-                message: "answered 304 Not Modified to a request without validators".into(),
-            })
-        }
-    };
-    let mut bytes = Vec::new();
-    let final_url = body.final_url.clone();
-    body.reader
-        .take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| docs.http.read_error(&final_url, e))?;
-    if bytes.len() as u64 > max {
-        return Err(SourceError::Unusable {
-            url: final_url.to_string(),
-            message: format!("larger than --max-document-size ({max} bytes)"),
-        });
-    }
-    Ok(Got {
-        url: final_url,
-        media_type: body.media_type,
-        bytes,
-        validators: body.validators,
-    })
-}
-
-/// Ask the registered readers whether the document at `url` is one of theirs; fetched whole
-/// when `bytes` is not given. The collection it belongs to, when one says so.
-pub(crate) fn recognise(
-    docs: &Documents<'_>,
-    url: &Url,
-    scope: &Scope,
-    received: Option<(Vec<u8>, Option<String>, Validators)>,
-    trail: &mut Vec<String>,
-) -> Result<Option<Collection>, SourceError> {
-    if docs.readers.is_empty() {
-        return Ok(None);
-    }
-    let got = match received {
-        Some((bytes, media_type, validators)) => Got {
-            url: url.clone(),
-            media_type,
-            bytes,
-            validators,
-        },
-        None => fetch(docs, url, scope)?,
-    };
-    for reg in docs.readers {
-        let Some(warnings) = (reg.recognise)(got.doc()) else {
-            continue;
-        };
-        let id = (reg.collection)(got.doc(), docs.reader).map_err(|e| SourceError::Unusable {
-            url: e.url,
-            message: e.message,
-        })?;
-        trail.push(format!("{}: {} (collection {id})", got.url, reg.name));
-        trail.extend(warnings);
-        let mut c = Collection::other(reg.kind, &id);
-        c.prefetched = Some(Prefetched {
-            url: got.url,
-            bytes: got.bytes,
-            validators: got.validators,
-        });
-        return Ok(Some(c));
-    }
-    Ok(None)
 }
 
 /// What a walk read, besides the entries.
@@ -205,7 +80,7 @@ fn walk(
     };
     let mut next = reader.start(base, start).map_err(unreadable)?;
     loop {
-        let got = fetch(docs, &next, &scope)?;
+        let got = documents::fetch(docs, &next, &scope)?;
         if out.documents.is_empty() {
             if let Some(w) = (reg.recognise)(got.doc()) {
                 out.warnings.extend(w);
@@ -420,10 +295,10 @@ fn collections_of(
     }
     let mut out = Vec::new();
     for c in given {
-        let url = crate::formats::url_of(&c);
+        let url = url_of(&c);
         let mut trail = Vec::new();
-        match recognise(docs, &url, &docs.scope_for(&url), None, &mut trail)? {
-            Some(c) => out.push(c),
+        match documents::recognise(docs, &url, &docs.scope_for(&url), None, &mut trail)? {
+            Some(r) => out.push(Collection::recognised(r)),
             None => {
                 return Err(SourceError::Unusable {
                     url: url.to_string(),
@@ -453,7 +328,7 @@ fn run(
         collections,
     )?;
     for collection in collections {
-        let base = crate::formats::url_of(&collection);
+        let base = url_of(&collection);
         let resume = harvests::state(ctx.catalog, &collection.id)?;
         let sync_point = ctx.catalog.sync_point(&collection.id)?.and_then(|sp| sp.at);
         let since = if incremental { sync_point } else { None };
@@ -583,147 +458,109 @@ fn gone(
     Ok(())
 }
 
-impl Format for Paged {
-    fn kind(&self) -> SourceKind {
-        self.0
-    }
+/// `baseline` of the collections of a format that only reads.
+pub(crate) fn baseline(
+    ctx: &mut RunContext<'_, '_>,
+    kind: SourceKind,
+    s: &settings::Baseline,
+    collections: Vec<Collection>,
+) -> Result<(), Error> {
+    let jobs = s.source.jobs.unwrap_or(settings::DEFAULT_JOBS);
+    run(ctx, kind, collections, (false, jobs, s.delete))
+}
 
-    fn baseline(
-        &self,
-        ctx: &mut RunContext<'_, '_>,
-        s: &settings::Baseline,
-        collections: Vec<Collection>,
-    ) -> Result<(), Error> {
-        let jobs = s.source.jobs.unwrap_or(settings::DEFAULT_JOBS);
-        run(ctx, self.0, collections, (false, jobs, s.delete))
-    }
+/// `incremental`: what changed since each collection's sync point.
+pub(crate) fn incremental(
+    ctx: &mut RunContext<'_, '_>,
+    kind: SourceKind,
+    s: &settings::Incremental,
+    collections: Vec<Collection>,
+) -> Result<(), Error> {
+    let jobs = s.source.jobs.unwrap_or(settings::DEFAULT_JOBS);
+    run(ctx, kind, collections, (true, jobs, false))
+}
 
-    fn plan(
-        &self,
-        docs: &Documents<'_>,
-        _s: &settings::Baseline,
-        _source_url: &str,
-        collections: Vec<Collection>,
-        catalog: Option<&Catalog>,
-        summary: &mut Summary,
-    ) -> Result<bool, Error> {
-        dry_run(docs, self.0, collections, catalog, false, summary)?;
-        Ok(true)
-    }
-
-    fn incremental(
-        &self,
-        ctx: &mut RunContext<'_, '_>,
-        s: &settings::Incremental,
-        collections: Vec<Collection>,
-    ) -> Result<(), Error> {
-        let jobs = s.source.jobs.unwrap_or(settings::DEFAULT_JOBS);
-        run(ctx, self.0, collections, (true, jobs, false))
-    }
-
-    fn plan_changes(
-        &self,
-        docs: &Documents<'_>,
-        _s: &settings::Incremental,
-        collections: Vec<Collection>,
-        catalog: &Catalog,
-        summary: &mut Summary,
-    ) -> Result<bool, Error> {
-        dry_run(docs, self.0, collections, Some(catalog), true, summary)?;
-        Ok(true)
-    }
-
-    fn expected_state(
-        &self,
-        docs: &Documents<'_>,
-        collection: Collection,
-        visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
-    ) -> Result<Expected, SourceError> {
-        let reg = registration(docs, self.0).map_err(unusable(&collection.id))?;
-        let base = crate::formats::url_of(&collection);
-        let state = end_state(docs, reg, &base).map_err(unusable(&collection.id))?;
-        let mut walked = Walked {
-            anchored: true,
-            basis: state
-                .walk
-                .sync_point
-                .as_ref()
-                .map(|(_, b)| b.clone())
-                .unwrap_or_default(),
-            at: state.walk.sync_point.as_ref().map(|(t, _)| *t),
-            warnings: state.walk.warnings,
-            ..Walked::default()
-        };
-        let scope = Arc::new(docs.scope_for(&base));
-        for (uri, live) in state.live {
-            let Ok(url) = Url::parse(&uri) else { continue };
-            walked.entries += 1;
-            visit(Item::Listed(Listed {
-                uri: url,
-                declared: Declared {
-                    lastmod: live.time,
-                    length: live.length,
-                    digests: live.digests,
-                    encoding: None,
-                },
-                media_type: None,
-                duplicates: Vec::new(),
-                document: Arc::from(live.document.as_str()),
-                line: 0,
-                scope: Arc::clone(&scope),
-            }))?;
-        }
-        Ok(Expected {
-            walked,
-            skipped: Vec::new(),
-        })
-    }
-
-    fn inspect(
-        &self,
-        docs: &Documents<'_>,
-        collection: Collection,
-    ) -> Option<Result<Vec<DocumentReport>, SourceError>> {
-        let inspect = || -> Result<Vec<DocumentReport>, Error> {
-            let reg = registration(docs, self.0)?;
-            let base = crate::formats::url_of(&collection);
-            let walked = walk(docs, reg, &base, Start::default(), |_, _, _| Ok(()))?;
-            let last = walked.documents.len().saturating_sub(1);
-            Ok(walked
-                .documents
-                .iter()
-                .enumerate()
-                .map(|(i, (url, entries))| DocumentReport {
-                    url: url.clone(),
-                    kind: reg.name.to_string(),
-                    entries: *entries,
-                    warnings: if i == last {
-                        walked.warnings.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    syntax: "",
-                    at: None,
-                    completed: None,
-                    from: None,
-                    until: None,
-                    digests: Vec::new(),
-                    up: None,
-                })
-                .collect())
-        };
-        Some(inspect().map_err(|e| match e {
-            Error::Source(e) => e,
-            e => SourceError::Unusable {
-                url: collection.id.clone(),
-                message: e.to_string(),
+/// `audit`: the state the source publishes now (a walk of everything, each resource's last
+/// state), handed to `visit` in URI order.
+pub(crate) fn expected_state(
+    docs: &Documents<'_>,
+    kind: SourceKind,
+    collection: Collection,
+    visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
+) -> Result<Walked, SourceError> {
+    let reg = registration(docs, kind).map_err(unusable(&collection.id))?;
+    let base = url_of(&collection);
+    let state = end_state(docs, reg, &base).map_err(unusable(&collection.id))?;
+    let mut walked = Walked {
+        anchored: true,
+        basis: (state.walk.sync_point.as_ref())
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default(),
+        at: state.walk.sync_point.as_ref().map(|(t, _)| *t),
+        warnings: state.walk.warnings,
+        ..Walked::default()
+    };
+    let scope = Arc::new(docs.scope_for(&base));
+    for (uri, live) in state.live {
+        let Ok(url) = Url::parse(&uri) else { continue };
+        walked.entries += 1;
+        visit(Item::Listed(Listed {
+            uri: url,
+            declared: Declared {
+                lastmod: live.time,
+                length: live.length,
+                digests: live.digests,
+                encoding: None,
             },
-        }))
+            media_type: None,
+            duplicates: Vec::new(),
+            document: Arc::from(live.document.as_str()),
+            line: 0,
+            scope: Arc::clone(&scope),
+        }))?;
     }
+    Ok(walked)
+}
 
-    fn follows_its_records(&self) -> bool {
-        true
-    }
+/// `inspect`: the documents of a harvest of `collection`, nothing applied.
+pub(crate) fn inspect(
+    docs: &Documents<'_>,
+    kind: SourceKind,
+    collection: Collection,
+) -> Result<Vec<DocumentReport>, SourceError> {
+    let inspect = || -> Result<Vec<DocumentReport>, Error> {
+        let reg = registration(docs, kind)?;
+        let base = url_of(&collection);
+        let walked = walk(docs, reg, &base, Start::default(), |_, _, _| Ok(()))?;
+        let last = walked.documents.len().saturating_sub(1);
+        Ok(walked
+            .documents
+            .iter()
+            .enumerate()
+            .map(|(i, (url, entries))| DocumentReport {
+                url: url.clone(),
+                kind: reg.name.to_string(),
+                entries: *entries,
+                warnings: match i == last {
+                    true => walked.warnings.clone(),
+                    false => Vec::new(),
+                },
+                syntax: "",
+                at: None,
+                completed: None,
+                from: None,
+                until: None,
+                digests: Vec::new(),
+                up: None,
+            })
+            .collect())
+    };
+    inspect().map_err(unusable(&collection.id))
+}
+
+/// The URL a collection of a format that only reads is named by.
+fn url_of(c: &Collection) -> Url {
+    Url::parse(&c.id).expect("the collection of a reader is named by a URL")
 }
 
 /// An engine error where a source error is asked for.
@@ -796,7 +633,7 @@ fn end_state(docs: &Documents<'_>, reg: &Registration, base: &Url) -> Result<End
 
 /// `--dry-run`: the same walk, nothing written; each entry's mark printed against the mirror's
 /// state (`+` new, `*` changed, `=` the same, `-` deleted, `?` to fetch and compare).
-fn dry_run(
+pub(crate) fn dry_run(
     docs: &Documents<'_>,
     kind: SourceKind,
     collections: Vec<Collection>,
@@ -810,7 +647,7 @@ fn dry_run(
         _ => collections,
     };
     for collection in collections {
-        let base = crate::formats::url_of(&collection);
+        let base = url_of(&collection);
         let (since, resume) = match catalog {
             Some(c) if incremental => (
                 c.sync_point(&collection.id)?.and_then(|sp| sp.at),

@@ -28,14 +28,7 @@ pub struct Doc<'a> {
     pub bytes: &'a [u8],
 }
 
-/// What the user asked of the reader, beyond the URL.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// OAI-PMH `metadataPrefix` (`--oai-prefix`; `None`: `oai_dc`).
-    pub oai_prefix: Option<String>,
-    /// OAI-PMH `set` (`--oai-set`).
-    pub oai_set: Option<String>,
-}
+pub use crate::model::ReaderOptions as Options;
 
 /// Where a harvest starts.
 #[derive(Debug, Clone, Default)]
@@ -133,7 +126,7 @@ pub trait Reader: Send {
 
 /// How a format of this kind plugs in: one of these in `formats::readers`.
 pub struct Registration {
-    pub kind: crate::engine::discover::SourceKind,
+    pub kind: crate::model::SourceKind,
     /// The format's name in messages ("OAI-PMH").
     pub name: &'static str,
     /// Whether `doc` (fetched from the URL the user gave, or one discovery followed) is one of

@@ -41,6 +41,7 @@
 pub mod arc;
 pub mod iiif;
 pub mod oai;
+mod paged;
 pub mod resourcesync;
 pub mod scp;
 
@@ -184,7 +185,7 @@ pub(crate) fn of(kind: SourceKind) -> &'static dyn Format {
         SourceKind::ResourceSync => &resourcesync::ResourceSync,
         SourceKind::Scp => &scp::Scp,
         SourceKind::Arc => &arc::Arc,
-        SourceKind::Oai | SourceKind::Iiif => crate::engine::paged::format(kind),
+        SourceKind::Oai | SourceKind::Iiif => paged::format(kind),
     }
 }
 

@@ -17,6 +17,29 @@ pub use kept::Kept;
 pub use problem::ProblemClass;
 pub use via::Via;
 
+/// What the user asked of a source's reader beyond its URL (`engine::reader`).
+#[derive(Debug, Clone, Default)]
+pub struct ReaderOptions {
+    /// OAI-PMH `metadataPrefix` (`--oai-prefix`; `None`: `oai_dc`).
+    pub oai_prefix: Option<String>,
+    /// OAI-PMH `set` (`--oai-set`).
+    pub oai_set: Option<String>,
+}
+
+/// Which protocol a collection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    ResourceSync,
+    /// A `sitemap.xml` carrying the SCP extension namespace.
+    Scp,
+    /// An ARC sitemap (JSON).
+    Arc,
+    /// An OAI-PMH 2.0 repository (`formats::oai`).
+    Oai,
+    /// A IIIF Change Discovery API 1.0 stream (`formats::iiif`).
+    Iiif,
+}
+
 /// A text value of the catalog that none of a model enum's values spells.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} {value:?} is not one the catalog knows")]

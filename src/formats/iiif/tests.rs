@@ -1,5 +1,6 @@
 //! The reader against the specification's own examples (IIIF Change Discovery 1.0 §2, §3),
 //! assembled into small streams.
+#![cfg(test)]
 
 use super::{collection, recognise, registration, IiifReader};
 use crate::engine::discover::SourceKind;

@@ -1,4 +1,5 @@
 //! The OAI-PMH reader against responses shaped as pyoai 2.5.0 and DSpace 7 serve them.
+#![cfg(test)]
 
 use super::read::OaiReader;
 use super::*;
