@@ -23,6 +23,7 @@ use crate::engine::reader::{Bytes, Entry, Next, Reader, Registration, Start};
 use crate::error::{Error, SourceError};
 use crate::model::{Change, ChangeOutcome, Via};
 use crate::report::{DocumentReport, Summary};
+use crate::rs::digest::Computed;
 use crate::settings;
 use crate::store::catalog::{write, NewVersion, SyncPoint};
 use crate::store::new_file::NewFile;
@@ -159,8 +160,8 @@ struct Apply<'x, 'w> {
     jobs: usize,
     ids: (i64, i64),
     ends: Ends,
-    /// Every resource the harvest named (a baseline's, to find what is gone).
-    named: HashSet<String>,
+    /// Every resource the harvest named, kept by a baseline (to find what is gone).
+    named: Option<HashSet<String>>,
 }
 
 impl Apply<'_, '_> {
@@ -190,19 +191,18 @@ impl Apply<'_, '_> {
         );
         let mut plan = Vec::new();
         for (i, a) in arrivals.iter().enumerate() {
-            self.named.insert(a.entry.uri.to_string());
+            if let Some(named) = &mut self.named {
+                named.insert(a.entry.uri.to_string());
+            }
             match &a.entry.bytes {
                 // A deletion of a resource the mirror never held is recorded too: the
                 // mirror knows what the source says it deleted (an OAI-PMH deleted record).
                 Bytes::None if changes.live(a)? || !changes.heard_of(a)? => changes.tombstone(a)?,
                 Bytes::None => changes.known(a, Change::Deleted, ChangeOutcome::Unchanged)?,
                 Bytes::Inline { bytes, media_type } => {
-                    let mut h = crate::rs::digest::Hasher::new(false);
-                    h.update(bytes);
-                    let computed = h.finish();
+                    let computed = Computed::of(bytes);
                     let (objects, staging) = (self.objects, self.staging);
-                    let sha = computed.sha256_hex.clone();
-                    changes.arrived(a, &sha, |collection, change| {
+                    changes.arrived(a, &computed.sha256_hex, |collection, change| {
                         store_object(objects, staging, bytes, &computed.sha256_hex)?;
                         Ok(NewVersion {
                             uri: a.entry.uri.to_string(),
@@ -345,7 +345,7 @@ fn run(
             jobs,
             ids: (ctx.source_id, ctx.run_id),
             ends: Ends::default(),
-            named: HashSet::new(),
+            named: (!incremental).then(HashSet::new),
         };
         let start = Start {
             since,
@@ -359,8 +359,8 @@ fn run(
             std::mem::take(&mut apply.named),
         );
         ctx.summary.warnings.extend(walked.warnings.iter().cloned());
-        let complete_listing = !incremental && !walked.resumed && walked.lists_everything;
-        if complete_listing {
+        let complete_listing = !walked.resumed && walked.lists_everything;
+        if let Some(named) = named.filter(|_| complete_listing) {
             gone(
                 &mut writer,
                 &collection.id,
@@ -601,9 +601,7 @@ fn end_state(docs: &Documents<'_>, reg: &Registration, base: &Url) -> Result<End
             }
             let (length, digests) = match &e.bytes {
                 Bytes::Inline { bytes, .. } => {
-                    let mut h = crate::rs::digest::Hasher::new(false);
-                    h.update(bytes);
-                    let c = h.finish();
+                    let c = Computed::of(bytes);
                     (
                         Some(c.length),
                         vec![crate::rs::digest::Digest::new(
@@ -682,9 +680,8 @@ pub(crate) fn dry_run(
                         plan!("+ {uri}");
                     }
                     (Bytes::Inline { bytes, .. }, Some(h)) => {
-                        let mut hasher = crate::rs::digest::Hasher::new(false);
-                        hasher.update(bytes);
-                        if h.sha256_hex.as_deref() == Some(hasher.finish().sha256_hex.as_str()) {
+                        if h.sha256_hex.as_deref() == Some(Computed::of(bytes).sha256_hex.as_str())
+                        {
                             summary.unchanged += 1;
                         } else {
                             summary.updated += 1;

@@ -319,6 +319,13 @@ pub struct Computed {
 }
 
 impl Computed {
+    /// Length, MD5 and SHA-256 of `bytes` held in memory (a record read inline).
+    pub(crate) fn of(bytes: &[u8]) -> Computed {
+        let mut h = Hasher::new(false);
+        h.update(bytes);
+        h.finish()
+    }
+
     pub(crate) fn hex_for(&self, alg: &Algorithm) -> Option<&str> {
         match alg {
             Algorithm::Md5 => Some(&self.md5_hex),

@@ -63,16 +63,16 @@ pub(crate) fn upgrade(
         column_more(conn, "settings_json", 5).map_err(sql)?;
     }
     if from < 6 {
-        five_to_six(conn).map_err(sql)?;
+        table_more(conn, MIRROR_SETTINGS, (6, "upgrade.5-to-6-before-commit")).map_err(sql)?;
     }
     if from < 7 {
-        six_to_seven(conn).map_err(sql)?;
+        table_more(conn, CHANGE_DOCUMENTS, (7, "upgrade.6-to-7-before-commit")).map_err(sql)?;
     }
     if from < 8 {
         seven_to_eight(conn).map_err(sql)?;
     }
     if from < 9 {
-        eight_to_nine(conn).map_err(sql)?;
+        table_more(conn, HARVESTS, (9, "upgrade.8-to-9-before-commit")).map_err(sql)?;
     }
     Ok(())
 }
@@ -90,37 +90,42 @@ fn column_more(conn: &mut Connection, column: &str, to: i64) -> rusqlite::Result
     tx.commit()
 }
 
-/// `mirror_settings`, empty (unless it is there: a catalog whose version number was set back by
-/// hand), and version 6, in one transaction.
-fn five_to_six(conn: &mut Connection) -> rusqlite::Result<()> {
+/// A table more (`create`, written `CREATE TABLE IF NOT EXISTS`: a catalog whose version number
+/// was set back by hand has it), empty, and the version `to`, in one transaction; `point` is the
+/// kill point before the commit.
+fn table_more(
+    conn: &mut Connection,
+    create: &str,
+    (to, point): (i64, &'static str),
+) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS mirror_settings (
-             name  TEXT PRIMARY KEY,
-             value TEXT NOT NULL
-         );",
-    )?;
-    kill_point("upgrade.5-to-6-before-commit");
-    tx.execute_batch("PRAGMA user_version = 6;")?;
+    tx.execute_batch(create)?;
+    kill_point(point);
+    tx.execute_batch(&format!("PRAGMA user_version = {to};"))?;
     tx.commit()
 }
 
-/// `change_documents`, empty (unless it is there: a catalog whose version number was set back
-/// by hand), and version 7, in one transaction.
-fn six_to_seven(conn: &mut Connection) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS change_documents (
-             collection TEXT PRIMARY KEY,
-             source_id  INTEGER NOT NULL REFERENCES sources(id),
-             url        TEXT NOT NULL,
-             run_id     INTEGER NOT NULL REFERENCES runs(id)
-         );",
-    )?;
-    kill_point("upgrade.6-to-7-before-commit");
-    tx.execute_batch("PRAGMA user_version = 7;")?;
-    tx.commit()
-}
+/// `mirror_settings` (5 → 6).
+const MIRROR_SETTINGS: &str = "CREATE TABLE IF NOT EXISTS mirror_settings (
+     name  TEXT PRIMARY KEY,
+     value TEXT NOT NULL
+ );";
+
+/// `change_documents` (6 → 7).
+const CHANGE_DOCUMENTS: &str = "CREATE TABLE IF NOT EXISTS change_documents (
+     collection TEXT PRIMARY KEY,
+     source_id  INTEGER NOT NULL REFERENCES sources(id),
+     url        TEXT NOT NULL,
+     run_id     INTEGER NOT NULL REFERENCES runs(id)
+ );";
+
+/// `harvests` (8 → 9).
+const HARVESTS: &str = "CREATE TABLE IF NOT EXISTS harvests (
+     collection TEXT PRIMARY KEY,
+     source_id  INTEGER NOT NULL REFERENCES sources(id),
+     state      TEXT NOT NULL,
+     run_id     INTEGER NOT NULL REFERENCES runs(id)
+ );";
 
 /// `versions.declared_encoding` and `versions.content_encoding`, NULL in every row (each added
 /// unless it is there: a catalog whose version number was set back by hand), and version 8, in
@@ -132,23 +137,6 @@ fn seven_to_eight(conn: &mut Connection) -> rusqlite::Result<()> {
     }
     kill_point("upgrade.7-to-8-before-commit");
     tx.execute_batch("PRAGMA user_version = 8;")?;
-    tx.commit()
-}
-
-/// `harvests`, empty (unless it is there: a catalog whose version number was set back by hand),
-/// and version 9, in one transaction.
-fn eight_to_nine(conn: &mut Connection) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS harvests (
-             collection TEXT PRIMARY KEY,
-             source_id  INTEGER NOT NULL REFERENCES sources(id),
-             state      TEXT NOT NULL,
-             run_id     INTEGER NOT NULL REFERENCES runs(id)
-         );",
-    )?;
-    kill_point("upgrade.8-to-9-before-commit");
-    tx.execute_batch("PRAGMA user_version = 9;")?;
     tx.commit()
 }
 
