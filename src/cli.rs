@@ -31,11 +31,13 @@ impl Cli {
     /// alone.
     pub fn parse_args() -> Cli {
         use clap::FromArgMatches;
-        let args = options_after_the_command(std::env::args_os().collect());
-        // `rsmirror help TOPIC`: a topic of the manual, where TOPIC is no command.
+        let (options, mut args) = leading_options(std::env::args_os().collect());
+        // `rsmirror help TOPIC`: a topic of the manual, where TOPIC is no command (whatever
+        // options of rsmirror's stand before it: `rsmirror --mirror M help cron`).
         if let Some(code) = crate::manual::help(&args, &Cli::definitions()) {
             std::process::exit(code);
         }
+        after_the_command(&mut args, options);
         let parse = || {
             Cli::definitions()
                 .long_version(build_details())
@@ -149,7 +151,7 @@ fn exit_naming_the_variable(e: clap::Error) -> ! {
         let first = rendered.split("\n\n").next().unwrap_or_default();
         let first = first.strip_prefix("error: ").unwrap_or(first);
         let message = first.split_whitespace().collect::<Vec<_>>().join(" ");
-        let doc = crate::commands::error_document(command, &message, e.exit_code());
+        let doc = crate::report::error_document(command, &message, e.exit_code());
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout().lock(), "{doc}");
     }
@@ -203,7 +205,17 @@ fn environment_name(long: &str) -> String {
 /// given before the command as restic's `-r` and git's `-C` are (`rsmirror --mirror M ls`,
 /// `rsmirror -v baseline URL`): moved to just after it, where clap reads them. A command that
 /// does not take one says so as it would after it.
-pub fn options_after_the_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+pub fn options_after_the_command(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let (moved, mut args) = leading_options(args);
+    after_the_command(&mut args, moved);
+    args
+}
+
+/// The options of rsmirror itself before the command (`--mirror M`, `-q`, `-v`...), taken
+/// out of `args`: (those options, the rest).
+fn leading_options(
+    mut args: Vec<std::ffi::OsString>,
+) -> (Vec<std::ffi::OsString>, Vec<std::ffi::OsString>) {
     let mut moved = Vec::new();
     let i = 1;
     while let Some(arg) = args.get(i).and_then(|a| a.to_str()) {
@@ -217,15 +229,18 @@ pub fn options_after_the_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::
         let n = if takes_value { 2 } else { 1 }.min(args.len() - i);
         moved.extend(args.drain(i..i + n));
     }
-    // Just past the command's name; `source` and `catalog` read their own command first, so
-    // the options go last for those.
-    let at = match args.get(i).and_then(|a| a.to_str()) {
-        None => return args.into_iter().chain(moved).collect(),
+    (moved, args)
+}
+
+/// Put `moved` (options taken from before the command) just past the command's name;
+/// `source` and `catalog` read their own command first, so the options go last for those.
+fn after_the_command(args: &mut Vec<std::ffi::OsString>, moved: Vec<std::ffi::OsString>) {
+    let at = match args.get(1).and_then(|a| a.to_str()) {
+        None => args.len(),
         Some("source" | "catalog") => args.len(),
-        Some(_) => i + 1,
+        Some(_) => 2,
     };
     args.splice(at..at, moved);
-    args
 }
 
 /// The long version: this rsmirror, then one line each for libcurl, SQLite and the platform.
@@ -641,6 +656,7 @@ pub struct CompletionsArgs {
 pub struct ManArgs {
     /// A command (ls, cat, baseline...) or a topic of the manual (sources, cron...: rsmirror
     /// help topics); default: rsmirror itself.
+    #[arg(value_name = "COMMAND|TOPIC")]
     pub command: Option<String>,
 }
 
@@ -1222,5 +1238,24 @@ impl FeedArgs {
             output: self.output.clone(),
             format: self.format,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_topic_has_a_title_and_a_summary_and_no_command_name() {
+        let commands = Cli::definitions();
+        for t in crate::manual::TOPICS {
+            assert!(t.text.starts_with("# "), "{}", t.name);
+            assert!(!t.title().is_empty(), "{}", t.name);
+            let summary = t.summary();
+            assert!(summary.ends_with('.'), "{}: {summary}", t.name);
+            assert!(commands.find_subcommand(t.name).is_none(), "{}", t.name);
+            assert!(t.name != "topics" && t.name != "help", "{}", t.name);
+        }
+        assert!(crate::manual::listing().lines().count() == crate::manual::TOPICS.len());
     }
 }

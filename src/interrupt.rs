@@ -16,8 +16,12 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// The catalog and run id of the run under way, if any.
-static CURRENT: Mutex<Option<(PathBuf, i64)>> = Mutex::new(None);
+/// The catalog and run id of the run under way, if any, and how to mark it interrupted (the
+/// catalog's own function, handed in by the store: this module sits below it).
+static CURRENT: Mutex<Option<(PathBuf, i64, MarkInterrupted)>> = Mutex::new(None);
+
+/// Marks run `run_id` of the catalog at the path interrupted; whether it was recorded.
+pub(crate) type MarkInterrupted = fn(&std::path::Path, i64) -> bool;
 
 /// The run whose end is recorded while the process finishes (sealing the catalog).
 static ENDED: Mutex<Option<i64>> = Mutex::new(None);
@@ -67,15 +71,16 @@ pub(crate) fn stopping_leaves(what: String) {
 
 /// Record the start of a run with `record` (the catalog's insert, giving the run's id), in the
 /// catalog at `db`: a signal meanwhile waits, then finds the run going (and marks it
-/// interrupted), never a recorded run it does not know of.
+/// interrupted with `mark`), never a recorded run it does not know of.
 pub(crate) fn beginning<E>(
     db: Option<&str>,
+    mark: MarkInterrupted,
     record: impl FnOnce() -> Result<i64, E>,
 ) -> Result<i64, E> {
     let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
     let run_id = record()?;
     if let Some(db) = db.filter(|d| !d.is_empty()) {
-        *current = Some((PathBuf::from(db), run_id));
+        *current = Some((PathBuf::from(db), run_id, mark));
     }
     Ok(run_id)
 }
@@ -85,7 +90,7 @@ pub(crate) fn beginning<E>(
 pub(crate) fn ending<T, E>(run_id: i64, record: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
     let recorded = record()?;
-    if current.as_ref().is_some_and(|(_, id)| *id == run_id) {
+    if current.as_ref().is_some_and(|(_, id, _)| *id == run_id) {
         *current = None;
         *ENDED.lock().unwrap_or_else(|e| e.into_inner()) = Some(run_id);
     }
@@ -146,8 +151,8 @@ pub fn watch() {
         remove_scratch();
         let current = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match current {
-            Some((db, run_id)) => {
-                let recorded = crate::store::run_records::mark_interrupted(&db, run_id);
+            Some((db, run_id, mark)) => {
+                let recorded = mark(&db, run_id);
                 say!(
                     "rsmirror: interrupted ({name}): run {run_id} stopped{}; what it committed \
                      stays, the rest is gone with it: a re-run is safe",
@@ -208,11 +213,15 @@ mod tests {
     /// record is written, and the run is then ended, not going.
     #[test]
     fn a_run_is_going_from_its_record_until_its_end_is_recorded() {
-        let begun: Result<i64, ()> = beginning(Some("/nonexistent/catalog.sqlite"), || {
-            // The signal thread would wait here: it cannot see no run while one is recorded.
-            assert!(CURRENT.try_lock().is_err());
-            Ok(41)
-        });
+        let begun: Result<i64, ()> = beginning(
+            Some("/nonexistent/catalog.sqlite"),
+            |_, _| false,
+            || {
+                // The signal thread would wait here: it cannot see no run while one is recorded.
+                assert!(CURRENT.try_lock().is_err());
+                Ok(41)
+            },
+        );
         assert_eq!(begun, Ok(41));
         assert_eq!(CURRENT.lock().unwrap().as_ref().map(|c| c.1), Some(41));
         let got: Result<u8, ()> = ending(41, || {

@@ -137,22 +137,3 @@ pub fn help(args: &[std::ffi::OsString], commands: &clap::Command) -> Option<i32
         _ => Some(crate::exit::Exit::Ok.code()),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_topic_has_a_title_and_a_summary_and_no_command_name() {
-        let commands = crate::cli::Cli::definitions();
-        for t in TOPICS {
-            assert!(t.text.starts_with("# "), "{}", t.name);
-            assert!(!t.title().is_empty(), "{}", t.name);
-            let summary = t.summary();
-            assert!(summary.ends_with('.'), "{}: {summary}", t.name);
-            assert!(commands.find_subcommand(t.name).is_none(), "{}", t.name);
-            assert!(t.name != "topics" && t.name != "help", "{}", t.name);
-        }
-        assert!(listing().lines().count() == TOPICS.len());
-    }
-}

@@ -87,6 +87,48 @@ impl Progress {
         }
     }
 
+    /// `n` more items of the phase `what`: the phase under way goes on with a larger total
+    /// (a source read a document at a time, each bringing its own items), another one starts.
+    pub(crate) fn more(&self, what: &str, n: u64) {
+        let going = match (&self.bar, &self.json) {
+            (Some(b), _) => b.prefix() == what,
+            (None, Some(s)) => *s.phase.borrow() == what,
+            (None, None) => false,
+        };
+        if !going {
+            return self.start(what, n);
+        }
+        if let Some(b) = &self.bar {
+            b.inc_length(n);
+            if n > 0 && b.is_hidden() {
+                b.set_draw_target(ProgressDrawTarget::stderr());
+            }
+        }
+        if let Some(s) = &self.json {
+            s.total.set(s.total.get() + n);
+        }
+    }
+
+    /// Name on stderr (under cron too) the first [`crate::report::NAMED`] of `total` URLs that `what` (`gone`,
+    /// `deleted`...), then how many more and where they all are (`all_in`).
+    pub(crate) fn name_first<'a>(
+        &self,
+        what: &str,
+        first: impl IntoIterator<Item = &'a str>,
+        total: u64,
+        all_in: &str,
+    ) {
+        for uri in first.into_iter().take(crate::report::NAMED) {
+            self.println(&format!("{what}: {uri}"));
+        }
+        if total > crate::report::NAMED as u64 {
+            self.println(&format!(
+                "{what}: ... and {} more (all of them in the run's problems: {all_in})",
+                total - crate::report::NAMED as u64
+            ));
+        }
+    }
+
     /// One item done, `bytes` transferred for it.
     pub(crate) fn item(&self, bytes: u64) {
         self.bytes.set(self.bytes.get() + bytes);
@@ -155,5 +197,45 @@ mod tests {
         assert!(!eta_shown(4, Duration::from_secs(60)));
         assert!(!eta_shown(100, Duration::from_secs(2)));
         assert!(eta_shown(5, Duration::from_secs(3)));
+    }
+
+    /// A source read a document at a time (OAI-PMH pages, IIIF pages) brings its items in
+    /// batches: the phase goes on, its total grows and what is done is kept; another phase
+    /// starts afresh.
+    #[test]
+    fn more_of_a_phase_goes_on_and_another_starts_afresh() {
+        let now = Instant::now();
+        let p = Progress {
+            bar: None,
+            json: Some(Status {
+                phase: RefCell::new(String::new()),
+                total: Cell::new(0),
+                done: Cell::new(0),
+                started: now,
+                said: Cell::new(now),
+            }),
+            bytes: Cell::new(0),
+        };
+        let s = p.json.as_ref().unwrap();
+        p.more("incremental", 3);
+        (0..3).for_each(|_| p.item(1));
+        p.more("incremental", 2);
+        p.item(1);
+        assert_eq!((s.total.get(), s.done.get()), (5, 4));
+        p.more("audit", 7);
+        assert_eq!(
+            (s.phase.borrow().as_str(), s.total.get(), s.done.get()),
+            ("audit", 7, 0)
+        );
+        let bar = Progress {
+            bar: Some(ProgressBar::hidden()),
+            json: None,
+            bytes: Cell::new(0),
+        };
+        bar.more("incremental", 3);
+        bar.item(0);
+        bar.more("incremental", 2);
+        let b = bar.bar.as_ref().unwrap();
+        assert_eq!((b.length(), b.position()), (Some(5), 1));
     }
 }

@@ -24,26 +24,6 @@ pub(crate) fn problem_line(class: impl std::fmt::Display, uri: &str, reason: &st
 /// before the rest are counted (all of them are in the run's problems).
 pub(crate) const NAMED: usize = 100;
 
-/// Name on stderr (under cron too) the first [`NAMED`] of `total` URLs that `what` (`gone`,
-/// `deleted`...), then how many more and where they all are (`all_in`).
-pub(crate) fn name_first<'a>(
-    progress: &crate::progress::Progress,
-    what: &str,
-    first: impl IntoIterator<Item = &'a str>,
-    total: u64,
-    all_in: &str,
-) {
-    for uri in first.into_iter().take(NAMED) {
-        progress.println(&format!("{what}: {uri}"));
-    }
-    if total > NAMED as u64 {
-        progress.println(&format!(
-            "{what}: ... and {} more (all of them in the run's problems: {all_in})",
-            total - NAMED as u64
-        ));
-    }
-}
-
 /// What a `baseline` (or `incremental`) run did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -153,6 +133,12 @@ pub fn human_bytes(n: u64) -> String {
     } else {
         format!("{v:.1} {}", UNITS[u])
     }
+}
+
+/// The error document `--json` gives (`schemas/error.schema.json`).
+pub(crate) fn error_document(command: &str, error: &str, exit_code: i32) -> String {
+    let doc = serde_json::json!({ "command": command, "error": error, "exit_code": exit_code });
+    serde_json::to_string_pretty(&doc).expect("serialisable")
 }
 
 #[cfg(test)]

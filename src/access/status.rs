@@ -3,9 +3,9 @@
 //! re-hashed, and a hint when something needs a person.
 
 use crate::access::{age_of, human_age, shown_time, Out, Reader};
-use crate::audit::finding::Class;
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::model::finding::Class;
 use crate::report::human_bytes;
 use crate::store::history::Snapshot;
 use crate::store::mirror_summary::{self, AuditRecord, CollectionRecord};

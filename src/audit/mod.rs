@@ -34,10 +34,10 @@ use crate::audit::spill::{Entry, SpillWriter};
 use crate::engine::discover::{self, SourceKind};
 use crate::engine::documents::Documents;
 use crate::engine::expected::{Item, Warnings};
+use crate::engine::format::{Formats, OwnAudit};
 use crate::engine::plan::{self, Comparison, Listed};
 use crate::error::{Error, SourceError};
 use crate::exit::Exit;
-use crate::formats;
 use crate::net::Http;
 use crate::settings::{self, UsageError};
 use crate::settings::{AuditLevel, ReportFormat};
@@ -48,7 +48,7 @@ use std::io::{self, BufWriter, IsTerminal};
 use std::iter::Peekable;
 use std::time::Instant;
 
-pub(crate) fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
+pub(crate) fn run(s: &settings::Audit, formats: &Formats, arguments: &str) -> Result<Exit, Error> {
     let started = Instant::now();
     // Offline, nothing is read from the source: a remembered --map folder that is gone
     // does not matter then.
@@ -133,15 +133,12 @@ pub(crate) fn run(s: &settings::Audit, arguments: &str) -> Result<Exit, Error> {
     }
 
     let mut totals = Totals::default();
-    let result = check_and_report(
-        s,
-        &catalog,
-        source.as_deref(),
-        &also,
-        run_id,
-        &mut sinks,
-        &mut totals,
-    );
+    let against = Against {
+        formats,
+        source: source.as_deref(),
+        also: &also,
+    };
+    let result = check_and_report(s, against, &catalog, run_id, &mut sinks, &mut totals);
     totals.seconds = started.elapsed().as_secs_f64();
     conclude(s, &catalog, run_id, result, &mut totals, sinks, has_file)
 }
@@ -330,15 +327,14 @@ enum Verdict {
 /// ends in `Err(Source)` after the local findings are reported.
 fn check_and_report(
     s: &settings::Audit,
+    against: Against<'_>,
     catalog: &Catalog,
-    source: Option<&str>,
-    also: &[String],
     run_id: Option<i64>,
     sinks: &mut [Sink],
     totals: &mut Totals,
 ) -> Result<Verdict, Error> {
     let started = Instant::now();
-    let checked = check(s, catalog, source, also, totals)?;
+    let checked = check(s, against, catalog, totals)?;
     totals
         .phases
         .push(("all checks (concurrent)", since(started)));
@@ -364,19 +360,32 @@ struct Checked {
     marks: Marks,
     compared: Compared,
     /// What the formats that compare by a rule of their own found.
-    own: Option<formats::OwnAudit>,
+    own: Option<OwnAudit>,
     fixity: Fixity,
 }
 
 /// Run every check: the catalog's own, local fixity and (unless offline) the comparison with
 /// the source, side by side.
+/// What an audit compares the mirror with: the source (and the `--also` ones), read by these
+/// formats; no source for an offline audit.
+#[derive(Clone, Copy)]
+struct Against<'a> {
+    formats: &'a Formats,
+    source: Option<&'a str>,
+    also: &'a [String],
+}
+
 fn check(
     s: &settings::Audit,
+    against: Against<'_>,
     catalog: &Catalog,
-    source: Option<&str>,
-    also: &[String],
     totals: &mut Totals,
 ) -> Result<Checked, Error> {
+    let Against {
+        formats,
+        source,
+        also,
+    } = against;
     // Local fixity and the catalog check run on their own threads and read-only connections,
     // while the main thread loads the index of current states and compares with the source.
     // Below `--level fixity` and without `--all-versions`, local fixity takes its claims from
@@ -402,6 +411,7 @@ fn check(
     let single = passes == 1 && (from_states || !s.offline);
     let comparing = Comparing {
         s,
+        formats,
         catalog,
         source,
         also,
@@ -461,6 +471,7 @@ fn check(
 /// with the source's list.
 struct Comparing<'a> {
     s: &'a settings::Audit,
+    formats: &'a Formats,
     catalog: &'a Catalog,
     source: Option<&'a str>,
     also: &'a [String],
@@ -477,7 +488,7 @@ struct Side {
     marks: Marks,
     phases: Phases,
     compared: Compared,
-    own: Option<formats::OwnAudit>,
+    own: Option<OwnAudit>,
     fixity: Option<Result<Fixity, StoreError>>,
 }
 
@@ -532,13 +543,13 @@ impl Comparing<'_> {
     fn compare_streamed(
         &self,
         states: &MirrorStates,
-    ) -> Result<(Compared, Option<formats::OwnAudit>), StoreError> {
+    ) -> Result<(Compared, Option<OwnAudit>), StoreError> {
         let s = self.s;
-        let (walked, own) = own_audits(self.catalog, s, self.source, self.also)?;
+        let (walked, own) = own_audits(self.formats, self.catalog, s, self.source, self.also)?;
         let compared = match (self.source, walked.split_first()) {
             (Some(_), Some((first, rest))) => {
                 let mut comparer = Comparer::new(states, s.sample, SourceComparison::new(s));
-                let walk = walk_source(s, first, rest, &mut |ord, e| {
+                let walk = walk_source(s, self.formats, first, rest, &mut |ord, e| {
                     comparer.take(ord, e);
                     Ok(())
                 });
@@ -559,7 +570,7 @@ impl Comparing<'_> {
         let (s, catalog) = (self.s, self.catalog);
         let mut phases = Phases::default();
         let t = Instant::now();
-        let (walked, own) = own_audits(catalog, s, self.source, self.also)?;
+        let (walked, own) = own_audits(self.formats, catalog, s, self.source, self.also)?;
         let (spilled, mut compared) = self.spill(&walked)?;
         phases.spilling += since(t);
         let mut by_rank = ByRank::new(self.resources);
@@ -617,7 +628,7 @@ impl Comparing<'_> {
         };
         let mut writer = SpillWriter::create(&s.mirror.join("staging"))?;
         let mut failed = None;
-        let walk = walk_source(s, first, rest, &mut |_, e| {
+        let walk = walk_source(s, self.formats, first, rest, &mut |_, e| {
             writer.push(&e).map_err(|e| {
                 let stop = SourceError::Unusable {
                     url: first.clone(),
@@ -770,10 +781,10 @@ fn refetch_and_mark(
             .unwrap_or_default()
             .to_string();
         let validators = match mode.bytes {
-            true => crate::net::Validators::default(),
+            true => crate::model::Validators::default(),
             false => {
                 let (etag, last_modified) = catalog.current_validators(candidate.uri.as_str())?;
-                crate::net::Validators {
+                crate::model::Validators {
                     etag,
                     last_modified,
                 }
@@ -1041,6 +1052,7 @@ fn source_filters(
 /// handing each entry to `visit` in the order the source lists it.
 fn walk_source(
     s: &settings::Audit,
+    formats: &Formats,
     source: &str,
     also: &[String],
     visit: &mut dyn FnMut(u64, Entry) -> Result<(), SourceError>,
@@ -1053,7 +1065,7 @@ fn walk_source(
         // Each source's own filter is applied to its entries below.
         filter: &crate::model::Filter::default(),
         reader: &s.source.reader,
-        readers: &crate::formats::readers(),
+        readers: &formats.readers,
     };
     let mut collections = Vec::new();
     for src in std::iter::once(source).chain(also.iter().map(String::as_str)) {
@@ -1086,7 +1098,8 @@ fn walk_source(
             Item::Refused(r) if !filter.admits(&r.uri) => visit(Entry::Skipped(r.uri.clone())),
             _ => visit(Entry::Item(item)),
         };
-        let expected = formats::of(collection.kind).expected_state(&docs, collection, &mut item)?;
+        let expected =
+            (formats.of)(collection.kind).expected_state(&docs, collection, &mut item)?;
         // What the format leaves out on purpose is neither missing nor extra.
         for uri in expected.skipped {
             visit(Entry::Skipped(uri))?;
@@ -1102,24 +1115,25 @@ fn walk_source(
 /// The sources whose lists are walked and compared here, and what the formats that compare by
 /// a rule of their own (SCP: `modified`, the newest snapshots) found, source by source.
 fn own_audits(
+    formats: &Formats,
     catalog: &Catalog,
     s: &settings::Audit,
     source: Option<&str>,
     also: &[String],
-) -> Result<(Vec<String>, Option<formats::OwnAudit>), StoreError> {
+) -> Result<(Vec<String>, Option<OwnAudit>), StoreError> {
     let sources: Vec<String> = match source {
         Some(src) => std::iter::once(src.to_string())
             .chain(also.iter().cloned())
             .collect(),
         None => catalog.remembered_source()?.into_iter().collect(),
     };
-    let mut own: Option<formats::OwnAudit> = None;
+    let mut own: Option<OwnAudit> = None;
     let mut walked: Vec<String> = Vec::new();
     for src in sources {
         // Read only: the catalog may be on read-only media.
         let found = match (catalog.source_kind(&src)?, catalog.known_source_id(&src)?) {
             (Some(kind), Some(id)) => {
-                formats::of(SourceKind::parse(&kind)).audit(s, catalog, id)?
+                (formats.of)(SourceKind::parse(&kind)).audit(s, catalog, id)?
             }
             _ => None,
         };
@@ -1822,7 +1836,7 @@ fn source_of(s: &settings::Audit, catalog: &Catalog) -> Result<String, Error> {
 /// The id of a source the mirror already knows; an audit adds none (it must not change the
 /// source the mirror remembers).
 /// Two formats' own audits (several sources of such formats) as one.
-fn merge_own(into: Option<formats::OwnAudit>, mut more: formats::OwnAudit) -> formats::OwnAudit {
+fn merge_own(into: Option<OwnAudit>, mut more: OwnAudit) -> OwnAudit {
     let Some(mut a) = into else {
         return more;
     };

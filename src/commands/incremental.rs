@@ -10,7 +10,7 @@ use crate::engine::documents::Documents;
 use crate::error::{Error, NeedsBaseline, SourceError};
 use crate::exit::Exit;
 use crate::formats;
-use crate::net::Validators;
+use crate::model::Validators;
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
 use crate::settings;

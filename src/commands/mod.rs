@@ -82,12 +82,6 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
 /// The command's name when it was asked for `--json`: its errors are JSON documents too.
 static JSON_ERRORS: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
-/// The error document `--json` gives (`schemas/error.schema.json`).
-pub(crate) fn error_document(command: &str, error: &str, exit_code: i32) -> String {
-    let doc = serde_json::json!({ "command": command, "error": error, "exit_code": exit_code });
-    serde_json::to_string_pretty(&doc).expect("serialisable")
-}
-
 /// The name of a command asked for `--json`.
 fn json_of(command: &Command) -> Option<&'static str> {
     use crate::cli::SourceAction;
@@ -200,7 +194,7 @@ fn fail(e: &crate::error::Error) -> Exit {
     {
         out!(
             "{}",
-            error_document(command, &e.to_string(), e.exit().code())
+            crate::report::error_document(command, &e.to_string(), e.exit().code())
         );
     }
     crate::report::said("error", &format!("rsmirror: {e}"));
@@ -240,7 +234,9 @@ fn audit(a: &crate::cli::AuditArgs, arguments: &str) -> Exit {
         Ok(s) => s,
         Err(e) => return fail(&e.into()),
     };
-    match waiting_for_the_lock(&a.lock, || audit::run(&s, arguments)) {
+    match waiting_for_the_lock(&a.lock, || {
+        audit::run(&s, &crate::formats::all(), arguments)
+    }) {
         Ok(exit) => exit,
         Err(e) => fail(&e),
     }

@@ -216,7 +216,7 @@ impl<'x, 'w> Changes<'x, 'w> {
             }
         }
         self.left = fetch.len();
-        self.progress.start("incremental", fetch.len() as u64);
+        self.progress.more("incremental", fetch.len() as u64);
         apply::transfer(http, self.staging, objects, fetch, jobs, |r| {
             self.on(items, r)
         })
@@ -249,26 +249,32 @@ impl<'x, 'w> Changes<'x, 'w> {
         if self.left_out(item) {
             return Ok(());
         }
-        self.summary.deleted += 1;
+        // A deletion of a resource the mirror never held (an OAI-PMH deleted record seen first)
+        // is recorded, so that the mirror knows what the source says it deleted, but nothing
+        // went: it is neither counted nor named as deleted.
+        let held = self.live(item)?;
         // A deletion applied as the document says: no sign the source disagrees with itself.
         self.agreement.agreed(1);
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());
         let version = item.tombstone(self.collection);
-        // Every URL that goes is named, under cron too: the first ones on stderr, all of them
-        // in the run's problems.
-        let named = crate::report::NAMED as u64;
-        match self.summary.deleted {
-            n if n <= named => self.progress.println(&format!("deleted: {}", version.uri)),
-            n if n == named + 1 => self.progress.println(
-                "deleted: ... and more (all of them in the run's problems: rsmirror log --run)",
-            ),
-            _ => {}
+        if held {
+            self.summary.deleted += 1;
+            // Every URL that goes is named, under cron too: the first ones on stderr, all of
+            // them in the run's problems.
+            let named = crate::report::NAMED as u64;
+            match self.summary.deleted {
+                n if n <= named => self.progress.println(&format!("deleted: {}", version.uri)),
+                n if n == named + 1 => self.progress.println(
+                    "deleted: ... and more (all of them in the run's problems: rsmirror log --run)",
+                ),
+                _ => {}
+            }
+            self.writer.problem(
+                &version.uri,
+                crate::model::ProblemClass::Deleted,
+                "deleted at the source (the source's list of changes says so): tombstoned",
+            )?;
         }
-        self.writer.problem(
-            &version.uri,
-            crate::model::ProblemClass::Deleted,
-            "deleted at the source (its Change List says so): tombstoned",
-        )?;
         self.applied.insert(version.uri.clone(), None);
         let event = self.event(item, Change::Deleted, ChangeOutcome::Applied);
         self.writer.version_with(version, Some(event), None)?;

@@ -1,6 +1,6 @@
 //! The engine, format-blind: it wires the readers, the network and the store together
 //! (discover -> read -> plan -> transfer -> verify -> decide -> commit). Each source format
-//! plugs in through [`crate::formats::Format`]: a format reads what its source publishes and
+//! plugs in from the floor above (`formats`): a format reads what its source publishes and
 //! says what becomes of each entry; the engine fetches, decides and writes.
 //!
 //! - [`context`]: a run's mirror, catalog, lock, HTTP agent and run record.
@@ -24,6 +24,7 @@ pub mod decide;
 pub mod discover;
 pub mod documents;
 pub mod expected;
+pub mod format;
 pub mod listing;
 pub(crate) mod paged;
 pub mod plan;

@@ -665,13 +665,7 @@ fn deletion_guard(
 /// hundred, then how many more and where they are recorded.
 fn name_gone(listing: &Listing, gone: u64, what: &str, progress: &Progress) -> Result<(), Error> {
     let first = listing.first_gone(crate::report::NAMED)?;
-    crate::report::name_first(
-        progress,
-        what,
-        first.iter().map(String::as_str),
-        gone,
-        "run_problems",
-    );
+    progress.name_first(what, first.iter().map(String::as_str), gone, "run_problems");
     Ok(())
 }
 

@@ -45,138 +45,23 @@ mod paged;
 pub mod resourcesync;
 pub mod scp;
 
-use crate::engine::context::RunContext;
 use crate::engine::discover::{Collection, SourceKind};
-use crate::engine::documents::Documents;
-use crate::engine::expected::{Item, Walked};
-use crate::error::{Error, SourceError};
-use crate::report::Summary;
-use crate::settings;
-use crate::store::{Catalog, StoreError};
 use url::Url;
 
-/// What the commands ask of a source format.
-pub trait Format: Sync {
-    fn kind(&self) -> SourceKind;
+pub use crate::engine::format::{Expected, Format, Formats, OwnAudit};
 
-    /// `baseline`: take the current state of `collections` (every collection of this format
-    /// discovery found for the source) into the mirror, in the run `ctx` records.
-    fn baseline(
-        &self,
-        ctx: &mut RunContext<'_, '_>,
-        s: &settings::Baseline,
-        collections: Vec<Collection>,
-    ) -> Result<(), Error>;
-
-    /// `baseline --dry-run`: print what `baseline` would do (`+ * ? = - !`), writing nothing;
-    /// `catalog` is the mirror's, read-only, when it has one. `Ok(true)`: the plan is complete
-    /// (every list or collection could be read).
-    fn plan(
-        &self,
-        docs: &Documents<'_>,
-        s: &settings::Baseline,
-        source_url: &str,
-        collections: Vec<Collection>,
-        catalog: Option<&Catalog>,
-        summary: &mut Summary,
-    ) -> Result<bool, Error>;
-
-    /// `incremental`: apply what changed since the sync point of each of `collections` (all of
-    /// this format), in the run `ctx` records.
-    fn incremental(
-        &self,
-        ctx: &mut RunContext<'_, '_>,
-        s: &settings::Incremental,
-        collections: Vec<Collection>,
-    ) -> Result<(), Error>;
-
-    /// `incremental --dry-run`: print what `incremental` would do, writing nothing. `Ok(true)`:
-    /// the plan is complete.
-    fn plan_changes(
-        &self,
-        docs: &Documents<'_>,
-        s: &settings::Incremental,
-        collections: Vec<Collection>,
-        catalog: &Catalog,
-        summary: &mut Summary,
-    ) -> Result<bool, Error> {
-        let _ = (docs, s, catalog, summary);
-        let which = collections.first().map(|c| c.id.as_str()).unwrap_or("");
-        Err(settings::UsageError(format!(
-            "--dry-run is not supported for incremental runs of {} sources yet ({which})",
-            self.kind().name()
-        ))
-        .into())
+/// Every format rsmirror reads, as the commands hand them down to the engine and the audit
+/// (which sit below the formats and name none).
+pub(crate) fn all() -> Formats {
+    Formats {
+        of,
+        readers: readers(),
     }
-
-    /// `audit`: stream what the source lists now for `collection` (its expected state) to
-    /// `visit`; the engine compares each item with the mirror as it comes, in bounded memory.
-    fn expected_state(
-        &self,
-        docs: &Documents<'_>,
-        collection: Collection,
-        visit: &mut dyn FnMut(Item) -> Result<(), SourceError>,
-    ) -> Result<Expected, SourceError>;
-
-    /// `audit` of a source of this format by a rule of its own, instead of the expected-state
-    /// comparison (`None`: the engine compares [`Format::expected_state`]).
-    fn audit(
-        &self,
-        s: &settings::Audit,
-        catalog: &Catalog,
-        source_id: i64,
-    ) -> Result<Option<OwnAudit>, StoreError> {
-        let _ = (s, catalog, source_id);
-        Ok(None)
-    }
-
-    /// `inspect`: the documents of `collection` as this format reads them, fetching no
-    /// resource and writing nothing (`None`: the engine walks them as Sitemap documents).
-    fn inspect(
-        &self,
-        docs: &Documents<'_>,
-        collection: Collection,
-    ) -> Option<Result<Vec<crate::report::DocumentReport>, SourceError>> {
-        let _ = (docs, collection);
-        None
-    }
-
-    /// True when the mirror's records of a source of this format name everything
-    /// `incremental` follows (an SCP sitemap and its sections, an ARC sitemap), so that the
-    /// source is not discovered again.
-    fn follows_its_records(&self) -> bool {
-        false
-    }
-}
-
-/// A collection's expected state, as walked for `audit`.
-pub struct Expected {
-    pub walked: Walked,
-    /// URIs the format leaves out on purpose (an ARC page that asks not to be archived):
-    /// neither missing nor extra.
-    pub skipped: Vec<String>,
-}
-
-/// What a format's own audit found ([`Format::audit`]).
-#[derive(Debug, Default)]
-pub struct OwnAudit {
-    /// Every finding (`=` ones included), ordered by subject.
-    pub findings: Vec<crate::audit::finding::Finding>,
-    /// Parts that could not be read (URL, why): nothing they list was compared, so the audit
-    /// cannot call the mirror complete (exit 4, like failed parts of a Resource List).
-    pub failed_parts: Vec<(String, String)>,
-    pub warnings: Vec<String>,
-    /// Set when the source could not be had at all: nothing was compared with it.
-    pub source_error: Option<SourceError>,
-    /// Items the source lists now.
-    pub listed: u64,
-    /// Live items in the mirror.
-    pub pages: u64,
 }
 
 /// The formats that only read ([`crate::engine::reader::Reader`]), each registered once.
-pub(crate) fn readers() -> [crate::engine::reader::Registration; 2] {
-    [oai::registration(), iiif::registration()]
+pub(crate) fn readers() -> Vec<crate::engine::reader::Registration> {
+    vec![oai::registration(), iiif::registration()]
 }
 
 /// The format of a kind of source.

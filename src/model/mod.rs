@@ -7,14 +7,17 @@
 
 pub mod change;
 pub mod filter;
+pub mod finding;
 pub mod kept;
 pub mod problem;
+pub mod validators;
 pub mod via;
 
 pub use change::{Change, ChangeOutcome};
 pub use filter::{Filter, Rules};
 pub use kept::Kept;
 pub use problem::ProblemClass;
+pub use validators::Validators;
 pub use via::Via;
 
 /// What the user asked of a source's reader beyond its URL (`engine::reader`).

@@ -11,6 +11,8 @@
 //! requests to one host; and `--map` prefixes served from local folders. Reading and
 //! verifying bodies is left to the caller (`fetch` for resources, the readers for documents).
 
+use crate::model::Validators;
+use crate::net::config::{default_user_agent, HttpConfig};
 use crate::net::document::{Documents, Response};
 use crate::net::{FetchError, Scope};
 use std::collections::HashMap;
@@ -21,118 +23,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use url::Url;
 
-#[derive(Debug, Clone)]
-pub struct HttpConfig {
-    /// Connect timeout and the longest wait for response headers or for any body read.
-    pub timeout: Duration,
-    /// Attempts per request (1 = no retry).
-    pub tries: u32,
-    /// Longest `Retry-After` honoured; a longer one ends the retries.
-    pub max_retry_after: Duration,
-    /// First backoff; doubles per retry.
-    pub backoff: Duration,
-    pub user_agent: String,
-    /// `--map URL_PREFIX=DIR`: URLs under a prefix are read from the folder instead.
-    pub maps: Vec<(String, PathBuf)>,
-    pub max_redirects: u32,
-    /// Headers for a restricted source (`--header`, `.netrc`), sent only to these hosts.
-    pub credentials: Credentials,
-    /// `--max-size`: the most bytes a resource may have when its length is not declared (a
-    /// declared length bounds it exactly); 0 for no bound.
-    pub max_size: u64,
-    /// `--min-rate`: a transfer slower than this many bytes a second over a `timeout` window
-    /// is cut off (and retried).
-    pub min_rate: u64,
-    /// `--max-time`: the longest one resource transfer may take, whatever its rate.
-    pub max_time: Option<Duration>,
-    /// `--min-free`: the free space a run leaves on the mirror's file system (it stops cleanly
-    /// under it); `None` for the default, 1% of the file system and at most 1 GiB.
-    pub min_free: Option<u64>,
-    /// `--ca-file`: trust the certificate authorities in this PEM file instead of the default
-    /// ones (a source behind a private CA).
-    pub ca_file: Option<PathBuf>,
-    /// `--max-duration`: the longest a run fetches resources, from the making of its [`Http`];
-    /// then it stops cleanly (what landed is kept, exit 3).
-    pub max_duration: Option<Duration>,
-    /// `--bwlimit`: the most bytes a second received in all (a document the whole of it, each
-    /// resource transfer in flight an even share); `None` for no limit.
-    pub bwlimit: Option<u64>,
-    /// `--streams`: requests in flight to a host that speaks HTTP/2, as streams of the
-    /// connections open (`--jobs` counts HTTP/1.1 connections).
-    pub streams: usize,
-    /// `--http2-prior-knowledge`: http:// URLs are asked over HTTP/2 from the first byte
-    /// (RFC 9113 §3.3), for a cleartext source that speaks only HTTP/2.
-    pub http2_prior_knowledge: bool,
-}
-
-/// Request headers a restricted source needs (an access token, Basic authentication), and the
-/// hosts they may go to: the source's own (a redirect elsewhere gets none). Never recorded:
-/// the `Debug` form shows the names only.
-#[derive(Clone, Default)]
-pub struct Credentials {
-    pub hosts: Vec<String>,
-    pub headers: Vec<(String, String)>,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
-        f.debug_struct("Credentials")
-            .field("hosts", &self.hosts)
-            .field("headers", &names)
-            .finish()
-    }
-}
-
-impl Credentials {
-    /// The headers for a request to `url`: none unless its host is one of ours.
-    pub(crate) fn for_url(&self, url: &Url) -> &[(String, String)] {
-        let host = url.host_str().unwrap_or("").to_ascii_lowercase();
-        if self.hosts.contains(&host) {
-            &self.headers
-        } else {
-            &[]
-        }
-    }
-}
-
-impl Default for HttpConfig {
-    fn default() -> HttpConfig {
-        HttpConfig {
-            timeout: Duration::from_secs(30),
-            tries: 4,
-            max_retry_after: Duration::from_secs(120),
-            backoff: Duration::from_secs(1),
-            user_agent: default_user_agent(),
-            maps: Vec::new(),
-            max_redirects: 10,
-            credentials: Credentials::default(),
-            max_size: DEFAULT_MAX_SIZE,
-            min_rate: DEFAULT_MIN_RATE,
-            max_time: None,
-            min_free: None,
-            ca_file: None,
-            max_duration: None,
-            bwlimit: None,
-            streams: crate::net::DEFAULT_STREAMS,
-            http2_prior_knowledge: false,
-        }
-    }
-}
-
 /// When this process made its first agent: what `--max-duration` counts from.
 fn first_agent_made() -> std::time::Instant {
     static MADE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     *MADE.get_or_init(std::time::Instant::now)
 }
-
-/// `--max-size`'s default, 64 GiB: above the largest single files real repositories accept
-/// (Zenodo takes 50 GB per record, Dryad 300 GB per dataset in files of at most 10 GB,
-/// institutional repositories far less), far below what fills an archive's disk unseen.
-pub const DEFAULT_MAX_SIZE: u64 = 64 << 30;
-/// `--min-rate`'s default: 1 KiB/s over the `--timeout` window. A server that sends less is
-/// stalled; even a slow link moves a hundred times more.
-pub const DEFAULT_MIN_RATE: u64 = 1024;
 
 /// Check a `--ca-file`: a PEM file with at least one certificate (RFC 7468 §5: base64 between
 /// `-----BEGIN CERTIFICATE-----` and `-----END CERTIFICATE-----`). The number of certificates,
@@ -171,27 +66,6 @@ pub(crate) fn read_ca_file(path: &Path) -> Result<usize, String> {
         ));
     }
     Ok(count)
-}
-
-/// `rsmirror/VERSION (ResourceSync Destination)`: what we send when nothing else was configured.
-pub(crate) fn default_user_agent() -> String {
-    format!(
-        "rsmirror/{} (ResourceSync Destination)",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
-/// Validators for a conditional GET.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Validators {
-    pub etag: Option<String>,
-    pub last_modified: Option<String>,
-}
-
-impl Validators {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.etag.is_none() && self.last_modified.is_none()
-    }
 }
 
 /// A response whose body has not been read yet.

@@ -19,10 +19,12 @@
 //! of the last (the reader's own pauses do not count); a transfer nobody reads any more is
 //! ended by libcurl's progress callback.
 
+use crate::model::Validators;
+use crate::net::config::HttpConfig;
 use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
+use crate::net::easy::{host_key, http_version, CURL_HTTP_VERSION_2_0};
 use crate::net::pool::Pool;
-use crate::net::transfer::{host_key, http_version, CURL_HTTP_VERSION_2_0};
-use crate::net::{FetchError, HttpConfig, Validators};
+use crate::net::FetchError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use curl::easy::{Easy2, Handler, WriteError};
 use std::io::{self, Read};

@@ -9,7 +9,9 @@
 //! `HTTP_PROXY` is ignored, as curl does, since a CGI environment lets a client set it), read
 //! because no proxy option is set.
 
-use crate::net::{FetchError, HttpConfig, Validators};
+use crate::model::Validators;
+use crate::net::config::HttpConfig;
+use crate::net::FetchError;
 use curl::easy::{Easy2, List};
 use std::time::Duration;
 use url::Url;
@@ -508,4 +510,27 @@ pub(crate) fn tls_hint(url: &Url, message: String) -> String {
     } else {
         message
     }
+}
+
+/// `CURLINFO_HTTP_VERSION` of a response over HTTP/2.
+pub(crate) const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
+
+/// The HTTP version a transfer's response came over (`CURLINFO_HTTP_VERSION`: 2 for 1.1, 3
+/// for 2, 4 for 3; 0 when unknown).
+pub(crate) fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
+    const CURLINFO_HTTP_VERSION: curl_sys::CURLINFO = 0x20_0000 + 46;
+    let mut version: libc::c_long = 0;
+    // SAFETY: a valid easy handle; the info is one long.
+    let rc = unsafe { curl_sys::curl_easy_getinfo(handle, CURLINFO_HTTP_VERSION, &mut version) };
+    if rc == curl_sys::CURLE_OK {
+        version
+    } else {
+        0
+    }
+}
+
+/// `host:port` of `url`, as the no-reuse set and the HTTP/2 hosts key them.
+pub(crate) fn host_key(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("");
+    format!("{host}:{}", url.port_or_known_default().unwrap_or(0))
 }

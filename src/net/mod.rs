@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub(crate) mod bwlimit;
+pub mod config;
 pub(crate) mod document;
 pub(crate) mod easy;
 pub mod fetch;
@@ -16,7 +17,9 @@ pub mod scope;
 pub(crate) mod sockets;
 pub mod transfer;
 
-pub use agent::{Body, Credentials, DocumentResponse, Http, HttpConfig, Validators};
+pub use crate::model::Validators;
+pub use agent::{Body, DocumentResponse, Http};
+pub use config::{Credentials, HttpConfig};
 pub use fetch::{Expected, Staged};
 pub use one::fetch_to_staging;
 pub use scope::Scope;

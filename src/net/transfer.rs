@@ -24,15 +24,17 @@
 //! The bytes are the representation as served: `Accept-Encoding: identity` is asked for and a
 //! `Content-Encoding` sent anyway is recorded, not decoded.
 
+use crate::model::Validators;
 use crate::net::agent::{is_redirect, is_retryable_status, parse_retry_after, Hops, Retries};
 use crate::net::easy::{configure_get, failure, transport, Head, MAX_DROPPED_BODY};
+use crate::net::easy::{host_key, http_version, CURL_HTTP_VERSION_2_0};
 use crate::net::fetch::{
     check_announced, check_media_type, check_received, hasher_for, past_max_time, staging_error,
     truncated, verify, worker_folder,
 };
 use crate::net::in_step::{self, InStep, Verdict};
 use crate::net::sockets::{self, Ports};
-use crate::net::{Expected, FetchError, Http, Scope, Staged, Validators};
+use crate::net::{Expected, FetchError, Http, Scope, Staged};
 use crate::rs::digest::Algorithm;
 use crate::rs::digest::Hasher;
 use crate::store::new_file::NewFile;
@@ -54,9 +56,6 @@ const MAX_WAIT: Duration = Duration::from_millis(250);
 /// it by another stream's error or a GOAWAY now and then, few enough that a server that drops
 /// every connection costs each resource at most this many requests more.
 const MAX_LOST: u8 = 3;
-
-/// `CURLINFO_HTTP_VERSION` of a response over HTTP/2.
-pub(crate) const CURL_HTTP_VERSION_2_0: libc::c_long = 3;
 
 /// libcurl's receive buffer for a transfer (`CURLOPT_BUFFERSIZE`).
 const RECEIVE_BUFFER: usize = 128 * 1024;
@@ -805,20 +804,6 @@ fn sent(handle: *mut curl_sys::CURL) -> bool {
     rc != curl_sys::CURLE_OK || seconds > 0.0
 }
 
-/// The HTTP version a transfer's response came over (`CURLINFO_HTTP_VERSION`: 2 for 1.1, 3
-/// for 2, 4 for 3; 0 when unknown).
-pub(crate) fn http_version(handle: *mut curl_sys::CURL) -> libc::c_long {
-    const CURLINFO_HTTP_VERSION: curl_sys::CURLINFO = 0x20_0000 + 46;
-    let mut version: libc::c_long = 0;
-    // SAFETY: a valid easy handle; the info is one long.
-    let rc = unsafe { curl_sys::curl_easy_getinfo(handle, CURLINFO_HTTP_VERSION, &mut version) };
-    if rc == curl_sys::CURLE_OK {
-        version
-    } else {
-        0
-    }
-}
-
 /// Whether libcurl's error says the connection itself failed (rather than this stream):
 /// `CURLE_HTTP2` without a reason of its own (the session ended under the stream), a failed
 /// send or receive, or a connection closed with nothing on it.
@@ -833,12 +818,6 @@ fn connection_gone(e: &curl::Error) -> bool {
 fn proven(expected: &Expected) -> bool {
     (expected.digests.iter())
         .any(|d| d.hex.is_some() && !matches!(d.algorithm, Algorithm::Other(_)))
-}
-
-/// `host:port` of `url`, as the no-reuse set and the HTTP/2 hosts key them.
-pub(crate) fn host_key(url: &Url) -> String {
-    let host = url.host_str().unwrap_or("");
-    format!("{host}:{}", url.port_or_known_default().unwrap_or(0))
 }
 
 /// What one GET read: the staged bytes, or why they are not the resource.

@@ -8,7 +8,7 @@
 //! Which findings there are, and what they mean, is `finding`'s; when and in which order they
 //! are made is `audit`'s.
 
-use crate::audit::finding::{Class, Finding};
+use crate::model::finding::{Class, Finding};
 use crate::store::history::VersionRow;
 use crate::store::{Catalog, StoreError};
 use rusqlite::{params, Rows, Transaction};

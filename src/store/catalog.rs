@@ -14,16 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The schema, applied to a new catalog.
-pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads. Version 6: settings of the whole mirror
-/// (`mirror_settings`: where its objects are). Version 5: a source remembers its own
-/// settings (`sources.settings_json`: `--include`/`--exclude`). Version 4: a source can stop being
-/// followed (`sources.removed_at`). Version 3: SCP pages are resources with their JSON in the
-/// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
-/// their own; version 1 also had two fan-out folder levels of objects. Older versions are
-/// upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 9;
+pub use crate::store::migrate::{SCHEMA, SCHEMA_VERSION};
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].
@@ -747,19 +738,23 @@ impl Catalog {
     ) -> Result<i64, StoreError> {
         // Recorded and known to the signal watcher as one step, so that Ctrl-C at any point
         // after the insert records the run as interrupted.
-        crate::interrupt::beginning(self.conn.path(), || {
-            self.conn.execute(
+        crate::interrupt::beginning(
+            self.conn.path(),
+            super::run_records::mark_interrupted,
+            || {
+                self.conn.execute(
                 "INSERT INTO runs (command, source_id, arguments, started_at) VALUES (?1, ?2, ?3, ?4)",
                 params![command, source_id, arguments, now()],
             )?;
-            let run_id = self.conn.last_insert_rowid();
-            if let Some(s) = &self.sealing {
-                s.run.set(Some(run_id));
-                s.open_run.set(true);
-            }
-            self.committed()?;
-            Ok(run_id)
-        })
+                let run_id = self.conn.last_insert_rowid();
+                if let Some(s) = &self.sealing {
+                    s.run.set(Some(run_id));
+                    s.open_run.set(true);
+                }
+                self.committed()?;
+                Ok(run_id)
+            },
+        )
     }
 
     pub(crate) fn end_run(

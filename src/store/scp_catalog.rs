@@ -8,7 +8,7 @@
 //!
 //! Times are stored as RFC 3339 text (jiff's `Timestamp` display), like the rest of the catalog.
 
-use crate::net::Validators;
+use crate::model::Validators;
 pub use crate::store::scp_pages::SYNC_POINT_BASIS;
 pub(crate) use crate::store::scp_pages::{page_url, qualified_uri, section_collection};
 use crate::store::StoreError;
@@ -178,7 +178,7 @@ pub struct CollectionRecord {
     pub generated: Option<Timestamp>,
     pub listed_generated: Option<Timestamp>,
     pub checksum: Option<String>,
-    /// [`crate::formats::scp::read::ChecksumStatus::name`].
+    /// The name of the checksum status the SCP reader gave (`ChecksumStatus::name`).
     pub checksum_status: String,
     pub sha256_hex: String,
     pub compressed_bytes: u64,

@@ -834,6 +834,17 @@ fn every_manual_topic_is_its_help_its_man_page_and_linked_from_the_readme() {
             stderr_of(&out)
         );
         assert_eq!(stdout_of(&out), text, "help {name}");
+        // rsmirror's own options may stand before `help`, as before any command.
+        let out = (rsmirror().args(["--mirror", "/nonexistent", "-q", "help", &name]))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "-- help {name}: {}",
+            stderr_of(&out)
+        );
+        assert_eq!(stdout_of(&out), text, "--mirror M -q help {name}");
         let out = rsmirror().args(["man", &name]).output().unwrap();
         assert_eq!(
             out.status.code(),

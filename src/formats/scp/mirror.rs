@@ -576,8 +576,7 @@ fn record(
                 ),
             ),
         };
-        crate::report::name_first(
-            ctx.progress,
+        ctx.progress.name_first(
             what,
             a.gone.iter().map(String::as_str),
             a.gone.len() as u64,
