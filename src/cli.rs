@@ -656,8 +656,13 @@ pub struct CompletionsArgs {
 pub struct ManArgs {
     /// A command (ls, cat, baseline...) or a topic of the manual (sources, cron...: rsmirror
     /// help topics); default: rsmirror itself.
-    #[arg(value_name = "COMMAND|TOPIC")]
+    #[arg(value_name = "COMMAND|TOPIC", conflicts_with = "install")]
     pub command: Option<String>,
+    /// Write every page instead, under DIR as man finds them: DIR/man1/rsmirror.1,
+    /// DIR/man1/rsmirror-COMMAND.1 and DIR/man7/rsmirror-TOPIC.7 (e.g. /usr/local/share/man;
+    /// then `man rsmirror-ls`). Prints each path written.
+    #[arg(long, value_name = "DIR")]
+    pub install: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,4 +1,4 @@
-//! `rsmirror man [COMMAND]`: the manual page of rsmirror, or of one of its commands, from the
+//! `rsmirror man [COMMAND|TOPIC]`: the manual page of rsmirror, or of one of its commands, from the
 //! same clap definitions as `--help`, with the sections a manual page has and `--help` does
 //! not: EXIT STATUS, ENVIRONMENT and FILES. A command's page is named `rsmirror-ls(1)` (the
 //! convention of git's pages, `git-log(1)`), and its synopsis reads `rsmirror ls ...`, the way
@@ -9,10 +9,14 @@
 //! paragraphs `.PP`, bullets `.IP \(bu`, table rows `.TP`, code blocks no-fill text; code spans
 //! are bold, emphasis italic, and every backslash, hyphen, character beyond ASCII and line that
 //! would start with a control character is escaped.
+//!
+//! `rsmirror man --install DIR` writes every page at once, where `man` looks for them
+//! (`DIR/man1`, `DIR/man7`): what a package or `make install` puts under `/usr/share/man`.
 
 use crate::exit::TABLE;
 use crate::manual::{Topic, TOPICS};
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 /// The environment variables rsmirror reads: (name, what it does).
 const ENVIRONMENT: &[(&str, &str)] = &[
@@ -77,6 +81,52 @@ const FILES: &[(&str, &str)] = &[
 
 /// Write the page of `cmd` (rsmirror itself, or one command with `name`) to stdout.
 pub(crate) fn render(cmd: clap::Command, name: Option<&str>) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    page(cmd, name, &mut out)?;
+    out.flush()
+}
+
+/// Every page, written under `dir` as `man` finds them in a folder of its `MANPATH`:
+/// `man1/rsmirror.1`, `man1/rsmirror-COMMAND.1` for each command and `man7/rsmirror-TOPIC.7`
+/// for each topic of the manual. Each page is written beside its place and renamed onto it, so
+/// a reader never sees half of one. The paths written, in order.
+pub(crate) fn install(root: &clap::Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut pages: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let mut roff = Vec::new();
+    page(root.clone(), None, &mut roff)?;
+    pages.push((PathBuf::from("man1/rsmirror.1"), roff));
+    for sub in root.get_subcommands().filter(|c| c.get_name() != "help") {
+        let name = sub.get_name();
+        let mut roff = Vec::new();
+        page(sub.clone(), Some(name), &mut roff)?;
+        pages.push((PathBuf::from(format!("man1/rsmirror-{name}.1")), roff));
+    }
+    for topic in TOPICS {
+        let path = PathBuf::from(format!("man7/rsmirror-{}.7", topic.name));
+        pages.push((path, topic_page(topic).into_bytes()));
+    }
+    let mut written = Vec::new();
+    for (relative, roff) in pages {
+        let path = dir.join(relative);
+        let folder = path.parent().expect("a page is in a section's folder");
+        std::fs::create_dir_all(folder)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", folder.display())))?;
+        let mut part = path.clone().into_os_string();
+        part.push(".part");
+        let part = PathBuf::from(part);
+        std::fs::write(&part, &roff)
+            .and_then(|()| std::fs::rename(&part, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&part);
+                io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+            })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The page of `cmd` (rsmirror itself, or one command with `name`), in roff, to `out`.
+fn page(cmd: clap::Command, name: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
     let cmd = match name {
         // A one-shot process: the names live as long as it anyway.
         Some(name) => cmd
@@ -87,21 +137,19 @@ pub(crate) fn render(cmd: clap::Command, name: Option<&str>) -> io::Result<()> {
         None => cmd,
     };
     let man = clap_mangen::Man::new(cmd.clone());
-    let mut out = io::stdout().lock();
-    man.render_title(&mut out)?;
-    man.render_name_section(&mut out)?;
-    man.render_synopsis_section(&mut out)?;
-    man.render_description_section(&mut out)?;
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-        man.render_options_section(&mut out)?;
+        man.render_options_section(out)?;
     }
     if cmd.has_subcommands() {
-        man.render_subcommands_section(&mut out)?;
+        man.render_subcommands_section(out)?;
     }
     out.write_all(sections().as_bytes())?;
     out.write_all(see_also(None).as_bytes())?;
-    man.render_version_section(&mut out)?;
-    out.flush()
+    man.render_version_section(out)
 }
 
 /// Write the page `rsmirror-TOPIC(7)` of `topic` to stdout.

@@ -593,6 +593,19 @@ fn completions(a: &crate::cli::CompletionsArgs) -> Exit {
 /// or of a topic of the manual (`rsmirror-cron(7)`), from its Markdown.
 fn man(a: &crate::cli::ManArgs) -> Exit {
     let root = Cli::definitions();
+    if let Some(dir) = &a.install {
+        return match man::install(&root, dir) {
+            Ok(paths) => {
+                for p in paths {
+                    println!("{}", p.display());
+                }
+                Exit::Ok
+            }
+            Err(e) => {
+                fail(&crate::store::StoreError::io("installing the pages under", dir, e).into())
+            }
+        };
+    }
     let written = match &a.command {
         None => man::render(root, None),
         Some(name) => match root.find_subcommand(name) {

@@ -141,7 +141,11 @@ fn a_harvest_holds_what_sickle_harvests_and_an_incremental_what_its_from_harvest
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     // The 25 deleted records were never held: recorded as tombstones (below), but nothing
     // went, so none is named or counted as deleted.
-    assert!(!stderr_of(&out).contains("deleted: "), "{}", stderr_of(&out));
+    assert!(
+        !stderr_of(&out).contains("deleted: "),
+        "{}",
+        stderr_of(&out)
+    );
     let sickle = repo.sickle(None);
     assert_eq!(sickle.len(), 250);
     assert_eq!(sickle.iter().filter(|r| r.2).count(), 25);
@@ -189,7 +193,12 @@ fn a_harvest_holds_what_sickle_harvests_and_an_incremental_what_its_from_harvest
     let out = incremental(&m).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     // The 5 held records the source deleted are named, each once.
-    assert_eq!(stderr_of(&out).matches("deleted: ").count(), 5, "{}", stderr_of(&out));
+    assert_eq!(
+        stderr_of(&out).matches("deleted: ").count(),
+        5,
+        "{}",
+        stderr_of(&out)
+    );
     // The harvest asked from the sync point less one step of the repository's granularity.
     let from: jiff::Timestamp =
         sp.parse::<jiff::Timestamp>().unwrap() - jiff::SignedDuration::from_secs(1);

@@ -782,6 +782,63 @@ fn completions_and_the_man_page_come_from_the_same_definitions() {
     assert!(stderr_of(&out).contains("cron"), "{}", stderr_of(&out));
 }
 
+/// `man --install DIR` writes every page where `man` finds them: rsmirror(1), one page per
+/// command in man1, one per topic in man7, each as `man COMMAND` prints it; a DIR that cannot
+/// be written is an error naming it.
+#[test]
+fn man_install_writes_every_page_where_man_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rsmirror()
+        .args(["man", "--install"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let listed: Vec<String> = stdout_of(&out).lines().map(String::from).collect();
+    let mut expected = vec![("man1/rsmirror.1".to_string(), vec!["man".to_string()])];
+    for c in [
+        "baseline",
+        "incremental",
+        "audit",
+        "ls",
+        "cat",
+        "export",
+        "source",
+        "man",
+    ] {
+        expected.push((format!("man1/rsmirror-{c}.1"), vec!["man".into(), c.into()]));
+    }
+    for (name, _) in manual_topics() {
+        expected.push((format!("man7/rsmirror-{name}.7"), vec!["man".into(), name]));
+    }
+    for (relative, args) in expected {
+        let path = dir.path().join(&relative);
+        assert!(
+            listed.contains(&path.display().to_string()),
+            "{relative}: {listed:?}"
+        );
+        let page = rsmirror().args(&args).output().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), page.stdout, "{relative}");
+    }
+    assert!(!listed
+        .iter()
+        .any(|l| l.ends_with(".part") || l.contains("rsmirror-help")));
+    // A file where the folder should be: an error that names it, nothing half-written.
+    let file = dir.path().join("not-a-folder");
+    std::fs::write(&file, "x").unwrap();
+    let out = rsmirror()
+        .args(["man", "--install"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr_of(&out).contains("not-a-folder"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
 /// The topics of the manual, by name: every `doc/manual/NAME.md`.
 fn manual_topics() -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("doc/manual");
