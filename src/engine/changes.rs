@@ -578,23 +578,26 @@ mod tests {
         let objects = ObjectStore::open(dir.path()).unwrap();
         let run_id = catalog.begin_run("incremental", None, "test").unwrap();
         let sha = |n: u8| format!("{n:02x}").repeat(32);
-        let tx = catalog.transaction().unwrap();
-        for (uri, change, sha256) in [
-            ("a", Change::Created, Some(sha(1))),
-            ("gone", Change::Deleted, None),
-        ] {
-            let v = NewVersion {
-                uri: format!("http://x/{uri}"),
-                collection: "c".into(),
-                change,
-                lastmod: t("2026-01-01T00:00:00Z"),
-                sha256_hex: sha256,
-                arrived_via: crate::model::Via::Http,
-                ..Default::default()
-            };
-            write::version(&tx, run_id, &v).unwrap();
-        }
-        tx.commit().unwrap();
+        catalog
+            .in_transaction(|tx| {
+                for (uri, change, sha256) in [
+                    ("a", Change::Created, Some(sha(1))),
+                    ("gone", Change::Deleted, None),
+                ] {
+                    let v = NewVersion {
+                        uri: format!("http://x/{uri}"),
+                        collection: "c".into(),
+                        change,
+                        lastmod: t("2026-01-01T00:00:00Z"),
+                        sha256_hex: sha256,
+                        arrived_via: crate::model::Via::Http,
+                        ..Default::default()
+                    };
+                    write::version(tx, run_id, &v)?;
+                }
+                Ok(())
+            })
+            .unwrap();
 
         let mut writer = Writer::new(&mut catalog, &objects, run_id);
         let mut summary = Summary::default();

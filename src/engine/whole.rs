@@ -203,12 +203,10 @@ impl<'x, 'w> Whole<'x, 'w> {
         target: Target<'x>,
         recent: &'x mut Recent,
     ) -> Result<Self, WholeError> {
-        let (collection_id, through) = writer.now(|conn| {
-            Ok((
-                crate::store::catalog::write::collection_id(conn, target.collection)?,
-                pages::last_version_id(conn)?,
-            ))
-        })?;
+        let collection_id =
+            writer.now(|tx| crate::store::catalog::write::collection_id(tx, target.collection))?;
+        // The newest version, read in the writer's open transaction.
+        let through = pages::last_version_id(writer.catalog().conn())?;
         Ok(Whole {
             sink: Sink::Write {
                 writer,
@@ -570,7 +568,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             } => {
                 let result = match objects.finish() {
                     Ok(()) => writer
-                        .commit(|conn| last.map_or(Ok(()), |last| last(conn)))
+                        .commit(|tx| last.map_or(Ok(()), |last| last(tx)))
                         .map_err(WholeError::from),
                     Err(e) => {
                         writer.rollback();
@@ -837,17 +835,21 @@ mod tests {
 
     /// Resources of another collection, `http://x/elsewhere`, one version each.
     fn held_elsewhere(m: &mut Mirror, uris: impl IntoIterator<Item = String>) {
-        let tx = m.catalog.transaction().unwrap();
-        for uri in uris {
-            let other = NewVersion {
-                uri,
-                collection: "http://x/elsewhere".into(),
-                sha256_hex: Some("00".repeat(32)),
-                ..Default::default()
-            };
-            crate::store::catalog::write::version(&tx, m.run_id, &other).unwrap();
-        }
-        tx.commit().unwrap();
+        let run_id = m.run_id;
+        m.catalog
+            .in_transaction(|tx| {
+                for uri in uris {
+                    let other = NewVersion {
+                        uri,
+                        collection: "http://x/elsewhere".into(),
+                        sha256_hex: Some("00".repeat(32)),
+                        ..Default::default()
+                    };
+                    crate::store::catalog::write::version(tx, run_id, &other)?;
+                }
+                Ok(())
+            })
+            .unwrap();
         m.catalog.committed().unwrap();
     }
 

@@ -5,18 +5,19 @@
 //! wrote. Building the feed (entries, ids, Atom, JSON Feed) is `commands::feed`'s.
 
 use crate::model::{Change, ChangeOutcome};
+use crate::store::writer::Tx;
 use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
 /// Record how a collection is known outside the mirror (inside the caller's transaction).
 pub fn record_identity(
-    conn: &Connection,
+    tx: &Tx<'_>,
     collection: &str,
     identity: &str,
     basis: &str,
 ) -> Result<(), StoreError> {
-    conn.execute(
+    tx.conn().execute(
         "INSERT INTO collection_identities (collection, identity, basis, recorded_at)
          VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT(collection) DO UPDATE SET identity = excluded.identity,

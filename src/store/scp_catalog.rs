@@ -11,7 +11,8 @@
 use crate::net::Validators;
 pub use crate::store::scp_pages::SYNC_POINT_BASIS;
 pub(crate) use crate::store::scp_pages::{page_url, qualified_uri, section_collection};
-use crate::store::StoreError;
+use crate::store::writer::Tx;
+use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -124,6 +125,27 @@ pub(crate) fn follow_section(
 /// Record how far a section is applied (in the transaction that applied it), and the
 /// section's sync point: the listed `generated` it is applied through.
 pub(crate) fn set_section(
+    tx: &Tx<'_>,
+    source_id: i64,
+    run_id: i64,
+    s: &SectionRecord,
+) -> Result<(), StoreError> {
+    write_section(tx.conn(), source_id, run_id, s)
+}
+
+/// [`set_section`] of a section whose collection was found unchanged (a 304: the file is the
+/// one applied before), outside any writer: each statement commits on its own.
+pub(crate) fn set_section_unchanged(
+    catalog: &Catalog,
+    source_id: i64,
+    run_id: i64,
+    s: &SectionRecord,
+) -> Result<(), StoreError> {
+    write_section(catalog.conn(), source_id, run_id, s)
+}
+
+/// The rows of [`set_section`], on `conn`.
+fn write_section(
     conn: &Connection,
     source_id: i64,
     run_id: i64,
@@ -284,10 +306,8 @@ pub struct NewCollection<'a> {
 
 /// Insert a collection row (inside the transaction that will commit its pages); the verdict
 /// is filled in by [`complete_collection`] before the commit, so no committed row ever lacks it.
-pub(crate) fn insert_collection(
-    conn: &Connection,
-    c: &NewCollection<'_>,
-) -> Result<i64, StoreError> {
+pub(crate) fn insert_collection(tx: &Tx<'_>, c: &NewCollection<'_>) -> Result<i64, StoreError> {
+    let conn = tx.conn();
     conn.execute(
         "INSERT INTO scp_collections (source_id, url, fetched_from, section, type, collection_id,
             generated, since, listed_generated, version, compression, checksum, checksum_status,
@@ -334,11 +354,11 @@ pub struct CollectionVerdict<'a> {
 }
 
 pub(crate) fn complete_collection(
-    conn: &Connection,
+    tx: &Tx<'_>,
     id: i64,
     v: &CollectionVerdict<'_>,
 ) -> Result<(), StoreError> {
-    conn.execute(
+    tx.conn().execute(
         "UPDATE scp_collections SET checksum_status = ?2, sha256_hex = ?3, compressed_bytes = ?4,
             decompressed_bytes = ?5, line_count = ?6, page_count = ?7, pages_skipped = ?8,
             warning_count = ?9
@@ -359,8 +379,8 @@ pub(crate) fn complete_collection(
 }
 
 /// Drop a collection's validators, so that the next fetch of its URL is a full GET.
-pub(crate) fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
-    conn.execute(
+pub(crate) fn forget_validators(tx: &Tx<'_>, id: i64) -> Result<(), StoreError> {
+    tx.conn().execute(
         "UPDATE scp_collections SET etag = NULL, last_modified = NULL WHERE id = ?1",
         params![id],
     )?;
@@ -698,18 +718,19 @@ pub(crate) fn page_rows(
     title: Option<String>,
     language: Option<String>,
 ) -> crate::store::writer::Then {
-    Box::new(move |conn: &Connection, version_id| {
-        conn.prepare_cached(
-            "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
+    Box::new(move |tx: &Tx<'_>, version_id| {
+        tx.conn()
+            .prepare_cached(
+                "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            version_id,
-            collection_row,
-            line.map(|n| n as i64),
-            title,
-            language
-        ])?;
+            )?
+            .execute(params![
+                version_id,
+                collection_row,
+                line.map(|n| n as i64),
+                title,
+                language
+            ])?;
         Ok(())
     })
 }

@@ -391,7 +391,7 @@ fn take(
                     .applied_through
                     .map_or(generated, |t| t.max(generated)),
             );
-            scp_catalog::set_section(ctx.catalog.conn(), ctx.source_id, ctx.run_id, section)?;
+            scp_catalog::set_section_unchanged(ctx.catalog, ctx.source_id, ctx.run_id, section)?;
             run.landed += 1;
             return Ok(true);
         }
