@@ -678,14 +678,7 @@ mod tests {
         assert_eq!(problems, [ProblemClass::Pending, ProblemClass::Failed]);
         assert!(summary.problems[0].reason.contains("changed again after"));
 
-        let conn = catalog.conn();
-        let events: Vec<(String, String, String)> = conn
-            .prepare("SELECT uri, change, outcome FROM change_events ORDER BY id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let events = crate::store::change_history::recorded_events(&catalog).unwrap();
         let events: Vec<_> = events
             .iter()
             .map(|(u, c, o)| (u.trim_start_matches("http://x/"), c.as_str(), o.as_str()))

@@ -7,9 +7,9 @@
 //! is keyed by each version's id written in the same transaction.
 
 use crate::store::writer::{Then, Tx};
-use crate::store::StoreError;
+use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use std::time::Duration;
 
 /// An ARC sitemap as last read.
@@ -124,11 +124,11 @@ impl ArcPages {
 /// The sitemap an ARC source was baselined from: the one recorded for `source_id`, else the
 /// one whose URL is `url` (the source may have been given differently at baseline).
 pub(crate) fn sitemap_of(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
     url: &str,
 ) -> Result<Option<SitemapRecord>, StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = catalog.conn().prepare(
         "SELECT url, site, arc_sitemap_version, generated_at, page_count, crawl_delay_seconds,
                 delta_feeds_json, etag, last_modified
          FROM arc_sitemaps WHERE source_id = ?1 OR url = ?2

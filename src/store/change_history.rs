@@ -109,5 +109,17 @@ pub(crate) fn each_applied_change(
     Ok(())
 }
 
+/// Every change event recorded, as (URI, change, outcome), in the order recorded.
+#[cfg(test)]
+pub(crate) fn recorded_events(
+    catalog: &Catalog,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let mut stmt = catalog
+        .conn()
+        .prepare("SELECT uri, change, outcome FROM change_events ORDER BY id")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The basis recorded for a Capability List's `rs:ln rel="describes"`.
 pub(crate) const DESCRIBES_BASIS: &str = "rs:ln rel=\"describes\" of the Capability List";

@@ -114,8 +114,7 @@ pub(crate) fn apply(
         .map_err(ApplyError::Rejected)?;
     let meta = reader.meta().clone();
     check_as_listed(&meta, a.entry)?;
-    let collection =
-        scp_catalog::section_collection_of(catalog.conn(), a.source_id, &a.entry.section)?;
+    let collection = scp_catalog::section_collection_of(catalog, a.source_id, &a.entry.section)?;
     let target = Target {
         collection: &collection,
         qualifier: &a.entry.section,
