@@ -461,11 +461,13 @@ impl Catalog {
         }
     }
 
-    pub fn conn(&self) -> &Connection {
+    /// The connection, for the store's own SQL: nothing outside `store` runs any.
+    pub(in crate::store) fn conn(&self) -> &Connection {
         &self.conn
     }
 
-    pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
+    /// A transaction, for the store's own SQL ([`Catalog::in_transaction`] outside it).
+    pub(in crate::store) fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
         self.conn.transaction().map_err(StoreError::from)
     }
 
