@@ -208,29 +208,35 @@ fn bench_catalog(scale: &Scale, batch: usize) {
             .expect("a run");
         let mut i = 0;
         while i < rows {
-            let tx = catalog.transaction().expect("a transaction");
-            for k in i..(i + batch).min(rows) {
-                let mut h = Hasher::new(false);
-                h.update(&(k as u64).to_le_bytes());
-                let c = h.finish();
-                let v = NewVersion {
-                    uri: format!("http://127.0.0.1:8080/r/{:04}/{k:07}.bin", k / 1000),
-                    collection: "http://127.0.0.1:8080/rs/capabilitylist.xml".into(),
-                    change: rsmirror::model::Change::Created,
-                    lastmod: jiff::Timestamp::from_second(1_767_225_600 + k as i64).ok(),
-                    length_bytes: Some(8192),
-                    declared_length_bytes: Some(8192),
-                    declared_hash: Some(format!("md5:{} sha-256:{}", c.md5_hex, c.sha256_hex)),
-                    md5_hex: Some(c.md5_hex),
-                    sha256_hex: Some(c.sha256_hex),
-                    media_type: Some("application/octet-stream".into()),
-                    arrived_via: rsmirror::model::Via::Http,
-                    etag: Some(format!("\"{k:x}-2000\"")),
-                    ..Default::default()
-                };
-                write::version(&tx, run, &v).expect("a version row");
-            }
-            tx.commit().expect("a commit");
+            catalog
+                .in_transaction(|tx| {
+                    for k in i..(i + batch).min(rows) {
+                        let mut h = Hasher::new(false);
+                        h.update(&(k as u64).to_le_bytes());
+                        let c = h.finish();
+                        let v = NewVersion {
+                            uri: format!("http://127.0.0.1:8080/r/{:04}/{k:07}.bin", k / 1000),
+                            collection: "http://127.0.0.1:8080/rs/capabilitylist.xml".into(),
+                            change: rsmirror::model::Change::Created,
+                            lastmod: jiff::Timestamp::from_second(1_767_225_600 + k as i64).ok(),
+                            length_bytes: Some(8192),
+                            declared_length_bytes: Some(8192),
+                            declared_hash: Some(format!(
+                                "md5:{} sha-256:{}",
+                                c.md5_hex, c.sha256_hex
+                            )),
+                            md5_hex: Some(c.md5_hex),
+                            sha256_hex: Some(c.sha256_hex),
+                            media_type: Some("application/octet-stream".into()),
+                            arrived_via: rsmirror::model::Via::Http,
+                            etag: Some(format!("\"{k:x}-2000\"")),
+                            ..Default::default()
+                        };
+                        write::version(tx, run, &v)?;
+                    }
+                    Ok(())
+                })
+                .expect("a transaction of version rows");
             i += batch;
         }
     });

@@ -1121,7 +1121,6 @@ mod tests {
         std::fs::create_dir_all(store.path_for(&folder)).unwrap();
         let mut c = Catalog::open(dir.path()).unwrap();
         let run = c.begin_run("baseline", None, "test").unwrap();
-        let tx = c.transaction().unwrap();
         let version = |uri: &str, o: &Computed| NewVersion {
             uri: uri.into(),
             collection: "c".into(),
@@ -1178,10 +1177,13 @@ mod tests {
             arrived_via: Via::Tombstone,
             ..Default::default()
         });
-        for v in &rows {
-            write::version(&tx, run, v).unwrap();
-        }
-        tx.commit().unwrap();
+        c.in_transaction(|tx| {
+            for v in &rows {
+                write::version(tx, run, v)?;
+            }
+            Ok(())
+        })
+        .unwrap();
         dir
     }
 

@@ -101,15 +101,15 @@ pub(crate) fn run(
     summary.run_id = Some(run_id);
     if let Some(gap) = &s.crossing_gap {
         // `incremental --on-gap rebaseline`: the record says which gap this run crosses.
-        let tx = m.catalog.transaction()?;
-        write::problem(
-            &tx,
-            run_id,
-            &source_url,
-            crate::model::ProblemClass::Gap,
-            gap,
-        )?;
-        tx.commit().map_err(StoreError::from)?;
+        m.catalog.in_transaction(|tx| {
+            write::problem(
+                tx,
+                run_id,
+                &source_url,
+                crate::model::ProblemClass::Gap,
+                gap,
+            )
+        })?;
         summary
             .warnings
             .push(format!("this baseline crosses a gap: {gap}"));

@@ -558,7 +558,7 @@ mod tests {
     }
 
     fn event(
-        c: &Catalog,
+        c: &mut Catalog,
         run: i64,
         uri: &str,
         change: ChangeKind,
@@ -577,7 +577,7 @@ mod tests {
     }
 
     fn event_in(
-        c: &Catalog,
+        c: &mut Catalog,
         run: i64,
         collection: &str,
         uri: &str,
@@ -593,18 +593,19 @@ mod tests {
             document_url: "http://x/cl.xml".into(),
             outcome,
         };
-        crate::store::catalog::write::change_event(c.conn(), run, &e, None).unwrap();
+        c.in_transaction(|tx| crate::store::catalog::write::change_event(tx, run, &e, None))
+            .unwrap();
     }
 
     fn setup() -> (tempfile::TempDir, Catalog) {
-        let (d, c) = catalog();
+        let (d, mut c) = catalog();
         let src = c.source_id("http://x/").unwrap();
         for _ in 0..4 {
             c.begin_run("incremental", Some(src), "rsmirror incremental")
                 .unwrap();
         }
         event(
-            &c,
+            &mut c,
             1,
             "http://x/r1",
             ChangeKind::Updated,
@@ -612,7 +613,7 @@ mod tests {
             ChangeOutcome::Applied,
         );
         event(
-            &c,
+            &mut c,
             1,
             "http://x/r6",
             ChangeKind::Created,
@@ -620,7 +621,7 @@ mod tests {
             ChangeOutcome::Applied,
         );
         event(
-            &c,
+            &mut c,
             1,
             "http://x/r2",
             ChangeKind::Deleted,
@@ -628,7 +629,7 @@ mod tests {
             ChangeOutcome::Applied,
         );
         event(
-            &c,
+            &mut c,
             1,
             "http://x/r3",
             ChangeKind::Updated,
@@ -637,7 +638,7 @@ mod tests {
         );
         // Run 2: only a change without a datetime: no entry (Sitemap Update Syndication).
         event(
-            &c,
+            &mut c,
             2,
             "http://x/r4",
             ChangeKind::Updated,
@@ -646,7 +647,7 @@ mod tests {
         );
         // Run 3: one change already reported, one new.
         event(
-            &c,
+            &mut c,
             3,
             "http://x/r1",
             ChangeKind::Updated,
@@ -654,7 +655,7 @@ mod tests {
             ChangeOutcome::Applied,
         );
         event(
-            &c,
+            &mut c,
             3,
             "http://x/r5",
             ChangeKind::Updated,
@@ -730,16 +731,18 @@ mod tests {
 
     #[test]
     fn identities_and_choosing() {
-        let (_d, c) = setup();
-        record_identity(
-            c.conn(),
-            "http://x/capabilitylist.xml",
-            "http://x/shrine/",
-            "describes",
-        )
+        let (_d, mut c) = setup();
+        c.in_transaction(|tx| {
+            record_identity(
+                tx,
+                "http://x/capabilitylist.xml",
+                "http://x/shrine/",
+                "describes",
+            )
+        })
         .unwrap();
         event_in(
-            &c,
+            &mut c,
             1,
             "http://y/arc-sitemap.json",
             "http://y/p",

@@ -584,23 +584,26 @@ mod tests {
         let objects = ObjectStore::open(dir.path()).unwrap();
         let run_id = catalog.begin_run("incremental", None, "test").unwrap();
         let sha = |n: u8| format!("{n:02x}").repeat(32);
-        let tx = catalog.transaction().unwrap();
-        for (uri, change, sha256) in [
-            ("a", Change::Created, Some(sha(1))),
-            ("gone", Change::Deleted, None),
-        ] {
-            let v = NewVersion {
-                uri: format!("http://x/{uri}"),
-                collection: "c".into(),
-                change,
-                lastmod: t("2026-01-01T00:00:00Z"),
-                sha256_hex: sha256,
-                arrived_via: crate::model::Via::Http,
-                ..Default::default()
-            };
-            write::version(&tx, run_id, &v).unwrap();
-        }
-        tx.commit().unwrap();
+        catalog
+            .in_transaction(|tx| {
+                for (uri, change, sha256) in [
+                    ("a", Change::Created, Some(sha(1))),
+                    ("gone", Change::Deleted, None),
+                ] {
+                    let v = NewVersion {
+                        uri: format!("http://x/{uri}"),
+                        collection: "c".into(),
+                        change,
+                        lastmod: t("2026-01-01T00:00:00Z"),
+                        sha256_hex: sha256,
+                        arrived_via: crate::model::Via::Http,
+                        ..Default::default()
+                    };
+                    write::version(tx, run_id, &v)?;
+                }
+                Ok(())
+            })
+            .unwrap();
 
         let mut writer = Writer::new(&mut catalog, &objects, run_id);
         let mut summary = Summary::default();
@@ -681,14 +684,7 @@ mod tests {
         assert_eq!(problems, [ProblemClass::Pending, ProblemClass::Failed]);
         assert!(summary.problems[0].reason.contains("changed again after"));
 
-        let conn = catalog.conn();
-        let events: Vec<(String, String, String)> = conn
-            .prepare("SELECT uri, change, outcome FROM change_events ORDER BY id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let events = crate::store::change_history::recorded_events(&catalog).unwrap();
         let events: Vec<_> = events
             .iter()
             .map(|(u, c, o)| (u.trim_start_matches("http://x/"), c.as_str(), o.as_str()))

@@ -739,7 +739,6 @@ mod tests {
         // The merge, made to run by a state of another collection's resource.
         let mut c = Catalog::open(dir.path()).unwrap();
         let run = c.begin_run("baseline", None, "test").unwrap();
-        let tx = c.transaction().unwrap();
         let other = NewVersion {
             uri: "http://y.org/other".into(),
             collection: "o".into(),
@@ -747,8 +746,8 @@ mod tests {
             arrived_via: crate::model::Via::Http,
             ..Default::default()
         };
-        write::version(&tx, run, &other).unwrap();
-        tx.commit().unwrap();
+        c.in_transaction(|tx| write::version(tx, run, &other))
+            .unwrap();
         assert!(c.has_current_states().unwrap());
         assert_eq!(plan_with(Some(&c), dir.path()), fast);
         // Without the hostile length, the sum is exact.
@@ -786,23 +785,25 @@ mod tests {
             sha256_hex: Some(sha(n)),
             ..Default::default()
         };
-        let tx = c.transaction().unwrap();
-        for v in [
-            version("a", "c", 1),
-            version("B", "c", 2),
-            version("c", "c", 3),
-            version("d", "o", 4),
-            version("g", "c", 7),
-            version("z", "c", 9),
-            NewVersion {
-                change: crate::model::Change::Deleted,
-                arrived_via: crate::model::Via::Tombstone,
-                ..version("e", "c", 5)
-            },
-        ] {
-            write::version(&tx, run, &v).unwrap();
-        }
-        tx.commit().unwrap();
+        c.in_transaction(|tx| {
+            for v in [
+                version("a", "c", 1),
+                version("B", "c", 2),
+                version("c", "c", 3),
+                version("d", "o", 4),
+                version("g", "c", 7),
+                version("z", "c", 9),
+                NewVersion {
+                    change: crate::model::Change::Deleted,
+                    arrived_via: crate::model::Via::Tombstone,
+                    ..version("e", "c", 5)
+                },
+            ] {
+                write::version(tx, run, &v)?;
+            }
+            Ok(())
+        })
+        .unwrap();
         // Only a's object is in the store; g's is missing.
         let a = objects.path_for(&sha(1));
         std::fs::create_dir_all(a.parent().unwrap()).unwrap();

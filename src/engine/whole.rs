@@ -203,12 +203,10 @@ impl<'x, 'w> Whole<'x, 'w> {
         target: Target<'x>,
         recent: &'x mut Recent,
     ) -> Result<Self, WholeError> {
-        let (collection_id, through) = writer.now(|conn| {
-            Ok((
-                crate::store::catalog::write::collection_id(conn, target.collection)?,
-                pages::last_version_id(conn)?,
-            ))
-        })?;
+        let collection_id =
+            writer.now(|tx| crate::store::catalog::write::collection_id(tx, target.collection))?;
+        // The newest version, read in the writer's open transaction.
+        let through = pages::last_version_id(writer.catalog())?;
         Ok(Whole {
             sink: Sink::Write {
                 writer,
@@ -236,7 +234,7 @@ impl<'x, 'w> Whole<'x, 'w> {
         let (mut collection_id, mut through) = (0, 0);
         if let Some(c) = catalog {
             collection_id = c.collection_id_of(target.collection)?.unwrap_or(0);
-            through = pages::last_version_id(c.conn())?;
+            through = pages::last_version_id(c)?;
         }
         for now in recent.by_url.values_mut() {
             now.seen = false;
@@ -328,7 +326,7 @@ impl<'x, 'w> Whole<'x, 'w> {
                     .filter(|u| !self.recent.by_url.contains_key(*u))
                     .collect();
                 let (section, id) = (self.target.qualifier, self.collection_id);
-                pages::page_lookups(c.conn(), &urls, section, id, &mut cursor)?
+                pages::page_lookups(c, &urls, section, id, &mut cursor)?
             }
             None => HashMap::new(),
         };
@@ -468,7 +466,7 @@ impl<'x, 'w> Whole<'x, 'w> {
         let mut found = Vec::new();
         let seen = std::mem::take(&mut self.seen);
         if let Some(c) = self.catalog() {
-            pages::live_pages(c.conn(), collection_id, through, |id, uri, by| {
+            pages::live_pages(c, collection_id, through, |id, uri, by| {
                 if !seen.contains(id) {
                     found.push((id, uri, by))
                 }
@@ -570,7 +568,7 @@ impl<'x, 'w> Whole<'x, 'w> {
             } => {
                 let result = match objects.finish() {
                     Ok(()) => writer
-                        .commit(|conn| last.map_or(Ok(()), |last| last(conn)))
+                        .commit(|tx| last.map_or(Ok(()), |last| last(tx)))
                         .map_err(WholeError::from),
                     Err(e) => {
                         writer.rollback();
@@ -837,17 +835,21 @@ mod tests {
 
     /// Resources of another collection, `http://x/elsewhere`, one version each.
     fn held_elsewhere(m: &mut Mirror, uris: impl IntoIterator<Item = String>) {
-        let tx = m.catalog.transaction().unwrap();
-        for uri in uris {
-            let other = NewVersion {
-                uri,
-                collection: "http://x/elsewhere".into(),
-                sha256_hex: Some("00".repeat(32)),
-                ..Default::default()
-            };
-            crate::store::catalog::write::version(&tx, m.run_id, &other).unwrap();
-        }
-        tx.commit().unwrap();
+        let run_id = m.run_id;
+        m.catalog
+            .in_transaction(|tx| {
+                for uri in uris {
+                    let other = NewVersion {
+                        uri,
+                        collection: "http://x/elsewhere".into(),
+                        sha256_hex: Some("00".repeat(32)),
+                        ..Default::default()
+                    };
+                    crate::store::catalog::write::version(tx, run_id, &other)?;
+                }
+                Ok(())
+            })
+            .unwrap();
         m.catalog.committed().unwrap();
     }
 
@@ -970,20 +972,14 @@ mod tests {
             third.push(p(i, at));
         }
         let urls: Vec<String> = third.iter().map(|it| it.url.to_string()).collect();
-        let conn = m.catalog.conn();
-        let collection_id = conn
-            .query_row(
-                "SELECT id FROM collections WHERE name = ?1",
-                [COLLECTION],
-                |r| r.get::<_, i64>(0),
-            )
-            .unwrap();
+        let catalog = &m.catalog;
+        let collection_id = catalog.collection_id_of(COLLECTION).unwrap().unwrap();
         let mut cursor = pages::PageCursor::start();
         let mut ranged = 0;
         for batch in urls.chunks(LOOKUP_BATCH) {
             let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
             let by_uri = pages::page_lookups(
-                conn,
+                catalog,
                 &batch,
                 "all",
                 collection_id,
@@ -991,12 +987,12 @@ mod tests {
             )
             .unwrap();
             if let Some(after) = cursor.after() {
-                ranged += pages::following_states(conn, &batch, collection_id, after)
+                ranged += pages::following_states(catalog, &batch, collection_id, after)
                     .unwrap()
                     .len();
             }
             let by_id =
-                pages::page_lookups(conn, &batch, "all", collection_id, &mut cursor).unwrap();
+                pages::page_lookups(catalog, &batch, "all", collection_id, &mut cursor).unwrap();
             assert_eq!(by_id, by_uri);
         }
         // All but three are found in the range: p600 listed early, the new page and the one
@@ -1042,12 +1038,8 @@ mod tests {
             Some((false, Some(t("2026-01-01T00:00:00Z"))))
         );
         assert!(!m.objects.path_for(&sha).exists());
-        let events: i64 = m
-            .catalog
-            .conn()
-            .query_row("SELECT count(*) FROM change_events", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(events, 1);
+        let events = crate::store::change_history::recorded_events(&m.catalog).unwrap();
+        assert_eq!(events.len(), 1);
         // The catalog takes the next transaction (none was left open).
         apply(
             &mut m,
@@ -1075,11 +1067,7 @@ mod tests {
             None,
             true,
         );
-        let before = m
-            .catalog
-            .conn()
-            .query_row("SELECT count(*) FROM versions", [], |r| r.get::<_, i64>(0))
-            .unwrap();
+        let before = pages::last_version_id(&m.catalog).unwrap();
         let mut recent = Recent::default();
         let mut whole = Whole::plan(
             Some(&m.catalog),
@@ -1118,11 +1106,7 @@ mod tests {
             .unwrap();
         let (n, _) = whole.commit(None).unwrap();
         assert_eq!((n.unchanged, n.created, n.older_kept), (1, 1, 1), "{n:?}");
-        let after = m
-            .catalog
-            .conn()
-            .query_row("SELECT count(*) FROM versions", [], |r| r.get::<_, i64>(0))
-            .unwrap();
+        let after = pages::last_version_id(&m.catalog).unwrap();
         assert_eq!(before, after);
     }
 }

@@ -6,10 +6,10 @@
 //! transaction, so a version row never names bytes a crash could lose) with the ARC row that
 //! is keyed by each version's id written in the same transaction.
 
-use crate::store::writer::Then;
-use crate::store::StoreError;
+use crate::store::writer::{Then, Tx};
+use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use std::time::Duration;
 
 /// An ARC sitemap as last read.
@@ -124,11 +124,11 @@ impl ArcPages {
 /// The sitemap an ARC source was baselined from: the one recorded for `source_id`, else the
 /// one whose URL is `url` (the source may have been given differently at baseline).
 pub(crate) fn sitemap_of(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
     url: &str,
 ) -> Result<Option<SitemapRecord>, StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = catalog.conn().prepare(
         "SELECT url, site, arc_sitemap_version, generated_at, page_count, crawl_delay_seconds,
                 delta_feeds_json, etag, last_modified
          FROM arc_sitemaps WHERE source_id = ?1 OR url = ?2
@@ -165,12 +165,12 @@ pub mod write_arc {
     use super::*;
 
     pub(crate) fn sitemap(
-        tx: &Connection,
+        tx: &Tx<'_>,
         source_id: i64,
         run_id: i64,
         s: &SitemapRecord,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO arc_sitemaps (url, source_id, site, arc_sitemap_version, generated_at,
                 page_count, crawl_delay_seconds, delta_feeds_json, etag, last_modified, fetched_at, run_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
@@ -202,11 +202,11 @@ pub mod write_arc {
 
     /// The page's row, to be written with its version once that has an id.
     pub(crate) fn page_rows(page: PageRecord) -> Then {
-        Box::new(move |tx: &Connection, id| self::page(tx, id, &page))
+        Box::new(move |tx: &Tx<'_>, id| self::page(tx, id, &page))
     }
 
-    pub(crate) fn page(tx: &Connection, version_id: i64, p: &PageRecord) -> Result<(), StoreError> {
-        tx.execute(
+    pub(crate) fn page(tx: &Tx<'_>, version_id: i64, p: &PageRecord) -> Result<(), StoreError> {
+        tx.conn().execute(
             "INSERT INTO arc_versions (version_id, sitemap_url, document_url, ai_indexable,
                 ai_summary, ai_tags_json, ai_checksum, ai_snapshot_json, crawl_priority, robots_directive)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",

@@ -8,6 +8,7 @@
 
 use crate::model::{Change, ChangeOutcome, ProblemClass};
 pub use crate::store::rows::NewVersion;
+use crate::store::writer::Tx;
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
@@ -451,12 +452,26 @@ impl Catalog {
         }
     }
 
-    pub fn conn(&self) -> &Connection {
+    /// The connection, for the store's own SQL: nothing outside `store` runs any.
+    pub(in crate::store) fn conn(&self) -> &Connection {
         &self.conn
     }
 
-    pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
+    /// A transaction, for the store's own SQL ([`Catalog::in_transaction`] outside it).
+    pub(in crate::store) fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
         self.conn.transaction().map_err(StoreError::from)
+    }
+
+    /// Write what `f` writes in one transaction of its own, outside any writer: committed when
+    /// `f` succeeds, rolled back when it fails (its error is returned).
+    pub fn in_transaction<T>(
+        &mut self,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.transaction()?;
+        let out = f(&Tx::new(&tx))?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(out)
     }
 
     /// The id of a collection name (`collections.id`), if the mirror has it (nothing written).
@@ -1003,21 +1018,26 @@ pub(crate) type KnownList = (String, Option<String>, Option<String>);
 /// Writes that happen inside a writer's transaction.
 pub mod write {
     use super::*;
-    pub use crate::store::rows::{collection_id, new_resource, resource, version_of};
+    pub use crate::store::rows::{new_resource, resource, version_of};
+
+    /// The id of a collection name (`collections`), added when new.
+    pub(crate) fn collection_id(tx: &Tx<'_>, name: &str) -> Result<i64, StoreError> {
+        crate::store::rows::collection_id(tx.conn(), name)
+    }
 
     /// Record a version and make it the resource's current one. Returns the version id.
-    pub fn version(tx: &Connection, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
-        let resource_id = resource(tx, &v.uri, &v.collection, run_id)?;
-        version_of(tx, resource_id, run_id, v)
+    pub fn version(tx: &Tx<'_>, run_id: i64, v: &NewVersion) -> Result<i64, StoreError> {
+        let resource_id = resource(tx.conn(), &v.uri, &v.collection, run_id)?;
+        version_of(tx.conn(), resource_id, run_id, v)
     }
 
     pub(crate) fn document(
-        tx: &Connection,
+        tx: &Tx<'_>,
         source_id: i64,
         run_id: i64,
         d: &DocumentRecord,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO documents (source_id, url, capability, root, syntax, at, completed,
                 from_time, until_time, entry_count, etag, last_modified, fetched_at, run_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
@@ -1050,12 +1070,12 @@ pub mod write {
     /// Record the sync point of a collection: `run_id` is kept as the run that set its time
     /// when the time is the same (a run that found nothing new confirms it, `updated_at`).
     pub(crate) fn sync_point(
-        tx: &Connection,
+        tx: &Tx<'_>,
         source_id: i64,
         run_id: i64,
         sp: &SyncPoint,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO sync_points (collection, source_id, at, anchored, basis, run_id, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT(collection) DO UPDATE SET source_id = excluded.source_id, at = excluded.at,
@@ -1078,12 +1098,12 @@ pub mod write {
     /// Where `collection` publishes its changes (`url`, its Change List or Change List Index),
     /// as the run `run_id` found it named.
     pub(crate) fn change_document(
-        tx: &Connection,
+        tx: &Tx<'_>,
         (source_id, run_id): (i64, i64),
         collection: &str,
         url: &str,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO change_documents (collection, source_id, url, run_id)
              VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT(collection) DO UPDATE SET source_id = excluded.source_id,
@@ -1094,14 +1114,14 @@ pub mod write {
     }
 
     pub(crate) fn processed_change_list(
-        tx: &Connection,
+        tx: &Tx<'_>,
         run_id: i64,
         collection: &str,
         url: &str,
         from: Option<Timestamp>,
         until: Timestamp,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO processed_change_lists (url, collection, from_time, until_time, run_id)
              VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(url) DO NOTHING",
             params![url, collection, opt_ts(from), until.to_string(), run_id],
@@ -1110,12 +1130,12 @@ pub mod write {
     }
 
     pub(crate) fn change_event(
-        tx: &Connection,
+        tx: &Tx<'_>,
         run_id: i64,
         e: &ChangeEventRecord,
         version_id: Option<i64>,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO change_events (run_id, collection, uri, change, event_time, document_url, version_id, outcome)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
@@ -1133,13 +1153,13 @@ pub mod write {
     }
 
     pub(crate) fn problem(
-        tx: &Connection,
+        tx: &Tx<'_>,
         run_id: i64,
         uri: &str,
         class: ProblemClass,
         reason: &str,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "INSERT INTO run_problems (run_id, uri, class, reason) VALUES (?1, ?2, ?3, ?4)",
             params![run_id, uri, class, reason],
         )?;
@@ -1162,17 +1182,17 @@ pub mod write {
     /// The `pending` problems and change events of run `run_id` recorded after `marks` become
     /// `failed`, their reasons followed by `note`.
     pub(crate) fn pending_failed(
-        tx: &Connection,
+        tx: &Tx<'_>,
         run_id: i64,
         (problem, event): (i64, i64),
         note: &str,
     ) -> Result<(), StoreError> {
-        tx.execute(
+        tx.conn().execute(
             "UPDATE run_problems SET class = 'failed', reason = reason || ?3
              WHERE run_id = ?1 AND id > ?2 AND class = 'pending'",
             params![run_id, problem, note],
         )?;
-        tx.execute(
+        tx.conn().execute(
             "UPDATE change_events SET outcome = 'failed'
              WHERE run_id = ?1 AND id > ?2 AND outcome = 'pending'",
             params![run_id, event],
@@ -1282,21 +1302,15 @@ mod tests {
 
     fn one_version(c: &mut Catalog) {
         let run = c.begin_run("baseline", None, "").unwrap();
-        let tx = c.transaction().unwrap();
-        write::version(
-            &tx,
-            run,
-            &NewVersion {
-                uri: "http://example.org/a".into(),
-                collection: "http://example.org/resourcelist.xml".into(),
-                change: crate::model::Change::Created,
-                sha256_hex: Some("ab".repeat(32)),
-                arrived_via: crate::model::Via::Http,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        tx.commit().unwrap();
+        let v = NewVersion {
+            uri: "http://example.org/a".into(),
+            collection: "http://example.org/resourcelist.xml".into(),
+            change: crate::model::Change::Created,
+            sha256_hex: Some("ab".repeat(32)),
+            arrived_via: crate::model::Via::Http,
+            ..Default::default()
+        };
+        c.in_transaction(|tx| write::version(tx, run, &v)).unwrap();
     }
 
     #[test]
@@ -1312,28 +1326,30 @@ mod tests {
             arrived_via: crate::model::Via::Http,
             ..Default::default()
         };
-        let tx = c.transaction().unwrap();
-        let a1 = write::version(
-            &tx,
-            run,
-            &version("http://example.org/a", Change::Created, "a1"),
-        )
-        .unwrap();
-        let b1 = write::version(
-            &tx,
-            run,
-            &version("http://example.org/b", Change::Created, "b1"),
-        )
-        .unwrap();
-        tx.commit().unwrap();
-        let tx = c.transaction().unwrap();
-        let a2 = write::version(
-            &tx,
-            run,
-            &version("http://example.org/a", Change::Updated, "a2"),
-        )
-        .unwrap();
-        tx.commit().unwrap();
+        let (a1, b1) = c
+            .in_transaction(|tx| {
+                let a1 = write::version(
+                    tx,
+                    run,
+                    &version("http://example.org/a", Change::Created, "a1"),
+                )?;
+                let b1 = write::version(
+                    tx,
+                    run,
+                    &version("http://example.org/b", Change::Created, "b1"),
+                )?;
+                Ok((a1, b1))
+            })
+            .unwrap();
+        let a2 = c
+            .in_transaction(|tx| {
+                write::version(
+                    tx,
+                    run,
+                    &version("http://example.org/a", Change::Updated, "a2"),
+                )
+            })
+            .unwrap();
         assert_eq!((a1, b1, a2), (1, 2, 3));
         let rows: Vec<(String, i64, i64, String, i64)> = c
             .conn

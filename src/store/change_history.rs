@@ -5,18 +5,19 @@
 //! wrote. Building the feed (entries, ids, Atom, JSON Feed) is `commands::feed`'s.
 
 use crate::model::{Change, ChangeOutcome};
+use crate::store::writer::Tx;
 use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
 /// Record how a collection is known outside the mirror (inside the caller's transaction).
 pub fn record_identity(
-    conn: &Connection,
+    tx: &Tx<'_>,
     collection: &str,
     identity: &str,
     basis: &str,
 ) -> Result<(), StoreError> {
-    conn.execute(
+    tx.conn().execute(
         "INSERT INTO collection_identities (collection, identity, basis, recorded_at)
          VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT(collection) DO UPDATE SET identity = excluded.identity,
@@ -106,6 +107,18 @@ pub(crate) fn each_applied_change(
         f(row?);
     }
     Ok(())
+}
+
+/// Every change event recorded, as (URI, change, outcome), in the order recorded.
+#[cfg(test)]
+pub(crate) fn recorded_events(
+    catalog: &Catalog,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let mut stmt = catalog
+        .conn()
+        .prepare("SELECT uri, change, outcome FROM change_events ORDER BY id")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The basis recorded for a Capability List's `rs:ln rel="describes"`.

@@ -3,8 +3,9 @@
 //! those records, so that a harvest killed between two documents resumes after the last one
 //! applied and fetches none twice.
 
+use crate::store::writer::Tx;
 use crate::store::{Catalog, StoreError};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
 /// The state a killed harvest of `collection` left, if one did.
 pub(crate) fn state(catalog: &Catalog, collection: &str) -> Result<Option<String>, StoreError> {
@@ -21,19 +22,21 @@ pub(crate) fn state(catalog: &Catalog, collection: &str) -> Result<Option<String
 /// Within the transaction of a document's records: the harvest of `collection` goes on from
 /// `state` (`None`: it is complete, nothing to resume).
 pub(crate) fn save(
-    tx: &Connection,
+    tx: &Tx<'_>,
     (source_id, run_id): (i64, i64),
     collection: &str,
     state: Option<&str>,
 ) -> Result<(), StoreError> {
     match state {
-        Some(state) => tx.execute(
+        Some(state) => tx.conn().execute(
             "INSERT INTO harvests (collection, source_id, state, run_id) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (collection) DO UPDATE
              SET state = excluded.state, source_id = excluded.source_id, run_id = excluded.run_id",
             params![collection, source_id, state, run_id],
         )?,
-        None => tx.execute("DELETE FROM harvests WHERE collection = ?1", [collection])?,
+        None => tx
+            .conn()
+            .execute("DELETE FROM harvests WHERE collection = ?1", [collection])?,
     };
     Ok(())
 }

@@ -197,30 +197,31 @@ mod tests {
         let mut c = Catalog::open(dir).unwrap();
         let objects = ObjectStore::open(dir).unwrap();
         let run = c.begin_run("baseline", None, "").unwrap();
-        let tx = c.transaction().unwrap();
         let mut names = Vec::new();
-        for (i, body) in bodies.iter().enumerate() {
-            let sha = hex::encode(Sha256::digest(body));
-            let path = objects.path_for(&sha);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, body).unwrap();
-            write::version(
-                &tx,
-                run,
-                &NewVersion {
-                    uri: format!("http://example.org/{i}"),
-                    collection: "http://example.org/resourcelist.xml".into(),
-                    change: crate::model::Change::Created,
-                    sha256_hex: Some(sha.clone()),
-                    length_bytes: Some(body.len() as u64),
-                    arrived_via: crate::model::Via::Http,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-            names.push(sha);
-        }
-        tx.commit().unwrap();
+        c.in_transaction(|tx| {
+            for (i, body) in bodies.iter().enumerate() {
+                let sha = hex::encode(Sha256::digest(body));
+                let path = objects.path_for(&sha);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, body).unwrap();
+                write::version(
+                    tx,
+                    run,
+                    &NewVersion {
+                        uri: format!("http://example.org/{i}"),
+                        collection: "http://example.org/resourcelist.xml".into(),
+                        change: crate::model::Change::Created,
+                        sha256_hex: Some(sha.clone()),
+                        length_bytes: Some(body.len() as u64),
+                        arrived_via: crate::model::Via::Http,
+                        ..Default::default()
+                    },
+                )?;
+                names.push(sha);
+            }
+            Ok(())
+        })
+        .unwrap();
         (c, objects, names)
     }
 

@@ -2,16 +2,18 @@
 //! sitemap a source announces its collections in, the sections followed and how far each is
 //! applied, every collection applied, and the pages with their versions.
 //!
-//! Free functions over a `&Connection` (a `Transaction` derefs to one), so the SCP commands
-//! can write inside the transaction that commits a collection. It knows SQL and nothing of
-//! HTTP or of the SCP readers' rules; the commands (`sync::scp_*`) decide what to write.
+//! Free functions over the [`Catalog`] (reads, and the writes made outside a writer), or over
+//! the [`Tx`] of the whole writer that commits a collection (what is written with its pages).
+//! It knows SQL and nothing of HTTP or of the SCP readers' rules; the commands
+//! (`formats::scp`) decide what to write.
 //!
 //! Times are stored as RFC 3339 text (jiff's `Timestamp` display), like the rest of the catalog.
 
 use crate::model::Validators;
 pub use crate::store::scp_pages::SYNC_POINT_BASIS;
 pub(crate) use crate::store::scp_pages::{page_url, qualified_uri, section_collection};
-use crate::store::StoreError;
+use crate::store::writer::Tx;
+use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -31,10 +33,11 @@ pub struct SitemapRecord {
 }
 
 pub(crate) fn sitemap(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
 ) -> Result<Option<SitemapRecord>, StoreError> {
-    Ok(conn
+    Ok(catalog
+        .conn()
         .query_row(
             "SELECT url, etag, last_modified FROM scp_sitemaps WHERE source_id = ?1",
             [source_id],
@@ -53,7 +56,7 @@ pub(crate) fn sitemap(
 
 /// Record the sitemap; `validators` only when the run applied everything it listed.
 pub(crate) fn save_sitemap(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
     run_id: i64,
     url: &str,
@@ -63,7 +66,7 @@ pub(crate) fn save_sitemap(
         Some(v) => (v.etag.clone(), v.last_modified.clone()),
         None => (None, None),
     };
-    conn.execute(
+    catalog.conn().execute(
         "INSERT INTO scp_sitemaps (source_id, url, etag, last_modified, fetched_at, run_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT(source_id) DO UPDATE SET url = excluded.url, etag = excluded.etag,
@@ -88,10 +91,10 @@ pub struct SectionRecord {
 
 /// The sections followed for a source, by name.
 pub(crate) fn sections(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
 ) -> Result<Vec<SectionRecord>, StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = catalog.conn().prepare(
         "SELECT name, snapshot_id, snapshot_generated, applied_through FROM scp_sections
          WHERE source_id = ?1 ORDER BY name",
     )?;
@@ -108,12 +111,12 @@ pub(crate) fn sections(
 
 /// Follow a section from now on (nothing changes when it is followed already).
 pub(crate) fn follow_section(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
     run_id: i64,
     name: &str,
 ) -> Result<(), StoreError> {
-    conn.execute(
+    catalog.conn().execute(
         "INSERT INTO scp_sections (source_id, name, run_id, updated_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT(source_id, name) DO NOTHING",
         params![source_id, name, run_id, now()],
@@ -124,6 +127,27 @@ pub(crate) fn follow_section(
 /// Record how far a section is applied (in the transaction that applied it), and the
 /// section's sync point: the listed `generated` it is applied through.
 pub(crate) fn set_section(
+    tx: &Tx<'_>,
+    source_id: i64,
+    run_id: i64,
+    s: &SectionRecord,
+) -> Result<(), StoreError> {
+    write_section(tx.conn(), source_id, run_id, s)
+}
+
+/// [`set_section`] of a section whose collection was found unchanged (a 304: the file is the
+/// one applied before), outside any writer: each statement commits on its own.
+pub(crate) fn set_section_unchanged(
+    catalog: &Catalog,
+    source_id: i64,
+    run_id: i64,
+    s: &SectionRecord,
+) -> Result<(), StoreError> {
+    write_section(catalog.conn(), source_id, run_id, s)
+}
+
+/// The rows of [`set_section`], on `conn`.
+fn write_section(
     conn: &Connection,
     source_id: i64,
     run_id: i64,
@@ -136,7 +160,7 @@ pub(crate) fn set_section(
              ON CONFLICT(collection) DO UPDATE SET at = excluded.at, run_id = excluded.run_id,
                 updated_at = excluded.updated_at",
             params![
-                section_collection_of(conn, source_id, &s.name)?,
+                section_collection_in(conn, source_id, &s.name)?,
                 source_id,
                 at.to_string(),
                 SYNC_POINT_BASIS,
@@ -215,11 +239,12 @@ fn collection_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CollectionRecord> {
 
 /// The latest collection fetched from `url` (its validators make the next GET conditional).
 pub(crate) fn latest_collection_at(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
     url: &str,
 ) -> Result<Option<CollectionRecord>, StoreError> {
-    Ok(conn
+    Ok(catalog
+        .conn()
         .query_row(
             &format!(
                 "SELECT {COLLECTION_COLUMNS} FROM scp_collections
@@ -233,12 +258,13 @@ pub(crate) fn latest_collection_at(
 
 /// True when the collection listed at `url` with this `generated` was applied already.
 pub(crate) fn collection_applied(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
     url: &str,
     listed_generated: Timestamp,
 ) -> Result<bool, StoreError> {
-    Ok(conn
+    Ok(catalog
+        .conn()
         .query_row(
             "SELECT 1 FROM scp_collections
              WHERE source_id = ?1 AND url = ?2 AND listed_generated = ?3 LIMIT 1",
@@ -251,10 +277,10 @@ pub(crate) fn collection_applied(
 
 /// Every collection of a source, oldest first.
 pub(crate) fn collections(
-    conn: &Connection,
+    catalog: &Catalog,
     source_id: i64,
 ) -> Result<Vec<CollectionRecord>, StoreError> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = catalog.conn().prepare(&format!(
         "SELECT {COLLECTION_COLUMNS} FROM scp_collections WHERE source_id = ?1 ORDER BY id"
     ))?;
     let rows = stmt.query_map([source_id], collection_row)?;
@@ -284,10 +310,8 @@ pub struct NewCollection<'a> {
 
 /// Insert a collection row (inside the transaction that will commit its pages); the verdict
 /// is filled in by [`complete_collection`] before the commit, so no committed row ever lacks it.
-pub(crate) fn insert_collection(
-    conn: &Connection,
-    c: &NewCollection<'_>,
-) -> Result<i64, StoreError> {
+pub(crate) fn insert_collection(tx: &Tx<'_>, c: &NewCollection<'_>) -> Result<i64, StoreError> {
+    let conn = tx.conn();
     conn.execute(
         "INSERT INTO scp_collections (source_id, url, fetched_from, section, type, collection_id,
             generated, since, listed_generated, version, compression, checksum, checksum_status,
@@ -334,11 +358,11 @@ pub struct CollectionVerdict<'a> {
 }
 
 pub(crate) fn complete_collection(
-    conn: &Connection,
+    tx: &Tx<'_>,
     id: i64,
     v: &CollectionVerdict<'_>,
 ) -> Result<(), StoreError> {
-    conn.execute(
+    tx.conn().execute(
         "UPDATE scp_collections SET checksum_status = ?2, sha256_hex = ?3, compressed_bytes = ?4,
             decompressed_bytes = ?5, line_count = ?6, page_count = ?7, pages_skipped = ?8,
             warning_count = ?9
@@ -359,8 +383,8 @@ pub(crate) fn complete_collection(
 }
 
 /// Drop a collection's validators, so that the next fetch of its URL is a full GET.
-pub(crate) fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreError> {
-    conn.execute(
+pub(crate) fn forget_validators(tx: &Tx<'_>, id: i64) -> Result<(), StoreError> {
+    tx.conn().execute(
         "UPDATE scp_collections SET etag = NULL, last_modified = NULL WHERE id = ?1",
         params![id],
     )?;
@@ -369,6 +393,15 @@ pub(crate) fn forget_validators(conn: &Connection, id: i64) -> Result<(), StoreE
 
 /// [`section_collection`] of a source known by its id.
 pub(crate) fn section_collection_of(
+    catalog: &Catalog,
+    source_id: i64,
+    section: &str,
+) -> Result<String, StoreError> {
+    section_collection_in(catalog.conn(), source_id, section)
+}
+
+/// [`section_collection_of`], on `conn`.
+fn section_collection_in(
     conn: &Connection,
     source_id: i64,
     section: &str,
@@ -404,12 +437,12 @@ impl PageState {
 
 /// Every page of a section (collection `collection`) with its current state, streamed to `f`.
 pub(crate) fn section_pages(
-    conn: &Connection,
+    catalog: &Catalog,
     collection: &str,
     section: &str,
     mut f: impl FnMut(PageState),
 ) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = catalog.conn().prepare(
         "SELECT r.id, r.uri, v.change, v.lastmod, v.sha256_hex, c.listed_generated
          FROM resources r
          JOIN versions v ON v.id = r.current_version_id
@@ -463,13 +496,13 @@ pub struct PageHeld {
 /// The page `url` of `section` (the collection with id `collection_id`): one query, on the
 /// index of resource URIs.
 pub(crate) fn page_lookup(
-    conn: &Connection,
+    catalog: &Catalog,
     url: &str,
     section: &str,
     collection_id: i64,
 ) -> Result<PageLookup, StoreError> {
     let mut found = page_lookups(
-        conn,
+        catalog,
         &[url],
         section,
         collection_id,
@@ -518,15 +551,16 @@ impl PageCursor {
 /// this collection does not hold under their own (another collection has them, or nothing
 /// does). A snapshot read again, every page held, makes one range read a batch.
 pub(crate) fn page_lookups(
-    conn: &Connection,
+    catalog: &Catalog,
     urls: &[&str],
     section: &str,
     collection_id: i64,
     cursor: &mut PageCursor,
 ) -> Result<std::collections::HashMap<String, PageLookup>, StoreError> {
+    let conn = catalog.conn();
     let mut out = std::collections::HashMap::new();
     let mut plain = match cursor.after {
-        Some(after) => following_states(conn, urls, collection_id, after)?,
+        Some(after) => following_states(catalog, urls, collection_id, after)?,
         None => std::collections::HashMap::new(),
     };
     let rest: Vec<&str> = urls
@@ -581,7 +615,7 @@ pub(crate) fn page_lookups(
 /// pages gone since and other collections' rows between), with their states: one range of the
 /// table, in id order.
 pub(crate) fn following_states(
-    conn: &Connection,
+    catalog: &Catalog,
     urls: &[&str],
     collection_id: i64,
     after: i64,
@@ -591,7 +625,7 @@ pub(crate) fn following_states(
         return Ok(found);
     }
     let wanted: std::collections::HashSet<&str> = urls.iter().copied().collect();
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = catalog.conn().prepare_cached(&format!(
         "SELECT {HELD_COLUMNS} {HELD_FROM}
          WHERE r.id > ?1 AND r.id <= ?2 AND r.collection_id = ?3"
     ))?;
@@ -656,24 +690,24 @@ fn held_states(
 }
 
 /// The newest version id of the catalog (versions after it were written since).
-pub(crate) fn last_version_id(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(
-        conn.query_row("SELECT coalesce(max(id), 0) FROM versions", [], |r| {
+pub(crate) fn last_version_id(catalog: &Catalog) -> Result<i64, StoreError> {
+    Ok(catalog
+        .conn()
+        .query_row("SELECT coalesce(max(id), 0) FROM versions", [], |r| {
             r.get(0)
-        })?,
-    )
+        })?)
 }
 
 /// The live pages of the collection with id `collection_id` whose current version is not
 /// newer than `through`, by resource id, streamed to `f` (resource id, URI, listed
 /// `generated` of the collection that brought the current version).
 pub(crate) fn live_pages(
-    conn: &Connection,
+    catalog: &Catalog,
     collection_id: i64,
     through: i64,
     mut f: impl FnMut(i64, String, Option<Timestamp>),
 ) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = catalog.conn().prepare(
         "SELECT r.id, r.uri, c.listed_generated
          FROM resources r
          JOIN versions v ON v.id = r.current_version_id
@@ -698,18 +732,19 @@ pub(crate) fn page_rows(
     title: Option<String>,
     language: Option<String>,
 ) -> crate::store::writer::Then {
-    Box::new(move |conn: &Connection, version_id| {
-        conn.prepare_cached(
-            "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
+    Box::new(move |tx: &Tx<'_>, version_id| {
+        tx.conn()
+            .prepare_cached(
+                "INSERT INTO scp_versions (version_id, collection_row, line, title, language)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            version_id,
-            collection_row,
-            line.map(|n| n as i64),
-            title,
-            language
-        ])?;
+            )?
+            .execute(params![
+                version_id,
+                collection_row,
+                line.map(|n| n as i64),
+                title,
+                language
+            ])?;
         Ok(())
     })
 }

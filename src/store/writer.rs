@@ -14,11 +14,30 @@ use crate::store::{Catalog, ObjectStore, StoreError};
 use rusqlite::Connection;
 use std::time::{Duration, Instant};
 
+/// The transaction a writer has open, handed to what writes rows in it (a format's own, a
+/// run's documents and sync points): what is written through it commits with the writer's
+/// batch, or not at all. Only the store's functions write through it; nothing outside the
+/// store sees the connection.
+#[derive(Clone, Copy)]
+pub struct Tx<'c>(&'c Connection);
+
+impl<'c> Tx<'c> {
+    /// The transaction open on `conn`.
+    pub(in crate::store) fn new(conn: &'c Connection) -> Tx<'c> {
+        Tx(conn)
+    }
+
+    /// The connection, to run the store's SQL on.
+    pub(in crate::store) fn conn(&self) -> &'c Connection {
+        self.0
+    }
+}
+
 /// More rows to write once a version has its id.
-pub type Then = Box<dyn FnOnce(&Connection, i64) -> Result<(), StoreError>>;
+pub type Then = Box<dyn FnOnce(&Tx<'_>, i64) -> Result<(), StoreError>>;
 
 /// Rows a format writes in the last transaction of a collection (the records of its documents).
-pub type LastRows<'h> = Box<dyn FnOnce(&Connection) -> Result<(), StoreError> + 'h>;
+pub type LastRows<'h> = Box<dyn FnOnce(&Tx<'_>) -> Result<(), StoreError> + 'h>;
 
 /// A version waiting for its batch.
 struct PendingVersion {
@@ -87,17 +106,17 @@ impl<'a> Writer<'a> {
     /// Write now, in the writer's open transaction (a writer opened [`Writer::whole`]).
     pub(crate) fn now<T>(
         &mut self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         assert!(self.whole, "only a whole writer has a transaction open");
-        f(self.catalog.conn())
+        f(&Tx::new(self.catalog.conn()))
     }
 
     /// Commit a writer opened [`Writer::whole`]: what is pending and what `extra` writes,
     /// after one `syncfs` of the object store.
     pub(crate) fn commit(
         mut self,
-        extra: impl FnOnce(&Connection) -> Result<(), StoreError>,
+        extra: impl FnOnce(&Tx<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         assert!(
             self.whole,
@@ -197,14 +216,14 @@ impl<'a> Writer<'a> {
     /// writer's: written into its open transaction).
     pub(crate) fn flush(
         &mut self,
-        extra: impl FnOnce(&Connection) -> Result<(), StoreError>,
+        extra: impl FnOnce(&Tx<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         if self.whole {
             self.unsynced |= !self.versions.is_empty();
             let pending = self.drain();
-            let conn = self.catalog.conn();
-            Self::write(conn, self.run_id, pending)?;
-            extra(conn)?;
+            let tx = Tx::new(self.catalog.conn());
+            Self::write(&tx, self.run_id, pending)?;
+            extra(&tx)?;
             self.last_flush = Instant::now();
             return Ok(());
         }
@@ -216,8 +235,9 @@ impl<'a> Writer<'a> {
         let any_version = !self.versions.is_empty();
         let pending = self.drain();
         let tx = self.catalog.transaction()?;
-        Self::write(&tx, self.run_id, pending)?;
-        extra(&tx)?;
+        let open = Tx::new(&tx);
+        Self::write(&open, self.run_id, pending)?;
+        extra(&open)?;
         tx.commit()?;
         self.catalog.committed()?;
         if any_version {
@@ -237,7 +257,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Write `pending` on `tx` (a transaction is open).
-    fn write(tx: &Connection, run_id: i64, pending: Pending) -> Result<(), StoreError> {
+    fn write(tx: &Tx<'_>, run_id: i64, pending: Pending) -> Result<(), StoreError> {
         let (versions, events, problems) = pending;
         for p in versions {
             let id = write::version(tx, run_id, &p.version)?;

@@ -792,11 +792,11 @@ fn audit_compares_with_the_newest_snapshot() {
             unreachable!()
         };
         let s = a.settings().unwrap();
-        let catalog = Catalog::open(mirror).unwrap();
-        let source_id: i64 = catalog
-            .conn()
+        let source_id: i64 = Connection::open(mirror.join("catalog.sqlite"))
+            .unwrap()
             .query_row("SELECT id FROM sources", [], |r| r.get(0))
             .unwrap();
+        let catalog = Catalog::open(mirror).unwrap();
         rsmirror::formats::scp::mirror::audit(&s, &catalog, source_id).unwrap()
     };
     let marks = |a: &rsmirror::formats::scp::mirror::ScpAudit| -> Vec<String> {

@@ -400,7 +400,7 @@ fn collect_changes(
 
 /// The sitemap recorded at baseline for the ARC source at `url`.
 fn recorded_sitemap(catalog: &Catalog, source_id: i64, url: &Url) -> Result<SitemapRecord, Error> {
-    arc_records::sitemap_of(catalog.conn(), source_id, url.as_str())?.ok_or_else(|| {
+    arc_records::sitemap_of(catalog, source_id, url.as_str())?.ok_or_else(|| {
         UsageError(format!(
             "the mirror has no ARC sitemap for {url}: run rsmirror baseline first"
         ))

@@ -29,7 +29,7 @@ use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
-use crate::store::{Catalog, ObjectStore, StoreError};
+use crate::store::{Catalog, ObjectStore};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -140,22 +140,23 @@ fn unexplained_pending(
     if open.is_empty() {
         return Ok(());
     }
-    let tx = catalog.transaction()?;
-    for (uri, reason, since) in open {
-        let why = format!(
-            "pending since run {since} ({reason}), and no change after the sync point explains \
-             it: rsmirror baseline SOURCE fetches it again"
-        );
-        summary.failed += 1;
-        progress.println(&format!("failed: {uri}: {why}"));
-        write::problem(&tx, run_id, &uri, ProblemClass::Failed, &why)?;
-        summary.problems.push(Problem {
-            uri,
-            class: crate::model::ProblemClass::Failed,
-            reason: why,
-        });
-    }
-    tx.commit().map_err(StoreError::from)?;
+    catalog.in_transaction(|tx| {
+        for (uri, reason, since) in open {
+            let why = format!(
+                "pending since run {since} ({reason}), and no change after the sync point \
+                 explains it: rsmirror baseline SOURCE fetches it again"
+            );
+            summary.failed += 1;
+            progress.println(&format!("failed: {uri}: {why}"));
+            write::problem(tx, run_id, &uri, ProblemClass::Failed, &why)?;
+            summary.problems.push(Problem {
+                uri,
+                class: crate::model::ProblemClass::Failed,
+                reason: why,
+            });
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 

@@ -114,8 +114,7 @@ pub(crate) fn apply(
         .map_err(ApplyError::Rejected)?;
     let meta = reader.meta().clone();
     check_as_listed(&meta, a.entry)?;
-    let collection =
-        scp_catalog::section_collection_of(catalog.conn(), a.source_id, &a.entry.section)?;
+    let collection = scp_catalog::section_collection_of(catalog, a.source_id, &a.entry.section)?;
     let target = Target {
         collection: &collection,
         qualifier: &a.entry.section,
@@ -132,7 +131,7 @@ pub(crate) fn apply(
     let row = whole
         .writer()
         .expect("applied, not planned")
-        .now(|conn| scp_catalog::insert_collection(conn, &new))?;
+        .now(|tx| scp_catalog::insert_collection(tx, &new))?;
     while let Some(page) = reader.next_page().map_err(ApplyError::Rejected)? {
         progress.item(0);
         let side =
@@ -168,12 +167,12 @@ pub(crate) fn apply(
         (is_snapshot && !gone_pending).then_some(row),
     );
     let verdict = verdict(&summary);
-    let last: LastRows<'_> = Box::new(|conn| {
-        scp_catalog::complete_collection(conn, row, &verdict)?;
+    let last: LastRows<'_> = Box::new(|tx| {
+        scp_catalog::complete_collection(tx, row, &verdict)?;
         if gone_pending {
-            scp_catalog::forget_validators(conn, row)?;
+            scp_catalog::forget_validators(tx, row)?;
         }
-        scp_catalog::set_section(conn, source_id, run_id, &moved)
+        scp_catalog::set_section(tx, source_id, run_id, &moved)
     });
     let (pages, _) = whole.commit(Some(last))?;
     *a.section = moved;

@@ -47,9 +47,8 @@ pub fn audit(
     catalog: &Catalog,
     source_id: i64,
 ) -> Result<ScpAudit, StoreError> {
-    let conn = catalog.conn();
     let mut out = ScpAudit::default();
-    let collections = scp_catalog::collections(conn, source_id)?;
+    let collections = scp_catalog::collections(catalog, source_id)?;
     for c in &collections {
         if c.checksum_status == crate::formats::scp::read::ChecksumStatus::Unverified.name() {
             out.findings.push(
@@ -69,9 +68,9 @@ pub fn audit(
             }
         }
     }
-    for section in scp_catalog::sections(conn, source_id)? {
-        let collection = scp_catalog::section_collection_of(conn, source_id, &section.name)?;
-        scp_catalog::section_pages(conn, &collection, &section.name, |p| {
+    for section in scp_catalog::sections(catalog, source_id)? {
+        let collection = scp_catalog::section_collection_of(catalog, source_id, &section.name)?;
+        scp_catalog::section_pages(catalog, &collection, &section.name, |p| {
             if !p.deleted() {
                 out.pages += 1;
             }
@@ -109,11 +108,11 @@ fn compare_with_source(
     collections: &[CollectionRecord],
     out: &mut ScpAudit,
 ) -> Result<(), Failure> {
-    let conn = catalog.conn();
-    let recorded = scp_catalog::sitemap(conn, source_id)?.ok_or_else(|| SourceError::Unusable {
-        url: format!("source {source_id}"),
-        message: "the mirror has no SCP sitemap recorded: run rsmirror baseline first".into(),
-    })?;
+    let recorded =
+        scp_catalog::sitemap(catalog, source_id)?.ok_or_else(|| SourceError::Unusable {
+            url: format!("source {source_id}"),
+            message: "the mirror has no SCP sitemap recorded: run rsmirror baseline first".into(),
+        })?;
     let url = Url::parse(&recorded.url).map_err(|e| SourceError::Unusable {
         url: recorded.url.clone(),
         message: format!("the recorded sitemap URL does not parse: {e}"),
@@ -128,7 +127,7 @@ fn compare_with_source(
     let scope = Scope::for_document(&fetched.url, &s.source.allow_hosts);
     let limits = Limits::default();
     let mut read = HashSet::new();
-    for section in scp_catalog::sections(conn, source_id)? {
+    for section in scp_catalog::sections(catalog, source_id)? {
         let Some(snapshot) = fetched.sitemap.latest_snapshot(&section.name) else {
             out.warnings.push(format!(
                 "{}: no snapshot of section {:?} is listed: its pages were not compared",
@@ -137,7 +136,7 @@ fn compare_with_source(
             continue;
         };
         read.insert((snapshot.url.to_string(), snapshot.generated));
-        let collection = scp_catalog::section_collection_of(conn, source_id, &section.name)?;
+        let collection = scp_catalog::section_collection_of(catalog, source_id, &section.name)?;
         let mirror = Section {
             catalog,
             collection_id: catalog.collection_id_of(&collection)?.unwrap_or(0),
@@ -259,7 +258,6 @@ fn compare_snapshot(
         Ok(reader) => reader,
         Err(why) => return Ok(Err(why)),
     };
-    let conn = mirror.catalog.conn();
     let mut seen = Seen::default();
     let mut findings: HashMap<String, Finding> = HashMap::new();
     loop {
@@ -278,7 +276,8 @@ fn compare_snapshot(
             continue;
         }
         let json_sha = hex::encode(Sha256::digest(page.json.as_bytes()));
-        let held = scp_catalog::page_lookup(conn, url, mirror.name, mirror.collection_id)?.held;
+        let held =
+            scp_catalog::page_lookup(mirror.catalog, url, mirror.name, mirror.collection_id)?.held;
         if let Some(h) = &held {
             seen.insert(h.resource_id);
         }
@@ -323,7 +322,7 @@ fn compare_snapshot(
     };
     let mut out: Vec<Finding> = findings.into_values().collect();
     scp_catalog::live_pages(
-        conn,
+        mirror.catalog,
         mirror.collection_id,
         i64::MAX,
         |id, uri, brought_by| {

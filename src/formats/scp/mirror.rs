@@ -58,7 +58,7 @@ pub(crate) fn baseline(
     sitemap_warnings(ctx, &fetched);
     let names = choose_sections(&fetched, s.section.as_deref())?;
     for name in &names {
-        scp_catalog::follow_section(ctx.catalog.conn(), ctx.source_id, ctx.run_id, name)?;
+        scp_catalog::follow_section(ctx.catalog, ctx.source_id, ctx.run_id, name)?;
     }
     let gone = if s.delete {
         GonePolicy::Tombstone { max: s.max_delete }
@@ -93,9 +93,8 @@ pub(crate) fn incremental(
             "the mirror has no SCP baseline of {source}: run rsmirror baseline first"
         )))
     };
-    let recorded =
-        scp_catalog::sitemap(ctx.catalog.conn(), ctx.source_id)?.ok_or_else(no_baseline)?;
-    let sections = scp_catalog::sections(ctx.catalog.conn(), ctx.source_id)?;
+    let recorded = scp_catalog::sitemap(ctx.catalog, ctx.source_id)?.ok_or_else(no_baseline)?;
+    let sections = scp_catalog::sections(ctx.catalog, ctx.source_id)?;
     if sections.is_empty() {
         return Err(no_baseline());
     }
@@ -139,7 +138,7 @@ pub(crate) fn incremental(
                         snap.generated,
                         jiff::Timestamp::now(),
                     ) && scp_catalog::collection_applied(
-                        ctx.catalog.conn(),
+                        ctx.catalog,
                         ctx.source_id,
                         snap.url.as_str(),
                         snap.generated,
@@ -168,7 +167,7 @@ pub(crate) fn incremental(
         for delta in fetched.sitemap.deltas_after(&name, after) {
             if s.from.is_none()
                 && scp_catalog::collection_applied(
-                    ctx.catalog.conn(),
+                    ctx.catalog,
                     ctx.source_id,
                     delta.url.as_str(),
                     delta.generated,
@@ -214,12 +213,12 @@ struct Tally {
 /// Record the sitemap (its validators only when the mirror is now current with everything
 /// it lists) and decide how the run ends.
 fn finish(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap, run: Tally) -> Result<(), Error> {
-    let sections = scp_catalog::sections(ctx.catalog.conn(), ctx.source_id)?;
+    let sections = scp_catalog::sections(ctx.catalog, ctx.source_id)?;
     let current = run.failed.is_empty()
         && run.delete_refused.is_empty()
         && current_with(ctx, fetched, &sections)?;
     scp_catalog::save_sitemap(
-        ctx.catalog.conn(),
+        ctx.catalog,
         ctx.source_id,
         ctx.run_id,
         fetched.url.as_str(),
@@ -262,7 +261,7 @@ fn current_with(
         }
         for delta in fetched.sitemap.deltas_after(&section.name, through) {
             if !scp_catalog::collection_applied(
-                ctx.catalog.conn(),
+                ctx.catalog,
                 ctx.source_id,
                 delta.url.as_str(),
                 delta.generated,
@@ -322,7 +321,7 @@ fn choose_sections(fetched: &FetchedSitemap, wanted: Option<&str>) -> Result<Vec
 
 /// The recorded position of a section (a new one when it was never applied).
 fn section_record(ctx: &RunContext<'_, '_>, name: &str) -> Result<SectionRecord, StoreError> {
-    Ok(scp_catalog::sections(ctx.catalog.conn(), ctx.source_id)?
+    Ok(scp_catalog::sections(ctx.catalog, ctx.source_id)?
         .into_iter()
         .find(|s| s.name == name)
         .unwrap_or(SectionRecord {
@@ -346,7 +345,7 @@ fn take(
     let url = entry.url.as_str();
     let limits = Limits::default();
     // SCP 0.1 "HTTP Caching": re-fetch with the stored validators of this URL.
-    let previous = scp_catalog::latest_collection_at(ctx.catalog.conn(), ctx.source_id, url)?
+    let previous = scp_catalog::latest_collection_at(ctx.catalog, ctx.source_id, url)?
         .filter(|c| c.section == entry.section);
     let validators = previous
         .as_ref()
@@ -391,7 +390,7 @@ fn take(
                     .applied_through
                     .map_or(generated, |t| t.max(generated)),
             );
-            scp_catalog::set_section(ctx.catalog.conn(), ctx.source_id, ctx.run_id, section)?;
+            scp_catalog::set_section_unchanged(ctx.catalog, ctx.source_id, ctx.run_id, section)?;
             run.landed += 1;
             return Ok(true);
         }
@@ -728,7 +727,6 @@ pub(crate) fn plan_changes(
     catalog: &crate::store::Catalog,
     summary: &mut crate::report::Summary,
 ) -> Result<(), Error> {
-    let conn = catalog.conn();
     let no_baseline = || {
         Error::Usage(UsageError(format!(
             "the mirror has no SCP baseline of {source}: run rsmirror baseline first"
@@ -737,7 +735,7 @@ pub(crate) fn plan_changes(
     let source_id = catalog
         .known_source_id(source.as_str())?
         .ok_or_else(no_baseline)?;
-    let recorded = scp_catalog::sitemap(conn, source_id)?.ok_or_else(no_baseline)?;
+    let recorded = scp_catalog::sitemap(catalog, source_id)?.ok_or_else(no_baseline)?;
     let sitemap_url = Url::parse(&recorded.url).map_err(|e| SourceError::Unusable {
         url: recorded.url.clone(),
         message: format!("the recorded sitemap URL does not parse: {e}"),
@@ -754,7 +752,7 @@ pub(crate) fn plan_changes(
     }
     let scope = docs.scope_for(&fetched.url);
     let verbose = s.output.verbose > 0;
-    for section in scp_catalog::sections(conn, source_id)? {
+    for section in scp_catalog::sections(catalog, source_id)? {
         let name = section.name.clone();
         let mut recent = Recent::default();
         let mirror = (Some(catalog), source.as_str());
@@ -787,7 +785,7 @@ pub(crate) fn plan_changes(
         for delta in fetched.sitemap.deltas_after(&name, after) {
             if s.from.is_none()
                 && scp_catalog::collection_applied(
-                    conn,
+                    catalog,
                     source_id,
                     delta.url.as_str(),
                     delta.generated,
