@@ -136,14 +136,15 @@ pub(crate) fn set_section(
 }
 
 /// [`set_section`] of a section whose collection was found unchanged (a 304: the file is the
-/// one applied before), outside any writer: each statement commits on its own.
+/// one applied before), outside any writer: the sync point and the section's row in one
+/// transaction of their own, so a crash never leaves one moved without the other.
 pub(crate) fn set_section_unchanged(
-    catalog: &Catalog,
+    catalog: &mut Catalog,
     source_id: i64,
     run_id: i64,
     s: &SectionRecord,
 ) -> Result<(), StoreError> {
-    write_section(catalog.conn(), source_id, run_id, s)
+    catalog.in_transaction(|tx| write_section(tx.conn(), source_id, run_id, s))
 }
 
 /// The rows of [`set_section`], on `conn`.
