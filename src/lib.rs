@@ -82,6 +82,7 @@ pub mod model;
 pub mod net;
 pub(crate) mod progress;
 pub(crate) mod report;
+pub(crate) mod retry;
 pub mod rs;
 pub mod settings;
 pub mod store;

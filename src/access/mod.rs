@@ -414,7 +414,7 @@ pub(crate) fn open_object(
 
 /// [`open_object`] with the path written into `path` (its memory kept: callers that open many
 /// objects allocate nothing per object). For an object in a bucket the path is where it would
-/// be in the mirror folder, and the file a temporary copy ([`ObjectStore::open_object`]).
+/// be in the mirror folder, and the file a temporary copy ([`ObjectStore::open_object_into`]).
 pub(crate) fn open_object_into(
     objects: &ObjectStore,
     uri: &str,
@@ -431,13 +431,7 @@ pub(crate) fn open_object_into(
                 v.version
             ))
         })?;
-    objects.path_into(sha, path);
-    let opened = match objects.bucket() {
-        Some(_) => objects.open_object(sha),
-        // The path made above, not another one per object.
-        None => crate::store::objects::open_to_read(path),
-    };
-    match opened {
+    match objects.open_object_into(sha, path) {
         Ok(Some(file)) => Ok(file),
         Ok(None) => Err(Error::Damaged(format!(
             "{uri} (version {}): its object {} is missing from the mirror \

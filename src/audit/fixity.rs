@@ -31,7 +31,7 @@ use crate::store::mirror_settings;
 use crate::store::objects::{is_sha256_hex, ObjectMeta, ObjectStat, ObjectStore, Visited};
 use crate::store::{Catalog, StoreError};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::time::Instant;
 
@@ -605,47 +605,16 @@ fn look(
     if !level.hashes() {
         return measure(stat, &job.sha256);
     }
-    if objects.bucket().is_some() {
-        let mut hasher = hasher_for(job, level);
-        return match objects.read_object(&job.sha256, &mut |data| {
-            hasher.update(data);
-            Ok(())
-        }) {
-            Ok(true) => Seen::Hashed(hasher.finish()),
-            Ok(false) => Seen::Missing,
-            Err(e) => Seen::Unreadable(e.to_string()),
-        };
-    }
-    let path = objects.path_for(&job.sha256);
-    let mut file = match crate::store::objects::open_to_read(&path) {
-        Ok(Some(f)) => f,
-        Ok(None) => return Seen::Missing,
-        Err(e) => return Seen::Unreadable(e.to_string()),
-    };
-    let meta = match file.metadata() {
-        Ok(m) => m,
-        Err(e) => return Seen::Unreadable(e.to_string()),
-    };
-    if !meta.is_file() {
-        return Seen::Unreadable(if meta.is_dir() {
-            "a folder, not a file".into()
-        } else {
-            "not a regular file".into()
-        });
-    }
     let mut hasher = hasher_for(job, level);
-    loop {
-        match file.read(buf) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Seen::Unreadable(e.to_string()),
-        }
+    let hashed = objects.read_object_through(&job.sha256, buf, &mut |data| {
+        hasher.update(data);
+        Ok(())
+    });
+    match hashed {
+        Ok(true) => Seen::Hashed(hasher.finish()),
+        Ok(false) => Seen::Missing,
+        Err(e) => Seen::Unreadable(e.to_string()),
     }
-    // Each object is read once: its pages are the next object's (an audit of a million
-    // objects would otherwise fill the page cache with them, each page new to the run).
-    crate::store::objects::let_go_of(&file);
-    Seen::Hashed(hasher.finish())
 }
 
 /// The hasher an object is checked with: at level sha256 the recorded md5 is not compared

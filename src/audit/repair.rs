@@ -27,9 +27,8 @@ use crate::net::{Http, Scope};
 use crate::rs::digest::{Algorithm, Digest};
 use crate::settings::AuditLevel;
 use crate::settings::SourceSettings;
-use crate::store::bucket::Bucket;
 use crate::store::new_file::NewFile;
-use crate::store::objects::{is_sha256_hex, ObjectStore};
+use crate::store::objects::{is_sha256_hex, Aside, ObjectStore};
 use crate::store::{audit_records, run_records, StoreError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,7 +154,6 @@ fn repair(
     // Under the free-space margin nothing is repaired (as baseline's fetches nothing).
     let min_free = o.source.http.min_free;
     room(&o.mirror, &open.staging, min_free, damage.len())?;
-    let quarantine = o.mirror.join("quarantine").join(format!("run-{run_id}"));
     let http = (!o.offline).then(|| Http::new(o.source.http.clone()));
     let mut problems: Vec<Problem> = Vec::new();
     for (done, d) in damage.iter().enumerate() {
@@ -166,19 +164,12 @@ fn repair(
             open,
             other,
             http: http.as_ref(),
-            quarantine: &quarantine,
             run_id,
             left,
         };
         problems.push(repair.object(d, &mut summary)?);
     }
-    summary.strays = quarantine_strays(
-        (o, &open.objects),
-        &strays,
-        &quarantine,
-        run_id,
-        &mut problems,
-    )?;
+    summary.strays = quarantine_strays((o, &open.objects), &strays, run_id, &mut problems)?;
     open.objects
         .sync()
         .map_err(|e| StoreError::io("syncing", open.objects.root(), e))?;
@@ -258,7 +249,6 @@ struct Repair<'a> {
     /// `--from-mirror`'s object store (its folder, or the bucket its catalog names).
     other: Option<&'a ObjectStore>,
     http: Option<&'a Http>,
-    quarantine: &'a Path,
     run_id: i64,
     /// The damaged objects left, this one included (for the message of a run that stops).
     left: usize,
@@ -282,10 +272,7 @@ impl Repair<'_> {
                 return Ok((first_uri, ProblemClass::Unrepaired, reason));
             }
         };
-        let damaged_file = match open.objects.bucket() {
-            Some(bucket) => self.place_in_bucket(bucket, d, file, &name)?,
-            None => self.place_on_disk(d, file, &name)?,
-        };
+        let damaged_file = self.place(d, file)?;
         if damaged_file {
             summary.quarantined += 1;
         }
@@ -301,80 +288,30 @@ impl Repair<'_> {
                 "{name} was {} ({}); restored {how}, its bytes proven by the SHA-256 the catalog records{}",
                 what(d.class),
                 d.actual.as_deref().unwrap_or("no bytes"),
-                match (damaged_file, open.objects.bucket()) {
-                    (true, Some(b)) => format!(
-                        "; the damaged object is in {}/",
-                        b.describe(&b.url().key(&format!("quarantine/run-{run_id}")))
-                    ),
-                    (true, None) => format!("; the damaged file is in quarantine/run-{run_id}/"),
-                    (false, _) => String::new(),
+                match damaged_file {
+                    true => format!("; {}", open.objects.quarantined_in(run_id)),
+                    false => String::new(),
                 }
             ),
         ))
     }
 
-    /// Put the proven bytes in place in the mirror folder, the damaged file (if any) moved to
-    /// quarantine first; should they not go in, the damaged file goes back: nothing is left
-    /// half done. Whether there was a damaged file.
-    fn place_on_disk(&self, d: &Damage, file: NewFile, name: &str) -> Result<bool, Error> {
-        let (o, open) = (self.o, self.open);
-        let path = open.objects.path_for(&d.sha256);
-        let kept = match path.exists() {
-            true => Some(
-                quarantine_file(self.quarantine, &path, name, d, self.run_id)
-                    .map_err(|e| stopped(&o.mirror, e, self.left))?,
-            ),
-            false => None,
-        };
+    /// Put the proven bytes in place, the damaged object (if any) moved to quarantine first;
+    /// should they not go in, the damaged object goes back: nothing is left half done.
+    /// Whether there was a damaged object.
+    fn place(&self, d: &Damage, file: NewFile) -> Result<bool, Error> {
+        let objects = &self.open.objects;
+        let stop = |e: StoreError| stopped(&self.o.mirror, e, self.left);
+        let aside = aside(d, self.run_id);
+        let kept = objects.quarantine_object(&d.sha256, &aside).map_err(stop)?;
         if kept.is_some() {
             crate::store::kill::point("repair.quarantined");
         }
-        if let Err(e) = open.objects.ingest_new(file, &d.sha256) {
+        if let Err(e) = objects.ingest_new(file, &d.sha256) {
             if let Some(kept) = &kept {
-                unquarantine(kept, &path);
+                objects.unquarantine(kept, &d.sha256);
             }
-            let e = StoreError::io("writing the object", &path, e);
-            return Err(stopped(&o.mirror, e, self.left));
-        }
-        crate::store::kill::point("repair.object-restored");
-        Ok(kept.is_some())
-    }
-
-    /// [`Repair::place_on_disk`] in a bucket: the damaged object copied under
-    /// `PREFIX/quarantine/RUN/` (with its record) and removed, then the proven bytes uploaded;
-    /// should they not go up, the damaged object is copied back.
-    fn place_in_bucket(
-        &self,
-        bucket: &Bucket,
-        d: &Damage,
-        file: NewFile,
-        name: &str,
-    ) -> Result<bool, Error> {
-        let key = bucket.object_key(&d.sha256);
-        let fault = |e: std::io::Error| -> Error {
-            StoreError::Bucket {
-                url: bucket.url().to_string(),
-                message: format!(
-                    "{e}; the repair stopped with {} damaged objects left",
-                    self.left
-                ),
-            }
-            .into()
-        };
-        let kept = match bucket.head(&key).map_err(fault)? {
-            Some(_) => {
-                Some(quarantine_in_bucket(bucket, self.run_id, &key, name, d).map_err(fault)?)
-            }
-            None => None,
-        };
-        if kept.is_some() {
-            crate::store::kill::point("repair.quarantined");
-        }
-        if let Err(e) = self.open.objects.ingest_new(file, &d.sha256) {
-            if let Some(kept) = &kept {
-                let _ = bucket.copy(kept, &key);
-            }
-            return Err(fault(e));
+            return Err(stop(objects.fault("writing the object", &d.sha256, e)));
         }
         crate::store::kill::point("repair.object-restored");
         Ok(kept.is_some())
@@ -420,61 +357,40 @@ impl Repair<'_> {
 fn quarantine_strays(
     (o, objects): (&Options, &ObjectStore),
     strays: &[String],
-    quarantine: &Path,
     run_id: i64,
     problems: &mut Vec<Problem>,
 ) -> Result<u64, Error> {
     let mut moved = 0;
-    if let Some(bucket) = objects.bucket() {
-        for s in strays {
-            let d = Damage {
-                sha256: String::new(),
-                class: Class::StrayObject,
-                actual: None,
-            };
-            let key = bucket.url().key(s);
-            let kept = quarantine_in_bucket(bucket, run_id, &key, s, &d).map_err(|e| {
-                Error::from(StoreError::Bucket {
-                    url: bucket.url().to_string(),
-                    message: e.to_string(),
-                })
-            })?;
-            problems.push((
-                s.clone(),
-                ProblemClass::Quarantined,
-                format!(
-                    "{s}: an object no version names; moved to {}",
-                    bucket.describe(&kept)
-                ),
-            ));
-            moved += 1;
-        }
-        return Ok(moved);
-    }
+    let d = Damage {
+        sha256: String::new(),
+        class: Class::StrayObject,
+        actual: None,
+    };
     for s in strays {
-        let path = o.mirror.join(s);
-        let what = match (path.is_file(), path.is_dir()) {
-            (true, _) => "a file no version names",
-            (_, true) => "a folder where none belongs",
-            _ => continue,
+        let Some(m) = objects
+            .quarantine_stray(s, &aside(&d, run_id))
+            .map_err(|e| stopped(&o.mirror, e, 0))?
+        else {
+            continue;
         };
-        {
-            let d = Damage {
-                sha256: String::new(),
-                class: Class::StrayObject,
-                actual: None,
-            };
-            quarantine_file(quarantine, &path, s, &d, run_id)
-                .map_err(|e| stopped(&o.mirror, e, 0))?;
-            problems.push((
-                s.clone(),
-                ProblemClass::Quarantined,
-                format!("{s}: {what}; moved to quarantine/run-{run_id}/"),
-            ));
-            moved += 1;
-        }
+        problems.push((
+            s.clone(),
+            ProblemClass::Quarantined,
+            format!("{s}: {}; moved to {}", m.what, m.to),
+        ));
+        moved += 1;
     }
     Ok(moved)
+}
+
+/// What a damaged object (or stray) is moved aside with.
+fn aside(d: &Damage, run: i64) -> Aside<'_> {
+    Aside {
+        run,
+        found: d.class.name(),
+        expected_sha256: (!d.sha256.is_empty()).then_some(d.sha256.as_str()),
+        actual: d.actual.as_deref(),
+    }
 }
 
 /// The local check: every object every version names, hashed (SHA-256) and measured.
@@ -598,40 +514,6 @@ fn other_store(other: &Path) -> Result<ObjectStore, Error> {
     }
 }
 
-/// Copy the object at `key` under `PREFIX/quarantine/run-RUN/` (its record beside it, first),
-/// then remove it: never deleted without a copy. The copy's key.
-fn quarantine_in_bucket(
-    bucket: &Bucket,
-    run: i64,
-    key: &str,
-    name: &str,
-    d: &Damage,
-) -> std::io::Result<String> {
-    let file_name = name.rsplit('/').next().unwrap_or("object");
-    let folder = bucket.url().key(&format!("quarantine/run-{run}"));
-    let mut dest = format!("{folder}/{file_name}");
-    let mut n = 1;
-    while bucket.head(&dest)?.is_some() {
-        dest = format!("{folder}/{file_name}.{n}");
-        n += 1;
-    }
-    let record = serde_json::json!({
-        "was": bucket.describe(key),
-        "found": d.class.name(),
-        "expected_sha256": (!d.sha256.is_empty()).then_some(&d.sha256),
-        "actual": d.actual,
-        "run": run,
-        "moved_at": jiff::Timestamp::now().to_string(),
-    });
-    bucket.put_bytes(
-        &format!("{dest}.json"),
-        (serde_json::to_string_pretty(&record).expect("json") + "\n").as_bytes(),
-    )?;
-    bucket.copy(key, &dest)?;
-    bucket.delete(key)?;
-    Ok(dest)
-}
-
 /// The object from another mirror, copied into a new file and proven by its digest.
 fn from_other_mirror(
     other: &ObjectStore,
@@ -707,63 +589,6 @@ fn from_source(
     }
 }
 
-/// Move a damaged (or stray) file into the run's quarantine folder, with a record beside it.
-fn quarantine_file(
-    quarantine: &Path,
-    path: &Path,
-    name: &str,
-    d: &Damage,
-    run: i64,
-) -> Result<PathBuf, StoreError> {
-    std::fs::create_dir_all(quarantine).map_err(|e| StoreError::io("creating", quarantine, e))?;
-    let file_name = Path::new(name)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let mut dest = quarantine.join(&file_name);
-    let mut n = 1;
-    while dest.exists() {
-        dest = quarantine.join(format!("{file_name}.{n}"));
-        n += 1;
-    }
-    let record = serde_json::json!({
-        "was": name,
-        "found": d.class.name(),
-        "expected_sha256": (!d.sha256.is_empty()).then_some(&d.sha256),
-        "actual": d.actual,
-        "run": run,
-        "moved_at": jiff::Timestamp::now().to_string(),
-    });
-    let json = dest.with_file_name(format!(
-        "{}.json",
-        dest.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    // The record first: on a full disk it is what fails, and then nothing has moved.
-    if let Err(e) = std::fs::write(
-        &json,
-        serde_json::to_string_pretty(&record).expect("json") + "\n",
-    ) {
-        let _ = std::fs::remove_file(&json);
-        return Err(StoreError::io("writing", &json, e));
-    }
-    if let Err(e) = std::fs::rename(path, &dest) {
-        let _ = std::fs::remove_file(&json);
-        return Err(StoreError::io("moving to quarantine", path, e));
-    }
-    Ok(dest)
-}
-
-/// Undo [`quarantine_file`]: the file back where it was, its record gone.
-fn unquarantine(kept: &Path, path: &Path) {
-    if std::fs::rename(kept, path).is_ok() {
-        let json = kept.with_file_name(format!(
-            "{}.json",
-            kept.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        let _ = std::fs::remove_file(json);
-    }
-}
-
 /// Why an object was not taken from a copy: that copy could not give it (try the next), or
 /// the mirror could not store it (a full disk, a read-only folder: stop the run).
 enum Refused {
@@ -778,7 +603,7 @@ impl From<String> for Refused {
 }
 
 /// A store fault that stops the run, a full disk told as one (naming the mirror and how many
-/// damaged objects were left).
+/// damaged objects were left; a bucket's fault says how many too, when any were).
 fn stopped(mirror: &Path, e: StoreError, left: usize) -> Error {
     match e {
         StoreError::Io { source, .. } if crate::net::is_no_space(&source) => StoreError::NoSpace {
@@ -804,6 +629,12 @@ fn stopped(mirror: &Path, e: StoreError, left: usize) -> Error {
             }
             .into()
         }
+        // The bucket's words, and what is left (after the strays, nothing to say).
+        StoreError::Bucket { url, message } if left > 0 => StoreError::Bucket {
+            url,
+            message: format!("{message}; the repair stopped with {left} damaged objects left"),
+        }
+        .into(),
         e => e.into(),
     }
 }

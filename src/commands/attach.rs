@@ -34,8 +34,7 @@ pub(crate) fn run(location: &str, mirror: &Path) -> Result<String, Error> {
     }
     std::fs::create_dir_all(mirror).map_err(|e| StoreError::io("creating", mirror, e))?;
     let _lock = MirrorLock::acquire(mirror)?;
-    let store = mirror_settings::connect(mirror, &url)?;
-    let bucket = store.bucket().expect("a bucket store");
+    let bucket = &mirror_settings::connect_bucket(&url)?;
     let fault = |message: String| -> Error {
         StoreError::Bucket {
             url: url.to_string(),

@@ -367,7 +367,8 @@ fn held(job: &Job, objects: &ObjectStore, idle: bool) -> Option<JobResult> {
     // What the source's scope refuses is refused here too, as a transfer would refuse it.
     let url = job.urls.first()?;
     job.scope.check(url).ok()?;
-    let path = objects.path_for(sha256);
+    // Read in place, where objects are files here (not fetched from a bucket).
+    let path = objects.local_file(sha256)?;
     let mut file = crate::store::objects::open_to_read(&path).ok()??;
     let with_sha1 = job
         .expected
@@ -620,11 +621,7 @@ impl Attempts {
                     }
                     // A bucket that fails one upload (refused, unreachable, failing) would fail
                     // every other: the run stops, unless the trouble is this object's own.
-                    Err(e)
-                        if crate::net::is_unwritable(&e)
-                            || (objects.bucket().is_some()
-                                && e.kind() != std::io::ErrorKind::InvalidData) =>
-                    {
+                    Err(e) if crate::net::is_unwritable(&e) || objects.fails_every_ingest(&e) => {
                         return Ok(JobResult::Unwritable(
                             objects.refused(format!("{url}: cannot store object: {e}")),
                         ));

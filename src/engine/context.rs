@@ -9,13 +9,11 @@ use crate::exit::Exit;
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::Summary;
-use crate::store::bucket::shared::{self, Lease, NotTaken};
-use crate::store::bucket::{Bucket, BucketUrl};
-use crate::store::lock::LockError;
+use crate::store::bucket::shared::{Lease, Refused};
+use crate::store::bucket::BucketUrl;
 use crate::store::mirror_settings;
 use crate::store::{Catalog, DiskSign, MirrorLock, ObjectStore, StoreError};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub struct RunContext<'a, 'b> {
     pub http: &'a Http,
@@ -186,12 +184,7 @@ fn object_store_and_lease(
                 .into());
             }
             let store = mirror_settings::connect(mirror, given)?;
-            let holds = |e: std::io::Error| StoreError::Bucket {
-                url: given.to_string(),
-                message: e.to_string(),
-            };
-            let bucket = store.bucket().expect("a bucket store");
-            if bucket.holds_any(&given.key("objects/")).map_err(holds)? {
+            if store.holds_any()? {
                 return Err(UsageError(format!(
                     "--objects {given}: that prefix already holds objects (another \
                      mirror's?); a new mirror wants a prefix of its own (its audit and \
@@ -204,10 +197,10 @@ fn object_store_and_lease(
         }
         _ => mirror_settings::object_store(mirror, catalog, true)?,
     };
-    let lease = match objects.bucket_arc() {
-        Some(bucket) => Some(take_lease(bucket, mirror, command)?),
-        None => None,
-    };
+    let lease = objects.lease(mirror, command).map_err(|r| match r {
+        Refused::Leased(e) => Error::from(e),
+        Refused::Store(e) => Error::from(e),
+    })?;
     Ok((objects, lease))
 }
 
@@ -229,50 +222,6 @@ fn record_refused(catalog: &Catalog, (command, arguments): (&str, &str), e: &Err
     );
     let _ = crate::store::run_records::record_problems(catalog, run_id, &[problem]);
     let _ = catalog.end_run(run_id, "failed", e.exit().code(), "{}");
-}
-
-/// The lease of the mirror in `bucket`, and the proof that this folder's catalog is the
-/// newest (see `store::bucket::shared`).
-fn take_lease(bucket: Arc<Bucket>, mirror: &Path, command: &str) -> Result<Lease, Error> {
-    let fault = |message: String| -> Error {
-        StoreError::Bucket {
-            url: bucket.url().to_string(),
-            message,
-        }
-        .into()
-    };
-    let mut lease = match Lease::take(bucket.clone(), mirror, command) {
-        Ok(lease) => lease,
-        Err(NotTaken::Held(h)) => {
-            return Err(LockError::Leased {
-                lease: bucket.describe(&bucket.url().key("lease")),
-                holder: format!(
-                    "rsmirror {} on {} (pid {}, folder {})",
-                    h.command, h.host, h.pid, h.mirror
-                ),
-                since: h.since,
-                renewed: h.renewed,
-                stale: format!("{} s", shared::stale_after().as_secs()),
-            }
-            .into())
-        }
-        Err(NotTaken::Fault(e)) => return Err(fault(format!("the lease: {e}"))),
-    };
-    if let Some(h) = &lease.took_over {
-        crate::report::say(&format!(
-            "rsmirror: took over the stale lease of rsmirror {} on {} (pid {}, folder {}), last \
-             renewed {}",
-            h.command, h.host, h.pid, h.mirror, h.renewed
-        ));
-    }
-    match shared::check_current(&bucket, mirror) {
-        Ok(Ok(())) => {
-            lease.send_catalog_copy();
-            Ok(lease)
-        }
-        Ok(Err(behind)) => Err(fault(behind)),
-        Err(e) => Err(fault(format!("reading the catalog copies: {e}"))),
-    }
 }
 
 /// Some resource failed or was refused, or part of a list could not be read.

@@ -870,10 +870,8 @@ impl Placer {
         if !self.vouches_for_state(v) {
             return None;
         }
-        if self.objects.bucket().is_some() {
-            return None;
-        }
-        let path = self.objects.path_for(v.sha256.as_deref()?);
+        // Only a file on this machine is linked.
+        let path = self.objects.local_file(v.sha256.as_deref()?)?;
         let meta = std::fs::metadata(&path).ok()?;
         let modified = meta.modified().ok()?;
         self.vouches_for_file(v, meta.is_file(), meta.len(), modified)

@@ -427,7 +427,8 @@ impl Http {
     }
 }
 
-/// How many more attempts a logical request may make, and how long to wait before each.
+/// How many more attempts a logical request may make, and how long to wait before each: the
+/// one policy ([`crate::retry`]) with the agent's settings.
 #[derive(Debug)]
 pub(crate) struct Retries<'a> {
     cfg: &'a HttpConfig,
@@ -438,22 +439,14 @@ impl Retries<'_> {
     /// The pause before another attempt, or `None` when the attempts are spent or the server
     /// asked for a longer pause than `max_retry_after`.
     pub(crate) fn next_wait(&mut self, retry_after: Option<Duration>) -> Option<Duration> {
-        if self.used + 1 >= self.cfg.tries.max(1) {
-            return None;
+        match self.cfg.retry_policy().next(&mut self.used, retry_after) {
+            crate::retry::Next::Wait(wait) => Some(wait),
+            crate::retry::Next::Spent | crate::retry::Next::TooLong(_) => None,
         }
-        if retry_after.is_some_and(|ra| ra > self.cfg.max_retry_after) {
-            return None;
-        }
-        // Doubling, capped at 64 × the first backoff.
-        let backoff = self.cfg.backoff.saturating_mul(1 << self.used.min(6));
-        self.used += 1;
-        Some(retry_after.map_or(backoff, |ra| ra.max(backoff)))
     }
 }
 
-pub(crate) fn is_retryable_status(status: u16) -> bool {
-    status == 429 || (500..=599).contains(&status)
-}
+pub(crate) use crate::retry::{is_retryable_status, parse_retry_after};
 
 /// Where a GET (a document's or a resource's) stands in its chain of redirects.
 #[derive(Debug)]
@@ -592,50 +585,6 @@ impl<R: Read> Read for RateGuard<R> {
         }
         Ok(n)
     }
-}
-
-/// `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, as a wait from `now`.
-/// A date in the past means "now"; an unparseable value means no advice.
-pub(crate) fn parse_retry_after(value: &str, now: jiff::Timestamp) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        // A huge number saturates; it is then larger than any max_retry_after.
-        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
-    }
-    let at = parse_http_date(value)?;
-    let wait = now.duration_until(at);
-    Some(if wait.is_negative() {
-        Duration::ZERO
-    } else {
-        Duration::try_from(wait).unwrap_or(Duration::MAX)
-    })
-}
-
-/// An HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, and the obsolete RFC 850 and asctime forms
-/// that recipients must still accept.
-pub(crate) fn parse_http_date(value: &str) -> Option<jiff::Timestamp> {
-    static RFC2822: jiff::fmt::rfc2822::DateTimeParser = jiff::fmt::rfc2822::DateTimeParser::new();
-    if let Ok(ts) = RFC2822.parse_timestamp(value) {
-        return Some(ts);
-    }
-    let utc = |dt: jiff::civil::DateTime| {
-        dt.to_zoned(jiff::tz::TimeZone::UTC)
-            .ok()
-            .map(|z| z.timestamp())
-    };
-    // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`.
-    if let Some(dt) = jiff::fmt::strtime::parse("%A, %d-%b-%y %H:%M:%S GMT", value)
-        .ok()
-        .and_then(|t| t.to_datetime().ok())
-    {
-        return utc(dt);
-    }
-    // asctime: `Sun Nov  6 08:49:37 1994` (the day is space-padded).
-    let squeezed = value.split_ascii_whitespace().collect::<Vec<_>>().join(" ");
-    jiff::fmt::strtime::parse("%a %b %d %H:%M:%S %Y", &squeezed)
-        .ok()
-        .and_then(|t| t.to_datetime().ok())
-        .and_then(utc)
 }
 
 /// `--map` prefixes compare against `Url::as_str()`, so write them the same way.
@@ -1064,47 +1013,6 @@ mod tests {
     }
 
     // -- Retry-After ----------------------------------------------------------------------
-
-    #[test]
-    fn retry_after_delta_seconds() {
-        let now = jiff::Timestamp::now();
-        assert_eq!(
-            parse_retry_after("120", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after("99999999999999999999999", now),
-            Some(Duration::from_secs(u64::MAX))
-        );
-        assert_eq!(parse_retry_after("-5", now), None);
-        assert_eq!(parse_retry_after("1.5", now), None);
-        assert_eq!(parse_retry_after("", now), None);
-        assert_eq!(parse_retry_after("soon", now), None);
-    }
-
-    #[test]
-    fn retry_after_http_dates() {
-        // RFC 9110 §5.6.7's example instant in its three forms.
-        let now: jiff::Timestamp = "1994-11-06T08:48:37Z".parse().unwrap();
-        for v in [
-            "Sun, 06 Nov 1994 08:49:37 GMT",
-            "Sunday, 06-Nov-94 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 1994",
-        ] {
-            assert_eq!(
-                parse_retry_after(v, now),
-                Some(Duration::from_secs(60)),
-                "{v}"
-            );
-        }
-        // A date in the past: retry now.
-        let later: jiff::Timestamp = "2000-01-01T00:00:00Z".parse().unwrap();
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", later),
-            Some(Duration::ZERO)
-        );
-    }
 
     #[test]
     fn retry_budget_and_ceiling() {

@@ -86,7 +86,7 @@ impl Default for HttpConfig {
         HttpConfig {
             timeout: Duration::from_secs(30),
             tries: 4,
-            max_retry_after: Duration::from_secs(120),
+            max_retry_after: crate::retry::DEFAULT_MAX_RETRY_AFTER,
             backoff: Duration::from_secs(1),
             user_agent: default_user_agent(),
             maps: Vec::new(),
@@ -101,6 +101,18 @@ impl Default for HttpConfig {
             bwlimit: None,
             streams: crate::net::DEFAULT_STREAMS,
             http2_prior_knowledge: false,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The retry policy of every request made with these settings (`--tries`, the backoff,
+    /// `--max-retry-after`).
+    pub(crate) fn retry_policy(&self) -> crate::retry::Policy {
+        crate::retry::Policy {
+            tries: self.tries,
+            backoff: self.backoff,
+            max_retry_after: self.max_retry_after,
         }
     }
 }

@@ -8,14 +8,14 @@
 
 use crate::model::{Change, ChangeOutcome, ProblemClass};
 pub use crate::store::rows::NewVersion;
-use crate::store::writer::Tx;
+use crate::store::tx::Tx;
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::HashMap;
 use std::path::Path;
 
-pub use crate::store::migrate::{SCHEMA, SCHEMA_VERSION};
+pub use crate::store::schema::{SCHEMA, SCHEMA_VERSION};
 
 /// The index of versions by the object they name, as `schema.sql` defines it; see
 /// [`Catalog::defer_object_index`].

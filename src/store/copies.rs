@@ -159,7 +159,7 @@ fn compress(mirror: &Path, db: &Path, run: Option<i64>) -> Result<(PathBuf, Stri
             sha256: hex::encode(db_hash.finalize()),
             zst_bytes: hashing.bytes,
             zst_sha256: hex::encode(hashing.hash.finalize()),
-            schema_version: crate::store::migrate::SCHEMA_VERSION,
+            schema_version: crate::store::schema::SCHEMA_VERSION,
             by: format!("rsmirror {}", env!("CARGO_PKG_VERSION")),
         };
         // The record first (written whole, synced), then the copy under its name: a copy in

@@ -79,7 +79,7 @@ pub(crate) fn findings(mirror: &Path) -> Vec<Line> {
         lines.push(seal_line(mirror, &conn));
     }
     // The schema: one this rsmirror reads (or upgrades), else every command refuses it.
-    let current = crate::store::migrate::SCHEMA_VERSION;
+    let current = crate::store::schema::SCHEMA_VERSION;
     lines.push(
         match conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)) {
             Ok(v) if (1..=current).contains(&v) => Line {
@@ -163,7 +163,7 @@ pub(crate) fn sound(path: &Path) -> Result<(), String> {
         return Err(format!("PRAGMA integrity_check: {}", problems.join("; ")));
     }
     let version = version.map_err(|e| e.to_string())?;
-    if !(1..=crate::store::migrate::SCHEMA_VERSION).contains(&version) {
+    if !(1..=crate::store::schema::SCHEMA_VERSION).contains(&version) {
         return Err(format!(
             "schema version {version}, not one this rsmirror reads"
         ));

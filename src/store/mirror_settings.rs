@@ -1,7 +1,7 @@
 //! Settings of the whole mirror, chosen when it was made and remembered in the catalog
 //! (`mirror_settings`): where its objects are.
 
-use crate::store::bucket::BucketUrl;
+use crate::store::bucket::{Bucket, BucketUrl};
 use crate::store::{Catalog, ObjectStore, StoreError};
 use rusqlite::OptionalExtension;
 use std::path::Path;
@@ -53,7 +53,8 @@ pub(crate) fn set_objects_location(catalog: &Catalog, url: &BucketUrl) -> Result
 }
 
 /// The object store of `mirror` as its catalog says: in a bucket (connected, with credentials
-/// from the environment), or in the folder (made when `write`).
+/// from the environment), or in the folder (made when `write`). The one place that chooses
+/// where a mirror's objects are (besides a new mirror's `--objects`, which is [`connect`]).
 pub(crate) fn object_store(
     mirror: &Path,
     catalog: &Catalog,
@@ -69,10 +70,13 @@ pub(crate) fn object_store(
 
 /// The store of `mirror` in the bucket at `url`.
 pub(crate) fn connect(mirror: &Path, url: &BucketUrl) -> Result<ObjectStore, StoreError> {
-    crate::store::bucket::Bucket::connect(url)
-        .map(|b| ObjectStore::in_bucket(mirror, b))
-        .map_err(|e| StoreError::Bucket {
-            url: url.to_string(),
-            message: e.to_string(),
-        })
+    connect_bucket(url).map(|b| ObjectStore::in_bucket(mirror, b))
+}
+
+/// The bucket at `url`, connected (with credentials from the environment).
+pub(crate) fn connect_bucket(url: &BucketUrl) -> Result<Bucket, StoreError> {
+    Bucket::connect(url).map_err(|e| StoreError::Bucket {
+        url: url.to_string(),
+        message: e.to_string(),
+    })
 }

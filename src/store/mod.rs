@@ -28,11 +28,13 @@ pub mod objects;
 pub(crate) mod presence;
 pub mod rows;
 pub(crate) mod run_records;
+pub mod schema;
 pub mod scp_catalog;
 pub(crate) mod scp_pages;
 pub(crate) mod seal;
 pub(crate) mod space;
 pub(crate) mod state_shares;
+pub mod tx;
 pub(crate) mod wal;
 pub mod writer;
 

@@ -14,134 +14,195 @@
 //!
 //! A mirror made with `--objects s3://BUCKET/PREFIX` keeps the same layout in a bucket
 //! ([`crate::store::bucket`]): the store then uploads what it ingests (create-only, checksummed)
-//! instead of linking it into the folder, and readers get an object's bytes through
-//! [`ObjectStore::open_object`] either way.
+//! instead of linking it into the folder. Callers never ask where the objects are: an
+//! [`ObjectStore`] is one interface over the two places that keep them ([`Keep`]: the mirror
+//! folder, [`InFolder`]; a bucket, [`in_bucket::InBucket`]), chosen once, when it is made
+//! ([`ObjectStore::open`], [`ObjectStore::at`], [`ObjectStore::in_bucket`]).
 
-use crate::store::bucket::{Bucket, Put};
+mod in_bucket;
+
+use crate::store::bucket::shared::{Lease, Refused as LeaseRefused};
+use crate::store::bucket::Bucket;
 use crate::store::new_file::NewFile;
+use crate::store::StoreError;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// The mirror's objects, wherever they are kept. Cheap to clone: clones share the place.
 #[derive(Debug, Clone)]
 pub struct ObjectStore {
+    /// `mirror/objects`: where the objects are in the mirror folder, or would be (the paths
+    /// of messages and reports, whatever keeps them).
     root: PathBuf,
-    /// The fan-out folders known to exist, so that each is made (or checked) once per run.
-    made: Arc<[AtomicBool; 256]>,
-    /// `objects/sha256`, open (Linux, a store opened for writing): new objects are linked in
-    /// by `ab/<sha256>` from here, two path components instead of the whole mirror path.
-    sha256_dir: Option<Arc<fs::File>>,
-    /// The bucket the objects are in (`--objects s3://...`); `None`: the mirror folder.
-    bucket: Option<Arc<Bucket>>,
-    /// The objects written since the last [`ObjectStore::sync`], still open.
-    unsynced: Arc<Unsynced>,
+    /// What keeps them.
+    keep: Arc<dyn Keep>,
+}
+
+/// What a place that keeps a mirror's objects does, by an object's SHA-256 (64 lower-case hex
+/// digits); [`ObjectStore`] is its one user.
+trait Keep: Send + Sync + std::fmt::Debug {
+    /// Where the object is, for messages.
+    fn describe(&self, sha256_hex: &str) -> String;
+    /// Hand the object's bytes to `sink`, read through `buf`; `Ok(false)` when there is none.
+    fn read(
+        &self,
+        sha256_hex: &str,
+        buf: &mut [u8],
+        sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<bool>;
+    /// The object open for reading from its start (`path`: [`ObjectStore::path_for`]).
+    fn open(&self, sha256_hex: &str, path: &Path) -> io::Result<Option<fs::File>>;
+    /// The object's own file on this machine (`path`), when objects are files here.
+    fn local_file(&self, path: PathBuf) -> Option<PathBuf>;
+    /// Take in the verified file `staged`, removing it.
+    fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<()>;
+    /// Take in a verified [`NewFile`]: whether there was no such object before.
+    fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool>;
+    /// Make what was taken in durable.
+    fn sync(&self) -> io::Result<()>;
+    /// The error of a failure to take in or remove an object (`what` was being done).
+    fn fault(&self, what: &'static str, sha256_hex: &str, e: io::Error) -> StoreError;
+    /// The error that stops a run when the store refuses writes.
+    fn refused(&self, message: String) -> StoreError;
+    /// Whether a failure to take in one object says that every other would fail too.
+    fn fails_every_ingest(&self, e: &io::Error) -> bool;
+    /// Remove an object no catalog row names.
+    fn remove(&self, sha256_hex: &str) -> io::Result<()>;
+    /// Whether anything is kept at all (a new mirror wants a store of its own).
+    fn holds_any(&self) -> Result<bool, StoreError>;
+    /// For many metadata lookups by sha256.
+    fn stat(&self) -> ObjectStat;
+    /// Every entry, in name order ([`ObjectStore::visit_sorted`]).
+    fn visit(
+        &self,
+        measure: Option<&(dyn Fn(&str) -> bool + Sync)>,
+        f: &mut dyn FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()>;
+    /// Move the object aside into the quarantine of `aside.run`, if there is one.
+    fn quarantine_object(
+        &self,
+        sha256_hex: &str,
+        aside: &Aside<'_>,
+    ) -> Result<Option<Quarantined>, StoreError>;
+    /// Move the entry `name` (relative to the mirror, as a walk found it) aside.
+    fn quarantine_stray(&self, name: &str, aside: &Aside<'_>) -> Result<Option<Moved>, StoreError>;
+    /// Put back an object moved aside by [`Keep::quarantine_object`] (best effort).
+    fn unquarantine(&self, kept: &Quarantined, sha256_hex: &str);
+    /// Where run `run`'s quarantine keeps damaged objects, as a clause of a message.
+    fn quarantined_in(&self, run: i64) -> String;
+    /// The lease a run that writes takes, when others may write the objects elsewhere.
+    fn lease(&self, mirror: &Path, command: &str) -> Result<Option<Lease>, LeaseRefused>;
+}
+
+/// What a damaged object or a stray is moved aside with: its record's words
+/// (`quarantine/run-N/NAME.json`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Aside<'a> {
+    /// The run that moves it.
+    pub run: i64,
+    /// What was found (a finding's class name).
+    pub found: &'a str,
+    /// The SHA-256 the catalog records for it (none for a stray).
+    pub expected_sha256: Option<&'a str>,
+    /// What its bytes gave, when read.
+    pub actual: Option<&'a str>,
+}
+
+/// Where an object moved aside is kept, to put it back.
+#[derive(Debug)]
+pub(crate) enum Quarantined {
+    /// A file under `MIRROR/quarantine/run-N/`.
+    File(PathBuf),
+    /// A key under `PREFIX/quarantine/run-N/`.
+    Key(String),
+}
+
+/// A stray moved aside: what it was, and where it went (both for the message).
+#[derive(Debug)]
+pub(crate) struct Moved {
+    pub what: &'static str,
+    pub to: String,
 }
 
 impl ObjectStore {
     /// `mirror/objects`; created when missing.
     pub(crate) fn open(mirror: &Path) -> io::Result<ObjectStore> {
         let root = mirror.join("objects");
-        let sha256 = root.join("sha256");
-        fs::create_dir_all(&sha256)?;
-        let store = ObjectStore::with_root(root);
-        #[cfg(target_os = "linux")]
-        let store = {
-            use std::os::unix::fs::OpenOptionsExt;
-            let dir = fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECTORY)
-                .open(&sha256)?;
-            ObjectStore {
-                sha256_dir: Some(Arc::new(dir)),
-                ..store
-            }
-        };
-        Ok(store)
+        let keep = InFolder::open(root.clone())?;
+        Ok(ObjectStore {
+            root,
+            keep: Arc::new(keep),
+        })
     }
 
-    fn with_root(root: PathBuf) -> ObjectStore {
+    /// The object store of `mirror`, creating nothing (readers such as audit).
+    pub(crate) fn at(mirror: &Path) -> ObjectStore {
+        let root = mirror.join("objects");
         ObjectStore {
+            keep: Arc::new(InFolder::at(root.clone())),
             root,
-            made: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
-            sha256_dir: None,
-            bucket: None,
-            unsynced: Arc::default(),
         }
     }
 
     /// The store of `mirror` whose objects are in `bucket`: nothing is made in the folder.
     pub(crate) fn in_bucket(mirror: &Path, bucket: Bucket) -> ObjectStore {
+        let root = mirror.join("objects");
         ObjectStore {
-            bucket: Some(Arc::new(bucket)),
-            ..ObjectStore::at(mirror)
+            keep: Arc::new(in_bucket::InBucket::new(root.clone(), bucket)),
+            root,
         }
-    }
-
-    /// [`ObjectStore::bucket`], shared.
-    pub(crate) fn bucket_arc(&self) -> Option<Arc<Bucket>> {
-        self.bucket.clone()
-    }
-
-    /// The bucket the objects are in, when they are not in the mirror folder.
-    pub(crate) fn bucket(&self) -> Option<&Bucket> {
-        self.bucket.as_deref()
     }
 
     /// Where the object with this sha256 is, for messages: its path relative to the mirror,
     /// or its `s3://` location.
     pub(crate) fn describe(&self, sha256_hex: &str) -> String {
-        match &self.bucket {
-            Some(b) => b.describe(&b.object_key(sha256_hex)),
-            None => ObjectStore::relative_path(sha256_hex),
-        }
+        self.keep.describe(sha256_hex)
     }
 
     /// Hand the object's bytes to `sink` as they are read; `Ok(false)` when the store has no
-    /// such object.
+    /// such object. Something other than a file in its place is an error that says what it
+    /// is ("a folder, not a file").
     pub(crate) fn read_object(
         &self,
         sha256_hex: &str,
         sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<bool> {
-        if let Some(bucket) = &self.bucket {
-            return bucket.get(&bucket.object_key(sha256_hex), sink);
-        }
-        let Some(mut file) = open_to_read(&self.path_for(sha256_hex))? else {
-            return Ok(false);
-        };
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            match io::Read::read(&mut file, &mut buf) {
-                Ok(0) => return Ok(true),
-                Ok(n) => sink(&buf[..n])?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        self.read_object_through(sha256_hex, &mut vec![0u8; 256 * 1024], sink)
+    }
+
+    /// [`ObjectStore::read_object`] through the caller's buffer (one per reader of many
+    /// objects). Each object is read once: its cached pages are let go of after it.
+    pub(crate) fn read_object_through(
+        &self,
+        sha256_hex: &str,
+        buf: &mut [u8],
+        sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<bool> {
+        self.keep.read(sha256_hex, buf, sink)
     }
 
     /// The object's bytes, open for reading from the start; `Ok(None)` when the store has no
     /// such object. From a bucket they are fetched first into an anonymous temporary file
-    /// (`TMPDIR`): readers stream from a file either way, in bounded memory.
-    pub(crate) fn open_object(&self, sha256_hex: &str) -> io::Result<Option<fs::File>> {
-        let Some(bucket) = &self.bucket else {
-            return open_to_read(&self.path_for(sha256_hex));
-        };
-        use std::io::{Seek, Write};
-        let mut file = tempfile::tempfile()?;
-        let mut out = io::BufWriter::with_capacity(256 * 1024, &mut file);
-        let found = bucket.get(&bucket.object_key(sha256_hex), &mut |data| {
-            out.write_all(data)
-        })?;
-        out.flush()?;
-        drop(out);
-        if !found {
-            return Ok(None);
-        }
-        file.seek(io::SeekFrom::Start(0))?;
-        Ok(Some(file))
+    /// (`TMPDIR`): readers stream from a file either way, in bounded memory. Its
+    /// [`ObjectStore::path_for`] is written into `path` (for messages; its memory kept:
+    /// callers that open many objects allocate nothing per object).
+    pub(crate) fn open_object_into(
+        &self,
+        sha256_hex: &str,
+        path: &mut PathBuf,
+    ) -> io::Result<Option<fs::File>> {
+        self.path_into(sha256_hex, path);
+        self.keep.open(sha256_hex, path)
+    }
+
+    /// The object's own file on this machine, when the store keeps its objects as files (the
+    /// mirror folder): to link, reflink or read in place. `None` where they are not files here
+    /// (a bucket). Whether the file exists is not looked at.
+    pub(crate) fn local_file(&self, sha256_hex: &str) -> Option<PathBuf> {
+        self.keep.local_file(self.path_for(sha256_hex))
     }
 
     /// `objects/sha256/ab/<sha256>`: where an object lives, relative to the mirror (for
@@ -154,7 +215,8 @@ impl ObjectStore {
         &self.root
     }
 
-    /// Where the object with this sha256 lives (whether or not it exists).
+    /// Where the object with this sha256 lives in the mirror folder (whether or not it
+    /// exists; in a bucket, where it would be).
     pub(crate) fn path_for(&self, sha256_hex: &str) -> PathBuf {
         let mut path = self.root.clone();
         push_object(&mut path, sha256_hex);
@@ -181,16 +243,8 @@ impl ObjectStore {
     /// replaced by the fresh copy (same content by construction; a copy torn by an earlier
     /// crash is healed this way). The object is made read-only.
     pub(crate) fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<PathBuf> {
-        if let Some(bucket) = &self.bucket {
-            let mut file = fs::File::open(staged)?;
-            upload(bucket, &mut file, sha256_hex)?;
-            fs::remove_file(staged)?;
-            return Ok(self.path_for(sha256_hex));
-        }
-        let dest = self.place_for(sha256_hex)?;
-        make_read_only(staged)?;
-        fs::rename(staged, &dest)?;
-        Ok(dest)
+        self.keep.ingest(staged, sha256_hex)?;
+        Ok(self.path_for(sha256_hex))
     }
 
     /// [`ObjectStore::ingest`] for a [`NewFile`] (written by the caller and verified): it
@@ -204,86 +258,133 @@ impl ObjectStore {
 
     /// [`ObjectStore::ingest_new`], saying whether the store had no such object before
     /// (`true`) or the new copy replaced it (`false`).
-    pub(crate) fn ingest_new_fresh(&self, mut file: NewFile, sha256_hex: &str) -> io::Result<bool> {
-        if let Some(bucket) = &self.bucket {
-            return Ok(upload(bucket, file.file_mut(), sha256_hex)? == Put::Stored);
-        }
-        let dest = self.place_for(sha256_hex)?;
-        match &self.sha256_dir {
-            Some(dir) => {
-                let relative = format!("{}/{sha256_hex}", &sha256_hex[0..2]);
-                let placed = file.put_within(dir, Path::new(&relative), &dest)?;
-                if let Some(file) = placed.file {
-                    self.unsynced.hold(file);
-                }
-                Ok(placed.fresh)
-            }
-            None => file.put_at(&dest),
-        }
-    }
-
-    /// Where the object named `sha256_hex` goes, its folder made.
-    fn place_for(&self, sha256_hex: &str) -> io::Result<PathBuf> {
-        if !is_sha256_hex(sha256_hex) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("not a sha256: {sha256_hex:?}"),
-            ));
-        }
-        let dest = self.path_for(sha256_hex);
-        let fan = usize::from_str_radix(&sha256_hex[0..2], 16).expect("two hex digits");
-        if !self.made[fan].load(Ordering::Relaxed) {
-            fs::create_dir_all(dest.parent().expect("object path has a parent"))?;
-            self.made[fan].store(true, Ordering::Relaxed);
-        }
-        Ok(dest)
+    pub(crate) fn ingest_new_fresh(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool> {
+        self.keep.ingest_new(file, sha256_hex)
     }
 
     /// Flush everything written to the file system holding the mirror (data and directory
     /// entries) — one call per batch instead of one fsync per file. The objects written before
-    /// it are then let go of from the page cache ([`Unsynced`]).
+    /// it are then let go of from the page cache ([`Unsynced`]). (In a bucket, nothing: an
+    /// upload is durable when the bucket has answered it.)
     pub(crate) fn sync(&self) -> io::Result<()> {
-        match self.bucket {
-            // An upload is durable when the bucket has answered it.
-            Some(_) => Ok(()),
-            None => {
-                let written = self.unsynced.take();
-                sync_filesystem(&self.root)?;
-                let_go(written);
-                Ok(())
-            }
-        }
+        self.keep.sync()
+    }
+
+    /// The error of a failure `e` to take in (or remove) the object `sha256_hex` while doing
+    /// `what`: naming its path, or the bucket with its words.
+    pub(crate) fn fault(&self, what: &'static str, sha256_hex: &str, e: io::Error) -> StoreError {
+        self.keep.fault(what, sha256_hex, e)
     }
 
     /// The error that stops a run when the store refuses writes (`message` says which): every
     /// other resource would be refused the same way.
-    pub(crate) fn refused(&self, message: String) -> crate::store::StoreError {
-        match &self.bucket {
-            Some(b) => crate::store::StoreError::Bucket {
-                url: b.url().to_string(),
-                message: format!(
-                    "{message}; the run stopped at the first resource that could not go to the \
-                     bucket (every other would fail the same way): when it is refused, check \
-                     that these credentials may write there (and the bucket's quota); then run \
-                     it again (a re-run is safe: what landed stays)"
-                ),
-            },
-            None => crate::store::StoreError::Unwritable {
-                path: self.root.display().to_string(),
-                message,
-            },
-        }
+    pub(crate) fn refused(&self, message: String) -> StoreError {
+        self.keep.refused(message)
+    }
+
+    /// Whether a failure to take in one object says that every other would fail the same way
+    /// (beyond what a full or read-only file system says, which the caller tells): a bucket
+    /// that refuses an upload, cannot be reached or keeps failing, unless the trouble is this
+    /// object's own (`InvalidData`: other bytes under its name).
+    pub(crate) fn fails_every_ingest(&self, e: &io::Error) -> bool {
+        self.keep.fails_every_ingest(e)
     }
 
     /// Remove an object this run stored and no catalog row names (a run that rolled back).
     pub(crate) fn remove_unreferenced(&self, sha256_hex: &str) -> io::Result<()> {
-        match &self.bucket {
-            Some(b) => b.delete(&b.object_key(sha256_hex)),
-            None => match fs::remove_file(self.path_for(sha256_hex)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
-        }
+        self.keep.remove(sha256_hex)
+    }
+
+    /// Whether the store holds anything under `objects/` (a new mirror wants a store of its
+    /// own: its audit and repair take everything there for its own).
+    pub(crate) fn holds_any(&self) -> Result<bool, StoreError> {
+        self.keep.holds_any()
+    }
+
+    /// For many stats by sha256 ([`ObjectStat::metadata`]).
+    pub(crate) fn stat(&self) -> ObjectStat {
+        self.keep.stat()
+    }
+
+    /// Move the object aside into run `aside.run`'s quarantine with its record (the folder's
+    /// `quarantine/run-N/`, or the bucket's `PREFIX/quarantine/run-N/`: copied there, then
+    /// removed), if the store has one under that name: never deleted without a copy. Where it
+    /// went, to put it back ([`ObjectStore::unquarantine`]).
+    pub(crate) fn quarantine_object(
+        &self,
+        sha256_hex: &str,
+        aside: &Aside<'_>,
+    ) -> Result<Option<Quarantined>, StoreError> {
+        self.keep.quarantine_object(sha256_hex, aside)
+    }
+
+    /// Move the stray entry `name` (relative to the mirror, `objects/...`, as a walk found it:
+    /// a file or a folder) aside as [`ObjectStore::quarantine_object`] does; `None` when it is
+    /// neither a file nor a folder (any more).
+    pub(crate) fn quarantine_stray(
+        &self,
+        name: &str,
+        aside: &Aside<'_>,
+    ) -> Result<Option<Moved>, StoreError> {
+        self.keep.quarantine_stray(name, aside)
+    }
+
+    /// Put an object moved aside back in its place (best effort: a repair whose new bytes did
+    /// not go in leaves nothing half done).
+    pub(crate) fn unquarantine(&self, kept: &Quarantined, sha256_hex: &str) {
+        self.keep.unquarantine(kept, sha256_hex)
+    }
+
+    /// "the damaged file is in quarantine/run-N/", or where the bucket keeps them.
+    pub(crate) fn quarantined_in(&self, run: i64) -> String {
+        self.keep.quarantined_in(run)
+    }
+
+    /// What a run that writes holds besides the mirror folder's lock, when the objects may be
+    /// written from elsewhere too: a bucket mirror's lease (one writer across machines), after
+    /// proving that this folder's catalog is the newest. `None` for the mirror folder.
+    pub(crate) fn lease(
+        &self,
+        mirror: &Path,
+        command: &str,
+    ) -> Result<Option<Lease>, LeaseRefused> {
+        self.keep.lease(mirror, command)
+    }
+
+    /// Every entry of the store in name order, in bounded memory (one folder listing at a
+    /// time): placed objects come in strictly increasing name order, so a caller can
+    /// merge-join them with a sorted list of referenced digests. Entries that are not where an
+    /// object belongs (files beside `sha256/` or in it, folders at the
+    /// object level) are visited too, with `placed == false` (except that a folder in an
+    /// object's place keeps `placed` true: it occupies that object's name). A missing store
+    /// visits nothing.
+    pub(crate) fn visit_sorted(
+        &self,
+        mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.keep.visit(None, &mut f)
+    }
+
+    /// [`Self::visit_sorted`], the fan-out folders listed and every placed entry's metadata
+    /// taken ([`Visited::metadata`]) on another thread, a folder or two ahead: those system
+    /// calls are most of a walk, and they run beside what `f` does with the entries. (One
+    /// thread: two, on two cores, made an audit slower, taking the cores from the rest.)
+    pub(crate) fn visit_sorted_measured(
+        &self,
+        mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.keep.visit(Some(&|_| true), &mut f)
+    }
+
+    /// [`Self::visit_sorted_measured`], metadata taken only in the fan-out folders `measure`
+    /// names (`"00"` to `"ff"`); the others are only listed (ahead, on the same thread), which
+    /// reads no object's inode.
+    pub(crate) fn visit_sorted_measuring(
+        &self,
+        measure: &(dyn Fn(&str) -> bool + Sync),
+        mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.keep.visit(Some(measure), &mut f)
     }
 
     #[cfg(test)]
@@ -309,15 +410,315 @@ impl ObjectStore {
     }
 }
 
-/// Upload `file` (verified: its SHA-256 is `sha256_hex`) to its place in `bucket`.
-fn upload(bucket: &Bucket, file: &mut fs::File, sha256_hex: &str) -> io::Result<Put> {
-    if !is_sha256_hex(sha256_hex) {
-        return Err(io::Error::new(
+/// The objects in the mirror folder, `MIRROR/objects/sha256/ab/<sha256>`.
+#[derive(Debug)]
+struct InFolder {
+    /// `mirror/objects`.
+    root: PathBuf,
+    /// The fan-out folders known to exist, so that each is made (or checked) once per run.
+    made: [AtomicBool; 256],
+    /// `objects/sha256`, open (Linux, a store opened for writing): new objects are linked in
+    /// by `ab/<sha256>` from here, two path components instead of the whole mirror path.
+    sha256_dir: Option<fs::File>,
+    /// The objects written since the last [`ObjectStore::sync`], still open.
+    unsynced: Unsynced,
+}
+
+impl InFolder {
+    /// `root` (`mirror/objects`), its `sha256` folder created when missing, open for writing.
+    fn open(root: PathBuf) -> io::Result<InFolder> {
+        let sha256 = root.join("sha256");
+        fs::create_dir_all(&sha256)?;
+        let store = InFolder::at(root);
+        #[cfg(target_os = "linux")]
+        let store = {
+            use std::os::unix::fs::OpenOptionsExt;
+            let dir = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(&sha256)?;
+            InFolder {
+                sha256_dir: Some(dir),
+                ..store
+            }
+        };
+        Ok(store)
+    }
+
+    /// `root`, creating nothing.
+    fn at(root: PathBuf) -> InFolder {
+        InFolder {
+            root,
+            made: std::array::from_fn(|_| AtomicBool::new(false)),
+            sha256_dir: None,
+            unsynced: Unsynced::default(),
+        }
+    }
+
+    fn path_for(&self, sha256_hex: &str) -> PathBuf {
+        let mut path = self.root.clone();
+        push_object(&mut path, sha256_hex);
+        path
+    }
+
+    /// Where the object named `sha256_hex` goes, its folder made.
+    fn place_for(&self, sha256_hex: &str) -> io::Result<PathBuf> {
+        check_sha256(sha256_hex)?;
+        let dest = self.path_for(sha256_hex);
+        let fan = usize::from_str_radix(&sha256_hex[0..2], 16).expect("two hex digits");
+        if !self.made[fan].load(Ordering::Relaxed) {
+            fs::create_dir_all(dest.parent().expect("object path has a parent"))?;
+            self.made[fan].store(true, Ordering::Relaxed);
+        }
+        Ok(dest)
+    }
+
+    /// `MIRROR/quarantine/run-N`.
+    fn quarantine(&self, run: i64) -> PathBuf {
+        let mirror = self.root.parent().unwrap_or(&self.root);
+        mirror.join("quarantine").join(format!("run-{run}"))
+    }
+}
+
+impl Keep for InFolder {
+    fn describe(&self, sha256_hex: &str) -> String {
+        ObjectStore::relative_path(sha256_hex)
+    }
+
+    fn read(
+        &self,
+        sha256_hex: &str,
+        buf: &mut [u8],
+        sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<bool> {
+        let Some(mut file) = open_to_read(&self.path_for(sha256_hex))? else {
+            return Ok(false);
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::other(match meta.is_dir() {
+                true => "a folder, not a file",
+                false => "not a regular file",
+            }));
+        }
+        loop {
+            match io::Read::read(&mut file, buf) {
+                Ok(0) => break,
+                Ok(n) => sink(&buf[..n])?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // Each object is read once: its pages are the next object's (an audit of a million
+        // objects would otherwise fill the page cache with them, each page new to the run).
+        let_go_of(&file);
+        Ok(true)
+    }
+
+    fn open(&self, _sha256_hex: &str, path: &Path) -> io::Result<Option<fs::File>> {
+        open_to_read(path)
+    }
+
+    fn local_file(&self, path: PathBuf) -> Option<PathBuf> {
+        Some(path)
+    }
+
+    fn ingest(&self, staged: &Path, sha256_hex: &str) -> io::Result<()> {
+        let dest = self.place_for(sha256_hex)?;
+        make_read_only(staged)?;
+        fs::rename(staged, &dest)
+    }
+
+    fn ingest_new(&self, file: NewFile, sha256_hex: &str) -> io::Result<bool> {
+        let dest = self.place_for(sha256_hex)?;
+        match &self.sha256_dir {
+            Some(dir) => {
+                let relative = format!("{}/{sha256_hex}", &sha256_hex[0..2]);
+                let placed = file.put_within(dir, Path::new(&relative), &dest)?;
+                if let Some(file) = placed.file {
+                    self.unsynced.hold(file);
+                }
+                Ok(placed.fresh)
+            }
+            None => file.put_at(&dest),
+        }
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let written = self.unsynced.take();
+        sync_filesystem(&self.root)?;
+        let_go(written);
+        Ok(())
+    }
+
+    fn fault(&self, what: &'static str, sha256_hex: &str, e: io::Error) -> StoreError {
+        StoreError::io(what, &self.path_for(sha256_hex), e)
+    }
+
+    fn refused(&self, message: String) -> StoreError {
+        StoreError::Unwritable {
+            path: self.root.display().to_string(),
+            message,
+        }
+    }
+
+    fn fails_every_ingest(&self, _e: &io::Error) -> bool {
+        // A full or read-only file system is told by the caller; anything else is this
+        // object's own.
+        false
+    }
+
+    fn remove(&self, sha256_hex: &str) -> io::Result<()> {
+        match fs::remove_file(self.path_for(sha256_hex)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn holds_any(&self) -> Result<bool, StoreError> {
+        match fs::read_dir(&self.root) {
+            Ok(mut entries) => Ok(entries.next().is_some()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io("reading", &self.root, e)),
+        }
+    }
+
+    fn stat(&self) -> ObjectStat {
+        let stat = FolderStat {
+            root: self.root.clone(),
+            #[cfg(unix)]
+            dir: {
+                use std::os::unix::fs::OpenOptionsExt;
+                fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECTORY)
+                    .open(self.root.join("sha256"))
+                    .ok()
+            },
+        };
+        ObjectStat(Box::new(move |sha256_hex| stat.metadata(sha256_hex)))
+    }
+
+    fn visit(
+        &self,
+        measure: Option<&(dyn Fn(&str) -> bool + Sync)>,
+        f: &mut dyn FnMut(Visited<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.visit_folder(measure, f)
+    }
+
+    fn quarantine_object(
+        &self,
+        sha256_hex: &str,
+        aside: &Aside<'_>,
+    ) -> Result<Option<Quarantined>, StoreError> {
+        let path = self.path_for(sha256_hex);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let name = ObjectStore::relative_path(sha256_hex);
+        let kept = quarantine_file(&self.quarantine(aside.run), &path, &name, aside)?;
+        Ok(Some(Quarantined::File(kept)))
+    }
+
+    fn quarantine_stray(&self, name: &str, aside: &Aside<'_>) -> Result<Option<Moved>, StoreError> {
+        let path = self.root.parent().unwrap_or(&self.root).join(name);
+        let what = match (path.is_file(), path.is_dir()) {
+            (true, _) => "a file no version names",
+            (_, true) => "a folder where none belongs",
+            _ => return Ok(None),
+        };
+        quarantine_file(&self.quarantine(aside.run), &path, name, aside)?;
+        Ok(Some(Moved {
+            what,
+            to: format!("quarantine/run-{}/", aside.run),
+        }))
+    }
+
+    fn unquarantine(&self, kept: &Quarantined, sha256_hex: &str) {
+        let Quarantined::File(kept) = kept else {
+            return;
+        };
+        if fs::rename(kept, self.path_for(sha256_hex)).is_ok() {
+            let _ = fs::remove_file(record_beside(kept));
+        }
+    }
+
+    fn quarantined_in(&self, run: i64) -> String {
+        format!("the damaged file is in quarantine/run-{run}/")
+    }
+
+    fn lease(&self, _mirror: &Path, _command: &str) -> Result<Option<Lease>, LeaseRefused> {
+        // The mirror folder's lock is the only one.
+        Ok(None)
+    }
+}
+
+/// Move the file (or folder) at `path`, `name` relative to the mirror, into `quarantine` with
+/// its record (`NAME.json`) beside it, first: on a full disk the record is what fails, and
+/// then nothing has moved. Where it went.
+fn quarantine_file(
+    quarantine: &Path,
+    path: &Path,
+    name: &str,
+    aside: &Aside<'_>,
+) -> Result<PathBuf, StoreError> {
+    fs::create_dir_all(quarantine).map_err(|e| StoreError::io("creating", quarantine, e))?;
+    let file_name = Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let mut dest = quarantine.join(&file_name);
+    let mut n = 1;
+    while dest.exists() {
+        dest = quarantine.join(format!("{file_name}.{n}"));
+        n += 1;
+    }
+    let json = record_beside(&dest);
+    if let Err(e) = fs::write(&json, aside.record(name)) {
+        let _ = fs::remove_file(&json);
+        return Err(StoreError::io("writing", &json, e));
+    }
+    if let Err(e) = fs::rename(path, &dest) {
+        let _ = fs::remove_file(&json);
+        return Err(StoreError::io("moving to quarantine", path, e));
+    }
+    Ok(dest)
+}
+
+/// `NAME.json` beside `NAME`: the record of what was moved aside.
+fn record_beside(kept: &Path) -> PathBuf {
+    kept.with_file_name(format!(
+        "{}.json",
+        kept.file_name().unwrap_or_default().to_string_lossy()
+    ))
+}
+
+impl Aside<'_> {
+    /// The record, as JSON text (`was`: where the object was, for the reader).
+    fn record(&self, was: &str) -> String {
+        let record = serde_json::json!({
+            "was": was,
+            "found": self.found,
+            "expected_sha256": self.expected_sha256,
+            "actual": self.actual,
+            "run": self.run,
+            "moved_at": jiff::Timestamp::now().to_string(),
+        });
+        serde_json::to_string_pretty(&record).expect("json") + "\n"
+    }
+}
+
+/// `InvalidInput` unless `sha256_hex` is 64 lower-case hex digits: no name is made of anything
+/// else.
+fn check_sha256(sha256_hex: &str) -> io::Result<()> {
+    match is_sha256_hex(sha256_hex) {
+        true => Ok(()),
+        false => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("not a sha256: {sha256_hex:?}"),
-        ));
+        )),
     }
-    bucket.put_file_new(&bucket.object_key(sha256_hex), file, sha256_hex)
 }
 
 /// One entry met by [`ObjectStore::visit_sorted`].
@@ -688,29 +1089,37 @@ pub(crate) fn with_c_name<T>(
     f(&c)
 }
 
-/// Stats objects by sha256, as `fs::metadata` of [`ObjectStore::path_for`] does. On Unix the
-/// name is resolved relative to the open `objects/sha256` folder: two path components
-/// instead of the whole mirror path, which is most of the cost of the million stats of an
-/// audit at `--level size`.
-#[derive(Debug)]
-pub struct ObjectStat {
-    store: ObjectStore,
-    #[cfg(unix)]
-    dir: Option<fs::File>,
+/// Stats objects by sha256, as `fs::metadata` of [`ObjectStore::path_for`] does (in a bucket,
+/// by a `HEAD` of its key).
+pub struct ObjectStat(Box<StatBy>);
+
+/// A metadata lookup by sha256.
+type StatBy = dyn Fn(&str) -> io::Result<ObjectMeta> + Send + Sync;
+
+impl std::fmt::Debug for ObjectStat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ObjectStat")
+    }
 }
 
 impl ObjectStat {
     pub(crate) fn metadata(&self, sha256_hex: &str) -> io::Result<ObjectMeta> {
-        if let Some(bucket) = &self.store.bucket {
-            return match bucket.head(&bucket.object_key(sha256_hex))? {
-                Some(len) => Ok(ObjectMeta {
-                    is_file: true,
-                    is_dir: false,
-                    len,
-                }),
-                None => Err(io::Error::new(io::ErrorKind::NotFound, "no such object")),
-            };
-        }
+        (self.0)(sha256_hex)
+    }
+}
+
+/// [`ObjectStat`] in the mirror folder. On Unix the name is resolved relative to the open
+/// `objects/sha256` folder: two path components instead of the whole mirror path, which is
+/// most of the cost of the million stats of an audit at `--level size`.
+struct FolderStat {
+    /// `mirror/objects`.
+    root: PathBuf,
+    #[cfg(unix)]
+    dir: Option<fs::File>,
+}
+
+impl FolderStat {
+    fn metadata(&self, sha256_hex: &str) -> io::Result<ObjectMeta> {
         #[cfg(unix)]
         if let (Some(dir), true) = (&self.dir, is_sha256_hex(sha256_hex)) {
             use std::os::fd::AsRawFd;
@@ -729,7 +1138,9 @@ impl ObjectStat {
                 len: st.st_size as u64,
             });
         }
-        let m = fs::metadata(self.store.path_for(sha256_hex))?;
+        let mut path = self.root.clone();
+        push_object(&mut path, sha256_hex);
+        let m = fs::metadata(path)?;
         Ok(ObjectMeta {
             is_file: m.is_file(),
             is_dir: m.is_dir(),
@@ -738,75 +1149,15 @@ impl ObjectStat {
     }
 }
 
-impl ObjectStore {
-    /// The object store of `mirror`, creating nothing (readers such as audit).
-    pub(crate) fn at(mirror: &Path) -> ObjectStore {
-        ObjectStore::with_root(mirror.join("objects"))
-    }
-
-    /// For many stats by sha256 ([`ObjectStat::metadata`]).
-    pub(crate) fn stat(&self) -> ObjectStat {
-        ObjectStat {
-            store: self.clone(),
-            #[cfg(unix)]
-            dir: {
-                use std::os::unix::fs::OpenOptionsExt;
-                fs::OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_DIRECTORY)
-                    .open(self.root.join("sha256"))
-                    .ok()
-            },
-        }
-    }
-
-    /// Every entry of the store in name order, in bounded memory (one folder listing at a
-    /// time): placed objects come in strictly increasing name order, so a caller can
-    /// merge-join them with a sorted list of referenced digests. Entries that are not where an
-    /// object belongs (files beside `sha256/` or in it, folders at the
-    /// object level) are visited too, with `placed == false` (except that a folder in an
-    /// object's place keeps `placed` true: it occupies that object's name). A missing store
-    /// visits nothing.
-    pub(crate) fn visit_sorted(
-        &self,
-        f: impl FnMut(Visited<'_>) -> io::Result<()>,
-    ) -> io::Result<()> {
-        self.visit(None, f)
-    }
-
-    /// [`Self::visit_sorted`], the fan-out folders listed and every placed entry's metadata
-    /// taken ([`Visited::metadata`]) on another thread, a folder or two ahead: those system
-    /// calls are most of a walk, and they run beside what `f` does with the entries. (One
-    /// thread: two, on two cores, made an audit slower, taking the cores from the rest.)
-    pub(crate) fn visit_sorted_measured(
-        &self,
-        f: impl FnMut(Visited<'_>) -> io::Result<()>,
-    ) -> io::Result<()> {
-        self.visit(Some(&|_| true), f)
-    }
-
-    /// [`Self::visit_sorted_measured`], metadata taken only in the fan-out folders `measure`
-    /// names (`"00"` to `"ff"`); the others are only listed (ahead, on the same thread), which
-    /// reads no object's inode.
-    pub(crate) fn visit_sorted_measuring(
-        &self,
-        measure: &(dyn Fn(&str) -> bool + Sync),
-        f: impl FnMut(Visited<'_>) -> io::Result<()>,
-    ) -> io::Result<()> {
-        self.visit(Some(measure), f)
-    }
-
-    /// The walk; `measure`: `None` lists each fan-out folder when it is reached, `Some` lists
-    /// them ahead on another thread and takes the metadata of the placed entries of those it
-    /// names.
-    fn visit(
+impl InFolder {
+    /// The walk ([`ObjectStore::visit_sorted`]); `measure`: `None` lists each fan-out folder
+    /// when it is reached, `Some` lists them ahead on another thread and takes the metadata of
+    /// the placed entries of those it names.
+    fn visit_folder(
         &self,
         measure: Option<&(dyn Fn(&str) -> bool + Sync)>,
-        mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
+        f: &mut dyn FnMut(Visited<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
-        if let Some(bucket) = &self.bucket {
-            return self.visit_bucket(bucket, f);
-        }
         if !self.root.is_dir() {
             return Ok(());
         }
@@ -886,46 +1237,6 @@ impl ObjectStore {
                 }
             }
             Ok(())
-        })
-    }
-}
-
-impl ObjectStore {
-    /// [`ObjectStore::visit`] of a bucket: every key under `PREFIX/objects/`, in key order (S3
-    /// lists keys in the order of their bytes), each with the size its listing gives. Placed
-    /// objects (`sha256/ab/<sha256>`) share one prefix and so come in increasing name order;
-    /// anything else under `objects/` is visited as not placed. A page of the listing is in
-    /// memory at a time.
-    fn visit_bucket(
-        &self,
-        bucket: &Bucket,
-        mut f: impl FnMut(Visited<'_>) -> io::Result<()>,
-    ) -> io::Result<()> {
-        let prefix = bucket.url().key("objects/");
-        let mut folder = PathBuf::new();
-        bucket.list(&prefix, &mut |listed| {
-            let rel = &listed.key[prefix.len()..];
-            let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-            folder.as_mut_os_string().clear();
-            folder.push(&self.root);
-            if !parent.is_empty() {
-                folder.push(parent);
-            }
-            let placed = parent
-                .strip_prefix("sha256/")
-                .is_some_and(|fan| is_fan(fan) && placed_in(fan, name));
-            let meta = ObjectMeta {
-                is_file: true,
-                is_dir: false,
-                len: listed.size,
-            };
-            f(Visited {
-                name,
-                folder: In::Bucket(&folder, meta),
-                placed,
-                is_file: true,
-                measured: None,
-            })
         })
     }
 }
@@ -1216,7 +1527,8 @@ mod tests {
     #[test]
     fn objects_written_leave_the_page_cache_once_a_sync_made_them_durable() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::open(dir.path()).unwrap();
+        // The folder's own store, to see what it holds.
+        let store = InFolder::open(dir.path().join("objects")).unwrap();
         let staging = dir.path().join("staging");
         fs::create_dir(&staging).unwrap();
         let mut placed = Vec::new();
@@ -1226,7 +1538,7 @@ mod tests {
             let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
             let mut f = NewFile::create(&staging).unwrap();
             f.write_all(&bytes).unwrap();
-            assert!(store.ingest_new_fresh(f, &sha).unwrap());
+            assert!(store.ingest_new(f, &sha).unwrap());
             placed.push((store.path_for(&sha), bytes));
         }
         let Some(before) = cached_pages(&placed[0].0) else {

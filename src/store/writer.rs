@@ -11,27 +11,9 @@
 use crate::model::ProblemClass;
 use crate::store::catalog::{write, ChangeEventRecord, NewVersion};
 use crate::store::{Catalog, ObjectStore, StoreError};
-use rusqlite::Connection;
 use std::time::{Duration, Instant};
 
-/// The transaction a writer has open, handed to what writes rows in it (a format's own, a
-/// run's documents and sync points): what is written through it commits with the writer's
-/// batch, or not at all. Only the store's functions write through it; nothing outside the
-/// store sees the connection.
-#[derive(Clone, Copy)]
-pub struct Tx<'c>(&'c Connection);
-
-impl<'c> Tx<'c> {
-    /// The transaction open on `conn`.
-    pub(in crate::store) fn new(conn: &'c Connection) -> Tx<'c> {
-        Tx(conn)
-    }
-
-    /// The connection, to run the store's SQL on.
-    pub(in crate::store) fn conn(&self) -> &'c Connection {
-        self.0
-    }
-}
+pub use crate::store::tx::Tx;
 
 /// More rows to write once a version has its id.
 pub type Then = Box<dyn FnOnce(&Tx<'_>, i64) -> Result<(), StoreError>>;

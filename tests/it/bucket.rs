@@ -3,7 +3,7 @@
 //! exported and audited as one on disk; damage and strays in the bucket found and repaired;
 //! refusals; a run killed mid-way finished by the next.
 
-use crate::seaweed::{Seaweed, BUCKET};
+use crate::seaweed::{s3_error, Meddler, Seaweed, BUCKET};
 use crate::server::TestServer;
 use crate::support::*;
 use sha2::Digest as _;
@@ -1055,4 +1055,126 @@ fn runs(m: &Path) -> Vec<(i64, String, Option<String>, Option<i64>)> {
         .unwrap()
         .map(Result::unwrap)
         .collect()
+}
+
+/// `rsmirror ARGS --mirror M` with the bucket's settings, through `meddler`.
+fn run_through(
+    sw: &Seaweed,
+    meddler: &Meddler,
+    mirror: &Path,
+    args: &[&str],
+) -> std::process::Output {
+    let mut c = rsmirror();
+    sw.env(&mut c).env("AWS_ENDPOINT_URL", &meddler.endpoint);
+    c.args(args).arg("--mirror").arg(mirror).output().unwrap()
+}
+
+/// A request for an object (`PUT` or `GET` under `objects/sha256/`).
+fn of_an_object(method: &str) -> impl Fn(&str) -> bool + '_ {
+    move |line| line.starts_with(&format!("{method} /")) && line.contains("/objects/sha256/")
+}
+
+#[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
+fn a_bucket_that_asks_for_time_gets_it_and_the_run_goes_on() {
+    let sw = Seaweed::start();
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    // The first upload of an object, and the first read of one, are answered 503 with
+    // `Retry-After: 1` (as S3 says SlowDown); every other request goes to the bucket.
+    let mut refused = (false, false);
+    let meddler = Meddler::start(
+        &sw.endpoint,
+        Box::new(move |line, before| {
+            let first = match line.split(' ').next() {
+                Some("PUT") => &mut refused.0,
+                Some("GET") => &mut refused.1,
+                _ => return None,
+            };
+            if *first || before > 0 || !line.contains("/objects/sha256/") {
+                return None;
+            }
+            *first = true;
+            Some(s3_error(503, &["Retry-After: 1"], "SlowDown"))
+        }),
+    );
+    let cap = srv.url("/capabilitylist.xml");
+    let objects = format!("s3://{BUCKET}/asks");
+    let out = run_through(
+        &sw,
+        &meddler,
+        &m,
+        &["baseline", &cap, "--objects", &objects],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(objects_in(&sw, "asks").len(), 5);
+    consistent_in_bucket(&sw, &m, "asks");
+    // Five objects, six uploads: the first, refused, went again after the second it asked
+    // for (the first backoff alone is 0.4 s; a sleep is never shorter than asked).
+    let puts = meddler.asked_when(of_an_object("PUT"));
+    assert_eq!(puts.len(), 6, "{puts:?}");
+    let again: Vec<_> = puts.iter().filter(|(p, _)| *p == puts[0].0).collect();
+    assert_eq!(again.len(), 2, "{puts:?}");
+    assert!(again[1].1 - again[0].1 >= std::time::Duration::from_secs(1));
+
+    let out = run_through(
+        &sw,
+        &meddler,
+        &m,
+        &["cat", &format!("{}/res/r1", srv.base())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(out.stdout, b"resource 1, first version\n");
+    let gets = meddler.asked_when(of_an_object("GET"));
+    assert_eq!(gets.len(), 2, "the read went again: {gets:?}");
+    assert_eq!(gets[0].0, gets[1].0);
+    assert!(gets[1].1 - gets[0].1 >= std::time::Duration::from_secs(1));
+}
+
+#[test]
+#[cfg_attr(
+    missing = "weed",
+    ignore = "SeaweedFS (weed) is not installed: bash .ci/run installs it into .ci/venv"
+)]
+fn a_bucket_that_asks_for_more_time_than_rsmirror_waits_stops_the_run_saying_so() {
+    let sw = Seaweed::start();
+    let t = state_a();
+    let srv = TestServer::start(t.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    // Every upload of an object is answered 503 with a day's `Retry-After`.
+    let meddler = Meddler::start(
+        &sw.endpoint,
+        Box::new(|line, _| {
+            of_an_object("PUT")(line).then(|| s3_error(503, &["Retry-After: 86400"], "SlowDown"))
+        }),
+    );
+    let cap = srv.url("/capabilitylist.xml");
+    let objects = format!("s3://{BUCKET}/waits");
+    let started = std::time::Instant::now();
+    let out = run_through(
+        &sw,
+        &meddler,
+        &m,
+        &["baseline", &cap, "--objects", &objects],
+    );
+    exits_saying(
+        &out,
+        5,
+        "; it asked to be tried again in 86400 s (Retry-After), longer than rsmirror waits (120 s)",
+    );
+    exits_saying(&out, 5, &format!("PUT s3://{BUCKET}/waits/objects/sha256/"));
+    // Not one upload went again, nor was a day waited for (a bound far beyond any slowness).
+    let puts = meddler.asked(of_an_object("PUT"));
+    let mut distinct = puts.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(puts.len(), distinct.len(), "{puts:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(300));
+    assert!(objects_in(&sw, "waits").is_empty());
 }

@@ -358,3 +358,128 @@ impl Drop for Seaweed {
         let _ = self.child.wait();
     }
 }
+
+/// What [`Meddler`] does with a request: `METHOD /path` (no query) and how many times the same
+/// was asked before; a whole response to give instead of the server's, or `None` to pass it on.
+pub type Meddle = dyn FnMut(&str, usize) -> Option<Vec<u8>> + Send;
+
+/// A proxy on 127.0.0.1 in front of the S3 server that answers some requests itself (a 503
+/// with a `Retry-After`, say) and passes the others on unchanged (their signatures hold: the
+/// `Host` they were signed for is the proxy's, which it keeps). One request per connection:
+/// each answer closes it.
+pub struct Meddler {
+    /// `http://127.0.0.1:PORT`, for `AWS_ENDPOINT_URL`.
+    pub endpoint: String,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<(String, Instant)>>>,
+}
+
+impl Meddler {
+    pub fn start(upstream: &str, meddle: Box<Meddle>) -> Meddler {
+        use std::sync::{Arc, Mutex};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let upstream = upstream.trim_start_matches("http://").to_string();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let meddle = Arc::new(Mutex::new(meddle));
+        let log = asked.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let (upstream, log, meddle) = (upstream.clone(), log.clone(), meddle.clone());
+                std::thread::spawn(move || {
+                    let _ = Meddler::serve(client, &upstream, &log, &meddle);
+                });
+            }
+        });
+        Meddler { endpoint, asked }
+    }
+
+    /// One request of `client`: answered here, or passed on to `upstream` (`host:port`).
+    fn serve(
+        mut client: std::net::TcpStream,
+        upstream: &str,
+        log: &std::sync::Mutex<Vec<(String, Instant)>>,
+        meddle: &std::sync::Mutex<Box<Meddle>>,
+    ) -> std::io::Result<()> {
+        use std::io::{BufRead, Read, Write};
+        let mut reader = std::io::BufReader::new(client.try_clone()?);
+        let mut head = Vec::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            head.extend_from_slice(line.as_bytes());
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        let first = String::from_utf8_lossy(&head)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        let mut words = first.split_whitespace();
+        let line = format!(
+            "{} {}",
+            words.next().unwrap_or(""),
+            words.next().unwrap_or("").split('?').next().unwrap_or("")
+        );
+        let before = {
+            let mut log = log.lock().unwrap();
+            let n = log.iter().filter(|(l, _)| *l == line).count();
+            log.push((line.clone(), Instant::now()));
+            n
+        };
+        let answer = (meddle.lock().unwrap())(&line, before);
+        if let Some(answer) = answer {
+            return client.write_all(&answer);
+        }
+        let mut server = std::net::TcpStream::connect(upstream)?;
+        server.write_all(&head)?;
+        server.write_all(b"Connection: close\r\n\r\n")?;
+        server.write_all(&body)?;
+        let mut answer = Vec::new();
+        server.read_to_end(&mut answer)?;
+        client.write_all(&answer)
+    }
+
+    /// The requests asked (`METHOD /path`, in order, each retry again) that `matches`.
+    pub fn asked(&self, matches: impl Fn(&str) -> bool) -> Vec<String> {
+        self.asked_when(matches)
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect()
+    }
+
+    /// [`Meddler::asked`], each with when it came.
+    pub fn asked_when(&self, matches: impl Fn(&str) -> bool) -> Vec<(String, Instant)> {
+        let log = self.asked.lock().unwrap();
+        log.iter().filter(|(l, _)| matches(l)).cloned().collect()
+    }
+}
+
+/// A whole response: `status`, the header fields `fields`, S3's error `code` as its body.
+pub fn s3_error(status: u16, fields: &[&str], code: &str) -> Vec<u8> {
+    let body = format!("<?xml version=\"1.0\"?><Error><Code>{code}</Code></Error>");
+    let mut out = format!(
+        "HTTP/1.1 {status} Status\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\
+         Connection: close\r\n",
+        body.len()
+    );
+    for f in fields {
+        out.push_str(f);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    out.push_str(&body);
+    out.into_bytes()
+}

@@ -14,6 +14,7 @@ mod credentials;
 mod multipart;
 pub(crate) mod shared;
 
+use crate::retry::{is_retryable_status, parse_retry_after, Next, Policy, Retries};
 use base64::Engine as _;
 use curl::easy::{Easy, List};
 use sha2::{Digest as _, Sha256};
@@ -26,8 +27,14 @@ pub(crate) use credentials::Settings;
 
 /// The largest object sent in one PUT (S3's limit for a single PUT).
 const MAX_SINGLE_PUT: u64 = 5 << 30;
-/// Attempts of a request that failed on the network or with a 5xx (or 429).
-const ATTEMPTS: u32 = 4;
+/// How a request that failed on the network or with a 5xx (or 429) is retried: 4 attempts, 0.4,
+/// 0.8 and 1.6 s apart, or as long as the bucket's `Retry-After` asks up to the ceiling every
+/// request has (`--max-retry-after`'s default).
+pub(crate) const RETRY: Policy = Policy {
+    tries: 4,
+    backoff: Duration::from_millis(400),
+    max_retry_after: crate::retry::DEFAULT_MAX_RETRY_AFTER,
+};
 /// The most bytes of an error response kept for its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -135,10 +142,28 @@ impl fmt::Debug for Bucket {
     }
 }
 
-/// A response: its status and (for errors) the start of its body.
+/// A response: its status, (for errors) the start of its body, and its `Retry-After`.
 struct Response {
     status: u32,
     body: Vec<u8>,
+    retry_after: Option<String>,
+}
+
+/// The `Retry-After` field of an answer, heard among its header lines (of the last response
+/// head, when a transfer saw several).
+#[derive(Default)]
+struct RetryAfter(Option<String>);
+
+impl RetryAfter {
+    /// A header line of the answer (libcurl's header callback: true goes on).
+    fn hear(&mut self, line: &[u8]) -> bool {
+        if status_of(line).is_some() {
+            self.0 = None;
+        } else if let Some(v) = header_value(line, "retry-after") {
+            self.0 = Some(v);
+        }
+        true
+    }
 }
 
 impl Bucket {
@@ -246,9 +271,11 @@ impl Bucket {
             easy.upload(true)?;
             easy.in_filesize(length)?;
             let mut error = Vec::new();
+            let mut heard = RetryAfter::default();
             let status = {
                 let mut t = easy.transfer();
                 t.read_function(|buf| body.read(buf).map_err(|_| curl::easy::ReadError::Abort))?;
+                t.header_function(|line| heard.hear(line))?;
                 t.write_function(|data| {
                     keep_start(&mut error, data);
                     Ok(data.len())
@@ -259,6 +286,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body: error,
+                retry_after: heard.0,
             })
         })?;
         match r.status {
@@ -343,9 +371,11 @@ impl Bucket {
             easy.upload(true)?;
             easy.in_filesize(0)?;
             let mut body = Vec::new();
+            let mut heard = RetryAfter::default();
             let status = {
                 let mut t = easy.transfer();
                 t.read_function(|_| Ok(0))?;
+                t.header_function(|line| heard.hear(line))?;
                 t.write_function(|data| {
                     keep_start(&mut body, data);
                     Ok(data.len())
@@ -356,6 +386,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body,
+                retry_after: heard.0,
             })
         })?;
         // S3 may answer a copy that failed part way with 200 and an error body.
@@ -384,13 +415,14 @@ impl Bucket {
             let status = std::cell::Cell::new(0);
             let mut error = Vec::new();
             let mut sink_error = None;
+            let mut heard = RetryAfter::default();
             let done = {
                 let mut t = easy.transfer();
                 t.header_function(|line| {
                     if let Some(s) = status_of(line) {
                         status.set(s);
                     }
-                    true
+                    heard.hear(line)
                 })?;
                 t.write_function(|data| {
                     if status.get() != 200 {
@@ -415,6 +447,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body: error,
+                retry_after: heard.0,
             })
         })?;
         match r.status {
@@ -470,8 +503,10 @@ impl Bucket {
                 body.clear();
                 easy.get(true)?;
                 easy.url(&self.request_url("", &query))?;
+                let mut heard = RetryAfter::default();
                 let status = {
                     let mut t = easy.transfer();
+                    t.header_function(|line| heard.hear(line))?;
                     t.write_function(|data| {
                         body.extend_from_slice(data);
                         Ok(data.len())
@@ -482,6 +517,7 @@ impl Bucket {
                 Ok(Response {
                     status: easy.response_code()?,
                     body: Vec::new(),
+                    retry_after: heard.0,
                 })
             })?;
             if r.status != 200 {
@@ -531,6 +567,7 @@ impl Bucket {
             let mut input = bytes;
             let mut body = Vec::new();
             etag = None;
+            let mut heard = RetryAfter::default();
             let done = {
                 let mut t = easy.transfer();
                 t.read_function(|buf| {
@@ -543,7 +580,7 @@ impl Bucket {
                     if let Some(v) = header_value(line, "etag") {
                         etag = Some(v);
                     }
-                    true
+                    heard.hear(line)
                 })?;
                 t.write_function(|data| {
                     keep_start(&mut body, data);
@@ -555,6 +592,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body,
+                retry_after: heard.0,
             })
         })?;
         match r.status {
@@ -573,13 +611,14 @@ impl Bucket {
             easy.get(true)?;
             body.clear();
             etag = None;
+            let mut heard = RetryAfter::default();
             let done = {
                 let mut t = easy.transfer();
                 t.header_function(|line| {
                     if let Some(v) = header_value(line, "etag") {
                         etag = Some(v);
                     }
-                    true
+                    heard.hear(line)
                 })?;
                 t.write_function(|data| {
                     if body.len() + data.len() > MAX {
@@ -594,6 +633,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body: Vec::new(),
+                retry_after: heard.0,
             })
         })?;
         match r.status {
@@ -621,8 +661,10 @@ impl Bucket {
             body.clear();
             easy.get(true)?;
             easy.url(&self.request_url("", &query))?;
+            let mut heard = RetryAfter::default();
             let done = {
                 let mut t = easy.transfer();
+                t.header_function(|line| heard.hear(line))?;
                 t.write_function(|data| {
                     keep_start(&mut body, data);
                     Ok(data.len())
@@ -633,6 +675,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body: Vec::new(),
+                retry_after: heard.0,
             })
         })?;
         if r.status != 200 {
@@ -670,8 +713,10 @@ impl Bucket {
                 easy.url(&self.request_url(key, query))?;
             }
             let mut error = Vec::new();
+            let mut heard = RetryAfter::default();
             let status = {
                 let mut t = easy.transfer();
+                t.header_function(|line| heard.hear(line))?;
                 t.write_function(|data| {
                     keep_start(&mut error, data);
                     Ok(data.len())
@@ -683,12 +728,16 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body: error,
+                retry_after: heard.0,
             })
         })
     }
 
     /// Run `one` on a prepared handle until it answers with neither a network error nor a
-    /// 5xx/429, at most [`ATTEMPTS`] times.
+    /// 5xx/429, retried as every request is ([`crate::retry`], with [`RETRY`]): a
+    /// `Retry-After` is waited for (when it is longer than the backoff), and one longer than
+    /// the policy's ceiling ends the retries with an error that says so. When the attempts are
+    /// spent, the last answer (or network error) is the caller's to report.
     fn attempts(
         &self,
         method: &str,
@@ -696,38 +745,50 @@ impl Bucket {
         mut one: impl FnMut(&mut Easy) -> io::Result<Response>,
     ) -> io::Result<Response> {
         let mut easy = self.idle.lock().expect("bucket handles").pop();
-        let mut last = None;
-        for attempt in 0..ATTEMPTS {
-            if attempt > 0 {
-                std::thread::sleep(Duration::from_millis(200 << attempt));
-            }
+        let mut retries = Retries::new(RETRY);
+        loop {
             let handle = easy.get_or_insert_with(Easy::new);
             handle.reset();
             let answered = self
                 .prepare(handle, key)
                 .map_err(io::Error::from)
                 .and_then(|()| one(handle));
-            match answered {
-                Ok(r) if r.status >= 500 || r.status == 429 => last = Some(Ok(r)),
-                Ok(r) => {
+            let last = match answered {
+                Ok(r) if !u16::try_from(r.status).is_ok_and(is_retryable_status) => {
                     self.idle
                         .lock()
                         .expect("bucket handles")
                         .push(easy.take().expect("used"));
                     return Ok(r);
                 }
+                Ok(r) => Ok(r),
                 Err(e) => {
                     easy = None;
-                    last = Some(Err(io::Error::new(
+                    Err(io::Error::new(
                         e.kind(),
                         format!("{method} {}: {e}", self.describe(key)),
+                    ))
+                }
+            };
+            let retry_after = match &last {
+                Ok(r) => (r.retry_after.as_deref())
+                    .and_then(|v| parse_retry_after(v, jiff::Timestamp::now())),
+                Err(_) => None,
+            };
+            match retries.next(retry_after) {
+                Next::Wait(wait) => std::thread::sleep(wait),
+                Next::Spent => return last,
+                Next::TooLong(asked) => {
+                    let r = last.expect("a Retry-After came with an answer");
+                    return Err(io::Error::other(format!(
+                        "{}; it asked to be tried again in {} s (Retry-After), longer than \
+                         rsmirror waits ({} s)",
+                        self.refused(method, key, &r),
+                        asked.as_secs(),
+                        retries.policy().max_retry_after.as_secs()
                     )));
                 }
             }
-        }
-        match last.expect("at least one attempt") {
-            Ok(r) => Ok(r),
-            Err(e) => Err(e),
         }
     }
 
@@ -929,6 +990,213 @@ fn error_of(body: &[u8]) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    /// `alpha\n`, its SHA-256.
+    const ALPHA: &str = "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060";
+    const SLOW_DOWN: &[u8] = b"<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
+        <Message>Please reduce your request rate.</Message></Error>";
+
+    /// A stand-in for an S3 server on 127.0.0.1 (a port of its own): each request, as
+    /// `METHOD /path`, and how many times the same was asked before, go to `answer`, whose
+    /// bytes are the whole response; the connection is closed after it.
+    struct FakeS3 {
+        endpoint: String,
+        asked: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakeS3 {
+        fn start(mut answer: impl FnMut(&str, usize) -> Vec<u8> + Send + 'static) -> FakeS3 {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let endpoint = format!("http://{}", listener.local_addr().unwrap());
+            let asked = Arc::new(Mutex::new(Vec::new()));
+            let log = asked.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    let Ok(mut stream) = stream else { continue };
+                    let Some(line) = read_request(&mut stream) else {
+                        continue;
+                    };
+                    let before = {
+                        let mut log = log.lock().unwrap();
+                        let n = log.iter().filter(|l| **l == line).count();
+                        log.push(line.clone());
+                        n
+                    };
+                    let _ = stream.write_all(&answer(&line, before));
+                }
+            });
+            FakeS3 { endpoint, asked }
+        }
+
+        /// How many times `line` (`METHOD /path`) was asked.
+        fn asked(&self, line: &str) -> usize {
+            self.asked
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|l| *l == line)
+                .count()
+        }
+
+        /// The bucket `s3://bkt/p` on this server.
+        fn client(&self) -> Bucket {
+            Bucket {
+                url: "s3://bkt/p".parse().unwrap(),
+                settings: Settings {
+                    credentials: credentials::Credentials {
+                        access_key_id: "id".into(),
+                        secret_access_key: "secret".into(),
+                        session_token: None,
+                    },
+                    region: "us-east-1".into(),
+                    endpoint: Some(self.endpoint.clone()),
+                    path_style: true,
+                    ca_bundle: None,
+                },
+                idle: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    /// Read one request through its body; `METHOD /path`.
+    fn read_request(stream: &mut TcpStream) -> Option<String> {
+        let mut reader = BufReader::new(stream.try_clone().ok()?);
+        let mut first = String::new();
+        reader.read_line(&mut first).ok()?;
+        let mut length = 0;
+        loop {
+            let mut field = String::new();
+            reader.read_line(&mut field).ok()?;
+            let field = field.trim_end();
+            if field.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = field.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().ok()?;
+                }
+            }
+        }
+        io::Read::read_exact(&mut reader, &mut vec![0; length]).ok()?;
+        let mut words = first.split_whitespace();
+        let method = words.next()?;
+        let target = words.next()?;
+        Some(format!("{method} {}", target.split('?').next()?))
+    }
+
+    /// A whole response.
+    fn answer(status: u32, fields: &[&str], body: &[u8]) -> Vec<u8> {
+        let mut out = format!(
+            "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for f in fields {
+            out.push_str(f);
+            out.push_str("\r\n");
+        }
+        out.push_str("\r\n");
+        let mut out = out.into_bytes();
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn put_alpha(bucket: &Bucket) -> io::Result<Put> {
+        let key = bucket.object_key(ALPHA);
+        bucket.put_new(&key, &mut io::Cursor::new(b"alpha\n"), 6, ALPHA)
+    }
+
+    #[test]
+    fn a_503_with_retry_after_is_waited_for_then_the_put_and_the_get_go_through() {
+        let s3 = FakeS3::start(|line, before| match (line.split(' ').next(), before) {
+            (_, 0) => answer(503, &["Retry-After: 1"], SLOW_DOWN),
+            (Some("PUT"), _) => answer(200, &[], b""),
+            (Some("GET"), _) => answer(200, &[], b"alpha\n"),
+            _ => answer(400, &[], b""),
+        });
+        let bucket = s3.client();
+        let key = bucket.object_key(ALPHA);
+        let started = Instant::now();
+        assert_eq!(put_alpha(&bucket).unwrap(), Put::Stored);
+        assert_eq!(
+            s3.asked(&format!("PUT /bkt/{key}")),
+            2,
+            "the PUT went again"
+        );
+        // After the second the bucket asked for, not the first backoff's 0.4 s (sleeping
+        // never takes less than asked: no bound on how much more).
+        assert!(started.elapsed() >= Duration::from_secs(1));
+        let started = Instant::now();
+        let mut got = Vec::new();
+        let found = bucket.get(&key, &mut |data| {
+            got.extend_from_slice(data);
+            Ok(())
+        });
+        assert!(found.unwrap());
+        assert_eq!(got, b"alpha\n", "the 503's body is not the object's");
+        assert_eq!(
+            s3.asked(&format!("GET /bkt/{key}")),
+            2,
+            "the GET went again"
+        );
+        assert!(started.elapsed() >= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_retry_after_beyond_the_ceiling_ends_the_retries_naming_the_key_and_the_wait() {
+        let s3 = FakeS3::start(|line, _| match line.split(' ').next() {
+            Some("PUT") => answer(503, &["Retry-After: 100000"], SLOW_DOWN),
+            // An HTTP-date as far ahead.
+            _ => answer(429, &["Retry-After: Sun, 06 Nov 2095 08:49:37 GMT"], b""),
+        });
+        let bucket = s3.client();
+        let key = bucket.object_key(ALPHA);
+        let started = Instant::now();
+        let e = put_alpha(&bucket).unwrap_err().to_string();
+        assert_eq!(
+            s3.asked(&format!("PUT /bkt/{key}")),
+            1,
+            "not tried again: {e}"
+        );
+        for words in [
+            &format!("PUT s3://bkt/{key}: the bucket answered 503: SlowDown"),
+            "asked to be tried again in 100000 s (Retry-After)",
+            "longer than rsmirror waits (120 s)",
+        ] {
+            assert!(e.contains(words), "{words:?} not in {e:?}");
+        }
+        let e = bucket.get(&key, &mut |_| Ok(())).unwrap_err().to_string();
+        assert_eq!(
+            s3.asked(&format!("GET /bkt/{key}")),
+            1,
+            "not tried again: {e}"
+        );
+        assert!(
+            e.contains(&format!("GET s3://bkt/{key}: the bucket answered 429")),
+            "{e}"
+        );
+        // Neither waited for what was asked (a bound far beyond any slowness).
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_bucket_that_keeps_failing_is_asked_four_times_then_its_answer_is_the_error() {
+        let s3 = FakeS3::start(|_, _| answer(503, &[], SLOW_DOWN));
+        let bucket = s3.client();
+        let key = bucket.object_key(ALPHA);
+        let e = put_alpha(&bucket).unwrap_err().to_string();
+        assert_eq!(s3.asked(&format!("PUT /bkt/{key}")), 4, "{e}");
+        assert!(
+            e.contains(&format!(
+                "PUT s3://bkt/{key}: the bucket answered 503: SlowDown"
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("Retry-After"), "{e}");
+    }
 
     #[test]
     fn bucket_locations_are_checked() {

@@ -4,7 +4,7 @@
 //! completed with `If-None-Match: *` (create-only, as a single PUT is), and aborted when any
 //! part fails: no half object is ever visible under the object's name.
 
-use super::{encode, error_of, header_value, keep_start, Bucket, Put, Response};
+use super::{encode, error_of, header_value, keep_start, Bucket, Put, Response, RetryAfter};
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 use std::fs::File;
@@ -179,6 +179,7 @@ impl Bucket {
             let mut offset = start;
             let mut body = Vec::new();
             etag = None;
+            let mut heard = RetryAfter::default();
             let done = {
                 let mut t = easy.transfer();
                 t.read_function(|out| {
@@ -195,7 +196,7 @@ impl Bucket {
                     if let Some(value) = header_value(line, "etag") {
                         etag = Some(value);
                     }
-                    true
+                    heard.hear(line)
                 })?;
                 t.write_function(|data| {
                     keep_start(&mut body, data);
@@ -207,6 +208,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body,
+                retry_after: heard.0,
             })
         })?;
         if r.status != 200 {
@@ -280,6 +282,7 @@ impl Bucket {
             easy.post_field_size(body.len() as u64)?;
             let mut input = body;
             let mut out = Vec::new();
+            let mut heard = RetryAfter::default();
             let done = {
                 let mut t = easy.transfer();
                 t.read_function(|buf| {
@@ -288,6 +291,7 @@ impl Bucket {
                     input = &input[n..];
                     Ok(n)
                 })?;
+                t.header_function(|line| heard.hear(line))?;
                 t.write_function(|data| {
                     keep_start(&mut out, data);
                     Ok(data.len())
@@ -298,6 +302,7 @@ impl Bucket {
             Ok(Response {
                 status: easy.response_code()?,
                 body: out,
+                retry_after: heard.0,
             })
         })
     }

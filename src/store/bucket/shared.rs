@@ -17,6 +17,8 @@
 
 use super::Bucket;
 use crate::store::copies::{self, CopyRecord};
+use crate::store::lock::LockError;
+use crate::store::StoreError;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -68,6 +70,61 @@ pub struct Lease {
     send: bool,
     /// A stale lease was taken over: whose.
     pub took_over: Option<Holder>,
+}
+
+/// Why a run may not write the mirror in a bucket.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// Another machine's writer holds the lease.
+    Leased(LockError),
+    /// The bucket could not be asked, or this folder's catalog is behind another machine's.
+    Store(StoreError),
+}
+
+/// The lease of the mirror in `bucket` for a run of `command` on the folder `mirror`, and the
+/// proof that this folder's catalog is the newest; its catalog copy then goes to the bucket.
+pub(crate) fn take_for_run(
+    bucket: Arc<Bucket>,
+    mirror: &Path,
+    command: &str,
+) -> Result<Lease, Refused> {
+    let fault = |message: String| {
+        Refused::Store(StoreError::Bucket {
+            url: bucket.url().to_string(),
+            message,
+        })
+    };
+    let mut lease = match Lease::take(bucket.clone(), mirror, command) {
+        Ok(lease) => lease,
+        Err(NotTaken::Held(h)) => {
+            return Err(Refused::Leased(LockError::Leased {
+                lease: bucket.describe(&bucket.url().key("lease")),
+                holder: format!(
+                    "rsmirror {} on {} (pid {}, folder {})",
+                    h.command, h.host, h.pid, h.mirror
+                ),
+                since: h.since,
+                renewed: h.renewed,
+                stale: format!("{} s", stale_after().as_secs()),
+            }))
+        }
+        Err(NotTaken::Fault(e)) => return Err(fault(format!("the lease: {e}"))),
+    };
+    if let Some(h) = &lease.took_over {
+        crate::report::say(&format!(
+            "rsmirror: took over the stale lease of rsmirror {} on {} (pid {}, folder {}), last \
+             renewed {}",
+            h.command, h.host, h.pid, h.mirror, h.renewed
+        ));
+    }
+    match check_current(&bucket, mirror) {
+        Ok(Ok(())) => {
+            lease.send_catalog_copy();
+            Ok(lease)
+        }
+        Ok(Err(behind)) => Err(fault(behind)),
+        Err(e) => Err(fault(format!("reading the catalog copies: {e}"))),
+    }
 }
 
 impl Lease {
