@@ -334,3 +334,420 @@ fn compare_item(
     };
     findings.insert(uri, vec![f]);
 }
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::engine::expected::Refused;
+    use crate::engine::plan::Declared;
+    use crate::model::{Change, Via};
+    use crate::net::Scope;
+    use crate::rs::digest::{Algorithm, Digest};
+    use crate::store::catalog::{write, NewVersion};
+    use crate::store::Catalog;
+    use std::sync::Arc;
+
+    pub(in crate::audit) const MD5_A: &str = "d8314ff333963f20f75f7718b9a190dd";
+    pub(in crate::audit) const MD5_B: &str = "0123456789abcdef0123456789abcdef";
+    pub(in crate::audit) const T1: &str = "2025-12-01T10:00:00Z";
+    pub(in crate::audit) const T2: &str = "2025-12-02T10:00:00Z";
+
+    /// A mirror whose catalog holds these current states, all of collection `c`.
+    pub(in crate::audit) fn mirror(states: &[(&str, NewVersion)]) -> (tempfile::TempDir, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let run = c.begin_run("baseline", None, "test").unwrap();
+        let tx = c.transaction().unwrap();
+        for (uri, v) in states {
+            let mut v = v.clone();
+            v.uri = uri.to_string();
+            v.collection = "c".into();
+            write::version(&tx, run, &v).unwrap();
+        }
+        tx.commit().unwrap();
+        (dir, c)
+    }
+
+    /// A current version with this length, md5 and lastmod.
+    pub(in crate::audit) fn held(
+        length: Option<u64>,
+        md5: Option<&str>,
+        lastmod: Option<&str>,
+    ) -> NewVersion {
+        NewVersion {
+            change: Change::Created,
+            arrived_via: Via::Http,
+            length_bytes: length,
+            md5_hex: md5.map(str::to_string),
+            lastmod: lastmod.map(|t| t.parse().unwrap()),
+            ..Default::default()
+        }
+    }
+
+    /// A deletion recorded as the current version.
+    pub(in crate::audit) fn tombstone() -> NewVersion {
+        NewVersion {
+            change: Change::Deleted,
+            arrived_via: Via::Tombstone,
+            ..Default::default()
+        }
+    }
+
+    /// What the source declares: this length, md5 and lastmod.
+    pub(in crate::audit) fn declared(
+        length: Option<u64>,
+        md5: Option<&str>,
+        lastmod: Option<&str>,
+    ) -> Declared {
+        Declared {
+            lastmod: lastmod.map(|t| t.parse().unwrap()),
+            length,
+            digests: md5
+                .map(|h| Digest::new(Algorithm::Md5, h))
+                .into_iter()
+                .collect(),
+            encoding: None,
+        }
+    }
+
+    /// `uri` listed at `line` of `http://x/rl.xml`.
+    pub(in crate::audit) fn listed(uri: &str, line: u64, declared: Declared) -> Entry {
+        let doc = url::Url::parse("http://x/rl.xml").unwrap();
+        Entry::Item(Item::Listed(Listed {
+            uri: url::Url::parse(uri).unwrap(),
+            declared,
+            media_type: None,
+            duplicates: Vec::new(),
+            document: doc.as_str().into(),
+            line,
+            scope: Arc::new(Scope::for_document(&doc, &[])),
+        }))
+    }
+
+    fn refused(uri: &str, reason: &str) -> Entry {
+        Entry::Item(Item::Refused(Refused {
+            uri: uri.into(),
+            reason: reason.into(),
+        }))
+    }
+
+    /// The comparison of `entries`, in list order, with `states` within `sample`.
+    pub(in crate::audit) fn compare(
+        states: &MirrorStates,
+        sample: Option<(u64, u64)>,
+        entries: Vec<Entry>,
+    ) -> SourceComparison {
+        let mut comparer = Comparer::new(states, sample, SourceComparison::default());
+        for (ord, e) in entries.into_iter().enumerate() {
+            comparer.take(ord as u64, e);
+        }
+        comparer.finish_pass()
+    }
+
+    /// A finding's report line, without its hint.
+    pub(in crate::audit) fn line(f: &Finding) -> String {
+        let mut f = f.clone();
+        f.hint = "".into();
+        f.line()
+    }
+
+    /// The findings held, in URI order, as lines.
+    fn lines(c: &SourceComparison) -> Vec<String> {
+        c.findings.values().flatten().map(line).collect()
+    }
+
+    fn marks_of(states: &MirrorStates, uri: &str) -> u8 {
+        states.marks(states.find(&uri_key(uri)).unwrap())
+    }
+
+    /// Every way a listed entry can stand against the mirror, in one list.
+    pub(in crate::audit) fn the_source() -> (Vec<(&'static str, NewVersion)>, Vec<Entry>) {
+        let states = vec![
+            ("http://x/a-same", held(Some(5), Some(MD5_A), Some(T1))),
+            ("http://x/b-digest", held(Some(5), Some(MD5_A), None)),
+            ("http://x/c-length", held(Some(5), None, Some(T1))),
+            ("http://x/d-lastmod", held(Some(5), None, Some(T1))),
+            ("http://x/e-touched", held(Some(5), Some(MD5_A), Some(T1))),
+            ("http://x/f-length-agrees", held(Some(5), None, None)),
+            ("http://x/g-nothing", held(Some(5), None, None)),
+            ("http://x/h-deleted", tombstone()),
+            ("http://x/i-extra", held(Some(5), None, None)),
+            ("http://x/j-skipped", held(Some(5), None, None)),
+            ("http://x/k-gone", tombstone()),
+        ];
+        let entries = vec![
+            Entry::Collection("c".into()),
+            listed(
+                "http://x/a-same",
+                2,
+                declared(Some(5), Some(MD5_A), Some(T1)),
+            ),
+            listed("http://x/b-digest", 3, declared(Some(6), Some(MD5_B), None)),
+            listed("http://x/c-length", 4, declared(Some(6), None, Some(T1))),
+            listed("http://x/d-lastmod", 5, declared(None, None, Some(T2))),
+            listed(
+                "http://x/e-touched",
+                6,
+                declared(Some(5), Some(MD5_A), Some(T2)),
+            ),
+            listed("http://x/f-length-agrees", 7, declared(Some(5), None, None)),
+            listed("http://x/g-nothing", 8, declared(None, None, None)),
+            listed("http://x/h-deleted", 9, declared(Some(5), None, None)),
+            listed("http://x/new", 10, declared(Some(5), None, None)),
+            refused("http://y/out", "outside the scope"),
+            Entry::Skipped("http://x/j-skipped".into()),
+        ];
+        (states, entries)
+    }
+
+    #[test]
+    fn each_entry_is_judged_against_the_mirrors_state() {
+        let (states, entries) = the_source();
+        let (_dir, catalog) = mirror(&states);
+        let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+        let c = compare(&states, None, entries);
+        // `+` missing (or deleted here), `*` changed (by digest, length, lastmod), refused: held
+        // by URI until the report; the rest is in the marks.
+        assert_eq!(
+            lines(&c),
+            [
+                format!("* http://x/b-digest  changed md5: expected {MD5_B}, actual {MD5_A}"),
+                "* http://x/b-digest  changed length: expected 6, actual 5".into(),
+                "* http://x/c-length  changed length: expected 6, actual 5".into(),
+                format!("* http://x/d-lastmod  changed lastmod: expected {T2}, actual {T1}"),
+                "+ http://x/h-deleted  missing: deleted in the mirror".into(),
+                "+ http://x/new  missing".into(),
+                "! http://y/out  refused: outside the scope".into(),
+            ]
+        );
+        use mark::*;
+        for (uri, want) in [
+            ("http://x/a-same", SEEN | SAME),
+            ("http://x/b-digest", SEEN | DIFFERS),
+            ("http://x/c-length", SEEN | DIFFERS),
+            ("http://x/d-lastmod", SEEN | DIFFERS),
+            // A digest agrees and only the lastmod differs: the same bytes, touched.
+            ("http://x/e-touched", SEEN | SAME),
+            ("http://x/f-length-agrees", SEEN | UNVERIFIABLE),
+            ("http://x/g-nothing", SEEN | NO_EVIDENCE),
+            ("http://x/h-deleted", SEEN),
+            // Not listed: the report calls it extra (`-`) once the whole list was read.
+            ("http://x/i-extra", 0),
+            // Left out by the format or the filter: neither missing nor extra.
+            ("http://x/j-skipped", SEEN),
+            ("http://x/k-gone", 0),
+        ] {
+            assert_eq!(marks_of(&states, uri), want, "{uri}");
+        }
+        // Listed and in the sample: the refused one is not, nor the skipped one.
+        assert_eq!(c.listed, 9);
+        let counts: Vec<_> = c.verifying.counts.into_iter().collect();
+        assert_eq!(
+            counts,
+            [(
+                "c".to_string(),
+                Verification {
+                    declared_digest: 2,
+                    unverified: 2,
+                    ..Default::default()
+                }
+            )]
+        );
+        assert!(c.warnings.is_empty() && c.twice.into_vec().is_empty());
+    }
+
+    #[test]
+    fn refetch_takes_what_no_digest_proved_or_with_all_everything() {
+        let (states, _) = the_source();
+        let (dir, catalog) = mirror(&states);
+        let by_digest = Some(Verification {
+            declared_digest: 2,
+            ..Default::default()
+        });
+        for (all, want, counted) in [
+            // The lastmod alone differs: a touch or a change, which the bytes tell.
+            (
+                false,
+                &["d-lastmod", "f-length-agrees", "g-nothing"][..],
+                by_digest,
+            ),
+            (
+                true,
+                &[
+                    "a-same",
+                    "d-lastmod",
+                    "e-touched",
+                    "f-length-agrees",
+                    "g-nothing",
+                ][..],
+                None,
+            ),
+        ] {
+            let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+            let mut out = SourceComparison::default();
+            out.verifying.refetch = Some(settings::Refetch { all, bytes: false });
+            out.verifying.candidates = refetch::Candidates::new(dir.path().join("staging"));
+            let mut comparer = Comparer::new(&states, None, out);
+            for (ord, e) in the_source().1.into_iter().enumerate() {
+                comparer.take(ord as u64, e);
+            }
+            let mut c = comparer.finish_pass();
+            let taken: Vec<String> = c
+                .verifying
+                .candidates
+                .take()
+                .unwrap()
+                .unwrap()
+                .map(|candidate| {
+                    let candidate = candidate.unwrap();
+                    let slot = states.find(&uri_key(candidate.uri.as_str()));
+                    assert_eq!(slot, Some(candidate.slot));
+                    format!("{} {}", candidate.collection, candidate.uri)
+                })
+                .collect();
+            let want: Vec<String> = want.iter().map(|u| format!("c http://x/{u}")).collect();
+            assert_eq!(taken, want, "all: {all}");
+            // Counted once fetched again, not before.
+            assert_eq!(c.verifying.counts.get("c").copied(), counted, "all: {all}");
+        }
+    }
+
+    #[test]
+    fn a_uri_listed_again_is_judged_by_its_later_entry() {
+        let (_dir, catalog) = mirror(&[
+            ("http://x/fixed", held(Some(5), None, None)),
+            ("http://x/broken", held(Some(5), None, None)),
+        ]);
+        let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+        let c = compare(
+            &states,
+            None,
+            vec![
+                Entry::Collection("c".into()),
+                listed("http://x/fixed", 2, declared(Some(6), None, None)),
+                listed("http://x/broken", 3, declared(Some(5), None, None)),
+                listed("http://x/new", 4, declared(None, None, None)),
+                listed("http://x/fixed", 5, declared(Some(5), None, None)),
+                listed("http://x/broken", 6, declared(Some(7), None, None)),
+                listed("http://x/new", 7, declared(None, None, None)),
+            ],
+        );
+        assert_eq!(
+            lines(&c),
+            [
+                "* http://x/broken  changed length: expected 7, actual 5",
+                "+ http://x/new  missing",
+            ]
+        );
+        assert_eq!(
+            marks_of(&states, "http://x/fixed"),
+            mark::SEEN | mark::UNVERIFIABLE
+        );
+        assert_eq!(
+            marks_of(&states, "http://x/broken"),
+            mark::SEEN | mark::DIFFERS
+        );
+        // Each entry is counted; the warnings come in list order.
+        assert_eq!(c.listed, 6);
+        assert_eq!(
+            c.twice.into_vec(),
+            [
+                "http://x/rl.xml: line 5: http://x/fixed listed again; the later entry counts",
+                "http://x/rl.xml: line 6: http://x/broken listed again; the later entry counts",
+                "http://x/rl.xml: line 7: http://x/new listed again; the later entry counts",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sample_compares_only_the_entries_of_its_slice() {
+        let uris: Vec<String> = (0..40).map(|i| format!("http://x/{i:02}")).collect();
+        // The even ones are in the mirror and listed; the odd ones only listed.
+        let states: Vec<(&str, NewVersion)> = uris
+            .iter()
+            .step_by(2)
+            .map(|u| (u.as_str(), held(Some(5), None, None)))
+            .collect();
+        let (_dir, catalog) = mirror(&states);
+        let list = || {
+            let mut entries = vec![Entry::Collection("c".into())];
+            for (i, u) in uris.iter().enumerate() {
+                entries.push(listed(u, i as u64, declared(Some(5), None, None)));
+            }
+            entries
+        };
+        let (mut listed_in_all, mut missing) = (0, Vec::new());
+        for n in 1..=3 {
+            let slice = Some((n, 3));
+            let states = MirrorStates::load(&catalog, vec![], slice).unwrap();
+            let c = compare(&states, slice, list());
+            let in_slice = |u: &&String| in_sample(&uri_key(u), slice);
+            assert_eq!(
+                c.listed,
+                uris.iter().filter(in_slice).count() as u64,
+                "slice {n}"
+            );
+            let odd_in_slice: Vec<String> = uris
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .filter(in_slice)
+                .map(|u| format!("+ {u}  missing"))
+                .collect();
+            assert_eq!(lines(&c), odd_in_slice, "slice {n}");
+            listed_in_all += c.listed;
+            missing.extend(c.findings.into_keys());
+        }
+        // The slices cover the list once.
+        assert_eq!(listed_in_all, 40);
+        missing.sort();
+        let odd: Vec<String> = uris.iter().skip(1).step_by(2).cloned().collect();
+        assert_eq!(missing, odd);
+    }
+
+    #[test]
+    fn the_walks_warnings_and_the_entries_come_in_list_order() {
+        let mut c = SourceComparison::default();
+        c.twice.push((3, 1, 0), "entry 3".into());
+        c.twice.push((1, 1, 0), "entry 1".into());
+        let c = c.finish(Walk {
+            collections: vec!["c".into()],
+            failed_parts: vec![("http://x/part2.xml".into(), "404".into())],
+            warnings: vec![
+                (3, "after 3, first".into()),
+                (0, "before any".into()),
+                (3, "after 3, second".into()),
+            ],
+        });
+        assert_eq!(
+            c.warnings,
+            [
+                "before any",
+                "entry 1",
+                "after 3, first",
+                "after 3, second",
+                "entry 3"
+            ]
+        );
+        assert_eq!(c.collections, ["c"]);
+        assert_eq!(
+            c.failed_parts,
+            [("http://x/part2.xml".to_string(), "404".to_string())]
+        );
+    }
+
+    #[test]
+    fn warnings_beyond_the_bound_are_counted_the_first_in_the_list_kept() {
+        let mut w = InListOrder::default();
+        let n = Warnings::MAX as u64 + 2;
+        // Met out of order (a later pass meets earlier entries): the first of the list stay.
+        for at in (0..n).rev() {
+            w.push((at, 1, 0), format!("w{at}"));
+        }
+        let kept = w.into_vec();
+        assert_eq!(kept.len(), Warnings::MAX + 1);
+        assert_eq!(kept[0], "w0");
+        assert_eq!(kept[Warnings::MAX - 1], format!("w{}", Warnings::MAX - 1));
+        assert_eq!(kept[Warnings::MAX], "... and 2 more warnings");
+    }
+}

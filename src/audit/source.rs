@@ -180,3 +180,140 @@ pub(super) fn known_source_id(catalog: &Catalog, source: &str) -> Result<Option<
         Err(_) => Ok(None),
     }
 }
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::model::finding::{Class, Finding};
+    use std::path::Path;
+
+    /// The settings of `rsmirror audit --mirror MIRROR SOURCE`, as the command line gives them
+    /// (`--tries 1 --quiet`, level presence).
+    pub(in crate::audit) fn settings_for(mirror: &Path, source: &str) -> settings::Audit {
+        let options = settings::SourceOptions {
+            tries: 1,
+            max_retry_after: 1.0,
+            max_document_size: 1 << 20,
+            streams: 1,
+            ..Default::default()
+        };
+        settings::Audit {
+            mirror: mirror.to_path_buf(),
+            source: settings::SourceSettings::new(source, &options).unwrap(),
+            source_given: true,
+            level: settings::AuditLevel::Presence,
+            sample: None,
+            offline: false,
+            all_versions: false,
+            require_fixity: false,
+            refetch: None,
+            report: None,
+            jobs: 1,
+            output: settings::Output {
+                quiet: true,
+                verbose: 0,
+                json: false,
+            },
+            source_filters: Vec::new(),
+        }
+    }
+
+    /// A Resource List in `dir` listing `urls` (each `<url>` element's inside): its path.
+    pub(in crate::audit) fn resource_list(dir: &Path, urls: &[String]) -> String {
+        let mut xml = String::from(concat!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+            "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" ",
+            "xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n",
+            "<rs:md capability=\"resourcelist\" at=\"2026-01-01T00:00:00Z\"/>\n",
+        ));
+        for u in urls {
+            xml.push_str(&format!("<url>{u}</url>\n"));
+        }
+        xml.push_str("</urlset>\n");
+        let path = dir.join("resourcelist.xml");
+        std::fs::write(&path, xml).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_walk_hands_on_each_collection_then_its_entries_in_list_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls: Vec<String> = ["a", "skip/b", "c", "skip/d"]
+            .iter()
+            .map(|p| format!("<loc>http://x/{p}</loc><rs:md length=\"5\"/>"))
+            .collect();
+        let list = resource_list(dir.path(), &urls);
+        let mut s = settings_for(dir.path(), &list);
+        let rules = crate::model::Rules {
+            include: vec![],
+            exclude: vec!["/skip/*".into()],
+        };
+        s.source_filters = vec![(list.clone(), crate::model::Filter::new(rules).unwrap())];
+        let mut seen = Vec::new();
+        let walk = walk_source(&s, &crate::formats::all(), &list, &[], &mut |ord, e| {
+            seen.push(match e {
+                Entry::Collection(id) => format!("{ord} collection {id}"),
+                Entry::Item(Item::Listed(l)) => format!("{ord} listed {} line {}", l.uri, l.line),
+                Entry::Item(Item::Refused(r)) => format!("{ord} refused {}", r.uri),
+                Entry::Skipped(uri) => format!("{ord} skipped {uri}"),
+            });
+            Ok(())
+        })
+        .unwrap();
+        let url = discover::source_url(&list).unwrap();
+        // What the filter leaves out is handed on as skipped, in its place.
+        assert_eq!(
+            seen,
+            [
+                format!("0 collection {url}"),
+                "1 listed http://x/a line 4".into(),
+                "2 skipped http://x/skip/b".into(),
+                "3 listed http://x/c line 6".into(),
+                "4 skipped http://x/skip/d".into(),
+            ]
+        );
+        assert_eq!(walk.collections, [url.to_string()]);
+        assert!(walk.failed_parts.is_empty());
+        // The walk's own warnings, each after the entries handed on before it.
+        let scope =
+            "a local document; resources accepted from x (its first entry), --allow-host widens";
+        assert_eq!(walk.warnings, [(5, format!("{url}: {scope}"))]);
+    }
+
+    #[test]
+    fn two_own_audits_are_one() {
+        let own = |uri: &str, listed: u64, error: Option<&str>| OwnAudit {
+            findings: vec![Finding::new(Class::Missing).uri(uri)],
+            failed_parts: vec![(format!("{uri}/part"), "404".into())],
+            warnings: vec![format!("{uri}: a warning")],
+            source_error: error.map(|e| SourceError::Unusable {
+                url: uri.into(),
+                message: e.into(),
+            }),
+            listed,
+            pages: listed + 1,
+        };
+        let first = merge_own(None, own("http://a", 2, None));
+        assert_eq!(first.listed, 2);
+        let both = merge_own(Some(first), own("http://b", 3, Some("down")));
+        let uris: Vec<_> = both.findings.iter().map(|f| f.subject()).collect();
+        assert_eq!(uris, ["http://a", "http://b"]);
+        assert_eq!(
+            both.failed_parts,
+            [
+                ("http://a/part".to_string(), "404".to_string()),
+                ("http://b/part".to_string(), "404".to_string())
+            ]
+        );
+        assert_eq!(
+            both.warnings,
+            ["http://a: a warning", "http://b: a warning"]
+        );
+        assert_eq!((both.listed, both.pages), (5, 7));
+        // The first source error stands.
+        let e = both.source_error.as_ref().map(ToString::to_string);
+        let all = merge_own(Some(both), own("http://c", 0, Some("gone")));
+        assert_eq!(all.source_error.map(|e| e.to_string()), e);
+        assert!(e.is_some_and(|e| e.contains("down")));
+    }
+}
