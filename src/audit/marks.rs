@@ -149,3 +149,106 @@ impl ByRank {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::compare::tests::{held, mirror, tombstone};
+    use crate::audit::mirror_states::mark;
+
+    #[test]
+    fn a_rank_holds_its_marks_and_whether_it_is_deleted() {
+        let mut b = ByRank::new(3);
+        assert_eq!((b.get(0), b.get(2), b.get(3)), (None, None, None));
+        b.set(0, mark::SEEN | mark::SAME, false);
+        b.set(1, 0, true);
+        b.set(2, mark::ELSEWHERE | mark::CLAIMED | mark::SEEN, true);
+        // A resource the first count did not know of: the marks grow to it.
+        b.set(5, mark::DIFFERS, false);
+        assert_eq!(b.get(0), Some((mark::SEEN | mark::SAME, false)));
+        assert_eq!(b.get(1), Some((0, true)));
+        assert_eq!(
+            b.get(2),
+            Some((mark::ELSEWHERE | mark::CLAIMED | mark::SEEN, true))
+        );
+        assert_eq!((b.get(3), b.get(4)), (None, None));
+        assert_eq!(b.get(5), Some((mark::DIFFERS, false)));
+    }
+
+    #[test]
+    fn what_each_pass_records_is_what_one_pass_holds() {
+        let uris: Vec<String> = (0..60).map(|i| format!("http://x/{i:02}")).collect();
+        let states: Vec<(&str, _)> = uris
+            .iter()
+            .enumerate()
+            .map(|(i, u)| match i % 4 {
+                3 => (u.as_str(), tombstone()),
+                _ => (u.as_str(), held(Some(i as u64), None, None)),
+            })
+            .collect();
+        let (_dir, catalog) = mirror(&states);
+        // Some marks, by URI, as a comparison would leave them.
+        let marks_of = |i: usize| match i % 3 {
+            0 => mark::SEEN | mark::SAME,
+            1 => mark::SEEN | mark::DIFFERS,
+            _ => 0,
+        };
+        let mark_all = |states: &MirrorStates| {
+            for (i, u) in uris.iter().enumerate() {
+                if let Some(slot) = states.find(&uri_key(u)) {
+                    states.set(slot, marks_of(i));
+                }
+            }
+        };
+        let whole = MirrorStates::load(&catalog, vec![], None).unwrap();
+        mark_all(&whole);
+        let whole = Marks::States(whole);
+        let mut by_rank = ByRank::new(uris.len());
+        for k in 1..=4 {
+            let states = MirrorStates::load(&catalog, vec![], Some((k, 4))).unwrap();
+            mark_all(&states);
+            by_rank.record(&catalog, &states, (k, 4)).unwrap();
+        }
+        let by_rank = Marks::ByRank(by_rank);
+        // The catalog's URIs are in this order: the ranks are the indexes.
+        for (rank, u) in uris.iter().enumerate() {
+            let want = Some((marks_of(rank), rank % 4 == 3));
+            assert_eq!(whole.of(rank, u), want, "{u}");
+            assert_eq!(by_rank.of(rank, u), want, "{u}");
+        }
+        let mut each: Vec<_> = by_rank.each().collect();
+        let mut want: Vec<_> = whole.each().collect();
+        each.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(each, want);
+        assert_eq!(by_rank.collisions(), 0);
+    }
+
+    #[test]
+    fn without_a_comparison_the_ranks_say_only_which_are_deleted() {
+        let (_dir, catalog) = mirror(&[
+            ("http://x/a", held(Some(1), None, None)),
+            ("http://x/b", tombstone()),
+            ("http://x/c", held(Some(1), None, None)),
+        ]);
+        let mut b = ByRank::new(3);
+        b.record_unmarked(&catalog, None).unwrap();
+        let all: Vec<_> = (0..3).map(|r| b.get(r)).collect();
+        assert_eq!(all, [Some((0, false)), Some((0, true)), Some((0, false))]);
+        // Within a sample, the others have no state.
+        let sample = Some((1, 2));
+        let mut b = ByRank::new(3);
+        b.record_unmarked(&catalog, sample).unwrap();
+        for (rank, (u, deleted)) in [
+            ("http://x/a", false),
+            ("http://x/b", true),
+            ("http://x/c", false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let want = in_sample(&uri_key(u), sample).then_some((0, deleted));
+            assert_eq!(b.get(rank), want, "{u}");
+        }
+    }
+}

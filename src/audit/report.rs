@@ -368,3 +368,372 @@ impl Emitter<'_, '_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::audit::compare::tests::{
+        compare, declared, held, listed, mirror, the_source, tombstone, MD5_A, MD5_B, T1, T2,
+    };
+    use crate::audit::compare::SourceComparison;
+    use crate::audit::finding::Form;
+    use crate::audit::mirror_states::MirrorStates;
+    use crate::audit::spill::Entry;
+    use std::io::{self, Write};
+    use std::sync::{Arc, Mutex};
+
+    /// What a sink wrote, read back by the test.
+    #[derive(Clone, Default)]
+    pub(in crate::audit) struct Written(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Written {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Written {
+        pub(in crate::audit) fn sink(&self, form: Form) -> Sink {
+            Sink::new(Box::new(self.clone()), form)
+        }
+
+        /// The lines written, each without its hint (`  (...)` at the end).
+        pub(in crate::audit) fn lines(&self) -> Vec<String> {
+            let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+            text.lines()
+                .map(|l| match l.rfind("  (") {
+                    Some(i) if l.ends_with(')') => l[..i].to_string(),
+                    _ => l.to_string(),
+                })
+                .collect()
+        }
+    }
+
+    pub(in crate::audit) const EVERY: Form = Form::Lines {
+        verbose: true,
+        require_fixity: false,
+    };
+    const DIFFERENCES: Form = Form::Lines {
+        verbose: false,
+        require_fixity: false,
+    };
+
+    /// What the report of the resources writes to a sink of `form`: its lines, the resources
+    /// counted, and the findings counted (each, and by resource).
+    fn by_uri(
+        (catalog, filters): (&Catalog, &[(String, crate::model::Filter)]),
+        marks: &Marks,
+        mode: Mode,
+        source: BTreeMap<String, Vec<Finding>>,
+        local: Vec<Finding>,
+        form: Form,
+    ) -> (Vec<String>, u64, String, String) {
+        let written = Written::default();
+        let mut sinks = [written.sink(form)];
+        let mut emitter = Emitter {
+            sinks: &mut sinks,
+            counts: Counts::default(),
+            by_resource: Counts::default(),
+            last: None,
+            log: None,
+        };
+        let resources =
+            report_by_uri((catalog, filters), marks, mode, source, local, &mut emitter).unwrap();
+        let counts = (emitter.counts.line(), emitter.by_resource.line());
+        (written.lines(), resources, counts.0, counts.1)
+    }
+
+    /// A local fixity finding about `uri`'s object.
+    fn corrupt(uri: &str) -> Finding {
+        Finding::new(Class::Corrupt)
+            .uri(uri)
+            .field("sha-256")
+            .expected("aa")
+            .actual("bb")
+    }
+
+    #[test]
+    fn the_marks_give_each_resource_its_verdict() {
+        use mark::*;
+        let complete = Mode::Source { complete: true };
+        let partial = Mode::Source { complete: false };
+        let none = "none on both sides to compare (lastmod or length agree)";
+        let nothing = "nothing on both sides to compare (no digest, length or lastmod)";
+        let claimed = "the server answered 304 to the stored validators: claimed unchanged, not compared (--refetch=bytes compares)";
+        let cases = [
+            (SEEN | SAME, false, complete, Some((Class::InSync, None))),
+            (SEEN | SAME | LOCAL_BAD, false, complete, None),
+            (SEEN | SAME, true, complete, None),
+            (SEEN | DIFFERS, false, complete, None),
+            (
+                SEEN | UNVERIFIABLE,
+                false,
+                complete,
+                Some((Class::Unverifiable, Some(none))),
+            ),
+            (
+                SEEN | NO_EVIDENCE,
+                false,
+                complete,
+                Some((Class::Unverifiable, Some(nothing))),
+            ),
+            (
+                SEEN | CLAIMED,
+                false,
+                complete,
+                Some((Class::Unverifiable, Some(claimed))),
+            ),
+            (SEEN, false, complete, None),
+            (0, false, complete, Some((Class::Extra, None))),
+            // Only a list read whole can call a resource extra.
+            (0, false, partial, None),
+            (ELSEWHERE, false, complete, None),
+            (0, true, complete, None),
+            (0, false, Mode::Offline, Some((Class::Verified, None))),
+            (LOCAL_BAD, false, Mode::Offline, None),
+            (0, true, Mode::Offline, None),
+            (SEEN | SAME, false, Mode::Failed, None),
+            (0, false, Mode::Failed, None),
+        ];
+        for (i, (marks, deleted, mode, want)) in cases.into_iter().enumerate() {
+            assert_eq!(verdict(marks, deleted, mode), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn every_finding_about_a_resource_comes_together_in_uri_order() {
+        let (states, entries) = the_source();
+        let (_dir, catalog) = mirror(&states);
+        let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+        let c = compare(&states, None, entries);
+        let local = vec![corrupt("http://x/b-digest"), corrupt("http://x/e-touched")];
+        let (lines, resources, counts, by_resource) = by_uri(
+            (&catalog, &[]),
+            &Marks::States(states),
+            Mode::Source { complete: true },
+            c.findings,
+            local,
+            EVERY,
+        );
+        assert_eq!(
+            lines,
+            [
+                "= http://x/a-same".to_string(),
+                format!("* http://x/b-digest  changed md5: expected {MD5_B}, actual {MD5_A}"),
+                "* http://x/b-digest  changed length: expected 6, actual 5".into(),
+                "! http://x/b-digest  corrupt sha-256: expected aa, actual bb".into(),
+                "* http://x/c-length  changed length: expected 6, actual 5".into(),
+                format!("* http://x/d-lastmod  changed lastmod: expected {T2}, actual {T1}"),
+                // In sync by its digest, but its object is not what was stored: no `=`.
+                "! http://x/e-touched  corrupt sha-256: expected aa, actual bb".into(),
+                "? http://x/f-length-agrees  unverifiable digest: none on both sides to compare (lastmod or length agree)".into(),
+                "? http://x/g-nothing  unverifiable digest: nothing on both sides to compare (no digest, length or lastmod)".into(),
+                "+ http://x/h-deleted  missing: deleted in the mirror".into(),
+                "- http://x/i-extra  extra".into(),
+                "+ http://x/new  missing".into(),
+                "! http://y/out  refused: outside the scope".into(),
+            ]
+        );
+        // Not deleted, within the sample: every state but the two tombstones.
+        assert_eq!(resources, 9);
+        assert_eq!(
+            counts,
+            "1 in-sync, 2 missing, 4 changed, 1 extra, 2 unverifiable, 1 refused, 2 corrupt"
+        );
+        // A resource with two fields changed is one changed resource.
+        assert_eq!(
+            by_resource,
+            "1 in-sync, 2 missing, 3 changed, 1 extra, 2 unverifiable, 1 refused, 2 corrupt"
+        );
+    }
+
+    #[test]
+    fn how_the_source_was_read_decides_what_is_said_of_the_others() {
+        let (states, _) = the_source();
+        let (_dir, catalog) = mirror(&states);
+        let each = |mode: Mode| {
+            let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+            let found = match mode {
+                Mode::Source { .. } => compare(&states, None, the_source().1).findings,
+                _ => BTreeMap::new(),
+            };
+            let local = vec![corrupt("http://x/b-digest")];
+            by_uri(
+                (&catalog, &[]),
+                &Marks::States(states),
+                mode,
+                found,
+                local,
+                EVERY,
+            )
+            .0
+        };
+        // Part of the list could not be read: nothing is called extra.
+        let partial = each(Mode::Source { complete: false });
+        assert!(!partial.iter().any(|l| l.starts_with('-')), "{partial:?}");
+        assert_eq!(partial.len(), 12);
+        // Not read at all: only what the mirror says of itself.
+        assert_eq!(
+            each(Mode::Failed),
+            ["! http://x/b-digest  corrupt sha-256: expected aa, actual bb"]
+        );
+        // Offline: every resource whose bytes are what was stored, but the deleted ones.
+        assert_eq!(
+            each(Mode::Offline),
+            [
+                "= http://x/a-same",
+                "! http://x/b-digest  corrupt sha-256: expected aa, actual bb",
+                "= http://x/c-length",
+                "= http://x/d-lastmod",
+                "= http://x/e-touched",
+                "= http://x/f-length-agrees",
+                "= http://x/g-nothing",
+                "= http://x/i-extra",
+                "= http://x/j-skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn what_the_filter_leaves_out_is_not_called_extra() {
+        let (states, entries) = the_source();
+        let (_dir, catalog) = mirror(&states);
+        let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+        let c = compare(&states, None, entries);
+        let rules = crate::model::filter::Rules {
+            include: vec![],
+            exclude: vec!["i-*".into(), "a-*".into()],
+        };
+        let filters = [("src".to_string(), crate::model::Filter::new(rules).unwrap())];
+        let (lines, resources, ..) = by_uri(
+            (&catalog, &filters),
+            &Marks::States(states),
+            Mode::Source { complete: true },
+            c.findings,
+            vec![],
+            EVERY,
+        );
+        // Neither `-` for the one not listed, nor `=` for the one listed: seen, nothing more.
+        assert!(
+            !lines.iter().any(|l| l.contains("/i-") || l.contains("/a-")),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 10);
+        assert_eq!(resources, 9);
+    }
+
+    #[test]
+    fn a_mirror_in_sync_is_reported_alike_with_or_without_its_uris() {
+        let uris: Vec<String> = (0..30).map(|i| format!("http://x/{i:02}")).collect();
+        let mut states: Vec<(&str, _)> = uris
+            .iter()
+            .map(|u| (u.as_str(), held(Some(5), Some(MD5_A), None)))
+            .collect();
+        states.push(("http://x/15-gone", tombstone()));
+        let (_dir, catalog) = mirror(&states);
+        let report = |form: Form| {
+            let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+            let mut list = vec![Entry::Collection("c".into())];
+            for (i, u) in uris.iter().enumerate() {
+                let d = declared(Some(5), Some(MD5_A), None);
+                list.push(listed(u, i as u64, d));
+            }
+            let d = declared(None, None, None);
+            list.push(listed("http://x/15a", 99, d));
+            let c = compare(&states, None, list);
+            by_uri(
+                (&catalog, &[]),
+                &Marks::States(states),
+                Mode::Source { complete: true },
+                c.findings,
+                vec![],
+                form,
+            )
+        };
+        // No sink writes `=`: the catalog's URIs are not read, the `=` only counted.
+        let (differences, resources, counts, by_resource) = report(DIFFERENCES);
+        assert_eq!(differences, ["+ http://x/15a  missing"]);
+        assert_eq!((resources, counts.as_str()), (30, "30 in-sync, 1 missing"));
+        assert_eq!(by_resource, counts);
+        // Every line: the same findings, the `=` ones written in their places.
+        let (every, resources_too, counts_too, _) = report(EVERY);
+        assert_eq!((resources_too, counts_too), (resources, counts));
+        assert_eq!(every.len(), 31);
+        assert_eq!(every[15], "= http://x/15");
+        assert_eq!(every[16], "+ http://x/15a  missing");
+        assert_eq!(every[17], "= http://x/16");
+        let without_ok: Vec<&String> = every.iter().filter(|l| !l.starts_with('=')).collect();
+        assert_eq!(without_ok, differences.iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_report_gives_the_resources_then_local_own_source_and_catalog_findings() {
+        let (_dir, catalog) = mirror(&[
+            ("http://x/a", held(Some(5), Some(MD5_A), None)),
+            ("http://x/b", held(Some(5), None, None)),
+        ]);
+        let states = MirrorStates::load(&catalog, vec![], None).unwrap();
+        let mut c: SourceComparison = compare(
+            &states,
+            None,
+            vec![
+                Entry::Collection("c".into()),
+                listed("http://x/a", 2, declared(Some(5), Some(MD5_A), None)),
+            ],
+        );
+        c.failed_parts = vec![("http://x/rl2.xml".into(), "404 Not Found".into())];
+        c.warnings = vec!["a warning".into()];
+        let own = OwnAudit {
+            findings: vec![Finding::new(Class::Missing).uri("http://x/page")],
+            failed_parts: vec![("http://x/page2".into(), "timed out".into())],
+            warnings: vec!["its warning".into()],
+            source_error: None,
+            listed: 3,
+            pages: 1,
+        };
+        let checked = Checked {
+            catalog_findings: vec![Finding::new(Class::Catalog)
+                .field("quick_check")
+                .expected("ok")
+                .actual("row 1 missing")],
+            marks: Marks::States(states),
+            compared: Compared::Source(c),
+            own: Some(own),
+            fixity: Fixity {
+                by_uri: vec![corrupt("http://x/b")],
+                other: vec![Finding::new(Class::StrayObject).object("objects/sha256/ab/x")],
+                ..Default::default()
+            },
+        };
+        let written = Written::default();
+        let mut sinks = [written.sink(EVERY)];
+        let mut totals = Totals::default();
+        let (compared, failed) =
+            report((&catalog, &[]), None, checked, &mut sinks, &mut totals).unwrap();
+        assert_eq!(
+            written.lines(),
+            [
+                "= http://x/a",
+                // Part of the list unread: `b` is not called extra.
+                "! http://x/b  corrupt sha-256: expected aa, actual bb",
+                "! objects/sha256/ab/x  stray-object",
+                "+ http://x/page  missing",
+                "! http://x/rl2.xml  source: 404 Not Found",
+                "! http://x/page2  source: timed out",
+                "! catalog.sqlite  catalog quick_check: expected ok, actual row 1 missing",
+            ]
+        );
+        assert_eq!(failed, 2);
+        assert!(matches!(compared, Compared::Source(_)));
+        assert_eq!((totals.resources, totals.listed), (2, 4));
+        assert_eq!(totals.warnings, ["a warning", "its warning"]);
+        assert_eq!(
+            totals.counts.line(),
+            "1 in-sync, 1 missing, 1 corrupt, 1 stray-object, 1 catalog, 2 source"
+        );
+    }
+}
