@@ -346,3 +346,58 @@ fn catalog_check(catalog: &Catalog, level: AuditLevel) -> Result<Vec<Finding>, S
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_catalog_is_sound_at_every_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(dir.path()).unwrap();
+        for level in [
+            AuditLevel::Presence,
+            AuditLevel::Size,
+            AuditLevel::Sha256,
+            AuditLevel::Fixity,
+        ] {
+            assert_eq!(catalog_check(&catalog, level).unwrap(), [], "{level:?}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_catalog_is_named_by_the_check_its_level_runs() {
+        use crate::audit::compare::tests::{held, mirror};
+        let uris: Vec<String> = (0..300).map(|i| format!("http://x/{i:04}")).collect();
+        let states: Vec<(&str, _)> = uris
+            .iter()
+            .map(|u| (u.as_str(), held(Some(5), None, None)))
+            .collect();
+        let (dir, catalog) = mirror(&states);
+        drop(catalog);
+        // The cells of the last page overwritten.
+        let path = dir.path().join("catalog.sqlite");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 4096 + 100..n - 100].fill(0x5a);
+        std::fs::write(&path, &bytes).unwrap();
+        let catalog = Catalog::open_read_only(dir.path()).unwrap().unwrap();
+        for (level, pragma) in [
+            (AuditLevel::Presence, "quick_check"),
+            (AuditLevel::Size, "quick_check"),
+            (AuditLevel::Sha256, "integrity_check"),
+            (AuditLevel::Fixity, "integrity_check"),
+        ] {
+            let found = catalog_check(&catalog, level).unwrap();
+            assert!(!found.is_empty(), "{level:?}");
+            for f in found {
+                assert_eq!(
+                    (f.class, f.field.as_deref(), f.expected.as_deref()),
+                    (Class::Catalog, Some(pragma), Some("ok")),
+                    "{level:?}"
+                );
+                assert!(f.actual.is_some_and(|a| a != "ok"), "{level:?}");
+            }
+        }
+    }
+}

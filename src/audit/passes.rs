@@ -404,3 +404,194 @@ fn cores() -> usize {
 pub(super) fn since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::compare::tests::{held, mirror, tombstone, MD5_A};
+    use crate::audit::mirror_states::uri_key;
+    use crate::audit::report::tests::{Written, EVERY};
+    use crate::audit::report::{report, Checked};
+    use crate::audit::source::tests::{resource_list, settings_for};
+
+    #[test]
+    fn the_passes_cover_the_sample_once() {
+        let keys: Vec<Key> = (0..3000)
+            .map(|i| uri_key(&format!("http://x/{i}")))
+            .collect();
+        for sample in [None, Some((1, 1)), Some((2, 3)), Some((5, 5))] {
+            for passes in 1..=4 {
+                let slices: Vec<_> = (1..=passes)
+                    .map(|p| pass_slice(sample, p, passes))
+                    .collect();
+                for k in &keys {
+                    let hits = slices.iter().filter(|&&s| in_sample(k, s)).count();
+                    let want = usize::from(in_sample(k, sample));
+                    assert_eq!(hits, want, "{sample:?} in {passes}");
+                }
+            }
+        }
+        assert_eq!(pass_slice(Some((2, 3)), 1, 1), Some((2, 3)));
+        assert_eq!(pass_slice(None, 1, 1), None);
+        assert_eq!(pass_slice(Some((2, 3)), 2, 4), Some((5, 12)));
+        assert_eq!(pass_slice(None, 3, 4), Some((3, 4)));
+    }
+
+    /// A mirror of 50 resources and a source that lists them with every kind of difference.
+    fn a_mirror_and_its_source() -> (tempfile::TempDir, Catalog, String) {
+        let mut states = Vec::new();
+        let mut urls = Vec::new();
+        let uris: Vec<String> = (0..50).map(|i| format!("http://x/r{i:02}")).collect();
+        for (i, uri) in uris.iter().enumerate() {
+            let same = format!("<loc>{uri}</loc><rs:md hash=\"md5:{MD5_A}\" length=\"5\"/>");
+            match i % 5 {
+                // Only listed: `+`.
+                0 => urls.push(same),
+                // Another length: `*`.
+                1 => {
+                    states.push((uri.as_str(), held(Some(5), Some(MD5_A), None)));
+                    urls.push(format!("<loc>{uri}</loc><rs:md length=\"6\"/>"));
+                }
+                // In sync: `=`.
+                2 => {
+                    states.push((uri.as_str(), held(Some(5), Some(MD5_A), None)));
+                    urls.push(same);
+                }
+                // Deleted here: `+`.
+                3 => {
+                    states.push((uri.as_str(), tombstone()));
+                    urls.push(same);
+                }
+                // Not listed: `-`.
+                _ => states.push((uri.as_str(), held(Some(5), Some(MD5_A), None))),
+            }
+        }
+        // Listed again, the later entry in sync.
+        urls.push(format!(
+            "<loc>{}</loc><rs:md hash=\"md5:{MD5_A}\" length=\"5\"/>",
+            uris[1]
+        ));
+        let (dir, catalog) = mirror(&states);
+        let list = resource_list(dir.path(), &urls);
+        (dir, catalog, list)
+    }
+
+    /// What the audit reports of the comparison in `passes` passes (1: streamed), and the
+    /// totals it gives.
+    fn reported(
+        s: &settings::Audit,
+        catalog: &Catalog,
+        source: &str,
+        passes: u64,
+    ) -> (Vec<String>, String) {
+        let formats = crate::formats::all();
+        let comparing = Comparing {
+            s,
+            formats: &formats,
+            catalog,
+            source: Some(source),
+            also: &[],
+            fixity_options: fixity::Options {
+                level: s.level,
+                all_versions: false,
+                sample: s.sample,
+                jobs: 1,
+                quiet: true,
+            },
+            from_states: false,
+            passes,
+            resources: audit_records::resource_count(catalog).unwrap() as usize,
+        };
+        let side = match passes {
+            1 => comparing.in_one_pass(),
+            _ => comparing.in_passes(),
+        }
+        .unwrap();
+        assert!(side.fixity.is_none());
+        let checked = Checked {
+            catalog_findings: vec![],
+            marks: side.marks,
+            compared: side.compared,
+            own: side.own,
+            fixity: Fixity::default(),
+        };
+        let written = Written::default();
+        let mut totals = Totals::default();
+        let filters = &s.source_filters;
+        report(
+            (catalog, filters),
+            None,
+            checked,
+            &mut [written.sink(EVERY)],
+            &mut totals,
+        )
+        .unwrap();
+        let summary = format!(
+            "{} resources, {} listed, {}; {}",
+            totals.resources,
+            totals.listed,
+            totals.counts.line(),
+            totals.warnings.join("; ")
+        );
+        (written.lines(), summary)
+    }
+
+    #[test]
+    fn several_passes_find_what_one_pass_finds() {
+        let (dir, catalog, list) = a_mirror_and_its_source();
+        let s = settings_for(dir.path(), &list);
+        let (lines, summary) = reported(&s, &catalog, &list, 1);
+        assert_eq!(lines.len(), 50);
+        assert_eq!(
+            lines[..6],
+            [
+                "+ http://x/r00  missing",
+                "= http://x/r01",
+                "= http://x/r02",
+                "+ http://x/r03  missing: deleted in the mirror",
+                "- http://x/r04  extra",
+                "+ http://x/r05  missing",
+            ]
+        );
+        assert_eq!(
+            lines[6],
+            "* http://x/r06  changed length: expected 6, actual 5"
+        );
+        let url = crate::engine::discover::source_url(&list).unwrap();
+        assert_eq!(
+            summary,
+            format!(
+                "30 resources, 41 listed, 11 in-sync, 20 missing, 9 changed, 10 extra; \
+                 {url}: line 44: http://x/r01 listed again; the later entry counts; \
+                 {url}: a local document; resources accepted from x (its first entry), --allow-host widens"
+            )
+        );
+        for passes in [2, 3, 7] {
+            assert_eq!(
+                reported(&s, &catalog, &list, passes),
+                (lines.clone(), summary.clone()),
+                "{passes} passes"
+            );
+        }
+        // Within a sample, alike.
+        let s = settings::Audit {
+            sample: Some((2, 3)),
+            ..s
+        };
+        let sampled = reported(&s, &catalog, &list, 1);
+        let in_slice = |l: &&String| {
+            let uri = l.split(' ').nth(1).unwrap();
+            in_sample(&uri_key(uri), Some((2, 3)))
+        };
+        let want: Vec<String> = lines.iter().filter(in_slice).cloned().collect();
+        assert_eq!(sampled.0, want);
+        assert!(!want.is_empty() && want.len() < lines.len());
+        for passes in [2, 5] {
+            assert_eq!(
+                reported(&s, &catalog, &list, passes),
+                sampled,
+                "{passes} passes"
+            );
+        }
+    }
+}
