@@ -357,14 +357,16 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Catalog::open(dir.path()).unwrap();
         let run = c.begin_run("baseline", None, "test").unwrap();
-        let tx = c.transaction().unwrap();
-        for (uri, v) in states {
-            let mut v = v.clone();
-            v.uri = uri.to_string();
-            v.collection = "c".into();
-            write::version(&tx, run, &v).unwrap();
-        }
-        tx.commit().unwrap();
+        c.in_transaction(|tx| {
+            for (uri, v) in states {
+                let mut v = v.clone();
+                v.uri = uri.to_string();
+                v.collection = "c".into();
+                write::version(tx, run, &v)?;
+            }
+            Ok(())
+        })
+        .unwrap();
         (dir, c)
     }
 
