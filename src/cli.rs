@@ -236,8 +236,7 @@ fn leading_options(
 /// `source` and `catalog` read their own command first, so the options go last for those.
 fn after_the_command(args: &mut Vec<std::ffi::OsString>, moved: Vec<std::ffi::OsString>) {
     let at = match args.get(1).and_then(|a| a.to_str()) {
-        None => args.len(),
-        Some("source" | "catalog") => args.len(),
+        None | Some("source" | "catalog") => args.len(),
         Some(_) => 2,
     };
     args.splice(at..at, moved);

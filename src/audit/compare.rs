@@ -343,8 +343,7 @@ pub(super) mod tests {
     use crate::model::{Change, Via};
     use crate::net::Scope;
     use crate::rs::digest::{Algorithm, Digest};
-    use crate::store::catalog::{write, NewVersion};
-    use crate::store::Catalog;
+    use crate::store::catalog::NewVersion;
     use std::sync::Arc;
 
     pub(in crate::audit) const MD5_A: &str = "d8314ff333963f20f75f7718b9a190dd";
@@ -353,22 +352,7 @@ pub(super) mod tests {
     pub(in crate::audit) const T2: &str = "2025-12-02T10:00:00Z";
 
     /// A mirror whose catalog holds these current states, all of collection `c`.
-    pub(in crate::audit) fn mirror(states: &[(&str, NewVersion)]) -> (tempfile::TempDir, Catalog) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::open(dir.path()).unwrap();
-        let run = c.begin_run("baseline", None, "test").unwrap();
-        c.in_transaction(|tx| {
-            for (uri, v) in states {
-                let mut v = v.clone();
-                v.uri = uri.to_string();
-                v.collection = "c".into();
-                write::version(tx, run, &v)?;
-            }
-            Ok(())
-        })
-        .unwrap();
-        (dir, c)
-    }
+    pub(in crate::audit) use crate::audit::mirror_states::tests::catalog_with as mirror;
 
     /// A current version with this length, md5 and lastmod.
     pub(in crate::audit) fn held(

@@ -699,7 +699,7 @@ fn pack(key: Key, st: &Row<'_>, side: &mut HashMap<Key, CurrentState>) -> Slot {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::{Change, Via};
     use crate::store::catalog::{write, NewVersion};
@@ -857,7 +857,11 @@ mod tests {
         }
     }
 
-    fn catalog_with(states: &[(&str, NewVersion)]) -> (tempfile::TempDir, Catalog) {
+    /// A mirror whose catalog holds these current states, all of collection `c` (the audit's
+    /// tests share it).
+    pub(in crate::audit) fn catalog_with(
+        states: &[(&str, NewVersion)],
+    ) -> (tempfile::TempDir, Catalog) {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Catalog::open(dir.path()).unwrap();
         let run = c.begin_run("baseline", None, "test").unwrap();

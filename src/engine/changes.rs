@@ -244,15 +244,23 @@ impl<'x, 'w> Changes<'x, 'w> {
         Ok(self.writer.event(event)?)
     }
 
-    /// A deletion applied: the tombstone ([`Item::tombstone`]) and its event.
+    /// A deletion applied to a resource the mirror holds: the tombstone ([`Item::tombstone`])
+    /// and its event, counted and named as deleted.
     pub(crate) fn tombstone(&mut self, item: &impl Item) -> Result<(), Error> {
+        self.record_tombstone(item, true)
+    }
+
+    /// A deletion of a resource the mirror never held (an OAI-PMH deleted record seen first):
+    /// recorded, so that the mirror knows what the source says it deleted, but nothing went:
+    /// it is neither counted nor named as deleted.
+    pub(crate) fn tombstone_unheld(&mut self, item: &impl Item) -> Result<(), Error> {
+        self.record_tombstone(item, false)
+    }
+
+    fn record_tombstone(&mut self, item: &impl Item, held: bool) -> Result<(), Error> {
         if self.left_out(item) {
             return Ok(());
         }
-        // A deletion of a resource the mirror never held (an OAI-PMH deleted record seen first)
-        // is recorded, so that the mirror knows what the source says it deleted, but nothing
-        // went: it is neither counted nor named as deleted.
-        let held = self.live(item)?;
         // A deletion applied as the document says: no sign the source disagrees with itself.
         self.agreement.agreed(1);
         self.ends.applied_max = self.ends.applied_max.max(item.applied_time());

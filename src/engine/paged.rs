@@ -197,7 +197,8 @@ impl Apply<'_, '_> {
             match &a.entry.bytes {
                 // A deletion of a resource the mirror never held is recorded too: the
                 // mirror knows what the source says it deleted (an OAI-PMH deleted record).
-                Bytes::None if changes.live(a)? || !changes.heard_of(a)? => changes.tombstone(a)?,
+                Bytes::None if changes.live(a)? => changes.tombstone(a)?,
+                Bytes::None if !changes.heard_of(a)? => changes.tombstone_unheld(a)?,
                 Bytes::None => changes.known(a, Change::Deleted, ChangeOutcome::Unchanged)?,
                 Bytes::Inline { bytes, media_type } => {
                     let computed = Computed::of(bytes);
