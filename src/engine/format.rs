@@ -7,10 +7,13 @@ use crate::engine::discover::{Collection, SourceKind};
 use crate::engine::documents::Documents;
 use crate::engine::expected::{Item, Walked};
 use crate::engine::reader::Registration;
+use crate::engine::snapshot::{self, Hooks, Planned};
 use crate::error::{Error, SourceError};
 use crate::report::Summary;
 use crate::settings;
-use crate::store::{Catalog, StoreError};
+use crate::store::{Catalog, ObjectStore, StoreError};
+use std::path::Path;
+use std::time::Duration;
 
 /// The formats a run can read: the one for each kind of collection discovery tells, and the
 /// readers discovery recognises documents by.
@@ -23,18 +26,31 @@ pub struct Formats {
 pub trait Format: Sync {
     fn kind(&self) -> SourceKind;
 
+    /// The format's listing mode: a format whose sources list the current state of a
+    /// collection (a Resource List, an ARC sitemap) only reads and plans it ([`Lists`]); the
+    /// engine drives `baseline` and its dry run for it. `None`: the format takes its
+    /// collections by [`Format::baseline`] and [`Format::plan`] of its own.
+    fn lists(&self) -> Option<&dyn Lists> {
+        None
+    }
+
     /// `baseline`: take the current state of `collections` (every collection of this format
-    /// discovery found for the source) into the mirror, in the run `ctx` records.
+    /// discovery found for the source) into the mirror, in the run `ctx` records. For a format
+    /// that [`lists`](Format::lists), the engine's: every snapshot read and planned, then
+    /// taken through one writer (`engine::snapshot::baseline`).
     fn baseline(
         &self,
         ctx: &mut RunContext<'_, '_>,
         s: &settings::Baseline,
         collections: Vec<Collection>,
-    ) -> Result<(), Error>;
+    ) -> Result<(), Error> {
+        snapshot::baseline(ctx, s, listing_mode(self), collections)
+    }
 
     /// `baseline --dry-run`: print what `baseline` would do (`+ * ? = - !`), writing nothing;
     /// `catalog` is the mirror's, read-only, when it has one. `Ok(true)`: the plan is complete
-    /// (every list or collection could be read).
+    /// (every list or collection could be read). For a format that
+    /// [`lists`](Format::lists), the engine's (`engine::snapshot::dry_run`).
     fn plan(
         &self,
         docs: &Documents<'_>,
@@ -43,7 +59,10 @@ pub trait Format: Sync {
         collections: Vec<Collection>,
         catalog: Option<&Catalog>,
         summary: &mut Summary,
-    ) -> Result<bool, Error>;
+    ) -> Result<bool, Error> {
+        let _ = source_url;
+        snapshot::dry_run(docs, s, listing_mode(self), collections, catalog, summary)
+    }
 
     /// `incremental`: apply what changed since the sync point of each of `collections` (all of
     /// this format), in the run `ctx` records.
@@ -110,6 +129,70 @@ pub trait Format: Sync {
     /// source is not discovered again.
     fn follows_its_records(&self) -> bool {
         false
+    }
+}
+
+/// The listing mode of a format that has one; a format without one overrides
+/// [`Format::baseline`] and [`Format::plan`], so this is never asked of it.
+fn listing_mode<F: Format + ?Sized>(format: &F) -> &dyn Lists {
+    match format.lists() {
+        Some(lists) => lists,
+        None => panic!(
+            "the {} format neither lists its collections (Format::lists) nor takes them itself \
+             (Format::baseline, Format::plan)",
+            format.kind().name()
+        ),
+    }
+}
+
+/// What a format whose sources list a collection's current state does in `baseline`: read
+/// each list and plan it against the mirror, and say what it adds when the engine takes it.
+/// It holds no writer, no summary and no run: the engine fetches, verifies, decides, writes,
+/// counts, tombstones and records the sync point (`engine::snapshot`).
+pub trait Lists: Sync {
+    /// The snapshot of every one of `collections` (all of this format), read and planned
+    /// against `mirror`; an unreadable top-level list is an error (nothing is taken then).
+    fn snapshots(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+        mirror: Mirror<'_>,
+    ) -> Result<Vec<ToTake>, Error>;
+}
+
+/// The mirror as a format plans against it, read-only: its catalog (none before the first
+/// run of a dry run), its objects, and the run's scratch folder for listings and packages.
+#[derive(Clone, Copy)]
+pub struct Mirror<'a> {
+    pub catalog: Option<&'a Catalog>,
+    pub objects: &'a ObjectStore,
+    pub staging: &'a Path,
+}
+
+/// One collection's snapshot, read and planned by its format, for the engine to take.
+pub struct ToTake {
+    pub planned: Planned,
+    /// What the format adds to taking it: side rows, its documents' rows, the sync point's
+    /// rule.
+    pub hooks: Hooks,
+    /// The pause between requests the source asks for (an ARC sitemap's `crawl_rate`); the
+    /// user's `--delay` wins.
+    pub crawl_delay: Option<Duration>,
+    /// Entries the list names that its listing does not count (an ARC page skipped, refused
+    /// or listed twice): listed all the same.
+    pub uncounted: u64,
+}
+
+impl ToTake {
+    /// A snapshot taken as a Resource List's: its bytes at their URLs, no side rows.
+    pub fn plain(planned: Planned) -> ToTake {
+        ToTake {
+            planned,
+            hooks: Hooks::default(),
+            crawl_delay: None,
+            uncounted: 0,
+        }
     }
 }
 

@@ -13,7 +13,11 @@
 
 use crate::engine::agreement::Agreement;
 use crate::engine::apply::{self, Job, JobResult, Then, Writer};
+use crate::engine::context::RunContext;
 use crate::engine::decide::{decide, Basis, Held};
+use crate::engine::discover::Collection;
+use crate::engine::documents::Documents;
+use crate::engine::format::{Lists, Mirror};
 use crate::engine::listing::{Counts, InFlight, Listing, Older, Todo};
 use crate::engine::plan::{self, Action, Listed};
 use crate::error::Error;
@@ -24,10 +28,11 @@ use crate::report::{problem_line, Problem, Summary};
 use crate::settings;
 use crate::store::catalog::{write, DocumentRecord, NewVersion, SyncPoint};
 use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
-use crate::store::writer::LastRows;
+use crate::store::tx::Tx;
 use crate::store::{Catalog, ObjectStore, StoreError};
 use jiff::Timestamp;
 use std::path::Path;
+use std::time::Duration;
 
 pub use crate::engine::expected::Refused;
 
@@ -219,20 +224,25 @@ pub enum SyncPointRule {
 }
 
 /// What a format adds to taking its snapshot.
-pub struct Hooks<'h> {
+pub struct Hooks {
     /// How the versions arrived when not how they were fetched (`arc`).
     pub arrived_via: Option<crate::model::Via>,
     /// Rows only the format keeps, written with a version once it has its id.
-    pub side_rows: Option<&'h SideRows<'h>>,
+    pub side_rows: Option<Box<SideRows>>,
     pub sync_point: SyncPointRule,
-    /// The format's own rows in the last transaction (the records of its documents).
-    pub last_rows: Option<LastRows<'h>>,
+    /// The format's own rows in the last transaction (the records of its documents), given
+    /// the source's and the run's ids.
+    pub last_rows: Option<SnapshotRows>,
 }
 
 /// The rows a format keeps beside the version of a listed entry, if any.
-pub type SideRows<'a> = dyn Fn(&Listed) -> Option<Then> + 'a;
+pub type SideRows = dyn Fn(&Listed) -> Option<Then>;
 
-impl Default for Hooks<'_> {
+/// The rows a format keeps of its documents, written with the sync point: given the open
+/// transaction, the source's id and the run's.
+pub type SnapshotRows = Box<dyn FnOnce(&Tx<'_>, i64, i64) -> Result<(), StoreError>>;
+
+impl Default for Hooks {
     fn default() -> Self {
         Hooks {
             arrived_via: None,
@@ -254,13 +264,125 @@ pub struct Run<'r> {
     pub progress: &'r Progress,
 }
 
+/// `baseline` of the collections of a format that lists them: every snapshot read and
+/// planned first (an unreadable list stops the run with nothing taken), then each taken
+/// through one writer, paced as its source asks unless `--delay` says otherwise.
+pub(crate) fn baseline(
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Baseline,
+    lists: &dyn Lists,
+    collections: Vec<Collection>,
+) -> Result<(), Error> {
+    let mirror = Mirror {
+        catalog: Some(&*ctx.catalog),
+        objects: ctx.objects,
+        staging: ctx.staging,
+    };
+    let all = lists.snapshots(ctx.docs, s, collections, mirror)?;
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
+    for t in all {
+        let paced = paced_http(&s.source, t.crawl_delay, &mut ctx.summary.warnings);
+        ctx.summary.listed += t.uncounted;
+        let run = Run {
+            http: paced.as_ref().unwrap_or(ctx.http),
+            staging: ctx.staging,
+            objects: ctx.objects,
+            source_id: ctx.source_id,
+            run_id: ctx.run_id,
+            summary: ctx.summary,
+            progress: ctx.progress,
+        };
+        take(run, &mut writer, s, t.planned, t.hooks)?;
+    }
+    Ok(())
+}
+
+/// `baseline --dry-run` of the collections of a format that lists them: every snapshot read
+/// and planned as a baseline would (packages staged in a temporary folder, removed after),
+/// the plan printed; `Ok(true)` when every list was read whole.
+pub(crate) fn dry_run(
+    docs: &Documents<'_>,
+    s: &settings::Baseline,
+    lists: &dyn Lists,
+    collections: Vec<Collection>,
+    catalog: Option<&Catalog>,
+    summary: &mut Summary,
+) -> Result<bool, Error> {
+    let staging = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&staging).map_err(|e| StoreError::io("creating", &staging, e))?;
+    let objects = match catalog {
+        Some(c) => crate::store::mirror_settings::object_store(&s.mirror, c, false)?,
+        None => ObjectStore::at(&s.mirror),
+    };
+    let mirror = Mirror {
+        catalog,
+        objects: &objects,
+        staging: &staging,
+    };
+    let printed = lists
+        .snapshots(docs, s, collections, mirror)
+        .and_then(|all| {
+            let mut planned = Vec::with_capacity(all.len());
+            for t in all {
+                summary.listed += t.uncounted;
+                summary
+                    .warnings
+                    .extend(t.planned.snapshot.warnings.iter().cloned());
+                planned.push(t.planned);
+            }
+            print_plan(&planned, s, summary)?;
+            Ok(planned.iter().all(|p| p.snapshot.complete()))
+        });
+    let _ = std::fs::remove_dir_all(&staging);
+    printed
+}
+
+/// The agent paced by the pause a source asks for (`crawl_delay`), when it asks for one and
+/// `--delay` does not set one; at most [`MAX_CRAWL_DELAY`] (a longer one is said in
+/// `warnings`).
+pub(crate) fn paced_http(
+    source: &settings::SourceSettings,
+    crawl_delay: Option<Duration>,
+    warnings: &mut Vec<String>,
+) -> Option<Http> {
+    if source.delay.is_some() {
+        return None;
+    }
+    let d = crawl_delay.filter(|d| !d.is_zero())?;
+    let (d, warning) = crawl_pause(d);
+    warnings.extend(warning);
+    Some(source.http_with_delay(Some(d)))
+}
+
+/// The longest pause between two requests a source's own pace (an ARC sitemap's
+/// `crawl_rate`) may impose; `--delay` overrides it either way. A pause is paid once per
+/// resource: at 60 s (the old bound) a site of 5,000 pages kept a cron run asleep for three
+/// and a half days, and a typo such as `0.000001/d` always reaches the bound. At 2 s, twice
+/// the ARC seed's own example (`1/s`), a 10,000-page site takes under six hours; an operator
+/// who agrees to more gives `--delay`.
+pub const MAX_CRAWL_DELAY: Duration = Duration::from_secs(2);
+
+/// The pause a source asks for, at most [`MAX_CRAWL_DELAY`], with the warning when it was
+/// clamped.
+pub(crate) fn crawl_pause(asked: Duration) -> (Duration, Option<String>) {
+    if asked <= MAX_CRAWL_DELAY {
+        return (asked, None);
+    }
+    let warning = format!(
+        "crawl_rate asks for {:.0} s between requests; using {} s (--delay sets any pause)",
+        asked.as_secs_f64(),
+        MAX_CRAWL_DELAY.as_secs()
+    );
+    (MAX_CRAWL_DELAY, Some(warning))
+}
+
 /// Take the planned snapshot `p` into the mirror (see the module's documentation).
 pub(crate) fn take(
     run: Run<'_>,
     writer: &mut Writer<'_>,
     s: &settings::Baseline,
     mut p: Planned,
-    hooks: Hooks<'_>,
+    hooks: Hooks,
 ) -> Result<(), Error> {
     let Run {
         http,
@@ -296,7 +418,7 @@ pub(crate) fn take(
             collection: &p.collection,
             anchored: p.snapshot.anchored,
             arrived_via,
-            side_rows,
+            side_rows: side_rows.as_deref(),
             rule: sync_point,
             staging,
             summary: &mut *summary,
@@ -361,7 +483,7 @@ fn finish(
     writer: &mut Writer<'_>,
     (source_id, run_id): (i64, i64),
     p: &Planned,
-    (rule, last_rows): (SyncPointRule, Option<LastRows<'_>>),
+    (rule, last_rows): (SyncPointRule, Option<SnapshotRows>),
     failed: u64,
     summary: &mut Summary,
 ) -> Result<(), Error> {
@@ -395,7 +517,7 @@ fn finish(
             write::document(tx, source_id, run_id, d)?;
         }
         if let Some(rows) = last_rows {
-            rows(tx)?;
+            rows(tx, source_id, run_id)?;
         }
         if record {
             write::sync_point(tx, source_id, run_id, &sync_point)?;
@@ -420,7 +542,7 @@ struct Results<'x, 'w> {
     /// The list has an `at`: a resource that changed since is pending, not failed.
     anchored: bool,
     arrived_via: Option<crate::model::Via>,
-    side_rows: Option<&'x SideRows<'x>>,
+    side_rows: Option<&'x SideRows>,
     rule: SyncPointRule,
     staging: &'x Path,
     summary: &'x mut Summary,

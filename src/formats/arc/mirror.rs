@@ -29,9 +29,10 @@ use crate::engine::context::RunContext;
 use crate::engine::documents::Documents;
 use crate::engine::expected::Refused;
 use crate::engine::expected::{Item, Walked};
+use crate::engine::format::{Mirror, ToTake};
 use crate::engine::listing::Listing;
 use crate::engine::plan::{self, Comparison, Declared, Listed};
-use crate::engine::snapshot::{self, Hooks, Planned, Run, Snapshot, SyncPointRule};
+use crate::engine::snapshot::{self, Hooks, Planned, Snapshot, SyncPointRule};
 use crate::error::{Error, NeedsBaseline, SourceError};
 use crate::formats::arc::read::delta;
 use crate::formats::arc::read::{self as arc, Page, ReadOptions, Sitemap};
@@ -47,7 +48,6 @@ use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 use url::Url;
 
 /// How many days of delta feeds an incremental run reads one by one before it asks for a new
@@ -58,12 +58,6 @@ pub const MAX_DELTA_DAYS: i32 = 93;
 const ARC_GAP_COVERING: &str = "delta feed the sitemap names, and more than 93 days of daily \
     delta feeds are not read one by one";
 
-/// The longest pause between two requests a sitemap's `crawl_rate` may impose; `--delay`
-/// overrides it either way. A pause is paid once per page: at 60 s (the old bound) a site of
-/// 5,000 pages kept a cron run asleep for three and a half days, and a typo such as
-/// `0.000001/d` always reaches the bound. At 2 s, twice the seed's own example (`1/s`), a
-/// 10,000-page site takes under six hours; an operator who agrees to more gives `--delay`.
-pub const MAX_CRAWL_DELAY: Duration = Duration::from_secs(2);
 /// How far ahead of our clock a source's time may be before it is "in the future".
 const CLOCK_SKEW: SignedDuration = SignedDuration::from_mins(5);
 
@@ -188,52 +182,17 @@ fn once_each(url: &Url, pages: Vec<Page>, warnings: &mut Vec<String>) -> Vec<Pag
     unique
 }
 
-/// `baseline --dry-run` of the ARC sitemap at `sitemap`: the sitemap read and every page
-/// planned as a baseline would, the plan printed with the shared marks; nothing is fetched
-/// but the sitemap, nothing written.
-pub(crate) fn dry_run(
+/// The snapshot of the ARC source whose sitemap is at `sitemap`, for the engine to take as a
+/// Resource List's resources are taken: each version arriving `arc` with what the sitemap says
+/// of the page (`arc_versions`), paced by the sitemap's `crawl_rate`; the sync point is the
+/// sitemap's `generated_at` even when pages failed (ARC has no other way to ask for one page
+/// again; a re-run of baseline retries them, and the audit shows them as missing).
+pub(crate) fn snapshot(
     docs: &Documents<'_>,
     s: &settings::Baseline,
-    sitemap: &Url,
-    received: Option<Box<Body>>,
-    catalog: Option<&Catalog>,
-    summary: &mut crate::report::Summary,
-) -> Result<(), Error> {
-    let dir = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
-    let objects = match catalog {
-        Some(c) => crate::store::mirror_settings::object_store(&s.mirror, c, false)?,
-        None => ObjectStore::at(&s.mirror),
-    };
-    let read = read_sitemap(
-        docs,
-        s,
-        (sitemap, received),
-        (catalog, &objects, &dir),
-        Timestamp::now(),
-    );
-    let printed = read.and_then(|a| {
-        let c = &a.planned.counts;
-        summary.listed += a.header.pages - (c.listed + c.excluded).min(a.header.pages);
-        summary
-            .warnings
-            .extend(a.planned.snapshot.warnings.iter().cloned());
-        snapshot::print_plan(std::slice::from_ref(&a.planned), s, summary)
-    });
-    let _ = std::fs::remove_dir_all(&dir);
-    printed
-}
-
-/// `baseline` of the ARC source whose sitemap is at `sitemap`: its pages taken by the engine
-/// as a Resource List's resources are, each version arriving `arc` with what the sitemap
-/// says of the page (`arc_versions`); the sync point is the sitemap's `generated_at` even
-/// when pages failed (ARC has no other way to ask for one page again; a re-run of baseline
-/// retries them, and the audit shows them as missing).
-pub(crate) fn baseline(
-    ctx: &mut RunContext<'_, '_>,
-    s: &settings::Baseline,
-    sitemap: &Url,
-    received: Option<Box<Body>>,
-) -> Result<(), Error> {
+    (sitemap, received): (&Url, Option<Box<Body>>),
+    mirror: Mirror<'_>,
+) -> Result<ToTake, Error> {
     let collection = sitemap.to_string();
     let ArcSnapshot {
         validators,
@@ -241,19 +200,16 @@ pub(crate) fn baseline(
         pages,
         planned,
     } = read_sitemap(
-        ctx.docs,
+        docs,
         s,
         (sitemap, received),
-        (Some(&*ctx.catalog), ctx.objects, ctx.staging),
+        (mirror.catalog, mirror.objects, mirror.staging),
         Timestamp::now(),
     )?;
     let crawl_delay = header.crawl_rate.map(|r| r.delay());
-    let mut warnings = Vec::new();
-    let paced = paced_http(&s.source, crawl_delay, &mut warnings);
-    ctx.summary.warnings.extend(warnings);
     // Pages skipped, refused or listed twice count as listed, as the sitemap lists them.
     let c = &planned.counts;
-    ctx.summary.listed += header.pages - (c.listed + c.excluded).min(header.pages);
+    let uncounted = header.pages - (c.listed + c.excluded).min(header.pages);
     let record = SitemapRecord {
         url: collection.clone(),
         site: header.site.to_string(),
@@ -265,31 +221,25 @@ pub(crate) fn baseline(
         etag: validators.etag.clone(),
         last_modified: validators.last_modified.clone(),
     };
-    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
-    let side_rows = |l: &Listed| -> Option<Then> {
+    let side_rows = move |l: &Listed| -> Option<Then> {
         let page = PageRecord::of(&pages[l.line as usize], &collection, &collection);
         Some(write_arc::page_rows(page))
     };
     let hooks = Hooks {
         arrived_via: Some(crate::model::Via::Arc),
-        side_rows: Some(&side_rows),
+        side_rows: Some(Box::new(side_rows)),
         sync_point: SyncPointRule::EvenWithFailures,
-        last_rows: Some(Box::new(move |tx| {
+        last_rows: Some(Box::new(move |tx, source_id, run_id| {
             crate::store::kill::point("arc.before-commit");
             write_arc::sitemap(tx, source_id, run_id, &record)
         })),
     };
-    let mut writer = Writer::new(ctx.catalog, ctx.objects, run_id);
-    let run = Run {
-        http: paced.as_ref().unwrap_or(ctx.http),
-        staging: ctx.staging,
-        objects: ctx.objects,
-        source_id,
-        run_id,
-        summary: ctx.summary,
-        progress: ctx.progress,
-    };
-    snapshot::take(run, &mut writer, s, planned, hooks)
+    Ok(ToTake {
+        planned,
+        hooks,
+        crawl_delay,
+        uncounted,
+    })
 }
 
 /// One delta page to apply: the last one listed for its URL.
@@ -348,7 +298,7 @@ fn collect_changes(
         base
     };
     let page_scope = Arc::new(page_scope(docs, &base, &site, &mut warnings));
-    let paced = paced_http(&s.source, record.crawl_delay, &mut warnings);
+    let paced = snapshot::paced_http(&s.source, record.crawl_delay, &mut warnings);
 
     let days = (
         since.to_zoned(TimeZone::UTC).date(),
@@ -1357,35 +1307,6 @@ fn page_scope(
         ));
     }
     scope
-}
-
-/// An agent paced by the sitemap's crawl_rate, when the user gave no `--delay` (which wins).
-fn paced_http(
-    source: &SourceSettings,
-    crawl_delay: Option<Duration>,
-    warnings: &mut Vec<String>,
-) -> Option<Http> {
-    if source.delay.is_some() {
-        return None;
-    }
-    let d = crawl_delay.filter(|d| !d.is_zero())?;
-    let (d, warning) = crawl_pause(d);
-    warnings.extend(warning);
-    Some(source.http_with_delay(Some(d)))
-}
-
-/// The pause a crawl_rate's `delay` gives, at most [`MAX_CRAWL_DELAY`], with the warning when
-/// it was clamped.
-fn crawl_pause(asked: Duration) -> (Duration, Option<String>) {
-    if asked <= MAX_CRAWL_DELAY {
-        return (asked, None);
-    }
-    let warning = format!(
-        "crawl_rate asks for {:.0} s between requests; using {} s (--delay sets any pause)",
-        asked.as_secs_f64(),
-        MAX_CRAWL_DELAY.as_secs()
-    );
-    (MAX_CRAWL_DELAY, Some(warning))
 }
 
 /// What a page declares, for `plan`: its lastmod, and its checksum when usable.

@@ -13,6 +13,7 @@ use crate::engine::context::RunContext;
 use crate::engine::discover::{Collection, SourceKind};
 use crate::engine::documents::Documents;
 use crate::engine::expected::Item;
+use crate::engine::format::{Lists, Mirror, ToTake};
 use crate::error::{Error, SourceError};
 use crate::report::DocumentReport;
 use crate::report::Summary;
@@ -23,38 +24,29 @@ use records::PageRecord;
 
 pub struct Arc;
 
+/// An ARC sitemap lists every page of its site: the engine takes it as a snapshot.
+impl Lists for Arc {
+    fn snapshots(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+        mirror: Mirror<'_>,
+    ) -> Result<Vec<ToTake>, Error> {
+        collections
+            .into_iter()
+            .map(|c| mirror::snapshot(docs, s, (&url_of(&c), c.received_json), mirror))
+            .collect()
+    }
+}
+
 impl Format for Arc {
     fn kind(&self) -> SourceKind {
         SourceKind::Arc
     }
 
-    fn baseline(
-        &self,
-        ctx: &mut RunContext<'_, '_>,
-        s: &settings::Baseline,
-        collections: Vec<Collection>,
-    ) -> Result<(), Error> {
-        for c in collections {
-            let url = url_of(&c);
-            mirror::baseline(ctx, s, &url, c.received_json)?;
-        }
-        Ok(())
-    }
-
-    fn plan(
-        &self,
-        docs: &Documents<'_>,
-        s: &settings::Baseline,
-        _source_url: &str,
-        collections: Vec<Collection>,
-        catalog: Option<&Catalog>,
-        summary: &mut Summary,
-    ) -> Result<bool, Error> {
-        for c in collections {
-            let url = url_of(&c);
-            mirror::dry_run(docs, s, &url, c.received_json, catalog, summary)?;
-        }
-        Ok(true)
+    fn lists(&self) -> Option<&dyn Lists> {
+        Some(self)
     }
 
     fn incremental(

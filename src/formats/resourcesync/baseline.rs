@@ -1,7 +1,8 @@
-//! `baseline` of ResourceSync collections (its [`Format`](crate::formats::Format) side):
-//! read every Resource List (or Resource Dump), plan against the catalog, fetch and verify what
-//! is new or changed, record versions, report (or tombstone, with `--delete`) what is gone, and
-//! record the sync point (ResourceSync 1.1 §10.1).
+//! `baseline` of ResourceSync collections (its [`Lists`](crate::engine::format::Lists) side):
+//! read every Resource List (or Resource Dump) and plan it against the catalog; the engine
+//! (`engine::snapshot`) fetches and verifies what is new or changed, records versions,
+//! reports (or tombstones, with `--delete`) what is gone, and records the sync point
+//! (ResourceSync 1.1 §10.1).
 //!
 //! Every snapshot is read completely before anything is fetched, so a malformed or unreachable
 //! list stops the run with nothing applied (exit 4). The list's entries go to a [`Listing`] on
@@ -10,107 +11,30 @@
 //! are collected; the run finishes the rest and exits 3. The sync point is recorded only when
 //! every listed resource is in the mirror.
 
-use crate::engine::apply::Writer;
-use crate::engine::context::RunContext;
 use crate::engine::discover::Collection;
 use crate::engine::documents::Documents;
+use crate::engine::format::{Mirror, ToTake};
 use crate::engine::listing::Listing;
-use crate::engine::snapshot::{self, Hooks, Planned, Run};
+use crate::engine::snapshot::{self, Planned};
 use crate::error::{Error, SourceError};
 use crate::formats::resourcesync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
 use crate::formats::resourcesync::snapshot::{self as list_snapshot, Snapshot};
-use crate::net::Http;
-use crate::report::Summary;
 use crate::rs::document::Capability;
-use crate::rs::sitemap::ReadOptions;
-use crate::settings;
 use crate::settings::Via;
-use crate::store::{Catalog, ObjectStore, StoreError};
-use std::path::Path;
 use url::Url;
 
-/// What a plan needs besides the documents: where dump packages are staged, how to read them.
-struct PlanInputs<'a> {
-    http: &'a Http,
-    staging: &'a Path,
-    via: Via,
-    options: ReadOptions,
-    /// The store, to see that a resource kept as it is still has its bytes.
-    objects: ObjectStore,
-}
-
-/// `baseline` of the ResourceSync collections discovery found, in the run `ctx` records.
-pub(crate) fn baseline(
-    ctx: &mut RunContext<'_, '_>,
-    s: &settings::Baseline,
-    collections: Vec<Collection>,
-) -> Result<(), Error> {
-    let inputs = PlanInputs {
-        http: ctx.http,
-        staging: ctx.staging,
-        via: s.via,
-        options: ctx.docs.options,
-        objects: ctx.objects.clone(),
-    };
-    let planned = plan_all(ctx.docs, &inputs, collections, Some(&*ctx.catalog))?;
-    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
-    for p in planned {
-        let run = Run {
-            http: ctx.http,
-            staging: ctx.staging,
-            objects: ctx.objects,
-            source_id: ctx.source_id,
-            run_id: ctx.run_id,
-            summary: ctx.summary,
-            progress: ctx.progress,
-        };
-        snapshot::take(run, &mut writer, s, p, Hooks::default())?;
-    }
-    Ok(())
-}
-
-/// `baseline --dry-run` of the ResourceSync collections: every list read and planned (dump
-/// packages staged in a temporary folder), the plan printed; `Ok(true)` when every list was
-/// read whole.
-pub(crate) fn plan(
-    docs: &Documents<'_>,
-    s: &settings::Baseline,
-    collections: Vec<Collection>,
-    catalog: Option<&Catalog>,
-    summary: &mut Summary,
-) -> Result<bool, Error> {
-    let dry_staging = std::env::temp_dir().join(format!("rsmirror-dry-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dry_staging)
-        .map_err(|e| StoreError::io("creating", &dry_staging, e))?;
-    let inputs = PlanInputs {
-        http: docs.http,
-        staging: &dry_staging,
-        via: s.via,
-        options: docs.options,
-        objects: match catalog {
-            Some(c) => crate::store::mirror_settings::object_store(&s.mirror, c, false)?,
-            None => ObjectStore::at(&s.mirror),
-        },
-    };
-    let printed = plan_all(docs, &inputs, collections, catalog).and_then(|planned| {
-        snapshot::print_plan(&planned, s, summary)?;
-        Ok(planned.iter().all(|p| p.snapshot.complete()))
-    });
-    let _ = std::fs::remove_dir_all(&dry_staging);
-    printed
-}
-
 /// Read every collection's snapshot and plan it; any unreadable top-level list is fatal.
-fn plan_all(
+pub(crate) fn snapshots(
     docs: &Documents<'_>,
-    inputs: &PlanInputs<'_>,
+    via: Via,
     collections: Vec<Collection>,
-    catalog: Option<&Catalog>,
-) -> Result<Vec<Planned>, Error> {
+    mirror: Mirror<'_>,
+) -> Result<Vec<ToTake>, Error> {
+    let catalog = mirror.catalog;
     let mut planned = Vec::new();
     for mut collection in collections {
-        let mut listing = Listing::create(inputs.staging, docs.filter)?;
-        let (snapshot, dump) = match (inputs.via, dump_location(&mut collection)) {
+        let mut listing = Listing::create(mirror.staging, docs.filter)?;
+        let (snapshot, dump) = match (via, dump_location(&mut collection)) {
             (Via::Dump, None) => {
                 return Err(SourceError::Unusable {
                     url: collection.id.clone(),
@@ -121,10 +45,10 @@ fn plan_all(
             (Via::Dump, Some(location)) => {
                 let mut d = DumpSnapshot::read(
                     docs,
-                    inputs.http,
-                    inputs.staging,
+                    docs.http,
+                    mirror.staging,
                     location,
-                    inputs.options,
+                    docs.options,
                     &mut listing,
                 )?;
                 (std::mem::take(&mut d.snapshot), Some(d))
@@ -133,10 +57,10 @@ fn plan_all(
                 let dump_url = location.url().to_string();
                 let read = DumpSnapshot::read(
                     docs,
-                    inputs.http,
-                    inputs.staging,
+                    docs.http,
+                    mirror.staging,
                     location,
-                    inputs.options,
+                    docs.options,
                     &mut listing,
                 );
                 // `auto` prefers the dump, but not a dump it cannot use in full (a package in
@@ -166,7 +90,7 @@ fn plan_all(
                     Some(why) if has_list => {
                         // What the dump listed goes: the list is read afresh.
                         drop(read);
-                        listing = Listing::create(inputs.staging, docs.filter)?;
+                        listing = Listing::create(mirror.staging, docs.filter)?;
                         let mut snapshot = resource_list(docs, &mut collection, &mut listing)?;
                         snapshot.warnings.push(format!(
                             "{dump_url}: the Resource Dump cannot be used ({why}); the resources \
@@ -194,7 +118,7 @@ fn plan_all(
             &mut listing,
             dump.is_some(),
         )?;
-        let counts = listing.plan(catalog, &collection.id, &inputs.objects)?;
+        let counts = listing.plan(catalog, &collection.id, mirror.objects)?;
         let changes = collection
             .url_of(&Capability::ChangeList)
             .map(Url::to_string);
@@ -206,7 +130,7 @@ fn plan_all(
             p.packages = Some(Box::new(dump));
             p.list_name = "Resource Dump";
         }
-        planned.push(p);
+        planned.push(ToTake::plain(p));
     }
     Ok(planned)
 }

@@ -1,6 +1,6 @@
 //! ResourceSync (1.1, 1.0, the 2013 beta and 2012 alpha drafts; plain Sitemaps) as a
 //! [`Format`]: `baseline` reads Resource Lists and Resource Dumps (`resource_list`, `snapshot`,
-//! `dump_source`) and takes them in; `changes` collects Change Lists (indexes, archives, 1.0
+//! `dump_source`) and plans them, for the engine to take ([`Lists`]); `changes` collects Change Lists (indexes, archives, 1.0
 //! and 2012 forms) for `commands::incremental`, `change_dump` applies Change Dumps. The reader is
 //! `crate::rs`.
 
@@ -17,6 +17,7 @@ use super::{Expected, Format};
 use crate::engine::context::RunContext;
 use crate::engine::discover::{Collection, SourceKind};
 use crate::engine::documents::Documents;
+use crate::engine::format::{Lists, Mirror, ToTake};
 use crate::error::{Error, SourceError};
 use crate::report::Summary;
 use crate::settings;
@@ -25,30 +26,27 @@ use resource_list::Item;
 
 pub struct ResourceSync;
 
+/// A Resource List (or Resource Dump) lists a collection's current state: the engine takes it
+/// as a snapshot.
+impl Lists for ResourceSync {
+    fn snapshots(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+        mirror: Mirror<'_>,
+    ) -> Result<Vec<ToTake>, Error> {
+        baseline::snapshots(docs, s.via, collections, mirror)
+    }
+}
+
 impl Format for ResourceSync {
     fn kind(&self) -> SourceKind {
         SourceKind::ResourceSync
     }
 
-    fn baseline(
-        &self,
-        ctx: &mut RunContext<'_, '_>,
-        s: &settings::Baseline,
-        collections: Vec<Collection>,
-    ) -> Result<(), Error> {
-        baseline::baseline(ctx, s, collections)
-    }
-
-    fn plan(
-        &self,
-        docs: &Documents<'_>,
-        s: &settings::Baseline,
-        _source_url: &str,
-        collections: Vec<Collection>,
-        catalog: Option<&Catalog>,
-        summary: &mut Summary,
-    ) -> Result<bool, Error> {
-        baseline::plan(docs, s, collections, catalog, summary)
+    fn lists(&self) -> Option<&dyn Lists> {
+        Some(self)
     }
 
     fn incremental(
