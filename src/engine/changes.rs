@@ -15,18 +15,21 @@
 
 use crate::engine::agreement::Agreement;
 use crate::engine::apply::{self, Fetched, Job, JobResult, Then, Writer};
-use crate::engine::context::{stop_early, stop_for_fault, stop_for_space};
+use crate::engine::context::{stop_early, stop_for_fault, stop_for_space, RunContext};
 use crate::engine::decide::{decide, Basis, Held};
+use crate::engine::snapshot::{self, SnapshotRows};
 use crate::error::Error;
 use crate::model::{Change, ChangeOutcome, ProblemClass};
 use crate::net::Http;
 use crate::progress::Progress;
 use crate::report::{problem_line, Problem, Summary};
-use crate::store::catalog::{ChangeEventRecord, CurrentState, NewVersion};
+use crate::settings;
+use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::{ObjectStore, StoreError};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::Duration;
 use url::Url;
 
 /// One change as the engine applies it; each format's change type says these.
@@ -94,6 +97,123 @@ pub(crate) struct Ends {
     pub(crate) failed_min: Option<Timestamp>,
     /// The documents a failed change came from.
     pub(crate) failed_docs: HashSet<String>,
+}
+
+/// One collection's changes since its sync point, read and planned by its format: what
+/// `incremental` asks of a format that follows changes (a ResourceSync Change List, an ARC
+/// delta feed). The format holds no writer, no summary and no network: [`follow`] applies
+/// the changes, counts them, writes what is not applied, and records the sync point the
+/// format says the applied changes justify, with the format's rows, in the last transaction.
+pub(crate) trait ChangeSet {
+    type Item: Item;
+    fn collection(&self) -> &str;
+    /// Every change read, in the order they are applied (`plan` says which are).
+    fn items(&self) -> &[Self::Item];
+    /// Tolerated oddities of the documents read, with document and line.
+    fn warnings(&self) -> &[String];
+    /// What was read, said with `-v`.
+    fn trail(&self) -> &[String];
+    /// Changes the source lists that the run counts as listed, given how many were
+    /// planned.
+    fn listed(&self, planned: usize) -> u64;
+    /// Changes not asked for (outside the scope), with why.
+    fn refused(&self) -> Vec<(&str, &str)>;
+    /// Changes the source asks not to take (an ARC page behind a login), with why.
+    fn skipped(&self) -> Vec<(&str, &str)> {
+        Vec::new()
+    }
+    /// The events of changes a later one of the same resource supersedes.
+    fn superseded(&self) -> Vec<ChangeEventRecord> {
+        Vec::new()
+    }
+    /// The pause between requests the source asks for; the user's `--delay` wins.
+    fn crawl_delay(&self) -> Option<Duration> {
+        None
+    }
+    /// What becomes of each change to apply (indexes into [`ChangeSet::items`], in order),
+    /// given the mirror's states of the resources they name; oddities go to `warnings`.
+    fn plan(
+        &self,
+        states: &HashMap<String, CurrentState>,
+        warnings: &mut Vec<String>,
+    ) -> Vec<(usize, Disposal)>;
+    /// The sync point the applied changes justify (`ends`), and the format's rows written with
+    /// it.
+    fn settle(self, ends: Ends) -> Settled;
+}
+
+/// What a [`ChangeSet`] leaves once applied.
+pub(crate) struct Settled {
+    pub(crate) sync_point: SyncPoint,
+    /// The format's rows (its documents, the lists it closed), written with the sync point.
+    pub(crate) rows: SnapshotRows,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// `incremental` of the collections of a format that follows changes: the mirror's states of
+/// every resource the changes name read once, then each collection's changes applied through
+/// one writer, paced as its source asks unless `--delay` says otherwise, and its sync point
+/// recorded with the format's rows.
+pub(crate) fn follow<C: ChangeSet>(
+    ctx: &mut RunContext<'_, '_>,
+    s: &settings::Incremental,
+    sets: Vec<C>,
+) -> Result<(), Error> {
+    let states = ctx.catalog.current_states_of(
+        sets.iter()
+            .flat_map(|c| c.items().iter().map(|i| i.uri().as_str())),
+    )?;
+    let verbose = s.output.verbose > 0;
+    let (source_id, run_id) = (ctx.source_id, ctx.run_id);
+    let mut writer = Writer::new(ctx.catalog, ctx.objects, run_id);
+    for set in sets {
+        let summary = &mut *ctx.summary;
+        summary.warnings.extend(set.warnings().iter().cloned());
+        let paced = snapshot::paced_http(&s.source, set.crawl_delay(), &mut summary.warnings);
+        if verbose {
+            for t in set.trail() {
+                ctx.progress.println(t);
+            }
+        }
+        snapshot::record_refused_and_skipped(
+            &mut writer,
+            &set.refused(),
+            &set.skipped(),
+            verbose,
+            summary,
+            ctx.progress,
+        )?;
+        for e in set.superseded() {
+            writer.event(e)?;
+        }
+        let plan = set.plan(&states, &mut summary.warnings);
+        summary.listed += set.listed(plan.len());
+        let mut run = Changes::new(
+            &mut writer,
+            (set.collection(), ctx.docs.filter),
+            Some(&states),
+            ctx.staging,
+            summary,
+            ctx.progress,
+        );
+        let http = paced.as_ref().unwrap_or(ctx.http);
+        run.apply((http, ctx.objects, s.jobs), set.items(), plan)?;
+        let ends = run.ends()?;
+        let Settled {
+            sync_point,
+            rows,
+            warnings,
+        } = set.settle(ends);
+        let summary = &mut *ctx.summary;
+        summary.warnings.extend(warnings);
+        summary.sync_point = sync_point.at.map(|t| t.to_string());
+        summary.anchored = sync_point.anchored;
+        writer.flush(|tx| {
+            rows(tx, source_id, run_id)?;
+            write::sync_point(tx, source_id, run_id, &sync_point)
+        })?;
+    }
+    Ok(())
 }
 
 /// A resource's live state as far as [`decide`] needs it.

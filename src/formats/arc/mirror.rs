@@ -23,8 +23,8 @@
 //! with a wrong checksum would help nobody.
 
 use crate::audit::finding::{Class, Finding};
-use crate::engine::apply::{self, Job, Then, Writer};
-use crate::engine::changes::{self, Changes};
+use crate::engine::apply::{self, Job, Then};
+use crate::engine::changes;
 use crate::engine::context::RunContext;
 use crate::engine::documents::Documents;
 use crate::engine::expected::Refused;
@@ -40,7 +40,7 @@ use crate::formats::arc::records::{self as arc_records, write_arc, PageRecord, S
 use crate::model::{Change, ChangeOutcome};
 use crate::net::{Body, Expected, FetchError, Http, Scope, Validators};
 use crate::settings::{self, SourceSettings, UsageError};
-use crate::store::catalog::{write, CurrentState, NewVersion, SyncPoint};
+use crate::store::catalog::{CurrentState, NewVersion, SyncPoint};
 use crate::store::change_history::record_identity;
 use crate::store::{Catalog, ObjectStore};
 use jiff::civil::Date;
@@ -48,6 +48,7 @@ use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 use url::Url;
 
 /// How many days of delta feeds an incremental run reads one by one before it asks for a new
@@ -264,8 +265,10 @@ struct ArcChanges {
     /// What was read, said with `-v`.
     trail: Vec<String>,
     page_scope: Arc<Scope>,
-    /// The agent paced by the sitemap's crawl_rate, when it gives one and `--delay` does not.
-    paced: Option<Http>,
+    /// The pause between requests the sitemap's crawl_rate asks for.
+    crawl_delay: Option<Duration>,
+    /// When the changes were read: no sync point goes past it.
+    now: Timestamp,
     /// The last change per URL, in the order they are applied.
     deltas: Vec<Delta>,
     refused: Vec<(String, String)>,
@@ -298,7 +301,10 @@ fn collect_changes(
         base
     };
     let page_scope = Arc::new(page_scope(docs, &base, &site, &mut warnings));
-    let paced = snapshot::paced_http(&s.source, record.crawl_delay, &mut warnings);
+    let crawl_delay = record.crawl_delay;
+    // The feeds are read at the pace the pages are fetched at (the engine says so if it
+    // clamped it, once).
+    let paced = snapshot::paced_http(&s.source, crawl_delay, &mut Vec::new());
 
     let days = (
         since.to_zoned(TimeZone::UTC).date(),
@@ -340,7 +346,8 @@ fn collect_changes(
         warnings,
         trail,
         page_scope,
-        paced,
+        crawl_delay,
+        now,
         deltas,
         refused,
         skipped,
@@ -703,82 +710,90 @@ pub(crate) fn plan_changes(
     Ok(())
 }
 
-/// `incremental` of the ARC source at `url` (its sitemap, or the SOURCE given at baseline).
+/// `incremental` of the ARC sources whose sitemaps are at `urls`: each one's delta feeds since
+/// its sync point read and planned (all before anything is applied), then applied by the
+/// engine.
 pub(crate) fn incremental(
     ctx: &mut RunContext<'_, '_>,
     s: &settings::Incremental,
-    url: &Url,
+    urls: &[Url],
 ) -> Result<(), Error> {
     let now = Timestamp::now();
-    let ArcChanges {
-        record,
-        collection,
-        since,
-        warnings,
-        trail,
-        page_scope,
-        paced,
-        deltas,
-        refused,
-        skipped,
-        feed_max,
-    } = collect_changes(ctx.catalog, ctx.source_id, ctx.docs, s, url, now)?;
-    let http = paced.as_ref().unwrap_or(ctx.http);
-    let verbose = s.output.verbose > 0;
-    ctx.summary.warnings.extend(warnings.iter().cloned());
-    if verbose {
-        for t in &trail {
-            ctx.progress.println(t);
+    let sets = (urls.iter())
+        .map(|url| collect_changes(ctx.catalog, ctx.source_id, ctx.docs, s, url, now))
+        .collect::<Result<Vec<_>, _>>()?;
+    changes::follow(ctx, s, sets)
+}
+
+/// An ARC collection's delta pages, read and planned, as the engine applies them; the sync
+/// point is the feeds' time by the rule of [`delta_sync_point`], with the sitemap's record.
+impl changes::ChangeSet for ArcChanges {
+    type Item = Delta;
+    fn collection(&self) -> &str {
+        &self.collection
+    }
+    fn items(&self) -> &[Delta] {
+        &self.deltas
+    }
+    fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+    fn trail(&self) -> &[String] {
+        &self.trail
+    }
+    /// The pages a feed names that are news (not those the mirror holds as they are).
+    fn listed(&self, planned: usize) -> u64 {
+        planned as u64
+    }
+    fn refused(&self) -> Vec<(&str, &str)> {
+        (self.refused.iter()).map(|(u, r)| (&**u, &**r)).collect()
+    }
+    fn skipped(&self) -> Vec<(&str, &str)> {
+        (self.skipped.iter()).map(|(u, r)| (&**u, &**r)).collect()
+    }
+    fn crawl_delay(&self) -> Option<Duration> {
+        self.crawl_delay
+    }
+    fn plan(
+        &self,
+        states: &HashMap<String, CurrentState>,
+        _warnings: &mut Vec<String>,
+    ) -> Vec<(usize, changes::Disposal)> {
+        let mut plan = Vec::new();
+        for (i, d) in self.deltas.iter().enumerate() {
+            let disposal = match disposal(d, states.get(d.page.url.as_str()), self.since) {
+                None => continue,
+                Some(Disposal::Fetch(())) => {
+                    changes::Disposal::Fetch(job(i, &d.page, &self.page_scope))
+                }
+                Some(Disposal::Tombstone) => changes::Disposal::Tombstone,
+                Some(Disposal::Event(change, outcome)) => changes::Disposal::Event(change, outcome),
+            };
+            plan.push((i, disposal));
+        }
+        plan
+    }
+    fn settle(self, ends: changes::Ends) -> changes::Settled {
+        let (at, basis) = delta_sync_point(&ends, self.since, self.feed_max, self.now);
+        let ArcChanges {
+            record, collection, ..
+        } = self;
+        let sync_point = SyncPoint {
+            collection: collection.clone(),
+            at: Some(at),
+            anchored: true,
+            basis,
+        };
+        changes::Settled {
+            sync_point,
+            rows: Box::new(move |tx, source_id, run_id| {
+                crate::store::kill::point("arc.before-commit");
+                write_arc::sitemap(tx, source_id, run_id, &record)?;
+                record_identity(tx, &collection, &record.site, "site of the ARC sitemap")
+            }),
+            warnings: Vec::new(),
         }
     }
-    // The states of the pages the feeds name, not the whole mirror's.
-    let states = ctx
-        .catalog
-        .current_states_of(deltas.iter().map(|d| d.page.url.as_str()))?;
-    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
-    let refused: Vec<(&str, &str)> = refused.iter().map(|(u, r)| (&**u, &**r)).collect();
-    let skipped: Vec<(&str, &str)> = skipped.iter().map(|(u, r)| (&**u, &**r)).collect();
-    let summary = &mut *ctx.summary;
-    snapshot::record_refused_and_skipped(
-        &mut writer,
-        &refused,
-        &skipped,
-        verbose,
-        summary,
-        ctx.progress,
-    )?;
-    let mut plan = Vec::new();
-    for (i, d) in deltas.iter().enumerate() {
-        let disposal = match disposal(d, states.get(d.page.url.as_str()), since) {
-            None => continue,
-            Some(Disposal::Fetch(())) => changes::Disposal::Fetch(job(i, &d.page, &page_scope)),
-            Some(Disposal::Tombstone) => changes::Disposal::Tombstone,
-            Some(Disposal::Event(change, outcome)) => changes::Disposal::Event(change, outcome),
-        };
-        summary.listed += 1;
-        plan.push((i, disposal));
-    }
-    let mut run = Changes::new(
-        &mut writer,
-        (&collection, ctx.docs.filter),
-        Some(&states),
-        ctx.staging,
-        summary,
-        ctx.progress,
-    );
-    run.apply((http, ctx.objects, s.jobs), &deltas, plan)?;
-    let ends = run.ends()?;
-    let (at, basis) = delta_sync_point(&ends, since, feed_max, now);
-    ctx.summary.sync_point = Some(at.to_string());
-    ctx.summary.anchored = true;
-    commit_sitemap(
-        writer,
-        (ctx.source_id, ctx.run_id),
-        &record,
-        &collection,
-        at,
-        basis,
-    )
 }
 
 /// A delta page as the engine applies it: a page the feed lists is there (created or
@@ -1359,33 +1374,4 @@ fn version(
 /// A document's warnings, each prefixed with its URL.
 fn prefixed(url: &Url, warnings: &[String]) -> Vec<String> {
     warnings.iter().map(|w| format!("{url}: {w}")).collect()
-}
-
-/// The last transaction of an ARC run: the sitemap as read, the collection's identity (its
-/// site) and the sync point, with whatever versions are still pending.
-fn commit_sitemap(
-    mut writer: Writer<'_>,
-    (source_id, run_id): (i64, i64),
-    record: &SitemapRecord,
-    collection: &str,
-    at: Timestamp,
-    basis: String,
-) -> Result<(), Error> {
-    crate::store::kill::point("arc.before-commit");
-    writer.flush(|tx| {
-        write_arc::sitemap(tx, source_id, run_id, record)?;
-        record_identity(tx, collection, &record.site, "site of the ARC sitemap")?;
-        write::sync_point(
-            tx,
-            source_id,
-            run_id,
-            &SyncPoint {
-                collection: collection.to_string(),
-                at: Some(at),
-                anchored: true,
-                basis,
-            },
-        )
-    })?;
-    Ok(())
 }

@@ -55,10 +55,8 @@ impl Format for Arc {
         s: &settings::Incremental,
         collections: Vec<Collection>,
     ) -> Result<(), Error> {
-        for c in collections {
-            mirror::incremental(ctx, s, &url_of(&c))?;
-        }
-        Ok(())
+        let urls: Vec<_> = collections.iter().map(url_of).collect();
+        mirror::incremental(ctx, s, &urls)
     }
 
     fn plan_changes(

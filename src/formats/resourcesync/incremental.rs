@@ -9,12 +9,13 @@
 //! `until` of the last fully processed closed list or the latest applied event time — never
 //! past an event that failed, so a re-run retries it.
 
-use crate::engine::apply::{self, Job, Writer};
-use crate::engine::changes::{self, Changes, Disposal, Ends};
+use crate::engine::apply::{self, Job};
+use crate::engine::changes::{self, Disposal, Ends, Settled};
 use crate::engine::context::RunContext;
 use crate::engine::discover::Collection;
 use crate::engine::documents::{Documents, OpenedDocument};
 use crate::engine::snapshot;
+use crate::engine::snapshot::SnapshotRows;
 use crate::engine::sync_point;
 use crate::error::{Error, NeedsBaseline};
 use crate::formats::resourcesync::change_dump;
@@ -22,17 +23,16 @@ use crate::formats::resourcesync::changes::{
     self as rs_changes, Changes as RsChanges, Collector, Event,
 };
 use crate::model::{ChangeOutcome, ProblemClass};
-use crate::net::{Expected, Http};
+use crate::net::Expected;
 use crate::progress::Progress;
 use crate::report::{Problem, Summary};
 use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
-use crate::store::{Catalog, ObjectStore};
+use crate::store::Catalog;
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use url::Url;
 
 /// Everything to apply, by how it is applied.
@@ -70,24 +70,7 @@ pub(crate) fn incremental(
     collections: Vec<Collection>,
 ) -> Result<(), Error> {
     let Collected { pending, dumps } = collect_all(ctx.docs, ctx.catalog, s, collections)?;
-    let states = ctx.catalog.current_states_of(named(&pending))?;
-    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
-    for p in pending {
-        apply_collection(
-            ctx.http,
-            ctx.staging,
-            ctx.objects,
-            &mut writer,
-            s,
-            p,
-            &states,
-            ctx.source_id,
-            ctx.run_id,
-            ctx.summary,
-            ctx.progress,
-        )?;
-    }
-    drop(writer);
+    changes::follow(ctx, s, pending)?;
     for d in dumps {
         change_dump::apply(ctx, &d.collection, &d.url, d.since)?;
     }
@@ -339,41 +322,45 @@ impl changes::Item for Event {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn apply_collection(
-    http: &Http,
-    staging: &Path,
-    objects: &ObjectStore,
-    writer: &mut Writer<'_>,
-    s: &settings::Incremental,
-    p: Pending,
-    states: &HashMap<String, CurrentState>,
-    source_id: i64,
-    run_id: i64,
-    summary: &mut Summary,
-    progress: &Progress,
-) -> Result<(), Error> {
-    let events = &p.changes.events;
-    summary.warnings.extend(p.changes.warnings.iter().cloned());
-    summary.listed += events.len() as u64;
-    if s.output.verbose > 0 {
-        for t in &p.changes.trail {
-            progress.println(t);
-        }
+/// A collection's Change Lists, read and planned, as the engine applies them: every event
+/// listed, the last per URI applied, the others superseded.
+impl changes::ChangeSet for Pending {
+    type Item = Event;
+    fn collection(&self) -> &str {
+        &self.collection
     }
-    record_refused_and_superseded(writer, &p, summary, progress)?;
-    let plan = disposals(&p, states, summary);
-    let mut run = Changes::new(
-        writer,
-        (&p.collection, &s.source.filter),
-        Some(states),
-        staging,
-        summary,
-        progress,
-    );
-    run.apply((http, objects, s.jobs), events, plan)?;
-    let ends = run.ends()?;
-    commit_changes(writer, (source_id, run_id), &p, ends, summary)
+    fn items(&self) -> &[Event] {
+        &self.changes.events
+    }
+    fn warnings(&self) -> &[String] {
+        &self.changes.warnings
+    }
+    fn trail(&self) -> &[String] {
+        &self.changes.trail
+    }
+    fn listed(&self, _planned: usize) -> u64 {
+        self.changes.events.len() as u64
+    }
+    fn refused(&self) -> Vec<(&str, &str)> {
+        snapshot::pairs(&self.changes.refused)
+    }
+    fn superseded(&self) -> Vec<ChangeEventRecord> {
+        let applied: HashSet<usize> = self.apply.iter().copied().collect();
+        (self.changes.events.iter().enumerate())
+            .filter(|(i, _)| !applied.contains(i))
+            .map(|(_, e)| event_record(&self.collection, e, ChangeOutcome::Superseded))
+            .collect()
+    }
+    fn plan(
+        &self,
+        states: &HashMap<String, CurrentState>,
+        warnings: &mut Vec<String>,
+    ) -> Vec<(usize, Disposal)> {
+        disposals(self, states, warnings)
+    }
+    fn settle(self, ends: Ends) -> Settled {
+        settle(self, ends)
+    }
 }
 
 /// What becomes of each change of `p` to apply, in order: deletions need no transfer, created
@@ -381,7 +368,7 @@ fn apply_collection(
 fn disposals(
     p: &Pending,
     states: &HashMap<String, CurrentState>,
-    summary: &mut Summary,
+    warnings: &mut Vec<String>,
 ) -> Vec<(usize, Disposal)> {
     let mut plan = Vec::new();
     for &i in &p.apply {
@@ -396,7 +383,7 @@ fn disposals(
                 let Some(c) = current.filter(|c| !c.deleted) else {
                     continue;
                 };
-                if !stale_delete_holds(e, c, p.since, summary) {
+                if !stale_delete_holds(e, c, p.since, warnings) {
                     continue;
                 }
                 Disposal::Tombstone
@@ -411,24 +398,6 @@ fn disposals(
         plan.push((i, d));
     }
     plan
-}
-
-/// The changes the scope refused, and the events a later one for the same URI supersedes.
-fn record_refused_and_superseded(
-    writer: &mut Writer<'_>,
-    p: &Pending,
-    summary: &mut Summary,
-    progress: &Progress,
-) -> Result<(), Error> {
-    let refused = snapshot::pairs(&p.changes.refused);
-    snapshot::record_refused_and_skipped(writer, &refused, &[], false, summary, progress)?;
-    let applied: HashSet<usize> = p.apply.iter().copied().collect();
-    for (i, e) in p.changes.events.iter().enumerate() {
-        if !applied.contains(&i) {
-            writer.event(event_record(&p.collection, e, ChangeOutcome::Superseded))?;
-        }
-    }
-    Ok(())
 }
 
 /// The fetch of a created or updated resource: its URL, then its `duplicate` mirrors.
@@ -448,30 +417,20 @@ fn job_of(index: usize, e: &Event) -> Job {
     }
 }
 
-/// The sync point, the documents read and the Change Lists closed, in the last transaction.
+/// The sync point, the documents read and the Change Lists closed, for the last transaction.
 /// `ends`: the latest change applied, the earliest that failed, and the lists that had one.
-fn commit_changes(
-    writer: &mut Writer<'_>,
-    (source_id, run_id): (i64, i64),
-    p: &Pending,
-    ends: Ends,
-    summary: &mut Summary,
-) -> Result<(), Error> {
+fn settle(p: Pending, ends: Ends) -> Settled {
     let failed_docs = &ends.failed_docs;
-    let closed_ok: Vec<_> = p
-        .changes
-        .closed_read
-        .iter()
+    let closed_ok: Vec<_> = (p.changes.closed_read.iter())
         .filter(|c| !failed_docs.contains(c.url.as_str()))
+        .cloned()
         .collect();
     let until_max = closed_ok.iter().map(|c| c.until).max();
-    let sync_point = new_sync_point(p, until_max, ends.applied_max, ends.failed_min, summary);
+    let mut warnings = Vec::new();
+    let sync_point = new_sync_point(&p, until_max, &ends, &mut warnings);
     // A list with a failed change keeps no validators: the next run must read it again
     // even if it did not change, to retry that change.
-    let documents: Vec<_> = p
-        .changes
-        .documents
-        .iter()
+    let documents: Vec<_> = (p.changes.documents.iter())
         .map(|d| {
             let mut d = d.clone();
             if failed_docs.contains(d.url.as_str()) {
@@ -481,23 +440,30 @@ fn commit_changes(
             d
         })
         .collect();
-    let collection = &p.collection;
-    let describes = &p.describes;
-    writer.flush(|tx| {
+    let Pending {
+        collection,
+        describes,
+        changes_at,
+        ..
+    } = p;
+    let rows: SnapshotRows = Box::new(move |tx, source_id, run_id| {
         for d in &documents {
             write::document(tx, source_id, run_id, d)?;
         }
         for c in &closed_ok {
-            write::processed_change_list(tx, run_id, collection, &c.url, c.from, c.until)?;
+            write::processed_change_list(tx, run_id, &collection, &c.url, c.from, c.until)?;
         }
-        write::sync_point(tx, source_id, run_id, &sync_point)?;
-        write::change_document(tx, (source_id, run_id), collection, p.changes_at.as_str())?;
+        write::change_document(tx, (source_id, run_id), &collection, changes_at.as_str())?;
         if let Some(d) = &describes {
-            record_identity(tx, collection, d, DESCRIBES_BASIS)?;
+            record_identity(tx, &collection, d, DESCRIBES_BASIS)?;
         }
         Ok(())
-    })?;
-    Ok(())
+    });
+    Settled {
+        sync_point,
+        rows,
+        warnings,
+    }
 }
 
 /// A 1.0 delete dated before the sync point (by the deleted state's lastmod): applied when the
@@ -506,13 +472,13 @@ fn stale_delete_holds(
     e: &Event,
     c: &CurrentState,
     since: Timestamp,
-    summary: &mut Summary,
+    warnings: &mut Vec<String>,
 ) -> bool {
     let time = e.time.unwrap_or(since);
     let held = match c.lastmod {
         Some(lastmod) if lastmod <= time => true,
         Some(lastmod) => {
-            summary.warnings.push(format!(
+            warnings.push(format!(
                 "{}: line {}: deleted {} dated {time}, before the sync point; not \
                  applied: the mirror holds a later state (lastmod {lastmod})",
                 e.document, e.line, e.uri
@@ -520,7 +486,7 @@ fn stale_delete_holds(
             false
         }
         None => {
-            summary.warnings.push(format!(
+            warnings.push(format!(
                 "{}: line {}: deleted {} dated {time}, before the sync point; not \
                  applied: the mirror's state has no lastmod to compare (if the \
                  resource is gone, rsmirror baseline SOURCE --delete records it)",
@@ -532,7 +498,7 @@ fn stale_delete_holds(
     if !held {
         return false;
     }
-    summary.warnings.push(format!(
+    warnings.push(format!(
         "{}: line {}: deleted {} dated {time}, before the sync point (a ResourceSync \
          1.0 list dates a delete by the deleted state's lastmod); applied: the mirror \
          still held that state",
@@ -546,10 +512,10 @@ fn stale_delete_holds(
 fn new_sync_point(
     p: &Pending,
     until_max: Option<Timestamp>,
-    applied_max: Option<Timestamp>,
-    failed_min: Option<Timestamp>,
-    summary: &mut Summary,
+    ends: &Ends,
+    warnings: &mut Vec<String>,
 ) -> SyncPoint {
+    let (applied_max, failed_min) = (ends.applied_max, ends.failed_min);
     let mut at = p
         .since
         .max(until_max.unwrap_or(p.since))
@@ -571,15 +537,13 @@ fn new_sync_point(
     let now = Timestamp::now();
     if sync_point::is_future(at, now) {
         let kept = now.max(p.since);
-        summary.warnings.push(format!(
+        warnings.push(format!(
             "{}: the new sync point would be {at}, later than the Change Lists were read; kept at {kept}",
             p.collection
         ));
         at = kept;
         basis = "time the Change Lists were read (their times lie in the future)".to_string();
     }
-    summary.sync_point = Some(at.to_string());
-    summary.anchored = true;
     SyncPoint {
         collection: p.collection.clone(),
         at: Some(at),
