@@ -27,6 +27,20 @@ pub struct RunContext<'a, 'b> {
     pub progress: &'a Progress,
 }
 
+impl RunContext<'_, '_> {
+    /// Record problems of the run (URI, class, why) through the one writer, committed at once.
+    pub(crate) fn problems<'p>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'p str, crate::model::ProblemClass, &'p str)>,
+    ) -> Result<(), Error> {
+        let mut writer = crate::engine::apply::Writer::new(self.catalog, self.objects, self.run_id);
+        for (uri, class, why) in rows {
+            writer.problem(uri, class, why)?;
+        }
+        Ok(writer.flush(|_| Ok(()))?)
+    }
+}
+
 /// How a baseline or incremental run ended (when it did not end in an [`Error`]).
 pub struct Outcome {
     pub summary: Summary,

@@ -195,14 +195,16 @@ pub enum WholeError {
 }
 
 impl<'x, 'w> Whole<'x, 'w> {
-    /// Apply a collection through `writer` (opened [`Writer::whole`]), its bytes stored in
-    /// `objects` by way of `staging`; `recent` is this collection's (empty).
+    /// Apply a collection to the mirror in the run `run_id`, through one writer that commits
+    /// once at the end ([`Writer::whole`]), its bytes stored in `objects` by way of
+    /// `staging`; `recent` is this collection's (empty).
     pub(crate) fn write(
-        mut writer: Writer<'w>,
-        (objects, staging): (&ObjectStore, &Path),
+        (catalog, run_id): (&'w mut Catalog, i64),
+        (objects, staging): (&'w ObjectStore, &Path),
         target: Target<'x>,
         recent: &'x mut Recent,
     ) -> Result<Self, WholeError> {
+        let mut writer = Writer::whole(catalog, objects, run_id)?;
         let collection_id =
             writer.now(|tx| crate::store::catalog::write::collection_id(tx, target.collection))?;
         // The newest version, read in the writer's open transaction.
@@ -818,8 +820,13 @@ mod tests {
             events: true,
         };
         let mut recent = Recent::default();
-        let writer = Writer::whole(&mut m.catalog, &m.objects, m.run_id).unwrap();
-        let mut whole = Whole::write(writer, (&m.objects, &staging), target, &mut recent).unwrap();
+        let mut whole = Whole::write(
+            (&mut m.catalog, m.run_id),
+            (&m.objects, &staging),
+            target,
+            &mut recent,
+        )
+        .unwrap();
         for p in pages {
             whole.item(p).unwrap();
         }

@@ -19,7 +19,6 @@
 //! announced, its record (`scp_collections`), each page version's line, title and language
 //! (`scp_versions`), and the section's position.
 
-use crate::engine::apply::Writer;
 pub use crate::engine::whole::GonePolicy;
 use crate::engine::whole::{Counts, Inline, Recent, Target, Whole, WholeError};
 use crate::formats::scp::fetch::StagedCollection;
@@ -125,8 +124,12 @@ pub(crate) fn apply(
         events: a.events,
     };
     let mut recent = Recent::default();
-    let writer = Writer::whole(catalog, a.objects, a.run_id)?;
-    let mut whole = Whole::write(writer, (a.objects, a.staging), target, &mut recent)?;
+    let mut whole = Whole::write(
+        (catalog, a.run_id),
+        (a.objects, a.staging),
+        target,
+        &mut recent,
+    )?;
     let new = new_collection(&a, &meta, &reader);
     let row = whole
         .writer()

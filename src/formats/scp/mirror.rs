@@ -22,7 +22,6 @@
 //! validators, stored only after a run that applied everything it listed, so a run with
 //! nothing new is one conditional request answered 304.
 
-use crate::engine::apply::Writer;
 use crate::engine::context::RunContext;
 use crate::engine::discover::Prefetched;
 use crate::engine::whole::{Counts, Inline, Recent, Target, Whole, WholeError};
@@ -509,7 +508,7 @@ fn record(
     let warned = warnings
         .iter()
         .map(|w| (url, ProblemClass::Warning, w.as_str()));
-    problems(ctx, refused.chain(warned))?;
+    ctx.problems(refused.chain(warned))?;
     let mut notes = Vec::new();
     if let Some(size) = entry.size_bytes {
         if size != sum.compressed_bytes {
@@ -590,26 +589,13 @@ fn record(
                 });
             }
         }
-        problems(
-            ctx,
+        ctx.problems(
             a.gone
                 .iter()
                 .map(|page| (page.as_str(), class, reason.as_str())),
         )?;
     }
     Ok(())
-}
-
-/// Record problems of the run through the one writer.
-fn problems<'p>(
-    ctx: &mut RunContext<'_, '_>,
-    rows: impl IntoIterator<Item = (&'p str, ProblemClass, &'p str)>,
-) -> Result<(), Error> {
-    let mut writer = Writer::new(ctx.catalog, ctx.objects, ctx.run_id);
-    for (uri, class, why) in rows {
-        writer.problem(uri, class, why)?;
-    }
-    Ok(writer.flush(|_| Ok(()))?)
 }
 
 /// A collection that could not be applied (`failed`) or was not even asked for (`refused`):
@@ -626,7 +612,7 @@ fn report(
         ctx.summary.failed += 1;
     }
     ctx.progress.println(&problem_line(class, url, why));
-    problems(ctx, [(url, class, why)])?;
+    ctx.problems([(url, class, why)])?;
     ctx.summary.problems.push(Problem {
         uri: url.to_string(),
         class,
@@ -638,7 +624,7 @@ fn report(
 /// Something worth saying that changes nothing: a summary warning and a `warning` problem row.
 fn warn(ctx: &mut RunContext<'_, '_>, url: &str, note: &str) -> Result<(), Error> {
     ctx.summary.warnings.push(format!("{url}: {note}"));
-    problems(ctx, [(url, ProblemClass::Warning, note)])
+    ctx.problems([(url, ProblemClass::Warning, note)])
 }
 
 fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {
