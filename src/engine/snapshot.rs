@@ -17,7 +17,6 @@ use crate::engine::context::RunContext;
 use crate::engine::decide::{decide, Basis, Held};
 use crate::engine::discover::Collection;
 use crate::engine::documents::Documents;
-use crate::engine::format::{Lists, Mirror};
 use crate::engine::listing::{Counts, InFlight, Listing, Older, Todo};
 use crate::engine::plan::{self, Action, Listed};
 use crate::error::Error;
@@ -221,6 +220,57 @@ pub enum SyncPointRule {
     /// Also with resources that failed (the basis says how many; a re-run of baseline
     /// retries them): for a format with no other way to ask for one resource again.
     EvenWithFailures,
+}
+
+/// What a format whose sources list a collection's current state does in `baseline`: read
+/// each list and plan it against the mirror, and say what it adds when the engine takes it.
+/// It holds no writer, no summary and no run: the engine fetches, verifies, decides, writes,
+/// counts, tombstones and records the sync point (`engine::snapshot`).
+pub trait Lists: Sync {
+    /// The snapshot of every one of `collections` (all of this format), read and planned
+    /// against `mirror`; an unreadable top-level list is an error (nothing is taken then).
+    fn snapshots(
+        &self,
+        docs: &Documents<'_>,
+        s: &settings::Baseline,
+        collections: Vec<Collection>,
+        mirror: Mirror<'_>,
+    ) -> Result<Vec<ToTake>, Error>;
+}
+
+/// The mirror as a format plans against it, read-only: its catalog (none before the first
+/// run of a dry run), its objects, and the run's scratch folder for listings and packages.
+#[derive(Clone, Copy)]
+pub struct Mirror<'a> {
+    pub catalog: Option<&'a Catalog>,
+    pub objects: &'a ObjectStore,
+    pub staging: &'a Path,
+}
+
+/// One collection's snapshot, read and planned by its format, for the engine to take.
+pub struct ToTake {
+    pub planned: Planned,
+    /// What the format adds to taking it: side rows, its documents' rows, the sync point's
+    /// rule.
+    pub hooks: Hooks,
+    /// The pause between requests the source asks for (an ARC sitemap's `crawl_rate`); the
+    /// user's `--delay` wins.
+    pub crawl_delay: Option<Duration>,
+    /// Entries the list names that its listing does not count (an ARC page skipped, refused
+    /// or listed twice): listed all the same.
+    pub uncounted: u64,
+}
+
+impl ToTake {
+    /// A snapshot taken as a Resource List's: its bytes at their URLs, no side rows.
+    pub fn plain(planned: Planned) -> ToTake {
+        ToTake {
+            planned,
+            hooks: Hooks::default(),
+            crawl_delay: None,
+            uncounted: 0,
+        }
+    }
 }
 
 /// What a format adds to taking its snapshot.

@@ -18,21 +18,25 @@
 //! the plan compare digests), so it sits below the engine rather than in `resourcesync/`.
 //!
 //! ## Adding a format
+//! The smallest way is a reader (`engine::reader::Reader`: OAI-PMH and IIIF Change Discovery
+//! are the models): bytes of the documents the engine fetched in, resources and their bytes'
+//! whereabouts out, and a `Registration` in [`readers`]; the engine does the rest for every
+//! command. A format whose sources list whole collections or publish change lists implements
+//! [`Format`] with its modes:
 //! 1. A folder `src/formats/<format>/` with `read/` (the reader, with unit tests against
-//!    real documents) and a unit struct implementing [`Format`]: `baseline` reads the current
-//!    state the source lists into a `engine::snapshot::Snapshot` and a `engine::listing::Listing`,
-//!    plans it, and hands it to `engine::snapshot::take` (the engine fetches, verifies, decides
-//!    with `engine::decide`, writes, tombstones and records the sync point; the format adds only
-//!    its side rows, keyed by version id, and its documents' records as `Hooks`); `plan` prints
-//!    the dry run (`engine::snapshot::print_plan`); `incremental` reads what changed since the
-//!    sync point, says what becomes of each change before any transfer
-//!    (`engine::changes::Disposal`: fetch, tombstone, or an event only), and hands the changes
-//!    (each a `engine::changes::Item`) to `engine::changes::Changes`, which fetches, decides,
-//!    writes the versions, tombstones and change events, and says what the sync point is made
-//!    of; the format then records its sync point and documents. `plan_changes` prints what
-//!    would change; `expected_state` streams what the source lists now for
-//!    `audit` (or `audit`, to compare by a rule of its own). The three folders here are the
-//!    models: `arc/` is the smallest.
+//!    real documents) and a unit struct implementing [`Format`]. **Listing mode**
+//!    (`Format::lists`, `engine::snapshot::Lists`): read each collection's current state into
+//!    a `engine::snapshot::Snapshot` and a `engine::listing::Listing`, plan it, and return it
+//!    as a `ToTake` with the format's side rows and documents' rows as `Hooks`; the engine
+//!    (`engine::snapshot::{baseline, dry_run}`) opens the writer, fetches, verifies, decides
+//!    with `engine::decide`, writes, counts, tombstones and records the sync point.
+//!    **Changes mode** (`engine::changes::ChangeSet`): read what changed since the sync point
+//!    and say what becomes of each change before any transfer (`engine::changes::Disposal`:
+//!    fetch, tombstone, or an event only) and what sync point the applied changes justify;
+//!    `engine::changes::follow` applies them. **Whole mode** (`engine::whole::Whole`): a
+//!    collection applied at once, committed only when the whole file verified (SCP).
+//!    `plan_changes` prints what would change; `expected_state` streams what the source lists
+//!    now for `audit` (or `audit`, to compare by a rule of its own). `arc/` is the smallest.
 //! 2. A [`SourceKind`] variant, told apart by discovery (`engine::discover`: a namespace, a
 //!    content type, JSON), and its arm in [`of`] and [`by_format`]'s order. Nothing else
 //!    changes: the commands, local fixity, the feed, tombstones and the reading of the mirror

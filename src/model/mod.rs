@@ -10,6 +10,7 @@ pub mod filter;
 pub mod finding;
 pub mod kept;
 pub mod problem;
+pub mod scope;
 pub mod validators;
 pub mod via;
 
@@ -17,6 +18,7 @@ pub use change::{Change, ChangeOutcome};
 pub use filter::{Filter, Rules};
 pub use kept::Kept;
 pub use problem::ProblemClass;
+pub use scope::Scope;
 pub use validators::Validators;
 pub use via::Via;
 

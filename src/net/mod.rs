@@ -13,16 +13,15 @@ pub mod fetch;
 pub(crate) mod in_step;
 pub(crate) mod one;
 pub(crate) mod pool;
-pub mod scope;
 pub(crate) mod sockets;
 pub mod transfer;
 
+pub use crate::model::Scope;
 pub use crate::model::Validators;
 pub use agent::{Body, DocumentResponse, Http};
 pub use config::{Credentials, HttpConfig};
 pub use fetch::{Expected, Staged};
 pub use one::fetch_to_staging;
-pub use scope::Scope;
 
 use std::time::Duration;
 

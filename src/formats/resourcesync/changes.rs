@@ -16,7 +16,7 @@ use crate::engine::expected::Refused;
 use crate::engine::plan::Declared;
 use crate::engine::sync_point;
 use crate::error::SourceError;
-use crate::net::{Scope, Validators};
+use crate::model::{Scope, Validators};
 use crate::rs::document::{Capability, Change, Root};
 use crate::store::catalog::DocumentRecord;
 use crate::store::Catalog;

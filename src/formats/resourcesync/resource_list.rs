@@ -19,7 +19,7 @@ use crate::engine::expected::Refused;
 use crate::engine::plan::{Declared, Listed};
 use crate::engine::sync_point;
 use crate::error::SourceError;
-use crate::net::Scope;
+use crate::model::Scope;
 use crate::rs::document::{Capability, Entry, Root, Syntax, Warning};
 use crate::store::catalog::DocumentRecord;
 use crossbeam_channel::{Receiver, Sender};

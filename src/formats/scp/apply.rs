@@ -59,7 +59,7 @@ pub struct Applying<'a> {
     pub events: bool,
     /// Where page URLs may point (the sitemap's host, `--allow-host`): a page elsewhere is
     /// refused, as a Sitemap entry outside its scope is.
-    pub scope: &'a crate::net::Scope,
+    pub scope: &'a crate::model::Scope,
     /// The pages the mirror takes (`--include`/`--exclude`): one it leaves out is not applied,
     /// and one of the mirror's it leaves out is never gone.
     pub filter: &'a crate::model::Filter,

@@ -31,7 +31,7 @@ use crate::formats::scp::fetch::{self as scp_fetch, CollectionResponse, FetchedS
 use crate::formats::scp::read::sitemap::{CollectionEntry, EntryKind};
 use crate::formats::scp::read::Limits;
 use crate::model::ProblemClass;
-use crate::net::{Scope, Validators};
+use crate::model::{Scope, Validators};
 use crate::report::{problem_line, Problem};
 use crate::settings::{self, UsageError};
 use crate::store::scp_catalog::{self, SectionRecord};

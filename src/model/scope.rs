@@ -1,11 +1,11 @@
 //! The scope of a source: which URLs a document may send us to.
 //!
 //! Every URL a document lists, and every redirect hop on the way to it, is checked here before
-//! a byte is requested (DESIGN §5, "Untrusted source"). A document may point at its own scheme
+//! a byte is requested: a source is untrusted. A document may point at its own scheme
 //! and host or a subdomain of it (the port is ignored), plus hosts the user widened the scope
 //! with (`--allow-host`, each with its subdomains). Only `http` and `https` ever pass; an `http`
 //! document may list `https` URLs (an upgrade) but an `https` document never `http` ones.
-//! Parsing and resolving URLs is the `url` crate's job; fetching is `agent`'s.
+//! Parsing and resolving URLs is the `url` crate's job; fetching is `net::agent`'s.
 
 use std::fmt;
 use url::{Host, Url};
