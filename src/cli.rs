@@ -728,6 +728,13 @@ pub struct OutputArgs {
     /// stdout is unchanged (`--json` still puts the summary there).
     #[arg(long, conflicts_with = "quiet")]
     pub json_progress: bool,
+    /// Draw the progress bar on stderr even when it is not a terminal (ssh without a tty,
+    /// `script`, a terminal multiplexer's log); the last of --progress and --no-progress wins.
+    #[arg(long, overrides_with = "no_progress", conflicts_with_all = ["quiet", "json_progress"])]
+    pub progress: bool,
+    /// No progress bar, even on a terminal (the summary and messages stay).
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
     /// Also append what the run says on stderr to FILE, a line each with its time, and the
     /// run's command line and summary even under -q or a quiet success (rclone's --log-file).
     #[arg(long, value_name = "FILE")]

@@ -5,6 +5,7 @@
 use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::cell::{Cell, RefCell};
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub struct Progress {
@@ -29,15 +30,42 @@ fn eta_shown(done: u64, elapsed: Duration) -> bool {
     done >= 5 && elapsed >= Duration::from_secs(3)
 }
 
+/// `--progress` (`Some(true)`: a bar even where stderr is no terminal, as under ssh without
+/// a tty or `script`) and `--no-progress` (`Some(false)`: none even on a terminal); `None`:
+/// a bar when stderr is a terminal.
+static FORCED: OnceLock<bool> = OnceLock::new();
+
+/// Say whether a bar is drawn whatever stderr is (`--progress`, `--no-progress`); once, at
+/// the start.
+pub(crate) fn force(bar: bool) {
+    let _ = FORCED.set(bar);
+}
+
+/// Where the bar is drawn: stderr, as a terminal even when it is not one under `--progress`
+/// (indicatif draws on a terminal only; `console`'s stderr handle writes the same escapes
+/// to a pipe or a file).
+fn target() -> ProgressDrawTarget {
+    if FORCED.get() == Some(&true) && !std::io::stderr().is_terminal() {
+        ProgressDrawTarget::term_like_with_hz(Box::new(console::Term::stderr()), 20)
+    } else {
+        ProgressDrawTarget::stderr()
+    }
+}
+
 /// The least time between two `status` lines within a phase.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
 impl Progress {
-    /// A bar when stderr is a terminal and not `quiet`; `status` lines under
-    /// `--json-progress` ([`crate::report::json_stderr`]); otherwise nothing.
+    /// A bar when stderr is a terminal (or `--progress`) and not `quiet` or `--no-progress`;
+    /// `status` lines under `--json-progress` ([`crate::report::json_stderr`]); otherwise
+    /// nothing.
     pub(crate) fn new(quiet: bool) -> Progress {
         let json = !quiet && crate::report::json_stderr();
-        let show = !quiet && !json && std::io::stderr().is_terminal();
+        let bar = FORCED
+            .get()
+            .copied()
+            .unwrap_or_else(|| std::io::stderr().is_terminal());
+        let show = !quiet && !json && bar;
         Progress {
             bytes: Cell::new(0),
             json: json.then(|| Status {
@@ -76,7 +104,7 @@ impl Progress {
             b.reset_elapsed();
             b.reset_eta();
             if total > 0 && b.is_hidden() {
-                b.set_draw_target(ProgressDrawTarget::stderr());
+                b.set_draw_target(target());
             }
         }
         if let Some(s) = &self.json {
@@ -101,7 +129,7 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.inc_length(n);
             if n > 0 && b.is_hidden() {
-                b.set_draw_target(ProgressDrawTarget::stderr());
+                b.set_draw_target(target());
             }
         }
         if let Some(s) = &self.json {

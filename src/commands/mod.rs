@@ -37,6 +37,9 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         if output.json_progress {
             crate::report::set_json_stderr();
         }
+        if output.progress || output.no_progress {
+            crate::progress::force(output.progress);
+        }
         if let Some(path) = &output.log_file {
             if let Err(e) = crate::logfile::open(path, output.log_format) {
                 let e = settings::UsageError(format!("--log-file {}: {e}", path.display()));

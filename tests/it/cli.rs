@@ -782,3 +782,42 @@ fn repair_json_has_its_schema() {
     valid(&lines, &last);
     assert_eq!(last["summary"], doc);
 }
+
+/// `--progress` draws the bar where stderr is no terminal (ssh without a tty, `script`): the
+/// phase and its count are on stderr, as a terminal would show them; without it (cron) and
+/// with `--no-progress` after it, stderr has no bar. The run's outcome is the same each time.
+#[test]
+fn progress_is_drawn_on_request_where_stderr_is_no_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let run = |mirror: &str, extra: &[&str]| {
+        let out = rsmirror()
+            .args(["baseline", "http://sample.example.org/", "--map", &map])
+            .arg("--mirror")
+            .arg(dir.path().join(mirror))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // The sample lists 8 resources: the bar counts to them.
+    let bar = |stderr: &str| stderr.contains("baseline [") && stderr.contains("] 8/8 ");
+    let drawn = run("forced", &["--progress"]);
+    assert!(bar(&drawn), "--progress draws the bar on a pipe: {drawn:?}");
+    let plain = run("plain", &[]);
+    assert!(!bar(&plain), "no bar on a pipe by default: {plain:?}");
+    let off = run("off", &["--progress", "--no-progress"]);
+    assert!(
+        !bar(&off),
+        "the last of --progress/--no-progress wins: {off:?}"
+    );
+    let refused = rsmirror()
+        .args(["baseline", "http://sample.example.org/", "--progress", "-q"])
+        .arg("--mirror")
+        .arg(dir.path().join("q"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+}
