@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
     "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "groff", "corpus",
-    "libcurl8", "pyoai", "djiiif",
+    "libcurl8", "pyoai", "djiiif", "premis",
 ];
 
 fn main() {
@@ -69,6 +69,10 @@ fn main() {
         ("h2", python_with(&manifest, "h2")),
         ("pyoai", python_with(&manifest, "oaipmh, sickle")),
         ("djiiif", python_with(&manifest, "djiiif, django")),
+        (
+            "premis",
+            python_with(&manifest, "lxml, xmlschema, metsrw, django"),
+        ),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

@@ -77,6 +77,8 @@ pub struct Header {
 /// What the audit did, known after the last finding.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
+    /// The findings were reported and recorded with the run (what `--premis` reads back).
+    pub recorded: bool,
     /// Findings per class (a resource with three differing fields is three `changed`).
     pub counts: Counts,
     /// Resources (or objects) per class, each counted once: what the summary line says.

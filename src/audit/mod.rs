@@ -76,6 +76,9 @@ pub(crate) fn run(s: &settings::Audit, formats: &Formats, arguments: &str) -> Re
     };
     let started_at = jiff::Timestamp::now().to_string();
     let (_lock, catalog, read_only) = open_mirror(s)?;
+    if let Some(path) = &s.premis {
+        outcome::premis_writable(path, read_only)?;
+    }
     let source = match s.offline {
         true => None,
         false => Some(source_of(s, &catalog)?),
@@ -208,6 +211,7 @@ fn check_and_report(
     let report_started = Instant::now();
     let (compared, failed_parts) =
         report((catalog, &s.source_filters), run_id, checked, sinks, totals)?;
+    totals.recorded = run_id.is_some();
     totals.phases.push(("report", since(report_started)));
     match compared {
         Compared::Failed(e) => Err(e.into()),

@@ -32,6 +32,7 @@ mod json_shapes;
 mod migrate;
 mod oai;
 mod peers;
+mod premis;
 mod proxy;
 mod read;
 mod repair;
