@@ -1071,9 +1071,11 @@ pub struct AuditArgs {
     /// (needs --level sha256 or fixity; `export premis` writes the whole history).
     #[arg(long, value_name = "FILE")]
     pub premis: Option<std::path::PathBuf>,
-    /// Format of --report (needs --report: what audit says on stdout is always text).
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "report")]
-    pub format: ReportFormat,
+    /// Format of --report (needs --report: what audit says on stdout is always text); html is
+    /// one page to read or print: the verdict, fixity coverage, failures with their history,
+    /// charts. Default: html for a FILE ending .html, else text.
+    #[arg(long, value_enum, requires = "report")]
+    pub format: Option<ReportFormat>,
     /// Threads reading and hashing the objects (default: four a core: reads of small objects
     /// wait on the disk).
     #[arg(short = 'j', long, value_name = "N")]
@@ -1224,7 +1226,11 @@ impl AuditArgs {
                 .as_deref()
                 .map(settings::Refetch::parse)
                 .transpose()?,
-            report: self.report.clone().map(|p| (p, self.format)),
+            report: self
+                .report
+                .clone()
+                .map(|p| (ReportFormat::for_file(self.format, &p), p))
+                .map(|(f, p)| (p, f)),
             premis: self.premis.clone(),
             jobs: self.jobs.unwrap_or_else(settings::Audit::default_jobs),
             output: self.output.settings(),

@@ -818,6 +818,23 @@ pub enum ReportFormat {
     Text,
     Json,
     Csv,
+    /// One self-contained page to read or print (the default for a FILE ending `.html`).
+    Html,
+}
+
+impl ReportFormat {
+    /// `--format` as given, else html for a FILE ending `.html` or `.htm`, else text.
+    pub(crate) fn for_file(given: Option<ReportFormat>, file: &std::path::Path) -> ReportFormat {
+        let html = file
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+        match (given, html) {
+            (Some(f), _) => f,
+            (None, true) => ReportFormat::Html,
+            (None, false) => ReportFormat::Text,
+        }
+    }
 }
 
 /// Where a baseline takes the bytes from.

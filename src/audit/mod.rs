@@ -32,6 +32,7 @@
 
 pub mod finding;
 pub mod fixity;
+pub mod html;
 pub mod mirror_states;
 pub mod refetch;
 pub mod repair;
@@ -113,7 +114,7 @@ pub(crate) fn run(s: &settings::Audit, formats: &Formats, arguments: &str) -> Re
         source_filters: source_filters(s, &catalog, source.as_deref(), &also)?,
         ..s.clone()
     };
-    let report_file = report_file(s)?;
+    let report_file = report_file(s, &catalog, arguments)?;
     // An audit of every source the mirror follows is the whole mirror's, recorded with none.
     let source_id = match &source {
         Some(src) if also.is_empty() => known_source_id(&catalog, src)?,

@@ -149,7 +149,11 @@ fn write_premis(
 
 /// `--report FILE`: the sink that writes it, created now (a path that cannot be written is a
 /// usage error before anything is checked).
-pub(super) fn report_file(s: &settings::Audit) -> Result<Option<Sink>, Error> {
+pub(super) fn report_file(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    arguments: &str,
+) -> Result<Option<Sink>, Error> {
     let Some((path, format)) = &s.report else {
         return Ok(None);
     };
@@ -159,6 +163,10 @@ pub(super) fn report_file(s: &settings::Audit) -> Result<Option<Sink>, Error> {
         ReportFormat::Text => Form::Text,
         ReportFormat::Json => Form::Json,
         ReportFormat::Csv => Form::Csv,
+        ReportFormat::Html => {
+            let page = crate::audit::html::Page::new(catalog, arguments)?;
+            return Ok(Some(Sink::html(Box::new(BufWriter::new(file)), page)));
+        }
     };
     Ok(Some(Sink::new(Box::new(BufWriter::new(file)), form)))
 }

@@ -67,6 +67,17 @@ pub(crate) fn mirror_identity(catalog: &Catalog) -> Result<String, StoreError> {
     ))
 }
 
+/// How many distinct objects the current versions name.
+pub(crate) fn current_object_count(catalog: &Catalog) -> Result<u64, StoreError> {
+    let n: i64 = catalog.conn().query_row(
+        "SELECT count(DISTINCT v.sha256_hex) FROM resources r
+         JOIN versions v ON v.id = r.current_version_id WHERE v.sha256_hex IS NOT NULL",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(n as u64)
+}
+
 /// A version that names an object: what was recorded when it was stored, and the version of
 /// the same resource that came after it (if any, up to the run the report covers).
 #[derive(Debug, Clone)]

@@ -24,6 +24,7 @@ mod guard;
 mod hostile;
 mod hostile_h2;
 mod hostile_http;
+mod html_report;
 mod https;
 mod iiif;
 mod incremental;

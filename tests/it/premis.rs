@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 
 const T0: &str = "2026-03-01T00:00:00Z";
 
-fn text(i: usize) -> Vec<u8> {
+pub fn text(i: usize) -> Vec<u8> {
     format!("resource {i}, first version\n").into_bytes()
 }
 
-fn object(mirror: &Path, bytes: &[u8]) -> PathBuf {
+pub fn object(mirror: &Path, bytes: &[u8]) -> PathBuf {
     use sha2::Digest;
     let sha = hex::encode(sha2::Sha256::digest(bytes));
     mirror.join("objects/sha256").join(&sha[..2]).join(&sha)
@@ -24,7 +24,7 @@ fn run(mirror: &Path, args: &[&str]) -> std::process::Output {
     on_mirror(mirror, args)
 }
 
-fn expect(out: &std::process::Output, code: i32, what: &str) {
+pub fn expect(out: &std::process::Output, code: i32, what: &str) {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -36,7 +36,7 @@ fn expect(out: &std::process::Output, code: i32, what: &str) {
 
 /// A mirror with history: a baseline of five, an update, a creation and a deletion, a clean
 /// audit, an audit that finds r3's object corrupt, and the repair that restores it.
-fn mirror_with_history() -> (Tree, TestServer, tempfile::TempDir, PathBuf) {
+pub fn mirror_with_history() -> (Tree, TestServer, tempfile::TempDir, PathBuf) {
     let t = Tree::new();
     for i in 1..=5 {
         t.put(&format!("r{i}"), &text(i));
