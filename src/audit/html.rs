@@ -500,6 +500,57 @@ table.failures td, table.failures th { border: 1px solid #ccc; padding: .2em .4e
 mod tests {
     use super::*;
 
+    fn audit_run(id: i64, started_at: &str, sample: Option<&str>) -> PastRun {
+        let counts =
+            serde_json::json!({"level": "sha256", "sample": sample, "objects_checked": 10});
+        PastRun {
+            record: RunRecord {
+                id,
+                command: "audit".into(),
+                source: None,
+                arguments: String::new(),
+                started_at: started_at.into(),
+                ended_at: Some(started_at.into()),
+                outcome: Some("ok".into()),
+                counts_json: Some(counts.to_string()),
+            },
+            counts,
+        }
+    }
+
+    #[test]
+    fn coverage_counts_the_audits_of_each_window_from_this_audits_time() {
+        let page = Page {
+            runs: vec![
+                audit_run(1, "2026-01-01T00:00:00Z", None),
+                audit_run(2, "2026-05-01T00:00:00Z", Some("2/4")),
+                audit_run(3, "2026-06-20T00:00:00Z", Some("1/4")),
+                audit_run(4, "2026-06-25T00:00:00Z", Some("1/4")),
+            ],
+            damage: BTreeMap::new(),
+            repairs: BTreeMap::new(),
+            objects: 10,
+            command: String::new(),
+            header: Some(Header {
+                run_id: Some(5),
+                started_at: "2026-06-30T00:00:00Z".into(),
+                mirror: "m".into(),
+                source: None,
+                level: "presence",
+                sample: None,
+                all_versions: false,
+                offline: true,
+                require_fixity: false,
+            }),
+            failures: Vec::new(),
+            more: 0,
+        };
+        let t = Totals::default();
+        assert_eq!(page.covered(&t, 30), 0.25);
+        assert_eq!(page.covered(&t, 90), 0.5);
+        assert_eq!(page.covered(&t, 365), 1.0);
+    }
+
     #[test]
     fn html_text_is_escaped() {
         assert_eq!(

@@ -88,6 +88,12 @@ pub struct Replication {
     pub dest: String,
 }
 
+/// What a unit is handed to, once per unit.
+pub type EachUnit<'f> = &'f mut dyn FnMut(&Unit) -> Result<(), Error>;
+
+/// A walk of the units a report covers, handing each to the function given.
+pub type Units<'w> = &'w dyn Fn(EachUnit<'_>) -> Result<(), Error>;
+
 /// What one report counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
@@ -180,7 +186,7 @@ impl<'a> Report<'a> {
     }
 
     /// Every stored object up to the report's run, with the versions that name it.
-    pub fn each_object(&self, f: &mut dyn FnMut(&Unit) -> Result<(), Error>) -> Result<(), Error> {
+    pub fn each_object(&self, f: EachUnit<'_>) -> Result<(), Error> {
         let mut unit = Unit {
             versions: Vec::new(),
             file: None,
@@ -215,11 +221,7 @@ impl<'a> Report<'a> {
 
     /// Write the report to `path` (through a temporary file beside it, renamed once whole),
     /// walking the units once with `units`. No unit with an event: nothing written, an error.
-    pub fn write(
-        &self,
-        path: &Path,
-        units: &dyn Fn(&mut dyn FnMut(&Unit) -> Result<(), Error>) -> Result<(), Error>,
-    ) -> Result<Counts, Error> {
+    pub fn write(&self, path: &Path, units: Units<'_>) -> Result<Counts, Error> {
         let tmp = tmp_path(path, "rsmirror-tmp");
         let events = tmp_path(path, "events.rsmirror-tmp");
         let written = self.write_to(&tmp, &events, units);
@@ -246,12 +248,7 @@ impl<'a> Report<'a> {
 
     /// One walk of the units: the objects into `path`, their events into `events_path` (the
     /// schema puts every object first), then the events appended, then the agents.
-    fn write_to(
-        &self,
-        path: &Path,
-        events_path: &Path,
-        units: &dyn Fn(&mut dyn FnMut(&Unit) -> Result<(), Error>) -> Result<(), Error>,
-    ) -> Result<Counts, Error> {
+    fn write_to(&self, path: &Path, events_path: &Path, units: Units<'_>) -> Result<Counts, Error> {
         let io = |p: &Path, e: io::Error| -> Error { StoreError::io("writing", p, e).into() };
         let create = |p: &Path| {
             std::fs::File::options()
