@@ -189,14 +189,18 @@ impl Page {
             .iter()
             .filter(|r| r.record.command == "audit" && r.record.ended_at.is_some())
             .filter(|r| matches!(r.counts["level"].as_str(), Some("sha256" | "fixity")))
-            .filter(|r| r.counts["objects_checked"].as_u64().unwrap_or(0) > 0)
+            // It hashed, or ended well (a slice of a sample may hold no object).
+            .filter(|r| {
+                r.counts["objects_checked"].as_u64().unwrap_or(0) > 0
+                    || matches!(r.record.outcome.as_deref(), Some("ok" | "partial"))
+            })
             .filter_map(|r| {
                 let at = r.record.started_at.parse().ok()?;
                 Some((at, r.counts["sample"].as_str().and_then(parse_sample)))
             })
             .collect();
         if let Some(h) = &self.header {
-            let hashed = matches!(h.level, "sha256" | "fixity") && t.objects_checked > 0;
+            let hashed = matches!(h.level, "sha256" | "fixity") && t.error.is_none();
             if let (true, Ok(at)) = (hashed, h.started_at.parse()) {
                 out.push((at, h.sample.as_deref().and_then(parse_sample)));
             }
