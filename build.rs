@@ -2,7 +2,7 @@
 //!
 //! A test that needs a tool rsmirror does not ship (SeaweedFS, the export validators, nginx,
 //! Python's h2, the openssl command, groff for the manual's pages, the corpus of third-party
-//! documents) is marked
+//! documents, the PREMIS judges, Chromium for the HTML report) is marked
 //! `#[cfg_attr(missing = "TOOL", ignore = "why")]`: where the tool is missing, `cargo test`
 //! reports it as ignored with the reason instead of counting a test that did not run as a
 //! pass. `bash .ci/run` installs every tool; under `CI=true` nothing is ignored for a missing
@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
     "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "groff", "corpus",
-    "libcurl8", "pyoai", "djiiif",
+    "libcurl8", "pyoai", "djiiif", "premis", "chromium",
 ];
 
 fn main() {
@@ -66,9 +66,14 @@ fn main() {
         ("nginx", runs("nginx", &["-v"])),
         ("openssl", runs("openssl", &["version"])),
         ("groff", runs("groff", &["--version"])),
+        ("chromium", runs("chromium", &["--version"])),
         ("h2", python_with(&manifest, "h2")),
         ("pyoai", python_with(&manifest, "oaipmh, sickle")),
         ("djiiif", python_with(&manifest, "djiiif, django")),
+        (
+            "premis",
+            python_with(&manifest, "lxml, xmlschema, metsrw, django"),
+        ),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

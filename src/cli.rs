@@ -480,7 +480,7 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// tree, bagit, warc, ocfl or resourcesync.
+    /// tree, bagit, warc, ocfl, resourcesync, premis or archivematica.
     #[arg(value_enum)]
     pub format: crate::export::Format,
     /// The folder to write: new, empty, or an earlier export of the same format (brought to
@@ -1073,9 +1073,16 @@ pub struct AuditArgs {
     /// Also write the report to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<std::path::PathBuf>,
-    /// Format of --report (needs --report: what audit says on stdout is always text).
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "report")]
-    pub format: ReportFormat,
+    /// Also write this audit's fixity checks to FILE as PREMIS 3.0 XML: every object it
+    /// hashed, one `fixity check` event each (pass or fail), rsmirror and the run as agents
+    /// (needs --level sha256 or fixity; `export premis` writes the whole history).
+    #[arg(long, value_name = "FILE")]
+    pub premis: Option<std::path::PathBuf>,
+    /// Format of --report (needs --report: what audit says on stdout is always text); html is
+    /// one page to read or print: the verdict, fixity coverage, failures with their history,
+    /// charts. Default: html for a FILE ending .html, else text.
+    #[arg(long, value_enum, requires = "report")]
+    pub format: Option<ReportFormat>,
     /// Threads reading and hashing the objects (default: four a core: reads of small objects
     /// wait on the disk).
     #[arg(short = 'j', long, value_name = "N")]
@@ -1226,7 +1233,12 @@ impl AuditArgs {
                 .as_deref()
                 .map(settings::Refetch::parse)
                 .transpose()?,
-            report: self.report.clone().map(|p| (p, self.format)),
+            report: self
+                .report
+                .clone()
+                .map(|p| (ReportFormat::for_file(self.format, &p), p))
+                .map(|(f, p)| (p, f)),
+            premis: self.premis.clone(),
             jobs: self.jobs.unwrap_or_else(settings::Audit::default_jobs),
             output: self.output.settings(),
             source_filters: Vec::new(),

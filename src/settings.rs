@@ -661,6 +661,8 @@ pub struct Audit {
     /// `--refetch`: None when not asked.
     pub refetch: Option<Refetch>,
     pub report: Option<(PathBuf, ReportFormat)>,
+    /// `--premis FILE`: this audit's fixity checks as PREMIS 3.0, one event per object.
+    pub premis: Option<PathBuf>,
     pub jobs: usize,
     pub output: Output,
     /// Each source compared (its URL, as the mirror names it) with the resources the mirror
@@ -725,6 +727,12 @@ impl Audit {
             return Err(UsageError(
                 "--refetch asks the source, --offline forbids it: give one of them".into(),
             ));
+        }
+        if self.premis.is_some() && !self.level.hashes() {
+            return Err(UsageError(format!(
+                "--premis writes fixity checks: give --level sha256 or fixity (--level {} does not hash the objects)",
+                self.level.name()
+            )));
         }
         jobs(self.jobs)?;
         Ok(self)
@@ -810,6 +818,23 @@ pub enum ReportFormat {
     Text,
     Json,
     Csv,
+    /// One self-contained page to read or print (the default for a FILE ending `.html`).
+    Html,
+}
+
+impl ReportFormat {
+    /// `--format` as given, else html for a FILE ending `.html` or `.htm`, else text.
+    pub(crate) fn for_file(given: Option<ReportFormat>, file: &std::path::Path) -> ReportFormat {
+        let html = file
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+        match (given, html) {
+            (Some(f), _) => f,
+            (None, true) => ReportFormat::Html,
+            (None, false) => ReportFormat::Text,
+        }
+    }
 }
 
 /// Where a baseline takes the bytes from.

@@ -77,6 +77,8 @@ pub struct Header {
 /// What the audit did, known after the last finding.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
+    /// The findings were reported and recorded with the run (what `--premis` reads back).
+    pub recorded: bool,
     /// Findings per class (a resource with three differing fields is three `changed`).
     pub counts: Counts,
     /// Resources (or objects) per class, each counted once: what the summary line says.
@@ -241,6 +243,8 @@ pub enum Form {
     Json,
     /// A header row and one row per finding.
     Csv,
+    /// One HTML page, written at the end (`audit::html`).
+    Html,
 }
 
 /// One destination of the report, written as findings arrive (a million findings are never
@@ -251,6 +255,8 @@ pub struct Sink {
     written: u64,
     /// A write failed (say, a closed pipe): the sink is dropped, the audit goes on.
     broken: Option<io::Error>,
+    /// The page an HTML sink gathers, written at the end.
+    page: Option<Box<crate::audit::html::Page>>,
 }
 
 impl Sink {
@@ -260,6 +266,15 @@ impl Sink {
             form,
             written: 0,
             broken: None,
+            page: None,
+        }
+    }
+
+    /// A sink that gathers `page` and writes it at the end.
+    pub(crate) fn html(out: Box<dyn Write>, page: crate::audit::html::Page) -> Sink {
+        Sink {
+            page: Some(Box::new(page)),
+            ..Sink::new(out, Form::Html)
         }
     }
 
@@ -272,8 +287,11 @@ impl Sink {
     }
 
     pub(crate) fn begin(&mut self, h: &Header) {
+        if let Some(page) = &mut self.page {
+            page.begin(h);
+        }
         self.io(|out, form, _| match form {
-            Form::Lines { .. } => Ok(()),
+            Form::Lines { .. } | Form::Html => Ok(()),
             Form::Text => {
                 writeln!(out, "# rsmirror audit report")?;
                 writeln!(out, "# run: {}", opt(h.run_id.map(|r| r.to_string())))?;
@@ -328,7 +346,11 @@ impl Sink {
     }
 
     pub(crate) fn finding(&mut self, f: &Finding) {
+        if let Some(page) = &mut self.page {
+            page.add(f);
+        }
         self.io(|out, form, written| match form {
+            Form::Html => Ok(()),
             Form::Lines {
                 verbose,
                 require_fixity,
@@ -351,9 +373,15 @@ impl Sink {
     }
 
     pub(crate) fn end(&mut self, t: &Totals) {
+        let page = self.page.take();
         self.io(|out, form, written| {
             match form {
                 Form::Lines { .. } | Form::Csv => {}
+                Form::Html => {
+                    if let Some(page) = page {
+                        page.write(out, t)?;
+                    }
+                }
                 Form::Text => {
                     writeln!(out, "# found: {}", t.counts.line())?;
                     writeln!(

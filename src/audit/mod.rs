@@ -32,6 +32,7 @@
 
 pub mod finding;
 pub mod fixity;
+pub mod html;
 pub mod mirror_states;
 pub mod refetch;
 pub mod repair;
@@ -76,6 +77,9 @@ pub(crate) fn run(s: &settings::Audit, formats: &Formats, arguments: &str) -> Re
     };
     let started_at = jiff::Timestamp::now().to_string();
     let (_lock, catalog, read_only) = open_mirror(s)?;
+    if let Some(path) = &s.premis {
+        outcome::premis_writable(path, read_only)?;
+    }
     let source = match s.offline {
         true => None,
         false => Some(source_of(s, &catalog)?),
@@ -110,7 +114,7 @@ pub(crate) fn run(s: &settings::Audit, formats: &Formats, arguments: &str) -> Re
         source_filters: source_filters(s, &catalog, source.as_deref(), &also)?,
         ..s.clone()
     };
-    let report_file = report_file(s)?;
+    let report_file = report_file(s, &catalog, arguments)?;
     // An audit of every source the mirror follows is the whole mirror's, recorded with none.
     let source_id = match &source {
         Some(src) if also.is_empty() => known_source_id(&catalog, src)?,
@@ -208,6 +212,7 @@ fn check_and_report(
     let report_started = Instant::now();
     let (compared, failed_parts) =
         report((catalog, &s.source_filters), run_id, checked, sinks, totals)?;
+    totals.recorded = run_id.is_some();
     totals.phases.push(("report", since(report_started)));
     match compared {
         Compared::Failed(e) => Err(e.into()),

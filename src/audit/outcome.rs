@@ -43,8 +43,22 @@ pub(super) fn conclude(
         .then(|| sinks.last().and_then(|k| k.error()).map(|e| e.to_string()))
         .flatten();
     drop(sinks);
+    // The PREMIS of this audit reads back the findings just recorded, before the run ends.
+    let premis_broken = match (&s.premis, run_id) {
+        (Some(path), Some(run_id)) if totals.recorded && report_broken.is_none() => {
+            write_premis(s, catalog, run_id, path).err()
+        }
+        (Some(path), _) => {
+            say!(
+                "rsmirror: --premis {}: not written: the audit did not finish its checks",
+                path.display()
+            );
+            None
+        }
+        (None, _) => None,
+    };
     let (outcome, recorded_exit) = match &result {
-        _ if report_broken.is_some() => ("failed", Exit::Store),
+        _ if report_broken.is_some() || premis_broken.is_some() => ("failed", Exit::Store),
         Ok(Verdict::Done) => ("ok", exit),
         Ok(Verdict::SourceIncomplete) => ("partial", exit),
         Err(_) => ("failed", exit),
@@ -71,12 +85,75 @@ pub(super) fn conclude(
             .unwrap_or(std::path::Path::new(""));
         return Err(StoreError::io("writing the report", path, io::Error::other(e)).into());
     }
+    if let Some(e) = premis_broken {
+        return Err(e);
+    }
     result.map(|_| exit)
+}
+
+/// `--premis FILE` can be written: its folder is there, and the audit is recorded (the
+/// events are read back from what it records).
+pub(super) fn premis_writable(path: &std::path::Path, read_only: bool) -> Result<(), Error> {
+    if read_only {
+        return Err(UsageError(format!(
+            "--premis {}: the mirror is read-only, so this audit is not recorded, and its PREMIS events are written from the record",
+            path.display()
+        ))
+        .into());
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() || path.is_dir() {
+        return Err(UsageError(format!(
+            "--premis {}: cannot write it: {} is not a folder",
+            path.display(),
+            if path.is_dir() { path } else { folder }.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// This audit's fixity checks, one PREMIS event per object it hashed (`export::premis`).
+fn write_premis(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    run_id: i64,
+    path: &std::path::Path,
+) -> Result<(), Error> {
+    use crate::export::premis::{AuditRecord, Report, Scope};
+    let audit = AuditRecord {
+        run: run_id,
+        level: s.level.name().to_string(),
+        sample: s.sample,
+        all_versions: s.all_versions,
+    };
+    let report = Report::new(
+        catalog,
+        run_id,
+        Scope::Audit(audit),
+        crate::audit::mirror_states::uri_in_sample,
+        None,
+    )?;
+    let counts = report.write(path, &|f| report.each_object(f))?;
+    detail!(
+        "audit: PREMIS of {} objects, {} fixity check events, written to {}",
+        counts.objects,
+        counts.events,
+        path.display()
+    );
+    Ok(())
 }
 
 /// `--report FILE`: the sink that writes it, created now (a path that cannot be written is a
 /// usage error before anything is checked).
-pub(super) fn report_file(s: &settings::Audit) -> Result<Option<Sink>, Error> {
+pub(super) fn report_file(
+    s: &settings::Audit,
+    catalog: &Catalog,
+    arguments: &str,
+) -> Result<Option<Sink>, Error> {
     let Some((path, format)) = &s.report else {
         return Ok(None);
     };
@@ -86,6 +163,10 @@ pub(super) fn report_file(s: &settings::Audit) -> Result<Option<Sink>, Error> {
         ReportFormat::Text => Form::Text,
         ReportFormat::Json => Form::Json,
         ReportFormat::Csv => Form::Csv,
+        ReportFormat::Html => {
+            let page = crate::audit::html::Page::new(catalog, arguments)?;
+            return Ok(Some(Sink::html(Box::new(BufWriter::new(file)), page)));
+        }
     };
     Ok(Some(Sink::new(Box::new(BufWriter::new(file)), form)))
 }

@@ -208,6 +208,7 @@ pub(super) mod tests {
             require_fixity: false,
             refetch: None,
             report: None,
+            premis: None,
             jobs: 1,
             output: settings::Output {
                 quiet: true,

@@ -449,6 +449,7 @@ fn export(a: &crate::cli::ExportArgs) -> Exit {
         base_url: a.base_url.clone(),
         changes_since,
         verify: a.verify,
+        in_sample: crate::audit::mirror_states::uri_in_sample,
     };
     match crate::export::run(&a.mirror.mirror, &o) {
         Ok(s) => {

@@ -12,10 +12,12 @@
 //! `--at`, the state is the one the last run that ended left (a run under way is not shown half
 //! done).
 
+pub mod archivematica;
 pub mod bagit;
 pub mod gzip;
 pub mod ocfl;
 pub mod paths;
+pub mod premis;
 pub mod resourcesync;
 pub mod tree;
 pub mod warc;
@@ -39,6 +41,11 @@ pub enum Format {
     Ocfl,
     /// The tree plus the ResourceSync 1.1 documents that make DEST a source (`--base-url`).
     Resourcesync,
+    /// The mirror's whole history as PREMIS 3.0 (`DEST/premis.xml`): objects, events, agents.
+    Premis,
+    /// An Archivematica standard transfer: `objects/` (the tree), `metadata/checksum.*` and
+    /// `metadata/premis.xml`.
+    Archivematica,
 }
 
 impl Format {
@@ -49,6 +56,8 @@ impl Format {
             Format::Warc => "warc",
             Format::Ocfl => "ocfl",
             Format::Resourcesync => "resourcesync",
+            Format::Premis => "premis",
+            Format::Archivematica => "archivematica",
         }
     }
 }
@@ -82,6 +91,9 @@ pub struct Options {
     pub changes_since: Option<When>,
     /// Read every object a link places, even those the last clean audit vouches for.
     pub verify: bool,
+    /// premis, archivematica: which URIs an audit's `--sample` slice held (the audit's own
+    /// slicing, handed down).
+    pub in_sample: premis::InSample,
 }
 
 /// What an export did, for the summary line and `--json`.
@@ -104,13 +116,16 @@ pub struct Summary {
     pub vouched_by: Option<i64>,
     /// URLs written at a path of their own, by reason (`index`, `query`, `clash`...).
     pub notes: std::collections::BTreeMap<String, u64>,
+    /// premis, archivematica: the PREMIS events written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
 }
 
 impl Summary {
     pub(crate) fn line(&self) -> String {
         let what = match self.format {
             "warc" => "records",
-            "ocfl" => "objects",
+            "ocfl" | "premis" => "objects",
             _ => "files",
         };
         let mut s = format!(
@@ -124,6 +139,9 @@ impl Summary {
             self.dest,
             self.run
         );
+        if let Some(n) = self.events {
+            s.push_str(&format!("; {n} PREMIS events"));
+        }
         if self.vouched > 0 {
             s.push_str(&format!(
                 "; {} linked on the word of the audit of run {} (length and time checked, bytes \
@@ -287,9 +305,15 @@ fn checked_options(o: &Options) -> Result<Option<String>, Error> {
         ))
         .into());
     }
+    if o.format == Format::Premis && (o.strip.is_some() || o.collection.is_some()) {
+        return Err(UsageError(
+            "export premis: --strip and --collection are for the formats that lay out files (PREMIS names each object by its SHA-256 and URIs, and covers the whole mirror)".into(),
+        )
+        .into());
+    }
     if o.strip.is_some() && matches!(o.format, Format::Warc | Format::Ocfl) {
         return Err(UsageError(format!(
-            "export {}: --strip is for tree and bagit (a record or an object names its whole URL)",
+            "export {}: --strip is for tree, bagit and archivematica (a record or an object names its whole URL)",
             o.format.name()
         ))
         .into());
@@ -374,6 +398,16 @@ fn write_format(
             tree::export(walk, &o.dest, own, o.link, earlier, summary, None)?;
         }
         Format::Bagit => bagit::export(walk, &o.dest, own, o.link, earlier, summary)?,
+        Format::Premis => premis::export(
+            walk.reader.catalog(),
+            &o.dest,
+            walk.point.run.unwrap_or(0),
+            o.in_sample,
+            summary,
+        )?,
+        Format::Archivematica => {
+            archivematica::export(walk, &o.dest, own, o.link, earlier, o.in_sample, summary)?
+        }
         Format::Warc => warc::export(walk, &o.dest, o.all_versions, o.warc_size, summary)?,
         Format::Ocfl => ocfl::export(walk, &o.dest, o.link, summary)?,
         Format::Resourcesync => {

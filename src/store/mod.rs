@@ -26,6 +26,7 @@ pub(crate) mod mirror_summary;
 pub mod new_file;
 pub mod objects;
 pub(crate) mod presence;
+pub(crate) mod provenance;
 pub mod rows;
 pub(crate) mod run_records;
 pub mod schema;
