@@ -256,7 +256,15 @@ pub struct Sink {
     /// A write failed (say, a closed pipe): the sink is dropped, the audit goes on.
     broken: Option<io::Error>,
     /// The page an HTML sink gathers, written at the end.
-    page: Option<Box<crate::audit::html::Page>>,
+    page: Option<Box<dyn Gathered>>,
+}
+
+/// A report that gathers the findings and is written whole at the end (the HTML page,
+/// `audit::html`), where a sink's other forms write each finding as it comes.
+pub(crate) trait Gathered {
+    fn begin(&mut self, h: &Header);
+    fn add(&mut self, f: &Finding);
+    fn write(&self, out: &mut dyn Write, t: &Totals) -> io::Result<()>;
 }
 
 impl Sink {
@@ -271,9 +279,9 @@ impl Sink {
     }
 
     /// A sink that gathers `page` and writes it at the end.
-    pub(crate) fn html(out: Box<dyn Write>, page: crate::audit::html::Page) -> Sink {
+    pub(crate) fn html(out: Box<dyn Write>, page: Box<dyn Gathered>) -> Sink {
         Sink {
-            page: Some(Box::new(page)),
+            page: Some(page),
             ..Sink::new(out, Form::Html)
         }
     }

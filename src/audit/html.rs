@@ -9,7 +9,7 @@
 //! history is read from the catalog before the audit starts. Charts are inline SVG, styles
 //! inline CSS: no script, nothing fetched from elsewhere, and a print style sheet.
 
-use crate::audit::finding::{Class, Finding, Header, Totals};
+use crate::audit::finding::{Class, Finding, Gathered, Header, Totals};
 use crate::store::provenance::{self, Damage, RepairRecord, RunRecord};
 use crate::store::{Catalog, StoreError};
 use std::collections::BTreeMap;
@@ -73,47 +73,6 @@ impl Page {
             failures: Vec::new(),
             more: 0,
         })
-    }
-
-    pub(crate) fn begin(&mut self, h: &Header) {
-        self.header = Some(h.clone());
-    }
-
-    /// A finding went by: a difference is kept (up to [`KEPT`]).
-    pub(crate) fn add(&mut self, f: &Finding) {
-        if !f.class.is_difference(true) || f.class == Class::Unverifiable {
-            return;
-        }
-        match self.failures.len() < KEPT {
-            true => self.failures.push(f.clone()),
-            false => self.more += 1,
-        }
-    }
-
-    /// The whole page.
-    pub(crate) fn write(&self, out: &mut dyn Write, t: &Totals) -> io::Result<()> {
-        let h = self.header.as_ref();
-        let mut s = String::with_capacity(64 * 1024);
-        let title = format!(
-            "rsmirror audit{}",
-            h.and_then(|h| h.run_id)
-                .map(|r| format!(", run {r}"))
-                .unwrap_or_default()
-        );
-        let _ = write!(
-            s,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-            esc(&title)
-        );
-        self.verdict(&mut s, t);
-        self.coverage(&mut s, t);
-        self.failures(&mut s);
-        self.changes(&mut s);
-        self.agreement(&mut s, t);
-        self.about(&mut s, t);
-        s.push_str("</body>\n</html>\n");
-        out.write_all(s.as_bytes())
     }
 
     fn mirror(&self) -> String {
@@ -499,6 +458,47 @@ table.failures td, table.failures th { border: 1px solid #ccc; padding: .2em .4e
   .chart .bar { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 ";
+
+impl Gathered for Page {
+    fn begin(&mut self, h: &Header) {
+        self.header = Some(h.clone());
+    }
+    /// A finding went by: a difference is kept (up to [`KEPT`]).
+    fn add(&mut self, f: &Finding) {
+        if !f.class.is_difference(true) || f.class == Class::Unverifiable {
+            return;
+        }
+        match self.failures.len() < KEPT {
+            true => self.failures.push(f.clone()),
+            false => self.more += 1,
+        }
+    }
+    /// The whole page.
+    fn write(&self, out: &mut dyn Write, t: &Totals) -> io::Result<()> {
+        let h = self.header.as_ref();
+        let mut s = String::with_capacity(64 * 1024);
+        let title = format!(
+            "rsmirror audit{}",
+            h.and_then(|h| h.run_id)
+                .map(|r| format!(", run {r}"))
+                .unwrap_or_default()
+        );
+        let _ = write!(
+            s,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+            esc(&title)
+        );
+        self.verdict(&mut s, t);
+        self.coverage(&mut s, t);
+        self.failures(&mut s);
+        self.changes(&mut s);
+        self.agreement(&mut s, t);
+        self.about(&mut s, t);
+        s.push_str("</body>\n</html>\n");
+        out.write_all(s.as_bytes())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -165,7 +165,10 @@ pub(super) fn report_file(
         ReportFormat::Csv => Form::Csv,
         ReportFormat::Html => {
             let page = crate::audit::html::Page::new(catalog, arguments)?;
-            return Ok(Some(Sink::html(Box::new(BufWriter::new(file)), page)));
+            return Ok(Some(Sink::html(
+                Box::new(BufWriter::new(file)),
+                Box::new(page),
+            )));
         }
     };
     Ok(Some(Sink::new(Box::new(BufWriter::new(file)), form)))
