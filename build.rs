@@ -19,8 +19,22 @@ use std::process::{Command, Stdio};
 
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
-    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "groff", "corpus",
-    "libcurl8", "pyoai", "djiiif",
+    "weed",
+    "bagit",
+    "warcio",
+    "ocfl",
+    "resync",
+    "nginx",
+    "openssl",
+    "h2",
+    "groff",
+    "corpus",
+    "libcurl8",
+    "pyoai",
+    "djiiif",
+    "memento_validator",
+    "memento_client",
+    "chromium",
 ];
 
 fn main() {
@@ -69,6 +83,13 @@ fn main() {
         ("h2", python_with(&manifest, "h2")),
         ("pyoai", python_with(&manifest, "oaipmh, sickle")),
         ("djiiif", python_with(&manifest, "djiiif, django")),
+        // LANL's memento-validator is vendored in tests/peers/; these are what it imports.
+        (
+            "memento_validator",
+            python_with(&manifest, "dateutil, click, typing_extensions"),
+        ),
+        ("memento_client", python_with(&manifest, "memento_client")),
+        ("chromium", runs("chromium", &["--version"])),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

@@ -229,11 +229,6 @@ impl Reader {
         Ok(history::resource(&self.catalog, uri)?)
     }
 
-    /// The mirror folder.
-    pub(crate) fn mirror(&self) -> &Path {
-        &self.mirror
-    }
-
     /// The mirror's object store: its folder, or the bucket its catalog names.
     pub(crate) fn objects(&self) -> Result<&ObjectStore, Error> {
         if let Some(objects) = self.objects.get() {

@@ -630,11 +630,4 @@ mod tests {
         )];
         assert_eq!(rehashed_since(&presence, false, false), None);
     }
-
-    #[test]
-    fn counts_read_with_thousands() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(1000), "1,000");
-        assert_eq!(count(1234567), "1,234,567");
-    }
 }

@@ -67,6 +67,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Source(a) => source(&a, arguments),
         Command::Catalog(a) => catalog_command(&a),
         Command::Attach(a) => attach(&a),
+        Command::Serve(a) => serve(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     };
@@ -153,6 +154,7 @@ fn only_reads(command: &Command) -> bool {
         | Command::Log(_)
         | Command::Diff(_)
         | Command::Status(_)
+        | Command::Serve(_)
         | Command::Completions(_)
         | Command::Man(_) => true,
     }
@@ -448,6 +450,26 @@ fn status_limits(a: &crate::cli::StatusArgs) -> access::status::Options {
         stale_sync_point: seconds(a.stale_sync_point),
         stale_fixity: seconds(a.stale_fixity),
     }
+}
+
+fn serve(a: &crate::cli::ServeArgs) -> Exit {
+    let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    let o = crate::serve::Options {
+        mirror: a.mirror.mirror.clone(),
+        listen: a.listen,
+        base_url: a.base_url.clone(),
+        max_connections: a.max_connections as usize,
+        header_timeout: a.header_timeout,
+        drain: a.drain,
+        timemap_page: a.timemap_page as usize,
+        log_format: a.log_format,
+        quiet: a.quiet,
+        limits: access::status::Options {
+            stale_sync_point: seconds(a.stale_sync_point),
+            stale_fixity: seconds(a.stale_fixity),
+        },
+    };
+    crate::serve::run(o).unwrap_or_else(|e| fail(&e))
 }
 
 fn export(a: &crate::cli::ExportArgs) -> Exit {

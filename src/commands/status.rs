@@ -123,7 +123,7 @@ fn since_text(t: &Option<String>, what: &str) -> String {
     }
 }
 
-pub(crate) fn count(n: u64) -> String {
+fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -215,4 +215,16 @@ fn text(st: &Status) -> String {
         }
     }
     l.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_read_with_thousands() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1234567), "1,234,567");
+    }
 }
