@@ -516,7 +516,10 @@ fn what_serve_refuses_and_what_it_never_serves() {
     let g = s.get(&format!("/web/{}/{}", stamp(run_start(4)), f.url("c")));
     assert_eq!(g.status, 500, "{}", g.text());
     assert!(g.text().contains("damaged"), "{}", g.text());
-    assert!(g.body.windows(damaged.len()).all(|w| w != damaged.as_slice()));
+    assert!(g
+        .body
+        .windows(damaged.len())
+        .all(|w| w != damaged.as_slice()));
     let big_bytes = &f.states[&("big".to_string(), 1)];
     damage(big_bytes, big_bytes.len() / 2);
     let g = s.get(&big);
@@ -791,4 +794,74 @@ fn the_status_page_shows_every_source_and_run_in_chromium() {
         ],
         &url,
     );
+}
+
+#[test]
+fn idle_clients_are_let_go_and_the_cap_holds_the_rest_in_the_queue() {
+    let f = fixture();
+    let s = Served::start(
+        f.mirror(),
+        &["--max-connections", "2", "--header-timeout", "1s", "-q"],
+    );
+    // Two clients that send nothing hold both places; a third waits in the kernel's queue and
+    // is answered once the header timeout has let the idle ones go.
+    let idle: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(("127.0.0.1", s.port)).unwrap())
+        .collect();
+    let g = s.get("/healthz");
+    assert_eq!(g.status, 200, "{}", g.text());
+    for mut c in idle {
+        c.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let mut rest = Vec::new();
+        // Closed by the server (EOF, perhaps after a 408), not by this test.
+        let _ = c.read_to_end(&mut rest);
+        assert!(
+            rest.is_empty() || rest.starts_with(b"HTTP/1.1 408"),
+            "{rest:?}"
+        );
+    }
+}
+
+#[test]
+fn a_run_beside_the_server_neither_waits_nor_is_waited_for() {
+    let f = fixture();
+    let s = Served::start(f.mirror(), &["-q"]);
+    f._tree.put("a", b"a: state of run 5\n");
+    f._tree.change_list(
+        "changelist.xml",
+        "2026-03-01T00:00:00Z",
+        None,
+        &[("a", "updated", "2026-03-05T00:00:00Z")],
+    );
+    let mut run = Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .args(["incremental", "--mirror"])
+        .arg(f.mirror())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let a = f.url("a");
+    let mut asked = 0;
+    loop {
+        for path in [
+            format!("/timegate/{a}"),
+            format!("/timemap/link/{a}"),
+            "/status.json".into(),
+        ] {
+            let g = s.get(&path);
+            assert!(g.status < 500, "{path}: {} {}", g.status, g.text());
+            asked += 1;
+        }
+        if run.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    assert!(asked >= 3);
+    // Once the run has ended, the TimeGate names its state.
+    let g = s.get(&format!("/timegate/{a}"));
+    let location = g.header("location").unwrap().to_string();
+    let m = s.get(location.strip_prefix(&s.base()).unwrap());
+    assert_eq!(m.body, b"a: state of run 5\n");
 }
