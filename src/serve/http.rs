@@ -31,6 +31,8 @@ use tokio::sync::{mpsc, watch, Semaphore};
 const CHECKED_FIRST: u64 = 4 * 1024 * 1024;
 /// The chunks a larger object streams in.
 const CHUNK: usize = 256 * 1024;
+/// Threads for the handlers (and the streams of large objects).
+const BLOCKING_THREADS: usize = 32;
 /// hyper's read buffer, which bounds a request head.
 const MAX_HEAD: usize = 16 * 1024;
 
@@ -76,7 +78,10 @@ impl hyper::body::Body for Body {
 pub(crate) fn serve(state: State) -> Result<Exit, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .max_blocking_threads(state.options.max_connections.clamp(4, 512))
+        // The handlers are short catalog reads: a few threads keep two cores busy, and each
+        // keeps a catalog connection (its page cache) in the pool, which bounds the memory.
+        // Streams of large objects take one each while they last.
+        .max_blocking_threads(BLOCKING_THREADS)
         .thread_name("rsmirror-serve")
         .enable_all()
         .build()
