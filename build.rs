@@ -19,8 +19,23 @@ use std::process::{Command, Stdio};
 
 /// Every tool a test may be missing.
 const TOOLS: &[&str] = &[
-    "weed", "bagit", "warcio", "ocfl", "resync", "nginx", "openssl", "h2", "groff", "corpus",
-    "libcurl8", "pyoai", "djiiif", "premis", "chromium",
+    "weed",
+    "bagit",
+    "warcio",
+    "ocfl",
+    "resync",
+    "nginx",
+    "openssl",
+    "h2",
+    "groff",
+    "corpus",
+    "libcurl8",
+    "pyoai",
+    "djiiif",
+    "premis",
+    "chromium",
+    "memento_validator",
+    "memento_client",
 ];
 
 fn main() {
@@ -74,6 +89,12 @@ fn main() {
             "premis",
             python_with(&manifest, "lxml, xmlschema, metsrw, django"),
         ),
+        // LANL's memento-validator is vendored in tests/peers/; these are what it imports.
+        (
+            "memento_validator",
+            python_with(&manifest, "dateutil, click, typing_extensions"),
+        ),
+        ("memento_client", python_with(&manifest, "memento_client")),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

@@ -343,6 +343,14 @@ pub enum Command {
     /// bucket's lease (one writer across machines).
     #[command(after_help = crate::exit::Exit::help_table())]
     Attach(AttachArgs),
+    /// Serve the mirror over HTTP, read-only: Memento (RFC 7089) for every URI it holds
+    /// (/web/YYYYMMDDhhmmss/URL, /timegate/URL, /timemap/link/URL, /timemap/json/URL,
+    /// /latest/URL), a status page (/), /status.json (what status --json prints), /healthz
+    /// (200 when status would exit 0, else 503) and /metrics (Prometheus). Never takes the
+    /// writer's lock; while a run is under way it serves the mirror as the last run that ended
+    /// left it. One log line per request on stderr; SIGTERM finishes the requests under way.
+    #[command(after_help = serve_help())]
+    Serve(ServeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, for one of its commands, or for a topic of the
@@ -355,6 +363,18 @@ fn status_help() -> String {
     format!(
         "status reads the catalog only: no network, nothing written, no lock taken (it runs \
          beside a baseline or incremental, and on read-only media). DURATION: 7d, 36h, 90m.\n\n{}",
+        crate::exit::Exit::help_table()
+    )
+}
+
+fn serve_help() -> String {
+    format!(
+        "serve binds to loopback unless told (--listen 0.0.0.0:8080 is warned about): put a \
+         reverse proxy with TLS and access control in front of anything else. A memento is a \
+         state with bytes, dated by the start of the run that brought it (whole seconds: the \
+         states of one second are one memento, the last). The bytes go out exactly as fetched \
+         and are re-hashed as they go: a damaged object is an error, never served. It exits 0 \
+         on SIGTERM, 130 on SIGINT, 2 when it cannot listen, 5 when the mirror cannot be read.\n\n{}",
         crate::exit::Exit::help_table()
     )
 }
@@ -586,6 +606,66 @@ pub enum SourceAction {
         #[command(flatten)]
         lock: LockArgs,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// The address and port to listen on (port 0: any free one, said on stderr).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        default_value = "127.0.0.1:8080",
+        env = "RSMIRROR_LISTEN"
+    )]
+    pub listen: std::net::SocketAddr,
+    /// The URL clients reach this server at, when a reverse proxy stands in front
+    /// (https://archive.example.org/mirror); the URLs it gives out (Location, Link, TimeMaps)
+    /// start with it. Default: http:// and the request's Host.
+    #[arg(long, value_name = "URL", env = "RSMIRROR_BASE_URL", value_parser = parse_base_url)]
+    pub base_url: Option<String>,
+    /// Connections served at once; more wait in the kernel's queue until one ends.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_connections: u32,
+    /// A client that has not sent a whole request head within DURATION (a new connection, or
+    /// one kept alive between requests) is disconnected.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_wait)]
+    pub header_timeout: std::time::Duration,
+    /// How long SIGTERM waits for the requests under way before it stops.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_wait)]
+    pub drain: std::time::Duration,
+    /// Mementos on one TimeMap page; a longer history is paged (rel="next", rel="prev").
+    #[arg(long, value_name = "N", default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub timemap_page: u32,
+    /// The request log on stderr: text (one line each) or json (one object a line).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: crate::logfile::LogFormat,
+    /// No request log; errors only.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// As status --stale-sync-point, for /healthz and the status page.
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_age, env = "RSMIRROR_STALE_SYNC_POINT")]
+    pub stale_sync_point: std::time::Duration,
+    /// As status --stale-fixity, for /healthz and the status page.
+    #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_age, env = "RSMIRROR_STALE_FIXITY")]
+    pub stale_fixity: std::time::Duration,
+}
+
+/// `--base-url`: an http or https URL without a query or fragment.
+fn parse_base_url(v: &str) -> Result<String, String> {
+    match url::Url::parse(v) {
+        Ok(u)
+            if matches!(u.scheme(), "http" | "https")
+                && u.query().is_none()
+                && u.fragment().is_none() =>
+        {
+            Ok(v.trim_end_matches('/').to_string())
+        }
+        _ => Err(format!(
+            "{v:?} is not the URL of this server: write http(s)://HOST[:PORT][/PATH]"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -33,6 +33,17 @@ static LEAVES: Mutex<Option<String>> = Mutex::new(None);
 /// a list of millions of entries is a large file, and the next run may be days away.
 static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// A command that stops on its own when told (`serve`, which finishes the requests under
+/// way): the first signal is handed to it (`true`: SIGTERM, `false`: SIGINT) instead of
+/// ending the process; a second one ends it at once.
+type Handover = Box<dyn Fn(bool) + Send>;
+static HANDOVER: Mutex<Option<Handover>> = Mutex::new(None);
+
+/// Hand the next SIGTERM or SIGINT to `f` (see [`HANDOVER`]).
+pub(crate) fn hand_signals_to(f: impl Fn(bool) + Send + 'static) {
+    *HANDOVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(f));
+}
+
 /// `path` is a scratch file until [`scratch_gone`]: a signal removes it (and SQLite's journal
 /// beside it) before the process exits.
 pub(crate) fn scratch_made(path: &std::path::Path) {
@@ -132,6 +143,11 @@ pub fn watch() {
             } else {
                 "SIGINT"
             };
+            let handover = HANDOVER.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(stop) = handover {
+                stop(signal == libc::SIGTERM);
+                continue;
+            }
             // The current run's lock is held while this decides: a run ends, or is marked
             // interrupted, not both.
             let current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());

@@ -84,6 +84,7 @@ pub(crate) mod progress;
 pub(crate) mod report;
 pub(crate) mod retry;
 pub mod rs;
+pub(crate) mod serve;
 pub mod settings;
 pub mod store;
 

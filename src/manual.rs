@@ -28,6 +28,7 @@ pub const TOPICS: &[Topic] = topics![
     "full-copy",
     "changes",
     "reading",
+    "web",
     "audit-and-repair",
     "exports",
     "buckets",

@@ -1,77 +1,137 @@
-//! `rsmirror cat`: the bytes of one state of a resource, exactly as fetched, re-hashed as they
-//! stream. To a file (`-o`) they go under a temporary name that is renamed into place only
-//! once the bytes match the catalog; to stdout a mismatch is reported on stderr and by the
-//! exit code (1), the bytes having gone out already.
+//! `cat`: which state of a resource to give ([`choose`]), and its bytes exactly as fetched,
+//! re-hashed as they stream ([`Object`]): the bytes that went out are checked against the
+//! catalog at their end, and a damaged object is an error naming it. Where the bytes go is the
+//! caller's: `commands::cat` writes them to stdout or a file, `serve` to a response.
 
 use crate::access::{check, copy_hashing, open_object, state_at, Point, Reader, VersionRow, When};
 use crate::error::{Error, UsageError};
 use crate::store::{history, StoreError};
-use std::io;
+use sha2::{Digest, Sha256};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-pub struct Options {
+/// Which state: `version` (a version id), else the state at `at`, else the current one.
+pub struct Query {
     pub url: String,
     pub at: Option<When>,
     pub version: Option<i64>,
-    pub output: Option<PathBuf>,
 }
 
-pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
-    let reader = Reader::open(mirror)?;
-    let (resource_id, uri) = reader.resource(&o.url)?;
-    let v = choose(&reader, resource_id, &uri, o)?;
-    detail!(
-        "rsmirror: {uri}: version {} from {}, {} bytes, SHA-256 {} (checked as it is written)",
-        v.version,
-        reader.describe_run(v.run),
-        v.length.map_or_else(|| "?".into(), |n| n.to_string()),
-        v.sha256.as_deref().unwrap_or("unknown")
-    );
-    if let Some(coding) = crate::access::encoding_text(&v.declared_encoding, &v.content_encoding) {
-        detail!("rsmirror: {uri}: {coding}, written as they are");
-    }
-    let (mut file, object) = open_object(reader.objects()?, &uri, &v)?;
-    let mut buf = vec![0u8; crate::access::COPY_BUFFER];
-    match &o.output {
-        None => {
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            let got = copy_hashing(&mut file, &mut out, &mut buf, &object, Path::new("stdout"))?;
-            check(&uri, &v, &got)
-        }
-        Some(path) if path.as_os_str() == "-" => {
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            let got = copy_hashing(&mut file, &mut out, &mut buf, &object, Path::new("stdout"))?;
-            check(&uri, &v, &got)
-        }
-        Some(path) => {
-            let tmp = temporary_name(path);
-            let result = (|| {
-                let mut dest = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)
-                    .map_err(|e| StoreError::io("creating", &tmp, e))?;
-                let got = copy_hashing(&mut file, &mut dest, &mut buf, &object, &tmp)?;
-                check(&uri, &v, &got)?;
-                dest.sync_all()
-                    .map_err(|e| StoreError::io("writing", &tmp, e))?;
-                std::fs::rename(&tmp, path)
-                    .map_err(|e| StoreError::io("renaming into", path, e))?;
-                Ok(())
-            })();
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result
-        }
-    }
+/// The state chosen, with the note a person shown it needs (a run still under way).
+pub struct Chosen {
+    pub uri: String,
+    pub version: VersionRow,
+    pub note: Option<String>,
 }
 
 /// The state `cat` shows: `--version`, the state at `--at`, or the current one; a state
 /// without bytes (deleted, or not yet there) is a usage error that says when.
-fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<VersionRow, Error> {
+pub(crate) fn choose(reader: &Reader, q: &Query) -> Result<Chosen, Error> {
+    let (resource_id, uri) = reader.resource(&q.url)?;
+    let note = match q.version {
+        Some(_) => None,
+        None => reader.in_progress_note(q.at.as_ref()),
+    };
+    let version = choose_version(reader, resource_id, &uri, q)?;
+    Ok(Chosen { uri, version, note })
+}
+
+/// The bytes of one state, open: read them through [`Object::copy_to`] (hashed, then checked)
+/// or as a [`Verified`] reader.
+pub struct Object {
+    file: std::fs::File,
+    path: PathBuf,
+    uri: String,
+    version: VersionRow,
+}
+
+impl Object {
+    /// The object of a state with bytes; a missing object is damage (exit 1), naming the URI.
+    pub(crate) fn open(reader: &Reader, uri: &str, v: &VersionRow) -> Result<Object, Error> {
+        let (file, path) = open_object(reader.objects()?, uri, v)?;
+        Ok(Object {
+            file,
+            path,
+            uri: uri.to_string(),
+            version: v.clone(),
+        })
+    }
+
+    /// Copy the bytes to `to` (named `dest` in errors) through `buf`, hashing them on the way;
+    /// bytes that do not match the catalog are an error once they have gone (a reader that went
+    /// away before the end, `cat | head`, is not).
+    pub(crate) fn copy_to(
+        &mut self,
+        to: &mut impl Write,
+        dest: &Path,
+        buf: &mut [u8],
+    ) -> Result<(), Error> {
+        let got = copy_hashing(&mut self.file, to, buf, &self.path, dest)?;
+        check(&self.uri, &self.version, &got)
+    }
+
+    /// The bytes as a reader that hashes them and, at their end, fails with the damage instead
+    /// of saying "end" when they do not match the catalog ([`Verified`]).
+    pub(crate) fn verified(self) -> Verified {
+        Verified {
+            object: self,
+            hasher: Sha256::new(),
+            length: 0,
+            failed: None,
+        }
+    }
+}
+
+/// An object's bytes, hashed as they are read; the end of the bytes is only reported once they
+/// matched the catalog. A damaged object ends in an error (its message names the object and
+/// what the catalog records): a caller that holds back the last bytes until the end never hands
+/// out a whole damaged copy.
+pub struct Verified {
+    object: Object,
+    hasher: Sha256,
+    length: u64,
+    failed: Option<String>,
+}
+
+impl Verified {
+    /// The damage found at the end, if any (the error a read returned, as [`Error::Damaged`]).
+    pub(crate) fn damage(&self) -> Option<Error> {
+        self.failed.clone().map(Error::Damaged)
+    }
+}
+
+impl Read for Verified {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(f) = &self.failed {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, f.clone()));
+        }
+        let n = self.object.file.read(buf)?;
+        if n > 0 {
+            self.hasher.update(&buf[..n]);
+            self.length += n as u64;
+            return Ok(n);
+        }
+        let got = crate::access::Got {
+            sha256: hex::encode(self.hasher.clone().finalize()),
+            length: self.length,
+        };
+        match check(&self.object.uri, &self.object.version, &got) {
+            Ok(()) => Ok(0),
+            Err(e) => {
+                let text = e.to_string();
+                self.failed = Some(text.clone());
+                Err(io::Error::new(io::ErrorKind::InvalidData, text))
+            }
+        }
+    }
+}
+
+fn choose_version(
+    reader: &Reader,
+    resource_id: i64,
+    uri: &str,
+    o: &Query,
+) -> Result<VersionRow, Error> {
     if let Some(id) = o.version {
         let found = history::version(reader.catalog(), id)?;
         return match found {
@@ -92,9 +152,6 @@ fn choose(reader: &Reader, resource_id: i64, uri: &str, o: &Options) -> Result<V
         };
     }
     let point = reader.point(o.at.as_ref())?;
-    if let Some(note) = reader.in_progress_note(o.at.as_ref()) {
-        note!("rsmirror: {note}");
-    }
     match state_at(reader, resource_id, point)? {
         None => Err(UsageError(format!(
             "{uri} was not in the mirror yet {}; {}",
@@ -145,14 +202,4 @@ fn state_before(
     version: i64,
 ) -> Result<Option<VersionRow>, StoreError> {
     history::state_before(reader.catalog(), resource_id, version)
-}
-
-/// `.NAME.rsmirror-PID.tmp` beside the destination: the same file system, so the rename is
-/// atomic.
-fn temporary_name(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".into());
-    path.with_file_name(format!(".{name}.rsmirror-{}.tmp", std::process::id()))
 }

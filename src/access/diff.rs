@@ -1,44 +1,41 @@
-//! `rsmirror diff WHEN1 [WHEN2]`: what changed between two points of the mirror's history,
-//! one line per resource with the audit report's marks: `+` created, `-` deleted, `*` updated.
-//! Only the resources a run between the two points touched are looked at, so the cost follows
-//! the change, not the mirror.
+//! `diff`: what changed between two points of the mirror's history, one row per resource with
+//! the audit report's marks: `+` created, `-` deleted, `*` updated. Only the resources a run
+//! between the two points touched are looked at, so the cost follows the change, not the
+//! mirror. The rows go to a sink (`commands::diff` prints them; `serve` renders them).
 
-use crate::access::{state_at, Out, Reader, VersionRow, When};
+use crate::access::{state_at, Point, Reader, VersionRow};
 use crate::error::Error;
 use crate::model::Change;
 use crate::store::history::{self, Snapshot};
-use std::path::Path;
 
-pub struct Options {
-    pub from: When,
-    pub to: Option<When>,
-    pub json: bool,
-}
-
-/// One line of `diff --json` (JSON Lines; the keys are stable). `before`/`after` are the
-/// states at WHEN1 and WHEN2 (`null`: absent, or deleted).
+/// One resource that changed (the keys of `diff --json`, JSON Lines, are stable).
+/// `before`/`after` are the states at the two points (`null`: absent, or deleted).
 #[derive(serde::Serialize)]
-struct Line<'a> {
-    mark: &'static str,
-    change: Change,
-    uri: &'a str,
-    before: Option<&'a VersionRow>,
-    after: Option<&'a VersionRow>,
+pub struct Line<'a> {
+    pub mark: &'static str,
+    pub change: Change,
+    pub uri: &'a str,
+    pub before: Option<&'a VersionRow>,
+    pub after: Option<&'a VersionRow>,
 }
 
-pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
-    let reader = Reader::open(mirror)?;
-    let a = reader.point(Some(&o.from))?;
-    let b = reader.point(o.to.as_ref())?;
-    if let Some(note) = reader.in_progress_note(o.to.as_ref()) {
-        note!("rsmirror: {note}");
-    }
-    detail!(
-        "rsmirror: from the mirror {} to the mirror {}",
-        reader.describe_point(a),
-        reader.describe_point(b)
-    );
-    let mut marks = [0u64; 3];
+/// How many were created, deleted, updated.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct Marks {
+    pub created: u64,
+    pub deleted: u64,
+    pub updated: u64,
+}
+
+/// Every resource whose state differs between points `a` and `b`, handed to `sink`
+/// (`Ok(false)` stops); how many of each mark were handed over.
+pub(crate) fn between(
+    reader: &Reader,
+    a: Point,
+    b: Point,
+    mut sink: impl FnMut(Line<'_>) -> Result<bool, Error>,
+) -> Result<Marks, Error> {
+    let mut marks = Marks::default();
     let (low, high) = if a.bound() <= b.bound() {
         (a.bound(), b.bound())
     } else {
@@ -46,10 +43,9 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
     };
     // One read transaction: every state below comes from the same snapshot.
     let _snapshot = Snapshot::begin(reader.catalog())?;
-    let mut out = Out::stdout();
     history::each_resource_changed_between(reader.catalog(), low, high, |id, uri| {
-        let before = present(state_at(&reader, id, a)?);
-        let after = present(state_at(&reader, id, b)?);
+        let before = present(state_at(reader, id, a)?);
+        let after = present(state_at(reader, id, b)?);
         let (mark, change) = match (&before, &after) {
             (None, Some(_)) => ("+", Change::Created),
             (Some(_), None) => ("-", Change::Deleted),
@@ -59,28 +55,20 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
             // The same bytes (a state re-recorded, metadata only), or absent at both ends.
             _ => return Ok(true),
         };
-        marks[match mark {
-            "+" => 0,
-            "-" => 1,
-            _ => 2,
-        }] += 1;
-        let more = if o.json {
-            out.json_line(&Line {
-                mark,
-                change,
-                uri,
-                before: before.as_ref(),
-                after: after.as_ref(),
-            })?
-        } else {
-            out.line(&format!("{mark} {uri}"))?
-        };
-        Ok::<_, Error>(more)
+        match mark {
+            "+" => marks.created += 1,
+            "-" => marks.deleted += 1,
+            _ => marks.updated += 1,
+        }
+        sink(Line {
+            mark,
+            change,
+            uri,
+            before: before.as_ref(),
+            after: after.as_ref(),
+        })
     })?;
-    out.flush()?;
-    let [created, deleted, updated] = marks;
-    detail!("rsmirror: {created} created (+), {deleted} deleted (-), {updated} updated (*)");
-    Ok(())
+    Ok(marks)
 }
 
 /// A state with bytes (a tombstone counts as absent).

@@ -73,11 +73,24 @@ impl When {
              (@1700000000), or a run id (run:42; run:-1 the last run)"
         )))
     }
+    /// How a WHEN written as a local time (no zone) was read, for the caller to say beside its
+    /// output: `WHEN "2026-03-01 12:00" read as local time (Europe/Paris): 2026-03-01T11:00:00Z`.
+    /// None for every other form.
+    pub(crate) fn local_note(s: &str) -> Option<String> {
+        let t = s.trim();
+        if relative(t).is_some() || t.parse::<Timestamp>().is_ok() {
+            return None;
+        }
+        let ts = local_time(t)?.ok()?;
+        let tz = jiff::tz::TimeZone::system();
+        let zone = tz.iana_name().unwrap_or("the system's zone").to_string();
+        Some(format!("WHEN {t:?} read as local time ({zone}): {ts}"))
+    }
 }
 
 /// A date and time without a zone (`2026-03-01T12:00`, `2026-03-01 12:00:30`): this machine's
-/// local time (`TZ`, else the system's zone), said on stderr with the instant it is, as git
-/// reads one. None when `t` is not one; an error when the local clock skips it (a change to
+/// local time (`TZ`, else the system's zone), as git reads one ([`When::local_note`] says
+/// which instant it was read as). None when `t` is not one; an error when the local clock skips it (a change to
 /// summer time) or reads it twice.
 fn local_time(t: &str) -> Option<Result<Timestamp, UsageError>> {
     // A date alone is its midnight UTC (above); this needs a time of day.
@@ -91,11 +104,7 @@ fn local_time(t: &str) -> Option<Result<Timestamp, UsageError>> {
     let tz = jiff::tz::TimeZone::system();
     let zone = tz.iana_name().unwrap_or("the system's zone").to_string();
     Some(match tz.to_ambiguous_zoned(civil).unambiguous() {
-        Ok(z) => {
-            let ts = z.timestamp();
-            note!("rsmirror: WHEN {t:?} read as local time ({zone}): {ts}");
-            Ok(ts)
-        }
+        Ok(z) => Ok(z.timestamp()),
         Err(_) => Err(UsageError(format!(
             "WHEN {t:?}: that local time ({zone}) is skipped or repeated by a clock change: \
                  give it with its offset (2026-03-29T02:30:00+01:00) or in UTC (...Z)"
@@ -180,6 +189,8 @@ pub struct Reader {
     objects: std::cell::OnceCell<ObjectStore>,
     /// Every run by id (a mirror has thousands at most: a cron job a day for years).
     pub runs: BTreeMap<i64, RunInfo>,
+    /// The catalog's `data_version` when the runs were read ([`Reader::refresh`]).
+    seen: i64,
 }
 
 impl Reader {
@@ -189,12 +200,33 @@ impl Reader {
             .into_iter()
             .map(|r| (r.id, r))
             .collect();
+        let seen = crate::store::timeline::data_version(&catalog)?;
         Ok(Reader {
             catalog,
             mirror: mirror.to_path_buf(),
             objects: std::cell::OnceCell::new(),
             runs,
+            seen,
         })
+    }
+
+    /// Read the runs again when a run beside this reader has committed since they were read
+    /// (a reader kept open for many requests, as `serve` keeps them).
+    pub(crate) fn refresh(&mut self) -> Result<(), Error> {
+        let now = crate::store::timeline::data_version(&self.catalog)?;
+        if now != self.seen {
+            self.runs = history::runs(&self.catalog)?
+                .into_iter()
+                .map(|r| (r.id, r))
+                .collect();
+            self.seen = now;
+        }
+        Ok(())
+    }
+
+    /// A resource by its exact URI (None: the mirror does not hold it).
+    pub(crate) fn find(&self, uri: &str) -> Result<Option<(i64, String)>, Error> {
+        Ok(history::resource(&self.catalog, uri)?)
     }
 
     /// The mirror's object store: its folder, or the bucket its catalog names.
@@ -618,65 +650,6 @@ pub(crate) fn human_age(secs: i64) -> String {
 pub(crate) fn age_of(t: &str) -> Option<i64> {
     let ts: Timestamp = t.parse().ok()?;
     Some(Timestamp::now().as_second() - ts.as_second())
-}
-
-/// Standard output for a listing: buffered, and a reader that went away (`| head`) ends the
-/// listing quietly.
-pub struct Out {
-    inner: io::BufWriter<io::StdoutLock<'static>>,
-    pub closed: bool,
-}
-
-impl Out {
-    pub(crate) fn stdout() -> Out {
-        Out {
-            inner: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
-            closed: false,
-        }
-    }
-
-    /// Write; `Ok(false)` once the reader has gone.
-    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<bool, StoreError> {
-        if self.closed {
-            return Ok(false);
-        }
-        match self.inner.write_all(bytes) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(false)
-            }
-            Err(e) => Err(StoreError::io("writing to", Path::new("stdout"), e)),
-        }
-    }
-
-    pub(crate) fn line(&mut self, s: &str) -> Result<bool, StoreError> {
-        if !self.write(s.as_bytes())? {
-            return Ok(false);
-        }
-        self.write(b"\n")
-    }
-
-    /// One JSON value on a line of its own.
-    pub(crate) fn json_line(&mut self, v: &impl serde::Serialize) -> Result<bool, StoreError> {
-        let s = serde_json::to_string(v).expect("serialisable");
-        self.line(&s)
-    }
-
-    /// The first lines out at once (a person waits for them; `ls | head` wants them).
-    pub(crate) fn flush(&mut self) -> Result<(), StoreError> {
-        if self.closed {
-            return Ok(());
-        }
-        match self.inner.flush() {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(())
-            }
-            Err(e) => Err(StoreError::io("writing to", Path::new("stdout"), e)),
-        }
-    }
 }
 
 /// A version's content coding as `log` and `cat -v` show it: "encoding gzip (served as

@@ -1,12 +1,13 @@
-//! `rsmirror status`: per source and collection, the sync point and its age, the last run of
-//! each command, what the mirror holds, the last audit and how long since every object was last
-//! re-hashed, and a hint when something needs a person.
+//! `status`: per source and collection, the sync point and its age, the last run of each
+//! command, what the mirror holds, the last audit and how long since every object was last
+//! re-hashed, and a hint when something needs a person, as one typed value ([`Status`], whose
+//! JSON is `status --json`). `commands::status` prints it; `serve` renders it and answers
+//! `/healthz` from it.
 
-use crate::access::{age_of, human_age, shown_time, Out, Reader};
+use crate::access::{age_of, human_age, Reader};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::model::finding::Class;
-use crate::report::human_bytes;
 use crate::store::history::Snapshot;
 use crate::store::mirror_summary::{self, AuditRecord, CollectionRecord};
 use crate::store::StoreError;
@@ -16,7 +17,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 pub struct Options {
-    pub json: bool,
     /// A sync point not confirmed for longer than this (seconds) needs a person (a daily cron
     /// job that stopped): `--stale-sync-point`, 7 days unless told.
     pub stale_sync_point: i64,
@@ -26,39 +26,39 @@ pub struct Options {
 }
 
 #[derive(Serialize, Default)]
-struct Status {
-    mirror: String,
-    schema_version: i64,
-    catalog_bytes: u64,
+pub struct Status {
+    pub mirror: String,
+    pub schema_version: i64,
+    pub catalog_bytes: u64,
     /// Objects the catalog references (each stored once), and their bytes.
-    objects: u64,
-    object_bytes: u64,
+    pub objects: u64,
+    pub object_bytes: u64,
     /// The bucket the objects are in (`s3://BUCKET/PREFIX`); absent: the mirror folder.
     #[serde(skip_serializing_if = "Option::is_none")]
-    objects_in: Option<String>,
+    pub objects_in: Option<String>,
     /// Free bytes on the mirror's file system (None: unknown).
-    free_bytes: Option<u64>,
-    resources_present: u64,
-    resources_deleted: u64,
-    versions: u64,
-    sources: Vec<Source>,
+    pub free_bytes: Option<u64>,
+    pub resources_present: u64,
+    pub resources_deleted: u64,
+    pub versions: u64,
+    pub sources: Vec<Source>,
     /// The last run of each command over the whole mirror (an audit of every source, an
     /// offline audit).
-    whole_mirror_runs: BTreeMap<String, RunBrief>,
+    pub whole_mirror_runs: BTreeMap<String, RunBrief>,
     /// A run without an end: running now (or its process died).
-    running: Option<RunBrief>,
-    last_audit: Option<AuditBrief>,
-    fixity: Fixity,
-    hints: Vec<Hint>,
+    pub running: Option<RunBrief>,
+    pub last_audit: Option<AuditBrief>,
+    pub fixity: Fixity,
+    pub hints: Vec<Hint>,
 }
 
 /// Something about the mirror a person may need to act on: a stable `code` for monitoring,
 /// the prose, and whether it needs a person (then `status` exits 1).
 #[derive(Serialize)]
-struct Hint {
-    code: &'static str,
-    hint: String,
-    needs_person: bool,
+pub struct Hint {
+    pub code: &'static str,
+    pub hint: String,
+    pub needs_person: bool,
 }
 
 impl Hint {
@@ -72,74 +72,74 @@ impl Hint {
 }
 
 #[derive(Serialize)]
-pub(crate) struct Source {
-    url: String,
-    kind: String,
-    added_at: String,
+pub struct Source {
+    pub url: String,
+    pub kind: String,
+    pub added_at: String,
     /// No longer followed since then (`rsmirror source remove`): no hints about it.
-    removed_at: Option<String>,
+    pub removed_at: Option<String>,
     /// Its `--include`/`--exclude` rules, kept with it.
     #[serde(skip_serializing_if = "crate::model::Rules::is_empty")]
-    filter: crate::model::Rules,
+    pub filter: crate::model::Rules,
     /// The other options it keeps (`--delay`, `--timeout`, `--jobs`, `--allow-host`, `--header`).
     #[serde(skip_serializing_if = "crate::model::Kept::is_empty")]
-    settings: crate::model::Kept,
-    collections: Vec<Collection>,
+    pub settings: crate::model::Kept,
+    pub collections: Vec<Collection>,
     /// The last run of each command for this source.
-    last_runs: BTreeMap<String, RunBrief>,
+    pub last_runs: BTreeMap<String, RunBrief>,
 }
 
 #[derive(Serialize, Default)]
-struct Collection {
-    name: String,
-    sync_point: Option<SyncPoint>,
-    resources_present: u64,
-    resources_deleted: u64,
+pub struct Collection {
+    pub name: String,
+    pub sync_point: Option<SyncPoint>,
+    pub resources_present: u64,
+    pub resources_deleted: u64,
     /// Every state its resources have had, tombstones included.
-    versions: u64,
+    pub versions: u64,
 }
 
 #[derive(Serialize)]
-struct SyncPoint {
-    at: Option<String>,
-    anchored: bool,
-    basis: String,
+pub struct SyncPoint {
+    pub at: Option<String>,
+    pub anchored: bool,
+    pub basis: String,
     /// The run that set its time (a later run that found it the same does not change it).
-    run: i64,
+    pub run: i64,
     /// When a run last recorded it, setting or confirming it (the run's commit time).
-    updated_at: String,
+    pub updated_at: String,
     /// Seconds since `updated_at`.
-    age_seconds: Option<i64>,
+    pub age_seconds: Option<i64>,
 }
 
 #[derive(Serialize, Clone)]
-struct RunBrief {
-    run: i64,
-    command: String,
-    started_at: String,
-    ended_at: Option<String>,
-    outcome: Option<String>,
-    exit_code: Option<i64>,
+pub struct RunBrief {
+    pub run: i64,
+    pub command: String,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub outcome: Option<String>,
+    pub exit_code: Option<i64>,
 }
 
 #[derive(Serialize, Clone)]
-struct AuditBrief {
+pub struct AuditBrief {
     #[serde(flatten)]
-    run: RunBrief,
-    level: String,
-    sample: Option<String>,
-    all_versions: bool,
-    offline: bool,
-    findings: Value,
+    pub run: RunBrief,
+    pub level: String,
+    pub sample: Option<String>,
+    pub all_versions: bool,
+    pub offline: bool,
+    pub findings: Value,
 }
 
 #[derive(Serialize, Default)]
-struct Fixity {
+pub struct Fixity {
     /// Since when every current object has been re-hashed by an audit (one full audit, or
     /// every slice of `--sample N/M`); None: never.
-    current_objects_rehashed_since: Option<String>,
+    pub current_objects_rehashed_since: Option<String>,
     /// The same for every stored object (audits with `--all-versions`).
-    all_objects_rehashed_since: Option<String>,
+    pub all_objects_rehashed_since: Option<String>,
 }
 
 impl From<mirror_summary::RunBrief> for RunBrief {
@@ -155,10 +155,9 @@ impl From<mirror_summary::RunBrief> for RunBrief {
     }
 }
 
-/// `status`: the mirror described; exit 1 when a hint needs a person (a last run that did
-/// not succeed, an audit that found differences, a sync point or fixity gone stale), for a
-/// monitoring system to act on.
-pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Exit, Error> {
+/// `status`: the mirror described ([`Status::needs_person`]: a last run that did not
+/// succeed, an audit that found differences, a sync point or fixity gone stale).
+pub(crate) fn summary(mirror: &Path, o: &Options) -> Result<Status, Error> {
     let reader = Reader::open(mirror)?;
     let catalog = reader.catalog();
     // One read transaction: every figure below comes from the same snapshot.
@@ -195,25 +194,23 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Exit, Error> {
     };
     st.hints = hints(&st, o);
     snapshot.end()?;
-    let mut out = Out::stdout();
-    if o.json {
-        out.line(&serde_json::to_string_pretty(&st).expect("serialisable"))?;
-    } else {
-        out.line(&text(&st))?;
+    Ok(st)
+}
+
+impl Status {
+    /// How many hints need a person: `status` exits 1 when any does, for a monitoring system
+    /// to act on (`serve`'s `/healthz` answers 503).
+    pub fn needs_person(&self) -> usize {
+        self.hints.iter().filter(|h| h.needs_person).count()
     }
-    out.flush()?;
-    let person = st.hints.iter().filter(|h| h.needs_person).count();
-    detail!(
-        "rsmirror: {} source(s), {} hint(s), {person} needing a person (exit {})",
-        st.sources.len(),
-        st.hints.len(),
-        if person > 0 { 1 } else { 0 }
-    );
-    Ok(if st.hints.iter().any(|h| h.needs_person) {
-        Exit::Differences
-    } else {
-        Exit::Ok
-    })
+
+    /// The exit code `status` ends with.
+    pub fn exit(&self) -> Exit {
+        match self.needs_person() {
+            0 => Exit::Ok,
+            _ => Exit::Differences,
+        }
+    }
 }
 
 /// A collection as `status` shows it, with what it holds.
@@ -551,197 +548,14 @@ fn hints(st: &Status, o: &Options) -> Vec<Hint> {
     out
 }
 
-/// One source as `status` and `source list` show it.
-fn source_text(s: &Source, l: &mut Vec<String>) {
-    if s.kind.is_empty() {
-        l.push(format!("source {}", s.url));
-    } else {
-        l.push(format!(
-            "source {} ({}, added {})",
-            s.url,
-            s.kind,
-            shown_time(&s.added_at)
-        ));
-    }
-    if let Some(removed) = &s.removed_at {
-        l.push(format!(
-            "  not followed since {} (rsmirror source remove, or a first baseline that found \
-             nothing); its versions stay; rsmirror baseline {} follows it again",
-            shown_time(removed),
-            s.url
-        ));
-    }
-    if !s.filter.is_empty() {
-        l.push(format!("  filter {}", s.filter.as_options()));
-    }
-    if !s.settings.is_empty() {
-        l.push(format!("  settings {}", s.settings.options()));
-    }
-    for c in &s.collections {
-        l.push(format!("  collection {}", c.name));
-        match &c.sync_point {
-            Some(p) => l.push(format!(
-                "    sync point  {} ({}), set by run {}, confirmed {} ago",
-                p.at.as_deref().unwrap_or("none"),
-                p.basis,
-                p.run,
-                human_age(p.age_seconds.unwrap_or(0))
-            )),
-            None => l.push("    sync point  none yet".into()),
-        }
-        l.push(format!(
-            "    resources   {} present, {} deleted; {} versions",
-            count(c.resources_present),
-            count(c.resources_deleted),
-            count(c.versions)
-        ));
-    }
-    for (command, r) in &s.last_runs {
-        l.push(format!("  last {command:<12} {}", run_text(r)));
-    }
-}
-
-/// `rsmirror source list`: every source the mirror knows, followed or not.
-pub(crate) fn list_sources(mirror: &Path, json: bool) -> Result<(), Error> {
+/// Every source the mirror knows, followed or not (`rsmirror source list`).
+pub(crate) fn sources_of(mirror: &Path) -> Result<Vec<Source>, Error> {
     let reader = Reader::open(mirror)?;
     let snapshot = Snapshot::begin(reader.catalog())?;
     let versions = mirror_summary::object_totals(reader.catalog())?.2;
     let (sources, _) = sources(&reader, versions)?;
     snapshot.end()?;
-    let mut out = Out::stdout();
-    if json {
-        let doc = serde_json::json!({ "sources": sources });
-        out.line(&serde_json::to_string_pretty(&doc).expect("serialisable"))?;
-    } else if sources.is_empty() {
-        out.line("no sources: rsmirror baseline SOURCE adds one")?;
-    } else {
-        let mut l = Vec::new();
-        for (i, s) in sources.iter().enumerate() {
-            if i > 0 {
-                l.push(String::new());
-            }
-            source_text(s, &mut l);
-        }
-        out.line(&l.join("\n"))?;
-    }
-    Ok(out.flush()?)
-}
-
-fn run_text(r: &RunBrief) -> String {
-    format!(
-        "run {:<5} {}  {}{}",
-        r.run,
-        shown_time(&r.started_at),
-        r.outcome.as_deref().unwrap_or("running"),
-        r.exit_code
-            .map(|c| format!(" (exit {c})"))
-            .unwrap_or_default()
-    )
-}
-
-fn since_text(t: &Option<String>, what: &str) -> String {
-    match t {
-        None => format!("never ({what})"),
-        Some(t) => format!(
-            "since {} ({} ago)",
-            shown_time(t),
-            human_age(age_of(t).unwrap_or(0))
-        ),
-    }
-}
-
-fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn text(st: &Status) -> String {
-    let mut l = Vec::new();
-    l.push(format!(
-        "mirror      {} (schema {})",
-        st.mirror, st.schema_version
-    ));
-    l.push(format!("catalog     {}", human_bytes(st.catalog_bytes)));
-    l.push(format!(
-        "objects     {} ({}){}",
-        count(st.objects),
-        human_bytes(st.object_bytes),
-        match (&st.objects_in, st.free_bytes) {
-            (Some(bucket), _) => format!(" in {bucket}"),
-            (None, Some(f)) => format!("; {} free on its file system", human_bytes(f)),
-            (None, None) => String::new(),
-        }
-    ));
-    l.push(format!(
-        "resources   {} present, {} deleted; {} versions",
-        count(st.resources_present),
-        count(st.resources_deleted),
-        count(st.versions)
-    ));
-    if let Some(r) = &st.running {
-        l.push(format!(
-            "running     {} {} (or its process died: the next run marks it abandoned)",
-            r.command,
-            run_text(r)
-        ));
-    }
-    for s in &st.sources {
-        l.push(String::new());
-        source_text(s, &mut l);
-    }
-    if !st.whole_mirror_runs.is_empty() {
-        l.push(String::new());
-        l.push("the whole mirror (every source)".into());
-        for (command, r) in &st.whole_mirror_runs {
-            l.push(format!("  last {command:<12} {}", run_text(r)));
-        }
-    }
-    l.push(String::new());
-    l.push("fixity".into());
-    match &st.last_audit {
-        None => l.push("  last audit   none".into()),
-        Some(a) => {
-            let mut what = a.level.clone();
-            if let Some(s) = &a.sample {
-                what.push_str(&format!(", slice {s}"));
-            }
-            if a.all_versions {
-                what.push_str(", all versions");
-            }
-            if a.offline {
-                what.push_str(", offline");
-            }
-            l.push(format!("  last audit   {}  {what}", run_text(&a.run)));
-        }
-    }
-    l.push(format!(
-        "  current objects re-hashed  {}",
-        since_text(
-            &st.fixity.current_objects_rehashed_since,
-            "audit --level sha256 or fixity"
-        )
-    ));
-    l.push(format!(
-        "  every object re-hashed     {}",
-        since_text(
-            &st.fixity.all_objects_rehashed_since,
-            "audit --all-versions"
-        )
-    ));
-    if !st.hints.is_empty() {
-        l.push(String::new());
-        for h in &st.hints {
-            l.push(format!("hint: {}", h.hint));
-        }
-    }
-    l.join("\n")
+    Ok(sources)
 }
 
 /// Free bytes on the file system that holds the mirror.
@@ -815,12 +629,5 @@ mod tests {
             "rsmirror audit --level=presence",
         )];
         assert_eq!(rehashed_since(&presence, false, false), None);
-    }
-
-    #[test]
-    fn counts_read_with_thousands() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(1000), "1,000");
-        assert_eq!(count(1234567), "1,234,567");
     }
 }

@@ -5,12 +5,18 @@
 
 mod attach;
 pub mod baseline;
+mod cat;
 pub(crate) mod catalog;
+mod diff;
 pub mod feed;
 pub mod incremental;
 pub mod inspect;
+mod log;
+mod ls;
 mod man;
+mod output;
 pub mod source_remove;
+mod status;
 
 use crate::audit;
 use crate::cli::{Cli, Command};
@@ -64,6 +70,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Source(a) => source(&a, arguments),
         Command::Catalog(a) => catalog_command(&a),
         Command::Attach(a) => attach(&a),
+        Command::Serve(a) => serve(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     };
@@ -150,6 +157,7 @@ fn only_reads(command: &Command) -> bool {
         | Command::Log(_)
         | Command::Diff(_)
         | Command::Status(_)
+        | Command::Serve(_)
         | Command::Completions(_)
         | Command::Man(_) => true,
     }
@@ -346,6 +354,9 @@ fn inspect(a: &crate::cli::InspectArgs) -> Exit {
 }
 
 fn feed(a: &crate::cli::FeedArgs) -> Exit {
+    if let Some(note) = a.since.as_deref().and_then(access::When::local_note) {
+        note!("rsmirror: {note}");
+    }
     let s = match a.settings() {
         Ok(s) => s,
         Err(e) => return fail(&e.into()),
@@ -374,58 +385,94 @@ fn reading(f: impl FnOnce() -> Result<(), crate::error::Error>) -> Exit {
     }
 }
 
+/// A WHEN the user wrote, read; a local time (no zone) is said on stderr with the instant it
+/// was read as, as git does.
 fn when(arg: Option<&str>) -> Result<Option<access::When>, crate::error::Error> {
-    Ok(arg.map(access::When::parse).transpose()?)
+    let Some(arg) = arg else { return Ok(None) };
+    let when = access::When::parse(arg)?;
+    if let Some(note) = access::When::local_note(arg) {
+        note!("rsmirror: {note}");
+    }
+    Ok(Some(when))
 }
 
 fn ls(a: &crate::cli::LsArgs) -> Result<(), crate::error::Error> {
-    let o = access::ls::Options {
-        prefix: a.prefix.clone(),
+    let o = ls::Options {
+        query: access::ls::Query {
+            prefix: a.prefix.clone(),
+            deleted: a.deleted,
+            collection: a.collection.clone(),
+            arc: a.json,
+        },
         at: when(a.at.as_deref())?,
         long: a.long,
-        deleted: a.deleted,
-        collection: a.collection.clone(),
         json: a.json,
     };
-    access::ls::run(&a.mirror.mirror, &o)
+    ls::run(&a.mirror.mirror, &o)
 }
 
 fn cat(a: &crate::cli::CatArgs) -> Result<(), crate::error::Error> {
-    let o = access::cat::Options {
-        url: a.url.clone(),
-        at: when(a.at.as_deref())?,
-        version: a.version,
+    let o = cat::Options {
+        query: access::cat::Query {
+            url: a.url.clone(),
+            at: when(a.at.as_deref())?,
+            version: a.version,
+        },
         output: a.output.clone(),
     };
-    access::cat::run(&a.mirror.mirror, &o)
+    cat::run(&a.mirror.mirror, &o)
 }
 
 fn log(a: &crate::cli::LogArgs) -> Result<(), crate::error::Error> {
-    let o = access::log::Options {
+    let o = log::Options {
         url: a.url.clone(),
         run: a.run,
         json: a.json,
     };
-    access::log::run(&a.mirror.mirror, &o)
+    log::run(&a.mirror.mirror, &o)
 }
 
 fn diff(a: &crate::cli::DiffArgs) -> Result<(), crate::error::Error> {
-    let o = access::diff::Options {
-        from: access::When::parse(&a.from)?,
+    let o = diff::Options {
+        from: when(Some(&a.from))?.expect("given"),
         to: when(a.to.as_deref())?,
         json: a.json,
     };
-    access::diff::run(&a.mirror.mirror, &o)
+    diff::run(&a.mirror.mirror, &o)
 }
 
 fn status(a: &crate::cli::StatusArgs) -> Result<Exit, crate::error::Error> {
+    status::run(&a.mirror.mirror, &status_limits(a), a.json)
+}
+
+/// When a sync point or the fixity checks have gone stale (`--stale-sync-point`,
+/// `--stale-fixity`).
+fn status_limits(a: &crate::cli::StatusArgs) -> access::status::Options {
     let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-    let o = access::status::Options {
-        json: a.json,
+    access::status::Options {
         stale_sync_point: seconds(a.stale_sync_point),
         stale_fixity: seconds(a.stale_fixity),
+    }
+}
+
+fn serve(a: &crate::cli::ServeArgs) -> Exit {
+    let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    let o = crate::serve::Options {
+        mirror: a.mirror.mirror.clone(),
+        listen: a.listen,
+        base_url: a.base_url.clone(),
+        max_connections: a.max_connections as usize,
+        header_timeout: a.header_timeout,
+        drain: a.drain,
+        timemap_page: a.timemap_page as usize,
+        log_format: a.log_format,
+        quiet: a.quiet,
+        limits: access::status::Options {
+            stale_sync_point: seconds(a.stale_sync_point),
+            stale_fixity: seconds(a.stale_fixity),
+        },
     };
-    access::status::run(&a.mirror.mirror, &o)
+    crate::serve::run(o).unwrap_or_else(|e| fail(&e))
 }
 
 fn export(a: &crate::cli::ExportArgs) -> Exit {
@@ -473,7 +520,7 @@ fn source(a: &crate::cli::SourceCommandArgs, arguments: &str) -> Exit {
     use crate::cli::SourceAction;
     match &a.action {
         SourceAction::List { mirror, json } => {
-            reading(|| access::status::list_sources(&mirror.mirror, *json))
+            reading(|| status::list_sources(&mirror.mirror, *json))
         }
         SourceAction::Remove { url, mirror, lock } => {
             match waiting_for_the_lock(lock, || source_remove::run(&mirror.mirror, url, arguments))

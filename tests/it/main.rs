@@ -40,5 +40,6 @@ mod repair;
 mod scp;
 mod scp_reader;
 mod seaweed;
+mod serve;
 mod server;
 mod support;

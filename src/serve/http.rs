@@ -1,0 +1,335 @@
+//! The HTTP side of `serve`: hyper's HTTP/1.1 server on a small tokio runtime.
+//!
+//! Safe by default: a cap on the connections served at once (more wait in the kernel's
+//! queue), a request head of at most 16 KiB (hyper answers 431 beyond), a timeout on reading
+//! a request head (a slow or idle client is closed), GET and HEAD only and no request body.
+//! The handlers run on tokio's blocking pool; an object's bytes are read whole and checked
+//! before the headers go out when small, else streamed through a bounded channel with the last
+//! chunk held back until the bytes proved whole, so a damaged copy is never served complete.
+//! SIGTERM (and SIGINT) stop accepting, finish the requests under way (up to `--drain`), and
+//! end.
+
+use crate::access::cat::Verified;
+use crate::error::{Error, UsageError};
+use crate::exit::Exit;
+use crate::serve::reply::{Payload, Reply};
+use crate::serve::{Head, State};
+use bytes::Bytes;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::io::{self, Read};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::sync::{mpsc, watch, Semaphore};
+
+/// An object up to this size is read and checked whole before its headers go out.
+const CHECKED_FIRST: u64 = 4 * 1024 * 1024;
+/// The chunks a larger object streams in.
+const CHUNK: usize = 256 * 1024;
+/// Threads for the handlers (and the streams of large objects).
+const BLOCKING_THREADS: usize = 32;
+/// hyper's read buffer, which bounds a request head.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// A response body: bytes made here, or an object's bytes arriving through a channel.
+pub(crate) enum Body {
+    Full(Option<Bytes>),
+    Stream {
+        chunks: mpsc::Receiver<io::Result<Bytes>>,
+        length: u64,
+    },
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            Body::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream { chunks, .. } => {
+                chunks.poll_recv(cx).map(|c| c.map(|r| r.map(Frame::data)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Body::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Body::Full(None) => SizeHint::with_exact(0),
+            Body::Stream { length, .. } => SizeHint::with_exact(*length),
+        }
+    }
+}
+
+/// Bind, serve until a signal, drain.
+pub(crate) fn serve(state: State) -> Result<Exit, Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        // The handlers are short catalog reads: a few threads keep two cores busy, and each
+        // keeps a catalog connection (its page cache) in the pool, which bounds the memory.
+        // Streams of large objects take one each while they last.
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_name("rsmirror-serve")
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError(format!("serve: cannot start its runtime: {e}")))?;
+    runtime.block_on(accept(Arc::new(state)))
+}
+
+async fn accept(state: Arc<State>) -> Result<Exit, Error> {
+    let o = &state.options;
+    let listener = tokio::net::TcpListener::bind(o.listen)
+        .await
+        .map_err(|e| UsageError(format!("--listen {}: {e}", o.listen)))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| UsageError(format!("--listen {}: {e}", o.listen)))?;
+    say!(
+        "rsmirror: serving {} read-only on http://{bound}/ (SIGTERM stops it)",
+        o.mirror.display()
+    );
+    if !bound.ip().is_loopback() {
+        say!(
+            "rsmirror: warning: listening on {bound}, not on loopback: whoever reaches it reads \
+             the whole mirror; put a reverse proxy with TLS and access control in front"
+        );
+    }
+    // The process's signal watcher (`interrupt`) hands the first SIGTERM or SIGINT here.
+    let (signalled, mut signal) = watch::channel(None::<bool>);
+    crate::interrupt::hand_signals_to(move |term| {
+        let _ = signalled.send(Some(term));
+    });
+    let stopped = |signal: &watch::Receiver<Option<bool>>| match *signal.borrow() {
+        Some(false) => Exit::Interrupted,
+        _ => Exit::Ok,
+    };
+    let permits = Arc::new(Semaphore::new(o.max_connections));
+    let (stop, stopping) = watch::channel(false);
+    let exit = loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = signal.changed() => break stopped(&signal),
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors, a connection reset before it was accepted:
+                    // the server goes on.
+                    say!("rsmirror: accepting a connection: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = signal.changed() => break stopped(&signal),
+        };
+        let state = state.clone();
+        let mut stopping = stopping.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let timeout = state.options.header_timeout;
+            let service = hyper::service::service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, std::convert::Infallible>(respond(state, peer, req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(timeout)
+                // As most servers write them (some Memento clients look headers up by case).
+                .title_case_headers(true)
+                .max_buf_size(MAX_HEAD)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stopping.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    };
+    drop(listener);
+    let _ = stop.send(true);
+    // Every connection holds a permit: all of them back means every request has ended.
+    let all = u32::try_from(o.max_connections).unwrap_or(u32::MAX);
+    let drained = tokio::time::timeout(o.drain, permits.acquire_many(all))
+        .await
+        .is_ok();
+    say!(
+        "rsmirror: stopped serving{}",
+        if drained {
+            ""
+        } else {
+            " (requests still under way were cut at --drain)"
+        }
+    );
+    Ok(exit)
+}
+
+/// One request: GET or HEAD without a body, answered on the blocking pool; one log line.
+async fn respond(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) -> Response<Body> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let target = req.uri().to_string();
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let reply = if method != Method::GET && method != Method::HEAD {
+        Reply::error(405, "read-only: GET and HEAD only").header("allow", "GET, HEAD")
+    } else if !hyper::body::Body::is_end_stream(req.body())
+        && hyper::body::Body::size_hint(req.body()).upper() != Some(0)
+    {
+        Reply::error(413, "a request to this server has no body").header("connection", "close")
+    } else {
+        let head = Head {
+            path: req.uri().path().to_string(),
+            query: req.uri().query().map(str::to_string),
+            head: method == Method::HEAD,
+            accept_datetime: header("accept-datetime"),
+            host: header("host"),
+        };
+        let shared = state.clone();
+        let answered = tokio::task::spawn_blocking(move || {
+            let reply = shared.answer(&head);
+            body_of(reply, head.head)
+        })
+        .await;
+        match answered {
+            Ok(response) => return logged(&state, peer, &method, &target, started, response),
+            Err(e) => Reply::error(500, &format!("rsmirror: the request failed: {e}")),
+        }
+    };
+    let response = body_of(reply, method == Method::HEAD);
+    logged(&state, peer, &method, &target, started, response)
+}
+
+/// A reply as a response: an object's bytes read and checked (small) or streamed (large).
+fn body_of(reply: Reply, head: bool) -> Response<Body> {
+    let Reply {
+        status,
+        headers,
+        body,
+    } = reply;
+    let (body, status) = match body {
+        Payload::Empty => (Body::Full(None), status),
+        Payload::Bytes(_) if head => (Body::Full(None), status),
+        Payload::Bytes(b) => (Body::Full(Some(Bytes::from(b))), status),
+        Payload::Object { object, length } => {
+            let mut bytes = (*object).verified();
+            if length <= CHECKED_FIRST {
+                let mut all = Vec::with_capacity(length as usize);
+                match bytes.read_to_end(&mut all) {
+                    Ok(_) => (Body::Full(Some(Bytes::from(all))), status),
+                    Err(e) => {
+                        let why = bytes
+                            .damage()
+                            .map_or_else(|| e.to_string(), |d| d.to_string());
+                        return body_of(Reply::error(500, &format!("rsmirror: {why}")), head);
+                    }
+                }
+            } else {
+                let (tx, chunks) = mpsc::channel(4);
+                tokio::runtime::Handle::current().spawn_blocking(move || pump(bytes, tx));
+                (Body::Stream { chunks, length }, status)
+            }
+        }
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .append(HeaderName::from_static(name), v);
+        }
+    }
+    response
+}
+
+/// Stream an object's bytes, always one chunk behind: the last chunk goes only once the
+/// bytes matched the catalog; a mismatch ends the body in an error (hyper cuts the
+/// connection), so a client never receives a damaged copy whole.
+fn pump(mut bytes: Verified, tx: mpsc::Sender<io::Result<Bytes>>) {
+    let mut held: Option<Bytes> = None;
+    loop {
+        let mut buf = vec![0u8; CHUNK];
+        let n = match bytes.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                say!("rsmirror: serving an object: {e}");
+                let _ = tx.blocking_send(Err(e));
+                return;
+            }
+        };
+        buf.truncate(n);
+        if let Some(previous) = held.replace(Bytes::from(buf)) {
+            if tx.blocking_send(Ok(previous)).is_err() {
+                return; // the client went away
+            }
+        }
+    }
+    if let Some(last) = held {
+        let _ = tx.blocking_send(Ok(last));
+    }
+}
+
+/// The request's log line (unless `--quiet`), text or JSON.
+fn logged(
+    state: &State,
+    peer: SocketAddr,
+    method: &Method,
+    target: &str,
+    started: Instant,
+    response: Response<Body>,
+) -> Response<Body> {
+    if state.options.quiet {
+        return response;
+    }
+    let status = response.status().as_u16();
+    let bytes = match response.body() {
+        Body::Full(Some(b)) => b.len() as u64,
+        Body::Full(None) => 0,
+        Body::Stream { length, .. } => *length,
+    };
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let time = jiff::Timestamp::now();
+    match state.options.log_format {
+        crate::logfile::LogFormat::Json => say!(
+            "{}",
+            serde_json::json!({
+                "time": time.to_string(),
+                "remote": peer.to_string(),
+                "method": method.as_str(),
+                "target": target,
+                "status": status,
+                "bytes": bytes,
+                "ms": (ms * 1000.0).round() / 1000.0,
+            })
+        ),
+        crate::logfile::LogFormat::Text => say!(
+            "{time} {peer} \"{method} {}\" {status} {bytes} {ms:.3}ms",
+            target.escape_debug()
+        ),
+    }
+    response
+}
