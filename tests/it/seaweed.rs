@@ -134,10 +134,27 @@ impl Seaweed {
         let _ = self.child.wait();
     }
 
-    /// Start it again on the same ports and data, and wait for it to answer.
+    /// Start it again on the same S3 port and data, and wait for it to answer. The ports the
+    /// killed server let go of may have been taken by another test meanwhile: its admin UI
+    /// (which no test uses) then moves to another free port and it starts again.
     pub fn start_again(&mut self) {
-        self.child = spawn(&self.command.0, &self.command.1, self._dir.path());
-        assert!(self.wait_up(), "SeaweedFS did not start again");
+        for attempt in 0.. {
+            // The log of the run before is kept aside: `wait_up` reads this run's.
+            let err = self._dir.path().join("weed.err");
+            let _ = std::fs::rename(&err, err.with_extension(format!("err.{attempt}")));
+            self.child = spawn(&self.command.0, &self.command.1, self._dir.path());
+            if self.wait_up() {
+                return;
+            }
+            assert!(attempt < 4, "SeaweedFS did not start again");
+            self.stop();
+            let admin = format!("-admin.port={}", free_ports(1)[0]);
+            for a in &mut self.command.1 {
+                if a.starts_with("-admin.port=") {
+                    *a = admin.clone();
+                }
+            }
+        }
     }
 
     /// Wait until it answers with the bucket made: false when it exited first.
@@ -145,6 +162,12 @@ impl Seaweed {
         let started = Instant::now();
         while self.request("HEAD", "", None, &[]).0 != 200 {
             if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            // A port taken by another test: weed says so and goes on without answering.
+            let err =
+                std::fs::read_to_string(self._dir.path().join("weed.err")).unwrap_or_default();
+            if err.contains("address already in use") {
                 return false;
             }
             assert!(
