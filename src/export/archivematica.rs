@@ -61,15 +61,9 @@ pub(crate) fn export(
         summary,
         Some(&mut each),
     )?;
-    let finish = |w: BufWriter<File>, tmp: &Path| -> Result<(), StoreError> {
-        w.into_inner()
-            .map_err(|e| StoreError::io("writing", tmp, e.into_error()))?
-            .sync_all()
-            .map_err(|e| StoreError::io("writing", tmp, e))
-    };
-    finish(sha, &sha_tmp)?;
-    finish(md5, &md5_tmp)?;
-    finish(placed, &placed_tmp)?;
+    super::finish_file(sha, &sha_tmp)?;
+    super::finish_file(md5, &md5_tmp)?;
+    super::finish_file(placed, &placed_tmp)?;
     let metadata = dest.join("metadata");
     std::fs::create_dir_all(&metadata).map_err(|e| StoreError::io("creating", &metadata, e))?;
     // The PREMIS first: checksums in place without it would look like a finished transfer.

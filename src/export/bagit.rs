@@ -99,19 +99,13 @@ pub(crate) fn export(
         summary,
         Some(&mut each),
     )?;
-    let finish = |w: BufWriter<File>, tmp: &Path| -> Result<(), StoreError> {
-        w.into_inner()
-            .map_err(|e| StoreError::io("writing", tmp, e.into_error()))?
-            .sync_all()
-            .map_err(|e| StoreError::io("writing", tmp, e))
-    };
-    finish(sha, &sha_tmp)?;
-    finish(md5, &md5_tmp)?;
+    super::finish_file(sha, &sha_tmp)?;
+    super::finish_file(md5, &md5_tmp)?;
     let mut tags = vec!["bagit.txt", "bag-info.txt", "manifest-sha256.txt"];
     let pages_file = dest.join(ARC_PAGES);
     match pages {
         Some(w) => {
-            finish(w, &pages_tmp)?;
+            super::finish_file(w, &pages_tmp)?;
             move_into(&pages_tmp, &pages_file)?;
             tags.push(ARC_PAGES);
         }

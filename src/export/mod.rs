@@ -203,6 +203,18 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<Summary, Error> {
 }
 
 /// DEST's file system is full: one message naming DEST and what of the export is there.
+/// Flush a file an export wrote through `w` (at `tmp`, renamed into place later) and make it
+/// durable.
+pub(crate) fn finish_file(
+    w: std::io::BufWriter<std::fs::File>,
+    tmp: &Path,
+) -> Result<(), StoreError> {
+    w.into_inner()
+        .map_err(|e| StoreError::io("writing", tmp, e.into_error()))?
+        .sync_all()
+        .map_err(|e| StoreError::io("writing", tmp, e))
+}
+
 fn dest_full(o: &Options, message: String) -> Error {
     let flag = own_files(&o.dest, o.format).2;
     let state = if flag.exists() {
