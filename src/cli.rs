@@ -632,6 +632,14 @@ pub struct ServeArgs {
     /// one kept alive between requests) is disconnected.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_wait)]
     pub header_timeout: std::time::Duration,
+    /// A client that takes none of a response's bytes for DURATION (a reader that stopped
+    /// reading) is disconnected, and what was serving it is freed.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_wait)]
+    pub send_timeout: std::time::Duration,
+    /// Answer only requests that carry `Authorization: Bearer TOKEN`, the token being the
+    /// first line of FILE (others get 401); every URL, /healthz included.
+    #[arg(long, value_name = "FILE", env = "RSMIRROR_AUTH_TOKEN_FILE")]
+    pub auth_token_file: Option<std::path::PathBuf>,
     /// How long SIGTERM waits for the requests under way before it stops.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_wait)]
     pub drain: std::time::Duration,

@@ -463,6 +463,8 @@ fn serve(a: &crate::cli::ServeArgs) -> Exit {
         base_url: a.base_url.clone(),
         max_connections: a.max_connections as usize,
         header_timeout: a.header_timeout,
+        send_timeout: a.send_timeout,
+        auth_token_file: a.auth_token_file.clone(),
         drain: a.drain,
         timemap_page: a.timemap_page as usize,
         log_format: a.log_format,

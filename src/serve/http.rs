@@ -2,7 +2,9 @@
 //!
 //! Safe by default: a cap on the connections served at once (more wait in the kernel's
 //! queue), a request head of at most 16 KiB (hyper answers 431 beyond), a timeout on reading
-//! a request head (a slow or idle client is closed), GET and HEAD only and no request body.
+//! a request head (a slow or idle client is closed), a timeout on sending (a client that takes
+//! no bytes for `--send-timeout` is closed, [`Deadline`]), a Bearer token when one is set
+//! (`auth`), GET and HEAD only and no request body.
 //! The handlers run on tokio's blocking pool; an object's bytes are read whole and checked
 //! before the headers go out when small, else streamed through a bounded channel with the last
 //! chunk held back until the bytes proved whole, so a damaged copy is never served complete.
@@ -19,6 +21,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future as _;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -141,6 +144,8 @@ async fn accept(state: Arc<State>) -> Result<Exit, Error> {
         tokio::spawn(async move {
             let _permit = permit;
             let timeout = state.options.header_timeout;
+            let send_timeout = state.options.send_timeout;
+            let quiet = state.options.quiet;
             let service = hyper::service::service_fn(move |req| {
                 let state = state.clone();
                 async move { Ok::<_, std::convert::Infallible>(respond(state, peer, req).await) }
@@ -151,13 +156,21 @@ async fn accept(state: Arc<State>) -> Result<Exit, Error> {
                 // As most servers write them (some Memento clients look headers up by case).
                 .title_case_headers(true)
                 .max_buf_size(MAX_HEAD)
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection(TokioIo::new(Deadline::new(stream, send_timeout)), service);
             tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
+            let ended = tokio::select! {
+                ended = conn.as_mut() => ended,
                 _ = stopping.changed() => {
                     conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
+                    conn.await
+                }
+            };
+            if let Err(e) = ended {
+                if stalled(&e) && !quiet {
+                    say!(
+                        "rsmirror: {peer} took none of its response for {send_timeout:?}: \
+                         disconnected"
+                    );
                 }
             }
         });
@@ -191,7 +204,17 @@ async fn respond(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) ->
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
-    let reply = if method != Method::GET && method != Method::HEAD {
+    let refused = state
+        .token
+        .as_ref()
+        .and_then(|t| t.admits(header("authorization").as_deref()).err());
+    let reply = if let Some(challenge) = refused {
+        Reply::error(
+            401,
+            "this server answers only requests with its Bearer token",
+        )
+        .header("www-authenticate", challenge)
+    } else if method != Method::GET && method != Method::HEAD {
         Reply::error(405, "read-only: GET and HEAD only").header("allow", "GET, HEAD")
     } else if !hyper::body::Body::is_end_stream(req.body())
         && hyper::body::Body::size_hint(req.body()).upper() != Some(0)
@@ -332,4 +355,120 @@ fn logged(
         ),
     }
     response
+}
+
+/// A connection whose writes may wait at most `limit` for the client to take bytes: past it a
+/// write fails (`TimedOut`), hyper ends the connection, and the body's producer (an object
+/// streaming on the blocking pool) stops at its next chunk. A slow or stopped reader cannot
+/// hold a connection's place and a thread for ever.
+struct Deadline {
+    stream: tokio::net::TcpStream,
+    limit: std::time::Duration,
+    /// Since when a write has been waiting for the client, if one is.
+    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Deadline {
+    fn new(stream: tokio::net::TcpStream, limit: std::time::Duration) -> Deadline {
+        Deadline {
+            stream,
+            limit,
+            waiting: None,
+        }
+    }
+
+    /// A write that made no progress: Pending while the limit holds, an error past it.
+    fn wait(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let limit = self.limit;
+        let sleep = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, Stalled))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Why a connection was cut: its client took nothing for `--send-timeout`.
+#[derive(Debug)]
+struct Stalled;
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the client took no bytes for --send-timeout")
+    }
+}
+
+impl std::error::Error for Stalled {}
+
+/// Whether hyper ended a connection because [`Deadline`] cut it.
+fn stalled(e: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let ours = |e: &(dyn std::error::Error + 'static)| e.is::<Stalled>();
+        if ours(s)
+            || s.downcast_ref::<io::Error>()
+                .and_then(|io| io.get_ref())
+                .is_some_and(|inner| inner.is::<Stalled>())
+        {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+impl tokio::io::AsyncRead for Deadline {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Deadline {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.stream).poll_write(cx, buf) {
+            Poll::Pending => this.wait(cx),
+            done => {
+                this.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.stream).poll_write_vectored(cx, bufs) {
+            Poll::Pending => this.wait(cx),
+            done => {
+                this.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
 }

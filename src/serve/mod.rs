@@ -9,6 +9,7 @@
 //! runtime: the handlers are synchronous, on tokio's blocking pool, and stream an object's bytes
 //! through a bounded channel.
 
+mod auth;
 mod http;
 mod memento;
 mod page;
@@ -38,6 +39,10 @@ pub struct Options {
     /// A connection that has not sent a whole request head within this (a new one, or one
     /// kept alive between requests) is closed.
     pub header_timeout: Duration,
+    /// A connection whose client takes none of a response's bytes for this long is closed.
+    pub send_timeout: Duration,
+    /// Where the Bearer token every request must carry is (its first line); None: no token.
+    pub auth_token_file: Option<PathBuf>,
     /// How long SIGTERM waits for the requests under way before it stops.
     pub drain: Duration,
     /// Mementos on one TimeMap page.
@@ -58,6 +63,8 @@ pub(crate) struct State {
     /// Responses by status class (1xx..5xx), for `/metrics`.
     answered: [AtomicU64; 5],
     started: jiff::Timestamp,
+    /// The token requests must carry (`--auth-token-file`).
+    token: Option<auth::Token>,
 }
 
 /// A request as the handlers see it.
@@ -74,7 +81,12 @@ pub fn run(options: Options) -> Result<Exit, Error> {
     // A mirror that cannot be read is refused now, with its hint (a damaged catalog names the
     // way back), not at the first request.
     let first = Reader::open(&options.mirror)?;
+    let token = match &options.auth_token_file {
+        Some(file) => Some(auth::Token::read(file)?),
+        None => None,
+    };
     let state = State {
+        token,
         options,
         readers: Mutex::new(vec![first]),
         answered: Default::default(),

@@ -865,3 +865,104 @@ fn a_run_beside_the_server_neither_waits_nor_is_waited_for() {
     let m = s.get(location.strip_prefix(&s.base()).unwrap());
     assert_eq!(m.body, b"a: state of run 5\n");
 }
+
+#[test]
+fn a_reader_that_stops_is_let_go_and_the_token_guards_every_url() {
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    let token = "0123456789abcdef0123456789abcdef";
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let s = Served::start(
+        f.mirror(),
+        &[
+            "--max-connections",
+            "1",
+            "--send-timeout",
+            "1s",
+            "--auth-token-file",
+            token_file.to_str().unwrap(),
+        ],
+    );
+    let bearer = format!("Bearer {token}");
+    // No token, another scheme, a wrong token: 401 with the challenge of RFC 6750 §3.
+    for (headers, challenge) in [
+        (vec![], "Bearer realm=\"rsmirror\""),
+        (
+            vec![("Authorization", "Basic dXNlcjpwYXNz")],
+            "Bearer realm=\"rsmirror\"",
+        ),
+        (
+            vec![("Authorization", "Bearer 0123456789abcdef0123456789abcdeF")],
+            "Bearer realm=\"rsmirror\", error=\"invalid_token\"",
+        ),
+    ] {
+        for path in ["/healthz", "/", &format!("/timemap/link/{}", f.url("a"))] {
+            let g = s.request("GET", path, &headers);
+            assert_eq!(g.status, 401, "{path} {headers:?}: {}", g.text());
+            assert_eq!(g.header("www-authenticate"), Some(challenge));
+        }
+    }
+    let g = s.request("GET", "/healthz", &[("Authorization", &bearer)]);
+    assert_eq!(g.status, 200, "{}", g.text());
+
+    // A client asks for the large memento and reads nothing, holding the only place: within
+    // --send-timeout it is disconnected and the next client is served.
+    let big = format!("/web/{}/{}", stamp(run_start(1)), f.url("big"));
+    let mut stalled = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    let small: libc::c_int = 4096;
+    unsafe {
+        use std::os::fd::AsRawFd as _;
+        libc::setsockopt(
+            stalled.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            &small as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    write!(
+        stalled,
+        "GET {big} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {bearer}\r\n\r\n"
+    )
+    .unwrap();
+    assert!(
+        s.wait_for_log(|l| l.contains("took none of its response for 1s: disconnected")),
+        "{:?}",
+        s.log.lock().unwrap()
+    );
+    let g = s.request("GET", "/healthz", &[("Authorization", &bearer)]);
+    assert_eq!(g.status, 200, "{}", g.text());
+    stalled
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = stalled.read_to_end(&mut got);
+    let length = f.states[&("big".to_string(), 1)].len();
+    assert!(got.len() < length, "{} of {length} bytes", got.len());
+    // A token is never in the request log.
+    assert!(s.log.lock().unwrap().iter().all(|l| !l.contains(token)));
+    assert_eq!(s.stop(), Some(0));
+
+    // A token file that cannot serve is refused before listening: exit 2, the file named.
+    std::fs::write(&token_file, "short\n").unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("rsmirror"))
+        .env_remove("RSMIRROR_AUTH_TOKEN_FILE")
+        .args(["serve", "--listen", "127.0.0.1:0", "--auth-token-file"])
+        .arg(&token_file)
+        .arg("--mirror")
+        .arg(f.mirror())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let said = stderr_of(&out);
+    assert!(
+        said.contains("--auth-token-file") && said.contains("5 characters long"),
+        "{said}"
+    );
+}
