@@ -646,6 +646,10 @@ pub struct ServeArgs {
     /// Mementos on one TimeMap page; a longer history is paged (rel="next", rel="prev").
     #[arg(long, value_name = "N", default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub timemap_page: u32,
+    /// Entries in one ResourceSync list the mirror serves as a source (/.well-known/resourcesync);
+    /// a longer one is an index of pages. At most 50,000, the Sitemap protocol's limit.
+    #[arg(long, value_name = "N", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=50_000))]
+    pub list_size: u32,
     /// The request log on stderr: text (one line each) or json (one object a line).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: crate::logfile::LogFormat,

@@ -10,6 +10,8 @@ use crate::store::arc_records::{ArcPage, ArcPages};
 #[derive(Default)]
 pub struct Query {
     pub prefix: Option<String>,
+    /// Only URIs after this one (a page that goes on where the page before ended).
+    pub after: Option<String>,
     pub deleted: bool,
     pub collection: Option<String>,
     /// Read what an ARC sitemap said of each page (`ls --json`): one more lookup per row.
@@ -48,6 +50,7 @@ pub(crate) fn list(
     };
     let filter = Filter {
         prefix: q.prefix.clone().unwrap_or_default(),
+        after: q.after.clone(),
         collections,
         deleted: q.deleted,
     };

@@ -16,7 +16,7 @@ pub mod status;
 use crate::error::{Error, UsageError};
 use crate::store::catalog::Catalog;
 use crate::store::history;
-pub use crate::store::history::{Filter, Point, RunInfo, VersionRow};
+pub use crate::store::history::{Filter, Point, RunInfo, RunVersions, VersionRow};
 use crate::store::{ObjectStore, StoreError};
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
@@ -602,6 +602,21 @@ pub(crate) fn each_history(
     f: impl FnMut(&str, &[VersionRow]) -> Result<bool, Error>,
 ) -> Result<(), Error> {
     history::each_history(&reader.catalog, point, filter, f)
+}
+
+/// What each run recorded among the versions whose ids are above `after`, by run.
+pub(crate) fn runs_versions_after(reader: &Reader, after: i64) -> Result<Vec<RunVersions>, Error> {
+    Ok(history::runs_versions_after(&reader.catalog, after)?)
+}
+
+/// The versions of `run` whose ids are within `ids`, in the order they were recorded.
+pub(crate) fn each_version_of_run(
+    reader: &Reader,
+    run: i64,
+    ids: (i64, i64),
+    f: impl FnMut(&str, &VersionRow) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    history::each_version_of_run(&reader.catalog, run, ids, f)
 }
 
 /// A resource's state at a point (`None`: it was not in the mirror yet).

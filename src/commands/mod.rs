@@ -400,6 +400,7 @@ fn ls(a: &crate::cli::LsArgs) -> Result<(), crate::error::Error> {
     let o = ls::Options {
         query: access::ls::Query {
             prefix: a.prefix.clone(),
+            after: None,
             deleted: a.deleted,
             collection: a.collection.clone(),
             arc: a.json,
@@ -467,6 +468,7 @@ fn serve(a: &crate::cli::ServeArgs) -> Exit {
         auth_token_file: a.auth_token_file.clone(),
         drain: a.drain,
         timemap_page: a.timemap_page as usize,
+        list_size: a.list_size as usize,
         log_format: a.log_format,
         quiet: a.quiet,
         limits: access::status::Options {

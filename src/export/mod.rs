@@ -278,6 +278,7 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
         newest,
         filter: crate::access::Filter {
             prefix: String::new(),
+            after: None,
             collections,
             deleted: false,
         },

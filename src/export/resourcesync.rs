@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 pub const RESERVED: &[&str] = &[".well-known", "resourcesync"];
 
 /// Most entries in one Sitemap document (the Sitemap protocol's limit).
-const PER_LIST: usize = 50_000;
+pub(crate) const PER_LIST: usize = 50_000;
 
 /// Encoded in a URL path segment: what is not `pchar` (RFC 3986), and `%` itself.
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -62,20 +62,20 @@ fn url_of(base: &str, path: &str) -> String {
     u
 }
 
-fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-const HEAD: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
+pub(crate) const HEAD: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+pub(crate) const NS: &str = "xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\"";
 
 /// The `<rs:md>` attributes of a state: its digests, length, type and content coding (the
 /// bytes are kept as served: a gzip-encoded resource is `encoding="gzip"`, ResourceSync 1.1
 /// §7.4).
-fn md_of(v: &VersionRow) -> String {
+pub(crate) fn md_of(v: &VersionRow) -> String {
     let mut hash = Vec::new();
     if let Some(m) = &v.md5 {
         hash.push(format!("md5:{m}"));

@@ -55,7 +55,7 @@ impl Urls<'_> {
 /// A URI as it goes into a URL of this server and a `Link` header: a fragment (an SCP page's
 /// `#scp-section=NAME`) would not come back from a client, nor may `<>` or a space stand in a
 /// link.
-fn escaped(uri: &str) -> String {
+pub(crate) fn escaped(uri: &str) -> String {
     uri.replace('#', "%23")
         .replace('<', "%3C")
         .replace('>', "%3E")

@@ -1,6 +1,7 @@
 //! `rsmirror serve`: the mirror on the web, read-only. Memento (RFC 7089) TimeGates, TimeMaps
 //! and mementos for every URI the mirror holds (`memento`), the status page, `/status.json`,
-//! `/healthz` and `/metrics` (`page`), each rendered from what `access` returns.
+//! `/healthz` and `/metrics` (`page`), and the mirror as a ResourceSync source another
+//! destination follows (`resourcesync`), each rendered from what `access` returns.
 //!
 //! It never takes the writer's lock: every request reads through a catalog connection of its
 //! own (kept in a small pool between requests), and SQLite's WAL gives each statement a
@@ -14,6 +15,7 @@ mod http;
 mod memento;
 mod page;
 mod reply;
+mod resourcesync;
 mod route;
 
 use crate::access::Reader;
@@ -47,6 +49,8 @@ pub struct Options {
     pub drain: Duration,
     /// Mementos on one TimeMap page.
     pub timemap_page: usize,
+    /// Entries in one ResourceSync list document (at most 50,000).
+    pub list_size: usize,
     /// One line per request on stderr, as text or JSON; none with `quiet`.
     pub log_format: crate::logfile::LogFormat,
     pub quiet: bool,
@@ -65,6 +69,8 @@ pub(crate) struct State {
     started: jiff::Timestamp,
     /// The token requests must carry (`--auth-token-file`).
     token: Option<auth::Token>,
+    /// What the ResourceSync documents keep between requests.
+    lists: resourcesync::Cache,
 }
 
 /// A request as the handlers see it.
@@ -87,6 +93,7 @@ pub fn run(options: Options) -> Result<Exit, Error> {
     };
     let state = State {
         token,
+        lists: Default::default(),
         options,
         readers: Mutex::new(vec![first]),
         answered: Default::default(),
@@ -153,6 +160,24 @@ impl State {
             Route::Healthz => page::healthz(self),
             Route::Metrics => page::metrics(self, reader),
             Route::Page => page::page(self, reader),
+            Route::SourceDescription => Ok(self.source(&base).description()),
+            Route::CapabilityList => Ok(self.source(&base).capabilities()),
+            Route::ResourceList => self.source(&base).resource_list(reader),
+            Route::ResourcePage { run, page } => {
+                self.source(&base).resource_page(reader, run, page, true)
+            }
+            Route::ChangeLists => self.source(&base).change_lists(reader),
+            Route::OpenChangeList => Ok(self.source(&base).open_change_list(reader)),
+            Route::ChangeList { run, part } => self.source(&base).change_list(reader, run, part),
+        }
+    }
+
+    /// The mirror as a ResourceSync source, its URLs under `base`.
+    fn source<'a>(&'a self, base: &'a str) -> resourcesync::Source<'a> {
+        resourcesync::Source {
+            base,
+            per_list: self.options.list_size,
+            cache: &self.lists,
         }
     }
 

@@ -28,6 +28,20 @@ pub(crate) enum Route {
     /// `/latest/URL`: the state the mirror holds now, standing in for the original resource
     /// (the source itself is out of the mirror's reach): it links its TimeGate and TimeMap.
     Latest(String),
+    /// `/.well-known/resourcesync`: the Source Description of the mirror as a source.
+    SourceDescription,
+    /// `/resourcesync/capabilitylist.xml`.
+    CapabilityList,
+    /// `/resourcesync/resourcelist.xml`: the list, or the index of its pages.
+    ResourceList,
+    /// `/resourcesync/resourcelist/RUN/N.xml`: page N of the state at run RUN.
+    ResourcePage { run: i64, page: usize },
+    /// `/resourcesync/changelist.xml`: the Change List Index.
+    ChangeLists,
+    /// `/resourcesync/changelist/open.xml`: the open Change List (since the last run).
+    OpenChangeList,
+    /// `/resourcesync/changelist/RUN/N.xml`: part N of what run RUN changed.
+    ChangeList { run: i64, part: usize },
 }
 
 /// A TimeMap's serialisation.
@@ -53,7 +67,33 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
         "/status.json" => return Ok(Route::StatusJson),
         "/healthz" => return Ok(Route::Healthz),
         "/metrics" => return Ok(Route::Metrics),
+        "/.well-known/resourcesync" => return Ok(Route::SourceDescription),
+        "/resourcesync/capabilitylist.xml" => return Ok(Route::CapabilityList),
+        "/resourcesync/resourcelist.xml" => return Ok(Route::ResourceList),
+        "/resourcesync/changelist.xml" => return Ok(Route::ChangeLists),
+        "/resourcesync/changelist/open.xml" => return Ok(Route::OpenChangeList),
         _ => {}
+    }
+    for (prefix, list) in [
+        ("/resourcesync/resourcelist/", true),
+        ("/resourcesync/changelist/", false),
+    ] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let numbers = rest
+                .strip_suffix(".xml")
+                .and_then(|r| r.split_once('/'))
+                .and_then(|(run, n)| Some((run.parse::<i64>().ok()?, n.parse::<usize>().ok()?)))
+                .filter(|(run, n)| *run >= 1 && *n >= 1);
+            let Some((run, n)) = numbers else {
+                return Err(Refused::NotFound(format!(
+                    "{path}: a list of this source is {prefix}RUN/N.xml (both from 1)"
+                )));
+            };
+            return Ok(match list {
+                true => Route::ResourcePage { run, page: n },
+                false => Route::ChangeList { run, part: n },
+            });
+        }
     }
     // The URL a path carries keeps its own query: `/timegate/https://h/p?q=1`. An empty one
     // (`...p?`, as some clients send) is none.
@@ -112,7 +152,8 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
     }
     Err(Refused::NotFound(format!(
         "{path}: nothing here; the mirror's URLs are /web/TIMESTAMP/URL, /timegate/URL, \
-         /timemap/link/URL, /timemap/json/URL, /latest/URL, /status.json, /healthz, /metrics"
+         /timemap/link/URL, /timemap/json/URL, /latest/URL, /status.json, /healthz, /metrics, \
+         /.well-known/resourcesync"
     )))
 }
 

@@ -37,6 +37,8 @@ pub struct RunInfo {
     pub started_at: String,
     /// The run has ended (it is not running, or its process died unnoticed yet).
     pub ended: bool,
+    /// When it ended, as recorded (None: running, or its process died unnoticed yet).
+    pub ended_at: Option<String>,
 }
 
 /// The columns of a version every reader shows.
@@ -95,6 +97,8 @@ impl VersionRow {
 pub struct Filter {
     /// Only URIs that begin with this ("" for all).
     pub prefix: String,
+    /// Only URIs after this one (keyset paging: the last URI of the page before).
+    pub after: Option<String>,
     /// Only resources of these collections (`None`: all).
     pub collections: Option<Vec<i64>>,
     /// Tombstones too.
@@ -160,7 +164,9 @@ pub(crate) fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
     let at = |e| StoreError::sqlite(Path::new(catalog.conn().path().unwrap_or("")), e);
     let mut stmt = catalog
         .conn()
-        .prepare("SELECT id, command, started_at, ended_at IS NOT NULL FROM runs ORDER BY id")
+        .prepare(
+            "SELECT id, command, started_at, ended_at IS NOT NULL, ended_at FROM runs ORDER BY id",
+        )
         .map_err(at)?;
     let rows = stmt
         .query_map([], |r| {
@@ -169,10 +175,69 @@ pub(crate) fn runs(catalog: &Catalog) -> Result<Vec<RunInfo>, StoreError> {
                 command: r.get(1)?,
                 started_at: r.get(2)?,
                 ended: r.get(3)?,
+                ended_at: r.get(4)?,
             })
         })
         .map_err(at)?;
     rows.collect::<Result<_, _>>().map_err(at)
+}
+
+/// The versions one run recorded: how many, and the range of their ids (one writer at a time
+/// records a run's versions, so no other run's ids fall inside it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunVersions {
+    pub run: i64,
+    pub count: u64,
+    pub first: i64,
+    pub last: i64,
+}
+
+/// What each run recorded among the versions whose ids are above `after`, by run (a walk of
+/// the versions' rowids from `after` on: 0 reads them all, the last id seen reads only what
+/// is new).
+pub(crate) fn runs_versions_after(
+    catalog: &Catalog,
+    after: i64,
+) -> Result<Vec<RunVersions>, StoreError> {
+    let mut stmt = catalog.conn().prepare(
+        "SELECT run_id, count(*), min(id), max(id) FROM versions WHERE id > ?1 \
+         GROUP BY run_id ORDER BY run_id",
+    )?;
+    let rows = stmt.query_map([after], |r| {
+        Ok(RunVersions {
+            run: r.get(0)?,
+            count: r.get::<_, i64>(1)?.max(0) as u64,
+            first: r.get(2)?,
+            last: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The versions of `run` whose ids are within `first..=last`, in the order they were
+/// recorded, with their resources' URIs.
+pub(crate) fn each_version_of_run<E: From<StoreError>>(
+    catalog: &Catalog,
+    run: i64,
+    (first, last): (i64, i64),
+    mut f: impl FnMut(&str, &VersionRow) -> Result<bool, E>,
+) -> Result<(), E> {
+    let sql = format!(
+        "SELECT r.uri, {} FROM versions v JOIN resources r ON r.id = v.resource_id \
+         WHERE v.id >= ?1 AND v.id <= ?2 AND v.run_id = ?3 ORDER BY v.id",
+        VersionRow::SELECT
+    );
+    let mut stmt = catalog.conn().prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt
+        .query(rusqlite::params![first, last, run])
+        .map_err(StoreError::from)?;
+    while let Some(r) = rows.next().map_err(StoreError::from)? {
+        let v = VersionRow::from_row(r, 1).map_err(StoreError::from)?;
+        if !f(text(r, 0)?, &v)? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The newest run's id (0 before the first run).
@@ -301,6 +366,9 @@ fn states_sql(point: Point, filter: &Filter, columns: &str) -> String {
     if !filter.deleted {
         sql.push_str(&format!(" AND v.change != '{}'", Change::Deleted));
     }
+    if filter.after.is_some() {
+        sql.push_str(" AND r.uri > ?3");
+    }
     sql.push_str(&filter.collection_clause());
     sql.push_str(" ORDER BY r.uri");
     sql
@@ -322,9 +390,11 @@ fn each_row<E: From<StoreError>>(
     mut f: impl FnMut(&Row<'_>) -> Result<bool, E>,
 ) -> Result<(), E> {
     let mut stmt = catalog.conn().prepare(sql).map_err(StoreError::from)?;
-    let mut rows = stmt
-        .query(rusqlite::params![filter.prefix, point.bound()])
-        .map_err(StoreError::from)?;
+    let mut rows = match &filter.after {
+        Some(after) => stmt.query(rusqlite::params![filter.prefix, point.bound(), after]),
+        None => stmt.query(rusqlite::params![filter.prefix, point.bound()]),
+    }
+    .map_err(StoreError::from)?;
     while let Some(r) = rows.next().map_err(StoreError::from)? {
         if !f(r)? {
             break;

@@ -153,7 +153,7 @@ fn run_ok(args: &[&str], mirror: &Path) -> String {
 
 /// Every file under `root` (relative, `/`-separated) with its bytes, the export's own folder
 /// left out.
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+pub fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let e = e.unwrap();

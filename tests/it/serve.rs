@@ -966,3 +966,201 @@ fn a_reader_that_stops_is_let_go_and_the_token_guards_every_url() {
         "{said}"
     );
 }
+
+/// The `rel="duplicate"` URIs (the source's) of a ResourceSync document.
+fn duplicates(doc: &str) -> Vec<String> {
+    doc.split("<rs:ln rel=\"duplicate\" href=\"")
+        .skip(1)
+        .map(|r| r.split('"').next().unwrap().replace("&amp;", "&"))
+        .collect()
+}
+
+/// Issue 68: the mirror served as a ResourceSync source (Source Description, Capability List,
+/// a paged Resource List, a Change List per run) is followed by another rsmirror and by
+/// resync 2.0.1, through a baseline and an incremental.
+#[test]
+#[cfg_attr(
+    missing = "resync",
+    ignore = "resync 2.0.1 (resync-sync) is not installed: bash .ci/run installs it into .ci/venv"
+)]
+fn the_mirror_is_a_resourcesync_source_rsmirror_and_resync_follow() {
+    let f = fixture();
+    let s = Served::start(f.mirror(), &["-q", "--list-size", "2"]);
+    let base = s.base();
+    let g = s.get("/.well-known/resourcesync");
+    assert_eq!(g.status, 200);
+    assert!(g
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/xml"));
+    assert!(
+        g.text().contains(&format!(
+            "<loc>{base}/resourcesync/capabilitylist.xml</loc>"
+        )),
+        "{}",
+        g.text()
+    );
+    let caps = s.get("/resourcesync/capabilitylist.xml").text();
+    assert!(
+        caps.contains("capability=\"resourcelist\"") && caps.contains("capability=\"changelist\"")
+    );
+
+    // Four resources at run 4, two a page: an index of two pages, each the state at run 4.
+    let index = s.get("/resourcesync/resourcelist.xml").text();
+    assert!(index.contains("<sitemapindex"), "{index}");
+    // Each list is the state when its run ended, each change dated then.
+    let at = jiff::Timestamp::from_second(run_start(4) + 30)
+        .unwrap()
+        .to_string();
+    assert!(index.contains(&format!("at=\"{at}\"")), "{index}");
+    let mut listed = Vec::new();
+    for n in 1..=2 {
+        assert!(index.contains(&format!(
+            "<loc>{base}/resourcesync/resourcelist/4/{n}.xml</loc>"
+        )));
+        let page = s.get(&format!("/resourcesync/resourcelist/4/{n}.xml"));
+        assert_eq!(page.status, 200);
+        listed.extend(duplicates(&page.text()));
+    }
+    let mut want: Vec<String> = ["a", "b", "big", "c"].iter().map(|n| f.url(n)).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    assert_eq!(s.get("/resourcesync/resourcelist/4/3.xml").status, 404);
+    // At run 2 (b deleted) the pages still answer as that state.
+    let page = s.get("/resourcesync/resourcelist/2/1.xml").text();
+    assert!(!duplicates(&page).contains(&f.url("b")), "{page}");
+
+    // A Change List per run after the first: run 2 updated a and deleted b.
+    let changes = s.get("/resourcesync/changelist.xml").text();
+    // Runs 2, 3, 4 and the open list.
+    assert_eq!(changes.matches("<sitemap>").count(), 4, "{changes}");
+    assert!(changes.contains(&format!("{base}/resourcesync/changelist/open.xml")));
+    let run2 = s.get("/resourcesync/changelist/2/1.xml").text();
+    let day2 = jiff::Timestamp::from_second(run_start(2) + 30)
+        .unwrap()
+        .to_string();
+    assert!(
+        run2.contains(&format!("change=\"updated\" datetime=\"{day2}\""))
+            && run2.contains(&format!("change=\"deleted\" datetime=\"{day2}\"")),
+        "{run2}"
+    );
+    assert_eq!(s.get("/resourcesync/changelist/1/1.xml").status, 404);
+    assert_eq!(s.get("/resourcesync/changelist/2/2.xml").status, 404);
+
+    // Another rsmirror takes it from its Source Description: every byte as the mirror holds it.
+    let second = tempfile::tempdir().unwrap();
+    let out = baseline(&format!("{base}/.well-known/resourcesync"), second.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let held = |mirror: &Path, name: &str| -> Option<Vec<u8>> {
+        let out = rsmirror()
+            .args([
+                "cat",
+                &format!("{base}/latest/{}", f.url(name).replacen("://", ":/", 1)),
+                "--mirror",
+            ])
+            .arg(mirror)
+            .output()
+            .unwrap();
+        out.status.success().then_some(out.stdout)
+    };
+    let newest = |name: &str| {
+        f.states
+            .iter()
+            .rfind(|((n, _), _)| n == name)
+            .map(|(_, b)| b.clone())
+    };
+    for name in ["a", "b", "big", "c"] {
+        assert_eq!(held(second.path(), name), newest(name), "{name}");
+    }
+
+    // resync-sync 2.0.1 takes the Resource List (the index and its pages).
+    let resync = crate::export::validator("resync-sync");
+    let copy = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mapping = format!("{base}={}", copy.path().display());
+    let run_resync = |args: &[&str]| {
+        let out = Command::new(&resync)
+            .args(args)
+            .arg(&mapping)
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), log)
+    };
+    let resourcelist = format!("{base}/resourcesync/resourcelist.xml");
+    let (ok, log) = run_resync(&[
+        "--baseline",
+        "--hash",
+        "sha-256",
+        "--sitemap",
+        &resourcelist,
+    ]);
+    assert!(ok, "resync-sync --baseline: {log}");
+    let mut got: Vec<Vec<u8>> = crate::export::files(copy.path()).into_values().collect();
+    got.sort();
+    let mut expected: Vec<Vec<u8>> = ["a", "b", "big", "c"]
+        .iter()
+        .map(|n| newest(n).unwrap())
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected, "{log}");
+
+    // The mirror moves on (run 5: a updated, c deleted); both followers take the change.
+    f._tree.put("a", b"a: state of run 5\n");
+    f._tree.remove("c");
+    f._tree.change_list(
+        "changelist.xml",
+        "2026-03-01T00:00:00Z",
+        None,
+        &[
+            ("a", "updated", "2026-03-05T00:00:00Z"),
+            ("c", "deleted", "2026-03-05T00:01:00Z"),
+        ],
+    );
+    let out = incremental(f.mirror()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = incremental(second.path()).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (summary["updated"].as_u64(), summary["deleted"].as_u64()),
+        (Some(1), Some(1)),
+        "{summary}"
+    );
+    assert_eq!(held(second.path(), "a").unwrap(), b"a: state of run 5\n");
+    assert_eq!(held(second.path(), "c"), None);
+
+    // resync 2.0.1 reads no Change List Index (its ChangeList adds the index's <sitemap>
+    // entries as changes and fails with ChangeTypeError): it is given run 5's list, which the
+    // index names.
+    let index = s.get("/resourcesync/changelist.xml").text();
+    let changelist = format!("{base}/resourcesync/changelist/5/1.xml");
+    assert!(
+        index.contains(&format!("<loc>{changelist}</loc>")),
+        "{index}"
+    );
+    let (ok, inc_log) = run_resync(&[
+        "--incremental",
+        "--delete",
+        "--changelist-uri",
+        &changelist,
+        "--from",
+        &at,
+    ]);
+    assert!(
+        ok && !inc_log.contains("Error"),
+        "resync-sync --incremental: {inc_log}"
+    );
+    let (ok, log) = run_resync(&["--audit", "--hash", "sha-256", "--sitemap", &resourcelist]);
+    assert!(
+        ok && log.contains("IN SYNC") && !log.contains("NOT IN SYNC"),
+        "resync-sync --audit: {log}\nafter --incremental: {inc_log}"
+    );
+}
