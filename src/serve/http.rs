@@ -226,6 +226,7 @@ async fn respond(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) ->
             query: req.uri().query().map(str::to_string),
             head: method == Method::HEAD,
             accept_datetime: header("accept-datetime"),
+            accept: header("accept"),
             host: header("host"),
         };
         let shared = state.clone();

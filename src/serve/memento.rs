@@ -32,7 +32,7 @@ pub(crate) struct Urls<'a> {
 }
 
 impl Urls<'_> {
-    fn memento(&self, at: i64, uri: &str) -> String {
+    pub(crate) fn memento(&self, at: i64, uri: &str) -> String {
         format!("{}/web/{}/{}", self.base, wayback(ts(at)), escaped(uri))
     }
 

@@ -11,6 +11,7 @@
 //! through a bounded channel.
 
 mod auth;
+mod browse;
 mod http;
 mod memento;
 mod page;
@@ -79,6 +80,7 @@ pub(crate) struct Head {
     pub query: Option<String>,
     pub head: bool,
     pub accept_datetime: Option<String>,
+    pub accept: Option<String>,
     pub host: Option<String>,
 }
 
@@ -147,6 +149,7 @@ impl State {
         };
         let base = self.base(req.host.as_deref());
         let urls = memento::Urls { base: &base };
+        let as_json = browse::wants_json(req.accept.as_deref(), req.query.as_deref());
         match route {
             Route::TimeGate(uri) => {
                 memento::timegate(reader, &urls, &uri, req.accept_datetime.as_deref())
@@ -160,6 +163,9 @@ impl State {
             Route::Healthz => page::healthz(self),
             Route::Metrics => page::metrics(self, reader),
             Route::Page => page::page(self, reader),
+            Route::Browse => browse::listing(reader, req.query.as_deref(), as_json),
+            Route::Versions(uri) => browse::versions(reader, &urls, &uri, as_json),
+            Route::Diff => browse::changes(reader, req.query.as_deref(), as_json),
             Route::SourceDescription => Ok(self.source(&base).description()),
             Route::CapabilityList => Ok(self.source(&base).capabilities()),
             Route::ResourceList => self.source(&base).resource_list(reader),

@@ -174,7 +174,7 @@ fn sample(v: f64) -> String {
 }
 
 /// Text for HTML.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -182,7 +182,8 @@ fn esc(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-const STYLE: &str = "body{font:15px/1.4 system-ui,sans-serif;margin:2em auto;max-width:64em;\
+pub(crate) const STYLE: &str =
+    "body{font:15px/1.4 system-ui,sans-serif;margin:2em auto;max-width:64em;\
 padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}\
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.2em .6em;\
 border-bottom:1px solid #ddd;font-variant-numeric:tabular-nums}.ok{color:#176a2b}\
@@ -243,7 +244,7 @@ pub(crate) fn page(state: &State, reader: &Reader) -> Result<Reply, Error> {
     h.push_str("<h2>Fixity</h2>\n");
     h.push_str(&fixity(&st));
     h.push_str(
-        "<p><a href=\"/status.json\">status.json</a> · <a href=\"/healthz\">healthz</a> · \
+        "<p><a href=\"/browse\">browse</a> · <a href=\"/status.json\">status.json</a> · <a href=\"/healthz\">healthz</a> · \
          <a href=\"/metrics\">metrics</a> · mementos at <code>/web/TIMESTAMP/URL</code>, \
          <code>/timegate/URL</code>, <code>/timemap/link/URL</code></p>\n</body></html>\n",
     );

@@ -28,6 +28,12 @@ pub(crate) enum Route {
     /// `/latest/URL`: the state the mirror holds now, standing in for the original resource
     /// (the source itself is out of the mirror's reach): it links its TimeGate and TimeMap.
     Latest(String),
+    /// `/browse`: the resources under a prefix at a point (query: prefix, at, after).
+    Browse,
+    /// `/versions/URL`: every version of one URI.
+    Versions(String),
+    /// `/diff`: what changed between two points (query: from, to).
+    Diff,
     /// `/.well-known/resourcesync`: the Source Description of the mirror as a source.
     SourceDescription,
     /// `/resourcesync/capabilitylist.xml`.
@@ -67,6 +73,8 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
         "/status.json" => return Ok(Route::StatusJson),
         "/healthz" => return Ok(Route::Healthz),
         "/metrics" => return Ok(Route::Metrics),
+        "/browse" => return Ok(Route::Browse),
+        "/diff" => return Ok(Route::Diff),
         "/.well-known/resourcesync" => return Ok(Route::SourceDescription),
         "/resourcesync/capabilitylist.xml" => return Ok(Route::CapabilityList),
         "/resourcesync/resourcelist.xml" => return Ok(Route::ResourceList),
@@ -103,6 +111,9 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
     };
     if let Some(rest) = path.strip_prefix("/timegate/") {
         return Ok(Route::TimeGate(target(&with_query(rest))?));
+    }
+    if let Some(rest) = path.strip_prefix("/versions/") {
+        return Ok(Route::Versions(target(&with_query(rest))?));
     }
     if let Some(rest) = path.strip_prefix("/latest/") {
         return Ok(Route::Latest(target(&with_query(rest))?));
@@ -152,8 +163,8 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
     }
     Err(Refused::NotFound(format!(
         "{path}: nothing here; the mirror's URLs are /web/TIMESTAMP/URL, /timegate/URL, \
-         /timemap/link/URL, /timemap/json/URL, /latest/URL, /status.json, /healthz, /metrics, \
-         /.well-known/resourcesync"
+         /timemap/link/URL, /timemap/json/URL, /latest/URL, /versions/URL, /browse, /diff, \
+         /status.json, /healthz, /metrics, /.well-known/resourcesync"
     )))
 }
 

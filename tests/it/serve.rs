@@ -1164,3 +1164,86 @@ fn the_mirror_is_a_resourcesync_source_rsmirror_and_resync_follow() {
         "resync-sync --audit: {log}\nafter --incremental: {inc_log}"
     );
 }
+
+/// Issue 68: browsing, for a person (HTML, read in Chromium) and a program (JSON): the
+/// resources under a prefix at a WHEN, one URI's versions linked to their mementos, and a diff
+/// between two runs.
+#[test]
+#[cfg_attr(
+    missing = "chromium",
+    ignore = "Debian's chromium is missing (.ci/run installs it)"
+)]
+fn browsing_lists_by_prefix_and_time_shows_versions_and_diffs() {
+    let f = fixture();
+    let s = Served::start(f.mirror(), &["-q"]);
+    let prefix = f.url("");
+    let json = |path: &str| -> Value {
+        let g = s.request("GET", path, &[("Accept", "application/json")]);
+        assert_eq!(g.status, 200, "{path}: {}", g.text());
+        serde_json::from_slice(&g.body).unwrap()
+    };
+    let enc = |v: &str| url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>();
+    // At run 2, b had been deleted: a, big, c; now (run 4) b is back.
+    let uris = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let at2 = json(&format!("/browse?prefix={}&at=run:2", enc(&prefix)));
+    assert_eq!(uris(&at2), vec![f.url("a"), f.url("big"), f.url("c")]);
+    let now = json(&format!("/browse?prefix={}", enc(&prefix)));
+    assert_eq!(uris(&now).len(), 4);
+    let g = s.get("/browse?at=next+tuesday");
+    assert_eq!(g.status, 400);
+    assert!(g.text().contains("WHEN \"next tuesday\""), "{}", g.text());
+
+    // a's versions, newest first, each present state linked to its memento.
+    let v = json(&format!("/versions/{}", f.url("a")));
+    assert_eq!(v["versions"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(
+        s.get(&format!("/versions/{}", f.url("nothing"))).status,
+        404
+    );
+
+    // Run 1 to run 2: a updated, b deleted.
+    let d = json("/diff?from=run:1&to=run:2");
+    assert_eq!(
+        (
+            d["marks"]["updated"].as_u64(),
+            d["marks"]["deleted"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{d}"
+    );
+    assert_eq!(s.get("/diff").status, 400);
+
+    // The same pages in a browser.
+    let (dom, _) = chromium(
+        &["--dump-dom"],
+        &format!("{}/browse?prefix={}&at=run:2", s.base(), enc(&prefix)),
+    );
+    assert!(dom.contains("id=\"listing\""), "{dom}");
+    assert!(
+        dom.contains(&format!("/versions/{}", f.url("big"))),
+        "{dom}"
+    );
+    assert!(!dom.contains(&format!(">{}<", f.url("b"))), "{dom}");
+    let (dom, _) = chromium(
+        &["--dump-dom"],
+        &format!("{}/versions/{}", s.base(), f.url("a")),
+    );
+    for run in 1..=4 {
+        let memento = format!("/web/{}/{}", stamp(run_start(run)), f.url("a"));
+        assert!(dom.contains(&memento), "run {run}: {memento}: {dom}");
+    }
+    let (dom, _) = chromium(
+        &["--dump-dom"],
+        &format!("{}/diff?from=run:1&to=run:2", s.base()),
+    );
+    assert!(
+        dom.contains("1 created") || dom.contains("0 created, 1 updated, 1 deleted"),
+        "{dom}"
+    );
+}
