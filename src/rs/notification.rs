@@ -6,20 +6,9 @@
 //! §4: `rel="hub"` and `rel="self"`, which come before the body). Pure: no network.
 
 use crate::rs::document::{Capability, Entry, Header, Link};
-use serde::Serialize;
 use url::Url;
 
-/// A push channel a source advertises.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Channel {
-    /// The WebSub topic (what a subscription names).
-    pub topic: Url,
-    /// The hub that distributes it; `None` when the source named none (nothing to subscribe
-    /// to until its topic's `Link` headers name one).
-    pub hub: Option<Url>,
-    /// `changelist-notification` or `framework-notification`.
-    pub capability: String,
-}
+pub use crate::model::Channel;
 
 /// Is `c` a notification channel's capability (`*-notification`)?
 pub fn is_channel(c: &Capability) -> bool {

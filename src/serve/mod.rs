@@ -9,10 +9,10 @@
 //! runtime: the handlers are synchronous, on tokio's blocking pool, and stream an object's bytes
 //! through a bounded channel.
 
-mod http;
+pub(crate) mod http;
 mod memento;
 mod page;
-mod reply;
+pub(crate) mod reply;
 mod route;
 
 use crate::access::Reader;
