@@ -21,6 +21,11 @@ struct Hub {
 
 impl Hub {
     fn start() -> Hub {
+        Hub::start_with(&format!("{ORIGIN}/hub"), &[])
+    }
+
+    /// The channel's entry names `hub_href`; `args` go to the harness (`deny`).
+    fn start_with(hub_href: &str, args: &[&str]) -> Hub {
         let tree = Tree::new();
         tree.put("a", b"a1\n");
         tree.put("b", b"b1\n");
@@ -33,21 +38,17 @@ impl Hub {
             "</urlset>",
             &format!(
                 "<url><loc>{ORIGIN}/notification/changelist</loc>\
-                 <rs:ln rel=\"hub\" href=\"{ORIGIN}/hub\"/>\
+                 <rs:ln rel=\"hub\" href=\"{hub_href}\"/>\
                  <rs:md capability=\"changelist-notification\"/></url>\n</urlset>"
             ),
         );
         std::fs::write(tree.path().join("capabilitylist.xml"), caps).unwrap();
         let db = tempfile::tempdir().unwrap();
         let python = python_with("flask_websub, celery");
-        let server = Server::start(
-            &python,
-            "websub_hub.py",
-            &[
-                tree.path().to_str().unwrap(),
-                db.path().join("hub.sqlite").to_str().unwrap(),
-            ],
-        );
+        let hub_db = db.path().join("hub.sqlite");
+        let mut argv = vec![tree.path().to_str().unwrap(), hub_db.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        let server = Server::start(&python, "websub_hub.py", &argv);
         Hub {
             tree,
             server,
@@ -367,6 +368,8 @@ fn a_flask_websub_hub_pushes_changes_that_follow_applies() {
     );
     f.wait_for("unsubscribed from", 1);
     assert!(!hub.http_subscribers().contains(&callback));
+    // A delivery to the ended subscription: 410 Gone (a hub stops delivering).
+    assert!(raw(port, &post(path, "", "<urlset/>")).contains(" 410 "));
 
     assert_eq!(f.signal(libc::SIGTERM), Some(0), "{}", f.said());
     assert_eq!(subscriptions(&m)[0].2, "ended");
@@ -424,5 +427,82 @@ fn a_restart_after_sigkill_catches_up_what_the_hub_gave_up_on() {
 impl Hub {
     fn http_subscribers(&self) -> String {
         http("GET", &self.url("/subscribers"))
+    }
+}
+
+/// websub.rocks' discovery and subscription cases for a subscriber, rebuilt with the same hub:
+/// 100 (the hub and the topic from HTTP `Link` headers), 104 (the headers win over the
+/// document, whose channel names a hub that does not exist), 200/203 (the topic is the
+/// `rel="self"` the headers name, not the URL fetched), 201 and 202 (the source URL
+/// redirects, temporarily or permanently; the headers of where it ends count).
+#[test]
+#[cfg_attr(
+    missing = "flask_websub",
+    ignore = "flask-websub 0.4.1 and celery (PyPI) are missing (.ci/run installs them)"
+)]
+fn discovery_by_link_headers_after_redirects_wins_over_the_document() {
+    for start in [
+        "/linked/capabilitylist.xml",
+        "/redirect302/capabilitylist.xml",
+        "/redirect301/capabilitylist.xml",
+    ] {
+        let hub = Hub::start_with("http://127.0.0.1:1/no-hub-here", &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        let out = baseline(&hub.url(start), &m).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{start}: {}", stderr_of(&out));
+        let f = Follower::start(&m, free_port(), &[]);
+        let said = f.wait_for("granted, renewal in", 1);
+        let topic = hub.url("/notification/changelist");
+        assert!(
+            said.contains(&format!("subscribed to {topic} at {}", hub.url("/hub"))),
+            "{start}: {said}"
+        );
+        assert!(!said.contains("no-hub-here"), "{start}: {said}");
+        // And what it pushes is applied.
+        hub.change(
+            &[("c", "created", "2026-04-02T00:00:00Z")],
+            &[("c", b"c\n")],
+        );
+        hub.post("/publish?alg=sha384");
+        wait_for_state(&m, &hub.url("/res/c"), b"c\n", &f);
+    }
+}
+
+/// websub.rocks 204: a hub that denies the subscription (hub.mode=denied to the callback): it
+/// is logged, answered 200, recorded as denied (status shows it), and the mirror is kept
+/// current by a catch-up instead.
+#[test]
+#[cfg_attr(
+    missing = "flask_websub",
+    ignore = "flask-websub 0.4.1 and celery (PyPI) are missing (.ci/run installs them)"
+)]
+fn a_hub_that_denies_the_subscription_leaves_catch_ups() {
+    let hub = Hub::start_with(&format!("{ORIGIN}/hub"), &["deny"]);
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let source = hub.url("/capabilitylist.xml");
+    let out = baseline(&source, &m).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    hub.change(
+        &[("c", "created", "2026-04-02T00:00:00Z")],
+        &[("c", b"c\n")],
+    );
+    let f = Follower::start(&m, free_port(), &[]);
+    let said = f.wait_for("denied the subscription", 1);
+    assert!(
+        said.contains("this hub takes no subscriptions today"),
+        "{said}"
+    );
+    assert!(!said.contains("granted"), "{said}");
+    wait_for_state(&m, &hub.url("/res/c"), b"c\n", &f);
+    let started = Instant::now();
+    loop {
+        let (status, _) = ok_on_mirror(&m, &["status"]);
+        if status.contains("(denied)") {
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "{status}");
+        std::thread::sleep(Duration::from_millis(200));
     }
 }

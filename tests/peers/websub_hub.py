@@ -1,7 +1,7 @@
 """A WebSub hub (flask-websub 0.4.1, celery in eager mode) and a ResourceSync source, on one
 127.0.0.1 port (0: any free one, printed first as `PORT <n>`), for tests/it/follow.rs.
 
-    python websub_hub.py TREE_DIR HUB_DB
+    python websub_hub.py TREE_DIR HUB_DB [deny]
 
 - `/hub`: flask-websub's hub endpoint (HUB_MIN_LEASE_SECONDS 60: a 10 s lease is granted 60 s;
   MAX_ATTEMPTS 3, BACKOFF_BASE 0: a failing callback is given up on at once).
@@ -13,6 +13,10 @@
 - `POST /forge?kind=unsigned|forged`: the topic's content POSTed to every subscriber's callback
   without a signature, or with a wrong one (what an attacker who learnt a callback could do).
 - `GET /subscribers`: the hub's subscriptions, one `callback lease_seconds` line each.
+- `/linked/<path>`: a file with the WebSub `Link` headers (hub, and the topic as rel="self"),
+  for discovery by headers (websub.rocks 100, 104, 203); `/redirect302/<path>` and
+  `/redirect301/<path>` redirect there (websub.rocks 201, 202).
+- With `deny`, the hub denies every subscription (websub.rocks 204).
 """
 import hashlib
 import hmac
@@ -43,6 +47,11 @@ hub = Hub(
     REQUEST_TIMEOUT=10,
 )
 app.register_blueprint(hub.build_blueprint(url_prefix="/hub"))
+if len(sys.argv) > 3 and sys.argv[3] == "deny":
+    @hub.register_validator
+    def deny(callback_url, topic_url, *args):
+        return "this hub takes no subscriptions today"
+
 origin = None
 
 
@@ -93,6 +102,21 @@ def subscribers():
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT callback_url, expiration_time FROM hub").fetchall()
     return "".join("%s %s\n" % r for r in rows)
+
+
+@app.route("/linked/<path:name>", methods=["GET", "HEAD"])
+def linked(name):
+    return Response(read(name), mimetype="application/xml", headers={"Link": links()})
+
+
+@app.route("/redirect302/<path:name>", methods=["GET", "HEAD"])
+def redirect302(name):
+    return Response("", status=302, headers={"Location": origin + "/linked/" + name})
+
+
+@app.route("/redirect301/<path:name>", methods=["GET", "HEAD"])
+def redirect301(name):
+    return Response("", status=301, headers={"Location": origin + "/linked/" + name})
 
 
 @app.route("/<path:name>", methods=["GET", "HEAD"])
