@@ -36,6 +36,7 @@ const TOOLS: &[&str] = &[
     "chromium",
     "memento_validator",
     "memento_client",
+    "flask_websub",
 ];
 
 fn main() {
@@ -95,6 +96,11 @@ fn main() {
             python_with(&manifest, "dateutil, click, typing_extensions"),
         ),
         ("memento_client", python_with(&manifest, "memento_client")),
+        // `follow`'s hub (tests/peers/websub_hub.py): flask-websub 0.4.1, celery eager.
+        (
+            "flask_websub",
+            python_with(&manifest, "flask_websub, celery, requests"),
+        ),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

@@ -1,4 +1,4 @@
--- rsmirror catalog, schema version 9 (PRAGMA user_version). Version 1 had objects in two
+-- rsmirror catalog, schema version 10 (PRAGMA user_version). Version 1 had objects in two
 -- fan-out folder levels (objects/sha256/ab/cd/<sha256>); version 2 has one. Versions 1 and 2
 -- kept SCP pages apart (`scp_pages`, `scp_page_versions`, the JSON inside the catalog); version
 -- 3 keeps them as resources and objects like every other format (`scp_versions` below), names
@@ -9,7 +9,8 @@
 -- where each collection publishes its changes (`change_documents`). Version 8 records a
 -- version's content coding, declared and served (`versions.declared_encoding`,
 -- `versions.content_encoding`). Version 9 remembers where a harvest killed between two
--- documents resumes (`harvests`: an OAI-PMH resumptionToken).
+-- documents resumes (`harvests`: an OAI-PMH resumptionToken). Version 10 remembers the push
+-- subscriptions of `rsmirror follow` (`subscriptions`: WebSub hub, topic, callback, lease).
 -- Times are UTC RFC 3339 text (`2026-01-01T00:00:00Z`, sub-seconds kept when the source gave
 -- them). Digests are lower-case hex. A column carries its unit in its name.
 
@@ -304,4 +305,24 @@ CREATE TABLE harvests (
     run_id        INTEGER NOT NULL REFERENCES runs(id)
 );
 
-PRAGMA user_version = 9;
+-- A push subscription of `rsmirror follow` (ResourceSync Change Notification over WebSub): the
+-- hub, the topic, the callback URL given to the hub (its path unguessable) and the secret the
+-- hub signs deliveries with (X-Hub-Signature), kept so that a restarted follower goes on
+-- verifying them; the lease the hub granted. Written outside runs, under the mirror's lock.
+CREATE TABLE subscriptions (
+    id                      INTEGER PRIMARY KEY,
+    source_id               INTEGER NOT NULL REFERENCES sources(id),
+    hub                     TEXT NOT NULL,
+    topic                   TEXT NOT NULL,
+    callback                TEXT NOT NULL UNIQUE,
+    secret                  TEXT NOT NULL,
+    state                   TEXT NOT NULL,     -- subscribing | active | unsubscribing | ended | denied
+    lease_requested_seconds INTEGER,
+    lease_granted_seconds   INTEGER,
+    lease_until             TEXT,
+    last_notification_at    TEXT,
+    last_catch_up_at        TEXT,
+    UNIQUE (source_id, hub, topic)
+);
+
+PRAGMA user_version = 10;

@@ -351,6 +351,14 @@ pub enum Command {
     /// left it. One log line per request on stderr; SIGTERM finishes the requests under way.
     #[command(after_help = serve_help())]
     Serve(ServeArgs),
+    /// Changes pushed to the mirror: subscribe (WebSub, ResourceSync Change Notification) to
+    /// every followed source that advertises a hub, and apply each verified notification
+    /// through the same engine as incremental (a catch-up from the Change Lists, batched under
+    /// load). Catches up on start, after a lapsed lease, a denied subscription, and every
+    /// --catch-up-every. Deliveries without a valid X-Hub-Signature are logged, never applied.
+    /// SIGTERM finishes the catch-up in hand. --stop asks the hubs to end the subscriptions.
+    #[command(after_help = crate::exit::Exit::help_table())]
+    Follow(FollowArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) for rsmirror, for one of its commands, or for a topic of the
@@ -662,6 +670,47 @@ pub struct ServeArgs {
     /// As status --stale-fixity, for /healthz and the status page.
     #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_age, env = "RSMIRROR_STALE_FIXITY")]
     pub stale_fixity: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct FollowArgs {
+    /// The sources to follow (as `source list` names them); default: every one the mirror
+    /// follows.
+    pub sources: Vec<String>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    /// The address and port the callbacks listen on (port 0: any free one, said on stderr).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        default_value = "127.0.0.1:8081",
+        env = "RSMIRROR_LISTEN"
+    )]
+    pub listen: std::net::SocketAddr,
+    /// The URL hubs reach the listener at (https://mirror.example.org/push behind a reverse
+    /// proxy); each subscription's callback is this and an unguessable path.
+    #[arg(long, value_name = "URL", env = "RSMIRROR_CALLBACK_BASE", value_parser = parse_base_url, required_unless_present = "stop")]
+    pub callback_base: Option<String>,
+    /// The lease asked of each hub (the hub may grant another; renewal comes at half the
+    /// granted one).
+    #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_age)]
+    pub lease: std::time::Duration,
+    /// A notification body larger than this is refused (413).
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
+    pub max_body: u64,
+    /// A catch-up from the Change Lists of every source this often, pushes or not (a hub that
+    /// gave up on this callback says nothing).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_age)]
+    pub catch_up_every: std::time::Duration,
+    /// Ask each hub to end the subscriptions the mirror records (of SOURCE..., or all), and
+    /// end; a running follower answers the hubs' verification.
+    #[arg(long)]
+    pub stop: bool,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    /// No line per callback request and per catch-up; errors only.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `--base-url`: an http or https URL without a query or fragment.

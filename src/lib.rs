@@ -9,7 +9,8 @@
 //! read into the mirror: plan, transfer, verify, decide, commit; `commands` wire a command to
 //! it and report. `audit` proves the mirror against the source and its own bytes, and repairs
 //! it; `access` reads the mirror back (ls, cat, log, diff, status) from the catalog and objects
-//! alone; `export` writes it out for preservation systems. `cli` is what the user typed,
+//! alone; `export` writes it out for preservation systems; `follow` subscribes to pushed changes
+//! (WebSub) and applies them through `incremental`. `cli` is what the user typed,
 //! `settings` the checked form, `exit` the one exit-code table.
 
 /// A line on stderr that never stops the process: a closed or full stderr (a logger that
@@ -74,6 +75,7 @@ pub(crate) mod engine;
 pub mod error;
 pub mod exit;
 pub(crate) mod export;
+pub(crate) mod follow;
 pub mod formats;
 pub(crate) mod interrupt;
 pub mod logfile;

@@ -29,6 +29,7 @@ pub const TOPICS: &[Topic] = topics![
     "changes",
     "reading",
     "web",
+    "push",
     "audit-and-repair",
     "exports",
     "buckets",

@@ -200,6 +200,10 @@ pub struct DocumentReport {
     pub digests: Vec<String>,
     pub up: Option<String>,
     pub warnings: Vec<String>,
+    /// Push channels the document advertises (ResourceSync Change Notification: topic and
+    /// hub); never fetched as documents.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<crate::model::Channel>,
 }
 
 /// A line on stderr, as [`say!`] writes it, for code outside a macro's reach.

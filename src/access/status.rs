@@ -87,6 +87,22 @@ pub struct Source {
     pub collections: Vec<Collection>,
     /// The last run of each command for this source.
     pub last_runs: BTreeMap<String, RunBrief>,
+    /// Its push subscriptions (`rsmirror follow`): never the callback path nor the secret.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subscriptions: Vec<SubscriptionBrief>,
+}
+
+/// A push subscription as `status` shows it.
+#[derive(Serialize)]
+pub struct SubscriptionBrief {
+    pub hub: String,
+    pub topic: String,
+    /// subscribing | active | unsubscribing | ended | denied
+    pub state: String,
+    pub lease_granted_seconds: Option<i64>,
+    pub lease_until: Option<String>,
+    pub last_notification_at: Option<String>,
+    pub last_catch_up_at: Option<String>,
 }
 
 #[derive(Serialize, Default)]
@@ -259,9 +275,25 @@ fn sources(
             .or_default()
             .insert(run.command.clone(), run.into());
     }
+    let mut subscribed: BTreeMap<String, Vec<SubscriptionBrief>> = BTreeMap::new();
+    for b in crate::store::subscriptions::all(catalog)? {
+        subscribed
+            .entry(b.source)
+            .or_default()
+            .push(SubscriptionBrief {
+                hub: b.hub,
+                topic: b.topic,
+                state: b.state,
+                lease_granted_seconds: b.lease_granted_seconds,
+                lease_until: b.lease_until,
+                last_notification_at: b.last_notification_at,
+                last_catch_up_at: b.last_catch_up_at,
+            });
+    }
     let mut out = Vec::new();
     for r in mirror_summary::sources(catalog)? {
         out.push(Source {
+            subscriptions: subscribed.remove(&r.url).unwrap_or_default(),
             url: r.url,
             kind: r.kind,
             added_at: r.added_at,
@@ -283,6 +315,7 @@ fn sources(
             kind: String::new(),
             added_at: String::new(),
             removed_at: None,
+            subscriptions: Vec::new(),
             filter: Default::default(),
             settings: Default::default(),
             collections: orphans,

@@ -8,6 +8,7 @@ use crate::error::{Error, SourceError};
 use crate::formats;
 pub use crate::report::DocumentReport;
 use crate::rs::document::{Capability, Root};
+use crate::rs::notification;
 use crate::settings::SourceSettings;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};
@@ -52,6 +53,15 @@ impl Inspection {
                 facts.push(format!("up={up}"));
             }
             out.push_str(&format!("    {}\n", facts.join(" ")));
+            for c in &d.channels {
+                out.push_str(&format!(
+                    "    push channel ({}, ResourceSync Change Notification): topic={} hub={} \
+                     (not a document: not fetched; rsmirror follow subscribes to it)\n",
+                    c.capability,
+                    c.topic,
+                    c.hub.as_ref().map_or("none named", |h| h.as_str())
+                ));
+            }
             for w in &d.warnings {
                 out.push_str(&format!("    warning: {w}\n"));
             }
@@ -153,15 +163,9 @@ fn walk(
             // Capability List's capability documents.
             // A push channel (ResourceSync Change Notification 1.0.1: capability
             // `changelist-notification`, its `loc` a WebSub topic) is no document to GET.
-            if let Some(Capability::Other(c)) = &e.md.capability {
-                if c.ends_with("-notification") {
-                    channels.push(format!(
-                        "{}: a push channel ({c}, ResourceSync Change Notification), not a \
-                         document: not fetched (rsmirror incremental follows the Change Lists)",
-                        e.loc
-                    ));
-                    continue;
-                }
+            if let Some(channel) = notification::of_entry(&e) {
+                channels.push(channel);
+                continue;
             }
             let follow = header.root == Root::SitemapIndex
                 || (header.capability() == Some(Capability::Description)
@@ -173,6 +177,7 @@ fn walk(
         }
         Ok(())
     })();
+    channels.extend(notification::of_header(&header, &doc.url));
     let report = DocumentReport {
         url: doc.url.to_string(),
         kind,
@@ -189,8 +194,8 @@ fn walk(
             .take_warnings()
             .iter()
             .map(|w| w.to_string())
-            .chain(channels)
             .collect(),
+        channels,
     };
     out.documents.push(report);
     if let Err(e) = result {

@@ -71,6 +71,7 @@ pub fn run(cli: Cli, arguments: &str) -> Exit {
         Command::Catalog(a) => catalog_command(&a),
         Command::Attach(a) => attach(&a),
         Command::Serve(a) => serve(&a),
+        Command::Follow(a) => follow(&a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),
     };
@@ -147,7 +148,7 @@ fn only_reads(command: &Command) -> bool {
         Command::Baseline(a) => a.dry_run,
         Command::Incremental(a) => a.dry_run,
         Command::Repair(a) => a.dry_run,
-        Command::Audit(_) | Command::Export(_) | Command::Attach(_) => false,
+        Command::Audit(_) | Command::Export(_) | Command::Attach(_) | Command::Follow(_) => false,
         Command::Source(a) => matches!(a.action, SourceAction::List { .. }),
         Command::Catalog(a) => matches!(a.action, crate::cli::CatalogAction::Check { .. }),
         Command::Inspect(_)
@@ -477,6 +478,88 @@ fn serve(a: &crate::cli::ServeArgs) -> Exit {
         },
     };
     crate::serve::run(o).unwrap_or_else(|e| fail(&e))
+}
+
+fn follow(a: &crate::cli::FollowArgs) -> Exit {
+    let incremental = a.source_args.settings("").and_then(|source| {
+        settings::Incremental {
+            mirror: a.mirror.mirror.clone(),
+            source,
+            source_given: true,
+            from: None,
+            dry_run: false,
+            jobs: settings::DEFAULT_JOBS,
+            on_gap: settings::OnGap::Stop,
+            output: settings::Output {
+                quiet: true,
+                verbose: 0,
+                json: false,
+            },
+        }
+        .checked()
+    });
+    let incremental = match incremental {
+        Ok(s) => s,
+        Err(e) => return fail(&e.into()),
+    };
+    if a.stop {
+        return follow_stop(a).unwrap_or_else(|e| fail(&e));
+    }
+    let Some(base) = a
+        .callback_base
+        .as_deref()
+        .and_then(|b| url::Url::parse(b).ok())
+    else {
+        return fail(&settings::UsageError("--callback-base URL is needed".into()).into());
+    };
+    let o = crate::follow::Options {
+        mirror: a.mirror.mirror.clone(),
+        sources: a.sources.clone(),
+        listen: a.listen,
+        callback_base: base,
+        lease: a.lease,
+        max_body: a.max_body,
+        catch_up_every: a.catch_up_every,
+        incremental,
+        catch_up: incremental::run,
+        quiet: a.quiet,
+    };
+    crate::follow::run(o).unwrap_or_else(|e| fail(&e))
+}
+
+/// `follow --stop`: ask the hubs to end the subscriptions (of the SOURCEs given, or all).
+fn follow_stop(a: &crate::cli::FollowArgs) -> Result<Exit, crate::error::Error> {
+    // A running follower takes the lock for moments (a catch-up, its rows): wait for it.
+    let started = std::time::Instant::now();
+    let m = loop {
+        match engine::context::OpenMirror::open(&a.mirror.mirror, ("follow --stop", None)) {
+            Err(crate::error::Error::Lock(crate::store::lock::LockError::Held { .. }))
+                if started.elapsed() < std::time::Duration::from_secs(300) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            other => break other?,
+        }
+    };
+    let sources: Vec<Option<String>> = match a.sources.is_empty() {
+        true => vec![None],
+        false => a
+            .sources
+            .iter()
+            .map(|s| engine::discover::source_url(s).map(|u| Some(u.to_string())))
+            .collect::<Result<_, _>>()?,
+    };
+    let mut said = 0;
+    for s in &sources {
+        for line in crate::follow::unsubscribe(&m.catalog, s.as_deref())? {
+            say!("rsmirror: follow --stop: {line}");
+            said += 1;
+        }
+    }
+    if said == 0 {
+        say!("rsmirror: follow --stop: no subscription to end");
+    }
+    Ok(Exit::Ok)
 }
 
 fn export(a: &crate::cli::ExportArgs) -> Exit {

@@ -39,6 +39,11 @@ pub(crate) fn run(mirror: &Path, url: &str, arguments: &str) -> Result<String, E
         .catalog
         .begin_run("source remove", Some(source.id), arguments)?;
     m.catalog.remove_source(&url)?;
+    // Its push subscriptions (`follow`) end too: the hubs are asked to stop delivering.
+    let unsubscribed = crate::follow::unsubscribe(&m.catalog, Some(&url))?;
+    for line in &unsubscribed {
+        say!("rsmirror: source remove: {line}");
+    }
     m.catalog.end_run(run_id, "ok", 0, "{}")?;
     Ok(format!(
         "no longer following {url}: its versions stay in the mirror; rsmirror baseline {url} \

@@ -48,6 +48,19 @@ fn source_text(s: &Source, l: &mut Vec<String>) {
             s.url
         ));
     }
+    for b in &s.subscriptions {
+        let or_never = |t: &Option<String>| t.as_deref().map_or("never".into(), shown_time);
+        l.push(format!(
+            "  push        {} via hub {} ({}), lease until {}, last notification {}, last \
+             catch-up {}",
+            b.topic,
+            b.hub,
+            b.state,
+            or_never(&b.lease_until),
+            or_never(&b.last_notification_at),
+            or_never(&b.last_catch_up_at)
+        ));
+    }
     if !s.filter.is_empty() {
         l.push(format!("  filter {}", s.filter.as_options()));
     }

@@ -539,6 +539,7 @@ pub(crate) fn inspect(
             .iter()
             .enumerate()
             .map(|(i, (url, entries))| DocumentReport {
+                channels: Vec::new(),
                 url: url.clone(),
                 kind: reg.name.to_string(),
                 entries: *entries,

@@ -6,6 +6,7 @@
 //! vocabulary in `finding::Class`.
 
 pub mod change;
+pub mod channel;
 pub mod filter;
 pub mod finding;
 pub mod kept;
@@ -15,6 +16,7 @@ pub mod validators;
 pub mod via;
 
 pub use change::{Change, ChangeOutcome};
+pub use channel::Channel;
 pub use filter::{Filter, Rules};
 pub use kept::Kept;
 pub use problem::ProblemClass;

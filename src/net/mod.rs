@@ -13,6 +13,7 @@ pub mod fetch;
 pub(crate) mod in_step;
 pub(crate) mod one;
 pub(crate) mod pool;
+pub(crate) mod small_request;
 pub(crate) mod sockets;
 pub mod transfer;
 

@@ -2019,7 +2019,10 @@ impl State {
 
     fn capability(&mut self, raw: &str, document: bool) -> Capability {
         let cap = Capability::parse(raw);
-        let message = if let Capability::Other(name) = &cap {
+        let message = if crate::rs::notification::is_channel(&cap) {
+            // ResourceSync Change Notification 1.0.1: a push channel, known (`follow`).
+            None
+        } else if let Capability::Other(name) = &cap {
             // ResourceSync 1.1 §2: unknown values are kept, logged, otherwise ignored.
             Some(format!("unknown capability {name:?}"))
         } else if raw != cap.name() {

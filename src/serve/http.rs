@@ -9,7 +9,8 @@
 //! before the headers go out when small, else streamed through a bounded channel with the last
 //! chunk held back until the bytes proved whole, so a damaged copy is never served complete.
 //! SIGTERM (and SIGINT) stop accepting, finish the requests under way (up to `--drain`), and
-//! end.
+//! end. The connection handling is shared ([`Site`], [`serve_until`]): `follow`'s WebSub
+//! callbacks are answered by the same code, with their own handler.
 
 use crate::access::cat::Verified;
 use crate::error::{Error, UsageError};
@@ -77,29 +78,76 @@ impl hyper::body::Body for Body {
     }
 }
 
-/// Bind, serve until a signal, drain.
-pub(crate) fn serve(state: State) -> Result<Exit, Error> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// What answers the requests a listener accepts: `serve`'s mirror ([`State`]) and `follow`'s
+/// WebSub callbacks share the connection handling below (limits, timeouts, draining).
+pub(crate) trait Site: Send + Sync + 'static {
+    fn respond(
+        self: Arc<Self>,
+        peer: SocketAddr,
+        req: Request<Incoming>,
+    ) -> Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>;
+}
+
+/// How a listener bounds its clients.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Connections served at once; more wait in the kernel's queue.
+    pub max_connections: usize,
+    /// A connection without a whole request head within this is closed.
+    pub header_timeout: std::time::Duration,
+    /// How long a signal waits for the requests under way.
+    pub drain: std::time::Duration,
+    /// A connection whose client takes none of a response's bytes for this long is closed.
+    pub send_timeout: std::time::Duration,
+    /// Say nothing of connections cut (`-q`).
+    pub quiet: bool,
+}
+
+/// The small tokio runtime a server runs on, its threads named `name`.
+pub(crate) fn runtime(name: &str) -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // The handlers are short catalog reads: a few threads keep two cores busy, and each
         // keeps a catalog connection (its page cache) in the pool, which bounds the memory.
         // Streams of large objects take one each while they last.
         .max_blocking_threads(BLOCKING_THREADS)
-        .thread_name("rsmirror-serve")
+        .thread_name(name)
         .enable_all()
         .build()
-        .map_err(|e| UsageError(format!("serve: cannot start its runtime: {e}")))?;
-    runtime.block_on(accept(Arc::new(state)))
+        .map_err(|e| UsageError(format!("{name}: cannot start its runtime: {e}")).into())
+}
+
+/// Bind, serve until a signal, drain.
+pub(crate) fn serve(state: State) -> Result<Exit, Error> {
+    runtime("rsmirror-serve")?.block_on(accept(Arc::new(state)))
+}
+
+/// `--listen`: bound, or a usage error naming the address.
+pub(crate) async fn bind(
+    listen: SocketAddr,
+) -> Result<(tokio::net::TcpListener, SocketAddr), Error> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| UsageError(format!("--listen {listen}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| UsageError(format!("--listen {listen}: {e}")))?;
+    Ok((listener, bound))
+}
+
+/// The process's first SIGTERM (`Some(true)`) or SIGINT (`Some(false)`), handed over by
+/// `interrupt` instead of ending the process.
+pub(crate) fn signals() -> watch::Receiver<Option<bool>> {
+    let (signalled, signal) = watch::channel(None::<bool>);
+    crate::interrupt::hand_signals_to(move |term| {
+        let _ = signalled.send(Some(term));
+    });
+    signal
 }
 
 async fn accept(state: Arc<State>) -> Result<Exit, Error> {
     let o = &state.options;
-    let listener = tokio::net::TcpListener::bind(o.listen)
-        .await
-        .map_err(|e| UsageError(format!("--listen {}: {e}", o.listen)))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| UsageError(format!("--listen {}: {e}", o.listen)))?;
+    let (listener, bound) = bind(o.listen).await?;
     say!(
         "rsmirror: serving {} read-only on http://{bound}/ (SIGTERM stops it)",
         o.mirror.display()
@@ -110,16 +158,43 @@ async fn accept(state: Arc<State>) -> Result<Exit, Error> {
              the whole mirror; put a reverse proxy with TLS and access control in front"
         );
     }
-    // The process's signal watcher (`interrupt`) hands the first SIGTERM or SIGINT here.
-    let (signalled, mut signal) = watch::channel(None::<bool>);
-    crate::interrupt::hand_signals_to(move |term| {
-        let _ = signalled.send(Some(term));
-    });
+    let limits = Limits {
+        max_connections: o.max_connections,
+        header_timeout: o.header_timeout,
+        drain: o.drain,
+        send_timeout: o.send_timeout,
+        quiet: o.quiet,
+    };
+    let signal = signals();
+    let (exit, drained) = serve_until(state.clone(), listener, limits, signal).await;
+    say!(
+        "rsmirror: stopped serving{}",
+        if drained {
+            ""
+        } else {
+            " (requests still under way were cut at --drain)"
+        }
+    );
+    Ok(exit)
+}
+
+/// Accept connections and hand their requests to `site` until `signal` says stop (exit 0 on
+/// SIGTERM, 130 on SIGINT); then finish the requests under way, up to `limits.drain` (whether
+/// they all ended in time is the second value).
+pub(crate) async fn serve_until<S: Site>(
+    site: Arc<S>,
+    listener: tokio::net::TcpListener,
+    limits: Limits,
+    mut signal: watch::Receiver<Option<bool>>,
+) -> (Exit, bool) {
     let stopped = |signal: &watch::Receiver<Option<bool>>| match *signal.borrow() {
         Some(false) => Exit::Interrupted,
         _ => Exit::Ok,
     };
-    let permits = Arc::new(Semaphore::new(o.max_connections));
+    if signal.borrow().is_some() {
+        return (stopped(&signal), true);
+    }
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
     let (stop, stopping) = watch::channel(false);
     let exit = loop {
         let permit = tokio::select! {
@@ -139,20 +214,19 @@ async fn accept(state: Arc<State>) -> Result<Exit, Error> {
             },
             _ = signal.changed() => break stopped(&signal),
         };
-        let state = state.clone();
+        let site = site.clone();
         let mut stopping = stopping.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let timeout = state.options.header_timeout;
-            let send_timeout = state.options.send_timeout;
-            let quiet = state.options.quiet;
+            let send_timeout = limits.send_timeout;
+            let quiet = limits.quiet;
             let service = hyper::service::service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, std::convert::Infallible>(respond(state, peer, req).await) }
+                let site = site.clone();
+                async move { Ok::<_, std::convert::Infallible>(site.respond(peer, req).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(timeout)
+                .header_read_timeout(limits.header_timeout)
                 // As most servers write them (some Memento clients look headers up by case).
                 .title_case_headers(true)
                 .max_buf_size(MAX_HEAD)
@@ -178,19 +252,21 @@ async fn accept(state: Arc<State>) -> Result<Exit, Error> {
     drop(listener);
     let _ = stop.send(true);
     // Every connection holds a permit: all of them back means every request has ended.
-    let all = u32::try_from(o.max_connections).unwrap_or(u32::MAX);
-    let drained = tokio::time::timeout(o.drain, permits.acquire_many(all))
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let drained = tokio::time::timeout(limits.drain, permits.acquire_many(all))
         .await
         .is_ok();
-    say!(
-        "rsmirror: stopped serving{}",
-        if drained {
-            ""
-        } else {
-            " (requests still under way were cut at --drain)"
-        }
-    );
-    Ok(exit)
+    (exit, drained)
+}
+
+impl Site for State {
+    fn respond(
+        self: Arc<Self>,
+        peer: SocketAddr,
+        req: Request<Incoming>,
+    ) -> Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
+        Box::pin(respond(self, peer, req))
+    }
 }
 
 /// One request: GET or HEAD without a body, answered on the blocking pool; one log line.
@@ -245,7 +321,7 @@ async fn respond(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) ->
 }
 
 /// A reply as a response: an object's bytes read and checked (small) or streamed (large).
-fn body_of(reply: Reply, head: bool) -> Response<Body> {
+pub(crate) fn body_of(reply: Reply, head: bool) -> Response<Body> {
     let Reply {
         status,
         headers,

@@ -12,10 +12,10 @@
 
 mod auth;
 mod browse;
-mod http;
+pub(crate) mod http;
 mod memento;
 mod page;
-mod reply;
+pub(crate) mod reply;
 mod resourcesync;
 mod route;
 

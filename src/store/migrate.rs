@@ -27,6 +27,8 @@
 //!   One transaction.
 //! - 8 → 9: `harvests` (where a harvest killed between two documents resumes), empty: no
 //!   harvest of an earlier rsmirror is under way. One transaction.
+//! - 9 → 10: `subscriptions` (the push subscriptions of `rsmirror follow`), empty: no earlier
+//!   rsmirror subscribed anywhere. One transaction ([`nine_to_ten`]).
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -75,6 +77,9 @@ pub(crate) fn upgrade(
     }
     if from < 9 {
         table_more(conn, HARVESTS, (9, "upgrade.8-to-9-before-commit")).map_err(sql)?;
+    }
+    if from < 10 {
+        nine_to_ten(conn).map_err(sql)?;
     }
     Ok(())
 }
@@ -128,6 +133,27 @@ const HARVESTS: &str = "CREATE TABLE IF NOT EXISTS harvests (
      state      TEXT NOT NULL,
      run_id     INTEGER NOT NULL REFERENCES runs(id)
  );";
+
+/// 9 → 10: `subscriptions`, empty, and version 10, in one transaction (the whole step here, so
+/// that it can be renumbered alone).
+fn nine_to_ten(conn: &mut Connection) -> rusqlite::Result<()> {
+    const SUBSCRIPTIONS: &str = "CREATE TABLE IF NOT EXISTS subscriptions (
+         id                      INTEGER PRIMARY KEY,
+         source_id               INTEGER NOT NULL REFERENCES sources(id),
+         hub                     TEXT NOT NULL,
+         topic                   TEXT NOT NULL,
+         callback                TEXT NOT NULL UNIQUE,
+         secret                  TEXT NOT NULL,
+         state                   TEXT NOT NULL,
+         lease_requested_seconds INTEGER,
+         lease_granted_seconds   INTEGER,
+         lease_until             TEXT,
+         last_notification_at    TEXT,
+         last_catch_up_at        TEXT,
+         UNIQUE (source_id, hub, topic)
+     );";
+    table_more(conn, SUBSCRIPTIONS, (10, "upgrade.9-to-10-before-commit"))
+}
 
 /// `versions.declared_encoding` and `versions.content_encoding`, NULL in every row (each added
 /// unless it is there: a catalog whose version number was set back by hand), and version 8, in

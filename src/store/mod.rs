@@ -35,6 +35,7 @@ pub(crate) mod scp_pages;
 pub(crate) mod seal;
 pub(crate) mod space;
 pub(crate) mod state_shares;
+pub(crate) mod subscriptions;
 pub(crate) mod timeline;
 pub mod tx;
 pub(crate) mod wal;

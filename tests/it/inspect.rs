@@ -181,11 +181,35 @@ fn a_change_notification_channel_is_named_not_fetched() {
     let out = inspect(&srv.url("/capabilitylist.xml"));
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let said = format!("{}{}", stdout_of(&out), stderr_of(&out));
+    // (The test server answers with its own address in place of sample.example.org.)
+    let topic = srv.url("/notification/changelist");
+    let hub = srv.url("/hub");
     assert!(
-        said.contains("a push channel (changelist-notification"),
+        said.contains(&format!(
+            "push channel (changelist-notification, ResourceSync Change Notification): \
+             topic={topic} hub={hub}"
+        )),
         "{said}"
     );
+    assert!(!said.contains("unknown capability"), "{said}");
     assert_eq!(srv.count("/notification/changelist"), 0);
+    // The same in --json: the channel as data, under its Capability List.
+    let out = rsmirror()
+        .args(["inspect", "--json", &srv.url("/capabilitylist.xml")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let channels: Vec<&serde_json::Value> = doc["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d.get("channels"))
+        .flat_map(|c| c.as_array().unwrap())
+        .collect();
+    assert_eq!(channels.len(), 1, "{doc}");
+    assert_eq!(channels[0]["hub"], hub.as_str());
+    assert_eq!(channels[0]["topic"], topic.as_str());
     let dir = tempfile::tempdir().unwrap();
     let out = baseline(&srv.url("/capabilitylist.xml"), dir.path())
         .output()

@@ -18,6 +18,7 @@ mod dump_reader;
 mod export;
 mod feed;
 mod filter;
+mod follow;
 mod fs_faults;
 mod fuzz;
 mod guard;

@@ -338,7 +338,7 @@ fn an_upgrade_killed_at_any_point_finishes_when_run_again() {
                 );
                 // Either side of the step, never half of it.
                 assert_eq!(has_table(&m, "scp_pages"), v < 3, "killed at point {at}");
-                assert!(!has_table(&m, "harvests"), "point {at}");
+                assert!(!has_table(&m, "subscriptions"), "point {at}");
                 let out = audit(&m).output().unwrap();
                 assert_eq!(
                     out.status.code(),
@@ -739,4 +739,23 @@ fn a_version_8_mirror_is_upgraded_with_no_harvest_under_way() {
         cat.as_bytes(),
         std::fs::read(sample.join("res/b.txt")).unwrap()
     );
+}
+
+/// A mirror at schema version 9 (`tests/fixtures/v9-mirror`) is upgraded in place by its first
+/// writer (`subscriptions`, empty: no earlier rsmirror subscribed anywhere); every state stays
+/// and reads back byte for byte, `status` reads it, and the next run records as before.
+#[test]
+fn a_version_9_mirror_is_upgraded_with_no_subscription() {
+    let (_dir, m, before) = upgraded_fixture("v9-mirror", 9, "subscriptions");
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let subscribed: i64 = conn
+        .query_row("SELECT count(*) FROM subscriptions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(subscribed, 0);
+    drop(conn);
+    let (_, _) = ok_on_mirror(&m, &["status"]);
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (_, _) = ok_on_mirror(&m, &["incremental", "--map", &map, "-q"]);
+    assert_eq!(current(&m), before);
 }

@@ -1197,6 +1197,7 @@ pub(crate) fn inspect(
             .map(|u| format!("delta feed: {u} (not fetched by inspect)")),
     );
     Ok(crate::report::DocumentReport {
+        channels: Vec::new(),
         url: f.url.to_string(),
         kind: format!("ARC sitemap {}", header.version),
         syntax: "json",

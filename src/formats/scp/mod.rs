@@ -138,6 +138,7 @@ fn inspect_sitemap(f: &fetch::FetchedSitemap) -> Vec<crate::report::DocumentRepo
     let sm = &f.sitemap;
     let sections: Vec<String> = sm.sections.iter().map(|s| s.name.clone()).collect();
     let mut out = vec![DocumentReport {
+        channels: Vec::new(),
         url: f.url.to_string(),
         kind: format!("scp sitemap (sections: {})", sections.join(", ")),
         syntax: "scp",
@@ -156,6 +157,7 @@ fn inspect_sitemap(f: &fetch::FetchedSitemap) -> Vec<crate::report::DocumentRepo
             EntryKind::Delta { .. } => "delta",
         };
         out.push(DocumentReport {
+            channels: Vec::new(),
             url: c.url.to_string(),
             kind: format!("scp {kind} of section {}", c.section),
             syntax: "scp",
