@@ -5,5 +5,6 @@ pub mod digest;
 pub mod document;
 pub mod dump;
 pub mod manifest_path;
+pub mod metadata;
 pub mod sitemap;
 pub mod w3c_datetime;

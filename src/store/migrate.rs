@@ -27,6 +27,9 @@
 //!   One transaction.
 //! - 8 → 9: `harvests` (where a harvest killed between two documents resumes), empty: no
 //!   harvest of an earlier rsmirror is under way. One transaction.
+//! - 9 → 10: `source_metadata` (each state of a site's or a collection's `describedby`
+//!   document), empty: the next run of each collection fetches its own
+//!   ([`nine_to_ten`]). One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -75,6 +78,9 @@ pub(crate) fn upgrade(
     }
     if from < 9 {
         table_more(conn, HARVESTS, (9, "upgrade.8-to-9-before-commit")).map_err(sql)?;
+    }
+    if from < 10 {
+        nine_to_ten(conn).map_err(sql)?;
     }
     Ok(())
 }
@@ -128,6 +134,31 @@ const HARVESTS: &str = "CREATE TABLE IF NOT EXISTS harvests (
      state      TEXT NOT NULL,
      run_id     INTEGER NOT NULL REFERENCES runs(id)
  );";
+
+/// 9 → 10: `source_metadata` and its index, empty, and version 10, in one transaction (both
+/// `IF NOT EXISTS`: a catalog whose version number was set back by hand has them).
+fn nine_to_ten(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS source_metadata (
+    id            INTEGER PRIMARY KEY,
+    collection    TEXT NOT NULL,               -- as in sync_points
+    role          TEXT NOT NULL,               -- site (the Source Description's) | collection
+    url           TEXT NOT NULL,               -- the rs:ln rel=\"describedby\" href
+    run_id        INTEGER NOT NULL REFERENCES runs(id), -- the run that found this state
+    sha256        TEXT NOT NULL,               -- of bytes
+    media_type    TEXT,
+    bytes         BLOB NOT NULL,               -- the document as served (small: a title, an author)
+    format        TEXT NOT NULL,               -- Atom | HTML | Dublin Core | unrecognised
+    title         TEXT,
+    author        TEXT
+);
+CREATE INDEX IF NOT EXISTS source_metadata_by_collection ON source_metadata(collection, role, id);",
+    )?;
+    kill_point("upgrade.9-to-10-before-commit");
+    tx.execute_batch("PRAGMA user_version = 10;")?;
+    tx.commit()
+}
 
 /// `versions.declared_encoding` and `versions.content_encoding`, NULL in every row (each added
 /// unless it is there: a catalog whose version number was set back by hand), and version 8, in

@@ -672,6 +672,7 @@ const NAMED: &[(&str, Kind, u64)] = &[
     ("upgrade.6-to-7-before-commit", Kind::Upgrade, 1),
     ("upgrade.7-to-8-before-commit", Kind::Upgrade, 1),
     ("upgrade.8-to-9-before-commit", Kind::Upgrade, 1),
+    ("upgrade.9-to-10-before-commit", Kind::Upgrade, 1),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
