@@ -325,4 +325,21 @@ CREATE TABLE subscriptions (
     UNIQUE (source_id, hub, topic)
 );
 
-PRAGMA user_version = 10;
+-- What a source says about itself (IFCC-0001): every state of each `rs:ln rel="describedby"`
+-- document of a site or a collection, a row each time it changed; the feeds read the latest.
+CREATE TABLE source_metadata (
+    id            INTEGER PRIMARY KEY,
+    collection    TEXT NOT NULL,               -- as in sync_points
+    role          TEXT NOT NULL,               -- site (the Source Description's) | collection
+    url           TEXT NOT NULL,               -- the rs:ln rel="describedby" href
+    run_id        INTEGER NOT NULL REFERENCES runs(id), -- the run that found this state
+    sha256        TEXT NOT NULL,               -- of bytes
+    media_type    TEXT,
+    bytes         BLOB NOT NULL,               -- the document as served (small: a title, an author)
+    format        TEXT NOT NULL,               -- Atom | HTML | Dublin Core | unrecognised
+    title         TEXT,
+    author        TEXT
+);
+CREATE INDEX IF NOT EXISTS source_metadata_by_collection ON source_metadata(collection, role, id);
+
+PRAGMA user_version = 11;

@@ -282,8 +282,8 @@ pub enum Command {
     #[command(after_help = crate::exit::Exit::help_table())]
     Inspect(InspectArgs),
     /// Write an Atom feed (or a JSON Feed) of the changes the mirror applied to one
-    /// collection: one entry per run that changed something. Reads the catalog only; the same
-    /// mirror gives byte-identical output.
+    /// collection, or to every collection of a source: one entry per run that changed
+    /// something. Reads the catalog only; the same mirror gives byte-identical output.
     #[command(after_help = crate::exit::Exit::help_table())]
     Feed(FeedArgs),
     /// List the resources present now or at WHEN, sorted by URI (no network; no lock).
@@ -1241,7 +1241,9 @@ pub struct FeedArgs {
     #[command(flatten)]
     pub mirror: MirrorArgs,
     /// The collection: its Capability List URL or the site it describes, an ARC sitemap URL or
-    /// its site. Needed when the mirror follows several (they are listed then).
+    /// its site; or a source URL, for its source-wide feed (every collection of it). Without
+    /// it: the only collection, else the only source's source-wide feed; a mirror of several
+    /// sources lists them.
     #[arg(long, value_name = "URL")]
     pub collection: Option<String>,
     /// Only the entries of the runs after WHEN, by the mirror's clock as every WHEN (run:N,

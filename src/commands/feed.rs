@@ -20,14 +20,19 @@
 //! same runs give the same ids. `updated` is the latest change time in the entry; the feed's is
 //! its newest entry's.
 //!
-//! Without `--collection`, a mirror that follows one collection gives its feed; one that
-//! follows several asks which (a usage error listing them): several feeds cannot share stdout.
+//! Without `--collection`, a mirror that follows one collection gives its feed, and one whose
+//! collections all belong to one source (a site with several Capability Lists) gives the
+//! source-wide feed (IFCC-0001: "implementations may also implement a source-wide Atom
+//! feed"): the entries of every collection, newest first. `--collection SOURCE` asks for a
+//! source's feed by name. A mirror of several sources asks which (a usage error listing the
+//! collections and sources): several feeds cannot share stdout.
 
 use crate::error::Error;
 use crate::model::Change as ChangeKind;
 use crate::settings::FeedFormat;
 use crate::settings::{self, UsageError};
 use crate::store::change_history::{self, AppliedChange};
+use crate::store::source_metadata::{self, MetadataRecord, Role};
 use crate::store::{Catalog, StoreError};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -43,6 +48,15 @@ pub struct FeedCollection {
     pub collection: String,
     /// How it is known outside the mirror: the feed's id.
     pub identity: String,
+    /// The source it belongs to, if the catalog says.
+    pub source: Option<String>,
+}
+
+/// What a feed covers: one collection, or every collection of a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chosen<'a> {
+    One(&'a FeedCollection),
+    Source(String, Vec<&'a FeedCollection>),
 }
 
 /// One change an entry reports.
@@ -69,6 +83,10 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Feed {
     pub collection: FeedCollection,
+    /// The feed's title and author: from the `describedby` metadata the mirror keeps
+    /// ([`named`]), else the fallbacks of [`title_of`] and [`author_of`].
+    pub title: String,
+    pub author: String,
     pub updated: Timestamp,
     pub entries: Vec<Entry>,
 }
@@ -97,12 +115,12 @@ pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
     let catalog = reader.catalog();
     let all = collections(catalog)?;
     let chosen = choose(&all, s.collection.as_deref())?;
-    let feed = build(catalog, chosen, after)?;
+    let feed = build_chosen(catalog, &chosen, after)?;
     detail!(
         "rsmirror: {} entr{} (one a run that changed {})",
         feed.entries.len(),
         if feed.entries.len() == 1 { "y" } else { "ies" },
-        chosen.identity
+        feed.collection.identity
     );
     let text = match s.format {
         FeedFormat::Atom => atom(&feed),
@@ -126,21 +144,32 @@ pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
 pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
     Ok(change_history::collections(catalog)?
         .into_iter()
-        .map(|(collection, identity)| FeedCollection {
-            identity: identity.unwrap_or_else(|| collection.clone()),
-            collection,
+        .map(|c| FeedCollection {
+            identity: c.identity.unwrap_or_else(|| c.id.clone()),
+            collection: c.id,
+            source: c.source,
         })
         .collect())
 }
 
 /// The collection `wanted` names (by catalog id or identity, a trailing slash aside), or the
-/// only one; a usage error listing them otherwise.
+/// source it names (every collection of it); without `wanted`, the only collection, or the
+/// only source; a usage error listing them otherwise.
 pub(crate) fn choose<'a>(
     all: &'a [FeedCollection],
     wanted: Option<&str>,
-) -> Result<&'a FeedCollection, UsageError> {
-    let listing = || {
+) -> Result<Chosen<'a>, UsageError> {
+    let mut sources: Vec<&str> = all.iter().filter_map(|c| c.source.as_deref()).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let members = |src: &str| -> Vec<&'a FeedCollection> {
         all.iter()
+            .filter(|c| c.source.as_deref() == Some(src))
+            .collect()
+    };
+    let listing = || {
+        let mut lines: Vec<String> = all
+            .iter()
             .map(|c| {
                 if c.identity == c.collection {
                     format!("  {}", c.collection)
@@ -148,8 +177,13 @@ pub(crate) fn choose<'a>(
                     format!("  {} (known as {})", c.collection, c.identity)
                 }
             })
-            .collect::<Vec<_>>()
-            .join("\n")
+            .collect();
+        lines.extend(
+            sources
+                .iter()
+                .map(|s| format!("  {s} (the source: all its collections)")),
+        );
+        lines.join("\n")
     };
     if all.is_empty() {
         return Err(UsageError(
@@ -157,25 +191,97 @@ pub(crate) fn choose<'a>(
         ));
     }
     match wanted {
-        None if all.len() == 1 => Ok(&all[0]),
+        None if all.len() == 1 => Ok(Chosen::One(&all[0])),
+        None if sources.len() == 1 && all.iter().all(|c| c.source.is_some()) => {
+            Ok(Chosen::Source(sources[0].to_string(), members(sources[0])))
+        }
         None => Err(UsageError(format!(
-            "the mirror follows {} collections; give --collection with one of:\n{}",
+            "the mirror follows {} collections of {} sources; give --collection with one of:\n{}",
             all.len(),
+            sources.len(),
             listing()
         ))),
         Some(w) => {
             let w = normalise(w);
-            all.iter()
+            if let Some(c) = all
+                .iter()
                 .find(|c| normalise(&c.collection) == w)
                 .or_else(|| all.iter().find(|c| normalise(&c.identity) == w))
-                .ok_or_else(|| {
-                    UsageError(format!(
-                        "--collection {w}: not a collection of this mirror; it follows:\n{}",
-                        listing()
-                    ))
-                })
+            {
+                return Ok(Chosen::One(c));
+            }
+            match sources.iter().find(|s| normalise(s) == w) {
+                Some(src) => Ok(Chosen::Source(src.to_string(), members(src))),
+                None => Err(UsageError(format!(
+                    "--collection {w}: not a collection or source of this mirror; it follows:\n{}",
+                    listing()
+                ))),
+            }
         }
     }
+}
+
+/// The feed of what `chosen` covers: a collection's, or a source's: the entries of every one
+/// of its collections, newest first (an entry still reports one run's changes to one
+/// collection).
+pub(crate) fn build_chosen(
+    catalog: &Catalog,
+    chosen: &Chosen<'_>,
+    after: Option<i64>,
+) -> Result<Feed, StoreError> {
+    let (source, members) = match chosen {
+        Chosen::One(c) => return build(catalog, c, after),
+        Chosen::Source(source, members) => (source, members),
+    };
+    let mut entries = Vec::new();
+    let mut updated = Timestamp::UNIX_EPOCH;
+    let mut site = None;
+    for m in members {
+        if site.is_none() {
+            site = source_metadata::latest(catalog, &m.collection, Role::Site)?;
+        }
+        let f = build(catalog, m, after)?;
+        updated = updated.max(f.updated);
+        entries.extend(f.entries);
+    }
+    entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+    let collection = FeedCollection {
+        collection: source.clone(),
+        identity: source.clone(),
+        source: Some(source.clone()),
+    };
+    let (title, author) = named(&collection, None, site.as_ref(), true);
+    Ok(Feed {
+        collection,
+        title,
+        author,
+        updated,
+        entries,
+    })
+}
+
+/// The title and author of a feed: the collection's own metadata first, then the site's
+/// (IFCC-0001's `describedby` documents, as `rs::metadata` read them), else a title made of
+/// what the collection is known as and the host as author. A collection feed titled by its
+/// site's metadata alone says which collection it is.
+fn named(
+    c: &FeedCollection,
+    own: Option<&MetadataRecord>,
+    site: Option<&MetadataRecord>,
+    whole_site: bool,
+) -> (String, String) {
+    let own_title = own.and_then(|m| m.title.clone());
+    let site_title = site.and_then(|m| m.title.clone());
+    let title = match (own_title, site_title) {
+        (Some(t), _) => t,
+        (None, Some(s)) if whole_site => s,
+        (None, Some(s)) => format!("{s}: {}", c.identity),
+        (None, None) => title_of(c, whole_site),
+    };
+    let author = (own.and_then(|m| m.author.clone()))
+        .or_else(|| site.and_then(|m| m.author.clone()))
+        .unwrap_or_else(|| author_of(c));
+    (title, author)
 }
 
 fn normalise(s: &str) -> String {
@@ -231,8 +337,13 @@ pub(crate) fn build(
             .and_then(|p| p.at)
             .unwrap_or(Timestamp::UNIX_EPOCH),
     };
+    let own = source_metadata::latest(catalog, &c.collection, Role::Collection)?;
+    let site = source_metadata::latest(catalog, &c.collection, Role::Site)?;
+    let (title, author) = named(c, own.as_ref(), site.as_ref(), false);
     Ok(Feed {
         collection: c.clone(),
+        title,
+        author,
         updated,
         entries,
     })
@@ -305,8 +416,12 @@ fn groups(e: &Entry) -> Vec<(ChangeKind, Vec<&Change>)> {
         .collect()
 }
 
-fn feed_title(f: &Feed) -> String {
-    format!("Changes to {}", f.collection.identity)
+/// The title of a feed without metadata: "Changes to" the collection (or the site).
+fn title_of(c: &FeedCollection, whole_site: bool) -> String {
+    match whole_site {
+        true => format!("Changes to the site {}", c.identity),
+        false => format!("Changes to {}", c.identity),
+    }
 }
 
 fn feed_subtitle(f: &Feed) -> String {
@@ -316,12 +431,13 @@ fn feed_subtitle(f: &Feed) -> String {
     )
 }
 
-/// The host of the collection, as the feed's author (the source made the changes).
-fn author(f: &Feed) -> String {
-    url::Url::parse(&f.collection.identity)
+/// Without metadata, the host of the collection, as the feed's author (the source made the
+/// changes).
+fn author_of(c: &FeedCollection) -> String {
+    url::Url::parse(&c.identity)
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| f.collection.identity.clone())
+        .unwrap_or_else(|| c.identity.clone())
 }
 
 fn is_web(s: &str) -> bool {
@@ -352,13 +468,13 @@ pub(crate) fn atom(f: &Feed) -> String {
     x.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
     x.push_str("<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
     let _ = writeln!(x, "  <id>{}</id>", esc(&f.collection.identity));
-    let _ = writeln!(x, "  <title>{}</title>", esc(&feed_title(f)));
+    let _ = writeln!(x, "  <title>{}</title>", esc(&f.title));
     let _ = writeln!(x, "  <subtitle>{}</subtitle>", esc(&feed_subtitle(f)));
     let _ = writeln!(x, "  <updated>{}</updated>", f.updated);
     let _ = writeln!(
         x,
         "  <author>\n    <name>{}</name>\n  </author>",
-        esc(&author(f))
+        esc(&f.author)
     );
     if is_web(&f.collection.identity) {
         let _ = writeln!(
@@ -498,10 +614,12 @@ pub(crate) fn json_feed(f: &Feed) -> String {
     };
     let doc = JsonFeed {
         version: "https://jsonfeed.org/version/1.1",
-        title: feed_title(f),
+        title: f.title.clone(),
         home_page_url: is_web(&f.collection.identity).then(|| f.collection.identity.clone()),
         description: feed_subtitle(f),
-        authors: vec![JsonAuthor { name: author(f) }],
+        authors: vec![JsonAuthor {
+            name: f.author.clone(),
+        }],
         rsmirror: JsonFeedExtension {
             about: "https://jsonfeed.org/version/1.1 extension: the catalog's collection id and the feed's updated time",
             collection: f.collection.collection.clone(),
@@ -752,24 +870,54 @@ mod tests {
         );
         let all = collections(&c).unwrap();
         assert_eq!(all.len(), 2);
-        let e = choose(&all, None).unwrap_err().to_string();
+        let one = |w: &str| match choose(&all, Some(w)).unwrap() {
+            Chosen::One(c) => c.clone(),
+            other => panic!("{w}: {other:?}"),
+        };
+        // Both collections are of the source of run 1: without --collection, its feed.
+        let Chosen::Source(src, members) = choose(&all, None).unwrap() else {
+            panic!("a source-wide feed")
+        };
+        assert_eq!(src, "http://x/");
+        assert_eq!(members.len(), 2);
+        let whole = build_chosen(&c, &Chosen::Source(src, members), None).unwrap();
+        assert_eq!(
+            whole.entries.len(),
+            3,
+            "two of the Capability List, one of the ARC"
+        );
+        assert_eq!(whole.collection.identity, "http://x/");
+        assert!(whole
+            .entries
+            .windows(2)
+            .all(|w| w[0].updated >= w[1].updated));
+        assert_eq!(
+            choose(&all, Some("http://x")).unwrap(),
+            choose(&all, None).unwrap()
+        );
+        // Collections of several sources: which one must be said.
+        let mut two = all.clone();
+        two[1].source = Some("http://y/".into());
+        let e = choose(&two, None).unwrap_err().to_string();
         assert!(e.contains("give --collection"), "{e}");
         assert!(
             e.contains("http://x/capabilitylist.xml (known as http://x/shrine/)"),
             "{e}"
         );
+        assert!(
+            e.contains("http://y/ (the source: all its collections)"),
+            "{e}"
+        );
         assert_eq!(
-            choose(&all, Some("http://x/shrine")).unwrap().collection,
+            one("http://x/shrine").collection,
             "http://x/capabilitylist.xml"
         );
         assert_eq!(
-            choose(&all, Some("http://y/arc-sitemap.json"))
-                .unwrap()
-                .identity,
+            one("http://y/arc-sitemap.json").identity,
             "http://y/arc-sitemap.json"
         );
         assert!(choose(&all, Some("http://z/")).is_err());
-        let f = build(&c, choose(&all, Some("http://x/shrine/")).unwrap(), None).unwrap();
+        let f = build(&c, &one("http://x/shrine/"), None).unwrap();
         let a = atom(&f);
         assert!(a.contains("<id>http://x/shrine/</id>"));
         assert!(a.contains("<link rel=\"via\" href=\"http://x/capabilitylist.xml\"/>"));

@@ -46,6 +46,11 @@ pub(crate) trait Item {
     fn stated_time(&self) -> Option<Timestamp> {
         self.event_time()
     }
+    /// Why the change is recorded without the time it was given (a Change List entry without
+    /// `datetime`), for the run's problems; `None`: nothing to say.
+    fn undated(&self) -> Option<&'static str> {
+        None
+    }
     /// The lastmod the source declares for the new state.
     fn lastmod(&self) -> Option<Timestamp>;
     /// The document (list, feed, package) the change was read from.
@@ -185,6 +190,12 @@ pub(crate) fn follow<C: ChangeSet>(
         )?;
         for e in set.superseded() {
             writer.event(e)?;
+        }
+        // IFCC-0001: a change without a datetime is ignored by feeds, and counted here.
+        for item in set.items() {
+            if let Some(why) = item.undated() {
+                writer.problem(item.uri().as_str(), ProblemClass::Warning, why)?;
+            }
         }
         let plan = set.plan(&states, &mut summary.warnings);
         summary.listed += set.listed(plan.len());

@@ -13,6 +13,10 @@ use std::collections::HashSet;
 use std::io::Read;
 use url::Url;
 
+/// Why a collection is left out (IFCC-0001, "Processing the Capability List").
+pub(crate) const NOTHING_TO_FOLLOW: &str =
+    "the Capability List names no Change List (nor a Resource List): no changes can be determined";
+
 /// How deep Source Description Indexes may nest.
 const MAX_DEPTH: usize = 4;
 /// robots.txt larger than this is not read further.
@@ -39,6 +43,11 @@ pub struct Collection {
     /// The Capability List's `rs:ln rel="describes"`: how the collection is known outside
     /// the mirror (the feed's id).
     pub describes: Option<String>,
+    /// Metadata about the collection (its title, its author): the Capability List's
+    /// `rs:ln rel="describedby"`, else that of its entry in the Source Description.
+    pub describedby: Option<Url>,
+    /// Metadata about the whole site: the Source Description's `rs:ln rel="describedby"`.
+    pub site_describedby: Option<Url>,
 }
 
 pub use crate::model::SourceKind;
@@ -99,6 +108,8 @@ impl Collection {
             prefetched: None,
             received_json: None,
             describes: None,
+            describedby: None,
+            site_describedby: None,
         }
     }
 
@@ -108,6 +119,47 @@ impl Collection {
             received_json: received,
             ..Collection::other(SourceKind::Arc, url)
         }
+    }
+
+    /// A Capability List that names no Resource List or Resource Dump, but a Change List: a
+    /// collection followed by its changes alone (IFCC-0001's sites).
+    pub(crate) fn changes_only(&self) -> bool {
+        self.named_by_capability_list()
+            && self.url_of(&Capability::ChangeList).is_some()
+            && self.url_of(&Capability::ResourceList).is_none()
+            && self.url_of(&Capability::ResourceDump).is_none()
+    }
+
+    /// A Capability List that names neither a list of resources nor one of changes: "no
+    /// changes can be determined" (IFCC-0001, "Processing the Capability List").
+    pub(crate) fn follows_nothing(&self) -> bool {
+        self.named_by_capability_list()
+            && [
+                Capability::ResourceList,
+                Capability::ResourceDump,
+                Capability::ChangeList,
+                Capability::ChangeDump,
+            ]
+            .iter()
+            .all(|c| self.url_of(c).is_none())
+    }
+
+    /// The message for a collection that [`follows_nothing`](Self::follows_nothing).
+    pub(crate) fn nothing_to_follow(&self) -> String {
+        format!(
+            "{}{}: {NOTHING_TO_FOLLOW}; the collection is left out",
+            self.id,
+            self.describes
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        )
+    }
+
+    fn named_by_capability_list(&self) -> bool {
+        self.kind == SourceKind::ResourceSync
+            && self.capability_list.is_some()
+            && self.opened.is_none()
     }
 
     pub(crate) fn url_of(&self, cap: &Capability) -> Option<&Url> {
@@ -220,6 +272,8 @@ pub(crate) fn discover(
         docs,
         only: only.map(|s| s.to_string()),
         seen: HashSet::new(),
+        describedby: std::collections::HashMap::new(),
+        site_describedby: None,
         out: Discovery {
             collections: Vec::new(),
             trail: Vec::new(),
@@ -254,6 +308,9 @@ pub(crate) fn discover(
             message: "no Capability List or Resource List found".into(),
         });
     }
+    for c in &mut d.out.collections {
+        c.site_describedby = d.site_describedby.clone();
+    }
     Ok(d.out)
 }
 
@@ -261,6 +318,10 @@ struct Discoverer<'a, 'b> {
     docs: &'a Documents<'b>,
     only: Option<String>,
     seen: HashSet<String>,
+    /// The `rs:ln rel="describedby"` of each Capability List's entry in a Source Description.
+    describedby: std::collections::HashMap<String, Url>,
+    /// The first Source Description's own `rs:ln rel="describedby"`.
+    site_describedby: Option<Url>,
     out: Discovery,
 }
 
@@ -467,11 +528,17 @@ impl Discoverer<'_, '_> {
         };
         match cap {
             Some(Capability::Description) => {
+                if self.site_describedby.is_none() {
+                    self.site_describedby = header.link("describedby").map(|l| l.href.clone());
+                }
                 let mut targets = Vec::new();
                 while let Some(e) = doc.reader.next_entry()? {
                     if header.is_index() || e.md.capability == Some(Capability::Description) {
                         targets.push((e.loc, true));
                     } else if e.md.capability == Some(Capability::CapabilityList) {
+                        if let Some(l) = e.links.iter().find(|l| l.has_rel("describedby")) {
+                            self.describedby.insert(e.loc.to_string(), l.href.clone());
+                        }
                         targets.push((e.loc, false));
                     }
                 }
@@ -506,6 +573,9 @@ impl Discoverer<'_, '_> {
                     prefetched: None,
                     received_json: None,
                     describes: header.link("describes").map(|l| l.href.to_string()),
+                    describedby: (header.link("describedby").map(|l| l.href.clone()))
+                        .or_else(|| self.describedby.get(doc.url.as_str()).cloned()),
+                    site_describedby: None,
                 });
                 Ok(())
             }
@@ -538,6 +608,8 @@ impl Discoverer<'_, '_> {
                     prefetched: None,
                     received_json: None,
                     describes: None,
+                    describedby: None,
+                    site_describedby: None,
                 });
                 Ok(())
             }

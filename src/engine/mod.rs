@@ -26,6 +26,7 @@ pub mod documents;
 pub mod expected;
 pub mod format;
 pub mod listing;
+pub(crate) mod metadata;
 pub(crate) mod paged;
 pub mod plan;
 pub mod reader;

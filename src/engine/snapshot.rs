@@ -89,6 +89,9 @@ pub struct Planned {
     pub packages: Option<Box<dyn Packages>>,
     /// How the collection is known outside the mirror (the feed's id), and on what basis.
     pub identity: Option<(String, &'static str)>,
+    /// The site's and the collection's `describedby` documents as fetched
+    /// (`engine::metadata`), kept with the sync point.
+    pub metadata: Vec<crate::store::source_metadata::MetadataState>,
     /// What the list is called in messages: "Resource List", "ARC sitemap".
     pub list_name: &'static str,
     /// Where the collection publishes its changes (its Capability List's Change List), for
@@ -114,6 +117,7 @@ impl Planned {
             counts,
             packages: None,
             identity: None,
+            metadata: Vec::new(),
             list_name: "Resource List",
             changes: None,
             mirror_at: None,
@@ -574,6 +578,9 @@ fn finish(
         }
         if let Some((identity, basis)) = &p.identity {
             record_identity(tx, &p.collection, identity, basis)?;
+        }
+        for m in &p.metadata {
+            crate::store::source_metadata::record(tx, run_id, m)?;
         }
         if let Some(url) = &p.changes {
             write::change_document(tx, (source_id, run_id), &p.collection, url)?;

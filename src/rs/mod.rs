@@ -5,6 +5,7 @@ pub mod digest;
 pub mod document;
 pub mod dump;
 pub mod manifest_path;
+pub mod metadata;
 pub mod notification;
 pub mod sitemap;
 pub mod w3c_datetime;

@@ -28,9 +28,19 @@ pub fn record_identity(
     Ok(())
 }
 
+/// A collection the mirror follows or applied changes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CollectionRow {
+    pub id: String,
+    /// How it is known outside the mirror, when recorded.
+    pub identity: Option<String>,
+    /// The source it belongs to (its sync point's, else that of the run of its first event).
+    pub source: Option<String>,
+}
+
 /// Every collection the mirror follows or applied changes to, by id, with its recorded
-/// identity (`None`: none recorded).
-pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<(String, Option<String>)>, StoreError> {
+/// identity and its source.
+pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<CollectionRow>, StoreError> {
     let conn = catalog.conn();
     let has_identities = conn
         .query_row(
@@ -40,17 +50,29 @@ pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<(String, Option<Strin
         )
         .optional()?
         .is_some();
-    let sql = if has_identities {
-        "SELECT c.collection, i.identity FROM
-            (SELECT collection FROM sync_points UNION SELECT collection FROM change_events) c
-         LEFT JOIN collection_identities i ON i.collection = c.collection
-         ORDER BY c.collection"
-    } else {
-        "SELECT collection, NULL FROM sync_points UNION SELECT collection, NULL FROM change_events
-         ORDER BY 1"
+    let identity = match has_identities {
+        true => "(SELECT identity FROM collection_identities i WHERE i.collection = c.collection)",
+        false => "NULL",
     };
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let sql = format!(
+        "SELECT c.collection, {identity},
+            COALESCE(
+              (SELECT s.url FROM sync_points p JOIN sources s ON s.id = p.source_id
+               WHERE p.collection = c.collection),
+              (SELECT s.url FROM change_events e JOIN runs r ON r.id = e.run_id
+               JOIN sources s ON s.id = r.source_id
+               WHERE e.collection = c.collection ORDER BY e.id LIMIT 1))
+         FROM (SELECT collection FROM sync_points UNION SELECT collection FROM change_events) c
+         ORDER BY c.collection"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], |r| {
+        Ok(CollectionRow {
+            id: r.get(0)?,
+            identity: r.get(1)?,
+            source: r.get(2)?,
+        })
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 

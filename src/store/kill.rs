@@ -50,6 +50,7 @@ pub const KILL_POINTS: &[&str] = &[
     "upgrade.7-to-8-before-commit",
     "upgrade.8-to-9-before-commit",
     "upgrade.9-to-10-before-commit",
+    "upgrade.10-to-11-before-commit",
 ];
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.

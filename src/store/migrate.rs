@@ -29,6 +29,9 @@
 //!   harvest of an earlier rsmirror is under way. One transaction.
 //! - 9 → 10: `subscriptions` (the push subscriptions of `rsmirror follow`), empty: no earlier
 //!   rsmirror subscribed anywhere. One transaction ([`nine_to_ten`]).
+//! - 10 → 11: `source_metadata` (each state of a site's or a collection's `describedby`
+//!   document), empty: the next run of each collection fetches its own
+//!   ([`ten_to_eleven`]). One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -80,6 +83,9 @@ pub(crate) fn upgrade(
     }
     if from < 10 {
         nine_to_ten(conn).map_err(sql)?;
+    }
+    if from < 11 {
+        ten_to_eleven(conn).map_err(sql)?;
     }
     Ok(())
 }
@@ -153,6 +159,31 @@ fn nine_to_ten(conn: &mut Connection) -> rusqlite::Result<()> {
          UNIQUE (source_id, hub, topic)
      );";
     table_more(conn, SUBSCRIPTIONS, (10, "upgrade.9-to-10-before-commit"))
+}
+
+/// 10 → 11: `source_metadata` and its index, empty, and version 11, in one transaction (both
+/// `IF NOT EXISTS`: a catalog whose version number was set back by hand has them).
+fn ten_to_eleven(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS source_metadata (
+    id            INTEGER PRIMARY KEY,
+    collection    TEXT NOT NULL,               -- as in sync_points
+    role          TEXT NOT NULL,               -- site (the Source Description's) | collection
+    url           TEXT NOT NULL,               -- the rs:ln rel=\"describedby\" href
+    run_id        INTEGER NOT NULL REFERENCES runs(id), -- the run that found this state
+    sha256        TEXT NOT NULL,               -- of bytes
+    media_type    TEXT,
+    bytes         BLOB NOT NULL,               -- the document as served (small: a title, an author)
+    format        TEXT NOT NULL,               -- Atom | HTML | Dublin Core | unrecognised
+    title         TEXT,
+    author        TEXT
+);
+CREATE INDEX IF NOT EXISTS source_metadata_by_collection ON source_metadata(collection, role, id);",
+    )?;
+    kill_point("upgrade.10-to-11-before-commit");
+    tx.execute_batch("PRAGMA user_version = 11;")?;
+    tx.commit()
 }
 
 /// `versions.declared_encoding` and `versions.content_encoding`, NULL in every row (each added

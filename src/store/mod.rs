@@ -33,6 +33,7 @@ pub mod schema;
 pub mod scp_catalog;
 pub(crate) mod scp_pages;
 pub(crate) mod seal;
+pub(crate) mod source_metadata;
 pub(crate) mod space;
 pub(crate) mod state_shares;
 pub(crate) mod subscriptions;

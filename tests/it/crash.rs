@@ -673,6 +673,7 @@ const NAMED: &[(&str, Kind, u64)] = &[
     ("upgrade.7-to-8-before-commit", Kind::Upgrade, 1),
     ("upgrade.8-to-9-before-commit", Kind::Upgrade, 1),
     ("upgrade.9-to-10-before-commit", Kind::Upgrade, 1),
+    ("upgrade.10-to-11-before-commit", Kind::Upgrade, 1),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -956,7 +957,7 @@ fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next()
                 "{what}: version {v}"
             );
             assert!(
-                !crate::migrate::has_table(&sc.mirror, "subscriptions"),
+                !crate::migrate::has_table(&sc.mirror, "source_metadata"),
                 "{what}: the last step half done"
             );
             assert_eq!(

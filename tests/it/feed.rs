@@ -249,7 +249,7 @@ fn several_collections_need_collection() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_of(&out).contains("not a collection of this mirror"));
+    assert!(stderr_of(&out).contains("not a collection or source of this mirror"));
 }
 
 #[test]

@@ -44,3 +44,4 @@ mod seaweed;
 mod serve;
 mod server;
 mod support;
+mod syndication;

@@ -15,6 +15,7 @@ use crate::engine::discover::Collection;
 use crate::engine::documents::Documents;
 use crate::engine::format::{Mirror, ToTake};
 use crate::engine::listing::Listing;
+use crate::engine::metadata;
 use crate::engine::snapshot::{self, Planned};
 use crate::error::{Error, SourceError};
 use crate::formats::resourcesync::dump_source::{DumpLocation, DumpSnapshot, ALPHA_DUMP_REL};
@@ -32,7 +33,26 @@ pub(crate) fn snapshots(
 ) -> Result<Vec<ToTake>, Error> {
     let catalog = mirror.catalog;
     let mut planned = Vec::new();
+    // IFCC-0001: a Capability List without a Change List gives no changes; said once, and
+    // the source's other collections are taken.
+    let mut left_out = Vec::new();
+    let mut followed = 0;
     for mut collection in collections {
+        if collection.follows_nothing() {
+            left_out.push((collection.id.clone(), collection.nothing_to_follow()));
+            continue;
+        }
+        if collection.changes_only() {
+            match changes_only(&collection, mirror, docs.filter)? {
+                Some(mut p) => {
+                    let described = collection.described();
+                    p.metadata = metadata::fetch(docs, &described, &mut p.snapshot.warnings);
+                    planned.push(ToTake::plain(p))
+                }
+                None => followed += 1,
+            }
+            continue;
+        }
         let mut listing = Listing::create(mirror.staging, docs.filter)?;
         let (snapshot, dump) = match (via, dump_location(&mut collection)) {
             (Via::Dump, None) => {
@@ -122,8 +142,12 @@ pub(crate) fn snapshots(
         let changes = collection
             .url_of(&Capability::ChangeList)
             .map(Url::to_string);
+        let mut snapshot = snapshot;
+        let described = collection.described();
+        let found = metadata::fetch(docs, &described, &mut snapshot.warnings);
         let mut p = Planned::new(collection.id, snapshot, listing, counts)
             .describes(collection.describes.clone());
+        p.metadata = found;
         p.changes = changes;
         p.mirror_at = mirror_at;
         if let Some(dump) = dump {
@@ -132,7 +156,59 @@ pub(crate) fn snapshots(
         }
         planned.push(ToTake::plain(p));
     }
+    if planned.is_empty() && followed == 0 {
+        if let Some((id, _)) = left_out.first() {
+            return Err(SourceError::Unusable {
+                url: id.clone(),
+                message: crate::engine::discover::NOTHING_TO_FOLLOW.into(),
+            }
+            .into());
+        }
+    }
+    match planned.first_mut() {
+        Some(t) => (t.planned.snapshot.warnings).extend(left_out.into_iter().map(|(_, w)| w)),
+        None => left_out.iter().for_each(|(_, w)| say!("warning: {w}")),
+    }
     Ok(planned)
+}
+
+/// A collection its Capability List gives only a Change List (IFCC-0001's sites): nothing to
+/// list, so the first baseline plans an empty snapshot whose sync point is the beginning of
+/// time, and the next `incremental` applies every change the Change List (or its index) gives.
+/// Once the collection has a sync point, a baseline leaves it to `incremental` (`None`).
+fn changes_only(
+    collection: &Collection,
+    mirror: Mirror<'_>,
+    filter: &crate::model::Filter,
+) -> Result<Option<Planned>, Error> {
+    let sync_point = match mirror.catalog {
+        Some(c) => c.sync_point(&collection.id)?.and_then(|p| p.at),
+        None => None,
+    };
+    if let Some(at) = sync_point {
+        note!(
+            "rsmirror: {}: no Resource List; followed by its Change List since {at}: \
+             rsmirror incremental applies its changes",
+            collection.id
+        );
+        return Ok(None);
+    }
+    let mut listing = Listing::create(mirror.staging, filter)?;
+    let counts = listing.plan(mirror.catalog, &collection.id, mirror.objects)?;
+    let snapshot = Snapshot {
+        at: Some(jiff::Timestamp::UNIX_EPOCH),
+        anchored: true,
+        basis: "the Capability List names no Resource List, only a Change List: followed by \
+                its changes from the first (IFCC-0001); rsmirror incremental applies them"
+            .into(),
+        ..Snapshot::default()
+    };
+    let mut p = Planned::new(collection.id.clone(), snapshot, listing, counts)
+        .describes(collection.describes.clone());
+    p.changes = collection
+        .url_of(&Capability::ChangeList)
+        .map(Url::to_string);
+    Ok(Some(p))
 }
 
 /// Read the collection's Resource List (the one discovery opened, else the one its

@@ -53,9 +53,9 @@ pub struct Event {
     /// deleted, not the time of the delete, so its time says nothing about whether it was
     /// applied: the mirror decides (see `incremental`).
     pub stale_delete: bool,
-    /// An entry without `datetime` in a list whose other entries have one (ResourceSync
-    /// 1.1): its `lastmod` orders it, but is no time of the change: it is recorded without
-    /// one, and a feed leaves it out (IFCC-0001: a generator must ignore it).
+    /// An entry without `datetime`: its `lastmod` orders it, but is no time of the change: it
+    /// is recorded without one, and a feed leaves it out (IFCC-0001: a generator must ignore
+    /// it).
     pub undated: bool,
 }
 
@@ -187,6 +187,14 @@ impl<'a, 'b> Collector<'a, 'b> {
         }
     }
 
+    /// Following from the beginning of time (a collection with no Resource List, whose first
+    /// baseline set its sync point there): the first list's `from` is where the source's
+    /// history starts, not a gap after the sync point (IFCC-0001: a Change List need not
+    /// convey every change in the site's history).
+    fn follows_from_the_start(&self) -> bool {
+        self.since == Timestamp::UNIX_EPOCH
+    }
+
     fn validators(&self, url: &Url) -> Result<Validators, SourceError> {
         let Some(c) = self.catalog.filter(|_| self.conditional) else {
             return Ok(Validators::default());
@@ -253,7 +261,9 @@ impl<'a, 'b> Collector<'a, 'b> {
             } else {
                 let from = header.md.from.or(header.md.at);
                 self.seen.insert(doc.url.to_string());
-                if let Some(from) = from.filter(|f| *f > self.since) {
+                if let Some(from) =
+                    from.filter(|f| *f > self.since && !self.follows_from_the_start())
+                {
                     // The list starts after the sync point: only an archive can fill the gap.
                     let archive = archive
                         .cloned()
@@ -355,7 +365,7 @@ impl<'a, 'b> Collector<'a, 'b> {
             return Ok(());
         };
         if let Some(from) = first.from {
-            if from > self.since {
+            if from > self.since && !self.follows_from_the_start() {
                 return Err(gap(&self.collection, self.since, from));
             }
         }
@@ -456,7 +466,6 @@ impl<'a, 'b> Collector<'a, 'b> {
         let mut events = Vec::new();
         let mut count = 0;
         let mut timeless = 0;
-        let mut any_datetime = false;
         let mut out_of_order = false;
         let read_at = Timestamp::now();
         while let Some(e) = doc.reader.next_entry()? {
@@ -475,7 +484,6 @@ impl<'a, 'b> Collector<'a, 'b> {
                 ));
                 continue;
             };
-            any_datetime |= e.md.datetime.is_some();
             let time = e.event_time();
             if let (Some(t), Some(p)) = (time, last_given) {
                 out_of_order |= t < p;
@@ -546,16 +554,17 @@ impl<'a, 'b> Collector<'a, 'b> {
                 "{doc_url}: {timeless} entries have neither datetime nor lastmod; applied in document order"
             ));
         }
-        // A list that gives no entry a `datetime` dates its changes by `lastmod` (ResourceSync
-        // 1.0, the 2012 draft); one that gives some, not the others, leaves those undated.
+        // An entry without `datetime` is applied by its `lastmod` (the one time ResourceSync
+        // 1.0 and the 2012 draft give a change), but a feed must ignore it (IFCC-0001, "For
+        // Feed Generators"): it is recorded without a time of change, and each one is a
+        // warning in the run's problems (`engine::changes`).
         let undated = events.iter().filter(|e| e.undated).count();
-        if !any_datetime {
-            events.iter_mut().for_each(|e| e.undated = false);
-        } else if undated > 0 {
+        if undated > 0 {
             self.out.warnings.push(format!(
-                "{doc_url}: {undated} entries have no datetime (ResourceSync 1.1 gives each \
-                 change one): applied by their lastmod, but recorded without a time of change \
-                 and left out of feeds"
+                "{doc_url}: {undated} entr{} no datetime: applied (ordered by lastmod where \
+                 given), but recorded without a time of change and left out of feeds \
+                 (IFCC-0001); each is in the run's problems",
+                if undated == 1 { "y has" } else { "ies have" },
             ));
         }
         if out_of_order {

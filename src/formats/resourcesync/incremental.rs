@@ -17,7 +17,7 @@ use crate::engine::documents::{Documents, OpenedDocument};
 use crate::engine::snapshot;
 use crate::engine::snapshot::SnapshotRows;
 use crate::engine::sync_point;
-use crate::error::{Error, NeedsBaseline};
+use crate::error::{Error, NeedsBaseline, SourceError};
 use crate::formats::resourcesync::change_dump;
 use crate::formats::resourcesync::changes::{
     self as rs_changes, Changes as RsChanges, Collector, Event,
@@ -30,6 +30,7 @@ use crate::rs::document::{Capability, Change};
 use crate::settings;
 use crate::store::catalog::{write, ChangeEventRecord, CurrentState, NewVersion, SyncPoint};
 use crate::store::change_history::{record_identity, DESCRIBES_BASIS};
+use crate::store::source_metadata::{self, MetadataState};
 use crate::store::Catalog;
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
@@ -39,6 +40,9 @@ use url::Url;
 struct Collected {
     pending: Vec<Pending>,
     dumps: Vec<DumpPending>,
+    /// Collections whose Capability List names nothing to follow (IFCC-0001: "no changes
+    /// can be determined"), one message each.
+    left_out: Vec<(String, String)>,
 }
 
 /// A collection whose changes come as a Change Dump (applied by `change_dump`).
@@ -52,6 +56,8 @@ struct DumpPending {
 struct Pending {
     collection: String,
     describes: Option<String>,
+    /// The site's and the collection's `describedby` documents, as fetched by this run.
+    metadata: Vec<MetadataState>,
     /// Where the collection's changes were read from (its Change List or Change List Index).
     changes_at: Url,
     since: Timestamp,
@@ -69,7 +75,15 @@ pub(crate) fn incremental(
     s: &settings::Incremental,
     collections: Vec<Collection>,
 ) -> Result<(), Error> {
-    let Collected { pending, dumps } = collect_all(ctx.docs, ctx.catalog, s, collections)?;
+    let Collected {
+        pending,
+        dumps,
+        left_out,
+    } = collect_all(ctx.docs, ctx.catalog, s, collections)?;
+    for (id, w) in left_out {
+        ctx.problems([(id.as_str(), ProblemClass::Warning, w.as_str())])?;
+        ctx.summary.warnings.push(w);
+    }
     changes::follow(ctx, s, pending)?;
     for d in dumps {
         change_dump::apply(ctx, &d.collection, &d.url, d.since)?;
@@ -91,7 +105,14 @@ pub(crate) fn plan(
     catalog: &Catalog,
     summary: &mut Summary,
 ) -> Result<bool, Error> {
-    let Collected { pending, dumps } = collect_all(docs, catalog, s, collections)?;
+    let Collected {
+        pending,
+        dumps,
+        left_out,
+    } = collect_all(docs, catalog, s, collections)?;
+    summary
+        .warnings
+        .extend(left_out.into_iter().map(|(_, w)| w));
     let states = catalog.current_states_of(named(&pending))?;
     print_plan(&pending, (&states, docs.filter), summary);
     for d in dumps {
@@ -152,7 +173,13 @@ fn collect_all(
 ) -> Result<Collected, Error> {
     let mut pending = Vec::new();
     let mut dumps = Vec::new();
+    let mut left_out = Vec::new();
+    let total = rs.len();
     for collection in rs {
+        if collection.follows_nothing() {
+            left_out.push((collection.id.clone(), collection.nothing_to_follow()));
+            continue;
+        }
         let since = match s.from {
             Some(t) => Some(t),
             None => catalog.sync_point(&collection.id)?.and_then(|sp| sp.at),
@@ -165,6 +192,7 @@ fn collect_all(
             why: NeedsBaseline::NoSyncPoint,
         };
         let describes = collection.describes.clone();
+        let described = collection.described();
         if collection.url_of(&Capability::ChangeList).is_none() {
             if let Some(dump) = collection.url_of(&Capability::ChangeDump) {
                 dumps.push(DumpPending {
@@ -179,10 +207,12 @@ fn collect_all(
         let since = since.ok_or_else(no_sync_point)?;
         let mut collector = Collector::new(docs, Some(catalog), &id, since);
         collector.conditional = s.from.is_none();
-        let changes = collector.collect(&url, opened, archive.as_ref())?;
+        let mut changes = collector.collect(&url, opened, archive.as_ref())?;
+        let metadata = crate::engine::metadata::fetch(docs, &described, &mut changes.warnings);
         let apply = coalesce(&changes.events);
         pending.push(Pending {
             describes,
+            metadata,
             changes_at: url,
             collection: id,
             since,
@@ -190,7 +220,20 @@ fn collect_all(
             apply,
         });
     }
-    Ok(Collected { pending, dumps })
+    if left_out.len() == total {
+        if let Some((id, _)) = left_out.first() {
+            return Err(SourceError::Unusable {
+                url: id.clone(),
+                message: crate::engine::discover::NOTHING_TO_FOLLOW.into(),
+            }
+            .into());
+        }
+    }
+    Ok(Collected {
+        pending,
+        dumps,
+        left_out,
+    })
 }
 
 /// Where a collection's changes are (see [`rs_changes::location`]); a Change List given
@@ -293,6 +336,12 @@ impl changes::Item for Event {
     }
     fn stated_time(&self) -> Option<Timestamp> {
         self.time.filter(|_| !self.undated)
+    }
+    fn undated(&self) -> Option<&'static str> {
+        self.undated.then_some(
+            "the Change List entry has no datetime: applied, but no feed reports it \
+             (IFCC-0001: a generator must ignore it)",
+        )
     }
     fn lastmod(&self) -> Option<Timestamp> {
         self.declared.lastmod
@@ -444,6 +493,7 @@ fn settle(p: Pending, ends: Ends) -> Settled {
         collection,
         describes,
         changes_at,
+        metadata,
         ..
     } = p;
     let rows: SnapshotRows = Box::new(move |tx, source_id, run_id| {
@@ -456,6 +506,9 @@ fn settle(p: Pending, ends: Ends) -> Settled {
         write::change_document(tx, (source_id, run_id), &collection, changes_at.as_str())?;
         if let Some(d) = &describes {
             record_identity(tx, &collection, d, DESCRIBES_BASIS)?;
+        }
+        for m in &metadata {
+            source_metadata::record(tx, run_id, m)?;
         }
         Ok(())
     });
