@@ -36,6 +36,7 @@ const TOOLS: &[&str] = &[
     "chromium",
     "memento_validator",
     "memento_client",
+    "pywb",
 ];
 
 fn main() {
@@ -95,6 +96,8 @@ fn main() {
             python_with(&manifest, "dateutil, click, typing_extensions"),
         ),
         ("memento_client", python_with(&manifest, "memento_client")),
+        // A Memento server (TimeGates, TimeMaps) over WARC files, for versions from the source.
+        ("pywb", python_with(&manifest, "pywb, warcio")),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

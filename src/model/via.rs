@@ -23,6 +23,9 @@ pub enum Via {
     /// Inside a document the source published, one record among others (an OAI-PMH
     /// `ListRecords` response): the record's metadata as published.
     Record,
+    /// A memento of the resource the source offers (a `rel="memento"` link, or its TimeGate's
+    /// or TimeMap's, RFC 7089): an earlier state, with its own datetime.
+    Memento,
 }
 
 catalog_text!(Via, "arrival way", {
@@ -33,4 +36,5 @@ catalog_text!(Via, "arrival way", {
     Tombstone => "tombstone",
     Held => "held",
     Record => "record",
+    Memento => "memento",
 });

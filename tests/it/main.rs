@@ -43,3 +43,4 @@ mod seaweed;
 mod serve;
 mod server;
 mod support;
+mod versions;

@@ -18,10 +18,10 @@ use crate::engine::snapshot;
 use crate::engine::snapshot::SnapshotRows;
 use crate::engine::sync_point;
 use crate::error::{Error, NeedsBaseline};
-use crate::formats::resourcesync::change_dump;
 use crate::formats::resourcesync::changes::{
     self as rs_changes, Changes as RsChanges, Collector, Event,
 };
+use crate::formats::resourcesync::{change_dump, versions};
 use crate::model::{ChangeOutcome, ProblemClass};
 use crate::net::Expected;
 use crate::progress::Progress;
@@ -58,6 +58,9 @@ struct Pending {
     changes: RsChanges,
     /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
     apply: Vec<usize>,
+    /// Indexes into `changes.events` of the earlier states fetched from the source's
+    /// mementos (`versions`), in the order they are recorded, before `apply`.
+    earlier: Vec<usize>,
 }
 
 /// `incremental` of the ResourceSync collections discovery found, in the run `ctx` records:
@@ -179,8 +182,9 @@ fn collect_all(
         let since = since.ok_or_else(no_sync_point)?;
         let mut collector = Collector::new(docs, Some(catalog), &id, since);
         collector.conditional = s.from.is_none();
-        let changes = collector.collect(&url, opened, archive.as_ref())?;
+        let mut changes = collector.collect(&url, opened, archive.as_ref())?;
         let apply = coalesce(&changes.events);
+        let earlier = versions::add(docs, &mut changes, since, Timestamp::now());
         pending.push(Pending {
             describes,
             changes_at: url,
@@ -188,6 +192,7 @@ fn collect_all(
             since,
             changes,
             apply,
+            earlier,
         });
     }
     Ok(Collected { pending, dumps })
@@ -231,6 +236,12 @@ fn print_plan(
     for p in pending {
         for t in &p.changes.trail {
             say!("{t}");
+        }
+        for &i in &p.earlier {
+            let e = &p.changes.events[i];
+            if let (Some(m), Some(t), true) = (&e.memento, e.time, filter.admits(e.uri.as_str())) {
+                plan!("< {} (its state at {t}, from memento {})", e.uri, m.url);
+            }
         }
         for &i in &p.apply {
             let e = &p.changes.events[i];
@@ -285,8 +296,10 @@ impl changes::Item for Event {
     fn uri(&self) -> &Url {
         &self.uri
     }
+    /// An earlier state from a memento is created or updated as the mirror holds the
+    /// resource.
     fn stated(&self) -> Option<Change> {
-        Some(self.change)
+        self.memento.is_none().then_some(self.change)
     }
     fn event_time(&self) -> Option<Timestamp> {
         self.time
@@ -300,17 +313,27 @@ impl changes::Item for Event {
     fn document(&self) -> &str {
         &self.document
     }
-    /// A 1.0 delete dated before the sync point never moves it.
+    /// A 1.0 delete dated before the sync point never moves it, nor does an earlier state
+    /// (the listed changes do).
     fn applied_time(&self) -> Option<Timestamp> {
-        self.sync_time().filter(|_| !self.stale_delete)
+        self.sync_time()
+            .filter(|_| !self.stale_delete && self.memento.is_none())
     }
     fn failed_time(&self) -> Option<Timestamp> {
         self.order_time
     }
+    /// A memento's bytes are what the source kept of that time: other bytes than a listed
+    /// change declares of it are a failure, not a sign of a later change.
+    fn later_change_follows(&self) -> bool {
+        self.memento.is_none()
+    }
     fn version(&self, collection: &str, change: Change, f: &apply::Fetched) -> NewVersion {
         NewVersion {
             event_time: self.time,
-            arrived_via: crate::model::Via::Http,
+            arrived_via: match self.memento {
+                Some(_) => crate::model::Via::Memento,
+                None => crate::model::Via::Http,
+            },
             ..f.version(
                 &self.uri,
                 collection,
@@ -339,13 +362,22 @@ impl changes::ChangeSet for Pending {
         &self.changes.trail
     }
     fn listed(&self, _planned: usize) -> u64 {
-        self.changes.events.len() as u64
+        self.changes.events.len() as u64 - self.earlier.len() as u64
     }
     fn refused(&self) -> Vec<(&str, &str)> {
         snapshot::pairs(&self.changes.refused)
     }
     fn superseded(&self) -> Vec<ChangeEventRecord> {
-        let applied: HashSet<usize> = self.apply.iter().copied().collect();
+        // An earlier state fetched from its memento records the event of the change it was.
+        let events = &self.changes.events;
+        let applied: HashSet<usize> = (self.apply.iter().copied())
+            .chain(self.earlier.iter().copied())
+            .chain(
+                self.earlier
+                    .iter()
+                    .filter_map(|&i| events[i].memento.as_ref()?.listed),
+            )
+            .collect();
         (self.changes.events.iter().enumerate())
             .filter(|(i, _)| !applied.contains(i))
             .map(|(_, e)| event_record(&self.collection, e, ChangeOutcome::Superseded))
@@ -371,6 +403,13 @@ fn disposals(
     warnings: &mut Vec<String>,
 ) -> Vec<(usize, Disposal)> {
     let mut plan = Vec::new();
+    for &i in &p.earlier {
+        let e = &p.changes.events[i];
+        let Some(m) = &e.memento else { continue };
+        let mut job = job_of(i, e);
+        job.urls = m.raw.iter().chain([&m.url]).cloned().collect();
+        plan.push((i, Disposal::Earlier(job)));
+    }
     for &i in &p.apply {
         let e = &p.changes.events[i];
         let current = states.get(e.uri.as_str());

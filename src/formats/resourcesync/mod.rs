@@ -12,6 +12,7 @@ pub mod dump_source;
 pub mod incremental;
 pub mod resource_list;
 pub mod snapshot;
+pub mod versions;
 
 use super::{Expected, Format};
 use crate::engine::context::RunContext;
