@@ -85,6 +85,9 @@ pub(crate) enum Disposal<J = Job> {
     /// other changes, and recorded in the order planned whatever order the transfers end in
     /// (a version's place in a resource's history is its order in the run).
     Earlier(J),
+    /// Its bytes are in the store already, verified (a patch applied to the mirror's state):
+    /// recorded as fetched bytes are, nothing transferred.
+    Arrived(Box<Fetched>),
     /// A deletion of a resource the mirror holds.
     Tombstone,
     /// No version: only the event (`change`, `outcome`), `unchanged` or `unknown-delete`.
@@ -337,6 +340,12 @@ impl<'x, 'w> Changes<'x, 'w> {
             match d {
                 Disposal::Fetch(job) => fetch.push(job),
                 Disposal::Earlier(job) => earlier.push(job),
+                Disposal::Arrived(f) => {
+                    let item = &items[i];
+                    self.arrived(item, &f.computed.sha256_hex, |c, change| {
+                        Ok(item.version(c, change, &f))
+                    })?;
+                }
                 Disposal::Tombstone => self.tombstone(&items[i])?,
                 Disposal::Event(change, outcome) => self.known(&items[i], change, outcome)?,
             }

@@ -26,6 +26,10 @@ pub enum Via {
     /// A memento of the resource the source offers (a `rel="memento"` link, or its TimeGate's
     /// or TimeMap's, RFC 7089): an earlier state, with its own datetime.
     Memento,
+    /// The mirror's previous state with a patch the source offered applied (a Change List's
+    /// `rel=".../rs/terms/patch"`, the 2012 draft's `.../rs/partial`), kept because the result
+    /// has the digest the change declares.
+    Patch,
 }
 
 catalog_text!(Via, "arrival way", {
@@ -37,4 +41,5 @@ catalog_text!(Via, "arrival way", {
     Held => "held",
     Record => "record",
     Memento => "memento",
+    Patch => "patch",
 });

@@ -32,6 +32,7 @@ mod inspect;
 mod json_shapes;
 mod migrate;
 mod oai;
+mod partial;
 mod peers;
 mod premis;
 mod proxy;

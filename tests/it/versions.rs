@@ -11,7 +11,7 @@ use sha2::Digest as _;
 use std::path::Path;
 
 /// The mirror's state before the changes (the baseline's list is dated here).
-const T0: &str = "2012-08-08T00:00:00Z";
+pub const T0: &str = "2012-08-08T00:00:00Z";
 
 /// Three captures: (datetime, 14-digit timestamp, bytes).
 fn captures(name: &str) -> Vec<(&'static str, &'static str, Vec<u8>)> {
@@ -42,7 +42,7 @@ fn hash_attr(b: &[u8]) -> String {
     format!("sha-256:{}", sha256(b))
 }
 
-fn run_ok(cmd: &mut assert_cmd::Command) -> String {
+pub fn run_ok(cmd: &mut assert_cmd::Command) -> String {
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr_of(&out));
     stderr_of(&out)
@@ -133,7 +133,7 @@ fn make_warc(python: &Path, path: &Path, records: &[(String, &str, Vec<u8>)]) {
 
 /// A ResourceSync 1.1 Change List of `entries` (name, datetime, extra `rs:ln`s), each with the
 /// current file's digest.
-fn change_list(t: &Tree, entries: &[(&str, &str, String)]) {
+pub fn change_list(t: &Tree, entries: &[(&str, &str, String)]) {
     let mut body = String::new();
     for (name, at, links) in entries {
         let b = std::fs::read(t.path().join("res").join(name)).unwrap();

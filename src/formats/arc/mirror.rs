@@ -692,6 +692,7 @@ pub(crate) fn plan_changes(
                     }
                 }
             }
+            Some(Disposal::Arrived(_)) => summary.updated += 1,
             Some(Disposal::Tombstone) => {
                 summary.gone += 1;
                 plan!("- {uri} (would be deleted)");
@@ -771,6 +772,7 @@ impl changes::ChangeSet for ArcChanges {
                 Some(Disposal::Earlier(())) => {
                     changes::Disposal::Earlier(job(i, &d.page, &self.page_scope))
                 }
+                Some(Disposal::Arrived(f)) => changes::Disposal::Arrived(f),
                 Some(Disposal::Tombstone) => changes::Disposal::Tombstone,
                 Some(Disposal::Event(change, outcome)) => changes::Disposal::Event(change, outcome),
             };

@@ -63,6 +63,9 @@ pub struct Event {
     /// Not a listed change: an earlier state of the resource the source keeps, to be fetched
     /// from a memento before the listed changes are applied (`versions` reads them).
     pub memento: Option<MementoOf>,
+    /// A patch the source offers from the previous state to this one (`rel=".../rs/terms/
+    /// patch"`, the 2012 draft's `.../rs/partial`): see `patch`.
+    pub patch: Option<crate::rs::document::Link>,
 }
 
 /// An entry's links to the versions the source keeps of its resource.
@@ -563,6 +566,7 @@ impl<'a, 'b> Collector<'a, 'b> {
                 undated: e.md.datetime.is_none(),
                 versions: SourceVersions::of(&e.links),
                 memento: None,
+                patch: crate::formats::resourcesync::patch::offered(&e.links).cloned(),
                 duplicates: e.duplicates().into_iter().map(|l| l.href.clone()).collect(),
                 declared: Declared {
                     lastmod: e.lastmod,

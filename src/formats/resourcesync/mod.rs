@@ -10,6 +10,7 @@ pub mod change_dump;
 pub mod changes;
 pub mod dump_source;
 pub mod incremental;
+pub mod patch;
 pub mod resource_list;
 pub mod snapshot;
 pub mod versions;
