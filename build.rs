@@ -37,6 +37,7 @@ const TOOLS: &[&str] = &[
     "memento_validator",
     "memento_client",
     "flask_websub",
+    "pywb",
 ];
 
 fn main() {
@@ -101,6 +102,8 @@ fn main() {
             "flask_websub",
             python_with(&manifest, "flask_websub, celery, requests"),
         ),
+        // A Memento server (TimeGates, TimeMaps) over WARC files, for versions from the source.
+        ("pywb", python_with(&manifest, "pywb, warcio")),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

@@ -59,6 +59,9 @@ pub struct Summary {
     /// mirror holds them (`engine::listing::Older`).
     pub held_back: u64,
     pub bytes: u64,
+    /// Bytes not transferred because a patch the source offered made the new state from the
+    /// mirror's (its length less the patch's).
+    pub bytes_saved: u64,
     pub seconds: f64,
     pub sync_point: Option<String>,
     pub anchored: bool,
@@ -103,7 +106,11 @@ impl Summary {
             },
             self.gone,
             self.deleted,
-            human_bytes(self.bytes),
+            if self.bytes_saved > 0 {
+                format!("{} ({} saved by patches)", human_bytes(self.bytes), human_bytes(self.bytes_saved))
+            } else {
+                human_bytes(self.bytes)
+            },
             self.seconds
         )
     }

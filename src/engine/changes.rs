@@ -86,6 +86,13 @@ pub(crate) trait Item {
 pub(crate) enum Disposal<J = Job> {
     /// Fetched: the job's index is the change's place in the list given to [`Changes::apply`].
     Fetch(J),
+    /// An earlier state of the resource the source keeps (a memento): fetched before the
+    /// other changes, and recorded in the order planned whatever order the transfers end in
+    /// (a version's place in a resource's history is its order in the run).
+    Earlier(J),
+    /// Its bytes are in the store already, verified (a patch applied to the mirror's state):
+    /// recorded as fetched bytes are, nothing transferred.
+    Arrived(Box<Fetched>),
     /// A deletion of a resource the mirror holds.
     Tombstone,
     /// No version: only the event (`change`, `outcome`), `unchanged` or `unknown-delete`.
@@ -336,18 +343,48 @@ impl<'x, 'w> Changes<'x, 'w> {
         plan: Vec<(usize, Disposal)>,
     ) -> Result<(), Error> {
         let mut fetch = Vec::new();
+        let mut earlier = Vec::new();
         for (i, d) in plan {
             if self.left_out(&items[i]) {
                 continue;
             }
             match d {
                 Disposal::Fetch(job) => fetch.push(job),
+                Disposal::Earlier(job) => earlier.push(job),
+                Disposal::Arrived(f) => {
+                    let item = &items[i];
+                    self.arrived(item, &f.computed.sha256_hex, |c, change| {
+                        Ok(item.version(c, change, &f))
+                    })?;
+                }
                 Disposal::Tombstone => self.tombstone(&items[i])?,
                 Disposal::Event(change, outcome) => self.known(&items[i], change, outcome)?,
             }
         }
-        self.left = fetch.len();
-        self.progress.more("incremental", fetch.len() as u64);
+        self.left = fetch.len() + earlier.len();
+        self.progress
+            .more("incremental", (fetch.len() + earlier.len()) as u64);
+        if !earlier.is_empty() {
+            // Each object is in the store once fetched; what is recorded of it waits for its
+            // turn.
+            let place: HashMap<usize, usize> = (earlier.iter().enumerate())
+                .map(|(k, j)| (j.index, k))
+                .collect();
+            let mut landed: Vec<(usize, JobResult)> = Vec::new();
+            apply::transfer(http, self.staging, objects, earlier, jobs, |r| {
+                let index = match &r {
+                    JobResult::Fetched(i, _) | JobResult::NotModified(i) => *i,
+                    JobResult::Failed { index, .. } => *index,
+                    _ => return self.on(items, r),
+                };
+                landed.push((place[&index], r));
+                Ok(())
+            })?;
+            landed.sort_by_key(|(k, _)| *k);
+            for (_, r) in landed {
+                self.on(items, r)?;
+            }
+        }
         apply::transfer(http, self.staging, objects, fetch, jobs, |r| {
             self.on(items, r)
         })

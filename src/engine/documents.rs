@@ -186,6 +186,7 @@ impl Documents<'_> {
                             media_type: body.media_type,
                             content_length: body.content_length,
                             content_encoding: body.content_encoding,
+                            link: body.link,
                             reader: Box::new(input),
                         })),
                     });
@@ -235,6 +236,8 @@ impl Documents<'_> {
 /// A document as fetched for a reader.
 pub(crate) struct Got {
     pub(crate) url: Url,
+    /// The `Link` header it was served with (a Memento TimeGate names its TimeMap there).
+    pub(crate) link: Option<String>,
     media_type: Option<String>,
     bytes: Vec<u8>,
     validators: Validators,
@@ -264,6 +267,7 @@ pub(crate) fn fetch(docs: &Documents<'_>, url: &Url, scope: &Scope) -> Result<Go
         })?;
         return Ok(Got {
             url: url.clone(),
+            link: None,
             media_type: None,
             bytes,
             validators: Validators::default(),
@@ -280,6 +284,7 @@ pub(crate) fn fetch(docs: &Documents<'_>, url: &Url, scope: &Scope) -> Result<Go
     };
     let mut bytes = Vec::new();
     let final_url = body.final_url.clone();
+    let link = body.link.clone();
     body.reader
         .take(max.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -292,6 +297,7 @@ pub(crate) fn fetch(docs: &Documents<'_>, url: &Url, scope: &Scope) -> Result<Go
     }
     Ok(Got {
         url: final_url,
+        link,
         media_type: body.media_type,
         bytes,
         validators: body.validators,
@@ -314,6 +320,7 @@ pub(crate) fn recognise(
     let got = match received {
         Some((bytes, media_type, validators)) => Got {
             url: url.clone(),
+            link: None,
             media_type,
             bytes,
             validators,

@@ -44,6 +44,7 @@
 
 pub mod arc;
 pub mod iiif;
+pub mod memento;
 pub mod oai;
 mod paged;
 pub mod resourcesync;

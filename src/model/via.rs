@@ -23,6 +23,13 @@ pub enum Via {
     /// Inside a document the source published, one record among others (an OAI-PMH
     /// `ListRecords` response): the record's metadata as published.
     Record,
+    /// A memento of the resource the source offers (a `rel="memento"` link, or its TimeGate's
+    /// or TimeMap's, RFC 7089): an earlier state, with its own datetime.
+    Memento,
+    /// The mirror's previous state with a patch the source offered applied (a Change List's
+    /// `rel=".../rs/terms/patch"`, the 2012 draft's `.../rs/partial`), kept because the result
+    /// has the digest the change declares.
+    Patch,
 }
 
 catalog_text!(Via, "arrival way", {
@@ -33,4 +40,6 @@ catalog_text!(Via, "arrival way", {
     Tombstone => "tombstone",
     Held => "held",
     Record => "record",
+    Memento => "memento",
+    Patch => "patch",
 });

@@ -79,6 +79,9 @@ pub struct Body {
     /// `Content-Encoding` as served despite our `Accept-Encoding: identity`; the body is NOT
     /// decoded (the bytes are the representation the source's digests describe).
     pub content_encoding: Option<String>,
+    /// The `Link` header as served (every field, joined): a Memento TimeGate names its
+    /// TimeMap there.
+    pub link: Option<String>,
     /// Read errors are `io::Error`s; [`Http::read_error`] turns them into a [`FetchError`].
     pub reader: Box<dyn Read + Send>,
 }
@@ -410,6 +413,7 @@ impl Http {
             media_type: None,
             content_length: Some(meta.len()),
             content_encoding: None,
+            link: None,
             reader: Box::new(file),
         }))
     }
@@ -534,6 +538,7 @@ fn body_of(final_url: Url, response: Response, cfg: &HttpConfig) -> Body {
         media_type: head.content_type.clone(),
         content_length: head.content_length,
         content_encoding: head.encoding(),
+        link: head.link.clone(),
         reader: Box::new(RateGuard::new(response.body, cfg)),
     }
 }

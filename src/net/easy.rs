@@ -294,6 +294,9 @@ pub(crate) struct Head {
     pub(crate) content_encoding: Option<String>,
     pub(crate) location: Option<String>,
     pub(crate) retry_after: Option<String>,
+    /// Every `Link` field, joined by ", " (RFC 9110 §5.3: one list): a Memento TimeGate's
+    /// `rel="timemap"` (RFC 7089 §5.1).
+    pub(crate) link: Option<String>,
     /// The final response's head is complete (what follows is body, then trailers).
     pub(crate) complete: bool,
     /// Bytes of head so far, interim responses and trailers included.
@@ -392,6 +395,14 @@ impl Head {
             "content-encoding" => self.content_encoding = value(),
             "location" => self.location = value(),
             "retry-after" => self.retry_after = value(),
+            "link" => {
+                if let Some(v) = value() {
+                    self.link = Some(match self.link.take() {
+                        Some(before) => format!("{before}, {v}"),
+                        None => v,
+                    });
+                }
+            }
             _ => {}
         }
         Ok(())

@@ -678,18 +678,21 @@ pub(crate) fn plan_changes(
         }
         let current = states.get(uri);
         match disposal(d, current, c.since) {
-            Some(Disposal::Fetch(())) => match current.filter(|c| !c.deleted) {
-                Some(here) => {
-                    summary.updated += 1;
-                    let was = here.lastmod.map(|t| t.to_string()).unwrap_or_default();
-                    let now = d.page.lastmod.map(|t| t.to_string()).unwrap_or_default();
-                    plan!("* {uri} (lastmod: {was} -> {now})");
+            Some(Disposal::Fetch(()) | Disposal::Earlier(())) => {
+                match current.filter(|c| !c.deleted) {
+                    Some(here) => {
+                        summary.updated += 1;
+                        let was = here.lastmod.map(|t| t.to_string()).unwrap_or_default();
+                        let now = d.page.lastmod.map(|t| t.to_string()).unwrap_or_default();
+                        plan!("* {uri} (lastmod: {was} -> {now})");
+                    }
+                    None => {
+                        summary.created += 1;
+                        plan!("+ {uri}");
+                    }
                 }
-                None => {
-                    summary.created += 1;
-                    plan!("+ {uri}");
-                }
-            },
+            }
+            Some(Disposal::Arrived(_)) => summary.updated += 1,
             Some(Disposal::Tombstone) => {
                 summary.gone += 1;
                 plan!("- {uri} (would be deleted)");
@@ -766,6 +769,10 @@ impl changes::ChangeSet for ArcChanges {
                 Some(Disposal::Fetch(())) => {
                     changes::Disposal::Fetch(job(i, &d.page, &self.page_scope))
                 }
+                Some(Disposal::Earlier(())) => {
+                    changes::Disposal::Earlier(job(i, &d.page, &self.page_scope))
+                }
+                Some(Disposal::Arrived(f)) => changes::Disposal::Arrived(f),
                 Some(Disposal::Tombstone) => changes::Disposal::Tombstone,
                 Some(Disposal::Event(change, outcome)) => changes::Disposal::Event(change, outcome),
             };

@@ -57,6 +57,46 @@ pub struct Event {
     /// is recorded without one, and a feed leaves it out (IFCC-0001: a generator must ignore
     /// it).
     pub undated: bool,
+    /// Where the source keeps versions of the resource (its `rel="memento"`,
+    /// `rel="timegate"` and `rel="timemap"` links: the 2012 draft §6.2, ResourceSync 1.1 §14).
+    pub versions: SourceVersions,
+    /// Not a listed change: an earlier state of the resource the source keeps, to be fetched
+    /// from a memento before the listed changes are applied (`versions` reads them).
+    pub memento: Option<MementoOf>,
+    /// A patch the source offers from the previous state to this one (`rel=".../rs/terms/
+    /// patch"`, the 2012 draft's `.../rs/partial`): see `patch`.
+    pub patch: Option<crate::rs::document::Link>,
+}
+
+/// An entry's links to the versions the source keeps of its resource.
+#[derive(Debug, Clone, Default)]
+pub struct SourceVersions {
+    /// `rel="memento"`: the version this change made, and its `modified` if the link says.
+    pub memento: Option<(Url, Option<Timestamp>)>,
+    pub timegate: Option<Url>,
+    pub timemap: Option<Url>,
+}
+
+impl SourceVersions {
+    fn of(links: &[crate::rs::document::Link]) -> SourceVersions {
+        let first = |rel: &str| links.iter().find(|l| l.has_rel(rel));
+        SourceVersions {
+            memento: first("memento").map(|l| (l.href.clone(), l.modified)),
+            timegate: first("timegate").map(|l| l.href.clone()),
+            timemap: first("timemap").map(|l| l.href.clone()),
+        }
+    }
+}
+
+/// Where an earlier state comes from: a memento, and how it was found.
+#[derive(Debug, Clone)]
+pub struct MementoOf {
+    /// The memento's URI as the source gave it.
+    pub url: Url,
+    /// Its raw form (a Wayback-style archive's `id_`), asked for first when there is one.
+    pub raw: Option<Url>,
+    /// The listed change it is the state of (its index among the events), if one.
+    pub listed: Option<usize>,
 }
 
 impl Event {
@@ -532,6 +572,9 @@ impl<'a, 'b> Collector<'a, 'b> {
                 future,
                 stale_delete,
                 undated: e.md.datetime.is_none(),
+                versions: SourceVersions::of(&e.links),
+                memento: None,
+                patch: crate::formats::resourcesync::patch::offered(&e.links).cloned(),
                 duplicates: e.duplicates().into_iter().map(|l| l.href.clone()).collect(),
                 declared: Declared {
                     lastmod: e.lastmod,

@@ -18,10 +18,10 @@ use crate::engine::snapshot;
 use crate::engine::snapshot::SnapshotRows;
 use crate::engine::sync_point;
 use crate::error::{Error, NeedsBaseline, SourceError};
-use crate::formats::resourcesync::change_dump;
 use crate::formats::resourcesync::changes::{
     self as rs_changes, Changes as RsChanges, Collector, Event,
 };
+use crate::formats::resourcesync::{change_dump, patch, versions};
 use crate::model::{ChangeOutcome, ProblemClass};
 use crate::net::Expected;
 use crate::progress::Progress;
@@ -64,6 +64,11 @@ struct Pending {
     changes: RsChanges,
     /// Indexes into `changes.events` of the events to apply (the last per URI), in order.
     apply: Vec<usize>,
+    /// Indexes into `changes.events` of the earlier states fetched from the source's
+    /// mementos (`versions`), in the order they are recorded, before `apply`.
+    earlier: Vec<usize>,
+    /// Changes whose new state a patch made from the mirror's, stored already (`patch`).
+    patched: HashMap<usize, Box<apply::Fetched>>,
 }
 
 /// `incremental` of the ResourceSync collections discovery found, in the run `ctx` records:
@@ -76,7 +81,7 @@ pub(crate) fn incremental(
     collections: Vec<Collection>,
 ) -> Result<(), Error> {
     let Collected {
-        pending,
+        mut pending,
         dumps,
         left_out,
     } = collect_all(ctx.docs, ctx.catalog, s, collections)?;
@@ -84,6 +89,7 @@ pub(crate) fn incremental(
         ctx.problems([(id.as_str(), ProblemClass::Warning, w.as_str())])?;
         ctx.summary.warnings.push(w);
     }
+    patch_all(ctx, &mut pending)?;
     changes::follow(ctx, s, pending)?;
     for d in dumps {
         change_dump::apply(ctx, &d.collection, &d.url, d.since)?;
@@ -95,6 +101,128 @@ pub(crate) fn incremental(
         ctx.summary,
         ctx.progress,
     )
+}
+
+/// The changes whose new state a patch the source offers makes from the mirror's state (see
+/// `patch`): the patch fetched and applied, the result stored when it has the declared digest,
+/// and handed to the engine as arrived. A patch that cannot be used is a warning: the resource
+/// is fetched whole.
+fn patch_all(ctx: &mut RunContext<'_, '_>, pending: &mut [Pending]) -> Result<(), Error> {
+    for p in pending.iter_mut() {
+        let offered: Vec<usize> = (p.apply.iter().copied())
+            .filter(|&i| {
+                let e = &p.changes.events[i];
+                e.patch.is_some()
+                    && e.change == Change::Updated
+                    && ctx.docs.filter.admits(e.uri.as_str())
+            })
+            .collect();
+        if offered.is_empty() {
+            continue;
+        }
+        let uris = offered.iter().map(|&i| p.changes.events[i].uri.as_str());
+        let states = ctx.catalog.current_states_of(uris)?;
+        for i in offered {
+            let e = &p.changes.events[i];
+            let link = e.patch.as_ref().expect("offered");
+            let held = states.get(e.uri.as_str()).filter(|c| !c.deleted);
+            let Some(held) = held.and_then(|c| c.sha256_hex.as_deref()) else {
+                continue;
+            };
+            match patched(ctx, e, link, held) {
+                Ok((f, patch_len)) => {
+                    ctx.summary.bytes += patch_len;
+                    ctx.summary.bytes_saved += f.computed.length.saturating_sub(patch_len);
+                    p.patched.insert(i, f);
+                }
+                Err(why) => ctx.summary.warnings.push(format!(
+                    "{}: line {}: patch <{}> of {} not used: {why}; fetched whole",
+                    e.document, e.line, link.href, e.uri
+                )),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The state `e` makes, from the mirror's state `held` and the patch `link` offers, stored;
+/// with the patch's length. `Err`: why not.
+fn patched(
+    ctx: &RunContext<'_, '_>,
+    e: &Event,
+    link: &crate::rs::document::Link,
+    held: &str,
+) -> Result<(Box<apply::Fetched>, u64), String> {
+    use crate::rs::digest::{mismatches, Computed};
+    patch::understood(link)?;
+    e.scope.check(&link.href).map_err(|why| why.to_string())?;
+    let got = crate::engine::documents::fetch(ctx.docs, &link.href, &e.scope)
+        .map_err(|err| err.to_string())?;
+    let bytes = got.doc().bytes;
+    if link.length.is_some_and(|n| n != bytes.len() as u64) {
+        return Err(format!(
+            "the patch has {} bytes, its link says {}",
+            bytes.len(),
+            link.length.unwrap_or_default()
+        ));
+    }
+    if let Some(m) = mismatches(&link.hash, &Computed::of(bytes)).first() {
+        return Err(format!(
+            "the patch's {} is {}, its link says {}",
+            m.algorithm.name(),
+            m.actual,
+            m.expected
+        ));
+    }
+    let max = ctx.docs.options.max_bytes;
+    let mut mine = Vec::new();
+    let found = ctx
+        .objects
+        .read_object(held, &mut |b| {
+            if (mine.len() + b.len()) as u64 > max {
+                return Err(std::io::Error::other(format!(
+                    "the mirror's state is larger than --max-document-size ({max} bytes)"
+                )));
+            }
+            mine.extend_from_slice(b);
+            Ok(())
+        })
+        .map_err(|err| format!("the mirror's state {held}: {err}"))?;
+    if !found {
+        return Err(format!(
+            "the mirror's state {held} is not in the object store"
+        ));
+    }
+    let result = patch::apply(&mine, bytes, &e.declared.digests)?;
+    if e.declared.length.is_some_and(|n| n != result.len() as u64) {
+        return Err("the patched state does not have the length the change declares".into());
+    }
+    let computed = Computed::of(&result);
+    let staged = ctx.staging.join(format!("patched-{}", computed.sha256_hex));
+    let store = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&staged)?;
+        std::io::Write::write_all(&mut f, &result)?;
+        f.sync_all()?;
+        ctx.objects.ingest(&staged, &computed.sha256_hex)?;
+        Ok(())
+    };
+    if let Err(err) = store() {
+        let _ = std::fs::remove_file(&staged);
+        return Err(format!("the patched state could not be stored: {err}"));
+    }
+    let patch_len = bytes.len() as u64;
+    Ok((
+        Box::new(apply::Fetched {
+            computed,
+            final_url: got.url.clone(),
+            etag: None,
+            last_modified: None,
+            media_type: None,
+            content_encoding: None,
+            via: crate::model::Via::Patch,
+        }),
+        patch_len,
+    ))
 }
 
 /// `incremental --dry-run`: the changes collected as a run would, the plan printed.
@@ -210,6 +338,7 @@ fn collect_all(
         let mut changes = collector.collect(&url, opened, archive.as_ref())?;
         let metadata = crate::engine::metadata::fetch(docs, &described, &mut changes.warnings);
         let apply = coalesce(&changes.events);
+        let earlier = versions::add(docs, &mut changes, since, Timestamp::now());
         pending.push(Pending {
             describes,
             metadata,
@@ -218,6 +347,8 @@ fn collect_all(
             since,
             changes,
             apply,
+            earlier,
+            patched: HashMap::new(),
         });
     }
     if left_out.len() == total {
@@ -275,6 +406,12 @@ fn print_plan(
         for t in &p.changes.trail {
             say!("{t}");
         }
+        for &i in &p.earlier {
+            let e = &p.changes.events[i];
+            if let (Some(m), Some(t), true) = (&e.memento, e.time, filter.admits(e.uri.as_str())) {
+                plan!("< {} (its state at {t}, from memento {})", e.uri, m.url);
+            }
+        }
         for &i in &p.apply {
             let e = &p.changes.events[i];
             if !filter.admits(e.uri.as_str()) {
@@ -328,8 +465,10 @@ impl changes::Item for Event {
     fn uri(&self) -> &Url {
         &self.uri
     }
+    /// An earlier state from a memento is created or updated as the mirror holds the
+    /// resource.
     fn stated(&self) -> Option<Change> {
-        Some(self.change)
+        self.memento.is_none().then_some(self.change)
     }
     fn event_time(&self) -> Option<Timestamp> {
         self.time
@@ -349,17 +488,28 @@ impl changes::Item for Event {
     fn document(&self) -> &str {
         &self.document
     }
-    /// A 1.0 delete dated before the sync point never moves it.
+    /// A 1.0 delete dated before the sync point never moves it, nor does an earlier state
+    /// (the listed changes do).
     fn applied_time(&self) -> Option<Timestamp> {
-        self.sync_time().filter(|_| !self.stale_delete)
+        self.sync_time()
+            .filter(|_| !self.stale_delete && self.memento.is_none())
     }
     fn failed_time(&self) -> Option<Timestamp> {
         self.order_time
     }
+    /// A memento's bytes are what the source kept of that time: other bytes than a listed
+    /// change declares of it are a failure, not a sign of a later change.
+    fn later_change_follows(&self) -> bool {
+        self.memento.is_none()
+    }
     fn version(&self, collection: &str, change: Change, f: &apply::Fetched) -> NewVersion {
         NewVersion {
             event_time: self.time,
-            arrived_via: crate::model::Via::Http,
+            arrived_via: match self.memento {
+                Some(_) => crate::model::Via::Memento,
+                None if f.via == crate::model::Via::Patch => f.via,
+                None => crate::model::Via::Http,
+            },
             ..f.version(
                 &self.uri,
                 collection,
@@ -388,13 +538,22 @@ impl changes::ChangeSet for Pending {
         &self.changes.trail
     }
     fn listed(&self, _planned: usize) -> u64 {
-        self.changes.events.len() as u64
+        self.changes.events.len() as u64 - self.earlier.len() as u64
     }
     fn refused(&self) -> Vec<(&str, &str)> {
         snapshot::pairs(&self.changes.refused)
     }
     fn superseded(&self) -> Vec<ChangeEventRecord> {
-        let applied: HashSet<usize> = self.apply.iter().copied().collect();
+        // An earlier state fetched from its memento records the event of the change it was.
+        let events = &self.changes.events;
+        let applied: HashSet<usize> = (self.apply.iter().copied())
+            .chain(self.earlier.iter().copied())
+            .chain(
+                self.earlier
+                    .iter()
+                    .filter_map(|&i| events[i].memento.as_ref()?.listed),
+            )
+            .collect();
         (self.changes.events.iter().enumerate())
             .filter(|(i, _)| !applied.contains(i))
             .map(|(_, e)| event_record(&self.collection, e, ChangeOutcome::Superseded))
@@ -420,6 +579,13 @@ fn disposals(
     warnings: &mut Vec<String>,
 ) -> Vec<(usize, Disposal)> {
     let mut plan = Vec::new();
+    for &i in &p.earlier {
+        let e = &p.changes.events[i];
+        let Some(m) = &e.memento else { continue };
+        let mut job = job_of(i, e);
+        job.urls = m.raw.iter().chain([&m.url]).cloned().collect();
+        plan.push((i, Disposal::Earlier(job)));
+    }
     for &i in &p.apply {
         let e = &p.changes.events[i];
         let current = states.get(e.uri.as_str());
@@ -442,6 +608,9 @@ fn disposals(
                 Some(_) => Disposal::Event(Change::Deleted, ChangeOutcome::Unchanged),
                 None => Disposal::Event(Change::Deleted, ChangeOutcome::UnknownDelete),
             },
+            Change::Updated if p.patched.contains_key(&i) => {
+                Disposal::Arrived(p.patched[&i].clone())
+            }
             Change::Created | Change::Updated => Disposal::Fetch(job_of(i, e)),
         };
         plan.push((i, d));

@@ -10,8 +10,10 @@ pub mod change_dump;
 pub mod changes;
 pub mod dump_source;
 pub mod incremental;
+pub mod patch;
 pub mod resource_list;
 pub mod snapshot;
+pub mod versions;
 
 use super::{Expected, Format};
 use crate::engine::context::RunContext;
