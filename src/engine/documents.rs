@@ -186,6 +186,7 @@ impl Documents<'_> {
                             media_type: body.media_type,
                             content_length: body.content_length,
                             content_encoding: body.content_encoding,
+                            links: body.links,
                             reader: Box::new(input),
                         })),
                     });

@@ -294,6 +294,8 @@ pub(crate) struct Head {
     pub(crate) content_encoding: Option<String>,
     pub(crate) location: Option<String>,
     pub(crate) retry_after: Option<String>,
+    /// Every `Link` field value as served (RFC 8288), in order; parsed by `net::link`.
+    pub(crate) links: Vec<String>,
     /// The final response's head is complete (what follows is body, then trailers).
     pub(crate) complete: bool,
     /// Bytes of head so far, interim responses and trailers included.
@@ -392,6 +394,11 @@ impl Head {
             "content-encoding" => self.content_encoding = value(),
             "location" => self.location = value(),
             "retry-after" => self.retry_after = value(),
+            "link" => {
+                if let Some(v) = value() {
+                    self.links.push(v);
+                }
+            }
             _ => {}
         }
         Ok(())
