@@ -10,8 +10,9 @@
 //! never from URLs.
 
 use crate::engine::documents::{Documents, OpenedDocument};
+use crate::engine::links::is_absent;
 use crate::error::SourceError;
-use crate::net::{Body, FetchError, Scope, Validators};
+use crate::net::{Body, Scope, Validators};
 use crate::rs::document::Capability;
 use std::collections::HashSet;
 use std::io::Read;
@@ -649,17 +650,6 @@ impl Discoverer<'_, '_> {
             }
         }
     }
-}
-
-/// Not there (so the next discovery step is worth trying), as opposed to failing.
-pub(crate) fn is_absent(e: &FetchError) -> bool {
-    matches!(
-        e,
-        FetchError::Status {
-            status: 404 | 410 | 403,
-            ..
-        } | FetchError::MapNotFound { .. }
-    )
 }
 
 #[cfg(test)]

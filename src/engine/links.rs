@@ -10,7 +10,7 @@
 use crate::engine::documents::Documents;
 use crate::error::SourceError;
 use crate::net::agent::DocumentResponse;
-use crate::net::{link, Scope, Validators};
+use crate::net::{link, FetchError, Scope, Validators};
 use std::cell::RefCell;
 use std::io::Read;
 use url::Url;
@@ -235,7 +235,7 @@ pub(crate) fn host_meta(
     let body = match docs.http.get(&url, scope, &Validators::default()) {
         Ok(DocumentResponse::Body(b)) => b,
         Ok(DocumentResponse::NotModified) => return Ok(None),
-        Err(e) if crate::engine::discover::is_absent(&e) => return Ok(None),
+        Err(e) if is_absent(&e) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let final_url = body.final_url.clone();
@@ -337,6 +337,17 @@ pub(crate) fn host_meta_links(bytes: &[u8], base: &Url) -> Result<Vec<Url>, Stri
         return Err("host-meta is empty (an XRD document was expected)".into());
     }
     Ok(out)
+}
+
+/// Not there (so the next discovery step is worth trying), as opposed to failing.
+pub(crate) fn is_absent(e: &FetchError) -> bool {
+    matches!(
+        e,
+        FetchError::Status {
+            status: 404 | 410 | 403,
+            ..
+        } | FetchError::MapNotFound { .. }
+    )
 }
 
 #[cfg(test)]
