@@ -214,7 +214,10 @@ const ARC_HEAD_BYTES: u64 = 1 << 20;
 /// Whether `head` (a JSON document's first bytes) names a field of an ARC sitemap.
 fn arc_fields(head: &[u8]) -> bool {
     let has = |name: &[u8]| head.windows(name.len()).any(|w| w == name);
-    has(b"\"arc_sitemap_version\"") || has(b"\"pages\"") || has(b"\"site\"")
+    has(b"\"arc_sitemap_version\"")
+        || has(b"\"pages\"")
+        || has(b"\"site\"")
+        || crate::engine::documents::arc_yaml(head)
 }
 
 /// Discover the collections behind `source`. `only` keeps just one Capability List.

@@ -177,7 +177,8 @@ impl Documents<'_> {
                 let head = input
                     .fill_buf()
                     .map_err(|e| self.http.read_error(&body.final_url, e))?;
-                if first_byte(head) == Some(b'{') {
+                // An ARC sitemap in YAML (ARC E.3.3) goes the same way: the ARC reader reads both.
+                if first_byte(head) == Some(b'{') || arc_yaml(head) {
                     return Err(SourceError::Json {
                         url: body.final_url.clone(),
                         received: Some(Box::new(Body {
@@ -379,6 +380,18 @@ fn first_byte(head: &[u8]) -> Option<u8> {
     first(&inflated[..n])
 }
 
+/// Whether `head` (a document's first bytes) is an ARC sitemap in YAML (ARC E.3.3): a YAML
+/// document one of whose top-level keys is `arc_sitemap_version:` or `pages:`.
+pub(crate) fn arc_yaml(head: &[u8]) -> bool {
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let first = text.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | b'[' | b'<') | None) {
+        return false;
+    }
+    text.split(|b| *b == b'\n')
+        .any(|line| line.starts_with(b"arc_sitemap_version:") || line.starts_with(b"pages:"))
+}
+
 fn not_a_document(head: &[u8]) -> Option<&'static str> {
     // YAML where a Sitemap or an ARC sitemap (JSON) was expected.
     let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
@@ -394,7 +407,7 @@ fn not_a_document(head: &[u8]) -> Option<&'static str> {
         .split(|b| *b == b'\n')
         .next()
         .is_some_and(|line| ARC_KEYS.iter().any(|k| line.trim_ascii().starts_with(k)));
-    if text.starts_with(b"---") || text.starts_with(b"%YAML") || yaml_key {
+    if (text.starts_with(b"---") || text.starts_with(b"%YAML") || yaml_key) && !arc_yaml(head) {
         return Some(
             "a YAML document, not a Sitemap (XML) or an ARC sitemap (JSON): give the sitemap \
              itself, or the site root that names it",
