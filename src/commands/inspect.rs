@@ -21,6 +21,9 @@ const MAX_DEPTH: usize = 4;
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Inspection {
     pub source: String,
+    /// Which way discovery found the source (the well-known URI, a page's links, host-meta,
+    /// robots.txt, the document given).
+    pub found_by: String,
     pub trail: Vec<String>,
     pub documents: Vec<DocumentReport>,
     /// Documents that could not be fetched or read, with the error.
@@ -29,7 +32,7 @@ pub struct Inspection {
 
 impl Inspection {
     pub(crate) fn text(&self) -> String {
-        let mut out = String::new();
+        let mut out = format!("found by {}\n", self.found_by);
         for d in &self.documents {
             out.push_str(&format!("{}  {}\n", d.kind, d.url));
             let mut facts = vec![
@@ -86,6 +89,7 @@ pub(crate) fn run(s: &SourceSettings) -> Result<Inspection, Error> {
     let discovery = discover::discover(&docs, &s.source, None)?;
     let mut inspection = Inspection {
         source: s.source.clone(),
+        found_by: discovery.found_by,
         trail: discovery.trail,
         ..Default::default()
     };

@@ -1,13 +1,18 @@
 //! Discovery (ResourceSync 1.1 §8): from whatever the user has at hand to the capability
 //! documents of each collection. A site root leads to `/.well-known/resourcesync`, else to the
-//! `Sitemap:` lines of `robots.txt`; a Source Description leads to its Capability Lists; a
+//! links its home page carries (an HTTP `Link: <…>; rel="resourcesync"` header, an HTML
+//! `<link rel="resourcesync">`, a JSON-LD `Dataset`: `engine::links`), else to the site's
+//! `/.well-known/host-meta` (the 2012 draft §7.3), else to the `Sitemap:` lines of
+//! `robots.txt`; a page given that is no document leads on by its links likewise; a Source
+//! Description leads to its Capability Lists; a
 //! Capability List names the capability documents; a list given directly is its own
 //! collection, identified by its `rs:ln rel="up"` when it has one. Types come from content,
 //! never from URLs.
 
 use crate::engine::documents::{Documents, OpenedDocument};
+use crate::engine::links::is_absent;
 use crate::error::SourceError;
-use crate::net::{Body, FetchError, Scope, Validators};
+use crate::net::{Body, Scope, Validators};
 use crate::rs::document::Capability;
 use std::collections::HashSet;
 use std::io::Read;
@@ -178,6 +183,9 @@ pub struct Discovery {
     /// The first documents read: the Source Description, the robots.txt sitemaps, or the
     /// document given (where `inspect` starts its walk).
     pub entries: Vec<Url>,
+    /// Which way the source was found (the well-known URI, a page's links, host-meta,
+    /// robots.txt, the document given), for `inspect`.
+    pub found_by: String,
 }
 
 /// Turn the SOURCE argument into a URL: http(s) URLs as given, anything else a local path.
@@ -258,7 +266,10 @@ const ARC_HEAD_BYTES: u64 = 1 << 20;
 /// Whether `head` (a JSON document's first bytes) names a field of an ARC sitemap.
 fn arc_fields(head: &[u8]) -> bool {
     let has = |name: &[u8]| head.windows(name.len()).any(|w| w == name);
-    has(b"\"arc_sitemap_version\"") || has(b"\"pages\"") || has(b"\"site\"")
+    has(b"\"arc_sitemap_version\"")
+        || has(b"\"pages\"")
+        || has(b"\"site\"")
+        || crate::engine::documents::arc_yaml(head)
 }
 
 /// Discover the collections behind `source`. `only` keeps just one Capability List.
@@ -278,6 +289,7 @@ pub(crate) fn discover(
             collections: Vec::new(),
             trail: Vec::new(),
             entries: Vec::new(),
+            found_by: String::new(),
         },
     };
     let scope = docs.scope_for(&url);
@@ -286,6 +298,9 @@ pub(crate) fn discover(
     } else {
         d.out.entries.push(url.clone());
         d.document(&url, &scope, 0)?;
+    }
+    if d.out.found_by.is_empty() {
+        d.out.found_by = format!("the document given ({url})");
     }
     if let Some(only) = &d.only {
         if !d
@@ -331,23 +346,48 @@ impl Discoverer<'_, '_> {
         match self.docs.fetch(&well_known, scope) {
             Ok(doc) => {
                 self.out.trail.push(format!("{well_known}: found"));
+                self.found(format!("the well-known URI {well_known}"));
                 self.out.entries.push(doc.url.clone());
                 return self.opened(doc, scope, 0);
             }
             Err(SourceError::Fetch(e)) if is_absent(&e) => {
                 self.out
                     .trail
-                    .push(format!("{well_known}: {e}; trying robots.txt"));
+                    .push(format!("{well_known}: {e}; trying the site's links"));
             }
             // A catch-all web application answers every path with a 200 page: not a Source
             // Description, so the site publishes none there (ResourceSync 1.1 §5 lets
             // robots.txt point to it instead).
             Err(e @ (SourceError::Read(_) | SourceError::Json { .. })) if not_a_sitemap(&e) => {
                 self.out.trail.push(format!(
-                    "{well_known}: not a ResourceSync document ({e}); trying robots.txt"
+                    "{well_known}: not a ResourceSync document ({e}); trying the site's links"
                 ));
             }
             Err(e) => return Err(e),
+        }
+        if self.by_links(root, scope, 0)? {
+            return Ok(());
+        }
+        match crate::engine::links::host_meta(self.docs, root, scope)? {
+            Some((at, targets)) if !targets.is_empty() => {
+                self.found(format!("the site's host-meta ({at}, rel=\"resourcesync\")"));
+                let inner = self.docs.scope_for(&at);
+                for t in targets {
+                    self.out
+                        .trail
+                        .push(format!("{at}: Link rel=\"resourcesync\" {t}"));
+                    self.out.entries.push(t.clone());
+                    self.document(&t, &inner, 1)?;
+                }
+                return Ok(());
+            }
+            Some((at, _)) => self.out.trail.push(format!(
+                "{at}: no rel=\"resourcesync\" link; trying robots.txt"
+            )),
+            None => self
+                .out
+                .trail
+                .push("no /.well-known/host-meta; trying robots.txt".into()),
         }
         let robots = root.join("/robots.txt").expect("valid path");
         let sitemaps = match self.robots_sitemaps(&robots, scope) {
@@ -362,6 +402,7 @@ impl Discoverer<'_, '_> {
                 match self.docs.fetch(&url, scope) {
                     Err(SourceError::Json { url, received }) => {
                         self.out.trail.push(format!("{url}: ARC sitemap"));
+                        self.found(format!("the ARC sitemap at its well-known path {url}"));
                         self.out.collections.push(Collection::arc(&url, received));
                         return Ok(());
                     }
@@ -372,15 +413,82 @@ impl Discoverer<'_, '_> {
             }
             return Err(SourceError::Unusable {
                 url: root.to_string(),
-                message: "no /.well-known/resourcesync, no Sitemap: line in robots.txt and no ARC sitemap".into(),
+                message: "no /.well-known/resourcesync, no rel=\"resourcesync\" link or JSON-LD Dataset on the home page, no host-meta link, no Sitemap: line in robots.txt and no ARC sitemap".into(),
             });
         }
+        self.found(format!("the Sitemap: lines of {robots}"));
         for s in sitemaps {
             self.out.trail.push(format!("{robots}: Sitemap: {s}"));
             self.out.entries.push(s.clone());
             self.document(&s, scope, 0)?;
         }
         Ok(())
+    }
+
+    /// Record the first way that led to the source.
+    fn found(&mut self, how: String) {
+        if self.out.found_by.is_empty() {
+            self.out.found_by = how;
+        }
+    }
+
+    /// Follow the links `page` carries to a source's documents: its `Link` header's and its
+    /// HTML's `rel="resourcesync"` (ResourceSync 1.1 §8), else the JSON-LD `Dataset`s it
+    /// describes (ARC E.3.2; the first whose document rsmirror reads). False when it carries
+    /// none (or is absent).
+    fn by_links(&mut self, page: &Url, scope: &Scope, depth: usize) -> Result<bool, SourceError> {
+        use crate::engine::links;
+        let found = match links::of_page(self.docs, page, scope) {
+            Ok(l) => l,
+            Err(SourceError::Fetch(e)) if is_absent(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if found.is_empty() {
+            self.out.trail.push(format!(
+                "{page}: no rel=\"resourcesync\" link, no JSON-LD Dataset"
+            ));
+            return Ok(false);
+        }
+        let at = found.url.clone().unwrap_or_else(|| page.clone());
+        // The page is no document: the documents it points at are where walks start.
+        self.out.entries.retain(|e| e != page && *e != at);
+        let inner = if at.scheme() == "file" {
+            scope.clone()
+        } else {
+            self.docs.scope_for(&at)
+        };
+        for (how, targets) in [
+            ("HTTP Link header rel=\"resourcesync\"", &found.header),
+            ("HTML <link rel=\"resourcesync\">", &found.html),
+        ] {
+            if targets.is_empty() {
+                continue;
+            }
+            self.found(format!("the {how} of {at}"));
+            for t in targets {
+                self.out.trail.push(format!("{at}: {how} {t}"));
+                self.out.entries.push(t.clone());
+                self.document(t, &inner, depth + 1)?;
+            }
+            return Ok(true);
+        }
+        for t in &found.datasets {
+            self.out.trail.push(format!("{at}: JSON-LD Dataset {t}"));
+            let before = self.out.collections.len();
+            match self.document(t, &inner, depth + 1) {
+                Ok(()) if self.out.collections.len() > before => {
+                    self.found(format!("the JSON-LD Dataset of {at}"));
+                    self.out.entries.push(t.clone());
+                    return Ok(true);
+                }
+                Ok(()) => {}
+                Err(e) => self
+                    .out
+                    .trail
+                    .push(format!("{t}: not a source document ({e})")),
+            }
+        }
+        Ok(false)
     }
 
     fn robots_sitemaps(&self, robots: &Url, scope: &Scope) -> Result<Vec<Url>, SourceError> {
@@ -441,6 +549,8 @@ impl Discoverer<'_, '_> {
                         self.out.collections.push(Collection::recognised(r));
                         Ok(())
                     }
+                    // A page that is no document may point at one (ResourceSync 1.1 §8).
+                    None if self.by_links(url, scope, depth)? => Ok(()),
                     None => Err(e),
                 }
             }
@@ -615,17 +725,6 @@ impl Discoverer<'_, '_> {
             }
         }
     }
-}
-
-/// Not there (so the next discovery step is worth trying), as opposed to failing.
-fn is_absent(e: &FetchError) -> bool {
-    matches!(
-        e,
-        FetchError::Status {
-            status: 404 | 410 | 403,
-            ..
-        } | FetchError::MapNotFound { .. }
-    )
 }
 
 #[cfg(test)]

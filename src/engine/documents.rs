@@ -177,7 +177,8 @@ impl Documents<'_> {
                 let head = input
                     .fill_buf()
                     .map_err(|e| self.http.read_error(&body.final_url, e))?;
-                if first_byte(head) == Some(b'{') {
+                // An ARC sitemap in YAML (ARC E.3.3) goes the same way: the ARC reader reads both.
+                if first_byte(head) == Some(b'{') || arc_yaml(head) {
                     return Err(SourceError::Json {
                         url: body.final_url.clone(),
                         received: Some(Box::new(Body {
@@ -186,7 +187,7 @@ impl Documents<'_> {
                             media_type: body.media_type,
                             content_length: body.content_length,
                             content_encoding: body.content_encoding,
-                            link: body.link,
+                            links: body.links,
                             reader: Box::new(input),
                         })),
                     });
@@ -284,7 +285,8 @@ pub(crate) fn fetch(docs: &Documents<'_>, url: &Url, scope: &Scope) -> Result<Go
     };
     let mut bytes = Vec::new();
     let final_url = body.final_url.clone();
-    let link = body.link.clone();
+    // Every `Link` field, joined as one list (RFC 9110 §5.3).
+    let link = (!body.links.is_empty()).then(|| body.links.join(", "));
     body.reader
         .take(max.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -385,6 +387,18 @@ fn first_byte(head: &[u8]) -> Option<u8> {
     first(&inflated[..n])
 }
 
+/// Whether `head` (a document's first bytes) is an ARC sitemap in YAML (ARC E.3.3): a YAML
+/// document one of whose top-level keys is `arc_sitemap_version:` or `pages:`.
+pub(crate) fn arc_yaml(head: &[u8]) -> bool {
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let first = text.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | b'[' | b'<') | None) {
+        return false;
+    }
+    text.split(|b| *b == b'\n')
+        .any(|line| line.starts_with(b"arc_sitemap_version:") || line.starts_with(b"pages:"))
+}
+
 fn not_a_document(head: &[u8]) -> Option<&'static str> {
     // YAML where a Sitemap or an ARC sitemap (JSON) was expected.
     let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
@@ -400,7 +414,7 @@ fn not_a_document(head: &[u8]) -> Option<&'static str> {
         .split(|b| *b == b'\n')
         .next()
         .is_some_and(|line| ARC_KEYS.iter().any(|k| line.trim_ascii().starts_with(k)));
-    if text.starts_with(b"---") || text.starts_with(b"%YAML") || yaml_key {
+    if (text.starts_with(b"---") || text.starts_with(b"%YAML") || yaml_key) && !arc_yaml(head) {
         return Some(
             "a YAML document, not a Sitemap (XML) or an ARC sitemap (JSON): give the sitemap \
              itself, or the site root that names it",

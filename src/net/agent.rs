@@ -79,9 +79,8 @@ pub struct Body {
     /// `Content-Encoding` as served despite our `Accept-Encoding: identity`; the body is NOT
     /// decoded (the bytes are the representation the source's digests describe).
     pub content_encoding: Option<String>,
-    /// The `Link` header as served (every field, joined): a Memento TimeGate names its
-    /// TimeMap there.
-    pub link: Option<String>,
+    /// The `Link` header field values as served (RFC 8288), parsed by [`crate::net::link`].
+    pub links: Vec<String>,
     /// Read errors are `io::Error`s; [`Http::read_error`] turns them into a [`FetchError`].
     pub reader: Box<dyn Read + Send>,
 }
@@ -413,7 +412,7 @@ impl Http {
             media_type: None,
             content_length: Some(meta.len()),
             content_encoding: None,
-            link: None,
+            links: Vec::new(),
             reader: Box::new(file),
         }))
     }
@@ -538,7 +537,7 @@ fn body_of(final_url: Url, response: Response, cfg: &HttpConfig) -> Body {
         media_type: head.content_type.clone(),
         content_length: head.content_length,
         content_encoding: head.encoding(),
-        link: head.link.clone(),
+        links: head.links.clone(),
         reader: Box::new(RateGuard::new(response.body, cfg)),
     }
 }

@@ -294,9 +294,8 @@ pub(crate) struct Head {
     pub(crate) content_encoding: Option<String>,
     pub(crate) location: Option<String>,
     pub(crate) retry_after: Option<String>,
-    /// Every `Link` field, joined by ", " (RFC 9110 §5.3: one list): a Memento TimeGate's
-    /// `rel="timemap"` (RFC 7089 §5.1).
-    pub(crate) link: Option<String>,
+    /// Every `Link` field value as served (RFC 8288), in order; parsed by `net::link`.
+    pub(crate) links: Vec<String>,
     /// The final response's head is complete (what follows is body, then trailers).
     pub(crate) complete: bool,
     /// Bytes of head so far, interim responses and trailers included.
@@ -397,10 +396,7 @@ impl Head {
             "retry-after" => self.retry_after = value(),
             "link" => {
                 if let Some(v) = value() {
-                    self.link = Some(match self.link.take() {
-                        Some(before) => format!("{before}, {v}"),
-                        None => v,
-                    });
+                    self.links.push(v);
                 }
             }
             _ => {}

@@ -11,6 +11,7 @@ pub(crate) mod document;
 pub(crate) mod easy;
 pub mod fetch;
 pub(crate) mod in_step;
+pub(crate) mod link;
 pub(crate) mod one;
 pub(crate) mod pool;
 pub(crate) mod small_request;

@@ -1219,9 +1219,10 @@ fn a_full_disk_commits_the_pages_that_landed() {
 }
 
 /// Issue 42, 7: an ARC sitemap offered gzip'd (`arc-sitemap.json.gz`, as the ARC format asks
-/// publishers to) is read as JSON, not refused as malformed XML; a YAML one is called that.
+/// publishers to) is read as JSON, not refused as malformed XML. Issue 72: a YAML one (E.3.3)
+/// is read as the JSON one is; YAML that is no ARC sitemap is called that.
 #[test]
-fn a_gzipped_arc_sitemap_is_read_and_a_yaml_one_is_named() {
+fn a_gzipped_arc_sitemap_and_a_yaml_one_are_read() {
     use std::io::Write as _;
     let s = ArcSite::new();
     s.put("a.html", "<html>a</html>\n");
@@ -1237,11 +1238,17 @@ fn a_gzipped_arc_sitemap_is_read_and_a_yaml_one_is_named() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&json).unwrap();
     std::fs::write(s.path().join("arc-sitemap.json.gz"), gz.finish().unwrap()).unwrap();
-    std::fs::write(
-        s.path().join("arc-sitemap.yaml"),
-        "arc_sitemap_version: '2.1'\nsite: https://example.org/\npages: []\n",
-    )
-    .unwrap();
+    // ARC E.3.3: the same sitemap as YAML (block style at the top, each page a flow mapping).
+    let doc: Value = serde_json::from_slice(&json).unwrap();
+    let mut yaml = format!(
+        "# ARC sitemap, YAML (E.3.3)\narc_sitemap_version: \"2.1\"\nsite: {}\ngenerated_at: {}\npages:\n",
+        doc["site"], doc["generated_at"]
+    );
+    for p in doc["pages"].as_array().unwrap() {
+        yaml.push_str(&format!("  - {p}\n"));
+    }
+    std::fs::write(s.path().join("arc-sitemap.yaml"), yaml).unwrap();
+    std::fs::write(s.path().join("other.yaml"), "---\nname: not a sitemap\n").unwrap();
     let srv = TestServer::start(s.path());
     let dir = tempfile::tempdir().unwrap();
     let out = baseline(&srv.url("/arc-sitemap.json.gz"), dir.path())
@@ -1251,8 +1258,20 @@ fn a_gzipped_arc_sitemap_is_read_and_a_yaml_one_is_named() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(json_of(&out)["created"], 2);
 
+    let from_yaml = tempfile::tempdir().unwrap();
+    let out = baseline(&srv.url("/arc-sitemap.yaml"), from_yaml.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(json_of(&out)["created"], 2, "{}", stderr_of(&out));
+    assert_eq!(current(from_yaml.path()), current(dir.path()));
+    let out = incremental(from_yaml.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    // YAML that is no ARC sitemap is still named for what it is.
     let other = tempfile::tempdir().unwrap();
-    let out = baseline(&srv.url("/arc-sitemap.yaml"), other.path())
+    let out = baseline(&srv.url("/other.yaml"), other.path())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr_of(&out));

@@ -13,6 +13,7 @@ mod corpus;
 mod corruption;
 mod crash;
 mod cron;
+mod discover_links;
 mod dump;
 mod dump_reader;
 mod export;

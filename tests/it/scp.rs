@@ -58,6 +58,8 @@ pub(crate) struct Site {
     dir: tempfile::TempDir,
     pub(crate) srv: TestServer,
     listed: Vec<Listed>,
+    /// The `expires` every listed collection is given: a fixed date, never today's.
+    expires: &'static str,
 }
 
 impl Site {
@@ -68,6 +70,7 @@ impl Site {
             dir,
             srv,
             listed: Vec::new(),
+            expires: "2999-01-01T00:00:00Z",
         };
         site.write(
             "robots.txt",
@@ -133,12 +136,12 @@ impl Site {
             let url = format!("{}/{}", self.base(), l.file);
             match l.since {
                 None => xml.push_str(&format!(
-                    "  <scp:collection section=\"{}\" type=\"snapshot\" url=\"{url}\" generated=\"{}\" expires=\"2027-01-01T00:00:00Z\" pages=\"{}\" size=\"{}\"/>\n",
-                    l.section, l.generated, l.pages, l.size
+                    "  <scp:collection section=\"{}\" type=\"snapshot\" url=\"{url}\" generated=\"{}\" expires=\"{}\" pages=\"{}\" size=\"{}\"/>\n",
+                    l.section, l.generated, self.expires, l.pages, l.size
                 )),
                 Some(since) => xml.push_str(&format!(
-                    "  <scp:delta section=\"{}\" period=\"{}\" url=\"{url}\" generated=\"{}\" expires=\"2027-01-01T00:00:00Z\" pages=\"{}\" size=\"{}\" since=\"{since}\"/>\n",
-                    l.section, &l.generated[..10], l.generated, l.pages, l.size
+                    "  <scp:delta section=\"{}\" period=\"{}\" url=\"{url}\" generated=\"{}\" expires=\"{}\" pages=\"{}\" size=\"{}\" since=\"{since}\"/>\n",
+                    l.section, &l.generated[..10], l.generated, self.expires, l.pages, l.size
                 )),
             }
         }
@@ -1595,6 +1598,91 @@ fn a_collection_dated_in_the_future_does_not_hide_later_ones() {
     let s = run_json(&mut incremental(dir.path()), 0);
     assert_eq!(s["deleted"], 0, "{s}");
     assert!(current_pages(dir.path(), &base).contains_key("blog /blog/9"));
+}
+
+/// Issue 72: SCP's timestamp checks (SCP 0.1 "Security Considerations"). A snapshot taken
+/// after its `expires` (the specification's own example dates, 2000-01-16) is noticed: a
+/// warning and a run problem, the pages still taken. A sitemap that later lists, as the newest
+/// snapshot of the section, one older than the mirror applied (an old sitemap served again) is
+/// flagged, and nothing of it is applied.
+#[test]
+fn an_expired_collection_is_noticed_and_a_replayed_one_flagged() {
+    let mut site = Site::new();
+    let base = site.base();
+    site.expires = "2000-01-16T00:00:00Z";
+    let b1 = site.page("/blog/1", "2000-01-15T00:00:00Z", "one");
+    site.collection(
+        "blog-snapshot-2000-01-15.scp.gz",
+        Z::Gzip,
+        "blog",
+        None,
+        "2000-01-15T00:00:00Z",
+        std::slice::from_ref(&b1),
+        Sum::Reference,
+    );
+    site.sitemap();
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_json(&mut baseline(&site.srv.url("/sitemap.xml"), dir.path()), 0);
+    assert_eq!(counts(&s), [1, 0, 0, 0, 0], "{s}");
+    let snap = site.srv.url("/blog-snapshot-2000-01-15.scp.gz");
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "{snap}: expired: the sitemap (line 8) gives expires 2000-01-16T00:00:00Z"
+        )),
+        "{warnings}"
+    );
+    let problems = last_run_problems(dir.path());
+    assert!(
+        problems.iter().any(|(uri, class, why)| uri == &snap
+            && class == "warning"
+            && why.starts_with("expired")),
+        "{problems:?}"
+    );
+
+    // A newer snapshot, not expired, moves the mirror on.
+    site.expires = "2999-01-01T00:00:00Z";
+    let b1v2 = site.page("/blog/1", "2000-02-01T00:00:00Z", "one, changed");
+    site.collection(
+        "blog-snapshot-2000-02-01.scp.gz",
+        Z::Gzip,
+        "blog",
+        None,
+        "2000-02-01T00:00:00Z",
+        std::slice::from_ref(&b1v2),
+        Sum::Reference,
+    );
+    site.sitemap();
+    let s = run_json(&mut incremental(dir.path()), 0);
+    assert!(!s["warnings"].to_string().contains("expired"), "{s}");
+    assert_eq!(current_pages(dir.path(), &base)["blog /blog/1"], b1v2);
+
+    // The old sitemap is served again: only the January snapshot.
+    site.listed
+        .retain(|l| l.generated == "2000-01-15T00:00:00Z");
+    site.sitemap();
+    let s = run_json(&mut incremental(dir.path()), 0);
+    let warnings = s["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "{snap}: replayed? the sitemap (line 8) lists this snapshot of section \\\"blog\\\" generated 2000-01-15T00:00:00Z, older than the one the mirror applied (generated 2000-02-01T00:00:00Z)"
+        )),
+        "{warnings}"
+    );
+    assert!(
+        last_run_problems(dir.path())
+            .iter()
+            .any(|(uri, class, why)| uri == &snap
+                && class == "warning"
+                && why.starts_with("replayed?")),
+        "{:?}",
+        last_run_problems(dir.path())
+    );
+    assert_eq!(
+        current_pages(dir.path(), &base)["blog /blog/1"],
+        b1v2,
+        "nothing of the replayed snapshot is applied"
+    );
 }
 
 /// Issue 42, 6: a page whose `url` is on another host than the site is refused as an

@@ -90,6 +90,13 @@ pub enum Rule {
     /// [`Rule::Body`] with `Content-Encoding: coding` (the bytes already in that coding, as a
     /// server that keeps them compressed serves them whatever the request's Accept-Encoding).
     Encoded { body: Vec<u8>, coding: String },
+    /// [`Rule::Body`] served as `content_type` with these extra header fields (the placeholder
+    /// origin in their values rewritten): a page with `Link` headers.
+    WithHeaders {
+        body: Vec<u8>,
+        content_type: String,
+        headers: Vec<(String, String)>,
+    },
 }
 
 /// A running server; dropping it stops the server.
@@ -522,6 +529,21 @@ fn decide(
                 let mut reply = entity(body.clone(), path, base, method, headers);
                 if let Reply::Send { headers, .. } = &mut reply {
                     headers.push(("Content-Encoding".into(), coding.clone()));
+                }
+                return reply;
+            }
+            Rule::WithHeaders {
+                body,
+                content_type,
+                headers: extra,
+            } => {
+                let mut reply = entity(body.clone(), path, base, method, headers);
+                if let Reply::Send { headers, .. } = &mut reply {
+                    headers.retain(|(n, _)| n != "Content-Type");
+                    headers.push(("Content-Type".into(), content_type.clone()));
+                    for (n, v) in extra {
+                        headers.push((n.clone(), v.replace(PLACEHOLDER, base)));
+                    }
                 }
                 return reply;
             }

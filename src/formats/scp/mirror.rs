@@ -148,7 +148,9 @@ pub(crate) fn incremental(
                     continue;
                 }
             }
-            Some(_) => {}
+            Some(snap) => {
+                replayed(ctx, &section, snap)?;
+            }
             None if section.snapshot_generated.is_none() => {
                 let why =
                     format!("the sitemap publishes no snapshot of section {name:?} to start from");
@@ -343,6 +345,7 @@ fn take(
 ) -> Result<bool, Error> {
     let url = entry.url.as_str();
     let limits = Limits::default();
+    stale_or_replayed(ctx, section, entry, jiff::Timestamp::now())?;
     // SCP 0.1 "HTTP Caching": re-fetch with the stored validators of this URL.
     let previous = scp_catalog::latest_collection_at(ctx.catalog, ctx.source_id, url)?
         .filter(|c| c.section == entry.section);
@@ -625,6 +628,59 @@ fn report(
 fn warn(ctx: &mut RunContext<'_, '_>, url: &str, note: &str) -> Result<(), Error> {
     ctx.summary.warnings.push(format!("{url}: {note}"));
     ctx.problems([(url, ProblemClass::Warning, note)])
+}
+
+/// SCP 0.1 "Security Considerations" (timestamp validation, HTTP freshness): a collection taken
+/// after its `expires` is noticed (the site may have stopped regenerating it), and one older
+/// than what the mirror already applied of its section is flagged ([`replayed`]). Both are
+/// warnings recorded as the run's problems; the collection is still read as it is.
+fn stale_or_replayed(
+    ctx: &mut RunContext<'_, '_>,
+    section: &SectionRecord,
+    entry: &CollectionEntry,
+    now: jiff::Timestamp,
+) -> Result<(), Error> {
+    if let Some(note) = expired(entry, now) {
+        warn(ctx, entry.url.as_str(), &note)?;
+    }
+    replayed(ctx, section, entry)
+}
+
+/// The note for a collection whose `expires` is before `now`.
+fn expired(entry: &CollectionEntry, now: jiff::Timestamp) -> Option<String> {
+    let expires = entry.expires.filter(|e| *e < now)?;
+    Some(format!(
+        "expired: the sitemap (line {}) gives expires {expires}, before this run ({}); the site \
+         may no longer be regenerating it, so what it holds may be out of date",
+        entry.line,
+        now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ))
+}
+
+/// A snapshot the sitemap lists as the newest of its section though it is older than the one
+/// the mirror applied: an old sitemap or collection served again (a replay). Flagged; an
+/// incremental run never applies it.
+fn replayed(
+    ctx: &mut RunContext<'_, '_>,
+    section: &SectionRecord,
+    entry: &CollectionEntry,
+) -> Result<(), Error> {
+    if let Some(note) = replay_note(section, entry) {
+        warn(ctx, entry.url.as_str(), &note)?;
+    }
+    Ok(())
+}
+
+fn replay_note(section: &SectionRecord, entry: &CollectionEntry) -> Option<String> {
+    let applied = section.snapshot_generated?;
+    (entry.kind == EntryKind::Snapshot && entry.generated < applied).then(|| {
+        format!(
+            "replayed? the sitemap (line {}) lists this snapshot of section {:?} generated {}, \
+             older than the one the mirror applied (generated {applied}): an old sitemap or \
+             collection is being served; nothing older than the mirror is applied by incremental",
+            entry.line, entry.section, entry.generated
+        )
+    })
 }
 
 fn sitemap_warnings(ctx: &mut RunContext<'_, '_>, fetched: &FetchedSitemap) {

@@ -204,6 +204,46 @@ pub fn read(
     {
         body.consume(3);
     }
+    // ARC E.3.3: the same document as YAML. Read whole (within the same cap), converted to
+    // JSON (keys in their order), and read by the same visitor as a JSON one.
+    let head = body.fill_buf().map_err(too_large)?;
+    if crate::engine::documents::arc_yaml(head) {
+        let mut yaml = Vec::new();
+        body.read_to_end(&mut yaml).map_err(too_large)?;
+        let json = yaml_to_json(&yaml)?;
+        return read_json(std::io::Cursor::new(json), base, opts, on_page, &exceeded);
+    }
+    read_json(body, base, opts, on_page, &exceeded)
+}
+
+/// An ARC sitemap in YAML as the equivalent JSON document.
+fn yaml_to_json(yaml: &[u8]) -> Result<Vec<u8>, ArcError> {
+    let shape = |message: String, line: usize, column: usize| ArcError::Shape {
+        line,
+        column,
+        message: format!("YAML: {message}"),
+    };
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_slice(yaml).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        shape(e.to_string(), line, column)
+    })?;
+    serde_json::to_vec(&value).map_err(|e| {
+        shape(
+            format!("not expressible as JSON (a key that is not a string?): {e}"),
+            0,
+            0,
+        )
+    })
+}
+
+/// [`read`] of a JSON document (inflated, its byte-order mark skipped).
+fn read_json(
+    body: impl Read,
+    base: &Url,
+    opts: ReadOptions,
+    on_page: &mut dyn FnMut(Page),
+    exceeded: &Cell<bool>,
+) -> Result<Header, ArcError> {
     let mut warnings = Warnings::default();
     let mut failure = None;
     let mut de = serde_json::Deserializer::from_reader(body);
@@ -1038,6 +1078,64 @@ mod tests {
 
     fn parse(json: &str) -> Result<Sitemap, ArcError> {
         read_all(json.as_bytes(), &base(), ReadOptions::default())
+    }
+
+    /// ARC E.3.3's YAML example (a real checksum instead of `af3c...`) reads as E.3.1's JSON
+    /// does, keys of its snapshot in their order; gzip'd too.
+    #[test]
+    fn the_yaml_example_reads_like_the_json_one() {
+        let yaml = r#"arc_sitemap_version: "2.1"
+site: "https://example.com"
+generated_at: "2025-11-09T08:00:00Z"
+pages:
+  - url: "https://example.com/signup"
+    lastmod: "2025-11-08T12:00:00Z"
+    ai_indexable: true
+    ai_summary: "Signup page for AquaGrow; collects email and password for onboarding."
+    ai_tags: ["signup","onboarding","user-account"]
+    ai_checksum: "sha256:2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824"
+    ai_snapshot: {zeta: 1, alpha: 2}
+"#;
+        let s = parse(yaml).unwrap();
+        assert_eq!(s.header.version, "2.1");
+        assert_eq!(s.pages.len(), 1);
+        let p = &s.pages[0];
+        assert_eq!(p.url.as_str(), "https://example.com/signup");
+        assert!(p.ai_indexable);
+        assert_eq!(
+            p.ai_tags.as_deref().unwrap(),
+            ["signup", "onboarding", "user-account"]
+        );
+        assert_eq!(p.ai_snapshot.as_deref(), Some(r#"{"zeta":1,"alpha":2}"#));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, yaml.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        let again = read_all(&gz[..], &base(), ReadOptions::default()).unwrap();
+        assert_eq!(again.pages, s.pages);
+    }
+
+    /// A YAML billion-laughs document, broken YAML and a wrong type give errors naming what is
+    /// wrong, never a hang or an allocation without bound.
+    #[test]
+    fn hostile_or_broken_yaml_is_refused() {
+        let mut bomb = String::from("a0: &a0 [\"lol\"]\n");
+        for i in 1..20 {
+            let prev = i - 1;
+            bomb.push_str(&format!(
+                "a{i}: &a{i} [*a{prev},*a{prev},*a{prev},*a{prev},*a{prev},*a{prev},*a{prev},*a{prev},*a{prev}]\n"
+            ));
+        }
+        bomb.push_str("pages: *a19\narc_sitemap_version: \"2.1\"\n");
+        let err = parse(&bomb).unwrap_err().to_string();
+        assert!(
+            err.contains("YAML") && err.contains("repetition limit"),
+            "{err}"
+        );
+        let err = parse("arc_sitemap_version: \"2.1\"\npages: [\n  - url: x\n").unwrap_err();
+        assert!(err.to_string().contains("YAML"), "{err}");
+        let err = parse("arc_sitemap_version: \"2.1\"\nsite: \"https://example.com\"\ngenerated_at: \"2025-11-09T08:00:00Z\"\npages:\n  - url: \"https://example.com/a\"\n    ai_indexable: \"yes\"\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("ai_indexable"), "{err}");
     }
 
     /// The example of ARC sitemap 2.1, with a real checksum.
