@@ -346,7 +346,8 @@ pub enum Command {
     /// Serve the mirror over HTTP, read-only: Memento (RFC 7089) for every URI it holds
     /// (/web/YYYYMMDDhhmmss/URL, /timegate/URL, /timemap/link/URL, /timemap/json/URL,
     /// /latest/URL), a status page (/), /status.json (what status --json prints), /healthz
-    /// (200 when status would exit 0, else 503) and /metrics (Prometheus). Never takes the
+    /// (200 when status would exit 0, else 503), /metrics (Prometheus), and the feeds of
+    /// every source and collection under /feeds/ (Atom, JSON Feed, archives, OPML). Never takes the
     /// writer's lock; while a run is under way it serves the mirror as the last run that ended
     /// left it. One log line per request on stderr; SIGTERM finishes the requests under way.
     #[command(after_help = serve_help())]
