@@ -508,6 +508,18 @@ fn served_feeds_pass_the_w3c_validator_feedparser_reads_them_and_etags_give_304(
         assert_eq!(j["hubs"][0]["url"], "http://127.0.0.1:9/hub");
         assert!(j["next_url"].as_str().unwrap().ends_with("/archive/2.json"));
         assert_eq!(j["items"][0]["id"], entry_ids(&text)[0]);
+        // A JSON Feed parser (feed-rs) reads it: the same entries as the Atom document.
+        let parsed = feed_rs::parser::parse(&json.body[..]).unwrap();
+        assert_eq!(parsed.feed_type, feed_rs::model::FeedType::JSON);
+        let ids: Vec<String> = parsed.entries.into_iter().map(|e| e.id).collect();
+        assert_eq!(ids, entry_ids(&text));
+        let tag = json.header("etag").unwrap();
+        let json_path = path.replace(".atom", ".json");
+        let again = served.request("GET", &json_path, &[("If-None-Match", tag)]);
+        assert_eq!(again.status, 304);
+        let head = served.request("HEAD", &json_path, &[]);
+        assert_eq!(head.status, 200);
+        assert_eq!(head.header("etag"), Some(tag));
         atoms.extend(chain);
     }
     assert_eq!(
