@@ -38,6 +38,8 @@ const TOOLS: &[&str] = &[
     "memento_client",
     "flask_websub",
     "pywb",
+    "feedvalidator",
+    "feedparser",
 ];
 
 fn main() {
@@ -104,6 +106,12 @@ fn main() {
         ),
         // A Memento server (TimeGates, TimeMaps) over WARC files, for versions from the source.
         ("pywb", python_with(&manifest, "pywb, warcio")),
+        // The W3C Feed Validator is vendored in tests/peers/feedvalidator/; these it imports.
+        (
+            "feedvalidator",
+            python_with(&manifest, "lxml, html5lib, rdflib"),
+        ),
+        ("feedparser", python_with(&manifest, "feedparser")),
         ("corpus", manifest.join("../shared/corpus").is_dir()),
     ];
     for (tool, present) in checks {

@@ -346,7 +346,8 @@ pub enum Command {
     /// Serve the mirror over HTTP, read-only: Memento (RFC 7089) for every URI it holds
     /// (/web/YYYYMMDDhhmmss/URL, /timegate/URL, /timemap/link/URL, /timemap/json/URL,
     /// /latest/URL), a status page (/), /status.json (what status --json prints), /healthz
-    /// (200 when status would exit 0, else 503) and /metrics (Prometheus). Never takes the
+    /// (200 when status would exit 0, else 503), /metrics (Prometheus), and the feeds of
+    /// every source and collection under /feeds/ (Atom, JSON Feed, archives, OPML). Never takes the
     /// writer's lock; while a run is under way it serves the mirror as the last run that ended
     /// left it. One log line per request on stderr; SIGTERM finishes the requests under way.
     #[command(after_help = serve_help())]
@@ -658,6 +659,12 @@ pub struct ServeArgs {
     /// a longer one is an index of pages. At most 50,000, the Sitemap protocol's limit.
     #[arg(long, value_name = "N", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=50_000))]
     pub list_size: u32,
+    /// A WebSub hub the feeds under /feeds/ link (rel="hub" in Atom, "hubs" in JSON Feed).
+    #[arg(long, value_name = "URL", env = "RSMIRROR_FEED_HUB", value_parser = parse_hub_url)]
+    pub feed_hub: Option<String>,
+    /// Entries in one archive document of the feeds under /feeds/ (RFC 5005).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub feed_archive_size: u32,
     /// The request log on stderr: text (one line each) or json (one object a line).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: crate::logfile::LogFormat,
@@ -714,6 +721,16 @@ pub struct FollowArgs {
 }
 
 /// `--base-url`: an http or https URL without a query or fragment.
+/// A WebSub hub's URL: http or https.
+fn parse_hub_url(v: &str) -> Result<String, String> {
+    match url::Url::parse(v) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(v.to_string()),
+        _ => Err(format!(
+            "{v:?} is not a hub's URL: write http(s)://HOST[:PORT]/PATH"
+        )),
+    }
+}
+
 fn parse_base_url(v: &str) -> Result<String, String> {
     match url::Url::parse(v) {
         Ok(u)
@@ -1257,6 +1274,22 @@ pub struct FeedArgs {
     /// atom or json.
     #[arg(long, value_enum, default_value_t = FeedFormat::Atom)]
     pub format: FeedFormat,
+    /// Write every feed of the mirror (each source's and each collection's, Atom and JSON
+    /// Feed), their archives, index.html and index.opml into DIR, rewriting only the files
+    /// whose content changed: a tree to publish on a static site. Needs --base-url.
+    #[arg(long, value_name = "DIR", requires = "base_url", conflicts_with_all = ["collection", "since", "output", "format"])]
+    pub output_dir: Option<PathBuf>,
+    /// The URL DIR is published at (https://me.example.org/feeds): the feeds' rel="self",
+    /// archive and OPML links start with it.
+    #[arg(long, value_name = "URL", requires = "output_dir", value_parser = parse_base_url)]
+    pub base_url: Option<String>,
+    /// A WebSub hub to link from every feed (rel="hub"); publishing to it is left to the site.
+    #[arg(long, value_name = "URL", requires = "output_dir", value_parser = parse_hub_url)]
+    pub hub: Option<String>,
+    /// Entries in one archive document (RFC 5005): the subscription document holds the newest
+    /// N, archive 1 the oldest N, and an archive, once complete, never changes.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub archive_size: u32,
     #[command(flatten)]
     pub say: ReadingOutput,
 }
@@ -1403,6 +1436,10 @@ impl FeedArgs {
                 .map_err(|e| UsageError(format!("--since: {}", e.0)))?,
             output: self.output.clone(),
             format: self.format,
+            output_dir: self.output_dir.clone(),
+            base_url: self.base_url.clone(),
+            hub: self.hub.clone(),
+            per_archive: self.archive_size as usize,
         })
     }
 }

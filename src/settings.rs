@@ -760,6 +760,13 @@ pub struct Feed {
     pub since: Option<crate::access::When>,
     pub output: Option<PathBuf>,
     pub format: FeedFormat,
+    /// `--output-dir DIR`: every feed, its archives, the index page and the OPML file.
+    pub output_dir: Option<PathBuf>,
+    /// Where DIR is published (required with it).
+    pub base_url: Option<String>,
+    pub hub: Option<String>,
+    /// Entries in one archive document.
+    pub per_archive: usize,
 }
 
 fn jobs(n: usize) -> Result<usize, UsageError> {

@@ -9,6 +9,7 @@
 
 pub mod cat;
 pub mod diff;
+pub mod feed;
 pub mod log;
 pub mod ls;
 pub mod status;

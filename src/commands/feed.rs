@@ -1,95 +1,16 @@
 //! `rsmirror feed`: an Atom 1.0 feed (RFC 4287), or a JSON Feed 1.1, of the changes the mirror
-//! applied to one collection (the Sitemap Update Syndication proposal, IFCC-0001).
-//!
-//! One feed per collection: a Capability List, known by its `rs:ln rel="describes"` when the
-//! catalog recorded one, else by its URL; an ARC sitemap, known by its `site`; whatever other
-//! collection ids the catalog holds (an SCP section), by their id (`collection_identities`).
-//! One entry per run that applied something, summarising the resources it created, updated and
-//! deleted, with a link to each. The feed is built from the catalog alone (`change_events` with
-//! outcome `applied`, joined with `runs`, and the versions a baseline re-run wrote), read-only,
-//! without the lock and without "now": the
-//! same mirror gives byte-identical feeds, and an entry never changes once written.
-//!
-//! Seed 001's rules for feed generators, as they apply to a mirror's own history: a change
-//! without a datetime "must be ignored" (it is not reported as new); a change already reported
-//! by an earlier entry is not reported again (the mirror's counterpart of skipping what a
-//! Change List Index's `from`/`until` says was processed before — the incremental run already
-//! skips those lists). Entry ids are `urn:uuid:` values (RFC 9562 version 8) derived from the
-//! collection id and the changes the entry reports — facts of the source, not of this mirror —
-//! so a reader never sees an entry twice, and two mirrors that applied the same changes in the
-//! same runs give the same ids. `updated` is the latest change time in the entry; the feed's is
-//! its newest entry's.
-//!
-//! Without `--collection`, a mirror that follows one collection gives its feed, and one whose
-//! collections all belong to one source (a site with several Capability Lists) gives the
-//! source-wide feed (IFCC-0001: "implementations may also implement a source-wide Atom
-//! feed"): the entries of every collection, newest first. `--collection SOURCE` asks for a
-//! source's feed by name. A mirror of several sources asks which (a usage error listing the
-//! collections and sources): several feeds cannot share stdout.
+//! applied to one collection or source, on stdout or in a file; or, with `--output-dir`, every
+//! feed of the mirror with its archives (RFC 5005), an index page and an OPML file, as a tree a
+//! static site publishes. The feeds themselves are made by `access::feed`, which `rsmirror
+//! serve` uses too.
 
+use crate::access::feed::{
+    self, atom, build_chosen, choose, collections, json_feed, path_of, Doc, Site,
+};
 use crate::error::Error;
-use crate::model::Change as ChangeKind;
-use crate::settings::FeedFormat;
-use crate::settings::{self, UsageError};
-use crate::store::change_history::{self, AppliedChange};
-use crate::store::source_metadata::{self, MetadataRecord, Role};
+use crate::settings::{self, FeedFormat};
 use crate::store::{Catalog, StoreError};
-use jiff::Timestamp;
-use serde::Serialize;
-use sha2::Digest as _;
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write as _;
 use std::path::Path;
-
-/// A collection as the feed names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeedCollection {
-    /// Its id in the catalog (`change_events.collection`, `sync_points.collection`).
-    pub collection: String,
-    /// How it is known outside the mirror: the feed's id.
-    pub identity: String,
-    /// The source it belongs to, if the catalog says.
-    pub source: Option<String>,
-}
-
-/// What a feed covers: one collection, or every collection of a source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Chosen<'a> {
-    One(&'a FeedCollection),
-    Source(String, Vec<&'a FeedCollection>),
-}
-
-/// One change an entry reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    pub uri: String,
-    pub change: ChangeKind,
-    pub time: Timestamp,
-}
-
-/// One run's changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub id: String,
-    /// The latest change time.
-    pub updated: Timestamp,
-    /// The earliest change time.
-    pub published: Timestamp,
-    /// In time order, then URI.
-    pub changes: Vec<Change>,
-}
-
-/// A collection's feed, newest entry first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Feed {
-    pub collection: FeedCollection,
-    /// The feed's title and author: from the `describedby` metadata the mirror keeps
-    /// ([`named`]), else the fallbacks of [`title_of`] and [`author_of`].
-    pub title: String,
-    pub author: String,
-    pub updated: Timestamp,
-    pub entries: Vec<Entry>,
-}
 
 /// Write the feed `s` asks for.
 pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
@@ -113,9 +34,14 @@ pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
         }
     };
     let catalog = reader.catalog();
+    // A run under way is left out until it ends, as every reader shows the mirror.
+    let upto = reader.in_progress().map(|_| reader.last_ended());
+    if let Some(dir) = &s.output_dir {
+        return write_tree(&reader, dir, s, upto);
+    }
     let all = collections(catalog)?;
     let chosen = choose(&all, s.collection.as_deref())?;
-    let feed = build_chosen(catalog, &chosen, after)?;
+    let feed = build_chosen(catalog, &chosen, after, upto)?;
     detail!(
         "rsmirror: {} entr{} (one a run that changed {})",
         feed.entries.len(),
@@ -140,514 +66,6 @@ pub(crate) fn run(s: &settings::Feed) -> Result<(), Error> {
     Ok(())
 }
 
-/// Every collection the mirror follows or applied changes to, in id order.
-pub(crate) fn collections(catalog: &Catalog) -> Result<Vec<FeedCollection>, StoreError> {
-    Ok(change_history::collections(catalog)?
-        .into_iter()
-        .map(|c| FeedCollection {
-            identity: c.identity.unwrap_or_else(|| c.id.clone()),
-            collection: c.id,
-            source: c.source,
-        })
-        .collect())
-}
-
-/// The collection `wanted` names (by catalog id or identity, a trailing slash aside), or the
-/// source it names (every collection of it); without `wanted`, the only collection, or the
-/// only source; a usage error listing them otherwise.
-pub(crate) fn choose<'a>(
-    all: &'a [FeedCollection],
-    wanted: Option<&str>,
-) -> Result<Chosen<'a>, UsageError> {
-    let mut sources: Vec<&str> = all.iter().filter_map(|c| c.source.as_deref()).collect();
-    sources.sort_unstable();
-    sources.dedup();
-    let members = |src: &str| -> Vec<&'a FeedCollection> {
-        all.iter()
-            .filter(|c| c.source.as_deref() == Some(src))
-            .collect()
-    };
-    let listing = || {
-        let mut lines: Vec<String> = all
-            .iter()
-            .map(|c| {
-                if c.identity == c.collection {
-                    format!("  {}", c.collection)
-                } else {
-                    format!("  {} (known as {})", c.collection, c.identity)
-                }
-            })
-            .collect();
-        lines.extend(
-            sources
-                .iter()
-                .map(|s| format!("  {s} (the source: all its collections)")),
-        );
-        lines.join("\n")
-    };
-    if all.is_empty() {
-        return Err(UsageError(
-            "the mirror follows no collection yet: run rsmirror baseline first".into(),
-        ));
-    }
-    match wanted {
-        None if all.len() == 1 => Ok(Chosen::One(&all[0])),
-        None if sources.len() == 1 && all.iter().all(|c| c.source.is_some()) => {
-            Ok(Chosen::Source(sources[0].to_string(), members(sources[0])))
-        }
-        None => Err(UsageError(format!(
-            "the mirror follows {} collections of {} sources; give --collection with one of:\n{}",
-            all.len(),
-            sources.len(),
-            listing()
-        ))),
-        Some(w) => {
-            let w = normalise(w);
-            if let Some(c) = all
-                .iter()
-                .find(|c| normalise(&c.collection) == w)
-                .or_else(|| all.iter().find(|c| normalise(&c.identity) == w))
-            {
-                return Ok(Chosen::One(c));
-            }
-            match sources.iter().find(|s| normalise(s) == w) {
-                Some(src) => Ok(Chosen::Source(src.to_string(), members(src))),
-                None => Err(UsageError(format!(
-                    "--collection {w}: not a collection or source of this mirror; it follows:\n{}",
-                    listing()
-                ))),
-            }
-        }
-    }
-}
-
-/// The feed of what `chosen` covers: a collection's, or a source's: the entries of every one
-/// of its collections, newest first (an entry still reports one run's changes to one
-/// collection).
-pub(crate) fn build_chosen(
-    catalog: &Catalog,
-    chosen: &Chosen<'_>,
-    after: Option<i64>,
-) -> Result<Feed, StoreError> {
-    let (source, members) = match chosen {
-        Chosen::One(c) => return build(catalog, c, after),
-        Chosen::Source(source, members) => (source, members),
-    };
-    let mut entries = Vec::new();
-    let mut updated = Timestamp::UNIX_EPOCH;
-    let mut site = None;
-    for m in members {
-        if site.is_none() {
-            site = source_metadata::latest(catalog, &m.collection, Role::Site)?;
-        }
-        let f = build(catalog, m, after)?;
-        updated = updated.max(f.updated);
-        entries.extend(f.entries);
-    }
-    entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
-    let collection = FeedCollection {
-        collection: source.clone(),
-        identity: source.clone(),
-        source: Some(source.clone()),
-    };
-    let (title, author) = named(&collection, None, site.as_ref(), true);
-    Ok(Feed {
-        collection,
-        title,
-        author,
-        updated,
-        entries,
-    })
-}
-
-/// The title and author of a feed: the collection's own metadata first, then the site's
-/// (IFCC-0001's `describedby` documents, as `rs::metadata` read them), else a title made of
-/// what the collection is known as and the host as author. A collection feed titled by its
-/// site's metadata alone says which collection it is.
-fn named(
-    c: &FeedCollection,
-    own: Option<&MetadataRecord>,
-    site: Option<&MetadataRecord>,
-    whole_site: bool,
-) -> (String, String) {
-    let own_title = own.and_then(|m| m.title.clone());
-    let site_title = site.and_then(|m| m.title.clone());
-    let title = match (own_title, site_title) {
-        (Some(t), _) => t,
-        (None, Some(s)) if whole_site => s,
-        (None, Some(s)) => format!("{s}: {}", c.identity),
-        (None, None) => title_of(c, whole_site),
-    };
-    let author = (own.and_then(|m| m.author.clone()))
-        .or_else(|| site.and_then(|m| m.author.clone()))
-        .unwrap_or_else(|| author_of(c));
-    (title, author)
-}
-
-fn normalise(s: &str) -> String {
-    let s = s.trim();
-    match url::Url::parse(s) {
-        Ok(u) => u.as_str().trim_end_matches('/').to_string(),
-        Err(_) => s.trim_end_matches('/').to_string(),
-    }
-}
-
-/// Build the feed of `c` from the catalog: the entries of the runs after run `after`, if given
-/// (a change reported by an earlier run is not reported again).
-pub(crate) fn build(
-    catalog: &Catalog,
-    c: &FeedCollection,
-    after: Option<i64>,
-) -> Result<Feed, StoreError> {
-    let mut runs: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
-    change_history::each_applied_change(catalog, &c.collection, |a: AppliedChange| {
-        // A time the catalog cannot read is as good as none (Sitemap Update Syndication: ignored).
-        let Ok(time) = a.time.parse::<Timestamp>() else {
-            return;
-        };
-        runs.entry(a.run).or_default().push(Change {
-            uri: a.uri,
-            change: a.change,
-            time,
-        });
-    })?;
-    let mut reported: HashSet<(String, ChangeKind, Timestamp)> = HashSet::new();
-    let mut entries = Vec::new();
-    for (run, mut changes) in runs {
-        changes.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.uri.cmp(&b.uri)));
-        changes.retain(|ch| reported.insert((ch.uri.clone(), ch.change, ch.time)));
-        let (Some(first), Some(last)) = (changes.first(), changes.last()) else {
-            continue;
-        };
-        if after.is_some_and(|after| run <= after) {
-            continue;
-        }
-        entries.push(Entry {
-            id: entry_id(&c.collection, &changes),
-            updated: last.time,
-            published: first.time,
-            changes,
-        });
-    }
-    entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
-    let updated = match entries.first() {
-        Some(e) => e.updated,
-        None => catalog
-            .sync_point(&c.collection)?
-            .and_then(|p| p.at)
-            .unwrap_or(Timestamp::UNIX_EPOCH),
-    };
-    let own = source_metadata::latest(catalog, &c.collection, Role::Collection)?;
-    let site = source_metadata::latest(catalog, &c.collection, Role::Site)?;
-    let (title, author) = named(c, own.as_ref(), site.as_ref(), false);
-    Ok(Feed {
-        collection: c.clone(),
-        title,
-        author,
-        updated,
-        entries,
-    })
-}
-
-/// `urn:uuid:` of a version-8 UUID (RFC 9562 §5.8) from the sha256 of the collection id and
-/// the changes: the same changes give the same id on any mirror, at any time.
-fn entry_id(collection: &str, changes: &[Change]) -> String {
-    let mut h = sha2::Sha256::new();
-    h.update(b"rsmirror feed entry\n");
-    h.update(collection.as_bytes());
-    for ch in changes {
-        h.update(format!("\n{} {} {}", ch.change, ch.time, ch.uri).as_bytes());
-    }
-    let d = h.finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let x = hex::encode(b);
-    format!(
-        "urn:uuid:{}-{}-{}-{}-{}",
-        &x[0..8],
-        &x[8..12],
-        &x[12..16],
-        &x[16..20],
-        &x[20..32]
-    )
-}
-
-/// `2 created, 1 deleted` (in created / updated / deleted order, zeros left out).
-fn counts(changes: &[Change]) -> String {
-    ChangeKind::ALL
-        .iter()
-        .filter_map(|kind| {
-            let n = changes.iter().filter(|c| c.change == *kind).count();
-            (n > 0).then(|| format!("{n} {kind}"))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn entry_title(e: &Entry) -> String {
-    match e.changes.as_slice() {
-        [one] => format!("{} {}", capitalised(one.change.as_str()), one.uri),
-        many => format!("{} resources changed: {}", many.len(), counts(many)),
-    }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
-}
-
-/// The changes of an entry grouped by kind, in created / updated / deleted order.
-fn groups(e: &Entry) -> Vec<(ChangeKind, Vec<&Change>)> {
-    ChangeKind::ALL
-        .iter()
-        .copied()
-        .map(|kind| {
-            (
-                kind,
-                e.changes.iter().filter(|c| c.change == kind).collect(),
-            )
-        })
-        .filter(|(_, v): &(_, Vec<_>)| !v.is_empty())
-        .collect()
-}
-
-/// The title of a feed without metadata: "Changes to" the collection (or the site).
-fn title_of(c: &FeedCollection, whole_site: bool) -> String {
-    match whole_site {
-        true => format!("Changes to the site {}", c.identity),
-        false => format!("Changes to {}", c.identity),
-    }
-}
-
-fn feed_subtitle(f: &Feed) -> String {
-    format!(
-        "Changes rsmirror applied to its mirror of {}",
-        f.collection.collection
-    )
-}
-
-/// Without metadata, the host of the collection, as the feed's author (the source made the
-/// changes).
-fn author_of(c: &FeedCollection) -> String {
-    url::Url::parse(&c.identity)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| c.identity.clone())
-}
-
-fn is_web(s: &str) -> bool {
-    url::Url::parse(s).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
-}
-
-/// XML character data and attribute values.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 does not allow are left out.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The feed as Atom 1.0 (RFC 4287).
-pub(crate) fn atom(f: &Feed) -> String {
-    let mut x = String::new();
-    x.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
-    x.push_str("<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
-    let _ = writeln!(x, "  <id>{}</id>", esc(&f.collection.identity));
-    let _ = writeln!(x, "  <title>{}</title>", esc(&f.title));
-    let _ = writeln!(x, "  <subtitle>{}</subtitle>", esc(&feed_subtitle(f)));
-    let _ = writeln!(x, "  <updated>{}</updated>", f.updated);
-    let _ = writeln!(
-        x,
-        "  <author>\n    <name>{}</name>\n  </author>",
-        esc(&f.author)
-    );
-    if is_web(&f.collection.identity) {
-        let _ = writeln!(
-            x,
-            "  <link rel=\"alternate\" href=\"{}\"/>",
-            esc(&f.collection.identity)
-        );
-    }
-    if is_web(&f.collection.collection) && f.collection.collection != f.collection.identity {
-        let _ = writeln!(
-            x,
-            "  <link rel=\"via\" href=\"{}\"/>",
-            esc(&f.collection.collection)
-        );
-    }
-    let _ = writeln!(
-        x,
-        "  <generator version=\"{}\">rsmirror</generator>",
-        env!("CARGO_PKG_VERSION")
-    );
-    for e in &f.entries {
-        x.push_str("  <entry>\n");
-        let _ = writeln!(x, "    <id>{}</id>", e.id);
-        let _ = writeln!(x, "    <title>{}</title>", esc(&entry_title(e)));
-        let _ = writeln!(x, "    <published>{}</published>", e.published);
-        let _ = writeln!(x, "    <updated>{}</updated>", e.updated);
-        let _ = writeln!(x, "    <summary>{}</summary>", esc(&counts(&e.changes)));
-        for ch in &e.changes {
-            let _ = writeln!(
-                x,
-                "    <link rel=\"related\" href=\"{}\" title=\"{}\"/>",
-                esc(&ch.uri),
-                ch.change
-            );
-        }
-        x.push_str("    <content type=\"xhtml\">\n");
-        x.push_str("      <div xmlns=\"http://www.w3.org/1999/xhtml\">\n");
-        for (kind, changes) in groups(e) {
-            let _ = writeln!(x, "        <p>{}:</p>", capitalised(kind.as_str()));
-            x.push_str("        <ul>\n");
-            for ch in changes {
-                let _ = writeln!(
-                    x,
-                    "          <li><a href=\"{0}\">{0}</a> at {1}</li>",
-                    esc(&ch.uri),
-                    ch.time
-                );
-            }
-            x.push_str("        </ul>\n");
-        }
-        x.push_str("      </div>\n    </content>\n  </entry>\n");
-    }
-    x.push_str("</feed>\n");
-    x
-}
-
-/// HTML of an entry's changes, for JSON Feed's `content_html`.
-fn html(e: &Entry) -> String {
-    let mut h = String::new();
-    for (kind, changes) in groups(e) {
-        let _ = write!(h, "<p>{}:</p><ul>", capitalised(kind.as_str()));
-        for ch in changes {
-            let _ = write!(
-                h,
-                "<li><a href=\"{0}\">{0}</a> at {1}</li>",
-                esc(&ch.uri),
-                ch.time
-            );
-        }
-        h.push_str("</ul>");
-    }
-    h
-}
-
-#[derive(Serialize)]
-struct JsonFeed {
-    version: &'static str,
-    title: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    home_page_url: Option<String>,
-    description: String,
-    authors: Vec<JsonAuthor>,
-    #[serde(rename = "_rsmirror")]
-    rsmirror: JsonFeedExtension,
-    items: Vec<JsonItem>,
-}
-
-#[derive(Serialize)]
-struct JsonAuthor {
-    name: String,
-}
-
-#[derive(Serialize)]
-struct JsonFeedExtension {
-    about: &'static str,
-    collection: String,
-    updated: String,
-}
-
-#[derive(Serialize)]
-struct JsonItem {
-    id: String,
-    title: String,
-    summary: String,
-    content_html: String,
-    date_published: String,
-    date_modified: String,
-    #[serde(rename = "_rsmirror")]
-    rsmirror: JsonItemExtension,
-}
-
-#[derive(Serialize)]
-struct JsonItemExtension {
-    created: Vec<JsonChange>,
-    updated: Vec<JsonChange>,
-    deleted: Vec<JsonChange>,
-}
-
-#[derive(Serialize)]
-struct JsonChange {
-    url: String,
-    datetime: String,
-}
-
-/// The feed as JSON Feed 1.1 (https://jsonfeed.org/version/1.1); rsmirror's additions are in
-/// `_rsmirror` objects, as the spec asks of extensions.
-pub(crate) fn json_feed(f: &Feed) -> String {
-    let of = |e: &Entry, kind: ChangeKind| -> Vec<JsonChange> {
-        e.changes
-            .iter()
-            .filter(|c| c.change == kind)
-            .map(|c| JsonChange {
-                url: c.uri.clone(),
-                datetime: c.time.to_string(),
-            })
-            .collect()
-    };
-    let doc = JsonFeed {
-        version: "https://jsonfeed.org/version/1.1",
-        title: f.title.clone(),
-        home_page_url: is_web(&f.collection.identity).then(|| f.collection.identity.clone()),
-        description: feed_subtitle(f),
-        authors: vec![JsonAuthor {
-            name: f.author.clone(),
-        }],
-        rsmirror: JsonFeedExtension {
-            about: "https://jsonfeed.org/version/1.1 extension: the catalog's collection id and the feed's updated time",
-            collection: f.collection.collection.clone(),
-            updated: f.updated.to_string(),
-        },
-        items: f
-            .entries
-            .iter()
-            .map(|e| JsonItem {
-                id: e.id.clone(),
-                title: entry_title(e),
-                summary: counts(&e.changes),
-                content_html: html(e),
-                date_published: e.published.to_string(),
-                date_modified: e.updated.to_string(),
-                rsmirror: JsonItemExtension {
-                    created: of(e, ChangeKind::Created),
-                    updated: of(e, ChangeKind::Updated),
-                    deleted: of(e, ChangeKind::Deleted),
-                },
-            })
-            .collect(),
-    };
-    let mut s = serde_json::to_string_pretty(&doc).expect("serialisable");
-    s.push('\n');
-    s
-}
-
 /// Write `bytes` to a temporary file beside `path`, then rename it over `path`: a reader of the
 /// published feed never sees half of it.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -663,263 +81,61 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::ChangeOutcome;
-    use crate::store::change_history::record_identity;
-
-    fn catalog() -> (tempfile::TempDir, Catalog) {
-        let dir = tempfile::tempdir().unwrap();
-        let c = Catalog::open(dir.path()).unwrap();
-        (dir, c)
-    }
-
-    fn event(
-        c: &mut Catalog,
-        run: i64,
-        uri: &str,
-        change: ChangeKind,
-        time: Option<&str>,
-        outcome: ChangeOutcome,
-    ) {
-        event_in(
-            c,
-            run,
-            "http://x/capabilitylist.xml",
-            uri,
-            change,
-            time,
-            outcome,
-        );
-    }
-
-    fn event_in(
-        c: &mut Catalog,
-        run: i64,
-        collection: &str,
-        uri: &str,
-        change: ChangeKind,
-        time: Option<&str>,
-        outcome: ChangeOutcome,
-    ) {
-        let e = crate::store::catalog::ChangeEventRecord {
-            collection: collection.into(),
-            uri: uri.into(),
-            change,
-            event_time: time.map(|t| t.parse().unwrap()),
-            document_url: "http://x/cl.xml".into(),
-            outcome,
-        };
-        c.in_transaction(|tx| crate::store::catalog::write::change_event(tx, run, &e, None))
-            .unwrap();
-    }
-
-    fn setup() -> (tempfile::TempDir, Catalog) {
-        let (d, mut c) = catalog();
-        let src = c.source_id("http://x/").unwrap();
-        for _ in 0..4 {
-            c.begin_run("incremental", Some(src), "rsmirror incremental")
-                .unwrap();
+/// Every feed of the mirror, its archives, `index.html` and `index.opml` under `dir`, each file
+/// written only when its content changed (its mtime stays otherwise: a tree `rsync` and `git`
+/// see unchanged). Files of feeds the mirror no longer has are left as they are.
+fn write_tree(
+    reader: &crate::access::Reader,
+    dir: &Path,
+    s: &settings::Feed,
+    upto: Option<i64>,
+) -> Result<(), Error> {
+    let base = s
+        .base_url
+        .as_deref()
+        .expect("cli: --output-dir requires --base-url");
+    let site = Site {
+        base: base.trim_end_matches('/'),
+        hub: s.hub.as_deref(),
+        per_archive: s.per_archive,
+    };
+    let feeds = feed::every(reader.catalog(), upto)?;
+    let mut files: Vec<(String, String)> = Vec::new();
+    for l in &feeds {
+        for json in [false, true] {
+            let docs =
+                std::iter::once(Doc::Current).chain((1..=l.archives(&site)).map(Doc::Archive));
+            for doc in docs {
+                if let Some(made) = l.document(&site, doc, json) {
+                    files.push((path_of(l.kind, &l.slug, doc, json), made.text));
+                }
+            }
         }
-        event(
-            &mut c,
-            1,
-            "http://x/r1",
-            ChangeKind::Updated,
-            Some("2026-03-01T01:00:00Z"),
-            ChangeOutcome::Applied,
-        );
-        event(
-            &mut c,
-            1,
-            "http://x/r6",
-            ChangeKind::Created,
-            Some("2026-03-01T02:00:00Z"),
-            ChangeOutcome::Applied,
-        );
-        event(
-            &mut c,
-            1,
-            "http://x/r2",
-            ChangeKind::Deleted,
-            Some("2026-03-01T03:00:00Z"),
-            ChangeOutcome::Applied,
-        );
-        event(
-            &mut c,
-            1,
-            "http://x/r3",
-            ChangeKind::Updated,
-            Some("2026-03-01T03:30:00Z"),
-            ChangeOutcome::Unchanged,
-        );
-        // Run 2: only a change without a datetime: no entry (Sitemap Update Syndication).
-        event(
-            &mut c,
-            2,
-            "http://x/r4",
-            ChangeKind::Updated,
-            None,
-            ChangeOutcome::Applied,
-        );
-        // Run 3: one change already reported, one new.
-        event(
-            &mut c,
-            3,
-            "http://x/r1",
-            ChangeKind::Updated,
-            Some("2026-03-01T01:00:00Z"),
-            ChangeOutcome::Applied,
-        );
-        event(
-            &mut c,
-            3,
-            "http://x/r5",
-            ChangeKind::Updated,
-            Some("2026-03-02T00:00:00.5Z"),
-            ChangeOutcome::Applied,
-        );
-        (d, c)
     }
-
-    #[test]
-    fn one_entry_per_run_that_changed_something() {
-        let (_d, c) = setup();
-        let all = collections(&c).unwrap();
-        assert_eq!(all.len(), 1);
-        let f = build(&c, &all[0], None).unwrap();
-        assert_eq!(f.entries.len(), 2);
-        let newest = &f.entries[0];
-        assert_eq!(
-            newest.changes.len(),
-            1,
-            "r1 was reported by the first entry"
-        );
-        assert_eq!(newest.changes[0].uri, "http://x/r5");
-        assert_eq!(f.updated, newest.updated);
-        assert_eq!(newest.updated.to_string(), "2026-03-02T00:00:00.5Z");
-        let first = &f.entries[1];
-        assert_eq!(counts(&first.changes), "1 created, 1 updated, 1 deleted");
-        assert_eq!(first.updated.to_string(), "2026-03-01T03:00:00Z");
-        assert_eq!(first.published.to_string(), "2026-03-01T01:00:00Z");
-        assert!(first.id.starts_with("urn:uuid:"));
-        assert_eq!(&first.id[23..24], "8", "version 8: {}", first.id);
-        // --since keeps the entries of the runs after it, whole.
-        let later = build(&c, &all[0], Some(1)).unwrap();
-        assert_eq!(later.entries, f.entries[..1]);
-        assert!(build(&c, &all[0], Some(3)).unwrap().entries.is_empty());
-        assert_eq!(build(&c, &all[0], Some(0)).unwrap().entries, f.entries);
+    files.push(("index.html".into(), feed::index_html(&feeds, &site)));
+    files.push(("index.opml".into(), feed::opml(&feeds, &site)));
+    let (mut written, mut same) = (0usize, 0usize);
+    for (rel, text) in &files {
+        let path = dir.join(rel);
+        if std::fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
+            same += 1;
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::io("creating the folder", parent, e))?;
+        }
+        write_atomically(&path, text.as_bytes())
+            .map_err(|e| StoreError::io("writing the feed to", &path, e))?;
+        detail!("rsmirror: wrote {}", path.display());
+        written += 1;
     }
-
-    #[test]
-    fn ids_depend_on_the_changes_not_on_the_mirror() {
-        let ch = |uri: &str| Change {
-            uri: uri.into(),
-            change: ChangeKind::Updated,
-            time: "2026-03-01T01:00:00Z".parse().unwrap(),
-        };
-        let a = entry_id("http://x/cl", &[ch("http://x/a")]);
-        assert_eq!(a, entry_id("http://x/cl", &[ch("http://x/a")]));
-        assert_ne!(a, entry_id("http://x/cl", &[ch("http://x/b")]));
-        assert_ne!(a, entry_id("http://y/cl", &[ch("http://x/a")]));
-    }
-
-    #[test]
-    fn atom_is_escaped_and_deterministic() {
-        let (_d, c) = setup();
-        let all = collections(&c).unwrap();
-        let f = build(&c, &all[0], None).unwrap();
-        let a = atom(&f);
-        assert_eq!(a, atom(&build(&c, &all[0], None).unwrap()));
-        assert!(a.contains("<id>http://x/capabilitylist.xml</id>"));
-        assert!(a.contains("<updated>2026-03-02T00:00:00.5Z</updated>"));
-        assert!(a.contains("<link rel=\"related\" href=\"http://x/r6\" title=\"created\"/>"));
-        let mut weird = f.clone();
-        weird.entries[0].changes[0].uri = "http://x/a?b=1&c=<2>".into();
-        assert!(atom(&weird).contains("http://x/a?b=1&amp;c=&lt;2&gt;"));
-        let j: serde_json::Value = serde_json::from_str(&json_feed(&f)).unwrap();
-        assert_eq!(j["version"], "https://jsonfeed.org/version/1.1");
-        assert_eq!(j["items"].as_array().unwrap().len(), 2);
-        assert_eq!(
-            j["items"][1]["_rsmirror"]["deleted"][0]["url"],
-            "http://x/r2"
-        );
-    }
-
-    #[test]
-    fn identities_and_choosing() {
-        let (_d, mut c) = setup();
-        c.in_transaction(|tx| {
-            record_identity(
-                tx,
-                "http://x/capabilitylist.xml",
-                "http://x/shrine/",
-                "describes",
-            )
-        })
-        .unwrap();
-        event_in(
-            &mut c,
-            1,
-            "http://y/arc-sitemap.json",
-            "http://y/p",
-            ChangeKind::Created,
-            Some("2026-01-01T00:00:00Z"),
-            ChangeOutcome::Applied,
-        );
-        let all = collections(&c).unwrap();
-        assert_eq!(all.len(), 2);
-        let one = |w: &str| match choose(&all, Some(w)).unwrap() {
-            Chosen::One(c) => c.clone(),
-            other => panic!("{w}: {other:?}"),
-        };
-        // Both collections are of the source of run 1: without --collection, its feed.
-        let Chosen::Source(src, members) = choose(&all, None).unwrap() else {
-            panic!("a source-wide feed")
-        };
-        assert_eq!(src, "http://x/");
-        assert_eq!(members.len(), 2);
-        let whole = build_chosen(&c, &Chosen::Source(src, members), None).unwrap();
-        assert_eq!(
-            whole.entries.len(),
-            3,
-            "two of the Capability List, one of the ARC"
-        );
-        assert_eq!(whole.collection.identity, "http://x/");
-        assert!(whole
-            .entries
-            .windows(2)
-            .all(|w| w[0].updated >= w[1].updated));
-        assert_eq!(
-            choose(&all, Some("http://x")).unwrap(),
-            choose(&all, None).unwrap()
-        );
-        // Collections of several sources: which one must be said.
-        let mut two = all.clone();
-        two[1].source = Some("http://y/".into());
-        let e = choose(&two, None).unwrap_err().to_string();
-        assert!(e.contains("give --collection"), "{e}");
-        assert!(
-            e.contains("http://x/capabilitylist.xml (known as http://x/shrine/)"),
-            "{e}"
-        );
-        assert!(
-            e.contains("http://y/ (the source: all its collections)"),
-            "{e}"
-        );
-        assert_eq!(
-            one("http://x/shrine").collection,
-            "http://x/capabilitylist.xml"
-        );
-        assert_eq!(
-            one("http://y/arc-sitemap.json").identity,
-            "http://y/arc-sitemap.json"
-        );
-        assert!(choose(&all, Some("http://z/")).is_err());
-        let f = build(&c, &one("http://x/shrine/"), None).unwrap();
-        let a = atom(&f);
-        assert!(a.contains("<id>http://x/shrine/</id>"));
-        assert!(a.contains("<link rel=\"via\" href=\"http://x/capabilitylist.xml\"/>"));
-    }
+    note!(
+        "rsmirror: {} feed{} in {}: {written} file{} written, {same} unchanged",
+        feeds.len(),
+        if feeds.len() == 1 { "" } else { "s" },
+        dir.display(),
+        if written == 1 { "" } else { "s" },
+    );
+    Ok(())
 }

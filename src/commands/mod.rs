@@ -470,6 +470,8 @@ fn serve(a: &crate::cli::ServeArgs) -> Exit {
         drain: a.drain,
         timemap_page: a.timemap_page as usize,
         list_size: a.list_size as usize,
+        feed_hub: a.feed_hub.clone(),
+        feed_archive_size: a.feed_archive_size as usize,
         log_format: a.log_format,
         quiet: a.quiet,
         limits: access::status::Options {

@@ -304,6 +304,8 @@ async fn respond(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) ->
             accept_datetime: header("accept-datetime"),
             accept: header("accept"),
             host: header("host"),
+            if_none_match: header("if-none-match"),
+            if_modified_since: header("if-modified-since"),
         };
         let shared = state.clone();
         let answered = tokio::task::spawn_blocking(move || {

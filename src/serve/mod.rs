@@ -12,6 +12,7 @@
 
 mod auth;
 mod browse;
+mod feeds;
 pub(crate) mod http;
 mod memento;
 mod page;
@@ -52,6 +53,10 @@ pub struct Options {
     pub timemap_page: usize,
     /// Entries in one ResourceSync list document (at most 50,000).
     pub list_size: usize,
+    /// The WebSub hub the feeds link (`--feed-hub`).
+    pub feed_hub: Option<String>,
+    /// Entries in one archive document of the feeds.
+    pub feed_archive_size: usize,
     /// One line per request on stderr, as text or JSON; none with `quiet`.
     pub log_format: crate::logfile::LogFormat,
     pub quiet: bool,
@@ -82,6 +87,8 @@ pub(crate) struct Head {
     pub accept_datetime: Option<String>,
     pub accept: Option<String>,
     pub host: Option<String>,
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
 }
 
 /// Serve until SIGTERM (exit 0) or SIGINT (exit 130), each draining the requests under way.
@@ -175,6 +182,15 @@ impl State {
             Route::ChangeLists => self.source(&base).change_lists(reader),
             Route::OpenChangeList => Ok(self.source(&base).open_change_list(reader)),
             Route::ChangeList { run, part } => self.source(&base).change_list(reader, run, part),
+            Route::FeedsFolder => Ok(Reply::new(301).header("location", format!("{base}/feeds/"))),
+            Route::Feeds(path) => {
+                let site = crate::access::feed::Site {
+                    base: &format!("{base}/feeds"),
+                    hub: self.options.feed_hub.as_deref(),
+                    per_archive: self.options.feed_archive_size,
+                };
+                feeds::answer(reader, &site, &path, req)
+            }
         }
     }
 

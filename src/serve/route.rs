@@ -48,6 +48,10 @@ pub(crate) enum Route {
     OpenChangeList,
     /// `/resourcesync/changelist/RUN/N.xml`: part N of what run RUN changed.
     ChangeList { run: i64, part: usize },
+    /// `/feeds`: redirected to `/feeds/` (the index's links are relative).
+    FeedsFolder,
+    /// `/feeds/...`: the feeds of the changes the mirror applied (`access::feed`'s layout).
+    Feeds(crate::access::feed::FeedPath),
 }
 
 /// A TimeMap's serialisation.
@@ -80,7 +84,19 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
         "/resourcesync/resourcelist.xml" => return Ok(Route::ResourceList),
         "/resourcesync/changelist.xml" => return Ok(Route::ChangeLists),
         "/resourcesync/changelist/open.xml" => return Ok(Route::OpenChangeList),
+        "/feeds" => return Ok(Route::FeedsFolder),
         _ => {}
+    }
+    if let Some(rest) = path.strip_prefix("/feeds/") {
+        return crate::access::feed::parse_path(rest)
+            .map(Route::Feeds)
+            .ok_or_else(|| {
+                Refused::NotFound(format!(
+                    "{path}: the feeds are /feeds/ (their index), /feeds/index.opml, \
+                     /feeds/source/SLUG.atom, /feeds/collection/SLUG.json and their archives \
+                     /feeds/KIND/SLUG/archive/N.atom"
+                ))
+            });
     }
     for (prefix, list) in [
         ("/resourcesync/resourcelist/", true),
@@ -164,7 +180,7 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Route, Refused> {
     Err(Refused::NotFound(format!(
         "{path}: nothing here; the mirror's URLs are /web/TIMESTAMP/URL, /timegate/URL, \
          /timemap/link/URL, /timemap/json/URL, /latest/URL, /versions/URL, /browse, /diff, \
-         /status.json, /healthz, /metrics, /.well-known/resourcesync"
+         /status.json, /healthz, /metrics, /.well-known/resourcesync, /feeds/"
     )))
 }
 

@@ -370,3 +370,313 @@ fn a_baseline_re_run_that_changed_something_is_an_entry() {
         Some(secs("2026-03-03T00:00:00Z"))
     );
 }
+
+// Issue 70: the feeds served by `rsmirror serve` and written by `feed --output-dir`, judged by
+// the W3C Feed Validator (vendored in tests/peers/feedvalidator/) and feedparser.
+
+/// One JSON object a line of a peer script's stdout.
+fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The W3C Feed Validator over `args` (URLs, or `--base URL DIR`): every document it read,
+/// each with no error.
+fn w3c_validate(args: &[String]) -> Vec<serde_json::Value> {
+    let python = crate::peers::python_with("lxml, html5lib, rdflib");
+    let out = std::process::Command::new(python)
+        .arg(crate::peers::script("feedvalidator/validate.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    let docs = json_lines(&out);
+    for d in &docs {
+        eprintln!("the W3C Feed Validator: {d}");
+        assert_eq!(
+            d["errors"].as_array().map(Vec::len),
+            Some(0),
+            "the W3C Feed Validator: {d}"
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    docs
+}
+
+/// The `href` of every `<link rel="REL" href="..."/>` of an Atom document.
+fn links(atom: &str, rel: &str) -> Vec<String> {
+    atom.split(&format!("<link rel=\"{rel}\" href=\""))
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().replace("&amp;", "&"))
+        .collect()
+}
+
+/// The entry ids of an Atom document, in its order.
+fn entry_ids(atom: &str) -> Vec<String> {
+    feed_rs::parser::parse(atom.as_bytes())
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.id)
+        .collect()
+}
+
+#[test]
+#[cfg_attr(
+    any(missing = "feedvalidator", missing = "feedparser"),
+    ignore = "lxml, html5lib, rdflib (the W3C Feed Validator's imports) or feedparser missing; .ci/run installs them"
+)]
+fn served_feeds_pass_the_w3c_validator_feedparser_reads_them_and_etags_give_304() {
+    let (_t, _srv, a, _b) = followed_twice();
+    let served = crate::serve::Served::start(
+        a.path(),
+        &[
+            "--feed-archive-size",
+            "1",
+            "--feed-hub",
+            "http://127.0.0.1:9/hub",
+        ],
+    );
+    let base = served.base();
+    assert_eq!(served.get("/feeds").status, 301);
+    let index = served.get("/feeds/");
+    assert_eq!(index.status, 200);
+    assert!(index
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    let opml = served.get("/feeds/index.opml");
+    assert_eq!(opml.status, 200);
+    let opml = opml.text();
+    // One source with one collection: two feeds, each linked from the index page.
+    let currents: Vec<String> = opml
+        .split("xmlUrl=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().to_string())
+        .collect();
+    assert_eq!(currents.len(), 2, "{opml}");
+    assert!(currents.iter().any(|u| u.contains("/feeds/source/")));
+    assert!(currents.iter().any(|u| u.contains("/feeds/collection/")));
+    let mut atoms = Vec::new();
+    for current in &currents {
+        let path = current.strip_prefix(&base).unwrap();
+        assert!(index.text().contains(&path["/feeds/".len()..]), "{path}");
+        let got = served.get(path);
+        assert_eq!(got.status, 200);
+        assert_eq!(
+            got.header("content-type"),
+            Some("application/atom+xml; charset=utf-8")
+        );
+        let text = got.text();
+        assert_eq!(links(&text, "self"), std::slice::from_ref(current));
+        assert_eq!(links(&text, "hub"), ["http://127.0.0.1:9/hub"]);
+        // Two entries, one to an archive: the current document holds the newest, and links
+        // archive 2, which links archive 1 (RFC 5005).
+        assert_eq!(entry_ids(&text).len(), 1);
+        let mut chain = vec![current.clone()];
+        let mut at = text.clone();
+        while let Some(prev) = links(&at, "prev-archive").pop() {
+            let got = served.get(prev.strip_prefix(&base).unwrap());
+            assert_eq!(got.status, 200, "{prev}");
+            assert!(got.header("cache-control").unwrap().contains("immutable"));
+            at = got.text();
+            assert!(at.contains("<fh:archive/>"));
+            assert_eq!(links(&at, "current"), std::slice::from_ref(current));
+            assert!(links(&at, "hub").is_empty());
+            chain.push(prev);
+        }
+        assert_eq!(chain.len(), 3, "{chain:?}");
+        assert!(chain[2].ends_with("/archive/1.atom"));
+        // The archives hold every entry once.
+        let mut all: Vec<String> = chain[1..]
+            .iter()
+            .flat_map(|u| entry_ids(&served.get(u.strip_prefix(&base).unwrap()).text()))
+            .collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 2);
+        // The JSON Feed: the same entries, its own self link and hub; pages to older items.
+        let json = served.get(&path.replace(".atom", ".json"));
+        assert_eq!(
+            json.header("content-type"),
+            Some("application/feed+json; charset=utf-8")
+        );
+        let j: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+        assert_eq!(j["version"], "https://jsonfeed.org/version/1.1");
+        assert_eq!(j["feed_url"], current.replace(".atom", ".json"));
+        assert_eq!(j["hubs"][0]["url"], "http://127.0.0.1:9/hub");
+        assert!(j["next_url"].as_str().unwrap().ends_with("/archive/2.json"));
+        assert_eq!(j["items"][0]["id"], entry_ids(&text)[0]);
+        // A JSON Feed parser (feed-rs) reads it: the same entries as the Atom document.
+        let parsed = feed_rs::parser::parse(&json.body[..]).unwrap();
+        assert_eq!(parsed.feed_type, feed_rs::model::FeedType::JSON);
+        let ids: Vec<String> = parsed.entries.into_iter().map(|e| e.id).collect();
+        assert_eq!(ids, entry_ids(&text));
+        let tag = json.header("etag").unwrap();
+        let json_path = path.replace(".atom", ".json");
+        let again = served.request("GET", &json_path, &[("If-None-Match", tag)]);
+        assert_eq!(again.status, 304);
+        let head = served.request("HEAD", &json_path, &[]);
+        assert_eq!(head.status, 200);
+        assert_eq!(head.header("etag"), Some(tag));
+        atoms.extend(chain);
+    }
+    assert_eq!(
+        served.get("/feeds/source/nothing-00000000.atom").status,
+        404
+    );
+    let archive3 = atoms[0].replace(".atom", "/archive/3.atom");
+    assert_eq!(
+        served.get(archive3.strip_prefix(&base).unwrap()).status,
+        404
+    );
+
+    // Conditional requests, by ETag and by date; a stale ETag gets the document.
+    let path = currents[0].strip_prefix(&base).unwrap();
+    let first = served.get(path);
+    let etag = first.header("etag").unwrap().to_string();
+    let modified = first.header("last-modified").unwrap().to_string();
+    let again = served.request("GET", path, &[("If-None-Match", &etag)]);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag"), Some(etag.as_str()));
+    let by_date = served.request("GET", path, &[("If-Modified-Since", &modified)]);
+    assert_eq!(by_date.status, 304);
+    let stale = served.request("GET", path, &[("If-None-Match", "\"0000\"")]);
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.body, first.body);
+
+    // The W3C Feed Validator fetches every Atom document and the OPML file: no error.
+    let mut docs = atoms.clone();
+    docs.push(format!("{base}/feeds/index.opml"));
+    assert_eq!(w3c_validate(&docs).len(), docs.len());
+
+    // feedparser reads every entry of every document, and its second request, with the ETag
+    // (or the Last-Modified) it was given, gets 304.
+    let python = crate::peers::python_with("feedparser");
+    let out = std::process::Command::new(python)
+        .arg(crate::peers::script("feedparser_check.py"))
+        .args(&atoms)
+        .output()
+        .unwrap();
+    let read = json_lines(&out);
+    assert_eq!(read.len(), atoms.len(), "{}", stderr_of(&out));
+    for (r, url) in read.iter().zip(&atoms) {
+        assert_eq!(r["status"], 200, "{r}");
+        assert_eq!(r["bozo"], false, "{r}");
+        assert_eq!(r["version"], "atom10", "{r}");
+        let want = entry_ids(&served.get(url.strip_prefix(&base).unwrap()).text());
+        assert_eq!(r["ids"], serde_json::json!(want), "{r}");
+        assert_eq!(r["again"], 304, "{r}");
+        assert_eq!(r["again_by_date"], 304, "{r}");
+    }
+}
+
+/// Every file under `dir` with its inode and mtime (a rewrite renames a new file in: both
+/// change).
+fn stamps(dir: &Path) -> std::collections::BTreeMap<String, (u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                todo.push(e.path());
+            } else {
+                let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, (m.ino(), m.modified().unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(
+    missing = "feedvalidator",
+    ignore = "lxml, html5lib or rdflib missing (the W3C Feed Validator's imports; .ci/run installs them)"
+)]
+fn output_dir_writes_every_feed_and_rewrites_only_what_changed() {
+    let (t, _srv, a, _b) = followed_twice();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("feeds");
+    const BASE: &str = "https://me.example.org/feeds";
+    let write = || {
+        let mut c = feed(a.path());
+        c.arg("--output-dir")
+            .arg(&dir)
+            .args(["--base-url", BASE, "--archive-size", "1"]);
+        ok(&mut c)
+    };
+    // --output-dir needs the URL it is published at.
+    let no_base = feed(a.path())
+        .arg("--output-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(no_base.status.code(), Some(2));
+    assert!(stderr_of(&no_base).contains("--base-url"));
+    write();
+    let first = stamps(&dir);
+    let names: Vec<&str> = first.keys().map(String::as_str).collect();
+    // Two feeds (the source's, the collection's), each current and two archives, in Atom and
+    // JSON; the index page and the OPML file.
+    assert_eq!(names.len(), 2 * 3 * 2 + 2, "{names:?}");
+    assert!(names.contains(&"index.html") && names.contains(&"index.opml"));
+    let opml = std::fs::read_to_string(dir.join("index.opml")).unwrap();
+    for name in names
+        .iter()
+        .filter(|n| n.ends_with(".atom") && !n.contains("/archive/"))
+    {
+        assert!(
+            opml.contains(&format!("xmlUrl=\"{BASE}/{name}\"")),
+            "{name}"
+        );
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert_eq!(links(&text, "self"), [format!("{BASE}/{name}")]);
+    }
+    // Every Atom document and the OPML file, validated as published at BASE: no error.
+    let validated = w3c_validate(&["--base".into(), BASE.into(), dir.display().to_string()]);
+    assert_eq!(validated.len(), 2 * 3 + 1);
+
+    // Again, nothing changed: no file is touched.
+    write();
+    assert_eq!(stamps(&dir), first, "a second run rewrote a file");
+
+    // A run with one new change: the two current documents (Atom and JSON) of the collection
+    // and of its source, and the index page, are rewritten; archive 3 of each is new; the
+    // archives already written and the OPML file are untouched.
+    t.put("r8", b"resource 8, v1\n");
+    let mut run3 = vec![
+        ("r1", "updated", "2026-03-01T01:00:00Z"),
+        ("r6", "created", "2026-03-01T02:00:00Z"),
+        ("r2", "deleted", "2026-03-01T03:00:00Z"),
+        ("r3", "updated", "2026-03-02T00:00:00Z"),
+        ("r7", "created", "2026-03-02T01:00:00Z"),
+    ];
+    run3.push(("r8", "created", "2026-03-03T00:00:00Z"));
+    t.change_list("changelist.xml", T0, None, &run3);
+    ok(&mut incremental(a.path()));
+    write();
+    let after = stamps(&dir);
+    let mut rewritten: Vec<&str> = first
+        .iter()
+        .filter(|(k, v)| after.get(*k) != Some(v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    rewritten.sort();
+    let mut want: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !n.contains("/archive/") && *n != "index.opml")
+        .collect();
+    want.sort();
+    assert_eq!(rewritten, want);
+    let new: Vec<&String> = after.keys().filter(|k| !first.contains_key(*k)).collect();
+    assert_eq!(new.len(), 4, "{new:?}");
+    assert!(new.iter().all(|n| n.contains("/archive/3.")), "{new:?}");
+    w3c_validate(&["--base".into(), BASE.into(), dir.display().to_string()]);
+}

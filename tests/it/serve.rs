@@ -132,14 +132,14 @@ fn fixture() -> Fixture {
 }
 
 /// `rsmirror serve` on 127.0.0.1, port 0; SIGTERM when dropped.
-struct Served {
+pub(crate) struct Served {
     child: Child,
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Served {
-    fn start(mirror: &Path, extra: &[&str]) -> Served {
+    pub(crate) fn start(mirror: &Path, extra: &[&str]) -> Served {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("rsmirror"));
         // Every option may come from an RSMIRROR_* variable: none of the caller's reaches it.
         for (name, _) in std::env::vars_os() {
@@ -189,15 +189,15 @@ impl Served {
         false
     }
 
-    fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn get(&self, path: &str) -> Got {
+    pub(crate) fn get(&self, path: &str) -> Got {
         self.request("GET", path, &[])
     }
 
-    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Got {
+    pub(crate) fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Got {
         let mut raw = format!(
             "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
             self.port
@@ -229,23 +229,23 @@ impl Drop for Served {
 
 /// A response read whole.
 #[derive(Debug)]
-struct Got {
-    status: u16,
+pub(crate) struct Got {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
     /// The body stopped short of its Content-Length (the connection was cut).
     cut: bool,
 }
 
 impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }

@@ -442,6 +442,38 @@ fn a_site_of_the_proposals_examples_followed_by_its_change_lists_alone() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(titles, ["My Shrine", "My Shrine, renamed"]);
+    drop(conn);
+
+    // Every feed of the site as a static tree (issue 70): the source's and one per collection
+    // with a change, titled by their metadata, each valid for the W3C Feed Validator.
+    if cfg!(missing = "feedvalidator") && std::env::var("CI").as_deref() != Ok("true") {
+        eprintln!("skipped: the W3C Feed Validator's imports (lxml, html5lib, rdflib) are missing");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let base = "https://feeds.example.org/sites";
+    run(rsmirror()
+        .args(["feed", "--mirror"])
+        .arg(m.path())
+        .arg("--output-dir")
+        .arg(out.path())
+        .args(["--base-url", base, "--archive-size", "1"]));
+    let opml = std::fs::read_to_string(out.path().join("index.opml")).unwrap();
+    assert!(opml.contains("My Shrine, renamed"), "{opml}");
+    let python = crate::peers::python_with("lxml, html5lib, rdflib");
+    let checked = std::process::Command::new(python)
+        .arg(crate::peers::script("feedvalidator/validate.py"))
+        .args(["--base", base])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert_eq!(checked.status.code(), Some(0), "{said}");
+    for line in said.lines() {
+        let d: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(d["errors"], serde_json::json!([]), "{d}");
+    }
+    assert!(said.lines().count() >= 4, "{said}");
 }
 
 /// A source whose only Capability List names nothing to follow: not a run that did its job.
