@@ -342,4 +342,15 @@ CREATE TABLE source_metadata (
 );
 CREATE INDEX IF NOT EXISTS source_metadata_by_collection ON source_metadata(collection, role, id);
 
-PRAGMA user_version = 11;
+-- The categories the source gave a resource (2012 draft §3.1.7: `xhtml:link
+-- rel="DCTERMS.subject"`, `xhtml:meta name="DC.subject"`), with the version it listed them for.
+CREATE TABLE version_categories (
+    version_id    INTEGER NOT NULL REFERENCES versions(id),
+    place         INTEGER NOT NULL,            -- the source's order, from 0
+    name          TEXT NOT NULL,               -- xhtml:link rel / xhtml:meta name (DCTERMS.subject)
+    value         TEXT NOT NULL,               -- its href (resolved) / content
+    title         TEXT,                        -- xhtml:link title
+    PRIMARY KEY (version_id, place)
+) WITHOUT ROWID;
+
+PRAGMA user_version = 12;

@@ -417,8 +417,9 @@ pub struct LsArgs {
     #[arg(long, value_name = "WHEN")]
     pub at: Option<String>,
     /// Long: length, lastmod, SHA-256 (12 hex), the time the state arrived, URI; then
-    /// "(gzip-encoded)" for bytes kept in a content coding.
-    #[arg(short = 'l')]
+    /// "(gzip-encoded)" for bytes kept in a content coding, and "[Frogs, Crocodiles]" for the
+    /// categories the source gave it.
+    #[arg(short = 'l', long = "long")]
     pub long: bool,
     /// Also the resources deleted (tombstoned) by WHEN.
     #[arg(long)]
@@ -977,9 +978,16 @@ pub struct SourceArgs {
     /// over --include.
     #[arg(long = "exclude", value_name = "GLOB")]
     pub exclude: Vec<String>,
-    /// Use no --include/--exclude rules remembered with the source (baseline and incremental
+    /// Mirror only the resources the source gives one of these categories (the 2012 draft's
+    /// xhtml:link rel="DCTERMS.subject" / xhtml:meta name="DC.subject" on an entry): VALUE is
+    /// the category's URI or term, or its title (case aside); repeatable (any one admits).
+    /// The parts of a Sitemap Index whose aggregated categories name none of them are not
+    /// fetched. Remembered with the source, as --include is.
+    #[arg(long = "category", value_name = "VALUE")]
+    pub category: Vec<String>,
+    /// Use no --include/--exclude/--category rules remembered with the source (baseline and incremental
     /// also forget them).
-    #[arg(long, conflicts_with_all = ["include", "exclude"])]
+    #[arg(long, conflicts_with_all = ["include", "exclude", "category"])]
     pub no_filter: bool,
     /// Use no --map rules remembered with the mirror's sources (baseline and incremental also
     /// forget them).
@@ -1319,6 +1327,7 @@ impl SourceArgs {
             no_map: self.no_map,
             include: self.include.clone(),
             exclude: self.exclude.clone(),
+            category: self.category.clone(),
             no_filter: self.no_filter,
             assume_utc: self.assume_utc,
             timeout: self.timeout,

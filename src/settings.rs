@@ -76,6 +76,8 @@ pub struct SourceOptions {
     pub no_map: bool,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
+    /// `--category VALUE`, as given.
+    pub category: Vec<String>,
     pub no_filter: bool,
     pub assume_utc: bool,
     /// None: not given (kept, else 30 s).
@@ -100,6 +102,20 @@ pub struct SourceOptions {
     pub streams: usize,
     /// `--http2-prior-knowledge`.
     pub http2_prior_knowledge: bool,
+}
+
+/// `--category VALUE`s, trimmed; an empty one is an error.
+fn categories(given: &[String]) -> Result<Vec<String>, UsageError> {
+    given
+        .iter()
+        .map(|c| match c.trim() {
+            "" => Err(UsageError(
+                "--category '': a category is a value or a title (Frogs, http://…/Category:Frogs)"
+                    .into(),
+            )),
+            c => Ok(c.to_string()),
+        })
+        .collect()
 }
 
 /// `--oai-prefix` and `--oai-set`, checked.
@@ -257,9 +273,10 @@ impl SourceSettings {
             filter: crate::model::Filter::new(crate::model::Rules {
                 include: a.include.clone(),
                 exclude: a.exclude.clone(),
+                category: categories(&a.category)?,
             })
             .map_err(UsageError)?,
-            filters: if !(a.include.is_empty() && a.exclude.is_empty()) {
+            filters: if !(a.include.is_empty() && a.exclude.is_empty() && a.category.is_empty()) {
                 MapChoice::Given
             } else if a.no_filter {
                 MapChoice::Forget

@@ -47,11 +47,20 @@ pub struct Version {
     /// What the ARC sitemap or delta feed said of the page; absent for other sources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arc: Option<ArcPage>,
+    /// The categories the source gave this version (2012 draft §3.1.7); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<crate::model::Category>,
 }
 
 impl Version {
-    fn of(reader: &Reader, v: VersionDetail, arc: Option<ArcPage>) -> Version {
+    fn of(
+        reader: &Reader,
+        v: VersionDetail,
+        arc: Option<ArcPage>,
+        categories: Vec<crate::model::Category>,
+    ) -> Version {
         Version {
+            categories,
             version: v.version,
             run: v.run,
             arrived: reader.arrived(v.run).to_string(),
@@ -100,7 +109,8 @@ pub(crate) fn versions(reader: &Reader, url: &str) -> Result<Versions, Error> {
         .into_iter()
         .map(|v| {
             let arc = ai.of(reader.catalog(), v.version)?;
-            Ok(Version::of(reader, v, arc))
+            let categories = reader.catalog().version_categories(v.version)?;
+            Ok(Version::of(reader, v, arc, categories))
         })
         .collect::<Result<_, crate::store::StoreError>>()?;
     Ok(Versions {

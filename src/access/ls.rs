@@ -16,6 +16,8 @@ pub struct Query {
     pub collection: Option<String>,
     /// Read what an ARC sitemap said of each page (`ls --json`): one more lookup per row.
     pub arc: bool,
+    /// Read the categories of each state (`ls --long`, `--json`): one more lookup per row.
+    pub categories: bool,
 }
 
 /// One resource's state at the point (the keys of `ls --json`, JSON Lines, are stable).
@@ -34,6 +36,10 @@ pub struct Entry<'a> {
     /// What the ARC sitemap or delta feed said of the page; absent for other sources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arc: Option<ArcPage>,
+    /// The categories the source gave this state (2012 draft §3.1.7); absent when none (or
+    /// not asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<crate::model::Category>,
 }
 
 /// Every resource the query selects at `point`, in URI order, handed to `sink` (`Ok(false)`
@@ -61,6 +67,10 @@ pub(crate) fn list(
             true => ai.of(reader.catalog(), v.version)?,
             false => None,
         };
+        let categories = match q.categories {
+            true => reader.catalog().version_categories(v.version)?,
+            false => Vec::new(),
+        };
         listed += 1;
         sink(Entry {
             uri,
@@ -70,6 +80,7 @@ pub(crate) fn list(
             version: v,
             ai_indexable: arc.as_ref().map(|p| p.ai_indexable),
             arc,
+            categories,
         })
     })?;
     Ok(listed)

@@ -393,6 +393,7 @@ pub(super) mod tests {
                 .into_iter()
                 .collect(),
             encoding: None,
+            categories: Vec::new(),
         }
     }
 

@@ -607,6 +607,7 @@ pub(super) mod tests {
         let rules = crate::model::filter::Rules {
             include: vec![],
             exclude: vec!["i-*".into(), "a-*".into()],
+            category: vec![],
         };
         let filters = [("src".to_string(), crate::model::Filter::new(rules).unwrap())];
         let (lines, resources, ..) = by_uri(

@@ -248,6 +248,7 @@ pub(super) mod tests {
         let rules = crate::model::Rules {
             include: vec![],
             exclude: vec!["/skip/*".into()],
+            category: vec![],
         };
         s.source_filters = vec![(list.clone(), crate::model::Filter::new(rules).unwrap())];
         let mut seen = Vec::new();

@@ -240,6 +240,7 @@ impl Spill {
                             length,
                             digests,
                             encoding: None,
+                            categories: Vec::new(),
                         },
                         media_type: None,
                         duplicates: Vec::new(),
@@ -311,6 +312,7 @@ mod tests {
                  bare x-hash:a:b sha-1:short",
             ),
             encoding: None,
+            categories: Vec::new(),
         };
         full.digests.push(spaced);
         let written = vec![

@@ -90,6 +90,9 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
             via.push_str(&format!("  (listed in {d})"));
         }
         lines.push(via);
+        for c in &v.categories {
+            lines.push(format!("    category {}: {}", c.name, c.display()));
+        }
         if let Some(a) = &v.arc {
             lines.extend(arc_lines(a));
         }

@@ -34,7 +34,7 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
             let shown = shown
                 .entry(e.version.run)
                 .or_insert_with(|| shown_time(e.arrived));
-            out.line(&long_line(e.uri, e.version, shown))?
+            out.line(&long_line(e.uri, e.version, shown, &e.categories))?
         } else if e.deleted {
             let shown = shown
                 .entry(e.version.run)
@@ -55,8 +55,14 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
 }
 
 /// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived (as shown), URI in fixed columns; then
-/// the content coding of bytes kept encoded.
-fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
+/// the content coding of bytes kept encoded, and the categories the source gave it
+/// (`[Frogs, Crocodiles]`: each one's title, else its value).
+fn long_line(
+    uri: &str,
+    v: &VersionRow,
+    arrived: &str,
+    categories: &[crate::model::Category],
+) -> String {
     let length = match v.length {
         Some(n) if !v.deleted() => n.to_string(),
         _ => "-".into(),
@@ -73,8 +79,16 @@ fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
     let line = format!("{length:>12}  {lastmod:<20}  {sha:<12}  {arrived}  {uri}");
     // Bytes kept in a content coding (as served, or as the source declared them) say so
     // after the URI, as `ls -l` names a link's target: they are not the resource decoded.
-    match v.encoding() {
+    let line = match v.encoding() {
         Some(coding) if !v.deleted() => format!("{line}  ({coding}-encoded)"),
         _ => line,
+    };
+    if categories.is_empty() {
+        return line;
     }
+    let names: Vec<&str> = categories
+        .iter()
+        .map(|c| c.title.as_deref().unwrap_or(&c.value))
+        .collect();
+    format!("{line}  [{}]", names.join(", "))
 }

@@ -405,6 +405,7 @@ fn ls(a: &crate::cli::LsArgs) -> Result<(), crate::error::Error> {
             deleted: a.deleted,
             collection: a.collection.clone(),
             arc: a.json,
+            categories: a.json || a.long,
         },
         at: when(a.at.as_deref())?,
         long: a.long,

@@ -79,6 +79,7 @@ impl Fetched {
             last_modified: self.last_modified.clone(),
             declared_encoding: declared.encoding.clone(),
             content_encoding: self.content_encoding.clone(),
+            categories: declared.categories.clone(),
         }
     }
 }

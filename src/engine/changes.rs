@@ -53,6 +53,10 @@ pub(crate) trait Item {
     }
     /// The lastmod the source declares for the new state.
     fn lastmod(&self) -> Option<Timestamp>;
+    /// The categories the source gives the resource (2012 draft §3.1.7); none by default.
+    fn categories(&self) -> &[crate::model::Category] {
+        &[]
+    }
     /// The document (list, feed, package) the change was read from.
     fn document(&self) -> &str;
     /// The time this change moves the sync point to once applied (`None`: it does not).
@@ -299,7 +303,17 @@ impl<'x, 'w> Changes<'x, 'w> {
     /// it is counted as excluded and nothing else happens, no event, no version; it moves the
     /// sync point as a change applied does (it needs nothing, now or later).
     fn left_out(&mut self, item: &impl Item) -> bool {
-        if self.filter.admits(item.uri().as_str()) {
+        // A deletion names no category: under `--category` it is the filter's when the
+        // categories recorded with the mirror's copy are (else it is left alone).
+        let categories = if item.stated() == Some(Change::Deleted) && self.filter.by_category() {
+            let catalog = self.writer.catalog();
+            let held = catalog.current_state(item.uri().as_str()).ok().flatten();
+            held.and_then(|s| catalog.version_categories(s.version_id).ok())
+                .unwrap_or_default()
+        } else {
+            item.categories().to_vec()
+        };
+        if self.filter.admits(item.uri().as_str()) && self.filter.admits_categories(&categories) {
             return false;
         }
         self.summary.excluded += 1;
@@ -788,6 +802,7 @@ mod tests {
         let filter = crate::model::Filter::new(crate::model::Rules {
             include: vec![],
             exclude: vec!["/left-out/*".into()],
+            category: vec![],
         })
         .unwrap();
         let mut run = Changes::new(

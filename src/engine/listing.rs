@@ -45,6 +45,9 @@ pub struct Listing {
     filter: crate::model::Filter,
     /// Entries left out by the filter.
     excluded: u64,
+    /// The URIs of entries left out for their categories (`--category`): a resource the
+    /// mirror holds that the source now files under another category is not gone.
+    other_category: std::collections::HashSet<String>,
     /// The list is older than the mirror's state of its collection ([`Listing::older_than_mirror`]).
     older: Option<Older>,
     /// What the plan held back because the list is older.
@@ -136,6 +139,7 @@ impl Listing {
             counts: Counts::default(),
             filter: filter.clone(),
             excluded: 0,
+            other_category: std::collections::HashSet::new(),
             older: None,
             held_back: HeldBack::default(),
         })
@@ -177,6 +181,11 @@ impl Listing {
             self.excluded += 1;
             return Ok(());
         }
+        if !self.filter.admits_categories(&l.declared.categories) {
+            self.excluded += 1;
+            self.other_category.insert(l.uri.to_string());
+            return Ok(());
+        }
         let doc = self.doc_id(&l);
         let duplicates = (!l.duplicates.is_empty()).then(|| {
             l.duplicates
@@ -196,6 +205,8 @@ impl Listing {
             doc,
             line: l.line as i64,
             entry: entry.map(|e| e as i64),
+            categories: (!l.declared.categories.is_empty())
+                .then(|| serde_json::to_string(&l.declared.categories).unwrap_or_default()),
         })?;
         if !new {
             self.twice.push(format!(
@@ -282,8 +293,18 @@ impl Listing {
                         next = m.next_entry()?;
                     }
                     // A resource the filter leaves out is neither judged nor gone: it stays.
-                    let mine =
-                        !state.deleted && state.collection == collection && self.filter.admits(uri);
+                    // Under `--category`, a resource is the filter's when the categories
+                    // recorded with its current version are (one in an Index part skipped for
+                    // its categories is not listed here), unless this list files it under
+                    // another category.
+                    let mine = !state.deleted
+                        && state.collection == collection
+                        && self.filter.admits(uri)
+                        && (!self.filter.by_category()
+                            || !self.other_category.contains(uri)
+                                && self.filter.admits_categories(
+                                    &catalog.version_categories(state.version_id)?,
+                                ));
                     planner.counts.live += mine as u64;
                     match next.take_if(|e| e.uri.as_str() == uri) {
                         Some(e) => {
@@ -516,6 +537,12 @@ fn listed_of(r: &RawListed<'_>, docs: &[(Arc<str>, Arc<Scope>)]) -> Result<Liste
         uri,
         declared: Declared {
             encoding: r.encoding.map(str::to_string),
+            categories: match r.categories {
+                Some(j) => {
+                    serde_json::from_str(j).map_err(|e| format!("{}: categories: {e}", r.uri))?
+                }
+                None => Vec::new(),
+            },
             ..declared(r.lastmod, r.length.map(|n| n as u64), r.digests)
         },
         media_type: r.media_type.map(|t| std::borrow::Cow::Owned(t.to_string())),
@@ -546,6 +573,7 @@ fn declared(lastmod: Option<&str>, length: Option<u64>, digests: Option<&str>) -
         length,
         digests: digests.map(parse_hash_attr).unwrap_or_default(),
         encoding: None,
+        categories: Vec::new(),
     }
 }
 
@@ -825,6 +853,7 @@ mod tests {
                 length: Some(4),
                 digests: Vec::new(),
                 encoding: None,
+                categories: Vec::new(),
             };
             listing.push(l).unwrap();
         }

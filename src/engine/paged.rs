@@ -512,6 +512,7 @@ pub(crate) fn expected_state(
                 length: live.length,
                 digests: live.digests,
                 encoding: None,
+                categories: Vec::new(),
             },
             media_type: None,
             duplicates: Vec::new(),

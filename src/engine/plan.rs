@@ -21,6 +21,8 @@ pub struct Declared {
     /// The content coding the bytes are in (`rs:md encoding`, the 2012 draft's
     /// `rs:contentencoding`): recorded with the version, never decoded.
     pub encoding: Option<String>,
+    /// Its categories (2012 draft §3.1.7), recorded with the version.
+    pub categories: Vec<crate::model::Category>,
 }
 
 /// One resource as a list names it.
@@ -299,6 +301,7 @@ mod tests {
             lastmod: Some("2024-06-01T00:00:00Z".parse().unwrap()),
             length: Some(6),
             encoding: None,
+            categories: Vec::new(),
         };
         assert_eq!(compare(&d, &state()), Comparison::Same { by_digest: true });
         let Action::Update(diffs) = action(&d, Some(&state())) else {
@@ -325,6 +328,7 @@ mod tests {
             length: Some(6),
             digests: Vec::new(),
             encoding: None,
+            categories: Vec::new(),
         };
         assert_eq!(action(&date_only, Some(&st)), Action::Revalidate);
         let with_digest = Declared {

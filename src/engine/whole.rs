@@ -774,6 +774,7 @@ mod tests {
         let filter = Filter::new(Rules {
             include: vec![],
             exclude: vec!["/left-out/*".into()],
+            category: vec![],
         })
         .unwrap();
         Mirror {

@@ -24,11 +24,15 @@ pub struct Rules {
     pub include: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude: Vec<String>,
+    /// `--category VALUE`: only the resources with one of these categories (2012 draft
+    /// §3.1.7; [`crate::model::Category::is`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub category: Vec<String>,
 }
 
 impl Rules {
     pub(crate) fn is_empty(&self) -> bool {
-        self.include.is_empty() && self.exclude.is_empty()
+        self.include.is_empty() && self.exclude.is_empty() && self.category.is_empty()
     }
 
     /// As a user would type them again: `--include 'A' --exclude 'B'`.
@@ -36,6 +40,7 @@ impl Rules {
         let quoted = |name: &str, p: &String| format!("--{name} '{}'", p.replace('\'', "'\\''"));
         (self.include.iter().map(|p| quoted("include", p)))
             .chain(self.exclude.iter().map(|p| quoted("exclude", p)))
+            .chain(self.category.iter().map(|p| quoted("category", p)))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -138,6 +143,31 @@ impl Filter {
             && !c.exclude.as_ref().is_some_and(|p| p.matches(url))
     }
 
+    /// Whether the mirror takes a resource with these categories (`--category`: one of them
+    /// is named; no `--category`: any, none at all too). The URL is [`Filter::admits`]'.
+    pub(crate) fn admits_categories(&self, categories: &[crate::model::Category]) -> bool {
+        match &self.0 {
+            Some(c) if !c.rules.category.is_empty() => categories
+                .iter()
+                .any(|cat| c.rules.category.iter().any(|w| cat.is(w))),
+            _ => true,
+        }
+    }
+
+    /// Whether the filter chooses by category (`--category`).
+    pub(crate) fn by_category(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|c| !c.rules.category.is_empty())
+    }
+
+    /// Whether a Sitemap Index's part that aggregates `categories` (2012 draft §3.2) may hold
+    /// a resource the filter takes: a part that aggregates none may; one that aggregates some
+    /// must name one asked for.
+    pub(crate) fn admits_part(&self, categories: &[crate::model::Category]) -> bool {
+        categories.is_empty() || self.admits_categories(categories)
+    }
+
     /// The rules it was made of (empty for the default).
     pub(crate) fn rules(&self) -> Rules {
         self.0.as_ref().map(|c| c.rules.clone()).unwrap_or_default()
@@ -152,8 +182,35 @@ mod tests {
         Filter::new(Rules {
             include: include.iter().map(|s| s.to_string()).collect(),
             exclude: exclude.iter().map(|s| s.to_string()).collect(),
+            ..Rules::default()
         })
         .unwrap()
+    }
+
+    #[test]
+    fn categories_choose_resources_and_index_parts() {
+        let cat = |v: &str, t: &str| crate::model::Category {
+            name: "DCTERMS.subject".into(),
+            value: v.into(),
+            title: Some(t.into()),
+        };
+        let frogs = cat("http://en.wikipedia.org/wiki/Category:Frogs", "Frogs");
+        let fish = cat("http://en.wikipedia.org/wiki/Category:Fish", "Fish");
+        let f = Filter::new(Rules {
+            category: vec!["Frogs".into()],
+            ..Rules::default()
+        })
+        .unwrap();
+        assert!(f.by_category());
+        assert!(f.admits("http://example.com/res2"));
+        assert!(f.admits_categories(std::slice::from_ref(&frogs)));
+        assert!(!f.admits_categories(std::slice::from_ref(&fish)));
+        assert!(!f.admits_categories(&[]));
+        assert!(f.admits_part(&[]));
+        assert!(!f.admits_part(std::slice::from_ref(&fish)));
+        assert!(f.admits_part(&[fish.clone(), frogs]));
+        assert!(Filter::default().admits_categories(&[fish]));
+        assert_eq!(f.rules().as_options(), "--category 'Frogs'");
     }
 
     #[test]
@@ -201,12 +258,14 @@ mod tests {
         let e = Filter::new(Rules {
             include: vec!["/items/[a".into()],
             exclude: vec![],
+            category: vec![],
         })
         .unwrap_err();
         assert!(e.contains("--include \"/items/[a\""), "{e}");
         let e = Filter::new(Rules {
             include: vec![],
             exclude: vec!["".into()],
+            category: vec![],
         })
         .unwrap_err();
         assert!(e.contains("--exclude ''"), "{e}");
@@ -226,6 +285,7 @@ mod tests {
         let r = Rules {
             include: vec!["/a/**".into()],
             exclude: vec!["it's.pdf".into()],
+            category: vec![],
         };
         assert_eq!(r.as_options(), "--include '/a/**' --exclude 'it'\\''s.pdf'");
     }

@@ -5,6 +5,7 @@
 //! writes them and everyone else compares enums, never strings. What an audit finds has its own
 //! vocabulary in `finding::Class`.
 
+pub mod category;
 pub mod change;
 pub mod channel;
 pub mod filter;
@@ -15,6 +16,7 @@ pub mod scope;
 pub mod validators;
 pub mod via;
 
+pub use category::Category;
 pub use change::{Change, ChangeOutcome};
 pub use channel::Channel;
 pub use filter::{Filter, Rules};

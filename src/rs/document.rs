@@ -236,6 +236,10 @@ pub struct Entry {
     pub lastmod: Option<Timestamp>,
     pub md: Md,
     pub links: Vec<Link>,
+    /// Its categories (2012 draft §3.1.7; on a Sitemap Index's part, §3.2, those of the
+    /// part's resources, aggregated): its `xhtml:meta`, and its `xhtml:link` with a Dublin Core
+    /// `rel` ([`crate::model::Category::is_category_rel`]).
+    pub categories: Vec<crate::model::Category>,
     /// Why this entry cannot be used (a `<lastmod>` that is no datetime), when it cannot: the
     /// entry is refused, the rest of the document is read.
     pub invalid: Option<String>,

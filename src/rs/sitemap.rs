@@ -354,6 +354,7 @@ impl<R: BufRead> SitemapReader<R> {
             invalid,
             md,
             links,
+            categories,
             mds: _,
         } = parts;
         let loc = loc.ok_or_else(|| self.st.err_at(line, ReadErrorKind::MissingLoc(tag)))?;
@@ -365,6 +366,7 @@ impl<R: BufRead> SitemapReader<R> {
             lastmod,
             md,
             links,
+            categories,
             invalid,
         })
     }
@@ -530,6 +532,7 @@ impl<R: BufRead> SitemapReader<R> {
                 lastmod,
                 md,
                 links: Vec::new(),
+                categories: Vec::new(),
                 invalid,
             })
         })();
@@ -961,6 +964,8 @@ struct EntryParts {
     invalid: Option<String>,
     md: Md,
     links: Vec<Link>,
+    /// Its `xhtml:meta` and Dublin Core `xhtml:link` (2012 draft §3.1.7).
+    categories: Vec<crate::model::Category>,
     /// `rs:md` elements seen (several are merged, with a warning).
     mds: u32,
 }
@@ -1018,7 +1023,17 @@ fn entry_child_start(
             }
             apply_md(st, resolver, e, &mut parts.md, false)?;
         }
+        Tag::Xhtml(Name::Meta) => {
+            if let Some(c) = parse_category(st, resolver, e, false)? {
+                add_category(st, &mut parts.categories, c);
+            }
+        }
         Tag::Rs(Name::Ln) | Tag::Rs(Name::Link) | Tag::Xhtml(Name::Link) => {
+            if tag == Tag::Xhtml(Name::Link) {
+                if let Some(c) = parse_category(st, resolver, e, true)? {
+                    add_category(st, &mut parts.categories, c);
+                }
+            }
             if let Some(link) = parse_link(st, resolver, e, tag)? {
                 if parts.links.len() < MAX_LINKS {
                     parts.links.push(link);
@@ -1559,6 +1574,71 @@ fn parse_link(
             Ok(None)
         }
     }
+}
+
+/// Categories of one entry past this many are ignored (with a warning).
+const MAX_CATEGORIES: usize = 64;
+
+fn add_category(st: &mut State, to: &mut Vec<crate::model::Category>, c: crate::model::Category) {
+    if to.contains(&c) {
+        return;
+    }
+    if to.len() < MAX_CATEGORIES {
+        to.push(c);
+    } else {
+        let line = st.line;
+        st.repeat(Repeat::ExcessLink, line, || {
+            format!("categories of one entry past the first {MAX_CATEGORIES} ignored")
+        });
+    }
+}
+
+/// The category an entry's `xhtml:link` (`link`: rel, href, title; only a Dublin Core rel) or
+/// `xhtml:meta` (name, content) gives (2012 draft §3.1.7), if it gives one; one without a
+/// value is a warning.
+fn parse_category(
+    st: &mut State,
+    resolver: &NamespaceResolver,
+    e: &BytesStart<'_>,
+    link: bool,
+) -> Result<Option<crate::model::Category>, ReadError> {
+    let (mut name, mut value, mut title) = (None, None, None);
+    for_each_attr(st, resolver, e, |_, ns, local, v| {
+        if ns == AttrNs::None {
+            let v = v.trim().to_string();
+            match (link, local) {
+                (true, "rel") | (false, "name") => name = Some(v),
+                (true, "href") | (false, "content") => value = Some(v),
+                (true, "title") => title = Some(v),
+                _ => {}
+            }
+        }
+        Ok(())
+    })?;
+    let Some(name) = name else { return Ok(None) };
+    if link && !crate::model::Category::is_category_rel(&name) {
+        return Ok(None);
+    }
+    let what = if link { "xhtml:link" } else { "xhtml:meta" };
+    let value = match value.filter(|v| !v.is_empty()) {
+        Some(v) if link => match st.doc_url.join(&v) {
+            Ok(u) => u.to_string(),
+            Err(_) => v,
+        },
+        Some(v) => v,
+        None => {
+            st.warn(format!(
+                "line {}: {what} {name:?} without a value ignored",
+                st.line
+            ));
+            return Ok(None);
+        }
+    };
+    Ok(Some(crate::model::Category {
+        name,
+        value,
+        title: title.filter(|t| !t.is_empty()),
+    }))
 }
 
 /// Alpha `<xhtml:meta name="DCTERMS.modified" content="T"/>` at document level.
@@ -2638,6 +2718,69 @@ mod tests {
         assert_eq!(b.md.datetime, Some(ts("2012-08-08T13:22:00Z")));
         assert_eq!(b.event_time(), Some(ts("2012-08-08T13:22:00Z")));
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn alpha_categories_of_entries_and_index_parts() {
+        // The 2012 draft's Example 3.9 as written.
+        let r = read_ok(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <xhtml:meta name="DCTERMS.modified" content="2012-08-08T16:30:00Z"/>
+   <url>
+      <loc>http://example.com/res1</loc>
+      <lastmod>2012-08-08T08:15:00Z</lastmod>
+      <xhtml:link rel="DCTERMS.subject" href="http://en.wikipedia.org/wiki/Category:Frogs" title="Frogs"/>
+      <xhtml:meta name="DC.subject" content="Crocodiles"/>
+   </url>
+   <url>
+      <loc>http://example.com/res2</loc>
+      <lastmod>2012-08-08T13:22:00Z</lastmod>
+      <xhtml:link rel="DCTERMS.subject" href="http://en.wikipedia.org/wiki/Category:Fish" title="Fish"/>
+      <xhtml:link rel="alternate" href="http://example.com/res2.html"/>
+      <xhtml:meta name="DC.subject"/>
+   </url>
+</urlset>"#,
+        );
+        let c = &r.entries[0].categories;
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].name, "DCTERMS.subject");
+        assert_eq!(c[0].value, "http://en.wikipedia.org/wiki/Category:Frogs");
+        assert_eq!(c[0].title.as_deref(), Some("Frogs"));
+        assert_eq!(
+            (
+                c[1].name.as_str(),
+                c[1].value.as_str(),
+                c[1].title.as_deref()
+            ),
+            ("DC.subject", "Crocodiles", None)
+        );
+        // An alternate is a link, not a category; a meta without content is named.
+        let c = &r.entries[1].categories;
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].title.as_deref(), Some("Fish"));
+        assert_eq!(r.entries[1].links.len(), 2);
+        assert!(
+            r.warnings.iter().any(|w| w
+                .message
+                .contains("xhtml:meta \"DC.subject\" without a value")),
+            "{:?}",
+            r.warnings
+        );
+        // Example 3.11's aggregated categories on a Sitemap Index part.
+        let r = read_ok(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+              xmlns:xhtml="http://www.w3.org/1999/xhtml">
+   <sitemap>
+      <loc>http://example.com/sitemap2.xml</loc>
+      <lastmod>2012-08-08T15:00:00Z</lastmod>
+      <xhtml:link rel="DCTERMS.subject" href="http://en.wikipedia.org/wiki/Category:Animals" title="Animals"/>
+   </sitemap>
+</sitemapindex>"#,
+        );
+        assert_eq!(r.entries[0].categories[0].title.as_deref(), Some("Animals"));
     }
 
     #[test]

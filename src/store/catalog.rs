@@ -851,6 +851,15 @@ impl Catalog {
 
     /// Every resource's current state in URI order (byte order, as `str` compares), handed
     /// to `f` one at a time: what a plan merges a sorted list against, in flat memory.
+    /// The categories recorded with version `version_id` (2012 draft §3.1.7), in the source's
+    /// order.
+    pub(crate) fn version_categories(
+        &self,
+        version_id: i64,
+    ) -> Result<Vec<crate::model::Category>, StoreError> {
+        Ok(crate::store::rows::categories_of(&self.conn, version_id)?)
+    }
+
     pub(crate) fn each_current_state_by_uri<E: From<StoreError>>(
         &self,
         mut f: impl FnMut(&str, CurrentState) -> Result<(), E>,

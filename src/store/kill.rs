@@ -51,6 +51,7 @@ pub const KILL_POINTS: &[&str] = &[
     "upgrade.8-to-9-before-commit",
     "upgrade.9-to-10-before-commit",
     "upgrade.10-to-11-before-commit",
+    "upgrade.11-to-12-before-commit",
 ];
 
 /// A named point: abort here when `RSMIRROR_KILL_AT` names it and this is its `nth` pass.

@@ -24,7 +24,8 @@ const SCHEMA: &str = "
         duplicates TEXT,
         doc        INTEGER NOT NULL,
         line       INTEGER NOT NULL,
-        entry      INTEGER
+        entry      INTEGER,
+        categories TEXT
     );
     CREATE TABLE todo (
         ord           INTEGER PRIMARY KEY,
@@ -43,11 +44,12 @@ const SCHEMA: &str = "
 #[cfg(test)]
 /// An entry's columns, as [`RawListed`] reads them.
 const LISTED: &str =
-    "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.encoding, l.duplicates, l.doc, l.line";
+    "l.uri, l.lastmod, l.length, l.digests, l.media_type, l.encoding, l.duplicates, l.doc, l.line,
+     l.categories";
 
 const TODO_SELECT: &str =
     "SELECT t.ord, l.uri, l.lastmod, l.length, l.digests, l.media_type, l.encoding, l.duplicates,
-        l.doc, l.line, t.action, t.diffs, t.cur_version, t.cur_sha256, t.etag, t.last_modified
+        l.doc, l.line, l.categories, t.action, t.diffs, t.cur_version, t.cur_sha256, t.etag, t.last_modified
      FROM todo t JOIN listed l ON l.ord = t.ord";
 
 static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -74,6 +76,8 @@ pub struct NewListed<'a> {
     pub line: i64,
     /// A package's entry: its place in the package's manifest (a Resource Dump).
     pub entry: Option<i64>,
+    /// Its categories as JSON, when it has any.
+    pub categories: Option<String>,
 }
 
 /// A listed entry as read back, borrowed from its row.
@@ -87,6 +91,8 @@ pub struct RawListed<'r> {
     pub duplicates: Option<&'r str>,
     pub doc: i64,
     pub line: i64,
+    /// Its categories as JSON (`[{"name":…,"value":…}]`), when it has any.
+    pub categories: Option<&'r str>,
 }
 
 impl<'r> RawListed<'r> {
@@ -102,6 +108,7 @@ impl<'r> RawListed<'r> {
             duplicates: text(6)?,
             doc: r.get(at + 7)?,
             line: r.get(at + 8)?,
+            categories: text(9)?,
         })
     }
 }
@@ -121,15 +128,15 @@ pub struct RawTodo<'r> {
 
 impl<'r> RawTodo<'r> {
     fn at(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<RawTodo<'r>> {
-        let sha = r.get::<_, Option<String>>(13)?;
+        let sha = r.get::<_, Option<String>>(14)?;
         Ok(RawTodo {
             ord: r.get(0)?,
             listed: RawListed::at(r, 1)?,
-            action: r.get(10)?,
-            diffs: r.get(11)?,
-            current: r.get::<_, Option<i64>>(12)?.map(|v| (v, sha)),
-            etag: r.get(14)?,
-            last_modified: r.get(15)?,
+            action: r.get(11)?,
+            diffs: r.get(12)?,
+            current: r.get::<_, Option<i64>>(13)?.map(|v| (v, sha)),
+            etag: r.get(15)?,
+            last_modified: r.get(16)?,
         })
     }
 }
@@ -215,15 +222,16 @@ impl Scratch {
             l.duplicates,
             l.doc,
             l.line,
-            l.entry
+            l.entry,
+            l.categories
         ];
         let path = &self.path;
         let inserted = self
             .conn
             .prepare_cached(
                 "INSERT INTO listed (uri, lastmod, length, digests, media_type, encoding, duplicates, doc,
-                     line, entry, ord)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (uri) DO NOTHING",
+                     line, entry, categories, ord)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (uri) DO NOTHING",
             )
             .and_then(|mut st| {
                 let ord: &dyn rusqlite::ToSql = &self.next_ord;
@@ -237,7 +245,8 @@ impl Scratch {
         self.conn
             .prepare_cached(
                 "UPDATE listed SET lastmod = ?2, length = ?3, digests = ?4, media_type = ?5,
-                     encoding = ?6, duplicates = ?7, doc = ?8, line = ?9, entry = ?10
+                     encoding = ?6, duplicates = ?7, doc = ?8, line = ?9, entry = ?10,
+                     categories = ?11
                  WHERE uri = ?1",
             )
             .and_then(|mut st| st.execute(values))

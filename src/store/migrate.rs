@@ -32,6 +32,9 @@
 //! - 10 → 11: `source_metadata` (each state of a site's or a collection's `describedby`
 //!   document), empty: the next run of each collection fetches its own
 //!   ([`ten_to_eleven`]). One transaction.
+//! - 11 → 12: `version_categories` (the categories a source gave each version, 2012 draft
+//!   §3.1.7), empty: no earlier rsmirror read them; the next version of each resource records
+//!   its own ([`eleven_to_twelve`]). One transaction.
 
 use crate::store::new_file::NewFile;
 use crate::store::objects;
@@ -86,6 +89,9 @@ pub(crate) fn upgrade(
     }
     if from < 11 {
         ten_to_eleven(conn).map_err(sql)?;
+    }
+    if from < 12 {
+        eleven_to_twelve(conn).map_err(sql)?;
     }
     Ok(())
 }
@@ -183,6 +189,25 @@ CREATE INDEX IF NOT EXISTS source_metadata_by_collection ON source_metadata(coll
     )?;
     kill_point("upgrade.10-to-11-before-commit");
     tx.execute_batch("PRAGMA user_version = 11;")?;
+    tx.commit()
+}
+
+/// 11 → 12: `version_categories`, empty, and version 12, in one transaction (`IF NOT EXISTS`:
+/// a catalog whose version number was set back by hand has it).
+fn eleven_to_twelve(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS version_categories (
+    version_id    INTEGER NOT NULL REFERENCES versions(id),
+    place         INTEGER NOT NULL,            -- the source's order, from 0
+    name          TEXT NOT NULL,               -- xhtml:link rel / xhtml:meta name (DCTERMS.subject)
+    value         TEXT NOT NULL,               -- its href (resolved) / content
+    title         TEXT,                        -- xhtml:link title
+    PRIMARY KEY (version_id, place)
+) WITHOUT ROWID;",
+    )?;
+    kill_point("upgrade.11-to-12-before-commit");
+    tx.execute_batch("PRAGMA user_version = 12;")?;
     tx.commit()
 }
 

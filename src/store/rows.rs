@@ -35,6 +35,8 @@ pub struct NewVersion {
     pub declared_encoding: Option<String>,
     /// The `Content-Encoding` the bytes were served with (kept as served, never decoded).
     pub content_encoding: Option<String>,
+    /// Its categories (2012 draft §3.1.7), as the source listed them (`version_categories`).
+    pub categories: Vec<crate::model::Category>,
 }
 
 /// The base of a version written with struct-update syntax: every writer names its
@@ -60,6 +62,7 @@ impl Default for NewVersion {
             last_modified: None,
             declared_encoding: None,
             content_encoding: None,
+            categories: Vec::new(),
         }
     }
 }
@@ -162,7 +165,32 @@ pub fn version_of(
         v.content_encoding,
     ])?;
     let version_id = conn.last_insert_rowid();
+    for (place, c) in v.categories.iter().enumerate() {
+        conn.prepare_cached(
+            "INSERT INTO version_categories (version_id, place, name, value, title)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![version_id, place as i64, c.name, c.value, c.title])?;
+    }
     conn.prepare_cached("UPDATE resources SET current_version_id = ?2 WHERE id = ?1")?
         .execute(params![resource_id, version_id])?;
     Ok(version_id)
+}
+
+/// The categories recorded with version `version_id`, in the source's order.
+pub fn categories_of(
+    conn: &Connection,
+    version_id: i64,
+) -> rusqlite::Result<Vec<crate::model::Category>> {
+    conn.prepare_cached(
+        "SELECT name, value, title FROM version_categories WHERE version_id = ?1 ORDER BY place",
+    )?
+    .query_map([version_id], |r| {
+        Ok(crate::model::Category {
+            name: r.get(0)?,
+            value: r.get(1)?,
+            title: r.get(2)?,
+        })
+    })?
+    .collect()
 }

@@ -2,7 +2,8 @@
 
 /// The schema, applied to a new catalog.
 pub const SCHEMA: &str = include_str!("../../schema.sql");
-/// `PRAGMA user_version` this build writes and reads. Version 11: what a source says about
+/// `PRAGMA user_version` this build writes and reads. Version 12: the categories a source
+/// gives each version (`version_categories`). Version 11: what a source says about
 /// itself (`source_metadata`: its `describedby` documents). Version 10: the push subscriptions
 /// of `follow` (`subscriptions`). Version 6: settings of the whole mirror
 /// (`mirror_settings`: where its objects are). Version 5: a source remembers its own
@@ -11,4 +12,4 @@ pub const SCHEMA: &str = include_str!("../../schema.sql");
 /// object store (`scp_versions` holds what only SCP knows); version 2 kept them in tables of
 /// their own; version 1 also had two fan-out folder levels of objects. Older versions are
 /// upgraded in place by [`Catalog::open`] (`store::migrate`).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;

@@ -674,6 +674,7 @@ const NAMED: &[(&str, Kind, u64)] = &[
     ("upgrade.8-to-9-before-commit", Kind::Upgrade, 1),
     ("upgrade.9-to-10-before-commit", Kind::Upgrade, 1),
     ("upgrade.10-to-11-before-commit", Kind::Upgrade, 1),
+    ("upgrade.11-to-12-before-commit", Kind::Upgrade, 1),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]

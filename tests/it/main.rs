@@ -8,6 +8,7 @@ mod bounds_http;
 mod bucket;
 mod busy;
 mod catalog;
+mod categories;
 mod cli;
 mod corpus;
 mod corruption;

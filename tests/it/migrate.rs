@@ -782,3 +782,23 @@ fn a_version_10_mirror_is_upgraded_with_no_source_metadata_yet() {
         std::fs::read(sample.join("res/b.txt")).unwrap()
     );
 }
+
+/// A mirror at schema version 11 (`tests/fixtures/v11-mirror`) is upgraded in place by its first
+/// writer (`version_categories`, empty: no earlier rsmirror read a category); every state stays
+/// and reads back byte for byte, and the next run records as before.
+#[test]
+fn a_version_11_mirror_is_upgraded_with_no_categories_yet() {
+    let (_dir, m, before) = upgraded_fixture("v11-mirror", 11, "version_categories");
+    let conn = rusqlite::Connection::open(m.join("catalog.sqlite")).unwrap();
+    let kept: i64 = conn
+        .query_row("SELECT count(*) FROM version_categories", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 0);
+    drop(conn);
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sample");
+    let map = format!("http://sample.example.org/={}", sample.display());
+    let (_, _) = ok_on_mirror(&m, &["incremental", "--map", &map, "-q"]);
+    assert_eq!(current(&m), before);
+    let (ls, _) = ok_on_mirror(&m, &["ls", "--long"]);
+    assert!(ls.contains("http://sample.example.org/res/b.txt"), "{ls}");
+}

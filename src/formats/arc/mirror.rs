@@ -1338,6 +1338,7 @@ fn declared(page: &Page) -> Declared {
         lastmod: page.lastmod,
         length: None,
         encoding: None,
+        categories: Vec::new(),
         digests: page
             .digest
             .iter()

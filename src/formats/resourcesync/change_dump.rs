@@ -301,6 +301,7 @@ impl changes::Item for Entry<'_> {
             length: self.item.length,
             digests: self.item.hash.clone(),
             encoding: self.item.encoding.clone(),
+            categories: Vec::new(),
         };
         let media_type = self.item.media_type.as_deref();
         NewVersion {

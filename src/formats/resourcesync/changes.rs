@@ -581,6 +581,7 @@ impl<'a, 'b> Collector<'a, 'b> {
                     length: e.md.length,
                     digests: e.md.hash,
                     encoding: e.md.encoding,
+                    categories: e.categories,
                 },
                 media_type: e.md.media_type,
                 uri: e.loc,

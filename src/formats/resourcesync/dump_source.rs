@@ -245,6 +245,7 @@ impl DumpSnapshot {
                     length: item.length,
                     digests: item.hash,
                     encoding: item.encoding,
+                    categories: Vec::new(),
                 },
                 media_type: item.media_type.as_deref().map(media_type),
                 duplicates: Vec::new(),

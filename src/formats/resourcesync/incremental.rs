@@ -482,6 +482,9 @@ impl changes::Item for Event {
              (IFCC-0001: a generator must ignore it)",
         )
     }
+    fn categories(&self) -> &[crate::model::Category] {
+        &self.declared.categories
+    }
     fn lastmod(&self) -> Option<Timestamp> {
         self.declared.lastmod
     }

@@ -62,10 +62,19 @@ pub(crate) fn walk(
         part_ats: Vec::new(),
         newest_lastmod: None,
         lists_read: 0,
+        other_category: 0,
     };
     let mut top = top;
     w.document(&mut top, 0)?;
-    if w.lists_read == 0 && w.out.failed_parts.is_empty() {
+    if w.other_category > 0 {
+        w.warnings.push(format!(
+            "{top_url}: {} Resource List Index part(s) not fetched: the categories they aggregate \
+             (2012 draft §3.2) name none of {}",
+            w.other_category,
+            docs.filter.rules().as_options()
+        ));
+    }
+    if w.lists_read == 0 && w.out.failed_parts.is_empty() && w.other_category == 0 {
         // An index whose every part was skipped (itself, a cycle, out of scope, too deep) is
         // not an empty list: taken as one, a --delete would tombstone the whole collection.
         return Err(SourceError::Unusable {
@@ -148,6 +157,8 @@ struct Walker<'a, 'b, 'v> {
     newest_lastmod: Option<Timestamp>,
     /// Lists (urlsets) read, the top one included.
     lists_read: u64,
+    /// Index parts not fetched: their aggregated categories name none of `--category`.
+    other_category: u64,
 }
 
 /// A document's entries as the walker takes them: from the reader of a document opened here,
@@ -247,6 +258,7 @@ impl Walker<'_, '_, '_> {
                     length: e.md.length,
                     digests: e.md.hash,
                     encoding: e.md.encoding,
+                    categories: e.categories,
                 },
                 media_type: e.md.media_type,
                 uri: e.loc,
@@ -288,6 +300,7 @@ impl Walker<'_, '_, '_> {
             .map(|part| {
                 let loc = part.loc.as_str();
                 let fetched = !self.visited.contains(loc)
+                    && self.docs.filter.admits_part(&part.categories)
                     && depth < MAX_INDEX_DEPTH
                     && scope.check(&part.loc).is_ok()
                     && planned.insert(loc);
@@ -338,6 +351,12 @@ impl Walker<'_, '_, '_> {
                         "{doc_url}: line {}: {loc} listed again (cycle); skipped",
                         part.line
                     ));
+                    continue;
+                }
+                if !self.docs.filter.admits_part(&part.categories) {
+                    // 2012 draft §3.2: the part aggregates its resources' categories, and
+                    // none is asked for: none of its resources would be taken.
+                    self.other_category += 1;
                     continue;
                 }
                 if depth + 1 > MAX_INDEX_DEPTH {
