@@ -1045,6 +1045,15 @@ pub struct SourceArgs {
     /// connections. https:// sources get HTTP/2 when ALPN offers it, without this.
     #[arg(long)]
     pub http2_prior_knowledge: bool,
+    /// Follow the source by metadata alone: record each change and listed state (URI,
+    /// datetime, change, lastmod, length, digests) as a version without fetching its bytes.
+    /// Kept with the source; --no-metadata-only turns it off, and the next run fetches the
+    /// bytes of every present resource that has none.
+    #[arg(long, overrides_with = "no_metadata_only")]
+    pub metadata_only: bool,
+    /// Mirror the source's bytes again (forgets a kept --metadata-only).
+    #[arg(long, overrides_with = "metadata_only")]
+    pub no_metadata_only: bool,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
     /// source whose certificate a private CA signed (documents and resources alike). Proxies:
     /// curl's http_proxy, https_proxy, all_proxy and no_proxy variables, for both.
@@ -1303,6 +1312,11 @@ impl SourceArgs {
             bwlimit: self.bwlimit,
             streams: self.streams,
             http2_prior_knowledge: self.http2_prior_knowledge,
+            metadata_only: match (self.metadata_only, self.no_metadata_only) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             min_free: self.min_free,
             ca_file: self.ca_file.clone(),
         };

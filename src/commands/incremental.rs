@@ -236,6 +236,9 @@ fn run_source(
             let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
             format.incremental(&mut ctx, s, collections)?;
         }
+        // A source turned to full mirroring: the bytes its metadata-only versions lack.
+        let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
+        crate::engine::lacking::fetch(&mut ctx, s.jobs)?;
         Ok::<(), Error>(())
     })();
     progress.finish();

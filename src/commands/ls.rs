@@ -57,12 +57,16 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
 /// `ls -l`: length, lastmod, SHA-256 (12 hex), arrived (as shown), URI in fixed columns; then
 /// the content coding of bytes kept encoded.
 fn long_line(uri: &str, v: &VersionRow, arrived: &str) -> String {
-    let length = match v.length {
-        Some(n) if !v.deleted() => n.to_string(),
+    let length = match (v.length, v.declared_length) {
+        (Some(n), _) if !v.deleted() => n.to_string(),
+        // What the source declares, marked: nothing here was measured.
+        (None, Some(n)) if v.metadata_only => format!("~{n}"),
         _ => "-".into(),
     };
     let sha = if v.deleted() {
         "(deleted)".to_string()
+    } else if v.metadata_only {
+        format!("({})", VersionRow::NO_BYTES)
     } else {
         v.sha256
             .as_deref()

@@ -135,7 +135,18 @@ mod tests {
         );
         round_trips(
             Via::ALL,
-            &["http", "dump", "scp", "arc", "tombstone", "held", "record"],
+            &[
+                "http",
+                "dump",
+                "scp",
+                "arc",
+                "tombstone",
+                "held",
+                "record",
+                "memento",
+                "patch",
+                "metadata",
+            ],
         );
         round_trips(
             ProblemClass::ALL,
