@@ -604,6 +604,13 @@ pub enum SourceAction {
         #[arg(long)]
         json: bool,
     },
+    /// Follow every site a FILE names: an OPML file (each outline's xmlUrl, else its htmlUrl)
+    /// or a plain list (one URL a line; `#` starts a comment). Each is baselined in turn, as
+    /// `rsmirror baseline URL` would, with the source options given here (`--metadata-only`
+    /// to follow them all by metadata alone); one that fails does not stop the others, and
+    /// the exit code is the worst. A FILE with a bad line (named by its number) records
+    /// nothing, unless --skip-bad.
+    Import(Box<ImportArgs>),
     /// Stop following the source at URL (as `source list` names it). Nothing is deleted: its
     /// versions and objects stay, `ls`, `cat`, `export` and `audit --offline` see them.
     Remove {
@@ -614,6 +621,27 @@ pub enum SourceAction {
         #[command(flatten)]
         lock: LockArgs,
     },
+}
+
+/// `rsmirror source import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The OPML file or list of URLs (`-`: standard input).
+    pub file: std::path::PathBuf,
+    /// Leave out the bad lines (each named on stderr) and import the others.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Requests in flight per site (default 8). Kept with each source.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]

@@ -150,3 +150,94 @@ fn a_source_followed_by_metadata_alone_then_mirrored_in_full() {
     assert_eq!(resource_gets(&srv), 0);
     assert_consistent(m);
 }
+
+/// A small site of `names`, with a Resource List and a Change List, served on a port of its own.
+fn small_site(names: &[&str]) -> (Tree, TestServer) {
+    let t = Tree::new();
+    for n in names {
+        t.put(n, format!("{n}\n").as_bytes());
+    }
+    t.capability_list("changelist.xml");
+    t.resource_list(T0, names);
+    t.change_list("changelist.xml", T0, None, &[]);
+    let srv = TestServer::start(t.path());
+    (t, srv)
+}
+
+#[test]
+fn many_sites_imported_from_a_list_and_followed_metadata_only_one_failing() {
+    let (_ta, a) = small_site(&["a1", "a2"]);
+    let (_tb, b) = small_site(&["b1"]);
+    // A site whose documents are not there: its baseline fails, the others go on.
+    let empty = tempfile::tempdir().unwrap();
+    let gone = TestServer::start(empty.path());
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("mirror");
+    let list = dir.path().join("sites.txt");
+
+    // A bad line: named by its number, nothing recorded.
+    std::fs::write(
+        &list,
+        format!(
+            "# sites\n{}\nftp://nowhere.example/\n",
+            a.url("/capabilitylist.xml")
+        ),
+    )
+    .unwrap();
+    let (_, err) = run(
+        &mut mirror_cmd(&m, &["source", "import", list.to_str().unwrap()]),
+        2,
+    );
+    assert!(err.contains("sites.txt:3:") && err.contains("ftp"), "{err}");
+    assert!(!m.join("catalog.sqlite").exists(), "nothing recorded");
+
+    // --skip-bad: the others are imported.
+    std::fs::write(
+        &list,
+        format!(
+            "# sites\n{}\n{}  # b\nftp://nowhere.example/\n{}\n",
+            a.url("/capabilitylist.xml"),
+            b.url("/capabilitylist.xml"),
+            gone.url("/capabilitylist.xml"),
+        ),
+    )
+    .unwrap();
+    let out = mirror_cmd(
+        &m,
+        &[
+            "source",
+            "import",
+            list.to_str().unwrap(),
+            "--skip-bad",
+            "--metadata-only",
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = stderr_of(&out);
+    assert_ne!(out.status.code(), Some(0), "one site failed: {err}");
+    assert!(err.contains("sites.txt:4:"), "{err}");
+    assert!(err.contains(&gone.url("/capabilitylist.xml")), "{err}");
+    assert_eq!(resource_gets(&a) + resource_gets(&b), 0, "metadata only");
+    let s = states(&m);
+    assert_eq!(s.len(), 3, "{s:?}");
+    assert!(s.iter().all(|x| x.1 == "metadata"), "{s:?}");
+
+    // The sources are followed; each keeps --metadata-only.
+    let (list_out, _) = run(&mut mirror_cmd(&m, &["source", "list"]), 0);
+    assert!(
+        list_out.contains(&a.base()) && list_out.contains(&b.base()),
+        "{list_out}"
+    );
+    let (status, _) = run(&mut mirror_cmd(&m, &["status"]), 0);
+    assert_eq!(status.matches("metadata only").count(), 3, "{status}");
+    // The failing site has its own outcome.
+    let failing = status
+        .split("\n\n")
+        .find(|block| block.contains(&gone.base()))
+        .unwrap();
+    assert!(
+        failing.contains("last baseline") && failing.contains("failed"),
+        "{failing}"
+    );
+}
