@@ -606,6 +606,13 @@ pub enum SourceAction {
         #[arg(long)]
         json: bool,
     },
+    /// Follow every site a FILE names: an OPML file (each outline's xmlUrl, else its htmlUrl)
+    /// or a plain list (one URL a line; `#` starts a comment). Each is baselined in turn, as
+    /// `rsmirror baseline URL` would, with the source options given here (`--metadata-only`
+    /// to follow them all by metadata alone); one that fails does not stop the others, and
+    /// the exit code is the worst. A FILE with a bad line (named by its number) records
+    /// nothing, unless --skip-bad.
+    Import(Box<ImportArgs>),
     /// Stop following the source at URL (as `source list` names it). Nothing is deleted: its
     /// versions and objects stay, `ls`, `cat`, `export` and `audit --offline` see them.
     Remove {
@@ -616,6 +623,27 @@ pub enum SourceAction {
         #[command(flatten)]
         lock: LockArgs,
     },
+}
+
+/// `rsmirror source import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The OPML file or list of URLs (`-`: standard input).
+    pub file: std::path::PathBuf,
+    /// Leave out the bad lines (each named on stderr) and import the others.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Requests in flight per site (default 8). Kept with each source.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
+    #[command(flatten)]
+    pub source_args: SourceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -1070,6 +1098,15 @@ pub struct SourceArgs {
     /// connections. https:// sources get HTTP/2 when ALPN offers it, without this.
     #[arg(long)]
     pub http2_prior_knowledge: bool,
+    /// Follow the source by metadata alone: record each change and listed state (URI,
+    /// datetime, change, lastmod, length, digests) as a version without fetching its bytes.
+    /// Kept with the source; --no-metadata-only turns it off, and the next run fetches the
+    /// bytes of every present resource that has none.
+    #[arg(long, overrides_with = "no_metadata_only")]
+    pub metadata_only: bool,
+    /// Mirror the source's bytes again (forgets a kept --metadata-only).
+    #[arg(long, overrides_with = "metadata_only")]
+    pub no_metadata_only: bool,
     /// Trust the certificate authorities in this PEM file instead of the usual ones, for a
     /// source whose certificate a private CA signed (documents and resources alike). Proxies:
     /// curl's http_proxy, https_proxy, all_proxy and no_proxy variables, for both.
@@ -1345,6 +1382,11 @@ impl SourceArgs {
             bwlimit: self.bwlimit,
             streams: self.streams,
             http2_prior_knowledge: self.http2_prior_knowledge,
+            metadata_only: match (self.metadata_only, self.no_metadata_only) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             min_free: self.min_free,
             ca_file: self.ca_file.clone(),
         };

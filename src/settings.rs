@@ -102,6 +102,9 @@ pub struct SourceOptions {
     pub streams: usize,
     /// `--http2-prior-knowledge`.
     pub http2_prior_knowledge: bool,
+    /// `--metadata-only` (Some(true)), `--no-metadata-only` (Some(false)), or neither (kept,
+    /// else off).
+    pub metadata_only: Option<bool>,
 }
 
 /// `--category VALUE`s, trimmed; an empty one is an error.
@@ -262,6 +265,7 @@ impl SourceSettings {
                 bwlimit: a.bwlimit.filter(|r| *r > 0),
                 streams: streams(a.streams)?,
                 http2_prior_knowledge: http2_prior_knowledge(a.http2_prior_knowledge)?,
+                metadata_only: a.metadata_only.unwrap_or(false),
             },
             maps: if !a.map.is_empty() {
                 MapChoice::Given
@@ -297,6 +301,7 @@ impl SourceSettings {
                     .filter(|h| crate::model::kept::keepable_header(h))
                     .cloned()
                     .collect(),
+                metadata_only: a.metadata_only,
             },
             headers_given: !a.headers.is_empty(),
             jobs: a.jobs,
@@ -524,6 +529,7 @@ impl SourceSettings {
                 false => kept.header.clone(),
                 true => Vec::new(),
             },
+            metadata_only: kept.metadata_only.filter(|_| g.metadata_only.is_none()),
         };
         if let Some(d) = used.delay {
             s.delay =
@@ -534,6 +540,9 @@ impl SourceSettings {
                 Duration::try_from_secs_f64(t).map_err(|_| bad(format!("--timeout {t}")))?;
         }
         s.jobs = s.jobs.or(used.jobs);
+        if let Some(m) = used.metadata_only {
+            s.http.metadata_only = m;
+        }
         if !used.allow_host.is_empty() {
             s.allow_hosts = used.allow_host.clone();
         }

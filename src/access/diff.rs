@@ -52,6 +52,13 @@ pub(crate) fn between(
             (Some(x), Some(y)) if x.sha256 != y.sha256 || x.length != y.length => {
                 ("*", Change::Updated)
             }
+            // Without bytes (`--metadata-only`) no digest tells states apart: each version is
+            // a change the source declared.
+            (Some(x), Some(y))
+                if (x.metadata_only || y.metadata_only) && x.version != y.version =>
+            {
+                ("*", Change::Updated)
+            }
             // The same bytes (a state re-recorded, metadata only), or absent at both ends.
             _ => return Ok(true),
         };

@@ -59,6 +59,7 @@ pub(crate) fn list(
         after: q.after.clone(),
         collections,
         deleted: q.deleted,
+        bytes_only: false,
     };
     let ai = ArcPages::new(reader.catalog())?;
     let mut listed = 0u64;

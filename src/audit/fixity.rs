@@ -244,7 +244,7 @@ pub(crate) fn check_current(
         match states.object(i) {
             Some(ObjectName::Sha256(b)) => starts[ByDigest::bucket(&b) + 1] += 1,
             Some(ObjectName::Other(name)) => odd.entry(name).or_default().push(i),
-            None if !states.deleted(i) => found.push((
+            None if !states.deleted(i) && !states.declared_only(i) => found.push((
                 i,
                 Finding::new(Class::Catalog)
                     .field("sha-256")
@@ -456,7 +456,7 @@ fn read_claims(
             return Ok(true);
         }
         let Some(sha256) = r.sha256()? else {
-            if !r.deleted()? {
+            if !r.deleted()? && !r.metadata_only()? {
                 without_object.push(uri.to_string());
             }
             return Ok(true);

@@ -88,6 +88,9 @@ mod has {
     pub const DELETED: u8 = 16;
     /// The full state is in `MirrorStates::side`.
     pub const SIDE: u8 = 32;
+    /// Recorded without bytes (`--metadata-only`): the digests and length are those the
+    /// source declared, and no object stands behind them.
+    pub const DECLARED: u8 = 64;
 }
 
 /// One resource, 77 bytes, alignment 1 (so a `Vec<Slot>` has no padding). A length of 4 GiB
@@ -299,6 +302,9 @@ impl MirrorStates {
     /// The digest naming the object of the state, if it names one.
     pub(crate) fn object(&self, i: usize) -> Option<ObjectName<'_>> {
         let s = &self.slots[i];
+        if s.has & has::DECLARED != 0 {
+            return None;
+        }
         if s.has & has::SIDE != 0 {
             let sha = self.side[&s.key].sha256_hex.as_deref()?;
             return Some(match hex_bytes::<32>(sha) {
@@ -307,6 +313,12 @@ impl MirrorStates {
             });
         }
         (s.has & has::SHA256 != 0).then_some(ObjectName::Sha256(s.sha256))
+    }
+
+    /// Whether the state was recorded without bytes (`--metadata-only`): its digests and
+    /// length are the source's declarations, and it names no object.
+    pub(crate) fn declared_only(&self, i: usize) -> bool {
+        self.slots[i].has & has::DECLARED != 0
     }
 
     /// The key of the slot.
@@ -408,13 +420,37 @@ fn read_share(
         if !in_sample(&key, sample) {
             return Ok(true);
         }
-        let row = Row {
-            deleted: r.deleted()?,
-            lastmod: r.lastmod()?,
-            length_bytes: r.length_bytes()?,
-            md5_hex: Hexed::read(r.md5_hex()?)?,
-            sha1_hex: r.sha1_hex()?,
-            sha256_hex: Hexed::read(r.sha256_hex()?)?,
+        let declared_only = r.metadata_only()?;
+        let row = if declared_only {
+            // What the source declared stands for what was measured: the audit compares it
+            // with what the source declares now.
+            let declared = r.declared_hash()?.unwrap_or("");
+            let digest = |name: &str| {
+                let hex = declared
+                    .split_whitespace()
+                    .find_map(|d| d.strip_prefix(name)?.strip_prefix(':'));
+                match hex {
+                    Some(h) => ColumnText::Text(h.as_bytes()),
+                    None => ColumnText::Null,
+                }
+            };
+            Row {
+                deleted: r.deleted()?,
+                lastmod: r.lastmod()?,
+                length_bytes: r.declared_length_bytes()?,
+                md5_hex: Hexed::read(digest("md5"))?,
+                sha1_hex: None,
+                sha256_hex: Hexed::read(digest("sha-256"))?,
+            }
+        } else {
+            Row {
+                deleted: r.deleted()?,
+                lastmod: r.lastmod()?,
+                length_bytes: r.length_bytes()?,
+                md5_hex: Hexed::read(r.md5_hex()?)?,
+                sha1_hex: r.sha1_hex()?,
+                sha256_hex: Hexed::read(r.sha256_hex()?)?,
+            }
         };
         if let Some(d) = r
             .declared_length_bytes()?
@@ -422,7 +458,11 @@ fn read_share(
         {
             share.declared.insert(key, d);
         }
-        batch.push(pack(key, &row, &mut share.side));
+        let mut slot = pack(key, &row, &mut share.side);
+        if declared_only {
+            slot.has |= has::DECLARED;
+        }
+        batch.push(slot);
         if batch.len() == SHARE_BATCH {
             if !take(&mut batch) {
                 return Ok(false);

@@ -22,6 +22,15 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         note!("rsmirror: {note}");
     }
     let (uri, v) = (&chosen.uri, &chosen.version);
+    if v.metadata_only {
+        return Err(Error::Usage(crate::error::UsageError(format!(
+            "{uri}: version {} is {} (its source is followed by --metadata-only): the mirror \
+             holds what the source declares of it, not its bytes; `rsmirror log {uri}` shows \
+             that, and a run with --no-metadata-only fetches the bytes",
+            v.version,
+            crate::access::VersionRow::NO_BYTES
+        ))));
+    }
     detail!(
         "rsmirror: {uri}: version {} from {}, {} bytes, SHA-256 {} (checked as it is written)",
         v.version,

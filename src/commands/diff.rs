@@ -28,7 +28,15 @@ pub(crate) fn run(mirror: &Path, o: &Options) -> Result<(), Error> {
         Ok(if o.json {
             out.json_line(&line)?
         } else {
-            out.line(&format!("{} {}", line.mark, line.uri))?
+            match line.after.filter(|v| v.metadata_only) {
+                Some(_) => out.line(&format!(
+                    "{} {}  ({})",
+                    line.mark,
+                    line.uri,
+                    access::VersionRow::NO_BYTES
+                ))?,
+                None => out.line(&format!("{} {}", line.mark, line.uri))?,
+            }
         })
     })?;
     out.flush()?;

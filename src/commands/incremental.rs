@@ -78,31 +78,40 @@ pub(crate) fn run(
         if held && combined.is_none() {
             return one;
         }
-        let one = one.unwrap_or_else(|e| {
-            progress.println(&format!("rsmirror: {url}: {e}"));
-            let mut summary = Summary {
-                command: "incremental",
-                source: url.clone(),
-                mirror: s.mirror.display().to_string(),
-                ..Default::default()
-            };
-            summary.problems.push(Problem {
-                uri: url.clone(),
-                class: crate::model::ProblemClass::Source,
-                reason: e.to_string(),
-            });
-            summary.exit_code = e.exit().code();
-            Outcome {
-                summary,
-                exit: e.exit(),
-            }
-        });
+        let one = one.unwrap_or_else(|e| failed(("incremental", &url), &s.mirror, e, progress));
         combined = Some(match combined {
             None => one,
             Some(all) => combine(all, one),
         });
     }
     Ok(combined.expect("several sources"))
+}
+
+/// The outcome of a source whose run of `command` ended in `e`, as one of several sources' (it
+/// is said at once; the others go on).
+pub(crate) fn failed(
+    (command, url): (&'static str, &str),
+    mirror: &std::path::Path,
+    e: Error,
+    progress: &Progress,
+) -> Outcome {
+    progress.println(&format!("rsmirror: {url}: {e}"));
+    let mut summary = Summary {
+        command,
+        source: url.to_string(),
+        mirror: mirror.display().to_string(),
+        ..Default::default()
+    };
+    summary.problems.push(Problem {
+        uri: url.to_string(),
+        class: crate::model::ProblemClass::Source,
+        reason: e.to_string(),
+    });
+    summary.exit_code = e.exit().code();
+    Outcome {
+        summary,
+        exit: e.exit(),
+    }
 }
 
 /// The baseline an incremental run hands a source to (a plain Sitemap, a gap crossed): the
@@ -131,7 +140,7 @@ fn rebaseline(
 }
 
 /// Two sources' outcomes as one: counts added, problems and warnings kept, the worse exit.
-fn combine(mut all: Outcome, one: Outcome) -> Outcome {
+pub(crate) fn combine(mut all: Outcome, one: Outcome) -> Outcome {
     let (a, b) = (&mut all.summary, one.summary);
     a.command = "incremental";
     a.source = format!("{}, {}", a.source, b.source);
@@ -236,6 +245,9 @@ fn run_source(
             let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
             format.incremental(&mut ctx, s, collections)?;
         }
+        // A source turned to full mirroring: the bytes its metadata-only versions lack.
+        let mut ctx = m.context(&http, &docs, (source_id, run_id), &mut summary, progress);
+        crate::engine::lacking::fetch(&mut ctx, s.jobs)?;
         Ok::<(), Error>(())
     })();
     progress.finish();

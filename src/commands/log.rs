@@ -58,7 +58,20 @@ fn versions(reader: &Reader, url: &str, json: bool) -> Result<(), Error> {
         if !times.is_empty() {
             lines.push(format!("    {}", times.join("  ")));
         }
-        if !v.change.is_deletion() {
+        if v.arrived_via == crate::model::Via::Metadata && !v.change.is_deletion() {
+            // No bytes: what the source declares of them.
+            let mut declared = format!("    {}", crate::access::VersionRow::NO_BYTES);
+            if let Some(n) = v.declared_length {
+                declared.push_str(&format!("  declared {n} bytes"));
+            }
+            if let Some(h) = &v.declared_hash {
+                declared.push_str(&format!("  {h}"));
+            }
+            if let Some(t) = &v.media_type {
+                declared.push_str(&format!("  {t}"));
+            }
+            lines.push(declared);
+        } else if !v.change.is_deletion() {
             let mut bytes = format!(
                 "    {} bytes  sha256 {}",
                 v.length

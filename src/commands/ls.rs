@@ -63,12 +63,16 @@ fn long_line(
     arrived: &str,
     categories: &[crate::model::Category],
 ) -> String {
-    let length = match v.length {
-        Some(n) if !v.deleted() => n.to_string(),
+    let length = match (v.length, v.declared_length) {
+        (Some(n), _) if !v.deleted() => n.to_string(),
+        // What the source declares, marked: nothing here was measured.
+        (None, Some(n)) if v.metadata_only => format!("~{n}"),
         _ => "-".into(),
     };
     let sha = if v.deleted() {
         "(deleted)".to_string()
+    } else if v.metadata_only {
+        format!("({})", VersionRow::NO_BYTES)
     } else {
         v.sha256
             .as_deref()

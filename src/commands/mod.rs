@@ -15,6 +15,7 @@ mod log;
 mod ls;
 mod man;
 mod output;
+pub mod source_import;
 pub mod source_remove;
 mod status;
 
@@ -611,6 +612,31 @@ fn source(a: &crate::cli::SourceCommandArgs, arguments: &str) -> Exit {
     match &a.action {
         SourceAction::List { mirror, json } => {
             reading(|| status::list_sources(&mirror.mirror, *json))
+        }
+        SourceAction::Import(a) => {
+            let crate::cli::ImportArgs {
+                file,
+                skip_bad,
+                jobs,
+                mirror,
+                source_args,
+                output,
+                lock,
+            } = &**a;
+            let output = output.settings();
+            let progress = Progress::new(output.quiet);
+            let result = waiting_for_the_lock(lock, || {
+                let i = source_import::Import {
+                    file,
+                    skip_bad: *skip_bad,
+                    jobs: *jobs,
+                    mirror: &mirror.mirror,
+                    source_args,
+                    output,
+                };
+                source_import::run(&i, arguments, &progress)
+            });
+            summarise(result, &output)
         }
         SourceAction::Remove { url, mirror, lock } => {
             match waiting_for_the_lock(lock, || source_remove::run(&mirror.mirror, url, arguments))

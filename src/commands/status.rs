@@ -48,6 +48,13 @@ fn source_text(s: &Source, l: &mut Vec<String>) {
             s.url
         ));
     }
+    if s.settings.metadata_only == Some(true) {
+        l.push(
+            "  metadata only: each change and listed state is recorded without its bytes \
+             (--metadata-only; a run with --no-metadata-only fetches them)"
+                .into(),
+        );
+    }
     for b in &s.subscriptions {
         let or_never = |t: &Option<String>| t.as_deref().map_or("never".into(), shown_time);
         l.push(format!(

@@ -48,6 +48,31 @@ pub struct Fetched {
 }
 
 impl Fetched {
+    /// What stands for the bytes of `url` under `--metadata-only`: nothing computed (no length,
+    /// no digest), arrived by [`crate::model::Via::Metadata`]; its version carries only what
+    /// the source declares ([`Fetched::version`]).
+    pub(crate) fn described(url: &Url) -> Fetched {
+        Fetched {
+            computed: Computed {
+                length: 0,
+                md5_hex: String::new(),
+                sha256_hex: String::new(),
+                sha1_hex: None,
+            },
+            final_url: url.clone(),
+            etag: None,
+            last_modified: None,
+            media_type: None,
+            content_encoding: None,
+            via: crate::model::Via::Metadata,
+        }
+    }
+
+    /// Whether these are no bytes but a declaration (`--metadata-only`).
+    pub(crate) fn is_described(&self) -> bool {
+        self.via == crate::model::Via::Metadata
+    }
+
     /// The version these bytes make of `uri` in `collection`, with what the source declares of
     /// it; a declared media type wins over the one served. No event time (a snapshot's).
     pub(crate) fn version(
@@ -58,23 +83,28 @@ impl Fetched {
         declared: &crate::engine::plan::Declared,
         media_type: Option<&str>,
     ) -> NewVersion {
+        let bytes = !self.is_described();
         NewVersion {
             uri: uri.to_string(),
             collection: collection.to_string(),
             change,
             event_time: None,
             lastmod: declared.lastmod,
-            length_bytes: Some(self.computed.length),
+            length_bytes: bytes.then_some(self.computed.length),
             declared_length_bytes: declared.length,
             declared_hash: crate::rs::digest::declared_hash(&declared.digests),
-            md5_hex: Some(self.computed.md5_hex.clone()),
-            sha1_hex: self.computed.sha1_hex.clone(),
-            sha256_hex: Some(self.computed.sha256_hex.clone()),
+            md5_hex: bytes.then(|| self.computed.md5_hex.clone()),
+            sha1_hex: self.computed.sha1_hex.clone().filter(|_| bytes),
+            sha256_hex: bytes.then(|| self.computed.sha256_hex.clone()),
             media_type: media_type
                 .map(str::to_string)
                 .or_else(|| self.media_type.clone()),
             arrived_via: self.via,
-            fetched_from: (self.via != crate::model::Via::Held).then(|| self.final_url.to_string()),
+            fetched_from: (!matches!(
+                self.via,
+                crate::model::Via::Held | crate::model::Via::Metadata
+            ))
+            .then(|| self.final_url.to_string()),
             etag: self.etag.clone(),
             last_modified: self.last_modified.clone(),
             declared_encoding: declared.encoding.clone(),
@@ -205,6 +235,9 @@ pub(crate) fn transfer<E>(
 ) -> Result<(), E> {
     // A document asked for ahead and not taken by now never will be.
     http.forget_ahead();
+    if http.config().metadata_only {
+        return described(jobs, on_result);
+    }
     let pool = http.pool();
     let one_connection = !pool.h2_hosts().is_empty() && !pool.near();
     let (threads, per_thread) = shares(workers, one_connection);
@@ -338,6 +371,32 @@ pub(crate) fn transfer<E>(
         drop(res_rx);
         outcome
     })
+}
+
+/// `--metadata-only`: no job is fetched; each is answered with what its list declares (a
+/// version without bytes, [`Fetched::described`]), or refused as a transfer would refuse it.
+fn described<E>(
+    jobs: impl IntoIterator<Item = Job>,
+    mut on_result: impl FnMut(JobResult) -> Result<(), E>,
+) -> Result<(), E> {
+    for job in jobs {
+        let Some(url) = job.urls.first() else {
+            continue;
+        };
+        let r = match job.scope.check(url) {
+            Ok(()) => JobResult::Fetched(job.index, Box::new(Fetched::described(url))),
+            Err(e) => JobResult::Failed {
+                index: job.index,
+                reason: e.to_string(),
+                refused: true,
+                other_bytes: false,
+                gone: false,
+                unreachable: false,
+            },
+        };
+        on_result(r)?;
+    }
+    Ok(())
 }
 
 /// A resource whose declared SHA-256 names an object the store already holds: taken from the

@@ -25,6 +25,7 @@ pub mod discover;
 pub mod documents;
 pub mod expected;
 pub mod format;
+pub(crate) mod lacking;
 pub(crate) mod links;
 pub mod listing;
 pub(crate) mod metadata;

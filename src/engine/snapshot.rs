@@ -695,7 +695,7 @@ impl Results<'_, '_> {
             &l.declared,
             l.media_type.as_deref(),
         );
-        if let Some(via) = self.arrived_via {
+        if let Some(via) = self.arrived_via.filter(|_| !f.is_described()) {
             v.arrived_via = via;
         }
         let side = self.side_rows.and_then(|rows| rows(&t.listed));

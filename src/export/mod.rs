@@ -281,6 +281,9 @@ fn export(mirror: &Path, o: &Options) -> Result<Summary, Error> {
             after: None,
             collections,
             deleted: false,
+            // A state recorded by metadata alone (`--metadata-only`) has no bytes to export:
+            // every format leaves it out (README, `rsmirror man export`).
+            bytes_only: true,
         },
         strip: o.strip.as_deref(),
         no_percent: o.format == Format::Bagit,

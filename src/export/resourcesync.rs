@@ -380,6 +380,8 @@ mod tests {
             media_type: None,
             declared_encoding: None,
             content_encoding: None,
+            declared_length: None,
+            metadata_only: false,
         }
     }
 

@@ -28,6 +28,10 @@ pub struct Kept {
     /// kept: the file or the variable is read again by each run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header: Vec<String>,
+    /// `--metadata-only` (true) or `--no-metadata-only` (false): versions recorded without
+    /// their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_only: Option<bool>,
 }
 
 impl Kept {
@@ -41,6 +45,7 @@ impl Kept {
             .iter()
             .map(|(o, v)| match *o {
                 "--header" => format!("{o} '{v}'"),
+                _ if v.is_empty() => o.to_string(),
                 _ => format!("{o} {v}"),
             })
             .collect::<Vec<_>>()
@@ -55,6 +60,7 @@ impl Kept {
         filter
             .chain(self.option_pairs())
             .flat_map(|(o, v)| [o.to_string(), v])
+            .filter(|a| !a.is_empty())
             .collect()
     }
 
@@ -72,6 +78,11 @@ impl Kept {
         }
         o.extend(self.allow_host.iter().map(|h| ("--allow-host", h.clone())));
         o.extend(self.header.iter().map(|h| ("--header", h.clone())));
+        match self.metadata_only {
+            Some(true) => o.push(("--metadata-only", String::new())),
+            Some(false) => o.push(("--no-metadata-only", String::new())),
+            None => {}
+        }
         o
     }
 
@@ -91,6 +102,7 @@ impl Kept {
                 true => self.header.clone(),
                 false => given.header.clone(),
             },
+            metadata_only: given.metadata_only.or(self.metadata_only),
         }
     }
 }
@@ -108,6 +120,7 @@ mod tests {
     #[test]
     fn what_is_given_replaces_what_is_kept_option_by_option() {
         let kept = Kept {
+            metadata_only: Some(true),
             delay: Some(1.0),
             timeout: Some(7.0),
             allow_host: vec!["a.example".into()],
@@ -127,8 +140,17 @@ mod tests {
         assert_eq!(now.allow_host, ["a.example"]);
         assert_eq!(
             now.options(),
-            "--delay 1 --timeout 9 --jobs 3 --allow-host a.example --header 'X-Token: $T'"
+            "--delay 1 --timeout 9 --jobs 3 --allow-host a.example --header 'X-Token: $T' \
+             --metadata-only"
         );
+        let off = now.updated_by(&Kept {
+            metadata_only: Some(false),
+            ..Default::default()
+        });
+        assert_eq!(off.metadata_only, Some(false));
+        assert!(off
+            .arguments()
+            .ends_with(&["--no-metadata-only".to_string()]));
         let json = serde_json::to_string(&now).unwrap();
         assert_eq!(serde_json::from_str::<Kept>(&json).unwrap(), now);
         // Written before these options were kept: the filter alone.

@@ -147,6 +147,7 @@ mod tests {
                 "record",
                 "memento",
                 "patch",
+                "metadata",
             ],
         );
         round_trips(

@@ -30,6 +30,9 @@ pub enum Via {
     /// `rel=".../rs/terms/patch"`, the 2012 draft's `.../rs/partial`), kept because the result
     /// has the digest the change declares.
     Patch,
+    /// No bytes: the source is followed by metadata alone (`--metadata-only`); the version is
+    /// what the list or the change declares (URI, datetime, change, lastmod, length, digests).
+    Metadata,
 }
 
 catalog_text!(Via, "arrival way", {
@@ -42,4 +45,5 @@ catalog_text!(Via, "arrival way", {
     Record => "record",
     Memento => "memento",
     Patch => "patch",
+    Metadata => "metadata",
 });

@@ -817,6 +817,7 @@ pub(crate) mod test_server {
             bwlimit: None,
             streams: crate::net::DEFAULT_STREAMS,
             http2_prior_knowledge: false,
+            metadata_only: false,
         }
     }
 

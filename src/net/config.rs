@@ -48,6 +48,9 @@ pub struct HttpConfig {
     /// `--http2-prior-knowledge`: http:// URLs are asked over HTTP/2 from the first byte
     /// (RFC 9113 §3.3), for a cleartext source that speaks only HTTP/2.
     pub http2_prior_knowledge: bool,
+    /// `--metadata-only`: a transfer fetches no resource; each job is answered with what its
+    /// list declares (`engine::apply::transfer`), recorded as a version without bytes.
+    pub metadata_only: bool,
 }
 
 /// Request headers a restricted source needs (an access token, Basic authentication), and the
@@ -101,6 +104,7 @@ impl Default for HttpConfig {
             bwlimit: None,
             streams: crate::net::DEFAULT_STREAMS,
             http2_prior_knowledge: false,
+            metadata_only: false,
         }
     }
 }

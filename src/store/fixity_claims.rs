@@ -111,6 +111,11 @@ impl<'r> ClaimRow<'r, '_> {
     pub(crate) fn deleted(&self) -> Result<bool, StoreError> {
         Ok(text(self.row, 7)? == Change::Deleted.as_str())
     }
+
+    /// Recorded without bytes (`--metadata-only`): no object to check.
+    pub(crate) fn metadata_only(&self) -> Result<bool, StoreError> {
+        Ok(self.row.get(8)?)
+    }
 }
 
 /// The claims in `scope`, in catalog order (sequential reads, whatever the catalog's size),
@@ -130,7 +135,8 @@ pub(crate) fn each_claim(
         "FROM resources r JOIN versions v ON v.id = r.current_version_id"
     };
     let mut stmt = catalog.conn().prepare(&format!(
-        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change
+        "SELECT v.sha256_hex, r.uri, v.length_bytes, {digests}, v.declared_length_bytes, v.change,
+                v.arrived_via = 'metadata'
          {from}"
     ))?;
     let mut rows = stmt.query([])?;

@@ -56,13 +56,19 @@ pub struct VersionRow {
     /// as served: an export labels them with it).
     pub declared_encoding: Option<String>,
     pub content_encoding: Option<String>,
+    /// The length the source declared.
+    pub declared_length: Option<i64>,
+    /// Recorded without bytes (`--metadata-only`, `versions.arrived_via` = `metadata`): what
+    /// the source declares of the state, no object.
+    pub metadata_only: bool,
 }
 
 impl VersionRow {
     /// The columns of `versions v`, for [`VersionRow::from_row`] at an offset.
     const SELECT: &'static str =
         "v.id, v.run_id, v.change, v.lastmod, v.length_bytes, v.sha256_hex, v.md5_hex, v.media_type,
-         v.declared_encoding, v.content_encoding";
+         v.declared_encoding, v.content_encoding, v.declared_length_bytes,
+         v.arrived_via = 'metadata'";
 
     fn from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<VersionRow> {
         Ok(VersionRow {
@@ -76,6 +82,8 @@ impl VersionRow {
             media_type: r.get(at + 7)?,
             declared_encoding: r.get(at + 8)?,
             content_encoding: r.get(at + 9)?,
+            declared_length: r.get(at + 10)?,
+            metadata_only: r.get(at + 11)?,
         })
     }
 
@@ -85,6 +93,9 @@ impl VersionRow {
             .as_deref()
             .or(self.declared_encoding.as_deref())
     }
+
+    /// Where the bytes would be shown: "metadata only" for a state recorded without them.
+    pub const NO_BYTES: &'static str = "metadata only";
 
     /// A tombstone: the state has no bytes.
     pub(crate) fn deleted(&self) -> bool {
@@ -103,11 +114,23 @@ pub struct Filter {
     pub collections: Option<Vec<i64>>,
     /// Tombstones too.
     pub deleted: bool,
+    /// Only states with bytes: none recorded by metadata alone (`--metadata-only`). The
+    /// exports walk these: a state without bytes has no file to write.
+    pub bytes_only: bool,
 }
 
 impl Filter {
-    /// ` AND r.collection_id IN (...)` when the filter names collections (ids: no quoting).
+    /// ` AND r.collection_id IN (...)` when the filter names collections (ids: no quoting);
+    /// ` AND v.arrived_via != 'metadata'` for [`Filter::bytes_only`].
     fn collection_clause(&self) -> String {
+        let bytes = match self.bytes_only {
+            true => " AND v.arrived_via != 'metadata'",
+            false => "",
+        };
+        bytes.to_string() + &self.collections_only()
+    }
+
+    fn collections_only(&self) -> String {
         match &self.collections {
             None => String::new(),
             Some(ids) => {
@@ -523,7 +546,7 @@ pub(crate) fn version(
                 VersionRow::SELECT
             ),
             [version_id],
-            |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(10)?)),
+            |r| Ok((VersionRow::from_row(r, 0)?, r.get::<_, String>(12)?)),
         )
         .optional()?)
 }

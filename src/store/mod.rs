@@ -18,6 +18,7 @@ pub(crate) mod harvests;
 pub(crate) mod health;
 pub(crate) mod history;
 pub mod kill;
+pub(crate) mod lacking;
 pub mod listing;
 pub mod lock;
 pub mod migrate;

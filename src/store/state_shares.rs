@@ -91,6 +91,16 @@ impl<'r> CurrentRow<'r, '_> {
         self.count(7)
     }
 
+    /// The source's digests as recorded (`md5:… sha-256:…`).
+    pub(crate) fn declared_hash(&self) -> Result<Option<&'r str>, StoreError> {
+        self.text(8)
+    }
+
+    /// Recorded without bytes (`--metadata-only`): the state is what the source declared.
+    pub(crate) fn metadata_only(&self) -> Result<bool, StoreError> {
+        Ok(self.row.get(9)?)
+    }
+
     fn text(&self, i: usize) -> Result<Option<&'r str>, StoreError> {
         Ok(self
             .row
@@ -132,7 +142,7 @@ pub(crate) fn each_current_state(
 ) -> Result<(), StoreError> {
     let mut stmt = catalog.conn().prepare(
         "SELECT r.uri, v.change, v.lastmod, v.length_bytes, v.md5_hex, v.sha1_hex, v.sha256_hex,
-                v.declared_length_bytes
+                v.declared_length_bytes, v.declared_hash, v.arrived_via = 'metadata'
          FROM resources r JOIN versions v ON v.id = r.current_version_id
          WHERE r.id BETWEEN ?1 AND ?2",
     )?;

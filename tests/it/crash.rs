@@ -958,7 +958,7 @@ fn every_named_point_is_reached_and_a_run_killed_there_is_finished_by_the_next()
                 "{what}: version {v}"
             );
             assert!(
-                !crate::migrate::has_table(&sc.mirror, "source_metadata"),
+                !crate::migrate::has_table(&sc.mirror, "version_categories"),
                 "{what}: the last step half done"
             );
             assert_eq!(

@@ -33,6 +33,7 @@ mod iiif;
 mod incremental;
 mod inspect;
 mod json_shapes;
+mod metadata_only;
 mod migrate;
 mod oai;
 mod partial;

@@ -338,7 +338,7 @@ fn an_upgrade_killed_at_any_point_finishes_when_run_again() {
                 );
                 // Either side of the step, never half of it.
                 assert_eq!(has_table(&m, "scp_pages"), v < 3, "killed at point {at}");
-                assert!(!has_table(&m, "source_metadata"), "point {at}");
+                assert!(!has_table(&m, "version_categories"), "point {at}");
                 let out = audit(&m).output().unwrap();
                 assert_eq!(
                     out.status.code(),

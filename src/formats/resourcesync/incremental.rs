@@ -510,7 +510,13 @@ impl changes::Item for Event {
             event_time: self.time,
             arrived_via: match self.memento {
                 Some(_) => crate::model::Via::Memento,
-                None if f.via == crate::model::Via::Patch => f.via,
+                None if matches!(
+                    f.via,
+                    crate::model::Via::Patch | crate::model::Via::Metadata
+                ) =>
+                {
+                    f.via
+                }
                 None => crate::model::Via::Http,
             },
             ..f.version(
