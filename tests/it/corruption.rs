@@ -127,9 +127,12 @@ fn dump(m: &Path) -> Option<String> {
         .collect::<Result<_, _>>()
         .ok()?;
     for t in tables {
-        let mut stmt = c
-            .prepare(&format!("SELECT * FROM \"{t}\" ORDER BY rowid"))
-            .ok()?;
+        // A WITHOUT ROWID table (`version_categories`) has no rowid: it is read in its primary
+        // key's order, which is as fixed.
+        let mut stmt = match c.prepare(&format!("SELECT * FROM \"{t}\" ORDER BY rowid")) {
+            Ok(stmt) => stmt,
+            Err(_) => c.prepare(&format!("SELECT * FROM \"{t}\"")).ok()?,
+        };
         let n = stmt.column_count();
         let mut rows = stmt.query([]).ok()?;
         while let Some(r) = rows.next().ok()? {
