@@ -25,8 +25,7 @@ pub(crate) fn channels(source: &Url, agent: &str) -> Result<Vec<Channel>, String
     // A channel without a hub: WebSub discovery on its topic (headers first).
     for c in found.iter_mut().filter(|c| c.hub.is_none()) {
         if let Ok(d) = get(&c.topic, agent) {
-            let (hub, me) =
-                notification::from_link_headers(d.links.iter().map(String::as_str), &d.url);
+            let (hub, me) = from_link_headers(&d.links, &d.url);
             c.hub = hub;
             if let Some(me) = me {
                 c.topic = me;
@@ -60,7 +59,7 @@ fn walk(
     }
     let d = get(url, agent)?;
     // WebSub §4: the Link headers first; the body only when they name no hub.
-    let (hub, me) = notification::from_link_headers(d.links.iter().map(String::as_str), &d.url);
+    let (hub, me) = from_link_headers(&d.links, &d.url);
     if let Some(hub) = hub {
         found.push(Channel {
             topic: me.unwrap_or_else(|| d.url.clone()),
@@ -108,4 +107,68 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The `rel="hub"` and `rel="self"` targets of HTTP `Link` header values (RFC 8288, read by
+/// [`crate::net::link`]), resolved against `base`. WebSub 1.0 §4: a subscriber uses the
+/// headers before the body. The first hub and the first self win; a link with an `anchor` is
+/// about another resource and does not count.
+fn from_link_headers(values: &[String], base: &Url) -> (Option<Url>, Option<Url>) {
+    let (mut hub, mut me) = (None, None);
+    for link in crate::net::link::parse(values, base) {
+        if link.anchored {
+            continue;
+        }
+        for rel in &link.rels {
+            if rel == "hub" && hub.is_none() {
+                hub = Some(link.target.clone());
+            } else if rel == "self" && me.is_none() {
+                me = Some(link.target.clone());
+            }
+        }
+    }
+    (hub, me)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> Vec<String> {
+        values.iter().map(|v| v.to_string()).collect()
+    }
+
+    #[test]
+    fn link_headers_give_hub_and_self_resolved() {
+        let base = Url::parse("http://s.example/topic").unwrap();
+        let (hub, me) = from_link_headers(
+            &headers(&[
+                "</hub>; rel=\"hub\", <http://s.example/t>; rel=\"self\"",
+                "<http://other/hub>; rel=hub",
+            ]),
+            &base,
+        );
+        assert_eq!(hub.unwrap().as_str(), "http://s.example/hub");
+        assert_eq!(me.unwrap().as_str(), "http://s.example/t");
+    }
+
+    #[test]
+    fn several_rels_and_commas_in_quotes() {
+        let base = Url::parse("http://s.example/").unwrap();
+        let (hub, me) = from_link_headers(
+            &headers(&["<http://h/x>; title=\"a, b\"; rel=\"self hub\""]),
+            &base,
+        );
+        assert_eq!(hub.unwrap().as_str(), "http://h/x");
+        assert_eq!(me.unwrap().as_str(), "http://h/x");
+    }
+
+    #[test]
+    fn no_link_no_hub() {
+        let base = Url::parse("http://s.example/").unwrap();
+        assert_eq!(
+            from_link_headers(&headers(&["garbage"]), &base),
+            (None, None)
+        );
+    }
 }
